@@ -1,0 +1,2 @@
+/* server/stub.c - placeholder until the server layer lands. */
+#include <libwebsockets.h>
