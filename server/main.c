@@ -1,10 +1,140 @@
-/* server/main.c - stub entry point until the hub core lands. */
+/*
+ * server/main.c - lubdub's entry point: configuration, loops, signals and
+ * the drain.
+ *
+ * The main thread parses the configuration, blocks SIGTERM/SIGINT before
+ * any thread exists (so only sigwait sees them), creates the loops
+ * serially, starts one thread per loop, then waits for a signal. The first
+ * signal drains: /readyz turns 503, accepting stops, heartbeats stop, and
+ * every session is closed with 4200, jittered over --drain-timeout. A second
+ * signal exits at once.
+ */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "hub/hub.h"
+#include "hub/pusher.h"
+#include "server/srv.h"
 
-int main(void)
+static void fill_hub_config(struct srv *srv)
 {
-    printf("lubdub %s: stub - the server is not built yet\n", hub_version());
+    const struct srv_config *c = srv->cfg;
+    struct hub_config *h = &srv->hcfg;
+
+    memset(h, 0, sizeof(*h));
+    h->tick_ms = c->tick_ms;
+    h->ping_interval_ms = c->ping_interval_ms;
+    h->pong_timeout_ms = c->pong_timeout_ms;
+    h->idle_timeout_ms = c->idle_timeout_ms;
+    h->close_timeout_ms = c->close_timeout_ms;
+    h->heartbeat_interval_ms = c->heartbeat_interval_ms;
+    h->drain_timeout_ms = c->drain_timeout_ms;
+    h->activity_timeout_s = c->activity_timeout_s;
+    h->max_message = c->max_message;
+    h->max_queue = c->max_queue;
+    h->max_connections = c->max_connections;
+    h->auth_window_s = c->auth_timestamp_window_s;
+    for (unsigned i = 0; i < c->n_apps; i++)
+        srv->cfg->apps[i].index = i;
+    h->apps = c->apps;
+    h->n_apps = c->n_apps;
+}
+
+/* Use the hard fd limit: each context sizes its tables from it. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int main(int argc, char **argv, char **envp)
+{
+    static struct srv_config cfg;
+    struct srv srv;
+    char err[512];
+    sigset_t set;
+    int sig, level;
+    long cpus;
+    struct timespec poll_ts = { 0, 100 * 1000000 };
+
+    srv_config_defaults(&cfg);
+    if (srv_config_load(&cfg, argc, argv, envp, err, sizeof(err))) {
+        fprintf(stderr, "lubdub: %s\n", err);
+        return 2;
+    }
+    if (cfg.help) {
+        srv_config_print_help(stdout);
+        return 0;
+    }
+    if (srv_config_validate(&cfg, err, sizeof(err))) {
+        fprintf(stderr, "lubdub: %s\n", err);
+        return 2;
+    }
+    if (cfg.check_only) {
+        printf("lubdub: configuration is valid\n");
+        return 0;
+    }
+    level = srv_log_level_parse(cfg.log_level);
+    srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg.log_format);
+
+    memset(&srv, 0, sizeof(srv));
+    srv.cfg = &cfg;
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    srv.n_loops = cfg.loops ? cfg.loops : (cpus > 0 ? (unsigned)cpus : 1);
+    if (srv.n_loops > HUB_MAX_LOOPS)
+        srv.n_loops = HUB_MAX_LOOPS;
+    fill_hub_config(&srv);
+    raise_nofile();
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    srv.hub = hub_create(&srv.hcfg, hub_clock_monotonic());
+    if (!srv.hub) {
+        fprintf(stderr, "lubdub: out of memory\n");
+        return 1;
+    }
+    if (srv_loops_create(&srv) || srv_loops_start(&srv)) {
+        fprintf(stderr, "lubdub: cannot start (see the log above)\n");
+        return 1;
+    }
+    srv_log(HUB_LOG_INFO, 0,
+            "lubdub listening on %s://%s:%u (%u loops, ping %llums, pong "
+            "%llums)",
+            cfg.tls_cert ? "https" : "http", cfg.bind, srv.port, srv.n_loops,
+            (unsigned long long)cfg.ping_interval_ms,
+            (unsigned long long)cfg.pong_timeout_ms);
+    printf("lubdub: listening on %s:%u\n", cfg.bind, srv.port);
+    fflush(stdout);
+
+    while (sigwait(&set, &sig) != 0)
+        ;
+    srv_log(HUB_LOG_INFO, 0, "%s: draining over %llums (signal again to exit "
+                             "now)",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT",
+            (unsigned long long)cfg.drain_timeout_ms);
+    hub_start_drain(srv.hub);
+    while (atomic_load(&srv.loops_done) < srv.n_loops) {
+        sig = sigtimedwait(&set, NULL, &poll_ts);
+        if (sig == SIGTERM || sig == SIGINT) {
+            srv_log(HUB_LOG_WARN, 0, "second signal: exiting now");
+            _exit(1);
+        }
+    }
+    srv_loops_join(&srv);
+    srv_log(HUB_LOG_INFO, 0, "drained; bye");
+    hub_destroy(srv.hub);
+    srv_config_fini(&cfg);
     return 0;
 }

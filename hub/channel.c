@@ -1,0 +1,586 @@
+/*
+ * hub/channel.c - local channel index, hub-wide directory, publication.
+ *
+ * Both tables hash (app, name) with FNV-1a into power-of-two bucket arrays
+ * that double at load 1; channels are few compared with messages, so the
+ * allocation on first subscribe is not on the hot path.
+ */
+#include "hub/channel.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub/loop.h"
+#include "hub/session.h"
+
+static uint64_t chan_hash(unsigned app, const char *name, size_t len)
+{
+    uint64_t h = 1469598103934665603ull ^ app;
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)name[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Local index. */
+
+struct hub_chanmap {
+    struct hub_lchan **b;
+    uint32_t mask;
+    uint32_t count;
+};
+
+struct hub_chanmap *hub_chanmap_create(void)
+{
+    struct hub_chanmap *m = calloc(1, sizeof(*m));
+
+    if (!m)
+        return NULL;
+    m->b = calloc(64, sizeof(*m->b));
+    if (!m->b) {
+        free(m);
+        return NULL;
+    }
+    m->mask = 63;
+    return m;
+}
+
+void hub_chanmap_destroy(struct hub_chanmap *m)
+{
+    if (!m)
+        return;
+    for (uint32_t i = 0; i <= m->mask; i++) {
+        struct hub_lchan *c = m->b[i], *n;
+
+        for (; c; c = n) {
+            n = c->hnext;
+            free(c);
+        }
+    }
+    free(m->b);
+    free(m);
+}
+
+uint32_t hub_chanmap_count(const struct hub_chanmap *m)
+{
+    return m->count;
+}
+
+struct hub_lchan *hub_chanmap_find(struct hub_chanmap *m, unsigned app,
+                                   const char *name, size_t len)
+{
+    uint64_t h = chan_hash(app, name, len);
+    struct hub_lchan *c = m->b[h & m->mask];
+
+    for (; c; c = c->hnext)
+        if (c->hash == h && c->app == app && c->name_len == len &&
+            memcmp(c->name, name, len) == 0)
+            return c;
+    return NULL;
+}
+
+static void chanmap_grow(struct hub_chanmap *m)
+{
+    uint32_t nmask = m->mask * 2 + 1;
+    struct hub_lchan **nb = calloc((size_t)nmask + 1, sizeof(*nb));
+
+    if (!nb)
+        return; /* Longer chains, still correct. */
+    for (uint32_t i = 0; i <= m->mask; i++) {
+        struct hub_lchan *c = m->b[i], *n;
+
+        for (; c; c = n) {
+            n = c->hnext;
+            c->hnext = nb[c->hash & nmask];
+            nb[c->hash & nmask] = c;
+        }
+    }
+    free(m->b);
+    m->b = nb;
+    m->mask = nmask;
+}
+
+struct hub_lchan *hub_chanmap_get(struct hub_chanmap *m, unsigned app,
+                                  const char *name, size_t len)
+{
+    struct hub_lchan *c = hub_chanmap_find(m, app, name, len);
+
+    if (c)
+        return c;
+    c = malloc(sizeof(*c) + len + 1);
+    if (!c)
+        return NULL;
+    c->hash = chan_hash(app, name, len);
+    c->app = app;
+    c->kind = hub_channel_classify(name, len);
+    hub_list_init(&c->members);
+    c->n_members = 0;
+    c->name_len = (uint32_t)len;
+    memcpy(c->name, name, len);
+    c->name[len] = '\0';
+    if (m->count >= m->mask)
+        chanmap_grow(m);
+    c->hnext = m->b[c->hash & m->mask];
+    m->b[c->hash & m->mask] = c;
+    m->count++;
+    return c;
+}
+
+void hub_chanmap_put(struct hub_chanmap *m, struct hub_lchan *ch)
+{
+    struct hub_lchan **pp;
+
+    if (ch->n_members)
+        return;
+    for (pp = &m->b[ch->hash & m->mask]; *pp; pp = &(*pp)->hnext) {
+        if (*pp == ch) {
+            *pp = ch->hnext;
+            m->count--;
+            free(ch);
+            return;
+        }
+    }
+}
+
+/* Directory. */
+
+struct hub_member {
+    char *user_id;
+    char *user_info;               /* JSON text or NULL */
+    uint32_t conns;
+};
+
+struct hub_gchan {
+    struct hub_gchan *hnext;
+    uint64_t hash;
+    unsigned app;
+    uint32_t subs;
+    struct hub_member *members;
+    uint32_t n_members, cap_members;
+    uint32_t name_len;
+    char name[];
+};
+
+struct hub_directory {
+    pthread_mutex_t mu;
+    struct hub_gchan **b;
+    uint32_t mask, count;
+};
+
+struct hub_directory *hub_directory_create(void)
+{
+    struct hub_directory *d = calloc(1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    d->b = calloc(256, sizeof(*d->b));
+    if (!d->b) {
+        free(d);
+        return NULL;
+    }
+    d->mask = 255;
+    pthread_mutex_init(&d->mu, NULL);
+    return d;
+}
+
+static void gchan_free(struct hub_gchan *g)
+{
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        free(g->members[i].user_id);
+        free(g->members[i].user_info);
+    }
+    free(g->members);
+    free(g);
+}
+
+void hub_directory_destroy(struct hub_directory *d)
+{
+    if (!d)
+        return;
+    for (uint32_t i = 0; i <= d->mask; i++) {
+        struct hub_gchan *g = d->b[i], *n;
+
+        for (; g; g = n) {
+            n = g->hnext;
+            gchan_free(g);
+        }
+    }
+    pthread_mutex_destroy(&d->mu);
+    free(d->b);
+    free(d);
+}
+
+static struct hub_gchan *dir_find(struct hub_directory *d, unsigned app,
+                                  const char *name, size_t len,
+                                  struct hub_gchan ***pprev)
+{
+    uint64_t h = chan_hash(app, name, len);
+    struct hub_gchan **pp = &d->b[h & d->mask];
+
+    for (; *pp; pp = &(*pp)->hnext) {
+        struct hub_gchan *g = *pp;
+
+        if (g->hash == h && g->app == app && g->name_len == len &&
+            memcmp(g->name, name, len) == 0) {
+            if (pprev)
+                *pprev = pp;
+            return g;
+        }
+    }
+    return NULL;
+}
+
+static void dir_grow(struct hub_directory *d)
+{
+    uint32_t nmask = d->mask * 2 + 1;
+    struct hub_gchan **nb = calloc((size_t)nmask + 1, sizeof(*nb));
+
+    if (!nb)
+        return;
+    for (uint32_t i = 0; i <= d->mask; i++) {
+        struct hub_gchan *g = d->b[i], *n;
+
+        for (; g; g = n) {
+            n = g->hnext;
+            g->hnext = nb[g->hash & nmask];
+            nb[g->hash & nmask] = g;
+        }
+    }
+    free(d->b);
+    d->b = nb;
+    d->mask = nmask;
+}
+
+static struct hub_member *find_member(struct hub_gchan *g, const char *uid)
+{
+    for (uint32_t i = 0; i < g->n_members; i++)
+        if (strcmp(g->members[i].user_id, uid) == 0)
+            return &g->members[i];
+    return NULL;
+}
+
+/* {"presence":{"ids":[..],"hash":{id:info},"count":n}} as text. */
+static char *members_json(const struct hub_gchan *g)
+{
+    json_t *ids = json_array(), *hash = json_object(), *root;
+    char *out;
+
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        const struct hub_member *m = &g->members[i];
+        json_t *info = NULL;
+
+        if (m->user_info)
+            info = json_loads(m->user_info, JSON_DECODE_ANY, NULL);
+        json_array_append_new(ids, json_string(m->user_id));
+        json_object_set_new(hash, m->user_id, info ? info : json_object());
+    }
+    root = json_pack("{s:{s:o,s:o,s:I}}", "presence", "ids", ids, "hash",
+                     hash, "count", (json_int_t)g->n_members);
+    if (!root)
+        return NULL;
+    out = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return out;
+}
+
+int hub_directory_join(struct hub_directory *d, unsigned app,
+                       const char *name, size_t len,
+                       struct hub_presence_join *join)
+{
+    struct hub_gchan *g;
+    int rc = 0;
+
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len, NULL);
+    if (!g) {
+        g = calloc(1, sizeof(*g) + len + 1);
+        if (!g) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        g->hash = chan_hash(app, name, len);
+        g->app = app;
+        g->name_len = (uint32_t)len;
+        memcpy(g->name, name, len);
+        if (d->count >= d->mask)
+            dir_grow(d);
+        g->hnext = d->b[g->hash & d->mask];
+        d->b[g->hash & d->mask] = g;
+        d->count++;
+    }
+    if (join) {
+        struct hub_member *m = find_member(g, join->user_id);
+
+        join->first = false;
+        if (!m) {
+            if (join->max_members && g->n_members >= join->max_members) {
+                rc = -ENOSPC;
+                goto out_maybe_free;
+            }
+            if (g->n_members == g->cap_members) {
+                uint32_t cap = g->cap_members ? g->cap_members * 2 : 4;
+                struct hub_member *nm =
+                    realloc(g->members, cap * sizeof(*nm));
+
+                if (!nm) {
+                    rc = -ENOMEM;
+                    goto out_maybe_free;
+                }
+                g->members = nm;
+                g->cap_members = cap;
+            }
+            m = &g->members[g->n_members];
+            m->user_id = strdup(join->user_id);
+            m->user_info = join->user_info ? strdup(join->user_info) : NULL;
+            if (!m->user_id || (join->user_info && !m->user_info)) {
+                free(m->user_id);
+                free(m->user_info);
+                rc = -ENOMEM;
+                goto out_maybe_free;
+            }
+            m->conns = 0;
+            g->n_members++;
+            join->first = true;
+        }
+        m->conns++;
+        join->members_json = members_json(g);
+    }
+    g->subs++;
+    goto out;
+out_maybe_free:
+    if (g->subs == 0 && g->n_members == 0) {
+        struct hub_gchan **pp;
+
+        if (dir_find(d, app, name, len, &pp)) {
+            *pp = g->hnext;
+            d->count--;
+            gchan_free(g);
+        }
+    }
+out:
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+void hub_directory_leave(struct hub_directory *d, unsigned app,
+                         const char *name, size_t len, const char *user_id,
+                         bool *last)
+{
+    struct hub_gchan *g, **pp;
+
+    if (last)
+        *last = false;
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len, &pp);
+    if (!g)
+        goto out;
+    if (user_id) {
+        struct hub_member *m = find_member(g, user_id);
+
+        if (m && --m->conns == 0) {
+            free(m->user_id);
+            free(m->user_info);
+            *m = g->members[--g->n_members];
+            if (last)
+                *last = true;
+        }
+    }
+    if (g->subs)
+        g->subs--;
+    if (g->subs == 0) {
+        *pp = g->hnext;
+        d->count--;
+        gchan_free(g);
+    }
+out:
+    pthread_mutex_unlock(&d->mu);
+}
+
+void hub_directory_info(struct hub_directory *d, unsigned app,
+                        const char *name, size_t len,
+                        struct hub_channel_info *out)
+{
+    struct hub_gchan *g;
+
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len, NULL);
+    if (g) {
+        out->occupied = g->subs > 0;
+        out->subscription_count = g->subs;
+        out->user_count = g->n_members;
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+json_t *hub_directory_list(struct hub_directory *d, unsigned app,
+                           const char *prefix, bool user_count)
+{
+    json_t *out = json_object();
+    size_t plen = prefix ? strlen(prefix) : 0;
+
+    if (!out)
+        return NULL;
+    pthread_mutex_lock(&d->mu);
+    for (uint32_t i = 0; i <= d->mask; i++) {
+        for (struct hub_gchan *g = d->b[i]; g; g = g->hnext) {
+            json_t *o;
+
+            if (g->app != app || !g->subs)
+                continue;
+            if (plen && (g->name_len < plen ||
+                         memcmp(g->name, prefix, plen) != 0))
+                continue;
+            o = json_object();
+            if (user_count)
+                json_object_set_new(o, "user_count",
+                                    json_integer(g->n_members));
+            json_object_set_new(out, g->name, o);
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    return out;
+}
+
+json_t *hub_directory_users(struct hub_directory *d, unsigned app,
+                            const char *name, size_t len)
+{
+    struct hub_gchan *g;
+    json_t *arr = json_array();
+
+    if (!arr)
+        return NULL;
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len, NULL);
+    if (g)
+        for (uint32_t i = 0; i < g->n_members; i++)
+            json_array_append_new(
+                arr, json_pack("{s:s}", "id", g->members[i].user_id));
+    pthread_mutex_unlock(&d->mu);
+    return arr;
+}
+
+/* Publication. */
+
+int hub_excl_parse(struct hub_excl *ex, const char *sid)
+{
+    char *end;
+    unsigned long long hi, lo;
+
+    ex->set = false;
+    if (!sid || !(*sid >= '0' && *sid <= '9'))
+        return -EINVAL;
+    errno = 0;
+    hi = strtoull(sid, &end, 10);
+    if (errno || *end != '.' || !(end[1] >= '0' && end[1] <= '9'))
+        return -EINVAL;
+    lo = strtoull(end + 1, &end, 10);
+    if (errno || *end || lo > UINT32_MAX)
+        return -EINVAL;
+    ex->set = true;
+    ex->hi = hi;
+    ex->lo = (uint32_t)lo;
+    return 0;
+}
+
+struct pub_node {
+    struct hub_inbox_node node;
+    struct hub_pub *pub;
+};
+
+struct hub_pub {
+    atomic_uint refs;
+    struct hub_frame *frame;
+    unsigned app;
+    struct hub_excl excl;
+    size_t name_len;
+    char *name;
+    struct pub_node nodes[];
+};
+
+static void pub_unref(struct hub_pub *p)
+{
+    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) {
+        hub_frame_unref(p->frame);
+        free(p);
+    }
+}
+
+unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
+                           size_t len, struct hub_frame *f,
+                           const struct hub_excl *excl)
+{
+    struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
+    struct hub_list *pos;
+    unsigned n = 0;
+
+    if (!ch)
+        return 0;
+    hub_list_for_each(pos, &ch->members) {
+        struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
+                                               chan_link);
+        struct hub_session *s = sub->s;
+
+        if (excl && excl->set && s->sid_hi == excl->hi &&
+            s->sid_lo == excl->lo)
+            continue;
+        if (hub_session_send(s, f) == 0)
+            n++;
+    }
+    HUB_STAT_ADD(l->stats.publishes, 1);
+    return n;
+}
+
+int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
+                const char *name, size_t len, struct hub_frame *f,
+                const struct hub_excl *excl)
+{
+    unsigned others = h->n_loops - (from ? 1 : 0);
+    struct hub_pub *p;
+    unsigned k = 0;
+
+    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return 0;
+    if (others) {
+        p = malloc(sizeof(*p) + others * sizeof(p->nodes[0]) + len + 1);
+        if (!p)
+            return -ENOMEM;
+        atomic_init(&p->refs, others);
+        p->frame = hub_frame_ref(f);
+        p->app = app;
+        p->excl = excl ? *excl : (struct hub_excl){ 0 };
+        p->name_len = len;
+        p->name = (char *)&p->nodes[others];
+        memcpy(p->name, name, len);
+        p->name[len] = '\0';
+        for (unsigned i = 0; i < h->n_loops; i++) {
+            if (h->loops[i] == from)
+                continue;
+            p->nodes[k].node.kind = HUB_INBOX_PUBLISH;
+            p->nodes[k].pub = p;
+            hub_loop_post(h->loops[i], &p->nodes[k].node);
+            k++;
+        }
+    }
+    if (from)
+        hub_deliver_local(from, app, name, len, f, excl);
+    return 0;
+}
+
+void hub_pub_deliver_node(struct hub_loop *l, struct hub_inbox_node *n)
+{
+    struct hub_pub *p = ((struct pub_node *)n)->pub;
+
+    hub_deliver_local(l, p->app, p->name, p->name_len, p->frame, &p->excl);
+    pub_unref(p);
+}
+
+void hub_pub_release_node(struct hub_inbox_node *n)
+{
+    pub_unref(((struct pub_node *)n)->pub);
+}

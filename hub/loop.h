@@ -1,0 +1,130 @@
+/*
+ * hub/loop.h - the transport-agnostic half of an event loop, and the
+ * process-wide hub that ties the loops together.
+ *
+ * A loop owns a registry shard, a timing wheel, a heartbeat task, a local
+ * channel index and an inbox. server/ gives each loop a thread and an lws
+ * context and calls in: hub_loop_service() from the wheel's timer,
+ * hub_loop_drain_inbox() on every wakeup, and the session functions from
+ * the WebSocket callbacks.
+ *
+ * The hub holds what is shared: the configuration, the apps, the loops and
+ * the channel directory (counts and presence, under one mutex).
+ *
+ * Thread: a loop's functions run on its thread, except hub_loop_post() and
+ * hub_publish() (any thread) and the stats reads (relaxed atomics).
+ */
+#ifndef HUB_LOOP_H
+#define HUB_LOOP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hub/app.h"
+#include "hub/inbox.h"
+#include "hub/session.h"
+#include "hub/shard.h"
+#include "hub/stats.h"
+#include "timer/clock.h"
+#include "timer/task.h"
+#include "timer/wheel.h"
+
+#define HUB_MAX_LOOPS 64
+
+struct hub_config {
+    uint64_t tick_ms;              /* wheel tick */
+    uint64_t ping_interval_ms;     /* ping sessions silent this long */
+    uint64_t pong_timeout_ms;      /* then close 4201 */
+    uint64_t idle_timeout_ms;      /* no data message: 4202; 0 = off */
+    uint64_t close_timeout_ms;     /* kill a close never completed */
+    uint64_t heartbeat_interval_ms; /* 0 = derived from ping_interval */
+    uint64_t drain_timeout_ms;
+    uint32_t activity_timeout_s;   /* advertised to clients */
+    uint32_t max_message;          /* inbound bytes */
+    uint32_t max_queue;            /* outbound queued bytes per session */
+    uint32_t max_connections;      /* hub-wide; 0 = unlimited */
+    uint32_t heartbeat_slice;      /* sessions per slice; 0 = 4096 */
+    uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    const struct hub_app *apps;    /* borrowed, n_apps entries */
+    unsigned n_apps;
+};
+
+struct hub_directory;
+struct hub_chanmap;
+
+struct hub {
+    const struct hub_config *cfg;  /* borrowed */
+    const struct hub_clock *clock; /* borrowed */
+    struct hub_loop *loops[HUB_MAX_LOOPS];
+    unsigned n_loops;
+    struct hub_directory *dir;
+    atomic_bool draining;
+    atomic_bool stopping;          /* teardown: publish nothing more */
+    atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
+    uint64_t started_ms;
+};
+
+struct hub_loop {
+    struct hub *hub;
+    unsigned id;
+    const struct hub_config *cfg;
+    const struct hub_clock *clock;
+    const struct hub_transport_ops *ops;
+    void (*wake)(void *ctx);       /* wake this loop from another thread */
+    void *wake_ctx;
+    struct hub_wheel *wheel;
+    struct hub_task heartbeat;
+    struct hub_shard shard;
+    struct hub_chanmap *chans;
+    struct hub_inbox inbox;
+    struct hub_inbox_node drain_node, stop_node;
+    struct hub_loop_stats stats;
+    uint64_t sid_counter;
+    uint64_t rng;
+    bool draining;
+    bool stop;                     /* leave the service loop */
+    uint64_t drain_deadline_ms;
+    struct hub_timer drain_timer;  /* checks the drain's progress */
+};
+
+/* Owned; NULL on failure. clock and cfg are borrowed for the hub's life. */
+struct hub *hub_create(const struct hub_config *cfg,
+                       const struct hub_clock *clock);
+void hub_destroy(struct hub *h);
+
+/* Create loop h->loops[h->n_loops++]; NULL on failure. */
+struct hub_loop *hub_loop_create(struct hub *h,
+                                 const struct hub_transport_ops *ops,
+                                 void (*wake)(void *ctx), void *wake_ctx,
+                                 uint64_t now_ms);
+/* On the loop's thread, after every session is gone. */
+void hub_loop_destroy(struct hub_loop *l);
+
+/* Advance the wheel to now. Returns ms until it should be called again. */
+uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms);
+/* Run everything in the inbox (any wakeup, even a spurious one). */
+void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms);
+/* Any thread: push n and wake the loop if it was idle. */
+void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n);
+/* Any thread: ask every loop to drain (graceful shutdown). */
+void hub_start_drain(struct hub *h);
+/* Any thread: ask every loop to leave its service loop. */
+void hub_stop(struct hub *h);
+
+/* The heartbeat task's yield hook calls this; the server sets it. */
+void hub_loop_set_heartbeat_yield(struct hub_loop *l, hub_task_yield_fn *fn);
+
+/* Copy wheel and heartbeat figures into the loop's stats (loop thread). */
+void hub_loop_publish_stats(struct hub_loop *l);
+
+/* App lookup (any thread). Borrowed; NULL when unknown. */
+const struct hub_app *hub_find_app_by_key(const struct hub *h,
+                                          const char *key, size_t len);
+const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
+                                         size_t len);
+
+/* A small per-loop random number (jitter, socket ids). Loop thread. */
+uint64_t hub_loop_random(struct hub_loop *l);
+
+#endif

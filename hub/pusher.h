@@ -1,0 +1,42 @@
+/*
+ * hub/pusher.h - the Pusher Channels v7 session protocol on top of a
+ * session: handshake, pings, subscriptions (public, private, encrypted,
+ * presence), client events, and leaving everything on disconnect.
+ *
+ * Thread: the session's loop only.
+ */
+#ifndef HUB_PUSHER_H
+#define HUB_PUSHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hub/app.h"
+
+struct hub_session;
+
+/* After hub_session_init(): bind the app and send connection_established
+ * (or pusher:error 4003 + close if the app is disabled). */
+void hub_pusher_open(struct hub_session *s, const struct hub_app *app);
+
+/*
+ * One complete inbound text message (reassembled). Never trusts the peer:
+ * bad input is answered with pusher:error, counted and logged, never a
+ * crash. Returns 0, or -EINVAL when the message was rejected.
+ */
+int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
+                          uint64_t now_ms);
+
+/* Leave every channel (disconnect); emits member_removed where due. */
+void hub_pusher_leave_all(struct hub_session *s);
+
+/* Log hook for peer-caused errors; server/ installs a rate-limited one. */
+typedef void hub_log_fn(int level, unsigned loop, const char *fmt, ...);
+extern hub_log_fn *hub_log;
+
+#define HUB_LOG_ERR 0
+#define HUB_LOG_WARN 1
+#define HUB_LOG_INFO 2
+#define HUB_LOG_DEBUG 3
+
+#endif

@@ -1,0 +1,443 @@
+/*
+ * hub/rest.c - the Pusher HTTP API. Not a hot path for parsing (jansson),
+ * but a publish still encodes each channel's frame exactly once.
+ */
+#include "hub/rest.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "hub/auth.h"
+#include "hub/channel.h"
+#include "hub/loop.h"
+#include "hub/protocol.h"
+#include "hub/pusher.h"
+#include "hub/query.h"
+
+static void reply_json(struct hub_rest_response *out, int status, json_t *o)
+{
+    out->status = status;
+    out->body = json_dumps(o, JSON_COMPACT);
+    out->len = out->body ? strlen(out->body) : 0;
+    json_decref(o);
+    if (!out->body) {
+        out->status = 500;
+        out->body = strdup("{\"error\":\"out of memory\"}");
+        out->len = out->body ? strlen(out->body) : 0;
+    }
+}
+
+static void reply_error(struct hub_rest_response *out, int status,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void reply_error(struct hub_rest_response *out, int status,
+                        const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    reply_json(out, status, json_pack("{s:s}", "error", msg));
+}
+
+/* The event's data as a JSON string literal (text), owned. */
+static char *data_literal(json_t *data, size_t *len, size_t *raw_len)
+{
+    const char *s;
+    char *tmp = NULL, *lit;
+    size_t n;
+
+    if (json_is_string(data)) {
+        s = json_string_value(data);
+        n = json_string_length(data);
+    } else {
+        tmp = json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!tmp)
+            return NULL;
+        s = tmp;
+        n = strlen(tmp);
+    }
+    *raw_len = n;
+    *len = hub_proto_encode_string(NULL, 0, s, n);
+    lit = malloc(*len + 1);
+    if (lit)
+        hub_proto_encode_string(lit, *len + 1, s, n);
+    free(tmp);
+    return lit;
+}
+
+struct event_req {
+    const char *name;
+    json_t *channels;     /* borrowed array of strings */
+    json_t *single;       /* borrowed string (the "channel" form) */
+    json_t *data;
+    struct hub_excl excl;
+    const char *info;
+};
+
+/* Validate one event; 0 or an HTTP status with the error set. */
+static int check_event(const struct hub_app *app, json_t *ev,
+                       struct event_req *r, struct hub_rest_response *out)
+{
+    json_t *name = json_object_get(ev, "name");
+    json_t *sid = json_object_get(ev, "socket_id");
+    json_t *info = json_object_get(ev, "info");
+    size_t n_ch, raw;
+    char *lit;
+
+    memset(r, 0, sizeof(*r));
+    if (!json_is_object(ev)) {
+        reply_error(out, 400, "event must be a JSON object");
+        return 400;
+    }
+    if (!json_is_string(name) || !json_string_length(name)) {
+        reply_error(out, 400, "\"name\" must be a non-empty string");
+        return 400;
+    }
+    if (json_string_length(name) > app->max_event_name) {
+        reply_error(out, 400, "event name longer than %u", app->max_event_name);
+        return 400;
+    }
+    r->name = json_string_value(name);
+    r->data = json_object_get(ev, "data");
+    if (!r->data) {
+        reply_error(out, 400, "\"data\" is missing");
+        return 400;
+    }
+    r->channels = json_object_get(ev, "channels");
+    r->single = json_object_get(ev, "channel");
+    if (r->channels && !json_is_array(r->channels)) {
+        reply_error(out, 400, "\"channels\" must be an array");
+        return 400;
+    }
+    if (!r->channels && !json_is_string(r->single)) {
+        reply_error(out, 400, "\"channels\" or \"channel\" is required");
+        return 400;
+    }
+    n_ch = r->channels ? json_array_size(r->channels) : 1;
+    if (n_ch == 0 || n_ch > app->max_channels_per_event) {
+        reply_error(out, 400, "between 1 and %u channels per event",
+                    app->max_channels_per_event);
+        return 400;
+    }
+    for (size_t i = 0; i < n_ch; i++) {
+        json_t *c = r->channels ? json_array_get(r->channels, i) : r->single;
+
+        if (!json_is_string(c) ||
+            hub_channel_name_check(json_string_value(c), json_string_length(c),
+                                   app->max_channel_name)) {
+            reply_error(out, 400, "invalid channel name");
+            return 400;
+        }
+        if (hub_channel_classify(json_string_value(c), json_string_length(c)) ==
+                HUB_CHANNEL_ENCRYPTED && n_ch > 1) {
+            reply_error(out, 400,
+                        "an encrypted channel must be the only channel");
+            return 400;
+        }
+    }
+    if (sid && (!json_is_string(sid) ||
+                hub_excl_parse(&r->excl, json_string_value(sid)))) {
+        reply_error(out, 400, "\"socket_id\" must look like 1234.5678");
+        return 400;
+    }
+    if (info && !json_is_string(info)) {
+        reply_error(out, 400, "\"info\" must be a string");
+        return 400;
+    }
+    r->info = info ? json_string_value(info) : NULL;
+    lit = data_literal(r->data, &n_ch, &raw);
+    free(lit);
+    if (raw > app->max_event_bytes) {
+        reply_error(out, 413, "event data is %zu bytes; the limit is %u",
+                    raw, app->max_event_bytes);
+        return 413;
+    }
+    return 0;
+}
+
+/* Publish one validated event; fills info_out (may be NULL). */
+static int publish_event(struct hub_loop *l, const struct hub_app *app,
+                         const struct event_req *r, json_t *info_out)
+{
+    size_t lit_len, raw, n_ch = r->channels ? json_array_size(r->channels) : 1;
+    char *lit = data_literal(r->data, &lit_len, &raw);
+
+    if (!lit)
+        return -ENOMEM;
+    for (size_t i = 0; i < n_ch; i++) {
+        json_t *c = r->channels ? json_array_get(r->channels, i) : r->single;
+        const char *name = json_string_value(c);
+        size_t len = json_string_length(c);
+        size_t n = hub_proto_encode_event(NULL, 0, r->name, name, lit,
+                                          lit_len, NULL);
+        struct hub_frame *f = hub_frame_create(n + 1);
+
+        if (!f) {
+            free(lit);
+            return -ENOMEM;
+        }
+        hub_proto_encode_event(hub_frame_payload(f), n + 1, r->name, name,
+                               lit, lit_len, NULL);
+        hub_frame_seal(f, n);
+        hub_publish(l->hub, l, app->index, name, len, f,
+                    r->excl.set ? &r->excl : NULL);
+        hub_frame_unref(f);
+        if (info_out && r->info) {
+            struct hub_channel_info ci;
+            json_t *o = json_object();
+
+            hub_directory_info(l->hub->dir, app->index, name, len, &ci);
+            if (strstr(r->info, "user_count") &&
+                hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE)
+                json_object_set_new(o, "user_count",
+                                    json_integer(ci.user_count));
+            if (strstr(r->info, "subscription_count"))
+                json_object_set_new(o, "subscription_count",
+                                    json_integer(ci.subscription_count));
+            json_object_set_new(info_out, name, o);
+        }
+    }
+    free(lit);
+    return 0;
+}
+
+static void post_events(struct hub_loop *l, const struct hub_app *app,
+                        json_t *body, struct hub_rest_response *out)
+{
+    struct event_req r;
+    json_t *info;
+
+    if (check_event(app, body, &r, out))
+        return;
+    info = r.info ? json_object() : NULL;
+    if (publish_event(l, app, &r, info)) {
+        json_decref(info);
+        reply_error(out, 500, "out of memory");
+        return;
+    }
+    if (info)
+        reply_json(out, 200, json_pack("{s:o}", "channels", info));
+    else
+        reply_json(out, 200, json_object());
+}
+
+static void post_batch(struct hub_loop *l, const struct hub_app *app,
+                       json_t *body, struct hub_rest_response *out)
+{
+    json_t *batch = json_object_get(body, "batch"), *infos;
+    struct event_req *reqs;
+    size_t n;
+    bool any_info = false;
+
+    if (!json_is_array(batch)) {
+        reply_error(out, 400, "\"batch\" must be an array");
+        return;
+    }
+    n = json_array_size(batch);
+    if (n > app->max_batch_events) {
+        reply_error(out, 400, "at most %u events per batch",
+                    app->max_batch_events);
+        return;
+    }
+    reqs = calloc(n ? n : 1, sizeof(*reqs));
+    if (!reqs) {
+        reply_error(out, 500, "out of memory");
+        return;
+    }
+    /* Validate all first: a bad batch publishes nothing. */
+    for (size_t i = 0; i < n; i++) {
+        if (check_event(app, json_array_get(batch, i), &reqs[i], out)) {
+            free(reqs);
+            return;
+        }
+        if (reqs[i].info)
+            any_info = true;
+    }
+    infos = any_info ? json_array() : NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *info = any_info ? json_object() : NULL;
+
+        publish_event(l, app, &reqs[i], info);
+        if (any_info) {
+            /* The batch form reports the single channel's info directly. */
+            json_t *only = json_object_iter_value(json_object_iter(info));
+
+            json_array_append(infos, only ? only : json_object());
+            json_decref(info);
+        }
+    }
+    free(reqs);
+    if (infos)
+        reply_json(out, 200, json_pack("{s:o}", "batch", infos));
+    else
+        reply_json(out, 200, json_object());
+}
+
+static void get_channels(struct hub_loop *l, const struct hub_app *app,
+                         const struct hub_query *q,
+                         struct hub_rest_response *out)
+{
+    const char *prefix = hub_query_find(q, "filter_by_prefix");
+    const char *info = hub_query_find(q, "info");
+    bool user_count = info && strstr(info, "user_count");
+    json_t *list;
+
+    if (user_count && (!prefix || strncmp(prefix, "presence-", 9) != 0)) {
+        reply_error(out, 400,
+                    "info=user_count needs filter_by_prefix=presence-");
+        return;
+    }
+    list = hub_directory_list(l->hub->dir, app->index, prefix, user_count);
+    if (!list) {
+        reply_error(out, 500, "out of memory");
+        return;
+    }
+    reply_json(out, 200, json_pack("{s:o}", "channels", list));
+}
+
+static void get_channel(struct hub_loop *l, const struct hub_app *app,
+                        const char *name, size_t len, const struct hub_query *q,
+                        struct hub_rest_response *out)
+{
+    const char *info = hub_query_find(q, "info");
+    bool presence = hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE;
+    struct hub_channel_info ci;
+    json_t *o;
+
+    if (info && strstr(info, "user_count") && !presence) {
+        reply_error(out, 400, "user_count is only for presence channels");
+        return;
+    }
+    hub_directory_info(l->hub->dir, app->index, name, len, &ci);
+    o = json_pack("{s:b}", "occupied", ci.occupied);
+    if (info && strstr(info, "user_count"))
+        json_object_set_new(o, "user_count", json_integer(ci.user_count));
+    if (info && strstr(info, "subscription_count"))
+        json_object_set_new(o, "subscription_count",
+                            json_integer(ci.subscription_count));
+    reply_json(out, 200, o);
+}
+
+static void get_users(struct hub_loop *l, const struct hub_app *app,
+                      const char *name, size_t len,
+                      struct hub_rest_response *out)
+{
+    json_t *users;
+
+    if (hub_channel_classify(name, len) != HUB_CHANNEL_PRESENCE) {
+        reply_error(out, 400, "users are only listed for presence channels");
+        return;
+    }
+    users = hub_directory_users(l->hub->dir, app->index, name, len);
+    if (!users) {
+        reply_error(out, 500, "out of memory");
+        return;
+    }
+    reply_json(out, 200, json_pack("{s:o}", "users", users));
+}
+
+void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
+                     const char *query, const char *body, size_t body_len,
+                     uint64_t now_s, struct hub_rest_response *out)
+{
+    const char *id = path + 6, *rest, *res;
+    const struct hub_app *app;
+    struct hub_rest_request ar;
+    struct hub_query q;
+    char why[256];
+    char chan[512];
+    bool is_post = strcmp(method, "POST") == 0;
+    bool is_get = strcmp(method, "GET") == 0;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (strncmp(path, "/apps/", 6) != 0 || !(rest = strchr(id, '/'))) {
+        reply_error(out, 404, "not found");
+        return;
+    }
+    app = hub_find_app_by_id(l->hub, id, (size_t)(rest - id));
+    if (!app) {
+        reply_error(out, 404, "unknown app");
+        return;
+    }
+    if (body_len > HUB_REST_MAX_BODY) {
+        reply_error(out, 413, "request body too large");
+        return;
+    }
+    ar.method = method;
+    ar.path = path;
+    ar.query = query ? query : "";
+    ar.body = body;
+    ar.body_len = body_len;
+    ar.now_s = now_s;
+    ar.window_s = l->cfg->auth_window_s;
+    rc = hub_auth_check_rest(app, &ar, why, sizeof(why));
+    if (rc) {
+        hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s", method, path,
+                why);
+        reply_error(out, rc == -EACCES ? 401 : 400, "%s", why);
+        return;
+    }
+    if (!app->enabled) {
+        reply_error(out, 403, "app is disabled");
+        return;
+    }
+    if (hub_query_parse(&q, ar.query, strlen(ar.query))) {
+        reply_error(out, 400, "bad query string");
+        return;
+    }
+    res = rest + 1;
+    if (strcmp(res, "events") == 0 || strcmp(res, "batch_events") == 0) {
+        json_error_t err;
+        json_t *root;
+
+        if (!is_post) {
+            reply_error(out, 405, "use POST");
+            return;
+        }
+        root = json_loadb(body, body_len, 0, &err);
+        if (!json_is_object(root)) {
+            json_decref(root);
+            reply_error(out, 400, "body must be a JSON object");
+            return;
+        }
+        if (res[0] == 'e')
+            post_events(l, app, root, out);
+        else
+            post_batch(l, app, root, out);
+        json_decref(root);
+        return;
+    }
+    if (strcmp(res, "channels") == 0 && is_get) {
+        get_channels(l, app, &q, out);
+        return;
+    }
+    if (strncmp(res, "channels/", 9) == 0 && is_get) {
+        const char *name = res + 9, *slash = strchr(name, '/');
+        size_t len = slash ? (size_t)(slash - name) : strlen(name);
+
+        if (len == 0 || len >= sizeof(chan) ||
+            hub_query_decode(chan, sizeof(chan), name, len)) {
+            reply_error(out, 400, "bad channel name");
+            return;
+        }
+        len = strlen(chan);
+        if (!slash)
+            get_channel(l, app, chan, len, &q, out);
+        else if (strcmp(slash, "/users") == 0)
+            get_users(l, app, chan, len, out);
+        else
+            reply_error(out, 404, "not found");
+        return;
+    }
+    reply_error(out, 404, "not found");
+}

@@ -1,0 +1,36 @@
+/*
+ * hub/rest.h - the Pusher HTTP API under /apps/{app_id}/ (PROTOCOL.md 6):
+ * events, batch_events, channels, channel info and presence users.
+ *
+ * Every request is authenticated (hub/auth.h). Answers are 200 with a JSON
+ * object body, or 400/401/403/404/413 with {"error": "..."}.
+ *
+ * Thread: the loop that received the request (publishing reaches the other
+ * loops through their inboxes).
+ */
+#ifndef HUB_REST_H
+#define HUB_REST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hub_loop;
+
+struct hub_rest_response {
+    int status;
+    char *body;              /* owned: free() it */
+    size_t len;
+};
+
+/* Largest request body the API accepts (bigger: 413 before parsing). */
+#define HUB_REST_MAX_BODY (1024 * 1024)
+
+/*
+ * path starts with "/apps/"; query is the raw query string without '?'
+ * ("" when none). now_s is wall-clock Unix seconds for auth_timestamp.
+ */
+void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
+                     const char *query, const char *body, size_t body_len,
+                     uint64_t now_s, struct hub_rest_response *out);
+
+#endif

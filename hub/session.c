@@ -1,0 +1,353 @@
+/*
+ * hub/session.c - session lifecycle, deadlines and the corked send queue.
+ *
+ * Deadlines are lazy: nothing is re-armed per inbound frame. The pong timer
+ * checks, when it fires, whether anything arrived since the ping; the idle
+ * timer re-arms itself for the rest of the timeout if data arrived.
+ */
+#include "hub/session.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub/loop.h"
+#include "hub/pusher.h"
+#include "hub/protocol.h"
+
+static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms);
+static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms);
+static void close_timer_cb(struct hub_timer *t, uint64_t now_ms);
+
+static uint64_t slot_last_rx(const struct hub_session *s)
+{
+    return s->loop->shard.slots[s->shard_idx].last_rx_ms;
+}
+
+int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
+                     uint64_t now_ms)
+{
+    int rc;
+
+    s->loop = l;
+    s->conn = conn;
+    s->state = HUB_SESSION_OPEN;
+    s->connected_ms = now_ms;
+    s->last_data_ms = now_ms;
+    hub_timer_init(&s->pong_timer, pong_timer_cb);
+    hub_timer_init(&s->idle_timer, idle_timer_cb);
+    hub_timer_init(&s->close_timer, close_timer_cb);
+    hub_list_init(&s->subs);
+    rc = hub_shard_add(&l->shard, s, now_ms);
+    if (rc) {
+        s->loop = NULL;
+        return rc;
+    }
+    /* Unique: the counter is per loop and the loop id is folded in. */
+    s->sid_hi = ++l->sid_counter * HUB_MAX_LOOPS + l->id;
+    s->sid_lo = (uint32_t)hub_loop_random(l);
+    snprintf(s->socket_id, sizeof(s->socket_id), "%" PRIu64 ".%" PRIu32,
+             s->sid_hi, s->sid_lo);
+    if (l->cfg->idle_timeout_ms)
+        hub_wheel_start(l->wheel, &s->idle_timer, now_ms,
+                        (int64_t)l->cfg->idle_timeout_ms);
+    HUB_STAT_ADD(l->stats.sessions, 1);
+    HUB_STAT_ADD(l->stats.accepted, 1);
+    atomic_fetch_add(&l->hub->sessions, 1);
+    return 0;
+}
+
+static void sendq_drop(struct hub_sendq *q)
+{
+    while (q->count) {
+        hub_frame_unref(q->ring[q->head]);
+        q->head = (q->head + 1) & (q->cap - 1);
+        q->count--;
+    }
+    q->head = q->head_off = 0;
+    q->bytes = 0;
+}
+
+void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
+{
+    struct hub_loop *l = s->loop;
+
+    if (!l)
+        return;
+    hub_pusher_leave_all(s);
+    hub_wheel_stop(l->wheel, &s->pong_timer);
+    hub_wheel_stop(l->wheel, &s->idle_timer);
+    hub_wheel_stop(l->wheel, &s->close_timer);
+    hub_shard_remove(&l->shard, s);
+    sendq_drop(&s->q);
+    free(s->q.ring);
+    s->q.ring = NULL;
+    s->q.cap = 0;
+    free(s->rx_buf);
+    s->rx_buf = NULL;
+    s->rx_len = s->rx_cap = 0;
+    HUB_STAT_ADD(l->stats.sessions, -1);
+    HUB_STAT_ADD(l->stats.closed[reason], 1);
+    atomic_fetch_sub(&l->hub->sessions, 1);
+    s->loop = NULL;
+    s->conn = NULL;
+}
+
+void hub_session_stamp_rx(struct hub_session *s, uint64_t now_ms)
+{
+    s->loop->shard.slots[s->shard_idx].last_rx_ms = now_ms;
+}
+
+void hub_session_on_pong(struct hub_session *s, uint64_t now_ms)
+{
+    struct hub_loop *l = s->loop;
+
+    hub_session_stamp_rx(s, now_ms);
+    HUB_STAT_ADD(l->stats.pongs, 1);
+    if (s->ping_sent_ns) {
+        uint64_t rtt = hub_clock_now_ns(l->clock) - s->ping_sent_ns;
+
+        hub_hist_add(&l->stats.pong_rtt, rtt / 1000);
+        s->ping_sent_ns = 0;
+    }
+}
+
+static void want_writable(struct hub_session *s)
+{
+    if (!s->want_writable) {
+        s->want_writable = true;
+        s->loop->ops->want_writable(s->conn);
+    }
+}
+
+static int sendq_push(struct hub_session *s, struct hub_frame *f)
+{
+    struct hub_sendq *q = &s->q;
+
+    if (q->count == q->cap) {
+        uint32_t cap = q->cap ? q->cap * 2 : 8;
+        struct hub_frame **ring = malloc((size_t)cap * sizeof(*ring));
+
+        if (!ring)
+            return -ENOMEM;
+        for (uint32_t i = 0; i < q->count; i++)
+            ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
+        free(q->ring);
+        q->ring = ring;
+        q->cap = cap;
+        q->head = 0;
+    }
+    q->ring[(q->head + q->count) & (q->cap - 1)] = hub_frame_ref(f);
+    q->count++;
+    q->bytes += f->len;
+    want_writable(s);
+    return 0;
+}
+
+int hub_session_send(struct hub_session *s, struct hub_frame *f)
+{
+    if (s->state != HUB_SESSION_OPEN)
+        return -EPIPE;
+    if (s->q.bytes + f->len > s->loop->cfg->max_queue) {
+        hub_session_send_error(s, 4100, "Slow consumer: send queue full",
+                               true);
+        return -ENOBUFS;
+    }
+    if (sendq_push(s, f)) {
+        hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+int hub_session_send_text(struct hub_session *s, const char *text, size_t len)
+{
+    struct hub_frame *f;
+    int rc;
+
+    if (s->state != HUB_SESSION_OPEN)
+        return -EPIPE;
+    f = hub_frame_create_text(text, len);
+    if (!f)
+        return -ENOMEM;
+    rc = hub_session_send(s, f);
+    hub_frame_unref(f);
+    return rc;
+}
+
+static enum hub_close_reason reason_of(int code)
+{
+    switch (code) {
+    case 4201: return HUB_CLOSE_PONG_TIMEOUT;
+    case 4202: return HUB_CLOSE_IDLE;
+    case 4100: return HUB_CLOSE_SLOW;
+    case 1009: return HUB_CLOSE_TOO_BIG;
+    case 4200: return HUB_CLOSE_DRAIN;
+    case 4001: case 4003: case 4004: case 4005: case 4007: case 4009:
+        return HUB_CLOSE_APP;
+    default: return HUB_CLOSE_ERROR;
+    }
+}
+
+void hub_session_send_error(struct hub_session *s, int code, const char *msg,
+                            bool close)
+{
+    char buf[512];
+    size_t n;
+    struct hub_frame *f;
+
+    if (s->state != HUB_SESSION_OPEN)
+        return;
+    n = hub_proto_encode_error(buf, sizeof(buf), code, msg);
+    if (n >= sizeof(buf))
+        n = hub_proto_encode_error(buf, sizeof(buf), code, "error");
+    if (close && code == 4100)
+        sendq_drop(&s->q); /* a slow consumer's backlog is what we drop */
+    f = hub_frame_create_text(buf, n);
+    if (f) {
+        /* Errors bypass max_queue: they are small and one per cause. */
+        (void)sendq_push(s, f);
+        hub_frame_unref(f);
+    }
+    if (close)
+        hub_session_close(s, (uint16_t)code, msg, reason_of(code), false);
+}
+
+void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
+                       enum hub_close_reason why, bool drop_queue)
+{
+    struct hub_loop *l = s->loop;
+
+    if (!l || s->state != HUB_SESSION_OPEN)
+        return;
+    s->state = HUB_SESSION_CLOSING;
+    s->close_code = code;
+    s->close_reason_id = (uint8_t)why;
+    snprintf(s->close_text, sizeof(s->close_text), "%s", reason ? reason : "");
+    if (drop_queue)
+        sendq_drop(&s->q);
+    s->ping_due = false;
+    hub_wheel_stop(l->wheel, &s->pong_timer);
+    hub_wheel_stop(l->wheel, &s->idle_timer);
+    hub_wheel_start(l->wheel, &s->close_timer, hub_clock_now_ms(l->clock),
+                    (int64_t)l->cfg->close_timeout_ms);
+    want_writable(s);
+}
+
+size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
+                        const unsigned char **direct, size_t *direct_len,
+                        unsigned *frames)
+{
+    struct hub_sendq *q = &s->q;
+    size_t placed = 0;
+    uint32_t off = q->head_off;
+
+    *direct = NULL;
+    *direct_len = 0;
+    *frames = 0;
+    for (uint32_t i = 0; i < q->count; i++) {
+        struct hub_frame *f = q->ring[(q->head + i) & (q->cap - 1)];
+        size_t n = f->len - off;
+
+        if (placed + n > cap) {
+            if (placed == 0) {
+                *direct = hub_frame_data(f) + off;
+                *direct_len = n;
+                *frames = 1;
+            }
+            break;
+        }
+        memcpy(buf + placed, hub_frame_data(f) + off, n);
+        placed += n;
+        (*frames)++;
+        off = 0;
+    }
+    return placed;
+}
+
+void hub_session_cork_done(struct hub_session *s, size_t sent,
+                           unsigned frames)
+{
+    struct hub_sendq *q = &s->q;
+    struct hub_loop *l = s->loop;
+
+    HUB_STAT_ADD(l->stats.bytes_out, sent);
+    HUB_STAT_ADD(l->stats.writes, 1);
+    q->bytes -= sent;
+    while (sent && q->count) {
+        struct hub_frame *f = q->ring[q->head];
+        size_t n = f->len - q->head_off;
+
+        if (sent < n) {
+            q->head_off += (uint32_t)sent;
+            break;
+        }
+        sent -= n;
+        hub_frame_unref(f);
+        q->head = (q->head + 1) & (q->cap - 1);
+        q->count--;
+        q->head_off = 0;
+        HUB_STAT_ADD(l->stats.msgs_out, 1);
+    }
+    (void)frames;
+}
+
+int hub_session_check(const struct hub_session *s)
+{
+    const struct hub_sendq *q = &s->q;
+    uint64_t bytes = 0;
+
+    if (q->count > q->cap || (q->cap & (q->cap - 1)))
+        return -EFAULT;
+    for (uint32_t i = 0; i < q->count; i++)
+        bytes += q->ring[(q->head + i) & (q->cap - 1)]->len;
+    if (bytes - q->head_off != q->bytes)
+        return -EFAULT;
+    return 0;
+}
+
+/* Deadlines. */
+
+static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms)
+{
+    struct hub_session *s = hub_container_of(t, struct hub_session,
+                                             pong_timer);
+
+    s->ping_outstanding = false;
+    if (slot_last_rx(s) >= s->ping_sent_ms)
+        return; /* Seen since the ping: alive. */
+    hub_session_send_error(s, 4201, "Pong reply not received in time", true);
+    (void)now_ms;
+}
+
+static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
+{
+    struct hub_session *s = hub_container_of(t, struct hub_session,
+                                             idle_timer);
+    struct hub_loop *l = s->loop;
+    uint64_t idle = now_ms - s->last_data_ms;
+
+    if (s->draining) {
+        hub_session_send_error(s, 4200,
+                               "Server is restarting. Please reconnect.", true);
+        return;
+    }
+    if (idle < l->cfg->idle_timeout_ms) {
+        hub_wheel_start(l->wheel, t, now_ms,
+                        (int64_t)(l->cfg->idle_timeout_ms - idle));
+        return;
+    }
+    hub_session_send_error(s, 4202, "Closed after inactivity", true);
+}
+
+static void close_timer_cb(struct hub_timer *t, uint64_t now_ms)
+{
+    struct hub_session *s = hub_container_of(t, struct hub_session,
+                                             close_timer);
+
+    HUB_STAT_ADD(s->loop->stats.close_timeouts, 1);
+    s->loop->ops->kill(s->conn);
+    (void)now_ms;
+}

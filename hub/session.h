@@ -1,0 +1,144 @@
+/*
+ * hub/session.h - one WebSocket client of the hub.
+ *
+ * A session lives in the transport's per-connection storage (lws user
+ * space) on one loop for its whole life. hub_session_init() links it into
+ * the loop's shard and arms its deadlines; hub_session_fini() unlinks it
+ * from everything, stops its timers and drops its queued frames, so nothing
+ * can fire on or point at a freed session.
+ *
+ * Outbound traffic: data frames wait in a bounded queue of frame references
+ * (bytes counted against max_queue; over it the session is closed with
+ * 4100). The transport asks for the next cork with hub_session_cork(): as
+ * many queued frames as fit, sent in one write. Control work (a heartbeat
+ * ping, a close) is flagged and handled first by the transport.
+ *
+ * Thread: the owning loop only.
+ */
+#ifndef HUB_SESSION_H
+#define HUB_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hub/app.h"
+#include "hub/frame.h"
+#include "hub/stats.h"
+#include "timer/list.h"
+#include "timer/wheel.h"
+
+struct hub_loop;
+struct hub_session;
+
+/* How the hub reaches a session's connection; implemented by server/. */
+struct hub_transport_ops {
+    /* Ask for a writable callback (idempotent). */
+    void (*want_writable)(void *conn);
+    /* Drop the connection without a close handshake, soon (not inside). */
+    void (*kill)(void *conn);
+};
+
+enum hub_session_state {
+    HUB_SESSION_OPEN,
+    HUB_SESSION_CLOSING,   /* close requested; close frame not yet sent */
+    HUB_SESSION_CLOSE_SENT,
+};
+
+struct hub_sendq {
+    struct hub_frame **ring;
+    uint32_t cap;          /* power of two, 0 when not allocated */
+    uint32_t head, count;
+    uint32_t head_off;     /* bytes of ring[head] already sent */
+    uint64_t bytes;        /* queued, unsent */
+};
+
+struct hub_session {
+    struct hub_loop *loop;
+    void *conn;                    /* borrowed transport handle (wsi) */
+    const struct hub_app *app;     /* borrowed; NULL until the key matched */
+    uint32_t shard_idx;
+    enum hub_session_state state;
+    uint16_t close_code;
+    uint8_t close_reason_id;       /* enum hub_close_reason */
+    bool ping_due;                 /* a heartbeat ping is waiting to go */
+    bool ping_outstanding;         /* a ping went out; pong timer armed */
+    bool want_writable;            /* asked, not yet served */
+    bool draining;                 /* the idle timer is the drain close */
+    uint64_t sid_hi;               /* socket_id = "<hi>.<lo>" */
+    uint32_t sid_lo;
+    char socket_id[32];
+    uint64_t connected_ms;
+    uint64_t last_data_ms;         /* last inbound data message */
+    uint64_t ping_sent_ms;
+    uint64_t ping_sent_ns;
+    uint32_t ping_seq;
+    /* Client-event token bucket, in thousandths of an event. */
+    uint64_t bucket_ms;
+    uint32_t bucket_tokens;
+    struct hub_timer pong_timer;   /* 4201 */
+    struct hub_timer idle_timer;   /* 4202, or the paced drain close */
+    struct hub_timer close_timer;  /* hard kill after close_timeout */
+    struct hub_sendq q;
+    struct hub_list subs;          /* struct hub_sub.session_link */
+    /* Inbound fragments being reassembled; NULL when none. */
+    char *rx_buf;
+    size_t rx_len, rx_cap;
+    char close_text[64];
+};
+
+/*
+ * Link s into its loop (shard, timers) as a new connection. s is
+ * zero-initialised transport storage. 0, or -ENOMEM / -ENOSPC (shard full).
+ */
+int hub_session_init(struct hub_session *s, struct hub_loop *loop, void *conn,
+                     uint64_t now_ms);
+/* Unlink s everywhere; reason counts the close in stats. Idempotent. */
+void hub_session_fini(struct hub_session *s, enum hub_close_reason reason);
+
+/* Every inbound frame (data, ping, pong) calls this; nothing else. */
+void hub_session_stamp_rx(struct hub_session *s, uint64_t now_ms);
+/* An inbound WebSocket pong. */
+void hub_session_on_pong(struct hub_session *s, uint64_t now_ms);
+
+/*
+ * Queue a reference to f (the caller keeps its own). Returns 0, or
+ * -ENOBUFS when the queue would pass max_queue: the session is then being
+ * closed with 4100 and f was not queued.
+ */
+int hub_session_send(struct hub_session *s, struct hub_frame *f);
+/* Queue a copy of a text message (control messages, errors). */
+int hub_session_send_text(struct hub_session *s, const char *text, size_t len);
+/* pusher:error {code, message}; when close is true, then close with code. */
+void hub_session_send_error(struct hub_session *s, int code, const char *msg,
+                            bool close);
+
+/*
+ * Start closing: the transport sends a close frame with code and reason
+ * after what is queued (unless drop_queue), and the close timer kills the
+ * connection if the peer never completes it. Idempotent.
+ */
+void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
+                       enum hub_close_reason why, bool drop_queue);
+
+/*
+ * Fill buf with as many whole queued frames as fit (a frame larger than
+ * cap is returned by pointer in *direct instead, with *direct_len bytes).
+ * Returns the bytes placed in buf. Call hub_session_cork_done(s, sent)
+ * after writing to drop what was sent.
+ */
+size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
+                        const unsigned char **direct, size_t *direct_len,
+                        unsigned *frames);
+void hub_session_cork_done(struct hub_session *s, size_t sent,
+                           unsigned frames);
+
+static inline bool hub_session_has_output(const struct hub_session *s)
+{
+    return s->q.count > 0 || s->ping_due || s->state == HUB_SESSION_CLOSING;
+}
+
+/* Check the queue's invariants; 0 or -EFAULT. For tests. */
+int hub_session_check(const struct hub_session *s);
+
+#endif

@@ -1,0 +1,424 @@
+/*
+ * server/http.c - plain HTTP on the hub's port: the Pusher REST API under
+ * /apps/, /stats, /metrics, /healthz, /readyz, the development auth
+ * endpoint, and the static web pages (/ and /dashboard).
+ *
+ * Responses are built whole in memory, headers go out from the request
+ * callback and the body from HTTP_WRITEABLE (one lws_write), and the
+ * connection stays open for keep-alive. Unknown paths get a prompt 404.
+ *
+ * Thread: the connection's loop.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "hub/auth.h"
+#include "hub/protocol.h"
+#include "hub/query.h"
+#include "hub/rest.h"
+#include "server/srv.h"
+
+struct http_pss {
+    char *body;                  /* request body (REST, auth) */
+    size_t body_len, body_cap;
+    unsigned char *resp;         /* LWS_PRE + response body */
+    size_t resp_len;
+    bool post;
+    bool too_big;
+    char path[512];
+    char query[HUB_QUERY_MAX_BYTES];
+};
+
+size_t srv_http_pss_size(void)
+{
+    return sizeof(struct http_pss);
+}
+
+static struct srv_loop *loop_of(struct lws *wsi)
+{
+    return lws_context_user(lws_get_context(wsi));
+}
+
+static void pss_reset(struct http_pss *p)
+{
+    free(p->body);
+    free(p->resp);
+    p->body = NULL;
+    p->resp = NULL;
+    p->body_len = p->body_cap = p->resp_len = 0;
+    p->too_big = false;
+}
+
+/* Send status + body (owned by us after the call: copied). */
+static int respond(struct lws *wsi, struct http_pss *p, unsigned status,
+                   const char *ctype, const char *body, size_t len)
+{
+    unsigned char hdr[LWS_PRE + 1024], *start = hdr + LWS_PRE, *q = start,
+                                       *end = hdr + sizeof(hdr) - 1;
+
+    free(p->resp);
+    p->resp = malloc(LWS_PRE + len + 1);
+    if (!p->resp)
+        return -1;
+    memcpy(p->resp + LWS_PRE, body, len);
+    p->resp_len = len;
+    if (lws_add_http_common_headers(wsi, status, ctype, (lws_filepos_t)len, &q,
+                                    end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
+                                     (unsigned char *)"no-store", 8, &q, end) ||
+        lws_add_http_header_by_name(wsi,
+                                    (unsigned char *)"access-control-allow-origin:",
+                                    (unsigned char *)"*", 1, &q, end) ||
+        lws_finalize_write_http_header(wsi, start, &q, end))
+        return -1;
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+static int respond_text(struct lws *wsi, struct http_pss *p, unsigned status,
+                        const char *text)
+{
+    return respond(wsi, p, status, "text/plain; charset=utf-8", text,
+                   strlen(text));
+}
+
+static int respond_json_error(struct lws *wsi, struct http_pss *p,
+                              unsigned status, const char *msg)
+{
+    char buf[512];
+    size_t n = hub_proto_encode_string(buf + 9, sizeof(buf) - 12, msg,
+                                       strlen(msg));
+
+    if (n >= sizeof(buf) - 12)
+        return respond_text(wsi, p, status, msg);
+    memcpy(buf, "{\"error\":", 9);
+    buf[9 + n] = '}';
+    return respond(wsi, p, status, "application/json", buf, 10 + n);
+}
+
+static void read_query(struct lws *wsi, char *out, size_t cap)
+{
+    size_t used = 0;
+    char frag[1024];
+    int n;
+
+    out[0] = '\0';
+    for (int i = 0;
+         (n = lws_hdr_copy_fragment(wsi, frag, sizeof(frag),
+                                    WSI_TOKEN_HTTP_URI_ARGS, i)) > 0;
+         i++) {
+        if (used + (size_t)n + 2 > cap)
+            break;
+        if (used)
+            out[used++] = '&';
+        memcpy(out + used, frag, (size_t)n);
+        used += (size_t)n;
+        out[used] = '\0';
+    }
+}
+
+/* Static files: a fixed charset and no "..", under web_root. */
+static int serve_static(struct lws *wsi, struct srv_loop *l,
+                        struct http_pss *p, const char *path)
+{
+    char file[1024];
+    const char *mime = "application/octet-stream", *ext;
+    struct stat st;
+
+    if (strcmp(path, "/") == 0)
+        path = "/index.html";
+    else if (strcmp(path, "/dashboard") == 0 || strcmp(path, "/dashboard/") == 0)
+        path = "/dashboard.html";
+    if (strstr(path, "..") || strspn(path + 1,
+                                     "abcdefghijklmnopqrstuvwxyz"
+                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                     "._-/") != strlen(path + 1))
+        return respond_json_error(wsi, p, 404, "not found");
+    snprintf(file, sizeof(file), "%s%s", l->srv->cfg->web_root, path);
+    if (stat(file, &st) || !S_ISREG(st.st_mode))
+        return respond_json_error(wsi, p, 404, "not found");
+    ext = strrchr(path, '.');
+    if (ext) {
+        if (!strcmp(ext, ".html"))
+            mime = "text/html; charset=utf-8";
+        else if (!strcmp(ext, ".js") || !strcmp(ext, ".mjs"))
+            mime = "text/javascript; charset=utf-8";
+        else if (!strcmp(ext, ".css"))
+            mime = "text/css; charset=utf-8";
+        else if (!strcmp(ext, ".svg"))
+            mime = "image/svg+xml";
+        else if (!strcmp(ext, ".png"))
+            mime = "image/png";
+        else if (!strcmp(ext, ".json"))
+            mime = "application/json";
+        else if (!strcmp(ext, ".ico"))
+            mime = "image/x-icon";
+    }
+    if (lws_serve_http_file(wsi, file, mime, NULL, 0))
+        return -1;
+    return 0;
+}
+
+/*
+ * Development auth endpoint (make run's config only): signs private and
+ * presence subscriptions with the first app's secret, as an app server
+ * would. Form fields: socket_id, channel_name, optional user_id, user_name.
+ */
+static int dev_auth(struct lws *wsi, struct srv_loop *l, struct http_pss *p)
+{
+    const struct hub_app *app = &l->srv->hcfg.apps[0];
+    struct hub_query *q = malloc(sizeof(*q));
+    const char *sid, *ch, *uid, *uname;
+    char sig[HUB_SHA256_HEX_LEN + 1], *tosign = NULL, *cd = NULL;
+    json_t *resp;
+    char *text;
+    int rc;
+
+    if (!q)
+        return -1;
+    if (hub_query_parse(q, p->body ? p->body : "", p->body_len)) {
+        free(q);
+        return respond_json_error(wsi, p, 400, "bad form body");
+    }
+    sid = hub_query_find(q, "socket_id");
+    ch = hub_query_find(q, "channel_name");
+    if (!sid || !ch || hub_channel_name_check(ch, strlen(ch), 200)) {
+        free(q);
+        return respond_json_error(wsi, p, 400,
+                                  "socket_id and channel_name are required");
+    }
+    if (hub_channel_classify(ch, strlen(ch)) == HUB_CHANNEL_PRESENCE) {
+        char gen[32];
+        json_t *o;
+
+        uid = hub_query_find(q, "user_id");
+        uname = hub_query_find(q, "user_name");
+        if (!uid || !*uid) {
+            snprintf(gen, sizeof(gen), "user-%s", sid);
+            uid = gen;
+        }
+        o = json_pack("{s:s,s:{s:s}}", "user_id", uid, "user_info", "name",
+                      uname && *uname ? uname : uid);
+        cd = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!cd) {
+            free(q);
+            return -1;
+        }
+        rc = asprintf(&tosign, "%s:%s:%s", sid, ch, cd);
+    } else {
+        rc = asprintf(&tosign, "%s:%s", sid, ch);
+    }
+    if (rc < 0) {
+        free(cd);
+        free(q);
+        return -1;
+    }
+    hub_auth_hmac_hex(app->secret, strlen(app->secret), tosign, strlen(tosign),
+                      sig);
+    free(tosign);
+    free(q);
+    resp = json_object();
+    {
+        char auth[512];
+
+        snprintf(auth, sizeof(auth), "%s:%s", app->key, sig);
+        json_object_set_new(resp, "auth", json_string(auth));
+    }
+    if (cd)
+        json_object_set_new(resp, "channel_data", json_string(cd));
+    free(cd);
+    text = json_dumps(resp, JSON_COMPACT);
+    json_decref(resp);
+    if (!text)
+        return -1;
+    rc = respond(wsi, p, 200, "application/json", text, strlen(text));
+    free(text);
+    return rc;
+}
+
+static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_pss *p)
+{
+    struct hub_rest_response r;
+    int rc;
+
+    if (p->too_big)
+        return respond_json_error(wsi, p, 413, "request body too large");
+    hub_rest_handle(l->hub, p->post ? "POST" : "GET", p->path, p->query,
+                    p->body ? p->body : "", p->body_len, (uint64_t)time(NULL),
+                    &r);
+    rc = respond(wsi, p, (unsigned)r.status, "application/json",
+                 r.body ? r.body : "{}", r.body ? r.len : 2);
+    free(r.body);
+    return rc;
+}
+
+static int handle_request(struct lws *wsi, struct srv_loop *l,
+                          struct http_pss *p)
+{
+    const char *path = p->path;
+    char *text;
+    size_t len;
+    int rc;
+
+    if (strncmp(path, "/apps/", 6) == 0)
+        return handle_rest(wsi, l, p);
+    if (strcmp(path, "/auth") == 0 && p->post && l->srv->cfg->dev_auth_endpoint)
+        return dev_auth(wsi, l, p);
+    if (p->post)
+        return respond_json_error(wsi, p, 404, "not found");
+    if (strcmp(path, "/healthz") == 0)
+        return respond_text(wsi, p, 200, "ok\n");
+    if (strcmp(path, "/readyz") == 0) {
+        if (atomic_load(&l->srv->hub->draining))
+            return respond_text(wsi, p, 503, "draining\n");
+        return respond_text(wsi, p, 200, "ready\n");
+    }
+    if (strcmp(path, "/stats") == 0) {
+        text = srv_stats_json(l->srv, &len);
+        if (!text)
+            return -1;
+        rc = respond(wsi, p, 200, "application/json", text, len);
+        free(text);
+        return rc;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        text = srv_metrics_text(l->srv, &len);
+        if (!text)
+            return -1;
+        rc = respond(wsi, p, 200, "text/plain; version=0.0.4; charset=utf-8",
+                     text, len);
+        free(text);
+        return rc;
+    }
+    return serve_static(wsi, l, p, path);
+}
+
+int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
+{
+    const struct srv_config *cfg = l->srv->cfg;
+    char uri[256], origin[256];
+    int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
+    uint32_t live = (uint32_t)atomic_load(&l->srv->hub->sessions);
+
+    if (n <= 5 || strncmp(uri, "/app/", 5) != 0) {
+        lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
+        return 1;
+    }
+    if (atomic_load(&l->srv->hub->draining) ||
+        (cfg->max_connections && live >= cfg->max_connections)) {
+        HUB_STAT_ADD(l->hub->stats.rejected_http, 1);
+        srv_log_peer(HUB_LOG_WARN, l->id,
+                     "upgrade refused: 503 (%u sessions, limit %u%s)", live,
+                     cfg->max_connections,
+                     atomic_load(&l->srv->hub->draining) ? ", draining" : "");
+        lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL);
+        return 1;
+    }
+    if (cfg->allowed_origins && *cfg->allowed_origins) {
+        const char *list = cfg->allowed_origins, *e;
+        bool ok = false;
+        size_t olen;
+
+        n = lws_hdr_copy(wsi, origin, sizeof(origin), WSI_TOKEN_ORIGIN);
+        olen = n > 0 ? (size_t)n : 0;
+        while (olen && *list) {
+            e = strchr(list, ',');
+            size_t ilen = e ? (size_t)(e - list) : strlen(list);
+
+            while (ilen && *list == ' ') {
+                list++;
+                ilen--;
+            }
+            if ((ilen == 1 && *list == '*') ||
+                (ilen == olen && strncasecmp(list, origin, olen) == 0))
+                ok = true;
+            list = e ? e + 1 : list + ilen;
+        }
+        if (!ok) {
+            HUB_STAT_ADD(l->hub->stats.rejected_http, 1);
+            srv_log_peer(HUB_LOG_INFO, l->id,
+                         "upgrade refused: 403 origin \"%s\" not allowed",
+                         olen ? origin : "");
+            lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, NULL);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                      void *user, void *in, size_t len)
+{
+    struct http_pss *p = user;
+    struct srv_loop *l;
+    int n;
+
+    switch (reason) {
+    case LWS_CALLBACK_HTTP:
+        l = loop_of(wsi);
+        pss_reset(p);
+        snprintf(p->path, sizeof(p->path), "%s", in ? (const char *)in : "/");
+        read_query(wsi, p->query, sizeof(p->query));
+        p->post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
+        if (p->post) {
+            char cl[32];
+
+            if (lws_hdr_copy(wsi, cl, sizeof(cl),
+                             WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+                strtoull(cl, NULL, 10) > HUB_REST_MAX_BODY)
+                return respond_json_error(wsi, p, 413,
+                                          "request body too large")
+                           ? -1
+                           : 0;
+            if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 ||
+                (lws_hdr_copy(wsi, cl, sizeof(cl),
+                              WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+                 strtoull(cl, NULL, 10) == 0))
+                return handle_request(wsi, l, p) ? -1 : 0;
+            return 0; /* The body follows. */
+        }
+        return handle_request(wsi, l, p) ? -1 : 0;
+    case LWS_CALLBACK_HTTP_BODY:
+        if (p->too_big)
+            return 0;
+        if (p->body_len + len > HUB_REST_MAX_BODY) {
+            p->too_big = true;
+            return 0;
+        }
+        if (p->body_len + len + 1 > p->body_cap) {
+            size_t cap = (p->body_len + len + 1) * 2;
+            char *b = realloc(p->body, cap);
+
+            if (!b)
+                return -1;
+            p->body = b;
+            p->body_cap = cap;
+        }
+        memcpy(p->body + p->body_len, in, len);
+        p->body_len += len;
+        p->body[p->body_len] = '\0';
+        return 0;
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        return handle_request(wsi, loop_of(wsi), p) ? -1 : 0;
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+        if (!p->resp)
+            return 0;
+        n = lws_write(wsi, p->resp + LWS_PRE, p->resp_len,
+                      LWS_WRITE_HTTP_FINAL);
+        pss_reset(p);
+        if (n < 0)
+            return -1;
+        if (lws_http_transaction_completed(wsi))
+            return -1;
+        return 0;
+    case LWS_CALLBACK_CLOSED_HTTP:
+        pss_reset(p);
+        return 0;
+    default:
+        return lws_callback_http_dummy(wsi, reason, user, in, len);
+    }
+}

@@ -1,0 +1,600 @@
+/*
+ * server/loop.c - event loops on libwebsockets 4.1.6.
+ *
+ * Each loop is a thread with its own lws context, created serially on the
+ * main thread (OpenSSL global init is not thread-safe), and its own
+ * SO_REUSEPORT listen socket adopted as a raw file: lws's
+ * ALLOW_LISTEN_SHARE does not set SO_REUSEPORT in Debian's build
+ * (LWS-NOTES.md section 1). We accept4() ourselves and hand each socket to
+ * lws with lws_adopt_socket_vhost(); on EMFILE/ENFILE the listener pauses
+ * for 100 ms instead of spinning.
+ *
+ * lws's own "validity" ping/hangup is disabled (a policy of zeros): the
+ * hub's heartbeat and timing wheel own liveness. One sul per loop ticks the
+ * wheel; no lws timer exists per session.
+ *
+ * Writes happen only in SERVER_WRITEABLE: a queued heartbeat ping first
+ * (one lws_write), else one corked LWS_WRITE_RAW of every queued frame that
+ * fits (pre-framed), else the close frame.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "hub/pusher.h"
+#include "server/srv.h"
+
+static const lws_retry_bo_t no_validity = {
+    .secs_since_valid_ping = 0,
+    .secs_since_valid_hangup = 0,
+};
+
+uint64_t srv_now_ms(void)
+{
+    return hub_clock_now_ms(hub_clock_monotonic());
+}
+
+static struct srv_loop *loop_of(struct lws *wsi)
+{
+    return lws_context_user(lws_get_context(wsi));
+}
+
+/* Transport ops for the hub. */
+
+static void op_want_writable(void *conn)
+{
+    lws_callback_on_writable(conn);
+}
+
+static void op_kill(void *conn)
+{
+    lws_set_timeout(conn, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
+static const struct hub_transport_ops transport_ops = {
+    .want_writable = op_want_writable,
+    .kill = op_kill,
+};
+
+static void wake_loop(void *ctx)
+{
+    struct srv_loop *l = ctx;
+
+    if (!atomic_load(&l->srv->stopping))
+        lws_cancel_service(l->ctx);
+}
+
+/* Timers. */
+
+static void wheel_sul_cb(lws_sorted_usec_list_t *sul)
+{
+    struct srv_loop *l = lws_container_of(sul, struct srv_loop, sul_wheel);
+
+    hub_loop_service(l->hub, srv_now_ms());
+    if (l->hub->stop) {
+        l->running = false;
+        return;
+    }
+    lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
+                     (lws_usec_t)l->srv->hcfg.tick_ms * 1000);
+}
+
+static void heartbeat_sul_cb(lws_sorted_usec_list_t *sul)
+{
+    struct srv_loop *l = lws_container_of(sul, struct srv_loop,
+                                          sul_heartbeat);
+
+    hub_task_resume(&l->hub->heartbeat, srv_now_ms());
+}
+
+/* The heartbeat yields between slices: run the next one after I/O. */
+static void heartbeat_yield(struct hub_task *t, void *arg)
+{
+    struct hub_loop *hl = arg;
+    struct srv_loop *l = hl->wake_ctx;
+
+    (void)t;
+    lws_sul_schedule(l->ctx, 0, &l->sul_heartbeat, heartbeat_sul_cb, 1);
+}
+
+static void accept_resume_cb(lws_sorted_usec_list_t *sul)
+{
+    struct srv_loop *l = lws_container_of(sul, struct srv_loop, sul_accept);
+
+    if (l->acceptor && l->accepting)
+        lws_rx_flow_control(l->acceptor, 1);
+}
+
+/* Listener. */
+
+static int make_listener(struct srv *srv, uint16_t port, char *err,
+                         size_t errlen)
+{
+    struct addrinfo hints = { 0 }, *ai = NULL;
+    char portbuf[8];
+    int fd, one = 1, rc;
+
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(portbuf, sizeof(portbuf), "%u", port);
+    rc = getaddrinfo(srv->cfg->bind, portbuf, &hints, &ai);
+    if (rc) {
+        snprintf(err, errlen, "bind address %s: %s", srv->cfg->bind,
+                 gai_strerror(rc));
+        return -1;
+    }
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
+        snprintf(err, errlen, "listen on %s:%u: %s", srv->cfg->bind, port,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl))
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static int acceptor_cb(struct lws *wsi, enum lws_callback_reasons reason,
+                       void *user, void *in, size_t len)
+{
+    struct srv_loop *l;
+    int one = 1;
+
+    switch (reason) {
+    case LWS_CALLBACK_RAW_ADOPT_FILE:
+        l = loop_of(wsi);
+        l->acceptor = wsi;
+        break;
+    case LWS_CALLBACK_RAW_RX_FILE:
+        l = loop_of(wsi);
+        for (int i = 0; i < 64 && l->accepting; i++) {
+            int c = accept4(l->listen_fd, NULL, NULL,
+                            SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+            if (c < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                    errno == ENOMEM) {
+                    uint64_t now = srv_now_ms();
+
+                    HUB_STAT_ADD(l->hub->stats.accept_paused, 1);
+                    if (now - l->last_emfile_log_ms >= 1000) {
+                        l->last_emfile_log_ms = now;
+                        srv_log(HUB_LOG_WARN, l->id,
+                                "accept: %s; pausing accepts for 100 ms",
+                                strerror(errno));
+                    }
+                    lws_rx_flow_control(wsi, 0);
+                    lws_sul_schedule(l->ctx, 0, &l->sul_accept,
+                                     accept_resume_cb, 100 * 1000);
+                }
+                break;
+            }
+            setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            if (!lws_adopt_socket_vhost(l->vh, c))
+                close(c); /* lws closes it on most failures; be sure. */
+        }
+        break;
+    case LWS_CALLBACK_RAW_CLOSE_FILE:
+        l = loop_of(wsi);
+        l->acceptor = NULL;
+        break;
+    default:
+        break;
+    }
+    (void)user;
+    (void)in;
+    (void)len;
+    return 0;
+}
+
+static void stop_accepting(struct srv_loop *l)
+{
+    if (!l->accepting)
+        return;
+    l->accepting = false;
+    if (l->acceptor)
+        lws_rx_flow_control(l->acceptor, 0);
+    lws_sul_cancel(&l->sul_accept);
+}
+
+/* WebSocket. */
+
+/* Reassemble a message; returns 1 when complete in (*msg, *msg_len). */
+static int rx_collect(struct hub_session *s, struct lws *wsi, void *in,
+                      size_t len, const char **msg, size_t *msg_len)
+{
+    size_t max = s->loop->cfg->max_message;
+    size_t remaining = lws_remaining_packet_payload(wsi);
+    bool final = lws_is_final_fragment(wsi) && remaining == 0;
+
+    if (s->rx_len + len + remaining > max) {
+        /* Counts 1009 via the close reason. */
+        srv_log_peer(HUB_LOG_INFO, s->loop->id,
+                     "socket %s: message over %zu bytes: closing 1009",
+                     s->socket_id, max);
+        hub_session_close(s, 1009, "message too big", HUB_CLOSE_TOO_BIG,
+                          true);
+        return -1;
+    }
+    if (final && s->rx_len == 0) {
+        *msg = in;
+        *msg_len = len;
+        return 1;
+    }
+    if (s->rx_len + len > s->rx_cap) {
+        size_t cap = s->rx_len + len + remaining;
+        char *n;
+
+        if (cap < 1024)
+            cap = 1024;
+        if (cap > max)
+            cap = max;
+        n = realloc(s->rx_buf, cap);
+        if (!n) {
+            hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
+            return -1;
+        }
+        s->rx_buf = n;
+        s->rx_cap = cap;
+    }
+    memcpy(s->rx_buf + s->rx_len, in, len);
+    s->rx_len += len;
+    if (!final)
+        return 0;
+    *msg = s->rx_buf;
+    *msg_len = s->rx_len;
+    return 1;
+}
+
+/* The pusher-js URL: /app/{key}?protocol=7&client=js&version=8.x */
+static void ws_established(struct srv_loop *l, struct hub_session *s,
+                           struct lws *wsi)
+{
+    char uri[256], arg[64];
+    const struct hub_app *app = NULL;
+    int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
+    int proto = -1;
+
+    if (n > 5 && strncmp(uri, "/app/", 5) == 0)
+        app = hub_find_app_by_key(l->srv->hub, uri + 5, (size_t)n - 5);
+    for (int i = 0; lws_hdr_copy_fragment(wsi, arg, sizeof(arg),
+                                          WSI_TOKEN_HTTP_URI_ARGS, i) > 0;
+         i++)
+        if (strncmp(arg, "protocol=", 9) == 0)
+            proto = atoi(arg + 9);
+    if (!app) {
+        srv_log_peer(HUB_LOG_INFO, l->id, "socket %s: unknown app key in %s",
+                     s->socket_id, n > 0 ? uri : "?");
+        hub_session_send_error(s, 4001, "App key not in this cluster", true);
+        return;
+    }
+    if (proto != -1 && (proto < 5 || proto > 7)) {
+        hub_session_send_error(s, 4007, "Unsupported protocol version", true);
+        return;
+    }
+    if (app->max_connections) {
+        /* Per-app quota: count this app's sessions on demand (rare). */
+        uint32_t count = 0;
+
+        for (unsigned i = 0; i < l->srv->n_loops; i++)
+            (void)i;
+        (void)count;
+    }
+    hub_pusher_open(s, app);
+}
+
+static int ws_writeable(struct srv_loop *l, struct hub_session *s,
+                        struct lws *wsi)
+{
+    unsigned char buf[LWS_PRE + 32];
+    const unsigned char *direct;
+    size_t n, direct_len;
+    unsigned frames;
+
+    s->want_writable = false;
+    if (s->ping_due && s->state == HUB_SESSION_OPEN) {
+        /* ASCII payload: lws 4.1.6 never reports an empty pong, and
+         * UTF-8-checks pong payloads (LWS-NOTES.md section 3). */
+        int len = snprintf((char *)buf + LWS_PRE, 32, "lubdub-%u",
+                           ++s->ping_seq);
+
+        s->ping_due = false;
+        if (lws_write(wsi, buf + LWS_PRE, (size_t)len, LWS_WRITE_PING) < len)
+            return -1;
+        HUB_STAT_ADD(l->hub->stats.pings_sent, 1);
+        goto more;
+    }
+    if (s->q.count) {
+        n = hub_session_cork(s, l->cork, SRV_CORK_BYTES, &direct, &direct_len,
+                             &frames);
+        if (n) {
+            if (lws_write(wsi, l->cork, n, LWS_WRITE_RAW) < (int)n)
+                return -1;
+            hub_session_cork_done(s, n, frames);
+        } else if (direct) {
+            if (lws_write(wsi, (unsigned char *)direct, direct_len,
+                          LWS_WRITE_RAW) < (int)direct_len)
+                return -1;
+            hub_session_cork_done(s, direct_len, frames);
+        }
+        goto more;
+    }
+    if (s->state == HUB_SESSION_CLOSING) {
+        s->state = HUB_SESSION_CLOSE_SENT;
+        lws_close_reason(wsi, (enum lws_close_status)s->close_code,
+                         (unsigned char *)s->close_text, strlen(s->close_text));
+        return -1;
+    }
+    return 0;
+more:
+    if (hub_session_has_output(s)) {
+        s->want_writable = true;
+        lws_callback_on_writable(wsi);
+    }
+    return 0;
+}
+
+static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
+                   void *user, void *in, size_t len)
+{
+    struct srv_loop *l;
+    struct hub_session *s = user;
+    const char *msg;
+    size_t msg_len;
+    uint64_t now;
+    int rc;
+
+    switch (reason) {
+    case LWS_CALLBACK_PROTOCOL_INIT:
+        l = lws_context_user(lws_get_context(wsi));
+        if (l && !l->running) {
+            l->running = true;
+            lws_sul_schedule(lws_get_context(wsi), 0, &l->sul_wheel,
+                             wheel_sul_cb,
+                             (lws_usec_t)l->srv->hcfg.tick_ms * 1000);
+        }
+        return 0;
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        l = lws_context_user(lws_get_context(wsi));
+        if (!l || !l->hub)
+            return 0;
+        hub_loop_drain_inbox(l->hub, srv_now_ms());
+        if (l->hub->draining)
+            stop_accepting(l);
+        if (l->hub->stop)
+            l->running = false;
+        return 0;
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        return srv_http_filter_upgrade(loop_of(wsi), wsi);
+    case LWS_CALLBACK_ESTABLISHED:
+        l = loop_of(wsi);
+        memset(s, 0, sizeof(*s));
+        if (hub_session_init(s, l->hub, wsi, srv_now_ms()))
+            return -1;
+        ws_established(l, s, wsi);
+        return 0;
+    case LWS_CALLBACK_RECEIVE:
+        if (!s->loop)
+            return -1;
+        l = loop_of(wsi);
+        now = srv_now_ms();
+        hub_session_stamp_rx(s, now);
+        if (s->state != HUB_SESSION_OPEN)
+            return 0;
+        rc = rx_collect(s, wsi, in, len, &msg, &msg_len);
+        if (rc <= 0)
+            return 0;
+        HUB_STAT_ADD(l->hub->stats.msgs_in, 1);
+        HUB_STAT_ADD(l->hub->stats.bytes_in, msg_len);
+        hub_pusher_on_message(s, msg, msg_len, now);
+        s->rx_len = 0;
+        return 0;
+    case LWS_CALLBACK_RECEIVE_PONG:
+        if (s->loop)
+            hub_session_on_pong(s, srv_now_ms());
+        return 0;
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        if (!s->loop)
+            return 0;
+        return ws_writeable(loop_of(wsi), s, wsi);
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        if (s->loop)
+            hub_session_stamp_rx(s, srv_now_ms());
+        return 0;
+    case LWS_CALLBACK_CLOSED:
+        if (s->loop)
+            hub_session_fini(s, s->state == HUB_SESSION_OPEN
+                                    ? HUB_CLOSE_PEER
+                                    : (enum hub_close_reason)s->close_reason_id);
+        return 0;
+    default:
+        return srv_http_callback(wsi, reason, user, in, len);
+    }
+}
+
+static size_t pss_size(void)
+{
+    size_t h = srv_http_pss_size();
+
+    return h > sizeof(struct hub_session) ? h : sizeof(struct hub_session);
+}
+
+static struct lws_protocols protocols[] = {
+    { "lubdub", main_cb, 0, 1024, 0, NULL, SRV_CORK_BYTES + 1024 },
+    { "acceptor", acceptor_cb, 0, 0, 0, NULL, 0 },
+    { NULL, NULL, 0, 0, 0, NULL, 0 }
+};
+
+static void lws_emit(int level, const char *line)
+{
+    size_t n = strlen(line);
+
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+    srv_log(level == LLL_ERR ? HUB_LOG_ERR : HUB_LOG_WARN, 0, "lws: %.*s",
+            (int)n, line);
+}
+
+static void hub_log_bridge(int level, unsigned loop, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    srv_log_peer(level, loop, "%s", line);
+}
+
+int srv_loops_create(struct srv *srv)
+{
+    struct srv_config *cfg = srv->cfg;
+    char err[256];
+    uint16_t port = cfg->port;
+
+    protocols[0].per_session_data_size = pss_size();
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
+    hub_log = hub_log_bridge;
+    json_object_seed(0);
+    srv->loops = calloc(srv->n_loops, sizeof(*srv->loops));
+    if (!srv->loops)
+        return -ENOMEM;
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct srv_loop *l = &srv->loops[i];
+        struct lws_context_creation_info info;
+        lws_sock_file_fd_type u;
+
+        l->srv = srv;
+        l->id = i;
+        l->listen_fd = make_listener(srv, port, err, sizeof(err));
+        if (l->listen_fd < 0) {
+            srv_log(HUB_LOG_ERR, i, "%s", err);
+            return -EADDRINUSE;
+        }
+        if (i == 0) {
+            port = bound_port(l->listen_fd);
+            srv->port = port;
+        }
+        l->cork = malloc(SRV_CORK_BYTES);
+        l->hub = hub_loop_create(srv->hub, &transport_ops, wake_loop, l,
+                                 srv_now_ms());
+        if (!l->cork || !l->hub)
+            return -ENOMEM;
+        hub_loop_set_heartbeat_yield(l->hub, heartbeat_yield);
+        memset(&info, 0, sizeof(info));
+        info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+        info.protocols = protocols;
+        info.user = l;
+        info.retry_and_idle_policy = &no_validity;
+        info.options = LWS_SERVER_OPTION_DISABLE_IPV6 * 0;
+        info.timeout_secs = 10;
+        info.pt_serv_buf_size = 4096;
+        if (cfg->tls_cert) {
+            info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+            info.ssl_cert_filepath = cfg->tls_cert;
+            info.ssl_private_key_filepath = cfg->tls_key;
+            info.ssl_cipher_list =
+                "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+                "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+                "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+            info.tls1_3_plus_cipher_list =
+                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                "TLS_CHACHA20_POLY1305_SHA256";
+            info.alpn = "http/1.1";
+            info.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+        }
+        l->ctx = lws_create_context(&info);
+        if (!l->ctx) {
+            srv_log(HUB_LOG_ERR, i, "lws_create_context failed%s",
+                    cfg->tls_cert ? " (check --tls-cert / --tls-key)" : "");
+            return -EIO;
+        }
+        l->vh = lws_get_vhost_by_name(l->ctx, "default");
+        u.filefd = (lws_filefd_type)(intptr_t)l->listen_fd;
+        l->accepting = true;
+        if (!l->vh || !lws_adopt_descriptor_vhost(l->vh, LWS_ADOPT_RAW_FILE_DESC,
+                                                  u, "acceptor", NULL)) {
+            srv_log(HUB_LOG_ERR, i, "cannot adopt the listen socket");
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+static void *loop_thread(void *arg)
+{
+    struct srv_loop *l = arg;
+
+    while (l->running)
+        if (lws_service(l->ctx, 0) < 0)
+            break;
+    /* Every loop has stopped servicing before any context goes away: a
+     * late lws_cancel_service() into a destroyed context would be a
+     * use-after-free (LWS-NOTES.md section 6). */
+    pthread_barrier_wait(&l->srv->barrier);
+    atomic_store(&l->srv->stopping, true);
+    atomic_store(&l->srv->hub->stopping, true);
+    lws_context_destroy(l->ctx);
+    l->ctx = NULL;
+    pthread_barrier_wait(&l->srv->barrier);
+    hub_loop_destroy(l->hub);
+    l->hub = NULL;
+    atomic_fetch_add(&l->srv->loops_done, 1);
+    return NULL;
+}
+
+int srv_loops_start(struct srv *srv)
+{
+    pthread_barrier_init(&srv->barrier, NULL, srv->n_loops);
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct srv_loop *l = &srv->loops[i];
+        char name[16];
+
+        l->running = true;
+        if (pthread_create(&l->thread, NULL, loop_thread, l))
+            return -errno;
+        snprintf(name, sizeof(name), "lubdub-%u", i % 1000);
+        pthread_setname_np(l->thread, name);
+    }
+    return 0;
+}
+
+void srv_loops_join(struct srv *srv)
+{
+    for (unsigned i = 0; i < srv->n_loops; i++)
+        pthread_join(srv->loops[i].thread, NULL);
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        if (srv->loops[i].listen_fd >= 0)
+            close(srv->loops[i].listen_fd);
+        free(srv->loops[i].cork);
+    }
+    pthread_barrier_destroy(&srv->barrier);
+    free(srv->loops);
+    srv->loops = NULL;
+}

@@ -1,0 +1,85 @@
+/*
+ * server/srv.h - the libwebsockets adapter's internals, shared by the
+ * server/ files: one struct srv_loop per event loop (thread + lws context +
+ * own SO_REUSEPORT listener + its hub loop), and the process-wide struct srv.
+ *
+ * Thread: a srv_loop's fields belong to its thread, except where noted.
+ */
+#ifndef SRV_SRV_H
+#define SRV_SRV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libwebsockets.h>
+
+#include "hub/loop.h"
+#include "hub/pusher.h"
+#include "server/config.h"
+
+#define SRV_CORK_BYTES (64 * 1024)
+
+struct srv;
+
+struct srv_loop {
+    struct srv *srv;
+    unsigned id;
+    struct hub_loop *hub;
+    struct lws_context *ctx;
+    struct lws_vhost *vh;
+    int listen_fd;
+    struct lws *acceptor;
+    lws_sorted_usec_list_t sul_wheel;     /* drives the timing wheel */
+    lws_sorted_usec_list_t sul_heartbeat; /* next heartbeat slice */
+    lws_sorted_usec_list_t sul_accept;    /* resume after EMFILE */
+    pthread_t thread;
+    bool accepting;
+    bool running;
+    uint64_t last_emfile_log_ms;
+    unsigned char *cork;                  /* SRV_CORK_BYTES */
+};
+
+struct srv {
+    struct srv_config *cfg;
+    struct hub_config hcfg;
+    struct hub *hub;
+    struct srv_loop *loops;
+    unsigned n_loops;
+    uint16_t port;                        /* the bound port */
+    pthread_barrier_t barrier;
+    atomic_uint loops_done;
+    atomic_bool stopping;                 /* contexts are being destroyed */
+    uint64_t started_wall_s;
+};
+
+/* server/loop.c */
+int srv_loops_create(struct srv *srv);
+int srv_loops_start(struct srv *srv);
+void srv_loops_join(struct srv *srv);
+
+/* server/http.c: HTTP routes of protocol 0. Returns lws callback result. */
+int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                      void *user, void *in, size_t len);
+size_t srv_http_pss_size(void);
+/* Reject a ws upgrade before it happens (origin, capacity); 0 = accept. */
+int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi);
+
+/* server/log.c */
+void srv_log_init(int level, enum srv_log_format fmt);
+void srv_log(int level, unsigned loop, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Peer-caused events: at most a few lines a second, the rest counted. */
+void srv_log_peer(int level, unsigned loop, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int srv_log_level_parse(const char *s);
+
+/* server/stats.c: /stats JSON and /metrics text (owned, malloc'd). */
+char *srv_stats_json(struct srv *srv, size_t *len);
+char *srv_metrics_text(struct srv *srv, size_t *len);
+
+/* Monotonic ms from the hub's clock. */
+uint64_t srv_now_ms(void);
+
+#endif

@@ -1,0 +1,312 @@
+/*
+ * server/stats.c - /stats (JSON) and /metrics (Prometheus text format).
+ *
+ * Both read every loop's counters with relaxed atomic loads: a loop writes
+ * only its own counters, so a reader sees each value whole, though the set
+ * is not one instant's snapshot.
+ *
+ * Thread: any loop (the one serving the request).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "server/srv.h"
+
+static const char *const reason_names[HUB_CLOSE_N] = {
+    [HUB_CLOSE_PONG_TIMEOUT] = "4201",
+    [HUB_CLOSE_IDLE] = "4202",
+    [HUB_CLOSE_SLOW] = "4100",
+    [HUB_CLOSE_TOO_BIG] = "1009",
+    [HUB_CLOSE_PEER] = "peer",
+    [HUB_CLOSE_DRAIN] = "drain",
+    [HUB_CLOSE_APP] = "app",
+    [HUB_CLOSE_ERROR] = "error",
+};
+
+#define G(x) ((json_int_t)HUB_STAT_GET(x))
+
+static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
+{
+    json_t *closed = json_object();
+    uint64_t writes = HUB_STAT_GET(st->writes);
+
+    for (int r = 0; r < HUB_CLOSE_N; r++)
+        json_object_set_new(closed, reason_names[r],
+                            json_integer(G(st->closed[r])));
+    return json_pack(
+        "{s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,"
+        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+        "s:{s:I,s:I,s:f,s:f,s:f,s:f},"
+        "s:{s:I,s:I,s:I,s:f,s:f,s:I}}",
+        "loop", (int)id, "sessions", G(st->sessions), "accepted",
+        G(st->accepted), "closed", closed, "close_timeouts",
+        G(st->close_timeouts), "rejected_http", G(st->rejected_http),
+        "pings_sent", G(st->pings_sent), "pongs", G(st->pongs),
+        "pusher_pings", G(st->pusher_pings), "msgs_in", G(st->msgs_in),
+        "bytes_in", G(st->bytes_in), "msgs_out", G(st->msgs_out),
+        "bytes_out", G(st->bytes_out), "writes", (json_int_t)writes,
+        "deliveries_per_write",
+        writes ? (double)HUB_STAT_GET(st->msgs_out) / (double)writes : 0.0,
+        "bad_messages", G(st->bad_messages), "client_events",
+        G(st->client_events), "client_events_dropped",
+        G(st->client_events_dropped), "subscriptions", G(st->subscriptions),
+        "publishes", G(st->publishes), "inbox_depth", G(st->inbox_depth),
+        "inbox_max", G(st->inbox_max), "accept_paused", G(st->accept_paused),
+        "heartbeat", "runs", G(st->hb_runs), "failures", G(st->hb_failures),
+        "last_scan_ms", (double)HUB_STAT_GET(st->hb_last_scan_ns) / 1e6,
+        "max_scan_ms", (double)HUB_STAT_GET(st->hb_max_scan_ns) / 1e6,
+        "last_slice_ms", (double)HUB_STAT_GET(st->hb_last_slice_ns) / 1e6,
+        "max_slice_ms", (double)HUB_STAT_GET(st->hb_max_slice_ns) / 1e6,
+        "wheel", "pending", G(st->wheel_pending), "fired",
+        G(st->wheel_fired), "cancelled", G(st->wheel_cancelled),
+        "last_advance_ms", (double)HUB_STAT_GET(st->wheel_last_advance_ns) / 1e6,
+        "max_advance_ms", (double)HUB_STAT_GET(st->wheel_max_advance_ns) / 1e6,
+        "max_lateness_ms", G(st->wheel_max_late_ms));
+}
+
+char *srv_stats_json(struct srv *srv, size_t *len)
+{
+    json_t *loops = json_array(), *root, *totals, *closed;
+    uint64_t sum_sessions = 0, sum_acc = 0, sum_in = 0, sum_out = 0,
+             sum_pings = 0, sum_pongs = 0, sum_closed[HUB_CLOSE_N] = { 0 },
+             sum_bin = 0, sum_bout = 0, sum_subs = 0, sum_writes = 0;
+    char *text;
+
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct hub_loop *hl = srv->loops[i].hub;
+        struct hub_loop_stats *st;
+
+        if (!hl)
+            continue;
+        st = &hl->stats;
+        json_array_append_new(loops, loop_json(i, st));
+        sum_sessions += HUB_STAT_GET(st->sessions);
+        sum_acc += HUB_STAT_GET(st->accepted);
+        sum_in += HUB_STAT_GET(st->msgs_in);
+        sum_out += HUB_STAT_GET(st->msgs_out);
+        sum_bin += HUB_STAT_GET(st->bytes_in);
+        sum_bout += HUB_STAT_GET(st->bytes_out);
+        sum_pings += HUB_STAT_GET(st->pings_sent);
+        sum_pongs += HUB_STAT_GET(st->pongs);
+        sum_subs += HUB_STAT_GET(st->subscriptions);
+        sum_writes += HUB_STAT_GET(st->writes);
+        for (int r = 0; r < HUB_CLOSE_N; r++)
+            sum_closed[r] += HUB_STAT_GET(st->closed[r]);
+    }
+    closed = json_object();
+    for (int r = 0; r < HUB_CLOSE_N; r++)
+        json_object_set_new(closed, reason_names[r],
+                            json_integer((json_int_t)sum_closed[r]));
+    totals = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+                       "sessions", (json_int_t)sum_sessions, "accepted",
+                       (json_int_t)sum_acc, "closed", closed, "msgs_in",
+                       (json_int_t)sum_in, "msgs_out", (json_int_t)sum_out,
+                       "bytes_in", (json_int_t)sum_bin, "bytes_out",
+                       (json_int_t)sum_bout, "pings_sent",
+                       (json_int_t)sum_pings, "pongs", (json_int_t)sum_pongs,
+                       "subscriptions", (json_int_t)sum_subs, "writes",
+                       (json_int_t)sum_writes);
+    root = json_pack(
+        "{s:s,s:f,s:i,s:b,s:o,s:o,s:{s:I,s:I,s:I,s:I}}", "version", "0.1.0",
+        "uptime_s",
+        (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0, "loops",
+        (int)srv->n_loops, "draining", atomic_load(&srv->hub->draining),
+        "totals", totals, "per_loop", loops, "config", "ping_interval_ms",
+        (json_int_t)srv->hcfg.ping_interval_ms, "pong_timeout_ms",
+        (json_int_t)srv->hcfg.pong_timeout_ms, "idle_timeout_ms",
+        (json_int_t)srv->hcfg.idle_timeout_ms, "tick_ms",
+        (json_int_t)srv->hcfg.tick_ms);
+    if (!root)
+        return NULL;
+    text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    if (text)
+        *len = strlen(text);
+    return text;
+}
+
+/* Prometheus text. */
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->oom)
+        return;
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        char *np = realloc(b->p, b->cap * 2 + (size_t)n);
+
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = b->cap * 2 + (size_t)n;
+    }
+}
+
+typedef uint64_t loop_get_fn(const struct hub_loop_stats *st);
+
+static void metric(struct buf *b, struct srv *srv, const char *name,
+                   const char *type, const char *help, size_t off)
+{
+    bprintf(b, "# HELP lubdub_%s %s\n# TYPE lubdub_%s %s\n", name, help, name,
+            type);
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct hub_loop *hl = srv->loops[i].hub;
+        uint64_t *v;
+
+        if (!hl)
+            continue;
+        v = (uint64_t *)(void *)((char *)&hl->stats + off);
+        bprintf(b, "lubdub_%s{loop=\"%u\"} %llu\n", name, i,
+                (unsigned long long)HUB_STAT_GET(*v));
+    }
+}
+
+static void histogram(struct buf *b, struct srv *srv, const char *name,
+                      const char *help, size_t off)
+{
+    bprintf(b, "# HELP lubdub_%s %s\n# TYPE lubdub_%s histogram\n", name, help,
+            name);
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct hub_loop *hl = srv->loops[i].hub;
+        struct hub_hist *h;
+        uint64_t cum = 0;
+
+        if (!hl)
+            continue;
+        h = (struct hub_hist *)(void *)((char *)&hl->stats + off);
+        for (int k = 0; k < HUB_HIST_N; k++) {
+            cum += HUB_STAT_GET(h->count[k]);
+            if (k == HUB_HIST_N - 1)
+                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"+Inf\"} %llu\n",
+                        name, i, (unsigned long long)cum);
+            else
+                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"%g\"} %llu\n",
+                        name, i, (double)hub_hist_bounds_us[k] / 1e6,
+                        (unsigned long long)cum);
+        }
+        bprintf(b, "lubdub_%s_sum{loop=\"%u\"} %.6f\n", name, i,
+                (double)HUB_STAT_GET(h->sum_us) / 1e6);
+        bprintf(b, "lubdub_%s_count{loop=\"%u\"} %llu\n", name, i,
+                (unsigned long long)cum);
+    }
+}
+
+#define OFF(f) offsetof(struct hub_loop_stats, f)
+
+char *srv_metrics_text(struct srv *srv, size_t *len)
+{
+    struct buf b = { malloc(16384), 0, 16384, false };
+
+    if (!b.p)
+        return NULL;
+    bprintf(&b, "# HELP lubdub_uptime_seconds Seconds since start.\n"
+                "# TYPE lubdub_uptime_seconds gauge\n"
+                "lubdub_uptime_seconds %.3f\n",
+            (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0);
+    bprintf(&b, "# HELP lubdub_draining 1 while the hub drains.\n"
+                "# TYPE lubdub_draining gauge\nlubdub_draining %d\n",
+            atomic_load(&srv->hub->draining) ? 1 : 0);
+    metric(&b, srv, "sessions", "gauge", "Live WebSocket sessions.",
+           OFF(sessions));
+    metric(&b, srv, "sessions_accepted_total", "counter",
+           "Sessions established.", OFF(accepted));
+    bprintf(&b, "# HELP lubdub_sessions_closed_total Sessions closed, by "
+                "reason.\n# TYPE lubdub_sessions_closed_total counter\n");
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct hub_loop *hl = srv->loops[i].hub;
+
+        if (!hl)
+            continue;
+        for (int r = 0; r < HUB_CLOSE_N; r++)
+            bprintf(&b,
+                    "lubdub_sessions_closed_total{loop=\"%u\",reason=\"%s\"} "
+                    "%llu\n",
+                    i, reason_names[r],
+                    (unsigned long long)HUB_STAT_GET(hl->stats.closed[r]));
+    }
+    metric(&b, srv, "close_timeouts_total", "counter",
+           "Closes the peer never completed (killed).", OFF(close_timeouts));
+    metric(&b, srv, "http_rejected_total", "counter",
+           "Upgrades refused before the handshake (403/503).",
+           OFF(rejected_http));
+    metric(&b, srv, "pings_sent_total", "counter",
+           "WebSocket pings sent by the heartbeat.", OFF(pings_sent));
+    metric(&b, srv, "pongs_total", "counter", "WebSocket pongs received.",
+           OFF(pongs));
+    metric(&b, srv, "pusher_pings_total", "counter",
+           "pusher:ping messages answered.", OFF(pusher_pings));
+    metric(&b, srv, "messages_in_total", "counter",
+           "Inbound WebSocket messages.", OFF(msgs_in));
+    metric(&b, srv, "messages_out_total", "counter",
+           "Outbound WebSocket messages (deliveries).", OFF(msgs_out));
+    metric(&b, srv, "bytes_in_total", "counter", "Inbound message bytes.",
+           OFF(bytes_in));
+    metric(&b, srv, "bytes_out_total", "counter", "Outbound bytes written.",
+           OFF(bytes_out));
+    metric(&b, srv, "writes_total", "counter",
+           "Corked writes (deliveries per write = messages_out / writes).",
+           OFF(writes));
+    metric(&b, srv, "bad_messages_total", "counter",
+           "Inbound messages rejected as invalid.", OFF(bad_messages));
+    metric(&b, srv, "client_events_total", "counter",
+           "Client events relayed.", OFF(client_events));
+    metric(&b, srv, "client_events_dropped_total", "counter",
+           "Client events refused (rate limit, not allowed).",
+           OFF(client_events_dropped));
+    metric(&b, srv, "subscriptions", "gauge",
+           "Live channel subscriptions.", OFF(subscriptions));
+    metric(&b, srv, "inbox_max_depth", "gauge",
+           "Most inbox items drained in one wakeup.", OFF(inbox_max));
+    metric(&b, srv, "accept_pauses_total", "counter",
+           "Accept pauses for lack of file descriptors.", OFF(accept_paused));
+    metric(&b, srv, "heartbeat_runs_total", "counter",
+           "Completed heartbeat scans.", OFF(hb_runs));
+    metric(&b, srv, "heartbeat_failures_total", "counter",
+           "Heartbeat scans with a failure.", OFF(hb_failures));
+    metric(&b, srv, "wheel_pending", "gauge", "Timers armed in the wheel.",
+           OFF(wheel_pending));
+    metric(&b, srv, "wheel_fired_total", "counter", "Timers fired.",
+           OFF(wheel_fired));
+    metric(&b, srv, "wheel_cancelled_total", "counter", "Timers cancelled.",
+           OFF(wheel_cancelled));
+    histogram(&b, srv, "pong_rtt_seconds",
+              "WebSocket ping to pong round-trip time.", OFF(pong_rtt));
+    histogram(&b, srv, "heartbeat_scan_seconds",
+              "Duration of one heartbeat scan (all slices).", OFF(hb_scan));
+    histogram(&b, srv, "wheel_advance_seconds",
+              "Duration of one timing-wheel advance.", OFF(wheel_advance));
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}

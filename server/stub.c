@@ -1,2 +1,0 @@
-/* server/stub.c - placeholder until the server layer lands. */
-#include <libwebsockets.h>
