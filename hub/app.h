@@ -1,0 +1,36 @@
+/*
+ * hub/app.h - one Pusher app: credentials, switches and limits.
+ *
+ * Apps are loaded by server/ at start and are read-only afterwards, so any
+ * thread may read them. Strings are owned by whoever filled the struct
+ * (server/config.c) and live for the process.
+ */
+#ifndef HUB_APP_H
+#define HUB_APP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct hub_app {
+    char *id;                        /* "app-id" */
+    char *key;                       /* "app-key" */
+    char *secret;                    /* "app-secret" */
+    bool enabled;                    /* default true */
+    bool client_events;              /* default true */
+    uint32_t max_connections;        /* 0 = unlimited */
+    uint32_t client_event_rate;      /* per connection per second, default 10 */
+    uint32_t max_presence_members;   /* default 100 */
+    uint32_t max_user_info_bytes;    /* default 1024 */
+    uint32_t max_user_id_len;        /* default 128 */
+    uint32_t max_event_bytes;        /* event data, default 10240 */
+    uint32_t max_event_name;         /* default 200 */
+    uint32_t max_channels_per_event; /* default 100 */
+    uint32_t max_batch_events;       /* default 10 */
+    uint32_t max_channel_name;       /* default 200 */
+    unsigned index;                  /* position in the app table */
+};
+
+/* Fill the limits and switches with their defaults; strings untouched. */
+void hub_app_defaults(struct hub_app *app);
+
+#endif

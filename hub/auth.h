@@ -1,0 +1,75 @@
+/*
+ * hub/auth.h - Pusher signatures: channel auth (private, presence), user
+ * sign-in, REST request signing (PROTOCOL.md 6.1) and webhook bodies.
+ * HMAC-SHA256 and MD5 through OpenSSL; every comparison is constant-time.
+ *
+ * Pure functions: any thread.
+ */
+#ifndef HUB_AUTH_H
+#define HUB_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hub/app.h"
+
+#define HUB_SHA256_HEX_LEN 64
+#define HUB_MD5_HEX_LEN 32
+
+/* out gets lowercase hex HMAC-SHA256(key, msg) and a NUL (65 bytes). */
+void hub_auth_hmac_hex(const char *key, size_t key_len, const void *msg,
+                       size_t msg_len, char out[HUB_SHA256_HEX_LEN + 1]);
+/* out gets lowercase hex MD5(data) and a NUL (33 bytes). */
+void hub_auth_md5_hex(const void *data, size_t len,
+                      char out[HUB_MD5_HEX_LEN + 1]);
+/* Constant-time equality of two byte strings (false if lengths differ). */
+bool hub_auth_equal(const void *a, size_t a_len, const void *b, size_t b_len);
+
+/*
+ * Check a subscribe's auth "<app_key>:<hex>" against
+ * HMAC(secret, "<socket_id>:<channel>") or, when channel_data is not NULL,
+ * "<socket_id>:<channel>:<channel_data>" (the exact bytes received).
+ * Returns 0, -EINVAL (missing or malformed auth, wrong key) or -EACCES
+ * (signature mismatch). If expect is not NULL it receives the string that
+ * should have been signed (for the operator log; never sent to the client).
+ */
+int hub_auth_check_channel(const struct hub_app *app, const char *socket_id,
+                           const char *channel, const char *channel_data,
+                           size_t channel_data_len, const char *auth,
+                           char *expect, size_t expect_len);
+
+/* The same for pusher:signin: "<socket_id>::user::<user_data>". */
+int hub_auth_check_user(const struct hub_app *app, const char *socket_id,
+                        const char *user_data, size_t user_data_len,
+                        const char *auth);
+
+/* A REST request as it arrived (query still URL-encoded, without '?'). */
+struct hub_rest_request {
+    const char *method;      /* "GET", "POST" */
+    const char *path;        /* "/apps/3/events" */
+    const char *query;       /* "auth_key=...&auth_signature=..." or "" */
+    const void *body;
+    size_t body_len;
+    uint64_t now_s;          /* wall clock, Unix seconds */
+    uint64_t window_s;       /* allowed |now - auth_timestamp|; 0 = any */
+};
+
+/*
+ * Verify a REST request per PROTOCOL.md 6.1: auth_key is the app's,
+ * auth_version 1.0, auth_timestamp within the window, body_md5 recomputed
+ * from the body, params lower-cased and sorted, values URL-decoded,
+ * auth_signature compared in constant time. Returns 0, -EINVAL (malformed:
+ * HTTP 400) or -EACCES (HTTP 401). why gets a one-line reason.
+ */
+int hub_auth_check_rest(const struct hub_app *app,
+                        const struct hub_rest_request *req, char *why,
+                        size_t why_len);
+
+/* Sign a REST request for tests and tools: appends auth_* params. */
+int hub_auth_sign_rest(const struct hub_app *app, const char *method,
+                       const char *path, const char *query_without_auth,
+                       const void *body, size_t body_len, uint64_t ts,
+                       char *out_query, size_t out_len);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * hub/query.h - URL query strings: split "a=1&b=x%20y" into decoded pairs.
+ * The caller owns the storage (a fixed array); nothing allocates.
+ * Pure: any thread.
+ */
+#ifndef HUB_QUERY_H
+#define HUB_QUERY_H
+
+#include <stddef.h>
+
+#define HUB_QUERY_MAX_PARAMS 32
+#define HUB_QUERY_MAX_BYTES 4096
+
+struct hub_query {
+    unsigned n;
+    struct {
+        char *key;           /* decoded; points into buf */
+        char *value;         /* decoded; "" when absent */
+    } params[HUB_QUERY_MAX_PARAMS];
+    char buf[HUB_QUERY_MAX_BYTES];
+};
+
+/* 0, or -E2BIG (too many / too long), -EINVAL (bad percent escape). */
+int hub_query_parse(struct hub_query *q, const char *query, size_t len);
+/* Borrowed from q; NULL when key is absent (keys compare exactly). */
+const char *hub_query_find(const struct hub_query *q, const char *key);
+/* Percent-decode (and '+' to space) src into dst; -EINVAL, -E2BIG. */
+int hub_query_decode(char *dst, size_t dst_len, const char *src,
+                     size_t src_len);
+
+#endif
