@@ -20,6 +20,13 @@
 
 #define USER_PREFIX "#server-to-user-"
 
+/*
+ * Deepest nesting of arrays and objects accepted in a message, or in a
+ * data string parsed as JSON. jansson before 2.14 recurses without any
+ * limit, so a peer could otherwise exhaust the stack with "[[[[...".
+ */
+#define MAX_DEPTH 256
+
 static void set_why(char *why, size_t why_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -59,6 +66,38 @@ static int get_string(json_t *obj, const char *name, const char **s,
 }
 
 /*
+ * True when text nests deeper than MAX_DEPTH. For valid JSON the count is
+ * exact; for invalid JSON it errs on the side of more depth, and jansson
+ * rejects the text anyway.
+ */
+static bool too_deep(const char *text, size_t len)
+{
+    bool in_string = false, escaped = false;
+    size_t i, depth = 0;
+
+    for (i = 0; i < len; i++) {
+        char c = text[i];
+
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > MAX_DEPTH)
+                return true;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return false;
+}
+
+/*
  * For subscribe, unsubscribe and signin, data must be an object. Accept a
  * string holding one too, and swap the parsed object into the root so the
  * borrowed pointers stay valid for the life of the message.
@@ -73,6 +112,10 @@ static json_t *data_object(json_t *root, char *why, size_t why_len)
         return data;
     if (!json_is_string(data)) {
         set_why(why, why_len, "data is not an object");
+        return NULL;
+    }
+    if (too_deep(json_string_value(data), json_string_length(data))) {
+        set_why(why, why_len, "data string nested too deeply");
         return NULL;
     }
     inner = json_loadb(json_string_value(data), json_string_length(data), 0,
@@ -161,6 +204,10 @@ static int parse_root(struct hub_msg *m, const char *text, size_t len,
 
     if (len == 0) {
         set_why(why, why_len, "empty message");
+        return -EINVAL;
+    }
+    if (too_deep(text, len)) {
+        set_why(why, why_len, "nested too deeply");
         return -EINVAL;
     }
     /*
