@@ -353,16 +353,17 @@ int hub_auth_check_rest(const struct hub_app *app,
                 return -EINVAL;
             }
 
-    version = hub_query_find(&q, "auth_version");
-    if (version == NULL || strcmp(version, "1.0") != 0) {
-        set_why(why, why_len, "auth_version must be 1.0");
-        return -EINVAL;
-    }
+    /* No credentials at all is a 401; credentials of another kind a 400. */
     for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
         if (count_key(&q, required[i]) == 0) {
             set_why(why, why_len, "missing %s", required[i]);
             return -EACCES;
         }
+    version = hub_query_find(&q, "auth_version");
+    if (version == NULL || strcmp(version, "1.0") != 0) {
+        set_why(why, why_len, "auth_version must be 1.0");
+        return -EINVAL;
+    }
     key = hub_query_find(&q, "auth_key");
     if (!hub_auth_equal(key, strlen(key), app->key, strlen(app->key))) {
         set_why(why, why_len, "unknown auth_key");

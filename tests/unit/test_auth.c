@@ -475,6 +475,36 @@ static void test_auth_rest_missing_body_md5_is_eacces(void **state)
     assert_string_equal(why, "missing body_md5");
 }
 
+static void test_auth_rest_no_credentials_is_eacces(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels", "", NULL, why,
+                           sizeof(why)),
+                     -EACCES);
+    assert_int_equal(check("GET", "/apps/3/channels", NULL, NULL, why,
+                           sizeof(why)),
+                     -EACCES);
+}
+
+static void test_auth_rest_empty_body_with_md5_round_trips(void **state)
+{
+    struct hub_app app = test_app();
+    struct hub_rest_request r;
+    char q[512];
+
+    (void)state;
+    /* An empty body signs as MD5("") when the client sends body_md5. */
+    assert_int_equal(hub_auth_sign_rest(&app, "POST", "/apps/3/events",
+                                        "body_md5=d41d8cd98f00b204e9800998"
+                                        "ecf8427e",
+                                        NULL, 0, TS, q, sizeof(q)),
+                     0);
+    r = rest("POST", "/apps/3/events", q, NULL);
+    assert_int_equal(hub_auth_check_rest(&app, &r, NULL, 0), 0);
+}
+
 static void test_auth_rest_bad_version_is_einval(void **state)
 {
     char why[128];
@@ -616,6 +646,8 @@ int main(void)
         cmocka_unit_test(test_auth_rest_tampered_body_is_eacces),
         cmocka_unit_test(test_auth_rest_client_body_md5_is_not_trusted),
         cmocka_unit_test(test_auth_rest_missing_body_md5_is_eacces),
+        cmocka_unit_test(test_auth_rest_no_credentials_is_eacces),
+        cmocka_unit_test(test_auth_rest_empty_body_with_md5_round_trips),
         cmocka_unit_test(test_auth_rest_bad_version_is_einval),
         cmocka_unit_test(test_auth_rest_duplicate_param_is_einval),
         cmocka_unit_test(test_auth_rest_bad_encoding_is_einval),
