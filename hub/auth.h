@@ -31,16 +31,18 @@ bool hub_auth_equal(const void *a, size_t a_len, const void *b, size_t b_len);
  * HMAC(secret, "<socket_id>:<channel>") or, when channel_data is not NULL,
  * "<socket_id>:<channel>:<channel_data>" (the exact bytes received).
  * Returns 0, -EINVAL (missing or malformed auth, wrong key), -EACCES
- * (signature mismatch) or -ENOMEM (channel_data over 2 KB is signed from a
- * heap copy and that allocation failed). If expect is not NULL it receives the string that
- * should have been signed (for the operator log; never sent to the client).
+ * (signature mismatch) or -ENOMEM (a string to sign over 2 KB is built on
+ * the heap and that allocation failed). If expect is not NULL it receives
+ * the string that should have been signed (for the operator log; never sent
+ * to the client), truncated to expect_len.
  */
 int hub_auth_check_channel(const struct hub_app *app, const char *socket_id,
                            const char *channel, const char *channel_data,
                            size_t channel_data_len, const char *auth,
                            char *expect, size_t expect_len);
 
-/* The same for pusher:signin: "<socket_id>::user::<user_data>". */
+/* The same for pusher:signin: "<socket_id>::user::<user_data>", with the
+ * same return values. */
 int hub_auth_check_user(const struct hub_app *app, const char *socket_id,
                         const char *user_data, size_t user_data_len,
                         const char *auth);
