@@ -30,16 +30,19 @@ bool hub_auth_equal(const void *a, size_t a_len, const void *b, size_t b_len);
  * Check a subscribe's auth "<app_key>:<hex>" against
  * HMAC(secret, "<socket_id>:<channel>") or, when channel_data is not NULL,
  * "<socket_id>:<channel>:<channel_data>" (the exact bytes received).
- * Returns 0, -EINVAL (missing or malformed auth, wrong key) or -EACCES
- * (signature mismatch). If expect is not NULL it receives the string that
- * should have been signed (for the operator log; never sent to the client).
+ * Returns 0, -EINVAL (missing or malformed auth, wrong key), -EACCES
+ * (signature mismatch) or -ENOMEM (a string to sign over 2 KB is built on
+ * the heap and that allocation failed). If expect is not NULL it receives
+ * the string that should have been signed (for the operator log; never sent
+ * to the client), truncated to expect_len.
  */
 int hub_auth_check_channel(const struct hub_app *app, const char *socket_id,
                            const char *channel, const char *channel_data,
                            size_t channel_data_len, const char *auth,
                            char *expect, size_t expect_len);
 
-/* The same for pusher:signin: "<socket_id>::user::<user_data>". */
+/* The same for pusher:signin: "<socket_id>::user::<user_data>", with the
+ * same return values. */
 int hub_auth_check_user(const struct hub_app *app, const char *socket_id,
                         const char *user_data, size_t user_data_len,
                         const char *auth);
@@ -61,12 +64,24 @@ struct hub_rest_request {
  * from the body, params lower-cased and sorted, values URL-decoded,
  * auth_signature compared in constant time. Returns 0, -EINVAL (malformed:
  * HTTP 400) or -EACCES (HTTP 401). why gets a one-line reason.
+ *
+ * 401: auth_key, auth_timestamp or auth_signature missing; unknown
+ * auth_key; stale timestamp; body without body_md5; bad signature.
+ * 400: bad percent-encoding, query over HUB_QUERY_MAX_BYTES or
+ * HUB_QUERY_MAX_PARAMS, a key given twice (after lower-casing),
+ * auth_version missing or not "1.0", auth_timestamp not a number.
  */
 int hub_auth_check_rest(const struct hub_app *app,
                         const struct hub_rest_request *req, char *why,
                         size_t why_len);
 
-/* Sign a REST request for tests and tools: appends auth_* params. */
+/*
+ * Sign a REST request for tests and tools. out_query gets auth_key,
+ * auth_timestamp, auth_version, body_md5 (when body_len > 0), then
+ * query_without_auth (still URL-encoded, may be NULL) and auth_signature
+ * last. Returns 0, -E2BIG (out_len too small) or -EINVAL (bad encoding, or
+ * query_without_auth already holds one of those keys).
+ */
 int hub_auth_sign_rest(const struct hub_app *app, const char *method,
                        const char *path, const char *query_without_auth,
                        const void *body, size_t body_len, uint64_t ts,

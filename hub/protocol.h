@@ -45,7 +45,10 @@ struct hub_msg {
 /*
  * Parse one text message. Returns 0, or -EINVAL with a short reason in why
  * (not JSON, not an object, no string "event", subscribe without a string
- * channel, ...). On error nothing needs freeing.
+ * channel, nested deeper than 256 levels, ...). On error nothing needs
+ * freeing. Subscribe, unsubscribe and signin data may also arrive as a
+ * string holding the object; it is then parsed and replaces data in root.
+ * The strings handed out contain no NUL byte.
  */
 int hub_msg_parse(struct hub_msg *m, const char *text, size_t len, char *why,
                   size_t why_len);

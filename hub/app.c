@@ -1,0 +1,23 @@
+/*
+ * hub/app.c - defaults for an app's switches and limits.
+ *
+ * The numbers follow Pusher's published limits (PROTOCOL.md section 8), so
+ * an app that configures nothing behaves like a Pusher app. Pure: any thread.
+ */
+#include "hub/app.h"
+
+void hub_app_defaults(struct hub_app *app)
+{
+    app->enabled = true;
+    app->client_events = true;
+    app->max_connections = 0;
+    app->client_event_rate = 10;
+    app->max_presence_members = 100;
+    app->max_user_info_bytes = 1024;
+    app->max_user_id_len = 128;
+    app->max_event_bytes = 10240;
+    app->max_event_name = 200;
+    app->max_channels_per_event = 100;
+    app->max_batch_events = 10;
+    app->max_channel_name = 200;
+}

@@ -1,0 +1,473 @@
+/*
+ * hub/auth.c - Pusher signatures: channel and user auth, REST request
+ * verification and signing (PROTOCOL.md 3.3, 3.4, 4.2, 6.1).
+ *
+ * Every comparison of a secret-derived value goes through CRYPTO_memcmp so
+ * that timing reveals nothing about how much of a signature matched.
+ * Strings to sign are assembled in stack buffers; only an unusually large
+ * presence channel_data or user_data falls back to the heap. Pure: any
+ * thread (OpenSSL's one-shot HMAC() and EVP_Digest() are thread-safe).
+ */
+#include "hub/auth.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "hub/query.h"
+
+/* Room for the method, the path and the sorted query of a REST request. */
+#define REST_STRING_MAX (HUB_QUERY_MAX_BYTES + 2048)
+
+static void to_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void hub_auth_hmac_hex(const char *key, size_t key_len, const void *msg,
+                       size_t msg_len, char out[HUB_SHA256_HEX_LEN + 1])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+
+    /*
+     * HMAC() takes an int key length; a longer key than that is not a
+     * credential anyone configures. On failure out is empty, which then
+     * never equals a received signature.
+     */
+    if (key_len > INT32_MAX ||
+        HMAC(EVP_sha256(), key, (int)key_len, msg, msg_len, md, &md_len) ==
+            NULL ||
+        md_len != HUB_SHA256_HEX_LEN / 2) {
+        out[0] = '\0';
+        return;
+    }
+    to_hex(md, md_len, out);
+}
+
+void hub_auth_md5_hex(const void *data, size_t len,
+                      char out[HUB_MD5_HEX_LEN + 1])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+
+    /* MD5 can be missing under a FIPS-only provider: out is then empty. */
+    if (!EVP_Digest(data, len, md, &md_len, EVP_md5(), NULL) ||
+        md_len != HUB_MD5_HEX_LEN / 2) {
+        out[0] = '\0';
+        return;
+    }
+    to_hex(md, md_len, out);
+}
+
+bool hub_auth_equal(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+    /* The length is public (a hex digest has a fixed one); the bytes not. */
+    if (a_len != b_len)
+        return false;
+    if (a_len == 0)
+        return true;
+    return CRYPTO_memcmp(a, b, a_len) == 0;
+}
+
+/* One piece of a string to sign. */
+struct part {
+    const char *p;
+    size_t n;
+};
+
+/*
+ * HMAC over the concatenation of parts, and optionally a copy of that
+ * string (truncated, NUL-terminated) in expect. Returns 0 or -ENOMEM.
+ */
+static int hmac_parts(const struct hub_app *app, const struct part *parts,
+                      size_t n_parts, char out[HUB_SHA256_HEX_LEN + 1],
+                      char *expect, size_t expect_len)
+{
+    char stack[2048];
+    char *buf = stack;
+    size_t total = 0, off = 0, i;
+
+    for (i = 0; i < n_parts; i++)
+        total += parts[i].n;
+    if (total > sizeof(stack)) {
+        buf = malloc(total);
+        if (buf == NULL)
+            return -ENOMEM;
+    }
+    for (i = 0; i < n_parts; i++) {
+        if (parts[i].n > 0)
+            memcpy(buf + off, parts[i].p, parts[i].n);
+        off += parts[i].n;
+    }
+    hub_auth_hmac_hex(app->secret, strlen(app->secret), buf, total, out);
+    if (expect != NULL && expect_len > 0) {
+        size_t n = total < expect_len - 1 ? total : expect_len - 1;
+
+        memcpy(expect, buf, n);
+        expect[n] = '\0';
+    }
+    if (buf != stack)
+        free(buf);
+    return 0;
+}
+
+/*
+ * Compare auth "<key>:<hex>" with HMAC over parts. The key part is checked
+ * too, unlike Reverb, so a signature made for another app is refused early.
+ */
+static int check_auth(const struct hub_app *app, const char *auth,
+                      const struct part *parts, size_t n_parts, char *expect,
+                      size_t expect_len)
+{
+    char want[HUB_SHA256_HEX_LEN + 1];
+    const char *colon;
+    size_t key_len;
+    int rc;
+
+    if (expect != NULL && expect_len > 0)
+        expect[0] = '\0';
+    rc = hmac_parts(app, parts, n_parts, want, expect, expect_len);
+    if (rc < 0)
+        return rc;
+    if (auth == NULL || (colon = strchr(auth, ':')) == NULL)
+        return -EINVAL;
+    key_len = (size_t)(colon - auth);
+    if (!hub_auth_equal(auth, key_len, app->key, strlen(app->key)))
+        return -EINVAL;
+    if (want[0] == '\0' ||
+        !hub_auth_equal(colon + 1, strlen(colon + 1), want, strlen(want)))
+        return -EACCES;
+    return 0;
+}
+
+int hub_auth_check_channel(const struct hub_app *app, const char *socket_id,
+                           const char *channel, const char *channel_data,
+                           size_t channel_data_len, const char *auth,
+                           char *expect, size_t expect_len)
+{
+    struct part parts[5];
+    size_t n = 0;
+
+    if (socket_id == NULL || channel == NULL) {
+        if (expect != NULL && expect_len > 0)
+            expect[0] = '\0';
+        return -EINVAL;
+    }
+    parts[n++] = (struct part){ socket_id, strlen(socket_id) };
+    parts[n++] = (struct part){ ":", 1 };
+    parts[n++] = (struct part){ channel, strlen(channel) };
+    if (channel_data != NULL) {
+        parts[n++] = (struct part){ ":", 1 };
+        parts[n++] = (struct part){ channel_data, channel_data_len };
+    }
+    return check_auth(app, auth, parts, n, expect, expect_len);
+}
+
+int hub_auth_check_user(const struct hub_app *app, const char *socket_id,
+                        const char *user_data, size_t user_data_len,
+                        const char *auth)
+{
+    struct part parts[3];
+
+    if (socket_id == NULL || user_data == NULL)
+        return -EINVAL;
+    parts[0] = (struct part){ socket_id, strlen(socket_id) };
+    parts[1] = (struct part){ "::user::", 8 };
+    parts[2] = (struct part){ user_data, user_data_len };
+    return check_auth(app, auth, parts, 3, NULL, 0);
+}
+
+/* A bounded string builder; overflow sticks and is reported once. */
+struct sbuf {
+    char *p;
+    size_t cap, len;
+    bool overflow;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->overflow || n >= b->cap - b->len) {
+        b->overflow = true;
+        return;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
+
+static int cmp_param(const void *a, const void *b)
+{
+    const char *const *ka = a;
+    const char *const *kb = b;
+
+    /* strcmp orders by unsigned byte value, which is what 6.1 asks for. */
+    return strcmp(*ka, *kb);
+}
+
+static void set_why(char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_why(char *why, size_t why_len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (why == NULL || why_len == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+}
+
+static int parse_timestamp(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (*s == '\0' || strlen(s) > 19)
+        return -EINVAL;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/*
+ * Build METHOD\nPATH\nQUERY from a parsed query whose keys are already
+ * lower-case, leaving out auth_signature and putting body_md5 (when not
+ * NULL) in place of the received value. Returns 0, -EINVAL (duplicate key)
+ * or -E2BIG.
+ */
+static int string_to_sign(struct sbuf *b, const char *method,
+                          const char *path, struct hub_query *q,
+                          const char *body_md5)
+{
+    /* Pairs of key and value pointers, sorted by key. */
+    const char *pairs[HUB_QUERY_MAX_PARAMS][2];
+    unsigned i, n = 0;
+
+    for (i = 0; i < q->n; i++) {
+        if (strcmp(q->params[i].key, "auth_signature") == 0)
+            continue;
+        pairs[n][0] = q->params[i].key;
+        pairs[n][1] = q->params[i].value;
+        if (body_md5 != NULL && strcmp(pairs[n][0], "body_md5") == 0)
+            pairs[n][1] = body_md5;
+        n++;
+    }
+    qsort(pairs, n, sizeof(pairs[0]), cmp_param);
+    for (i = 1; i < n; i++)
+        if (strcmp(pairs[i - 1][0], pairs[i][0]) == 0)
+            return -EINVAL;
+
+    sb_str(b, method);
+    sb_put(b, "\n", 1);
+    sb_str(b, path);
+    sb_put(b, "\n", 1);
+    for (i = 0; i < n; i++) {
+        if (i > 0)
+            sb_put(b, "&", 1);
+        sb_str(b, pairs[i][0]);
+        sb_put(b, "=", 1);
+        sb_str(b, pairs[i][1]);
+    }
+    return b->overflow ? -E2BIG : 0;
+}
+
+static void lower_keys(struct hub_query *q)
+{
+    unsigned i;
+    char *k;
+
+    for (i = 0; i < q->n; i++)
+        for (k = q->params[i].key; *k; k++)
+            if (*k >= 'A' && *k <= 'Z')
+                *k = (char)(*k - 'A' + 'a');
+}
+
+/* Count how often key occurs; duplicates are refused before anything. */
+static unsigned count_key(const struct hub_query *q, const char *key)
+{
+    unsigned i, n = 0;
+
+    for (i = 0; i < q->n; i++)
+        n += strcmp(q->params[i].key, key) == 0;
+    return n;
+}
+
+int hub_auth_check_rest(const struct hub_app *app,
+                        const struct hub_rest_request *req, char *why,
+                        size_t why_len)
+{
+    static const char *const required[] = { "auth_key", "auth_timestamp",
+                                            "auth_signature" };
+    struct hub_query q;
+    char md5[HUB_MD5_HEX_LEN + 1];
+    char want[HUB_SHA256_HEX_LEN + 1];
+    char str[REST_STRING_MAX];
+    struct sbuf b = { str, sizeof(str), 0, false };
+    const char *key, *version, *ts_text, *sig, *client_md5;
+    uint64_t ts, skew;
+    unsigned i, j;
+    int rc;
+
+    set_why(why, why_len, "ok");
+    if (req->method == NULL || req->path == NULL) {
+        set_why(why, why_len, "missing method or path");
+        return -EINVAL;
+    }
+    rc = hub_query_parse(&q, req->query ? req->query : "",
+                         req->query ? strlen(req->query) : 0);
+    if (rc < 0) {
+        set_why(why, why_len, "%s",
+                rc == -E2BIG ? "query too long" : "bad query encoding");
+        return -EINVAL;
+    }
+    lower_keys(&q);
+    for (i = 0; i < q.n; i++)
+        for (j = i + 1; j < q.n; j++)
+            if (strcmp(q.params[i].key, q.params[j].key) == 0) {
+                set_why(why, why_len, "duplicate query parameter %.64s",
+                        q.params[i].key);
+                return -EINVAL;
+            }
+
+    /* No credentials at all is a 401; credentials of another kind a 400. */
+    for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+        if (count_key(&q, required[i]) == 0) {
+            set_why(why, why_len, "missing %s", required[i]);
+            return -EACCES;
+        }
+    version = hub_query_find(&q, "auth_version");
+    if (version == NULL || strcmp(version, "1.0") != 0) {
+        set_why(why, why_len, "auth_version must be 1.0");
+        return -EINVAL;
+    }
+    key = hub_query_find(&q, "auth_key");
+    if (!hub_auth_equal(key, strlen(key), app->key, strlen(app->key))) {
+        set_why(why, why_len, "unknown auth_key");
+        return -EACCES;
+    }
+    ts_text = hub_query_find(&q, "auth_timestamp");
+    if (parse_timestamp(ts_text, &ts) < 0) {
+        set_why(why, why_len, "auth_timestamp is not a number");
+        return -EINVAL;
+    }
+    skew = req->now_s > ts ? req->now_s - ts : ts - req->now_s;
+    if (req->window_s != 0 && skew > req->window_s) {
+        set_why(why, why_len,
+                "stale timestamp: |now - auth_timestamp| = %" PRIu64
+                " s, allowed %" PRIu64 " s",
+                skew, req->window_s);
+        return -EACCES;
+    }
+
+    /*
+     * The body's own MD5 goes into the string, never the client's claim,
+     * so a body changed in flight fails the signature.
+     */
+    client_md5 = hub_query_find(&q, "body_md5");
+    if (req->body_len > 0 && client_md5 == NULL) {
+        set_why(why, why_len, "missing body_md5");
+        return -EACCES;
+    }
+    if (client_md5 != NULL) {
+        hub_auth_md5_hex(req->body, req->body_len, md5);
+        if (md5[0] == '\0') {
+            set_why(why, why_len, "MD5 unavailable");
+            return -EACCES;
+        }
+    }
+    rc = string_to_sign(&b, req->method, req->path, &q,
+                        client_md5 ? md5 : NULL);
+    if (rc < 0) {
+        set_why(why, why_len, "request too long");
+        return -EINVAL;
+    }
+    hub_auth_hmac_hex(app->secret, strlen(app->secret), str, b.len, want);
+    sig = hub_query_find(&q, "auth_signature");
+    if (want[0] == '\0' ||
+        !hub_auth_equal(sig, strlen(sig), want, strlen(want))) {
+        set_why(why, why_len, "invalid signature");
+        return -EACCES;
+    }
+    return 0;
+}
+
+int hub_auth_sign_rest(const struct hub_app *app, const char *method,
+                       const char *path, const char *query_without_auth,
+                       const void *body, size_t body_len, uint64_t ts,
+                       char *out_query, size_t out_len)
+{
+    struct hub_query q;
+    char md5[HUB_MD5_HEX_LEN + 1];
+    char sig[HUB_SHA256_HEX_LEN + 1];
+    char str[REST_STRING_MAX];
+    struct sbuf sb = { str, sizeof(str), 0, false };
+    struct sbuf out = { out_query, out_len, 0, false };
+    char num[24];
+    int rc;
+
+    if (out_len == 0)
+        return -E2BIG;
+    out_query[0] = '\0';
+
+    /*
+     * Assemble the query as it will be sent (still encoded), then sign
+     * exactly what hub_auth_check_rest() will rebuild from it.
+     */
+    snprintf(num, sizeof(num), "%" PRIu64, ts);
+    sb_str(&out, "auth_key=");
+    sb_str(&out, app->key);
+    sb_str(&out, "&auth_timestamp=");
+    sb_str(&out, num);
+    sb_str(&out, "&auth_version=1.0");
+    if (body_len > 0) {
+        hub_auth_md5_hex(body, body_len, md5);
+        if (md5[0] == '\0')
+            return -EINVAL;
+        sb_str(&out, "&body_md5=");
+        sb_str(&out, md5);
+    }
+    if (query_without_auth != NULL && query_without_auth[0] != '\0') {
+        sb_put(&out, "&", 1);
+        sb_str(&out, query_without_auth);
+    }
+    if (out.overflow)
+        return -E2BIG;
+
+    rc = hub_query_parse(&q, out_query, out.len);
+    if (rc < 0)
+        return rc;
+    lower_keys(&q);
+    rc = string_to_sign(&sb, method, path, &q, NULL);
+    if (rc < 0)
+        return rc;
+    hub_auth_hmac_hex(app->secret, strlen(app->secret), str, sb.len, sig);
+    if (sig[0] == '\0')
+        return -EINVAL;
+    sb_str(&out, "&auth_signature=");
+    sb_str(&out, sig);
+    return out.overflow ? -E2BIG : 0;
+}

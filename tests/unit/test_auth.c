@@ -1,0 +1,661 @@
+/*
+ * tests/unit/test_auth.c - Pusher signatures against the test vectors of
+ * PROTOCOL.md 6.1 and 7, and every way a REST request can fail.
+ *
+ * Time is passed in as numbers; nothing reads a clock.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hub/auth.h"
+
+#define KEY "278d425bdf160c739803"
+#define SECRET "7ad3773142a6692b25b8"
+#define TS 1353088179u
+#define EVENTS_BODY \
+    "{\"name\":\"foo\",\"channels\":[\"project-3\"]," \
+    "\"data\":\"{\\\"some\\\":\\\"data\\\"}\"}"
+#define EVENTS_MD5 "ec365a775a4cd0599faeb73354201b6f"
+#define EVENTS_SIG \
+    "da454824c97ba181a32ccc17a72625ba02771f50b50e1e7430e47a1f3f457e6c"
+#define CHANNELS_SIG \
+    "16819168891cb5dfd72b5c7a5d3d602605b26c6ba1930033b5e2eeeb65010291"
+
+static struct hub_app test_app(void)
+{
+    struct hub_app app;
+
+    memset(&app, 0, sizeof(app));
+    hub_app_defaults(&app);
+    app.id = "3";
+    app.key = KEY;
+    app.secret = SECRET;
+    return app;
+}
+
+/* A request at the vectors' timestamp, checked five seconds later. */
+static struct hub_rest_request rest(const char *method, const char *path,
+                                    const char *query, const char *body)
+{
+    struct hub_rest_request r = {
+        .method = method,
+        .path = path,
+        .query = query,
+        .body = body,
+        .body_len = body ? strlen(body) : 0,
+        .now_s = TS + 5,
+        .window_s = 600,
+    };
+    return r;
+}
+
+static int check(const char *method, const char *path, const char *query,
+                 const char *body, char *why, size_t why_len)
+{
+    struct hub_app app = test_app();
+    struct hub_rest_request r = rest(method, path, query, body);
+
+    return hub_auth_check_rest(&app, &r, why, why_len);
+}
+
+static void test_auth_hmac_webhook_vector(void **state)
+{
+    char hex[HUB_SHA256_HEX_LEN + 1];
+    const char *body = "{\"hello\":\"world\"}";
+
+    (void)state;
+    hub_auth_hmac_hex("secret", 6, body, strlen(body), hex);
+    assert_string_equal(hex, "2677ad3e7c090b2fa2c0fb13020d66d5"
+                             "420879b8316eb356a2d60fb9073bc778");
+}
+
+static void test_auth_md5_events_body_vector(void **state)
+{
+    char hex[HUB_MD5_HEX_LEN + 1];
+
+    (void)state;
+    hub_auth_md5_hex(EVENTS_BODY, strlen(EVENTS_BODY), hex);
+    assert_string_equal(hex, EVENTS_MD5);
+}
+
+static void test_auth_hmac_rest_post_string_vector(void **state)
+{
+    const char *s = "POST\n/apps/3/events\nauth_key=" KEY
+                    "&auth_timestamp=1353088179&auth_version=1.0"
+                    "&body_md5=" EVENTS_MD5;
+    char hex[HUB_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    hub_auth_hmac_hex(SECRET, strlen(SECRET), s, strlen(s), hex);
+    assert_string_equal(hex, EVENTS_SIG);
+}
+
+static void test_auth_equal_is_exact(void **state)
+{
+    (void)state;
+    assert_true(hub_auth_equal("abc", 3, "abc", 3));
+    assert_false(hub_auth_equal("abc", 3, "abd", 3));
+    assert_false(hub_auth_equal("abc", 3, "abcd", 4));
+    assert_true(hub_auth_equal("", 0, "", 0));
+}
+
+static void test_auth_channel_private_vector(void **state)
+{
+    struct hub_app app = test_app();
+    char expect[128];
+
+    (void)state;
+    assert_int_equal(hub_auth_check_channel(
+                         &app, "1234.1234", "private-foobar", NULL, 0,
+                         KEY ":58df8b0c36d6982b82c3ecf6b4662e34fe8c25bba48f"
+                             "5369f135bf843651c3a4",
+                         expect, sizeof(expect)),
+                     0);
+    assert_string_equal(expect, "1234.1234:private-foobar");
+}
+
+static void test_auth_channel_presence_vector(void **state)
+{
+    struct hub_app app = test_app();
+    const char *cd = "{\"user_id\":10,\"user_info\":{\"name\":"
+                     "\"Mr. Channels\"}}";
+    const char *good = KEY ":31935e7d86dba64c2a90aed31fdc61869f9b22ba9d88"
+                           "63bba239c03ca481bc80";
+    /* The value printed in Pusher's docs signs "Mr. Pusher" instead. */
+    const char *docs = KEY ":afaed3695da2ffd16931f457e338e6c9f2921fa133ce"
+                           "7dac49f529792be6304c";
+
+    (void)state;
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "presence-foobar", cd,
+                                            strlen(cd), good, NULL, 0),
+                     0);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "presence-foobar", cd,
+                                            strlen(cd), docs, NULL, 0),
+                     -EACCES);
+}
+
+static void test_auth_channel_presence_uses_exact_bytes(void **state)
+{
+    struct hub_app app = test_app();
+    /* Same JSON with one extra space: a different string to sign. */
+    const char *cd = "{\"user_id\":10, \"user_info\":{\"name\":"
+                     "\"Mr. Channels\"}}";
+    const char *good = KEY ":31935e7d86dba64c2a90aed31fdc61869f9b22ba9d88"
+                           "63bba239c03ca481bc80";
+
+    (void)state;
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "presence-foobar", cd,
+                                            strlen(cd), good, NULL, 0),
+                     -EACCES);
+}
+
+static void test_auth_channel_bad_signature_is_eacces(void **state)
+{
+    struct hub_app app = test_app();
+
+    (void)state;
+    assert_int_equal(hub_auth_check_channel(
+                         &app, "1234.1234", "private-foobar", NULL, 0,
+                         KEY ":58df8b0c36d6982b82c3ecf6b4662e34fe8c25bba48f"
+                             "5369f135bf843651c3a5",
+                         NULL, 0),
+                     -EACCES);
+    /* The right signature for another socket. */
+    assert_int_equal(hub_auth_check_channel(
+                         &app, "1234.1235", "private-foobar", NULL, 0,
+                         KEY ":58df8b0c36d6982b82c3ecf6b4662e34fe8c25bba48f"
+                             "5369f135bf843651c3a4",
+                         NULL, 0),
+                     -EACCES);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0,
+                                            KEY ":", NULL, 0),
+                     -EACCES);
+}
+
+static void test_auth_channel_wrong_key_is_einval(void **state)
+{
+    struct hub_app app = test_app();
+
+    (void)state;
+    assert_int_equal(hub_auth_check_channel(
+                         &app, "1234.1234", "private-foobar", NULL, 0,
+                         "otherkey:58df8b0c36d6982b82c3ecf6b4662e34fe8c25bb"
+                         "a48f5369f135bf843651c3a4",
+                         NULL, 0),
+                     -EINVAL);
+}
+
+static void test_auth_channel_malformed_auth_is_einval(void **state)
+{
+    struct hub_app app = test_app();
+
+    (void)state;
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0, NULL,
+                                            NULL, 0),
+                     -EINVAL);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0, "",
+                                            NULL, 0),
+                     -EINVAL);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0,
+                                            "58df8b0c36d6982b", NULL, 0),
+                     -EINVAL);
+}
+
+static void test_auth_channel_expect_is_truncated(void **state)
+{
+    struct hub_app app = test_app();
+    char expect[8];
+
+    (void)state;
+    memset(expect, 'x', sizeof(expect));
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0, "x:y",
+                                            expect, sizeof(expect)),
+                     -EINVAL);
+    assert_string_equal(expect, "1234.12");
+}
+
+static void test_auth_channel_long_channel_data(void **state)
+{
+    struct hub_app app = test_app();
+    static char cd[5000];
+    char msg[5100], auth[128], hex[HUB_SHA256_HEX_LEN + 1];
+    int n;
+
+    (void)state;
+    memset(cd, 'a', sizeof(cd) - 1);
+    n = snprintf(msg, sizeof(msg), "1.2:presence-x:%s", cd);
+    hub_auth_hmac_hex(SECRET, strlen(SECRET), msg, (size_t)n, hex);
+    snprintf(auth, sizeof(auth), "%s:%s", KEY, hex);
+    assert_int_equal(hub_auth_check_channel(&app, "1.2", "presence-x", cd,
+                                            strlen(cd), auth, NULL, 0),
+                     0);
+}
+
+static void test_auth_user_signin_vector(void **state)
+{
+    struct hub_app app = test_app();
+    const char *ud = "{\"id\":\"12345\"}";
+    const char *auth = KEY ":4708d583dada6a56435fb8bc611c77c359a31eebde133"
+                           "37c16ab43aa6de336ba";
+
+    (void)state;
+    assert_int_equal(hub_auth_check_user(&app, "1234.1234", ud, strlen(ud),
+                                         auth),
+                     0);
+    assert_int_equal(hub_auth_check_user(&app, "1234.1235", ud, strlen(ud),
+                                         auth),
+                     -EACCES);
+    assert_int_equal(hub_auth_check_user(&app, "1234.1234", ud, strlen(ud),
+                                         "nokey"),
+                     -EINVAL);
+}
+
+static void test_auth_rest_post_events_vector(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("POST", "/apps/3/events",
+                           "auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&body_md5=" EVENTS_MD5
+                           "&auth_signature=" EVENTS_SIG,
+                           EVENTS_BODY, why, sizeof(why)),
+                     0);
+    assert_string_equal(why, "ok");
+}
+
+static void test_auth_rest_get_channels_vector(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "filter_by_prefix=presence-&info=user_count"
+                           "&auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, why, sizeof(why)),
+                     0);
+}
+
+static void test_auth_rest_param_order_is_irrelevant(void **state)
+{
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "auth_signature=" CHANNELS_SIG "&info=user_count"
+                           "&auth_version=1.0&filter_by_prefix=presence-"
+                           "&auth_timestamp=1353088179&auth_key=" KEY,
+                           NULL, NULL, 0),
+                     0);
+}
+
+static void test_auth_rest_keys_are_lowercased(void **state)
+{
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "FILTER_BY_PREFIX=presence-&Info=user_count"
+                           "&auth_key=" KEY "&AUTH_TIMESTAMP=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, NULL, 0),
+                     0);
+}
+
+static void test_auth_rest_values_are_decoded_before_signing(void **state)
+{
+    const char *s = "GET\n/apps/3/channels\nauth_key=" KEY
+                    "&auth_timestamp=1353088179&auth_version=1.0"
+                    "&filter_by_prefix=presence-a b&c/d&info=user_count";
+    char hex[HUB_SHA256_HEX_LEN + 1], query[512];
+
+    (void)state;
+    hub_auth_hmac_hex(SECRET, strlen(SECRET), s, strlen(s), hex);
+    snprintf(query, sizeof(query),
+             "auth_key=" KEY "&auth_timestamp=1353088179&auth_version=1.0"
+             "&filter_by_prefix=presence-a+b%%26c%%2Fd&info=user%%5fcount"
+             "&auth_signature=%s",
+             hex);
+    assert_int_equal(check("GET", "/apps/3/channels", query, NULL, NULL, 0),
+                     0);
+}
+
+static void test_auth_rest_bad_signature_is_eacces(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "filter_by_prefix=presence-&info=user_count"
+                           "&auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" EVENTS_SIG,
+                           NULL, why, sizeof(why)),
+                     -EACCES);
+    assert_string_equal(why, "invalid signature");
+    /* The signature covers the path. */
+    assert_int_equal(check("GET", "/apps/4/channels",
+                           "filter_by_prefix=presence-&info=user_count"
+                           "&auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, NULL, 0),
+                     -EACCES);
+    /* And every parameter. */
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "filter_by_prefix=private-&info=user_count"
+                           "&auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, NULL, 0),
+                     -EACCES);
+}
+
+static void test_auth_rest_missing_signature_is_eacces(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0",
+                           NULL, why, sizeof(why)),
+                     -EACCES);
+    assert_string_equal(why, "missing auth_signature");
+}
+
+static void test_auth_rest_wrong_key_is_eacces(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "filter_by_prefix=presence-&info=user_count"
+                           "&auth_key=278d425bdf160c739804"
+                           "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, why, sizeof(why)),
+                     -EACCES);
+    assert_string_equal(why, "unknown auth_key");
+}
+
+static void test_auth_rest_stale_timestamp_is_eacces(void **state)
+{
+    struct hub_app app = test_app();
+    struct hub_rest_request r =
+        rest("POST", "/apps/3/events",
+             "auth_key=" KEY "&auth_timestamp=1353088179"
+             "&auth_version=1.0&body_md5=" EVENTS_MD5
+             "&auth_signature=" EVENTS_SIG,
+             EVENTS_BODY);
+    char why[128];
+
+    (void)state;
+    r.now_s = TS + 601;
+    assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)),
+                     -EACCES);
+    assert_non_null(strstr(why, "stale timestamp"));
+    assert_non_null(strstr(why, "601"));
+    /* Clocks skew both ways. */
+    r.now_s = TS - 700;
+    assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)),
+                     -EACCES);
+    assert_non_null(strstr(why, "700"));
+    /* The edge of the window is inside it. */
+    r.now_s = TS + 600;
+    assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)), 0);
+    /* A zero window accepts any time. */
+    r.now_s = TS + 1000000;
+    r.window_s = 0;
+    assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)), 0);
+}
+
+static void test_auth_rest_bad_timestamp_is_einval(void **state)
+{
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "auth_key=" KEY "&auth_timestamp=13530881x9"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, NULL, 0),
+                     -EINVAL);
+}
+
+static void test_auth_rest_tampered_body_is_eacces(void **state)
+{
+    (void)state;
+    assert_int_equal(check("POST", "/apps/3/events",
+                           "auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&body_md5=" EVENTS_MD5
+                           "&auth_signature=" EVENTS_SIG,
+                           "{\"name\":\"foo\",\"channels\":[\"project-4\"],"
+                           "\"data\":\"{\\\"some\\\":\\\"data\\\"}\"}",
+                           NULL, 0),
+                     -EACCES);
+}
+
+static void test_auth_rest_client_body_md5_is_not_trusted(void **state)
+{
+    const char *s = "POST\n/apps/3/events\nauth_key=" KEY
+                    "&auth_timestamp=1353088179&auth_version=1.0"
+                    "&body_md5=00000000000000000000000000000000";
+    char hex[HUB_SHA256_HEX_LEN + 1], query[512];
+
+    (void)state;
+    /* Signed consistently with a wrong MD5: still refused. */
+    hub_auth_hmac_hex(SECRET, strlen(SECRET), s, strlen(s), hex);
+    snprintf(query, sizeof(query),
+             "auth_key=" KEY "&auth_timestamp=1353088179&auth_version=1.0"
+             "&body_md5=00000000000000000000000000000000"
+             "&auth_signature=%s",
+             hex);
+    assert_int_equal(check("POST", "/apps/3/events", query, EVENTS_BODY,
+                           NULL, 0),
+                     -EACCES);
+}
+
+static void test_auth_rest_missing_body_md5_is_eacces(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("POST", "/apps/3/events",
+                           "auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" EVENTS_SIG,
+                           EVENTS_BODY, why, sizeof(why)),
+                     -EACCES);
+    assert_string_equal(why, "missing body_md5");
+}
+
+static void test_auth_rest_no_credentials_is_eacces(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels", "", NULL, why,
+                           sizeof(why)),
+                     -EACCES);
+    assert_int_equal(check("GET", "/apps/3/channels", NULL, NULL, why,
+                           sizeof(why)),
+                     -EACCES);
+}
+
+static void test_auth_rest_empty_body_with_md5_round_trips(void **state)
+{
+    struct hub_app app = test_app();
+    struct hub_rest_request r;
+    char q[512];
+
+    (void)state;
+    /* An empty body signs as MD5("") when the client sends body_md5. */
+    assert_int_equal(hub_auth_sign_rest(&app, "POST", "/apps/3/events",
+                                        "body_md5=d41d8cd98f00b204e9800998"
+                                        "ecf8427e",
+                                        NULL, 0, TS, q, sizeof(q)),
+                     0);
+    r = rest("POST", "/apps/3/events", q, NULL);
+    assert_int_equal(hub_auth_check_rest(&app, &r, NULL, 0), 0);
+}
+
+static void test_auth_rest_bad_version_is_einval(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=2.0&auth_signature=" CHANNELS_SIG,
+                           NULL, why, sizeof(why)),
+                     -EINVAL);
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_signature=" CHANNELS_SIG,
+                           NULL, why, sizeof(why)),
+                     -EINVAL);
+}
+
+static void test_auth_rest_duplicate_param_is_einval(void **state)
+{
+    char why[128];
+
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "info=user_count&info=subscription_count"
+                           "&auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, why, sizeof(why)),
+                     -EINVAL);
+    assert_non_null(strstr(why, "duplicate"));
+    /* Keys differing only in case are the same key. */
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "auth_key=" KEY "&AUTH_KEY=" KEY
+                           "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, NULL, 0),
+                     -EINVAL);
+}
+
+static void test_auth_rest_bad_encoding_is_einval(void **state)
+{
+    (void)state;
+    assert_int_equal(check("GET", "/apps/3/channels",
+                           "filter_by_prefix=%zz&auth_key=" KEY
+                           "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&auth_signature=" CHANNELS_SIG,
+                           NULL, NULL, 0),
+                     -EINVAL);
+}
+
+static void test_auth_sign_rest_reproduces_vectors(void **state)
+{
+    struct hub_app app = test_app();
+    char q[512];
+
+    (void)state;
+    assert_int_equal(hub_auth_sign_rest(&app, "POST", "/apps/3/events", "",
+                                        EVENTS_BODY, strlen(EVENTS_BODY), TS,
+                                        q, sizeof(q)),
+                     0);
+    assert_string_equal(q, "auth_key=" KEY "&auth_timestamp=1353088179"
+                           "&auth_version=1.0&body_md5=" EVENTS_MD5
+                           "&auth_signature=" EVENTS_SIG);
+    assert_int_equal(hub_auth_sign_rest(&app, "GET", "/apps/3/channels",
+                                        "filter_by_prefix=presence-"
+                                        "&info=user_count",
+                                        NULL, 0, TS, q, sizeof(q)),
+                     0);
+    assert_non_null(strstr(q, "&auth_signature=" CHANNELS_SIG));
+}
+
+static void test_auth_sign_rest_round_trips(void **state)
+{
+    struct hub_app app = test_app();
+    struct hub_rest_request r;
+    char q[512];
+
+    (void)state;
+    assert_int_equal(hub_auth_sign_rest(&app, "GET", "/apps/3/channels/x",
+                                        "info=user%2Ccount", NULL, 0, 1000,
+                                        q, sizeof(q)),
+                     0);
+    r = rest("GET", "/apps/3/channels/x", q, NULL);
+    r.now_s = 1000;
+    assert_int_equal(hub_auth_check_rest(&app, &r, NULL, 0), 0);
+}
+
+static void test_auth_sign_rest_small_buffer_is_e2big(void **state)
+{
+    struct hub_app app = test_app();
+    char q[64];
+
+    (void)state;
+    memset(q, 'x', sizeof(q));
+    assert_int_equal(hub_auth_sign_rest(&app, "POST", "/apps/3/events", NULL,
+                                        EVENTS_BODY, strlen(EVENTS_BODY), TS,
+                                        q, sizeof(q)),
+                     -E2BIG);
+    assert_true(memchr(q, '\0', sizeof(q)) != NULL);
+}
+
+static void test_auth_sign_rest_refuses_reserved_params(void **state)
+{
+    struct hub_app app = test_app();
+    char q[512];
+
+    (void)state;
+    assert_int_equal(hub_auth_sign_rest(&app, "GET", "/apps/3/channels",
+                                        "auth_timestamp=1", NULL, 0, TS, q,
+                                        sizeof(q)),
+                     -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_auth_hmac_webhook_vector),
+        cmocka_unit_test(test_auth_md5_events_body_vector),
+        cmocka_unit_test(test_auth_hmac_rest_post_string_vector),
+        cmocka_unit_test(test_auth_equal_is_exact),
+        cmocka_unit_test(test_auth_channel_private_vector),
+        cmocka_unit_test(test_auth_channel_presence_vector),
+        cmocka_unit_test(test_auth_channel_presence_uses_exact_bytes),
+        cmocka_unit_test(test_auth_channel_bad_signature_is_eacces),
+        cmocka_unit_test(test_auth_channel_wrong_key_is_einval),
+        cmocka_unit_test(test_auth_channel_malformed_auth_is_einval),
+        cmocka_unit_test(test_auth_channel_expect_is_truncated),
+        cmocka_unit_test(test_auth_channel_long_channel_data),
+        cmocka_unit_test(test_auth_user_signin_vector),
+        cmocka_unit_test(test_auth_rest_post_events_vector),
+        cmocka_unit_test(test_auth_rest_get_channels_vector),
+        cmocka_unit_test(test_auth_rest_param_order_is_irrelevant),
+        cmocka_unit_test(test_auth_rest_keys_are_lowercased),
+        cmocka_unit_test(test_auth_rest_values_are_decoded_before_signing),
+        cmocka_unit_test(test_auth_rest_bad_signature_is_eacces),
+        cmocka_unit_test(test_auth_rest_missing_signature_is_eacces),
+        cmocka_unit_test(test_auth_rest_wrong_key_is_eacces),
+        cmocka_unit_test(test_auth_rest_stale_timestamp_is_eacces),
+        cmocka_unit_test(test_auth_rest_bad_timestamp_is_einval),
+        cmocka_unit_test(test_auth_rest_tampered_body_is_eacces),
+        cmocka_unit_test(test_auth_rest_client_body_md5_is_not_trusted),
+        cmocka_unit_test(test_auth_rest_missing_body_md5_is_eacces),
+        cmocka_unit_test(test_auth_rest_no_credentials_is_eacces),
+        cmocka_unit_test(test_auth_rest_empty_body_with_md5_round_trips),
+        cmocka_unit_test(test_auth_rest_bad_version_is_einval),
+        cmocka_unit_test(test_auth_rest_duplicate_param_is_einval),
+        cmocka_unit_test(test_auth_rest_bad_encoding_is_einval),
+        cmocka_unit_test(test_auth_sign_rest_reproduces_vectors),
+        cmocka_unit_test(test_auth_sign_rest_round_trips),
+        cmocka_unit_test(test_auth_sign_rest_small_buffer_is_e2big),
+        cmocka_unit_test(test_auth_sign_rest_refuses_reserved_params),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
