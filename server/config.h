@@ -25,6 +25,11 @@
 
 enum srv_log_format { SRV_LOG_TEXT, SRV_LOG_JSON };
 
+/*
+ * Strings (apps' included) are owned by the struct, except those pointing at
+ * the option table's defaults and choices, which are borrowed from it;
+ * srv_config_fini() tells the two apart. Callers only read them.
+ */
 struct srv_config {
     /* Network. */
     char *bind;                /* "127.0.0.1" */
