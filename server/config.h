@@ -25,6 +25,11 @@
 
 enum srv_log_format { SRV_LOG_TEXT, SRV_LOG_JSON };
 
+/*
+ * Strings (apps' included) are owned by the struct, except those pointing at
+ * the option table's defaults and choices, which are borrowed from it;
+ * srv_config_fini() tells the two apart. Callers only read them.
+ */
 struct srv_config {
     /* Network. */
     char *bind;                /* "127.0.0.1" */
@@ -66,15 +71,75 @@ struct srv_config {
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */
     bool help;                 /* --help */
+    char *config_file;         /* --config / LUBDUB_CONFIG; NULL = none */
 };
+
+/*
+ * The option table. One row per option drives flags, environment variables,
+ * JSON keys, --help and the docs check. An option named "ping_interval" is
+ * the flag --ping-interval, the variable LUBDUB_PING_INTERVAL and the JSON
+ * key "ping_interval"; srv_config_option_name() spells them.
+ */
+enum srv_option_type {
+    SRV_OPT_STRING,   /* text */
+    SRV_OPT_UINT,     /* decimal integer */
+    SRV_OPT_DURATION, /* stored in milliseconds */
+    SRV_OPT_SECONDS,  /* duration syntax, stored in whole seconds */
+    SRV_OPT_SIZE,     /* stored in bytes */
+    SRV_OPT_BOOL,
+    SRV_OPT_CHOICE,   /* one of choices, stored as a borrowed string */
+    SRV_OPT_ENUM,     /* one of choices, stored as its index */
+};
+
+/* Where an option may be set (srv_option_desc.sources). */
+#define SRV_SRC_FLAG 1u
+#define SRV_SRC_ENV 2u
+#define SRV_SRC_FILE 4u
+
+/* srv_option_desc.flags. */
+#define SRV_OPTF_NULLABLE 1u      /* an empty value means unset */
+#define SRV_OPTF_DEFAULT_APP 2u   /* sets the default app; not with "apps" */
+#define SRV_OPTF_BUILD_DEFAULT 4u /* the default is chosen at compile time */
+
+struct srv_option_desc {
+    const char *name;            /* JSON spelling: "ping_interval" */
+    enum srv_option_type type;
+    unsigned sources;            /* SRV_SRC_* */
+    unsigned flags;              /* SRV_OPTF_* */
+    const char *def;             /* default as text; NULL = unset */
+    const char *metavar;         /* "ADDR"; NULL = derived from the type */
+    const char *help;            /* one or two sentences */
+    const char *const *choices;  /* NULL-terminated, CHOICE and ENUM */
+    uint64_t min, max;           /* numeric range in the stored unit */
+    char short_flag;             /* 'h' for -h; 0 = none */
+    /* Private to config.c: where the value lives in its struct. */
+    size_t offset_;
+    size_t size_;
+};
+
+/* *out gets the table (borrowed, static); returns the number of rows. */
+size_t srv_config_options(const struct srv_option_desc **out);
+
+/*
+ * Spell d for one source (SRV_SRC_FLAG "--ping-interval", SRV_SRC_ENV
+ * "LUBDUB_PING_INTERVAL", SRV_SRC_FILE "ping_interval") into buf.
+ * Returns 0, -ENOENT if d cannot be set from that source, -ENOSPC if buf
+ * is too small.
+ */
+int srv_config_option_name(const struct srv_option_desc *d, unsigned source,
+                           char *buf, size_t len);
 
 /* Fill cfg with the embedded defaults (the default app included). */
 void srv_config_defaults(struct srv_config *cfg);
 
 /*
- * Apply --config FILE (if given among argv), then the environment (envp,
- * NULL-terminated "K=V" strings), then argv. On error returns -EINVAL and
- * writes one line naming the option to err (NUL-terminated, errlen bytes).
+ * Apply --config FILE (if given among argv, else LUBDUB_CONFIG), then the
+ * environment (envp, NULL-terminated "K=V" strings; may be NULL), then argv
+ * (argv[0] is the program name). On error returns -EINVAL (-ENOMEM when
+ * out of memory) and writes one line naming the option and its source to
+ * err (NUL-terminated, errlen bytes); cfg then holds partial values and
+ * still needs srv_config_fini(). With --help it sets help and returns 0
+ * without reading the file or the environment.
  */
 int srv_config_load(struct srv_config *cfg, int argc, char **argv,
                     char **envp, char *err, size_t errlen);

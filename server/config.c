@@ -1,0 +1,1326 @@
+/*
+ * server/config.c - load lubdub's configuration from the embedded defaults,
+ * a JSON file, LUBDUB_* environment variables and command-line flags, in
+ * that order (later sources win), and check the result.
+ *
+ * One table, srv_options[], describes every option. Flags, environment
+ * variables, JSON keys, the defaults themselves, --help and the docs test
+ * all read it, so adding an option is adding one row. Values from every
+ * source go through one function, srv__set_text(), so a value means the
+ * same thing wherever it is written and its errors read the same.
+ *
+ * Ownership of strings in struct srv_config: a string field that points at
+ * text in the table (a default or one of the choices) is borrowed from the
+ * table; any other non-NULL string was strdup()ed here and is owned by cfg.
+ * srv_config_fini() frees exactly the owned ones.
+ *
+ * Thread: main thread only, before any loop starts.
+ */
+#include "server/config.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#ifndef LUBDUB_WEB_ROOT
+#define SRV_WEB_ROOT_DEFAULT "web"
+#else
+#define SRV_WEB_ROOT_DEFAULT LUBDUB_WEB_ROOT
+#endif
+
+#define SRV_ENV_PREFIX "LUBDUB_"
+#define SRV_DEFAULT_SECRET "app-secret"
+#define SRV_MS_PER_DAY UINT64_C(86400000)
+
+static const char *const srv__log_levels[] = {
+    "error", "warn", "info", "debug", NULL,
+};
+static const char *const srv__log_formats[] = {"text", "json", NULL};
+
+#define SRV_CFG(field) offsetof(struct srv_config, field), \
+    sizeof(((struct srv_config *)0)->field)
+#define SRV_APP(field) offsetof(struct hub_app, field), \
+    sizeof(((struct hub_app *)0)->field)
+
+#define SRV_ALL (SRV_SRC_FLAG | SRV_SRC_ENV | SRV_SRC_FILE)
+
+/*
+ * Ranges are in the stored unit: milliseconds for durations, seconds for
+ * SRV_OPT_SECONDS, bytes for sizes. Cross-option rules (tick <= ping
+ * interval, max_queue >= max_message, ...) live in srv_config_validate().
+ */
+static const struct srv_option_desc srv_options[] = {
+    {"bind", SRV_OPT_STRING, SRV_ALL, 0, "127.0.0.1", "ADDR",
+     "Address to listen on. Anything but 127.x.x.x, ::1 or localhost "
+     "is public and needs a real app secret.",
+     NULL, 0, 0, 0, SRV_CFG(bind)},
+    {"port", SRV_OPT_UINT, SRV_ALL, 0, "6001", "PORT",
+     "TCP port for WebSocket, REST and stats; 0 picks a free port.",
+     NULL, 0, 65535, 0, SRV_CFG(port)},
+    {"loops", SRV_OPT_UINT, SRV_ALL, 0, "0", "N",
+     "Event loops (threads); 0 uses one per online CPU.",
+     NULL, 0, 64, 0, SRV_CFG(loops)},
+    {"tls_cert", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "PATH",
+     "PEM certificate chain; with --tls-key serves wss and https.",
+     NULL, 0, 0, 0, SRV_CFG(tls_cert)},
+    {"tls_key", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "PATH",
+     "PEM private key for --tls-cert.",
+     NULL, 0, 0, 0, SRV_CFG(tls_key)},
+    {"allowed_origins", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "LIST",
+     "Comma-separated Origin values allowed to open WebSockets; unset "
+     "allows any.",
+     NULL, 0, 0, 0, SRV_CFG(allowed_origins)},
+    {"max_connections", SRV_OPT_UINT, SRV_ALL, 0, "0", "N",
+     "Connections across the whole hub; 0 is unlimited.",
+     NULL, 0, UINT32_MAX, 0, SRV_CFG(max_connections)},
+    {"tick", SRV_OPT_DURATION, SRV_ALL, 0, "100ms", NULL,
+     "Timing wheel resolution; deadlines fire up to one tick late.",
+     NULL, 1, 60000, 0, SRV_CFG(tick_ms)},
+    {"ping_interval", SRV_OPT_DURATION, SRV_ALL, 0, "25s", NULL,
+     "Ping a connection after this long without inbound traffic.",
+     NULL, 1, SRV_MS_PER_DAY, 0, SRV_CFG(ping_interval_ms)},
+    {"pong_timeout", SRV_OPT_DURATION, SRV_ALL, 0, "10s", NULL,
+     "Close a pinged connection (4201) that stays silent this long.",
+     NULL, 1, SRV_MS_PER_DAY, 0, SRV_CFG(pong_timeout_ms)},
+    {"idle_timeout", SRV_OPT_DURATION, SRV_ALL, 0, "0", NULL,
+     "Close a connection (4202) that sends no message this long; 0 is off.",
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_CFG(idle_timeout_ms)},
+    {"close_timeout", SRV_OPT_DURATION, SRV_ALL, 0, "2s", NULL,
+     "Drop a peer that has not finished a close handshake after this long.",
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_CFG(close_timeout_ms)},
+    {"heartbeat_interval", SRV_OPT_DURATION, SRV_ALL, 0, "0", NULL,
+     "How often each loop scans for silent connections; 0 derives it from "
+     "--ping-interval.",
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_CFG(heartbeat_interval_ms)},
+    {"drain_timeout", SRV_OPT_DURATION, SRV_ALL, 0, "10s", NULL,
+     "On SIGTERM, how long connections get to close before exit.",
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_CFG(drain_timeout_ms)},
+    {"activity_timeout", SRV_OPT_UINT, SRV_ALL, 0, "30", "SECONDS",
+     "Seconds advertised to clients in pusher:connection_established "
+     "(1..120).",
+     NULL, 1, 120, 0, SRV_CFG(activity_timeout_s)},
+    {"max_message", SRV_OPT_SIZE, SRV_ALL, 0, "64KiB", NULL,
+     "Largest inbound WebSocket message; bigger ones close with 1009.",
+     NULL, 1024, UINT32_C(1) << 30, 0, SRV_CFG(max_message)},
+    {"max_queue", SRV_OPT_SIZE, SRV_ALL, 0, "1MiB", NULL,
+     "Send queue per connection; a reader that falls further behind is "
+     "closed (4100).",
+     NULL, 1024, UINT32_C(1) << 31, 0, SRV_CFG(max_queue)},
+    {"auth_timestamp_window", SRV_OPT_SECONDS, SRV_ALL, 0, "600s", NULL,
+     "REST auth_timestamp must be this close to now, in whole seconds; "
+     "0 skips the check.",
+     NULL, 0, 86400, 0, SRV_CFG(auth_timestamp_window_s)},
+    {"allow_default_secret", SRV_OPT_BOOL, SRV_ALL, 0, "false", NULL,
+     "Allow the default secret \"app-secret\" on a non-loopback bind "
+     "(throwaway setups only).",
+     NULL, 0, 0, 0, SRV_CFG(allow_default_secret)},
+    {"dev_auth_endpoint", SRV_OPT_BOOL, SRV_ALL, 0, "false", NULL,
+     "Serve /auth, which signs any subscription with the app secret; "
+     "development only.",
+     NULL, 0, 0, 0, SRV_CFG(dev_auth_endpoint)},
+    {"web_root", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_BUILD_DEFAULT,
+     SRV_WEB_ROOT_DEFAULT, "DIR",
+     "Directory of static files for / and /dashboard (the default can be "
+     "set at build time with LUBDUB_WEB_ROOT).",
+     NULL, 0, 0, 0, SRV_CFG(web_root)},
+    {"log_level", SRV_OPT_CHOICE, SRV_ALL, 0, "info", NULL,
+     "Least severe level that is logged.",
+     srv__log_levels, 0, 0, 0, SRV_CFG(log_level)},
+    {"log_format", SRV_OPT_ENUM, SRV_ALL, 0, "text", NULL,
+     "Log lines as plain text or as one JSON object each.",
+     srv__log_formats, 0, 0, 0, SRV_CFG(log_format)},
+    {"app_id", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
+     SRV_OPTF_DEFAULT_APP, "app-id", "ID",
+     "Id of the single default app (REST /apps/ID); not with \"apps\" in "
+     "the file.",
+     NULL, 0, 0, 0, SRV_CFG(apps[0].id)},
+    {"app_key", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
+     SRV_OPTF_DEFAULT_APP, "app-key", "KEY",
+     "Key of the default app (WebSocket /app/KEY); not with \"apps\" in "
+     "the file.",
+     NULL, 0, 0, 0, SRV_CFG(apps[0].key)},
+    {"app_secret", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
+     SRV_OPTF_DEFAULT_APP, SRV_DEFAULT_SECRET, "SECRET",
+     "Secret of the default app; prefer the environment, since flags show "
+     "in ps. Not with \"apps\" in the file.",
+     NULL, 0, 0, 0, SRV_CFG(apps[0].secret)},
+    {"config", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV, SRV_OPTF_NULLABLE,
+     NULL, "FILE",
+     "JSON file read before the environment and the flags.",
+     NULL, 0, 0, 0, SRV_CFG(config_file)},
+    {"check_config", SRV_OPT_BOOL, SRV_SRC_FLAG | SRV_SRC_ENV, 0, "false",
+     NULL, "Load and validate the configuration, then exit.",
+     NULL, 0, 0, 0, SRV_CFG(check_only)},
+    {"help", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
+     "Print this help and exit.",
+     NULL, 0, 0, 'h', SRV_CFG(help)},
+};
+
+#define SRV_N_OPTIONS (sizeof(srv_options) / sizeof(srv_options[0]))
+
+/*
+ * The keys of one object in the file's "apps" array. They share the option
+ * machinery but are not options: each app has its own copy.
+ */
+static const struct srv_option_desc srv_app_fields[] = {
+    {"id", SRV_OPT_STRING, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(id)},
+    {"key", SRV_OPT_STRING, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(key)},
+    {"secret", SRV_OPT_STRING, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(secret)},
+    {"enabled", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(enabled)},
+    {"client_events", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(client_events)},
+    {"max_connections", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_connections)},
+    {"client_event_rate", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(client_event_rate)},
+    {"max_presence_members", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_presence_members)},
+    {"max_user_info_bytes", SRV_OPT_SIZE, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_user_info_bytes)},
+    {"max_user_id_len", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_user_id_len)},
+    {"max_event_bytes", SRV_OPT_SIZE, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_event_bytes)},
+    {"max_event_name", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_event_name)},
+    {"max_channels_per_event", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL,
+     NULL, NULL, 0, UINT32_MAX, 0, SRV_APP(max_channels_per_event)},
+    {"max_batch_events", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_batch_events)},
+    {"max_channel_name", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_channel_name)},
+};
+
+#define SRV_N_APP_FIELDS (sizeof(srv_app_fields) / sizeof(srv_app_fields[0]))
+
+/* A multiplier for a number's suffix; "" is the bare-number unit. */
+struct srv__unit {
+    const char *suffix;
+    uint64_t mult;
+};
+
+static const struct srv__unit srv__duration_units[] = {
+    {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {NULL, 0},
+};
+
+/* Binary with "i" (KiB), decimal without (k, KB), as disks and SI do. */
+static const struct srv__unit srv__size_units[] = {
+    {"", 1}, {"b", 1},
+    {"k", 1000}, {"kb", 1000}, {"kib", 1024},
+    {"m", 1000000}, {"mb", 1000000}, {"mib", 1048576},
+    {"g", 1000000000}, {"gb", 1000000000}, {"gib", 1073741824},
+    {NULL, 0},
+};
+
+static const struct srv__unit srv__plain_units[] = {{"", 1}, {NULL, 0}};
+
+/* State shared by the passes of one srv_config_load(). */
+struct srv__load {
+    struct srv_config *cfg;
+    bool file_has_apps;
+    const char *file;   /* borrowed; for error messages */
+    char *err;
+    size_t errlen;
+};
+
+static void srv__err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void srv__err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || !errlen)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+size_t srv_config_options(const struct srv_option_desc **out)
+{
+    *out = srv_options;
+    return SRV_N_OPTIONS;
+}
+
+int srv_config_option_name(const struct srv_option_desc *d, unsigned source,
+                           char *buf, size_t len)
+{
+    const char *prefix = "";
+    size_t i, plen, nlen = strlen(d->name);
+
+    if (!(d->sources & source))
+        return -ENOENT;
+    if (source == SRV_SRC_FLAG)
+        prefix = "--";
+    else if (source == SRV_SRC_ENV)
+        prefix = SRV_ENV_PREFIX;
+    plen = strlen(prefix);
+    if (plen + nlen + 1 > len)
+        return -ENOSPC;
+    memcpy(buf, prefix, plen);
+    for (i = 0; i < nlen; i++) {
+        char c = d->name[i];
+
+        if (source == SRV_SRC_FLAG && c == '_')
+            c = '-';
+        else if (source == SRV_SRC_ENV && c >= 'a' && c <= 'z')
+            c = (char)(c - 'a' + 'A');
+        buf[plen + i] = c;
+    }
+    buf[plen + nlen] = '\0';
+    return 0;
+}
+
+/*
+ * True when p points at text in the tables, which cfg borrows; see the
+ * ownership note at the top of the file.
+ */
+static bool srv__is_borrowed(const char *p)
+{
+    size_t i, j;
+
+    for (i = 0; i < SRV_N_OPTIONS; i++) {
+        const struct srv_option_desc *d = &srv_options[i];
+
+        if (p == d->def)
+            return true;
+        for (j = 0; d->choices && d->choices[j]; j++)
+            if (p == d->choices[j])
+                return true;
+    }
+    return false;
+}
+
+static void srv__free_string(char **slot)
+{
+    if (*slot && !srv__is_borrowed(*slot))
+        free(*slot);
+    *slot = NULL;
+}
+
+static void *srv__field(void *base, const struct srv_option_desc *d)
+{
+    return (char *)base + d->offset_;
+}
+
+static uint64_t srv__get_uint(const void *base, const struct srv_option_desc *d)
+{
+    const char *p = (const char *)base + d->offset_;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+
+    switch (d->size_) {
+    case sizeof(u16):
+        memcpy(&u16, p, sizeof(u16));
+        return u16;
+    case sizeof(u32):
+        memcpy(&u32, p, sizeof(u32));
+        return u32;
+    default:
+        memcpy(&u64, p, sizeof(u64));
+        return u64;
+    }
+}
+
+static void srv__put_uint(void *base, const struct srv_option_desc *d,
+                          uint64_t v)
+{
+    char *p = srv__field(base, d);
+    uint16_t u16 = (uint16_t)v;
+    uint32_t u32 = (uint32_t)v;
+
+    switch (d->size_) {
+    case sizeof(u16):
+        memcpy(p, &u16, sizeof(u16));
+        break;
+    case sizeof(u32):
+        memcpy(p, &u32, sizeof(u32));
+        break;
+    default:
+        memcpy(p, &v, sizeof(v));
+        break;
+    }
+}
+
+/*
+ * Parse "<digits>[.<digits>]<unit>" into *out (value times the unit's
+ * multiplier). Returns 0; -EINVAL for anything else; -ERANGE when the
+ * result does not fit 64 bits; -EDOM when a fraction does not come out
+ * whole in the base unit ("1.5ms"). At most six fractional digits.
+ */
+static int srv__parse_scaled(const char *s, const struct srv__unit *units,
+                             bool fold_case, uint64_t *out)
+{
+    uint64_t ip = 0, fnum = 0, fden = 1, mult = 0, whole, frac;
+    bool overflow = false;
+    int nd = 0;
+    size_t i;
+
+    if (*s < '0' || *s > '9')
+        return -EINVAL;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+
+        if (ip > (UINT64_MAX - d) / 10)
+            overflow = true;
+        else
+            ip = ip * 10 + d;
+    }
+    if (*s == '.') {
+        s++;
+        if (*s < '0' || *s > '9')
+            return -EINVAL;
+        for (; *s >= '0' && *s <= '9'; s++) {
+            if (++nd > 6)
+                return -EINVAL;
+            fnum = fnum * 10 + (uint64_t)(*s - '0');
+            fden *= 10;
+        }
+    }
+    for (i = 0; units[i].suffix; i++) {
+        if (fold_case ? !strcasecmp(s, units[i].suffix)
+                      : !strcmp(s, units[i].suffix)) {
+            mult = units[i].mult;
+            break;
+        }
+    }
+    if (!mult)
+        return -EINVAL;
+    if (overflow || ip > UINT64_MAX / mult)
+        return -ERANGE;
+    whole = ip * mult;
+    /* fnum < 10^6 and mult < 2^31, so the product cannot overflow. */
+    if ((fnum * mult) % fden)
+        return -EDOM;
+    frac = fnum * mult / fden;
+    if (whole > UINT64_MAX - frac)
+        return -ERANGE;
+    *out = whole + frac;
+    return 0;
+}
+
+/* Shortest exact spelling of ms: "0", "25s", "2m", "1h" or "1500ms". */
+static void srv__fmt_ms(uint64_t ms, char *buf, size_t len)
+{
+    if (ms == 0)
+        snprintf(buf, len, "0");
+    else if (ms % 3600000 == 0)
+        snprintf(buf, len, "%lluh", (unsigned long long)(ms / 3600000));
+    else if (ms % 60000 == 0)
+        snprintf(buf, len, "%llum", (unsigned long long)(ms / 60000));
+    else if (ms % 1000 == 0)
+        snprintf(buf, len, "%llus", (unsigned long long)(ms / 1000));
+    else
+        snprintf(buf, len, "%llums", (unsigned long long)ms);
+}
+
+static void srv__fmt_size(uint64_t b, char *buf, size_t len)
+{
+    if (b && b % 1073741824 == 0)
+        snprintf(buf, len, "%lluGiB", (unsigned long long)(b / 1073741824));
+    else if (b && b % 1048576 == 0)
+        snprintf(buf, len, "%lluMiB", (unsigned long long)(b / 1048576));
+    else if (b && b % 1024 == 0)
+        snprintf(buf, len, "%lluKiB", (unsigned long long)(b / 1024));
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)b);
+}
+
+/* A value of d's type in its own syntax, for range messages. */
+static void srv__fmt_value(const struct srv_option_desc *d, uint64_t v,
+                           char *buf, size_t len)
+{
+    switch (d->type) {
+    case SRV_OPT_DURATION:
+        srv__fmt_ms(v, buf, len);
+        break;
+    case SRV_OPT_SECONDS:
+        srv__fmt_ms(v * 1000, buf, len);
+        break;
+    case SRV_OPT_SIZE:
+        srv__fmt_size(v, buf, len);
+        break;
+    default:
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+        break;
+    }
+}
+
+static int srv__range_err(const struct srv_option_desc *d, const char *label,
+                          const char *shown, char *err, size_t errlen)
+{
+    char lo[32], hi[32];
+
+    srv__fmt_value(d, d->min, lo, sizeof(lo));
+    srv__fmt_value(d, d->max, hi, sizeof(hi));
+    srv__err(err, errlen, "%s: %s is out of range %s..%s", label, shown, lo,
+             hi);
+    return -EINVAL;
+}
+
+/* Parse a numeric value of d's type into its stored unit. */
+static int srv__parse_number(const struct srv_option_desc *d,
+                             const char *text, const char *label,
+                             uint64_t *out, char *err, size_t errlen)
+{
+    const struct srv__unit *units = srv__plain_units;
+    const char *what = "a whole number";
+    uint64_t v = 0;
+    int rc;
+
+    if (d->type == SRV_OPT_DURATION || d->type == SRV_OPT_SECONDS) {
+        units = srv__duration_units;
+        what = "a duration (e.g. 25s, 500ms, 2m)";
+    } else if (d->type == SRV_OPT_SIZE) {
+        units = srv__size_units;
+        what = "a size (e.g. 64KiB, 1MiB, 10k)";
+    }
+    if (text[0] == '-') {
+        srv__err(err, errlen, "%s: \"%s\" is negative", label, text);
+        return -EINVAL;
+    }
+    rc = srv__parse_scaled(text, units, d->type == SRV_OPT_SIZE, &v);
+    if (rc == -ERANGE)
+        return srv__range_err(d, label, text, err, errlen);
+    if (rc == -EDOM && d->type == SRV_OPT_DURATION) {
+        srv__err(err, errlen, "%s: \"%s\" is not a whole number of "
+                 "milliseconds", label, text);
+        return -EINVAL;
+    }
+    if (rc == -EDOM && d->type == SRV_OPT_SIZE) {
+        srv__err(err, errlen, "%s: \"%s\" is not a whole number of bytes",
+                 label, text);
+        return -EINVAL;
+    }
+    if (rc == 0 && d->type == SRV_OPT_SECONDS && v % 1000)
+        rc = -EDOM;
+    if (rc == -EDOM && d->type == SRV_OPT_SECONDS) {
+        srv__err(err, errlen, "%s: \"%s\" is not a whole number of seconds "
+                 "(e.g. 600s, 10m; a bare number is milliseconds)", label,
+                 text);
+        return -EINVAL;
+    }
+    if (rc) {
+        srv__err(err, errlen, "%s: \"%s\" is not %s", label, text, what);
+        return -EINVAL;
+    }
+    if (d->type == SRV_OPT_SECONDS)
+        v /= 1000;
+    if (v < d->min || v > d->max)
+        return srv__range_err(d, label, text, err, errlen);
+    *out = v;
+    return 0;
+}
+
+static int srv__parse_bool(const char *text, bool *out)
+{
+    if (!strcmp(text, "true") || !strcmp(text, "1"))
+        *out = true;
+    else if (!strcmp(text, "false") || !strcmp(text, "0"))
+        *out = false;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+/*
+ * Set d's field in base (a struct srv_config or a struct hub_app) from
+ * text. label names the option and its source in errors: "--port",
+ * "LUBDUB_PORT" or "lubdub.json: \"port\"". When borrow is true a string
+ * value is stored as is (it must be table text); otherwise it is copied.
+ */
+static int srv__set_text(void *base, const struct srv_option_desc *d,
+                         const char *text, const char *label, bool borrow,
+                         char *err, size_t errlen)
+{
+    char **slot;
+    uint64_t v;
+    bool b;
+    size_t i;
+    int rc;
+
+    switch (d->type) {
+    case SRV_OPT_STRING:
+        slot = srv__field(base, d);
+        if (!text || !*text) {
+            if (!(d->flags & SRV_OPTF_NULLABLE)) {
+                srv__err(err, errlen, "%s: must not be empty", label);
+                return -EINVAL;
+            }
+            srv__free_string(slot);
+            return 0;
+        }
+        if (borrow) {
+            srv__free_string(slot);
+            /* Borrowed table text; fini recognises it and won't free it. */
+            *slot = (char *)text;
+            return 0;
+        } else {
+            char *copy = strdup(text);
+
+            if (!copy) {
+                srv__err(err, errlen, "%s: out of memory", label);
+                return -ENOMEM;
+            }
+            srv__free_string(slot);
+            *slot = copy;
+        }
+        return 0;
+    case SRV_OPT_BOOL:
+        if (srv__parse_bool(text, &b)) {
+            srv__err(err, errlen, "%s: \"%s\" is not a boolean (true, false, "
+                     "1 or 0)", label, text);
+            return -EINVAL;
+        }
+        memcpy(srv__field(base, d), &b, sizeof(b));
+        return 0;
+    case SRV_OPT_CHOICE:
+    case SRV_OPT_ENUM:
+        for (i = 0; d->choices[i]; i++)
+            if (!strcmp(text, d->choices[i]))
+                break;
+        if (!d->choices[i]) {
+            char list[128] = "";
+
+            for (i = 0; d->choices[i]; i++) {
+                if (i)
+                    strncat(list, "|", sizeof(list) - strlen(list) - 1);
+                strncat(list, d->choices[i], sizeof(list) - strlen(list) - 1);
+            }
+            srv__err(err, errlen, "%s: \"%s\" is not one of %s", label, text,
+                     list);
+            return -EINVAL;
+        }
+        if (d->type == SRV_OPT_CHOICE) {
+            slot = srv__field(base, d);
+            srv__free_string(slot);
+            /* Borrowed from the choices list, like a default. */
+            *slot = (char *)d->choices[i];
+        } else {
+            int idx = (int)i;
+
+            assert(d->size_ == sizeof(idx));
+            memcpy(srv__field(base, d), &idx, sizeof(idx));
+        }
+        return 0;
+    default:
+        rc = srv__parse_number(d, text, label, &v, err, errlen);
+        if (rc)
+            return rc;
+        srv__put_uint(base, d, v);
+        return 0;
+    }
+}
+
+/* Set an option from a source other than the defaults, with its checks. */
+static int srv__apply(struct srv__load *ld, const struct srv_option_desc *d,
+                      const char *text, const char *label)
+{
+    if ((d->flags & SRV_OPTF_DEFAULT_APP) && ld->file_has_apps) {
+        srv__err(ld->err, ld->errlen, "%s: cannot change the default app "
+                 "when %s lists \"apps\"; set it there", label, ld->file);
+        return -EINVAL;
+    }
+    return srv__set_text(ld->cfg, d, text, label, false, ld->err,
+                         ld->errlen);
+}
+
+void srv_config_defaults(struct srv_config *cfg)
+{
+    size_t i;
+    int rc;
+
+    memset(cfg, 0, sizeof(*cfg));
+    hub_app_defaults(&cfg->apps[0]);
+    cfg->apps[0].index = 0;
+    cfg->n_apps = 1;
+    for (i = 0; i < SRV_N_OPTIONS; i++) {
+        const struct srv_option_desc *d = &srv_options[i];
+
+        if (!d->def)
+            continue;
+        rc = srv__set_text(cfg, d, d->def, d->name, true, NULL, 0);
+        /* The table's own defaults must parse; a failure is our bug. */
+        assert(rc == 0);
+        (void)rc;
+    }
+}
+
+static void srv__app_fini(struct hub_app *app)
+{
+    srv__free_string(&app->id);
+    srv__free_string(&app->key);
+    srv__free_string(&app->secret);
+}
+
+void srv_config_fini(struct srv_config *cfg)
+{
+    size_t i;
+
+    for (i = 0; i < SRV_N_OPTIONS; i++) {
+        const struct srv_option_desc *d = &srv_options[i];
+
+        /* The default app's strings are freed with the apps below. */
+        if ((d->type == SRV_OPT_STRING || d->type == SRV_OPT_CHOICE) &&
+            !(d->flags & SRV_OPTF_DEFAULT_APP))
+            srv__free_string(srv__field(cfg, d));
+    }
+    for (i = 0; i < cfg->n_apps && i < SRV_MAX_APPS; i++)
+        srv__app_fini(&cfg->apps[i]);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+/* The row whose flag is name[0..len) ("ping-interval"), or NULL. */
+static const struct srv_option_desc *srv__find_flag(const char *name,
+                                                    size_t len)
+{
+    size_t i, j;
+
+    for (i = 0; i < SRV_N_OPTIONS; i++) {
+        const char *n = srv_options[i].name;
+
+        if (!(srv_options[i].sources & SRV_SRC_FLAG) || strlen(n) != len)
+            continue;
+        for (j = 0; j < len; j++)
+            if (name[j] != (n[j] == '_' ? '-' : n[j]))
+                break;
+        if (j == len)
+            return &srv_options[i];
+    }
+    return NULL;
+}
+
+static const struct srv_option_desc *srv__find_short(char c)
+{
+    size_t i;
+
+    for (i = 0; i < SRV_N_OPTIONS; i++)
+        if (c && srv_options[i].short_flag == c)
+            return &srv_options[i];
+    return NULL;
+}
+
+static const struct srv_option_desc *srv__find_key(
+    const struct srv_option_desc *table, size_t n, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if ((table[i].sources & SRV_SRC_FILE) && !strcmp(table[i].name, key))
+            return &table[i];
+    return NULL;
+}
+
+/*
+ * Walk argv. With early set, only syntax is checked and only --config and
+ * --help are applied, so the file can be read before the flags that must
+ * override it; otherwise every flag is applied in order.
+ */
+static int srv__apply_argv(struct srv__load *ld, int argc, char **argv,
+                           bool early)
+{
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i], *name, *eq, *value = NULL;
+        const struct srv_option_desc *d;
+        char label[96];
+        bool negated = false;
+        size_t len;
+        int rc;
+
+        if (arg[0] == '-' && arg[1] && arg[1] != '-' && !arg[2] &&
+            (d = srv__find_short(arg[1]))) {
+            /* Only booleans have short forms today. */
+            snprintf(label, sizeof(label), "-%c", arg[1]);
+            if (!early || d->offset_ == offsetof(struct srv_config, help)) {
+                rc = srv__apply(ld, d, "true", label);
+                if (rc)
+                    return rc;
+            }
+            continue;
+        }
+        if (arg[0] == '-' && arg[1] && arg[1] != '-') {
+            srv__err(ld->err, ld->errlen, "%s: unknown option (see --help)",
+                     arg);
+            return -EINVAL;
+        }
+        if (strncmp(arg, "--", 2) || !arg[2]) {
+            srv__err(ld->err, ld->errlen, "%s: unexpected argument "
+                     "(options start with --; see --help)", arg);
+            return -EINVAL;
+        }
+        name = arg + 2;
+        eq = strchr(name, '=');
+        len = eq ? (size_t)(eq - name) : strlen(name);
+        d = srv__find_flag(name, len);
+        if (!d && len > 3 && !strncmp(name, "no-", 3)) {
+            d = srv__find_flag(name + 3, len - 3);
+            if (d && d->type == SRV_OPT_BOOL)
+                negated = true;
+            else
+                d = NULL;
+        }
+        snprintf(label, sizeof(label), "--%.*s", (int)len, name);
+        if (!d) {
+            srv__err(ld->err, ld->errlen, "%s: unknown option (see --help)",
+                     label);
+            return -EINVAL;
+        }
+        if (d->type == SRV_OPT_BOOL) {
+            if (negated && eq) {
+                srv__err(ld->err, ld->errlen, "%s: takes no value", label);
+                return -EINVAL;
+            }
+            value = eq ? eq + 1 : negated ? "false" : "true";
+        } else if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
+            value = argv[++i];
+        } else {
+            srv__err(ld->err, ld->errlen, "%s: missing value", label);
+            return -EINVAL;
+        }
+        if (early && d->offset_ != offsetof(struct srv_config, help) &&
+            d->offset_ != offsetof(struct srv_config, config_file))
+            continue;
+        rc = srv__apply(ld, d, value, label);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The value of name in envp, or NULL. */
+static const char *srv__getenv(char **envp, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (; envp && *envp; envp++)
+        if (!strncmp(*envp, name, len) && (*envp)[len] == '=')
+            return *envp + len + 1;
+    return NULL;
+}
+
+/*
+ * Apply every LUBDUB_* variable the table knows. An empty variable counts
+ * as unset, so "LUBDUB_TLS_CERT=" in a compose file does no harm; names
+ * the table does not know are ignored, since other tools share the prefix.
+ */
+static int srv__apply_env(struct srv__load *ld, char **envp)
+{
+    size_t i;
+
+    for (i = 0; i < SRV_N_OPTIONS; i++) {
+        const struct srv_option_desc *d = &srv_options[i];
+        const char *value;
+        char name[64];
+        int rc;
+
+        if (srv_config_option_name(d, SRV_SRC_ENV, name, sizeof(name)))
+            continue;
+        value = srv__getenv(envp, name);
+        if (!value || !*value)
+            continue;
+        rc = srv__apply(ld, d, value, name);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/*
+ * Set a field from a JSON value: strings and numbers go through the same
+ * text parser as flags ("25s" or 25000 both work for a duration), booleans
+ * must be JSON booleans and strings JSON strings (null unsets a nullable).
+ */
+static int srv__apply_json(struct srv__load *ld, void *base,
+                           const struct srv_option_desc *d, json_t *val,
+                           const char *label)
+{
+    char *dumped;
+    int rc;
+
+    if (d->type == SRV_OPT_BOOL) {
+        if (!json_is_boolean(val)) {
+            srv__err(ld->err, ld->errlen, "%s: must be true or false",
+                     label);
+            return -EINVAL;
+        }
+        return srv__set_text(base, d, json_is_true(val) ? "true" : "false",
+                             label, false, ld->err, ld->errlen);
+    }
+    if (json_is_null(val) && (d->flags & SRV_OPTF_NULLABLE))
+        return srv__set_text(base, d, NULL, label, false, ld->err,
+                             ld->errlen);
+    if (json_is_string(val))
+        return srv__set_text(base, d, json_string_value(val), label, false,
+                             ld->err, ld->errlen);
+    if (d->type == SRV_OPT_STRING || d->type == SRV_OPT_CHOICE ||
+        d->type == SRV_OPT_ENUM) {
+        srv__err(ld->err, ld->errlen, "%s: must be a string", label);
+        return -EINVAL;
+    }
+    dumped = json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!dumped) {
+        srv__err(ld->err, ld->errlen, "%s: out of memory", label);
+        return -ENOMEM;
+    }
+    rc = srv__set_text(base, d, dumped, label, false, ld->err, ld->errlen);
+    free(dumped);
+    return rc;
+}
+
+static int srv__load_apps(struct srv__load *ld, json_t *apps)
+{
+    struct srv_config *cfg = ld->cfg;
+    size_t i, n;
+    char label[512];
+    int rc;
+
+    if (!json_is_array(apps) || !json_array_size(apps)) {
+        srv__err(ld->err, ld->errlen, "%s: \"apps\" must be a non-empty "
+                 "array of objects", ld->file);
+        return -EINVAL;
+    }
+    n = json_array_size(apps);
+    if (n > SRV_MAX_APPS) {
+        srv__err(ld->err, ld->errlen, "%s: \"apps\" lists %zu apps; at most "
+                 "%d are allowed", ld->file, n, SRV_MAX_APPS);
+        return -EINVAL;
+    }
+    for (i = 0; i < cfg->n_apps; i++)
+        srv__app_fini(&cfg->apps[i]);
+    memset(cfg->apps, 0, sizeof(cfg->apps));
+    cfg->n_apps = 0;
+    ld->file_has_apps = true;
+
+    for (i = 0; i < n; i++) {
+        struct hub_app *app = &cfg->apps[i];
+        json_t *obj = json_array_get(apps, i), *val;
+        const char *key;
+        static const char *const required[] = {"id", "key", "secret"};
+        size_t r;
+
+        hub_app_defaults(app);
+        app->index = (unsigned)i;
+        cfg->n_apps = (unsigned)i + 1;
+        if (!json_is_object(obj)) {
+            srv__err(ld->err, ld->errlen, "%s: apps[%zu] must be an object",
+                     ld->file, i);
+            return -EINVAL;
+        }
+        for (r = 0; r < 3; r++) {
+            if (!json_object_get(obj, required[r])) {
+                srv__err(ld->err, ld->errlen, "%s: apps[%zu]: \"%s\" is "
+                         "missing", ld->file, i, required[r]);
+                return -EINVAL;
+            }
+        }
+        json_object_foreach(obj, key, val) {
+            const struct srv_option_desc *d =
+                srv__find_key(srv_app_fields, SRV_N_APP_FIELDS, key);
+
+            snprintf(label, sizeof(label), "%s: apps[%zu].%s", ld->file, i,
+                     key);
+            if (!d) {
+                srv__err(ld->err, ld->errlen, "%s: unknown key", label);
+                return -EINVAL;
+            }
+            rc = srv__apply_json(ld, app, d, val, label);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int srv__load_file(struct srv__load *ld, const char *path)
+{
+    json_error_t jerr;
+    json_t *root, *val;
+    const char *key;
+    char label[512];
+    int rc = 0;
+
+    ld->file = path;
+    root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        if (jerr.line > 0)
+            srv__err(ld->err, ld->errlen, "%s:%d:%d: %s", path, jerr.line,
+                     jerr.column, jerr.text);
+        else
+            srv__err(ld->err, ld->errlen, "%s: %s", path, jerr.text);
+        return -EINVAL;
+    }
+    if (!json_is_object(root)) {
+        srv__err(ld->err, ld->errlen, "%s: the top level must be a JSON "
+                 "object", path);
+        json_decref(root);
+        return -EINVAL;
+    }
+    json_object_foreach(root, key, val) {
+        const struct srv_option_desc *d;
+
+        if (!strcmp(key, "apps")) {
+            rc = srv__load_apps(ld, val);
+            if (rc)
+                break;
+            continue;
+        }
+        snprintf(label, sizeof(label), "%s: \"%s\"", path, key);
+        d = srv__find_key(srv_options, SRV_N_OPTIONS, key);
+        if (!d) {
+            srv__err(ld->err, ld->errlen, "%s: unknown key", label);
+            rc = -EINVAL;
+            break;
+        }
+        rc = srv__apply_json(ld, ld->cfg, d, val, label);
+        if (rc)
+            break;
+    }
+    json_decref(root);
+    return rc;
+}
+
+int srv_config_load(struct srv_config *cfg, int argc, char **argv,
+                    char **envp, char *err, size_t errlen)
+{
+    struct srv__load ld = {cfg, false, NULL, err, errlen};
+    const char *env_file;
+    char *path;
+    int rc;
+
+    srv__err(err, errlen, "%s", "");
+    rc = srv__apply_argv(&ld, argc, argv, true);
+    if (rc || cfg->help)
+        return rc;
+    if (!cfg->config_file) {
+        env_file = srv__getenv(envp, SRV_ENV_PREFIX "CONFIG");
+        if (env_file && *env_file) {
+            rc = srv__apply(&ld, srv__find_flag("config", 6), env_file,
+                            SRV_ENV_PREFIX "CONFIG");
+            if (rc)
+                return rc;
+        }
+    }
+    if (cfg->config_file) {
+        /*
+         * Keep a copy: the file's path must outlive later passes, which
+         * may replace cfg->config_file with the same text.
+         */
+        path = strdup(cfg->config_file);
+        if (!path) {
+            srv__err(err, errlen, "%s: out of memory", cfg->config_file);
+            return -ENOMEM;
+        }
+        rc = srv__load_file(&ld, path);
+        if (rc) {
+            free(path);
+            return rc;
+        }
+        rc = srv__apply_env(&ld, envp);
+        if (!rc)
+            rc = srv__apply_argv(&ld, argc, argv, false);
+        free(path);
+        return rc;
+    }
+    rc = srv__apply_env(&ld, envp);
+    if (rc)
+        return rc;
+    return srv__apply_argv(&ld, argc, argv, false);
+}
+
+/* 127.0.0.0/8, ::1, ::ffff:127.x.x.x or "localhost". */
+static bool srv__is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+
+    if (!strcasecmp(host, "localhost"))
+        return true;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        static const unsigned char v4mapped[12] = {
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
+        };
+
+        if (IN6_IS_ADDR_LOOPBACK(&a6))
+            return true;
+        return !memcmp(a6.s6_addr, v4mapped, 12) && a6.s6_addr[12] == 127;
+    }
+    return false;
+}
+
+static const char *srv__flag(const char *name, char *buf, size_t len)
+{
+    const struct srv_option_desc *d = srv__find_key(srv_options,
+                                                    SRV_N_OPTIONS, name);
+
+    if (!d || srv_config_option_name(d, SRV_SRC_FLAG, buf, len))
+        snprintf(buf, len, "%s", name);
+    return buf;
+}
+
+static int srv__check_readable(const char *name, const char *path, char *err,
+                               size_t errlen)
+{
+    char flag[64];
+
+    if (access(path, R_OK)) {
+        srv__err(err, errlen, "%s: cannot read \"%s\": %s",
+                 srv__flag(name, flag, sizeof(flag)), path, strerror(errno));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int srv__validate_apps(const struct srv_config *cfg, char *err,
+                              size_t errlen)
+{
+    unsigned i, j;
+
+    if (cfg->n_apps < 1 || cfg->n_apps > SRV_MAX_APPS) {
+        srv__err(err, errlen, "apps: %u apps configured; need 1..%d",
+                 cfg->n_apps, SRV_MAX_APPS);
+        return -EINVAL;
+    }
+    for (i = 0; i < cfg->n_apps; i++) {
+        const struct hub_app *a = &cfg->apps[i];
+
+        if (!a->id || !*a->id || !a->key || !*a->key || !a->secret ||
+            !*a->secret) {
+            srv__err(err, errlen, "apps[%u]: id, key and secret must not be "
+                     "empty", i);
+            return -EINVAL;
+        }
+        for (j = 0; j < i; j++) {
+            const struct hub_app *b = &cfg->apps[j];
+
+            if (!strcmp(a->id, b->id)) {
+                srv__err(err, errlen, "apps[%u]: id \"%s\" is already used "
+                         "by apps[%u]", i, a->id, j);
+                return -EINVAL;
+            }
+            if (!strcmp(a->key, b->key)) {
+                srv__err(err, errlen, "apps[%u] (id \"%s\"): key \"%s\" is "
+                         "already used by apps[%u] (id \"%s\")", i, a->id,
+                         a->key, j, b->id);
+                return -EINVAL;
+            }
+        }
+    }
+    if (cfg->allow_default_secret || !cfg->bind ||
+        srv__is_loopback(cfg->bind))
+        return 0;
+    for (i = 0; i < cfg->n_apps; i++) {
+        if (strcmp(cfg->apps[i].secret, SRV_DEFAULT_SECRET))
+            continue;
+        srv__err(err, errlen, "app \"%s\" uses the default secret \"%s\" on "
+                 "the public bind %s; set a real secret with "
+                 "LUBDUB_APP_SECRET (or \"secret\" in the config file's "
+                 "\"apps\"), or pass --allow-default-secret for a throwaway "
+                 "setup", cfg->apps[i].id, SRV_DEFAULT_SECRET, cfg->bind);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
+{
+    char a[64], b[64], va[32], vb[32];
+    size_t i;
+    int rc;
+
+    srv__err(err, errlen, "%s", "");
+    /* Every single-option range, for structs not filled by load. */
+    for (i = 0; i < SRV_N_OPTIONS; i++) {
+        const struct srv_option_desc *d = &srv_options[i];
+        uint64_t v;
+
+        if (d->type == SRV_OPT_STRING && !(d->flags & SRV_OPTF_NULLABLE) &&
+            !(d->flags & SRV_OPTF_DEFAULT_APP)) {
+            const char *s = *(char *const *)((const char *)cfg + d->offset_);
+
+            if (!s || !*s) {
+                srv__err(err, errlen, "%s: must not be empty",
+                         srv__flag(d->name, a, sizeof(a)));
+                return -EINVAL;
+            }
+        }
+        if (d->type != SRV_OPT_UINT && d->type != SRV_OPT_DURATION &&
+            d->type != SRV_OPT_SECONDS && d->type != SRV_OPT_SIZE)
+            continue;
+        v = srv__get_uint(cfg, d);
+        if (v < d->min || v > d->max) {
+            srv__fmt_value(d, v, va, sizeof(va));
+            return srv__range_err(d, srv__flag(d->name, a, sizeof(a)), va,
+                                  err, errlen);
+        }
+    }
+    if (!cfg->tls_cert != !cfg->tls_key) {
+        srv__err(err, errlen, "%s: required when %s is set",
+                 srv__flag(cfg->tls_cert ? "tls_key" : "tls_cert", a,
+                           sizeof(a)),
+                 srv__flag(cfg->tls_cert ? "tls_cert" : "tls_key", b,
+                           sizeof(b)));
+        return -EINVAL;
+    }
+    if (cfg->tls_cert) {
+        rc = srv__check_readable("tls_cert", cfg->tls_cert, err, errlen);
+        if (!rc)
+            rc = srv__check_readable("tls_key", cfg->tls_key, err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (cfg->tick_ms > cfg->ping_interval_ms) {
+        srv__fmt_ms(cfg->tick_ms, va, sizeof(va));
+        srv__fmt_ms(cfg->ping_interval_ms, vb, sizeof(vb));
+        srv__err(err, errlen, "%s: %s must not exceed %s (%s)",
+                 srv__flag("tick", a, sizeof(a)), va,
+                 srv__flag("ping_interval", b, sizeof(b)), vb);
+        return -EINVAL;
+    }
+    if (cfg->max_queue < cfg->max_message) {
+        srv__fmt_size(cfg->max_queue, va, sizeof(va));
+        srv__fmt_size(cfg->max_message, vb, sizeof(vb));
+        srv__err(err, errlen, "%s: %s is smaller than %s (%s)",
+                 srv__flag("max_queue", a, sizeof(a)), va,
+                 srv__flag("max_message", b, sizeof(b)), vb);
+        return -EINVAL;
+    }
+    return srv__validate_apps(cfg, err, errlen);
+}
+
+/* Print text wrapped to 78 columns, each line indented by indent spaces. */
+static void srv__print_wrapped(FILE *out, const char *text, int indent)
+{
+    int col = 0;
+
+    while (*text) {
+        size_t w = strcspn(text, " ");
+
+        if (col && col + 1 + (int)w > 78) {
+            fputc('\n', out);
+            col = 0;
+        }
+        if (!col)
+            col = fprintf(out, "%*s%.*s", indent, "", (int)w, text);
+        else
+            col += fprintf(out, " %.*s", (int)w, text);
+        text += w;
+        while (*text == ' ')
+            text++;
+    }
+    if (col)
+        fputc('\n', out);
+}
+
+static const char *srv__metavar(const struct srv_option_desc *d, char *buf,
+                                size_t len)
+{
+    size_t i;
+
+    if (d->metavar)
+        return d->metavar;
+    switch (d->type) {
+    case SRV_OPT_DURATION:
+    case SRV_OPT_SECONDS:
+        return "DURATION";
+    case SRV_OPT_SIZE:
+        return "SIZE";
+    case SRV_OPT_CHOICE:
+    case SRV_OPT_ENUM:
+        buf[0] = '\0';
+        for (i = 0; d->choices[i]; i++) {
+            if (i)
+                strncat(buf, "|", len - strlen(buf) - 1);
+            strncat(buf, d->choices[i], len - strlen(buf) - 1);
+        }
+        return buf;
+    default:
+        return "VALUE";
+    }
+}
+
+void srv_config_print_help(FILE *out)
+{
+    size_t i;
+
+    fputs("Usage: lubdub [OPTIONS]\n\n", out);
+    srv__print_wrapped(out,
+        "A Pusher Channels compatible WebSocket hub. Settings come from the "
+        "built-in defaults, then the JSON file named by --config, then "
+        "LUBDUB_* environment variables, then these flags; later sources "
+        "win. Durations take 25s, 500ms, 2m, 1h or 1.5s (a bare number is "
+        "milliseconds). Sizes take 64KiB or 1MiB (binary), 10k, 10KB or 1M "
+        "(decimal) or bytes. Booleans take --flag, --no-flag or "
+        "--flag=true|false|1|0. Apps beyond the single default one are "
+        "listed in the file's \"apps\" array; see docs/CONFIG.md.", 0);
+    fputc('\n', out);
+    for (i = 0; i < SRV_N_OPTIONS; i++) {
+        const struct srv_option_desc *d = &srv_options[i];
+        char flag[64], env[64], line[256], mv[64];
+
+        srv_config_option_name(d, SRV_SRC_FLAG, flag, sizeof(flag));
+        if (d->short_flag)
+            fprintf(out, "  -%c, %s", d->short_flag, flag);
+        else if (d->type == SRV_OPT_BOOL)
+            fprintf(out, "  %s, --no-%s", flag, flag + 2);
+        else
+            fprintf(out, "  %s %s", flag, srv__metavar(d, mv, sizeof(mv)));
+        fputc('\n', out);
+        srv__print_wrapped(out, d->help, 6);
+        snprintf(line, sizeof(line), "env %s, json %s%s%s, default %s",
+                     srv_config_option_name(d, SRV_SRC_ENV, env, sizeof(env))
+                         ? "-" : env,
+                     d->sources & SRV_SRC_FILE ? "\"" : "",
+                     d->sources & SRV_SRC_FILE ? d->name : "-",
+                     d->sources & SRV_SRC_FILE ? "\"" : "",
+                     d->def ? d->def : "unset");
+        srv__print_wrapped(out, line, 6);
+    }
+}
+
+const struct hub_app *srv_config_find_app_by_key(
+    const struct srv_config *cfg, const char *key, size_t key_len)
+{
+    unsigned i;
+
+    for (i = 0; i < cfg->n_apps; i++) {
+        const char *k = cfg->apps[i].key;
+
+        if (k && strlen(k) == key_len && !memcmp(k, key, key_len))
+            return &cfg->apps[i];
+    }
+    return NULL;
+}
+
+const struct hub_app *srv_config_find_app_by_id(
+    const struct srv_config *cfg, const char *id, size_t id_len)
+{
+    unsigned i;
+
+    for (i = 0; i < cfg->n_apps; i++) {
+        const char *k = cfg->apps[i].id;
+
+        if (k && strlen(k) == id_len && !memcmp(k, id, id_len))
+            return &cfg->apps[i];
+    }
+    return NULL;
+}

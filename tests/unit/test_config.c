@@ -1,0 +1,1068 @@
+/*
+ * tests/unit/test_config.c - server/config.c: defaults, precedence
+ * (defaults < file < environment < flags), value syntax, error messages
+ * that name the option and its source, apps, validation, and docs/CONFIG.md
+ * kept in sync with the option table.
+ *
+ * JSON files are written to mkstemp() files and removed by each case. The
+ * environment is passed as an explicit envp, never read from the process.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/config.h"
+
+#define MAX_ARGS 32
+
+/* A loaded config plus the error text of the last call. */
+struct fixture {
+    struct srv_config cfg;
+    char err[512];
+    char path[64];   /* temp JSON file, "" when none */
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    if (!f)
+        return -1;
+    srv_config_defaults(&f->cfg);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    srv_config_fini(&f->cfg);
+    if (f->path[0])
+        unlink(f->path);
+    free(f);
+    return 0;
+}
+
+/* Write json to a fresh temp file; its path is left in f->path. */
+static const char *write_json(struct fixture *f, const char *json)
+{
+    int fd;
+    size_t len = strlen(json);
+
+    snprintf(f->path, sizeof(f->path), "/tmp/lubdub-config-XXXXXX");
+    fd = mkstemp(f->path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, json, len), (ssize_t)len);
+    close(fd);
+    return f->path;
+}
+
+/*
+ * Load with envp (NULL-terminated, may be NULL) and the flags that follow,
+ * ended by NULL. argv[0] is supplied here.
+ */
+static int load(struct fixture *f, char **envp, ...)
+{
+    char *argv[MAX_ARGS] = {"lubdub"};
+    int argc = 1;
+    va_list ap;
+    char *a;
+
+    va_start(ap, envp);
+    while ((a = va_arg(ap, char *)) != NULL) {
+        assert_true(argc < MAX_ARGS - 1);
+        argv[argc++] = a;
+    }
+    va_end(ap);
+    argv[argc] = NULL;
+    return srv_config_load(&f->cfg, argc, argv, envp, f->err,
+                           sizeof(f->err));
+}
+
+/* Load then validate, as main does. */
+static int load_and_validate(struct fixture *f, char **envp, char *flag1,
+                             char *flag2)
+{
+    int rc = load(f, envp, flag1, flag2, NULL);
+
+    return rc ? rc : srv_config_validate(&f->cfg, f->err, sizeof(f->err));
+}
+
+/* The error must fail with -EINVAL and contain every given fragment. */
+static void expect_error(struct fixture *f, int rc, const char *a,
+                         const char *b)
+{
+    assert_int_equal(rc, -EINVAL);
+    if (a && !strstr(f->err, a))
+        fail_msg("error \"%s\" lacks \"%s\"", f->err, a);
+    if (b && !strstr(f->err, b))
+        fail_msg("error \"%s\" lacks \"%s\"", f->err, b);
+    assert_null(strchr(f->err, '\n'));
+}
+
+static void test_config_defaults(void **state)
+{
+    struct fixture *f = *state;
+    struct srv_config *c = &f->cfg;
+
+    assert_int_equal(load(f, NULL, NULL), 0);
+    assert_string_equal(c->bind, "127.0.0.1");
+    assert_int_equal(c->port, 6001);
+    assert_int_equal(c->loops, 0);
+    assert_null(c->tls_cert);
+    assert_null(c->tls_key);
+    assert_null(c->allowed_origins);
+    assert_int_equal(c->max_connections, 0);
+    assert_int_equal(c->tick_ms, 100);
+    assert_int_equal(c->ping_interval_ms, 25000);
+    assert_int_equal(c->pong_timeout_ms, 10000);
+    assert_int_equal(c->idle_timeout_ms, 0);
+    assert_int_equal(c->close_timeout_ms, 2000);
+    assert_int_equal(c->heartbeat_interval_ms, 0);
+    assert_int_equal(c->drain_timeout_ms, 10000);
+    assert_int_equal(c->activity_timeout_s, 30);
+    assert_int_equal(c->max_message, 64 * 1024);
+    assert_int_equal(c->max_queue, 1024 * 1024);
+    assert_int_equal(c->auth_timestamp_window_s, 600);
+    assert_false(c->allow_default_secret);
+    assert_false(c->dev_auth_endpoint);
+    assert_string_equal(c->web_root, "web");
+    assert_string_equal(c->log_level, "info");
+    assert_int_equal(c->log_format, SRV_LOG_TEXT);
+    assert_false(c->check_only);
+    assert_false(c->help);
+    assert_null(c->config_file);
+    assert_int_equal(c->n_apps, 1);
+    assert_string_equal(c->apps[0].id, "app-id");
+    assert_string_equal(c->apps[0].key, "app-key");
+    assert_string_equal(c->apps[0].secret, "app-secret");
+    assert_true(c->apps[0].enabled);
+    assert_true(c->apps[0].client_events);
+    assert_int_equal(c->apps[0].client_event_rate, 10);
+    assert_int_equal(c->apps[0].max_presence_members, 100);
+    assert_int_equal(c->apps[0].index, 0);
+    assert_int_equal(srv_config_validate(c, f->err, sizeof(f->err)), 0);
+}
+
+static void test_config_precedence_file_env_flags(void **state)
+{
+    struct fixture *f = *state;
+    char cfgvar[96];
+    char *env[] = {cfgvar, "LUBDUB_PORT=7002", "LUBDUB_TICK=50ms", NULL};
+
+    write_json(f, "{\"port\": 7001, \"tick\": \"20ms\", "
+                  "\"ping_interval\": \"30s\", \"log_level\": \"warn\"}");
+    snprintf(cfgvar, sizeof(cfgvar), "LUBDUB_CONFIG=%s", f->path);
+    assert_int_equal(load(f, env, "--tick", "10ms", NULL), 0);
+    /* File beats defaults; env beats file; flags beat env. */
+    assert_int_equal(f->cfg.ping_interval_ms, 30000);
+    assert_string_equal(f->cfg.log_level, "warn");
+    assert_int_equal(f->cfg.port, 7002);
+    assert_int_equal(f->cfg.tick_ms, 10);
+    assert_string_equal(f->cfg.config_file, f->path);
+}
+
+static void test_config_config_flag_beats_env(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_CONFIG=/nonexistent/lubdub.json", NULL};
+    char flag[96];
+
+    write_json(f, "{\"port\": 7001}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, env, flag, NULL), 0);
+    assert_int_equal(f->cfg.port, 7001);
+    assert_string_equal(f->cfg.config_file, f->path);
+}
+
+static void test_config_flag_forms(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(load(f, NULL, "--port", "7000", "--bind=::1",
+                          "--dev-auth-endpoint", "--log-format=json",
+                          "--allow-default-secret=1",
+                          "--no-allow-default-secret", NULL), 0);
+    assert_int_equal(f->cfg.port, 7000);
+    assert_string_equal(f->cfg.bind, "::1");
+    assert_true(f->cfg.dev_auth_endpoint);
+    assert_false(f->cfg.allow_default_secret);
+    assert_int_equal(f->cfg.log_format, SRV_LOG_JSON);
+    assert_int_equal(load(f, NULL, "--dev-auth-endpoint=false",
+                          "--allow-default-secret=true", NULL), 0);
+    assert_false(f->cfg.dev_auth_endpoint);
+    assert_true(f->cfg.allow_default_secret);
+    /* The last occurrence wins. */
+    assert_int_equal(load(f, NULL, "--port=1", "--port=2", NULL), 0);
+    assert_int_equal(f->cfg.port, 2);
+}
+
+static void test_config_parse_errors_name_option(void **state)
+{
+    struct fixture *f = *state;
+    char *env_port[] = {"LUBDUB_PORT=70000", NULL};
+    char *env_bool[] = {"LUBDUB_DEV_AUTH_ENDPOINT=yes", NULL};
+
+    expect_error(f, load(f, NULL, "--ping-interval", "abc", NULL),
+                 "--ping-interval: \"abc\" is not a duration", NULL);
+    expect_error(f, load(f, env_port, NULL),
+                 "LUBDUB_PORT: 70000 is out of range 0..65535", NULL);
+    expect_error(f, load(f, env_bool, NULL),
+                 "LUBDUB_DEV_AUTH_ENDPOINT: \"yes\" is not a boolean", NULL);
+    expect_error(f, load(f, NULL, "--max-queue=lots", NULL),
+                 "--max-queue: \"lots\" is not a size", NULL);
+    expect_error(f, load(f, NULL, "--loops=65", NULL),
+                 "--loops: 65 is out of range 0..64", NULL);
+    expect_error(f, load(f, NULL, "--activity-timeout=0", NULL),
+                 "--activity-timeout: 0 is out of range 1..120", NULL);
+    expect_error(f, load(f, NULL, "--activity-timeout=121", NULL),
+                 "--activity-timeout", "1..120");
+    expect_error(f, load(f, NULL, "--max-message=1000", NULL),
+                 "--max-message: 1000 is out of range 1KiB..", NULL);
+    expect_error(f, load(f, NULL, "--log-level=loud", NULL),
+                 "--log-level: \"loud\" is not one of error|warn|info|debug",
+                 NULL);
+    expect_error(f, load(f, NULL, "--log-format=xml", NULL),
+                 "--log-format", "text|json");
+    expect_error(f, load(f, NULL, "--bind=", NULL),
+                 "--bind: must not be empty", NULL);
+    expect_error(f, load(f, NULL, "--port=-1", NULL),
+                 "--port: \"-1\" is negative", NULL);
+    expect_error(f, load(f, NULL, "--dev-auth-endpoint=maybe", NULL),
+                 "--dev-auth-endpoint", "not a boolean");
+    expect_error(f, load(f, NULL, "--no-dev-auth-endpoint=1", NULL),
+                 "--no-dev-auth-endpoint: takes no value", NULL);
+}
+
+static void test_config_file_errors_name_key(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"ping_interval\": \"abc\"}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), f->path,
+                 ": \"ping_interval\": \"abc\" is not a duration");
+    unlink(f->path);
+
+    write_json(f, "{\"port\": 70000}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL),
+                 "\"port\": 70000 is out of range 0..65535", NULL);
+    unlink(f->path);
+
+    write_json(f, "{\"dev_auth_endpoint\": \"true\"}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL),
+                 "\"dev_auth_endpoint\": must be true or false", NULL);
+    unlink(f->path);
+
+    write_json(f, "{\"bind\": 17}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL),
+                 "\"bind\": must be a string", NULL);
+}
+
+static void test_config_unknown_file_key_rejected(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"pign_interval\": \"25s\"}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL),
+                 "\"pign_interval\": unknown key", f->path);
+}
+
+static void test_config_flag_only_keys_not_in_file(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"app_secret\": \"s\"}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL),
+                 "\"app_secret\": unknown key", NULL);
+}
+
+static void test_config_file_syntax_error(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"port\": 7001,\n \"tick\": }");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), f->path, ":2:");
+    unlink(f->path);
+
+    write_json(f, "[1, 2]");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "must be a JSON object",
+                 NULL);
+    unlink(f->path);
+
+    write_json(f, "{\"port\": 1, \"port\": 2}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), f->path, "port");
+}
+
+static void test_config_missing_file_rejected(void **state)
+{
+    struct fixture *f = *state;
+
+    expect_error(f, load(f, NULL, "--config", "/nonexistent/lubdub.json",
+                         NULL),
+                 "/nonexistent/lubdub.json", NULL);
+}
+
+static void test_config_durations(void **state)
+{
+    static const struct {
+        const char *text;
+        uint64_t ms;
+    } ok[] = {
+        {"25s", 25000}, {"500ms", 500}, {"2m", 120000}, {"1h", 3600000},
+        {"1.5s", 1500}, {"0.25s", 250}, {"1500", 1500}, {"0", 0},
+        {"0.5m", 30000}, {"24h", 86400000},
+    };
+    static const char *const bad[] = {
+        "", "abc", "25 s", "25S", "1.5ms", "s", ".5s", "1.s", "25sec",
+        "-1s", "1e3", "0x10", "1.0000001s", "25s ",
+    };
+    struct fixture *f = *state;
+    char flag[64];
+    size_t i;
+
+    for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        snprintf(flag, sizeof(flag), "--idle-timeout=%s", ok[i].text);
+        if (load(f, NULL, flag, NULL))
+            fail_msg("%s: %s", ok[i].text, f->err);
+        assert_int_equal(f->cfg.idle_timeout_ms, ok[i].ms);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(flag, sizeof(flag), "--idle-timeout=%s", bad[i]);
+        expect_error(f, load(f, NULL, flag, NULL), "--idle-timeout: ",
+                     NULL);
+    }
+    /* Past 24h, and past 64 bits. */
+    expect_error(f, load(f, NULL, "--idle-timeout=25h", NULL),
+                 "--idle-timeout: 25h is out of range 0..24h", NULL);
+    expect_error(f, load(f, NULL, "--idle-timeout=18446744073709551616",
+                         NULL), "is out of range", NULL);
+    expect_error(f, load(f, NULL, "--idle-timeout=99999999999999999h",
+                         NULL), "is out of range", NULL);
+    expect_error(f, load(f, NULL, "--tick=0", NULL),
+                 "--tick: 0 is out of range 1ms..1m", NULL);
+}
+
+static void test_config_seconds_must_be_whole(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(load(f, NULL, "--auth-timestamp-window=10m", NULL), 0);
+    assert_int_equal(f->cfg.auth_timestamp_window_s, 600);
+    assert_int_equal(load(f, NULL, "--auth-timestamp-window=0", NULL), 0);
+    assert_int_equal(f->cfg.auth_timestamp_window_s, 0);
+    expect_error(f, load(f, NULL, "--auth-timestamp-window=600", NULL),
+                 "--auth-timestamp-window: \"600\" is not a whole number of "
+                 "seconds", NULL);
+    expect_error(f, load(f, NULL, "--auth-timestamp-window=1.5s", NULL),
+                 "whole number of seconds", NULL);
+    expect_error(f, load(f, NULL, "--auth-timestamp-window=25h", NULL),
+                 "out of range 0..24h", NULL);
+}
+
+static void test_config_sizes(void **state)
+{
+    static const struct {
+        const char *text;
+        uint32_t bytes;
+    } ok[] = {
+        {"64KiB", 65536}, {"1MiB", 1048576}, {"10k", 10000},
+        {"10KB", 10000}, {"10kb", 10000}, {"2048", 2048}, {"1.5KiB", 1536},
+        {"1M", 1000000}, {"1GiB", 1073741824}, {"4096b", 4096},
+    };
+    static const char *const bad[] = {
+        "", "lots", "10 KiB", "1.5", "0.1k1", "KiB", "-5KiB", "10Ki",
+        "1.0001k",
+    };
+    struct fixture *f = *state;
+    char flag[64];
+    size_t i;
+
+    for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        snprintf(flag, sizeof(flag), "--max-message=%s", ok[i].text);
+        if (load(f, NULL, flag, NULL))
+            fail_msg("%s: %s", ok[i].text, f->err);
+        assert_int_equal(f->cfg.max_message, ok[i].bytes);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(flag, sizeof(flag), "--max-message=%s", bad[i]);
+        expect_error(f, load(f, NULL, flag, NULL), "--max-message: ", NULL);
+    }
+    expect_error(f, load(f, NULL, "--max-message=2GiB", NULL),
+                 "--max-message: 2GiB is out of range 1KiB..1GiB", NULL);
+    expect_error(f, load(f, NULL, "--max-message=1023", NULL),
+                 "out of range 1KiB..1GiB", NULL);
+    assert_int_equal(load(f, NULL, "--max-message=1024", NULL), 0);
+}
+
+static void test_config_json_numbers_and_strings(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"ping_interval\": 1500, \"max_queue\": \"2MiB\", "
+                  "\"port\": \"7003\", \"tls_cert\": null, "
+                  "\"allow_default_secret\": true, \"log_format\": \"json\"}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, NULL), 0);
+    assert_int_equal(f->cfg.ping_interval_ms, 1500);
+    assert_int_equal(f->cfg.max_queue, 2 * 1048576);
+    assert_int_equal(f->cfg.port, 7003);
+    assert_null(f->cfg.tls_cert);
+    assert_true(f->cfg.allow_default_secret);
+    assert_int_equal(f->cfg.log_format, SRV_LOG_JSON);
+    unlink(f->path);
+
+    write_json(f, "{\"ping_interval\": -5}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "\"ping_interval\"",
+                 "negative");
+    unlink(f->path);
+
+    write_json(f, "{\"ping_interval\": 1.5}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "\"ping_interval\"",
+                 "whole number of milliseconds");
+}
+
+static void test_config_empty_env_is_unset(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_BIND=", "LUBDUB_PORT=", "LUBDUB_CONFIG=",
+                   "LUBDUB_UNKNOWN_THING=1", "LUBDUB_TEST_DATA=/x", NULL};
+
+    assert_int_equal(load(f, env, NULL), 0);
+    assert_string_equal(f->cfg.bind, "127.0.0.1");
+    assert_int_equal(f->cfg.port, 6001);
+}
+
+static void test_config_check_config_sets_check_only(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_CHECK_CONFIG=1", NULL};
+
+    assert_int_equal(load(f, NULL, "--check-config", NULL), 0);
+    assert_true(f->cfg.check_only);
+    assert_false(f->cfg.help);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    assert_int_equal(load(f, env, NULL), 0);
+    assert_true(f->cfg.check_only);
+}
+
+static void test_config_help_skips_file_and_env(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_PORT=nope", NULL};
+
+    assert_int_equal(load(f, env, "--config", "/nonexistent/x.json", "-h",
+                          NULL), 0);
+    assert_true(f->cfg.help);
+    assert_int_equal(f->cfg.port, 6001);
+}
+
+static void test_config_unknown_flag_rejected(void **state)
+{
+    struct fixture *f = *state;
+
+    expect_error(f, load(f, NULL, "--ping-intervall=25s", NULL),
+                 "--ping-intervall: unknown option", NULL);
+    expect_error(f, load(f, NULL, "--ping_interval=25s", NULL),
+                 "--ping_interval: unknown option", NULL);
+    expect_error(f, load(f, NULL, "--no-port", NULL),
+                 "--no-port: unknown option", NULL);
+    expect_error(f, load(f, NULL, "-p", "1", NULL), "-p: unknown option",
+                 NULL);
+    expect_error(f, load(f, NULL, "serve", NULL),
+                 "serve: unexpected argument", NULL);
+}
+
+static void test_config_missing_value_rejected(void **state)
+{
+    struct fixture *f = *state;
+
+    expect_error(f, load(f, NULL, "--port", NULL), "--port: missing value",
+                 NULL);
+    /* A following flag is not taken as the value. */
+    expect_error(f, load(f, NULL, "--bind", "--port=1", NULL),
+                 "--bind: missing value", NULL);
+    expect_error(f, load(f, NULL, "--config", NULL),
+                 "--config: missing value", NULL);
+}
+
+static void test_config_apps_from_json(void **state)
+{
+    struct fixture *f = *state;
+    const struct hub_app *a;
+    char flag[96];
+
+    write_json(f, "{\"apps\": ["
+                  "{\"id\": \"1\", \"key\": \"k1\", \"secret\": \"s1\"},"
+                  "{\"id\": \"2\", \"key\": \"k2\", \"secret\": \"s2\","
+                  " \"enabled\": false, \"client_events\": false,"
+                  " \"max_connections\": 50, \"client_event_rate\": 5,"
+                  " \"max_presence_members\": 20,"
+                  " \"max_user_info_bytes\": \"2KiB\","
+                  " \"max_event_bytes\": 20000,"
+                  " \"max_channels_per_event\": 3, \"max_batch_events\": 4,"
+                  " \"max_channel_name\": 64}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, NULL), 0);
+    assert_int_equal(srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     0);
+    assert_int_equal(f->cfg.n_apps, 2);
+
+    a = srv_config_find_app_by_key(&f->cfg, "k1", 2);
+    assert_non_null(a);
+    assert_string_equal(a->id, "1");
+    assert_string_equal(a->secret, "s1");
+    assert_int_equal(a->index, 0);
+    assert_true(a->enabled);
+    assert_int_equal(a->client_event_rate, 10);
+    assert_int_equal(a->max_event_bytes, 10240);
+
+    a = srv_config_find_app_by_id(&f->cfg, "2xx", 1);
+    assert_non_null(a);
+    assert_string_equal(a->key, "k2");
+    assert_int_equal(a->index, 1);
+    assert_false(a->enabled);
+    assert_false(a->client_events);
+    assert_int_equal(a->max_connections, 50);
+    assert_int_equal(a->client_event_rate, 5);
+    assert_int_equal(a->max_presence_members, 20);
+    assert_int_equal(a->max_user_info_bytes, 2048);
+    assert_int_equal(a->max_event_bytes, 20000);
+    assert_int_equal(a->max_channels_per_event, 3);
+    assert_int_equal(a->max_batch_events, 4);
+    assert_int_equal(a->max_channel_name, 64);
+    assert_int_equal(a->max_user_id_len, 128);
+
+    assert_null(srv_config_find_app_by_key(&f->cfg, "k", 1));
+    assert_null(srv_config_find_app_by_key(&f->cfg, "k1x", 3));
+    assert_null(srv_config_find_app_by_key(&f->cfg, "app-key", 7));
+}
+
+static void test_config_app_errors(void **state)
+{
+    static const struct {
+        const char *json;
+        const char *want;
+    } cases[] = {
+        {"{\"apps\": []}", "\"apps\" must be a non-empty array"},
+        {"{\"apps\": {}}", "\"apps\" must be a non-empty array"},
+        {"{\"apps\": [1]}", "apps[0] must be an object"},
+        {"{\"apps\": [{\"id\": \"1\", \"key\": \"k\"}]}",
+         "apps[0]: \"secret\" is missing"},
+        {"{\"apps\": [{\"id\": \"1\", \"key\": \"\", \"secret\": \"s\"}]}",
+         "apps[0].key: must not be empty"},
+        {"{\"apps\": [{\"id\": \"1\", \"key\": \"k\", \"secret\": \"s\","
+         " \"colour\": 1}]}", "apps[0].colour: unknown key"},
+        {"{\"apps\": [{\"id\": \"1\", \"key\": \"k\", \"secret\": \"s\","
+         " \"max_batch_events\": -1}]}", "apps[0].max_batch_events"},
+    };
+    struct fixture *f = *state;
+    char flag[96];
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_json(f, cases[i].json);
+        snprintf(flag, sizeof(flag), "--config=%s", f->path);
+        expect_error(f, load(f, NULL, flag, NULL), cases[i].want, f->path);
+        unlink(f->path);
+        f->path[0] = '\0';
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+}
+
+static void test_config_too_many_apps_rejected(void **state)
+{
+    struct fixture *f = *state;
+    char *json = malloc(64 * (SRV_MAX_APPS + 2));
+    char flag[96];
+    size_t off;
+    int i;
+
+    assert_non_null(json);
+    off = (size_t)sprintf(json, "{\"apps\": [");
+    for (i = 0; i <= SRV_MAX_APPS; i++)
+        off += (size_t)sprintf(json + off, "%s{\"id\":\"%d\",\"key\":\"k%d\","
+                               "\"secret\":\"s\"}", i ? "," : "", i, i);
+    sprintf(json + off, "]}");
+    write_json(f, json);
+    free(json);
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "lists 65 apps",
+                 "at most 64");
+}
+
+static void test_config_duplicate_app_keys_rejected(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"apps\": ["
+                  "{\"id\": \"1\", \"key\": \"k\", \"secret\": \"s1\"},"
+                  "{\"id\": \"2\", \"key\": \"k\", \"secret\": \"s2\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, NULL), 0);
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "apps[1]", "key \"k\" is already used by apps[0]");
+}
+
+static void test_config_duplicate_app_ids_rejected(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"apps\": ["
+                  "{\"id\": \"1\", \"key\": \"a\", \"secret\": \"s1\"},"
+                  "{\"id\": \"1\", \"key\": \"b\", \"secret\": \"s2\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, NULL), 0);
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "apps[1]: id \"1\" is already used by apps[0]", NULL);
+}
+
+static void test_config_env_sets_default_app(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_APP_ID=42", "LUBDUB_APP_KEY=pk",
+                   "LUBDUB_APP_SECRET=hunter2", NULL};
+
+    assert_int_equal(load(f, env, "--app-key=fk", NULL), 0);
+    assert_int_equal(f->cfg.n_apps, 1);
+    assert_string_equal(f->cfg.apps[0].id, "42");
+    assert_string_equal(f->cfg.apps[0].key, "fk");
+    assert_string_equal(f->cfg.apps[0].secret, "hunter2");
+    /* A real secret may listen publicly. */
+    assert_int_equal(load(f, NULL, "--bind=0.0.0.0", NULL), 0);
+    assert_int_equal(srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     0);
+}
+
+static void test_config_env_app_with_file_apps_rejected(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_APP_SECRET=hunter2", NULL};
+    char flag[96];
+
+    write_json(f, "{\"apps\": [{\"id\": \"1\", \"key\": \"k\", "
+                  "\"secret\": \"s\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, env, flag, NULL), "LUBDUB_APP_SECRET: ",
+                 "\"apps\"");
+}
+
+static void test_config_default_secret_public_bind_refused(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_BIND=0.0.0.0", NULL};
+
+    expect_error(f, load_and_validate(f, env, NULL, NULL),
+                 "default secret \"app-secret\"", "LUBDUB_APP_SECRET");
+    expect_error(f, load_and_validate(f, NULL, "--bind=::", NULL),
+                 "--allow-default-secret", NULL);
+    expect_error(f, load_and_validate(f, NULL, "--bind=10.0.0.1", NULL),
+                 "10.0.0.1", NULL);
+}
+
+static void test_config_default_secret_allowed_with_flag(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_BIND=0.0.0.0", "LUBDUB_ALLOW_DEFAULT_SECRET=true",
+                   NULL};
+
+    assert_int_equal(load_and_validate(f, env, NULL, NULL), 0);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    assert_int_equal(load_and_validate(f, NULL, "--bind=0.0.0.0",
+                                       "--allow-default-secret"), 0);
+}
+
+static void test_config_default_secret_on_loopback_allowed(void **state)
+{
+    static char *const binds[] = {
+        "--bind=127.0.0.1", "--bind=127.1.2.3", "--bind=::1",
+        "--bind=localhost", "--bind=::ffff:127.0.0.1",
+    };
+    struct fixture *f = *state;
+    size_t i;
+
+    for (i = 0; i < sizeof(binds) / sizeof(binds[0]); i++)
+        if (load_and_validate(f, NULL, binds[i], NULL))
+            fail_msg("%s: %s", binds[i], f->err);
+    expect_error(f, load_and_validate(f, NULL, "--bind=128.0.0.1", NULL),
+                 "default secret", NULL);
+}
+
+static void test_config_tls_needs_both_readable(void **state)
+{
+    struct fixture *f = *state;
+    char cert[96], key[96];
+
+    expect_error(f, load_and_validate(f, NULL, "--tls-cert=/x.pem", NULL),
+                 "--tls-key: required when --tls-cert is set", NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    expect_error(f, load_and_validate(f, NULL, "--tls-key=/x.pem", NULL),
+                 "--tls-cert: required when --tls-key is set", NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+
+    write_json(f, "not really a pem");
+    snprintf(cert, sizeof(cert), "--tls-cert=%s", f->path);
+    snprintf(key, sizeof(key), "--tls-key=%s", "/nonexistent/key.pem");
+    expect_error(f, load_and_validate(f, NULL, cert, key),
+                 "--tls-key: cannot read \"/nonexistent/key.pem\"", NULL);
+    snprintf(key, sizeof(key), "--tls-key=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, cert, key), 0);
+    /* An empty value unsets a nullable option. */
+    assert_int_equal(load_and_validate(f, NULL, "--tls-cert=",
+                                       "--tls-key="), 0);
+    assert_null(f->cfg.tls_cert);
+}
+
+static void test_config_tick_must_not_exceed_ping(void **state)
+{
+    struct fixture *f = *state;
+
+    expect_error(f, load_and_validate(f, NULL, "--tick=30s",
+                                      "--ping-interval=20s"),
+                 "--tick: 30s must not exceed --ping-interval (20s)", NULL);
+    assert_int_equal(load_and_validate(f, NULL, "--tick=20s",
+                                       "--ping-interval=20s"), 0);
+}
+
+static void test_config_queue_must_hold_a_message(void **state)
+{
+    struct fixture *f = *state;
+
+    expect_error(f, load_and_validate(f, NULL, "--max-message=2MiB",
+                                      "--max-queue=1MiB"),
+                 "--max-queue: 1MiB is smaller than --max-message (2MiB)",
+                 NULL);
+}
+
+static void test_config_validate_checks_hand_built(void **state)
+{
+    struct fixture *f = *state;
+
+    f->cfg.ping_interval_ms = 0;
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "--ping-interval: 0 is out of range", NULL);
+    f->cfg.ping_interval_ms = 25000;
+    f->cfg.pong_timeout_ms = 0;
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "--pong-timeout", NULL);
+    f->cfg.pong_timeout_ms = 1;
+    f->cfg.activity_timeout_s = 121;
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "--activity-timeout: 121 is out of range 1..120", NULL);
+    f->cfg.activity_timeout_s = 30;
+    f->cfg.n_apps = 0;
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "apps", NULL);
+    f->cfg.n_apps = 1;
+    assert_int_equal(srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     0);
+}
+
+static void test_config_fini_allows_reuse(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"bind\": \"::1\", \"apps\": [{\"id\": \"1\", "
+                  "\"key\": \"k\", \"secret\": \"s\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, "--web-root=/srv/www",
+                          "--log-level=debug", NULL), 0);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    assert_int_equal(load(f, NULL, "--bind=0.0.0.0", NULL), 0);
+    assert_string_equal(f->cfg.bind, "0.0.0.0");
+    assert_string_equal(f->cfg.apps[0].key, "app-key");
+}
+
+static void test_config_option_names(void **state)
+{
+    const struct srv_option_desc *opts, *d = NULL;
+    size_t n = srv_config_options(&opts), i;
+    char buf[64];
+
+    (void)state;
+    for (i = 0; i < n; i++)
+        if (!strcmp(opts[i].name, "ping_interval"))
+            d = &opts[i];
+    assert_non_null(d);
+    assert_int_equal(srv_config_option_name(d, SRV_SRC_FLAG, buf,
+                                            sizeof(buf)), 0);
+    assert_string_equal(buf, "--ping-interval");
+    assert_int_equal(srv_config_option_name(d, SRV_SRC_ENV, buf,
+                                            sizeof(buf)), 0);
+    assert_string_equal(buf, "LUBDUB_PING_INTERVAL");
+    assert_int_equal(srv_config_option_name(d, SRV_SRC_FILE, buf,
+                                            sizeof(buf)), 0);
+    assert_string_equal(buf, "ping_interval");
+    assert_int_equal(srv_config_option_name(d, SRV_SRC_ENV, buf, 8),
+                     -ENOSPC);
+    for (i = 0; i < n; i++)
+        if (!strcmp(opts[i].name, "help"))
+            d = &opts[i];
+    assert_int_equal(srv_config_option_name(d, SRV_SRC_ENV, buf,
+                                            sizeof(buf)), -ENOENT);
+}
+
+/* Text every option must show in --help and docs: its default. */
+static const char *default_text(const struct srv_option_desc *d)
+{
+    return d->def ? d->def : "unset";
+}
+
+static void test_config_help_lists_every_option(void **state)
+{
+    const struct srv_option_desc *opts;
+    size_t n = srv_config_options(&opts), i, len = 0;
+    char *text = NULL, name[64], want[128];
+    FILE *out = open_memstream(&text, &len);
+
+    (void)state;
+    assert_non_null(out);
+    srv_config_print_help(out);
+    fclose(out);
+    for (i = 0; i < n; i++) {
+        const struct srv_option_desc *d = &opts[i];
+        const char *entry;
+
+        /* Each entry starts with its flag on a line of its own. */
+        srv_config_option_name(d, SRV_SRC_FLAG, name, sizeof(name));
+        entry = strstr(text, name);
+        assert_non_null(entry);
+        if (!srv_config_option_name(d, SRV_SRC_ENV, name, sizeof(name)))
+            assert_non_null(strstr(entry, name));
+        if (d->sources & SRV_SRC_FILE) {
+            snprintf(want, sizeof(want), "json \"%s\"", d->name);
+            assert_non_null(strstr(entry, want));
+        }
+        assert_non_null(strstr(entry, default_text(d)));
+    }
+    for (i = 0; i < len; i++)
+        if (text[i] == '\n')
+            assert_true(i < 80 || memchr(text + i - 80, '\n', 80));
+    free(text);
+}
+
+/* Read a whole text file; fails the test when it cannot. */
+static char *read_text(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    char *buf;
+    long len;
+
+    if (!fp)
+        fail_msg("%s: %s", path, strerror(errno));
+    fseek(fp, 0, SEEK_END);
+    len = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    buf = malloc((size_t)len + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
+    buf[len] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+/* path gets rel under the source tree (LUBDUB_SOURCE_DIR at build time). */
+static void source_path(char *path, size_t len, const char *rel)
+{
+    snprintf(path, len, "%s/%s", LUBDUB_SOURCE_DIR, rel);
+}
+
+static char *read_docs(void)
+{
+    const char *dir = getenv("LUBDUB_DOCS_DIR");
+    char path[512];
+
+    if (dir && *dir)
+        snprintf(path, sizeof(path), "%s/CONFIG.md", dir);
+    else
+        source_path(path, sizeof(path), "docs/CONFIG.md");
+    return read_text(path);
+}
+
+/*
+ * deploy/lubdub.example.json must load, validate, and hold every file
+ * option at its default, spelled as the table spells it.
+ */
+static void test_config_example_file_has_every_default(void **state)
+{
+    struct fixture *f = *state;
+    const struct srv_option_desc *opts;
+    size_t n = srv_config_options(&opts), i;
+    char path[512], want[160], *text;
+
+    source_path(path, sizeof(path), "deploy/lubdub.example.json");
+    assert_int_equal(load(f, NULL, "--config", path, NULL), 0);
+    assert_int_equal(srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     0);
+    assert_int_equal(f->cfg.n_apps, 1);
+    text = read_text(path);
+    for (i = 0; i < n; i++) {
+        const struct srv_option_desc *d = &opts[i];
+
+        if (!(d->sources & SRV_SRC_FILE) ||
+            (d->flags & SRV_OPTF_BUILD_DEFAULT))
+            continue;
+        if (!d->def)
+            snprintf(want, sizeof(want), "\"%s\": null,", d->name);
+        else if (d->type == SRV_OPT_UINT || d->type == SRV_OPT_BOOL)
+            snprintf(want, sizeof(want), "\"%s\": %s,", d->name, d->def);
+        else
+            snprintf(want, sizeof(want), "\"%s\": \"%s\",", d->name,
+                     d->def);
+        if (!strstr(text, want))
+            fail_msg("deploy/lubdub.example.json lacks %s", want);
+    }
+    free(text);
+}
+
+/*
+ * docs/CONFIG.md has one table row per option, starting "| `--flag`". The
+ * row must name the env var (or "—"), the JSON key (or "—") and the
+ * default (or "unset"), each in backticks, and there must be no row for a
+ * flag the table lacks. A failure names the row and the missing cell.
+ */
+static void test_config_docs_match_options(void **state)
+{
+    const struct srv_option_desc *opts;
+    size_t n = srv_config_options(&opts), i, rows = 0;
+    char *docs = read_docs(), *line, *save = NULL;
+    bool *seen = calloc(n, sizeof(*seen));
+
+    (void)state;
+    assert_non_null(seen);
+    for (line = strtok_r(docs, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        const struct srv_option_desc *d = NULL;
+        char flag[64], env[64], want[128];
+        size_t flen;
+
+        if (strncmp(line, "| `--", 5))
+            continue;
+        flen = strcspn(line + 3, "`");
+        rows++;
+        for (i = 0; i < n && !d; i++) {
+            srv_config_option_name(&opts[i], SRV_SRC_FLAG, flag,
+                                   sizeof(flag));
+            if (strlen(flag) == flen && !strncmp(line + 3, flag, flen))
+                d = &opts[i];
+        }
+        if (!d)
+            fail_msg("docs/CONFIG.md documents %.*s, which --help lacks",
+                     (int)flen, line + 3);
+        if (seen[d - opts])
+            fail_msg("docs/CONFIG.md documents %s twice", flag);
+        seen[d - opts] = true;
+
+        if (srv_config_option_name(d, SRV_SRC_ENV, env, sizeof(env)))
+            snprintf(env, sizeof(env), "—");
+        snprintf(want, sizeof(want), "| `%s` |", env);
+        if (strcmp(env, "—") && !strstr(line, want))
+            fail_msg("%s: row lacks %s", flag, want);
+
+        if (d->sources & SRV_SRC_FILE)
+            snprintf(want, sizeof(want), "| `%s` |", d->name);
+        else
+            snprintf(want, sizeof(want), "| — |");
+        if (!strstr(line, want))
+            fail_msg("%s: row lacks \"%s\"", flag, want);
+
+        if (d->def)
+            snprintf(want, sizeof(want), "| `%s`", d->def);
+        else
+            snprintf(want, sizeof(want), "| unset |");
+        if (!strstr(line, want) &&
+            !((d->flags & SRV_OPTF_BUILD_DEFAULT) &&
+              strstr(line, "LUBDUB_WEB_ROOT")))
+            fail_msg("%s: row lacks default \"%s\"", flag, want);
+    }
+    for (i = 0; i < n; i++) {
+        char flag[64];
+
+        srv_config_option_name(&opts[i], SRV_SRC_FLAG, flag, sizeof(flag));
+        if (!seen[i])
+            fail_msg("docs/CONFIG.md has no row starting \"| `%s`\"", flag);
+    }
+    assert_int_equal(rows, n);
+    free(seen);
+    free(docs);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_config_defaults),
+        T(test_config_precedence_file_env_flags),
+        T(test_config_config_flag_beats_env),
+        T(test_config_flag_forms),
+        T(test_config_parse_errors_name_option),
+        T(test_config_file_errors_name_key),
+        T(test_config_unknown_file_key_rejected),
+        T(test_config_flag_only_keys_not_in_file),
+        T(test_config_file_syntax_error),
+        T(test_config_missing_file_rejected),
+        T(test_config_durations),
+        T(test_config_seconds_must_be_whole),
+        T(test_config_sizes),
+        T(test_config_json_numbers_and_strings),
+        T(test_config_empty_env_is_unset),
+        T(test_config_check_config_sets_check_only),
+        T(test_config_help_skips_file_and_env),
+        T(test_config_unknown_flag_rejected),
+        T(test_config_missing_value_rejected),
+        T(test_config_apps_from_json),
+        T(test_config_app_errors),
+        T(test_config_too_many_apps_rejected),
+        T(test_config_duplicate_app_keys_rejected),
+        T(test_config_duplicate_app_ids_rejected),
+        T(test_config_env_sets_default_app),
+        T(test_config_env_app_with_file_apps_rejected),
+        T(test_config_default_secret_public_bind_refused),
+        T(test_config_default_secret_allowed_with_flag),
+        T(test_config_default_secret_on_loopback_allowed),
+        T(test_config_tls_needs_both_readable),
+        T(test_config_tick_must_not_exceed_ping),
+        T(test_config_queue_must_hold_a_message),
+        T(test_config_validate_checks_hand_built),
+        T(test_config_fini_allows_reuse),
+        T(test_config_option_names),
+        T(test_config_help_lists_every_option),
+        T(test_config_docs_match_options),
+        T(test_config_example_file_has_every_default),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
