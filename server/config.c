@@ -548,7 +548,7 @@ static int srv__set_text(void *base, const struct srv_option_desc *d,
                          char *err, size_t errlen)
 {
     char **slot;
-    uint64_t v;
+    uint64_t v = 0;
     bool b;
     size_t i;
     int rc;

@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +46,38 @@ static void fill_hub_config(struct srv *srv)
         srv->cfg->apps[i].index = i;
     h->apps = c->apps;
     h->n_apps = c->n_apps;
+}
+
+/*
+ * A relative web root is looked up in the working directory, then next to
+ * the binary (build/lubdub -> ../web), then in /usr/share/lubdub/web.
+ */
+static void resolve_web_root(struct srv_config *cfg)
+{
+    char path[PATH_MAX];
+    char exe[PATH_MAX];
+    struct stat st;
+    ssize_t n;
+
+    if (!cfg->web_root || cfg->web_root[0] == '/' ||
+        (stat(cfg->web_root, &st) == 0 && S_ISDIR(st.st_mode)))
+        return;
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(path, sizeof(path), "%s/../%s", dirname(exe), cfg->web_root);
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            goto found;
+        }
+    }
+    snprintf(path, sizeof(path), "/usr/share/lubdub/%s", cfg->web_root);
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return;
+found:
+    /* The old string (a default or a copy) is dropped: a one-off leak
+     * beats guessing who owns it; fini frees the new one. */
+    if (realpath(path, exe))
+        cfg->web_root = strdup(exe);
 }
 
 /* Use the hard fd limit: each context sizes its tables from it. */
@@ -83,6 +118,7 @@ int main(int argc, char **argv, char **envp)
         printf("lubdub: configuration is valid\n");
         return 0;
     }
+    resolve_web_root(&cfg);
     level = srv_log_level_parse(cfg.log_level);
     srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg.log_format);
 
