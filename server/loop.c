@@ -74,13 +74,28 @@ static void wake_loop(void *ctx)
 
 /* Timers. */
 
+static void wheel_sul_cb(lws_sorted_usec_list_t *sul);
+
+/*
+ * Leave lws_service(): suls run before poll() computes its timeout, so a
+ * flag set inside one would only be seen after the next event. A 1 ms sul
+ * bounds that wait.
+ */
+static void loop_leave(struct srv_loop *l)
+{
+    l->running = false;
+    lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb, 1000);
+}
+
 static void wheel_sul_cb(lws_sorted_usec_list_t *sul)
 {
     struct srv_loop *l = lws_container_of(sul, struct srv_loop, sul_wheel);
 
+    if (!l->running)
+        return;
     hub_loop_service(l->hub, srv_now_ms());
     if (l->hub->stop) {
-        l->running = false;
+        loop_leave(l);
         return;
     }
     lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
@@ -371,15 +386,6 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
     int rc;
 
     switch (reason) {
-    case LWS_CALLBACK_PROTOCOL_INIT:
-        l = lws_context_user(lws_get_context(wsi));
-        if (l && !l->running) {
-            l->running = true;
-            lws_sul_schedule(lws_get_context(wsi), 0, &l->sul_wheel,
-                             wheel_sul_cb,
-                             (lws_usec_t)l->srv->hcfg.tick_ms * 1000);
-        }
-        return 0;
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         l = lws_context_user(lws_get_context(wsi));
         if (!l || !l->hub)
@@ -387,8 +393,8 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         hub_loop_drain_inbox(l->hub, srv_now_ms());
         if (l->hub->draining)
             stop_accepting(l);
-        if (l->hub->stop)
-            l->running = false;
+        if (l->hub->stop && l->running)
+            loop_leave(l);
         return 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return srv_http_filter_upgrade(loop_of(wsi), wsi);
@@ -536,6 +542,10 @@ int srv_loops_create(struct srv *srv)
             return -EIO;
         }
         l->vh = lws_get_vhost_by_name(l->ctx, "default");
+        /* No service thread runs yet, so touching the sul list is safe. */
+        l->running = true;
+        lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
+                         (lws_usec_t)srv->hcfg.tick_ms * 1000);
         u.filefd = (lws_filefd_type)(intptr_t)l->listen_fd;
         l->accepting = true;
         if (!l->vh || !lws_adopt_descriptor_vhost(l->vh, LWS_ADOPT_RAW_FILE_DESC,
