@@ -1,0 +1,121 @@
+'use strict';
+// Shared harness for lubdub's integration tests: start the real binary on a
+// free port, wait on conditions (never fixed sleeps), read /stats, and
+// always stop what we started, by PID, even when a test fails.
+const { spawn } = require('node:child_process');
+const http = require('node:http');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '../../..');
+const BINARY = process.env.LUBDUB_BINARY || path.join(ROOT, 'build', 'lubdub');
+
+const started = new Set();
+function killAll() {
+  for (const p of started) {
+    try { process.kill(p.pid, 'SIGKILL'); } catch (_) { /* gone */ }
+  }
+}
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => { killAll(); process.exit(1); });
+}
+
+// Start lubdub with extra flags; resolves when it prints its listening line.
+function startHub(args = [], opts = {}) {
+  const argv = ['--port', '0', '--bind', opts.bind || '127.0.0.1',
+    '--log-level', opts.logLevel || 'info', ...args];
+  const child = spawn(opts.binary || BINARY, argv, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...(opts.env || {}) },
+  });
+  started.add(child);
+  const hub = {
+    child, pid: child.pid, port: 0, host: opts.bind || '127.0.0.1',
+    stdout: '', stderr: '', exit: null,
+  };
+  child.stdout.on('data', (d) => { hub.stdout += d; });
+  child.stderr.on('data', (d) => {
+    hub.stderr += d;
+    if (process.env.LUBDUB_TEST_VERBOSE) process.stderr.write(d);
+  });
+  hub.exited = new Promise((resolve) => {
+    child.on('exit', (code, signal) => {
+      started.delete(child);
+      hub.exit = { code, signal };
+      resolve(hub.exit);
+    });
+  });
+  hub.url = (p = '') => `http://${hub.host}:${hub.port}${p}`;
+  hub.wsUrl = (key = 'app-key') =>
+    `ws://${hub.host}:${hub.port}/app/${key}?protocol=7&client=js&version=8.4.0&flash=false`;
+  hub.stats = () => getJson(hub.url('/stats'));
+  hub.stop = async (signal = 'SIGTERM') => {
+    if (hub.exit) return hub.exit;
+    try { process.kill(hub.pid, signal); } catch (_) { /* gone */ }
+    return hub.exited;
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`lubdub did not start: ${hub.stderr}`));
+    }, opts.startTimeoutMs || 15000);
+    const onData = () => {
+      const m = /listening on \S+:(\d+)/.exec(hub.stdout);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout.off('data', onData);
+        hub.port = Number(m[1]);
+        resolve(hub);
+      }
+    };
+    child.stdout.on('data', onData);
+    hub.exited.then((e) => {
+      clearTimeout(timer);
+      if (!hub.port) reject(new Error(`lubdub exited ${JSON.stringify(e)}: ${hub.stderr}`));
+    });
+  });
+}
+
+function request(method, url, body, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers }, (res) => {
+      let data = '';
+      res.on('data', (d) => { data += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
+    });
+    req.on('error', reject);
+    req.setTimeout(10000, () => req.destroy(new Error(`timeout ${method} ${url}`)));
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+async function getJson(url) {
+  const r = await request('GET', url);
+  return JSON.parse(r.body);
+}
+
+// Poll fn until it returns a truthy value; fail with msg after timeoutMs.
+async function waitFor(fn, msg, timeoutMs = 10000, everyMs = 20) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) { last = e; }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${msg} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+// Resolve with the next event of an EventEmitter, or reject after timeoutMs.
+function once(emitter, event, timeoutMs = 10000) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`timed out waiting for '${event}'`)), timeoutMs);
+    emitter.once(event, (...args) => { clearTimeout(t); resolve(args); });
+  });
+}
+
+module.exports = { startHub, request, getJson, waitFor, once, ROOT, BINARY };
