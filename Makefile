@@ -43,5 +43,12 @@ test-asan:
 bench-timers: build
 	$(BUILD)/bench/bench_timers
 
+bench-scan: build
+	$(BUILD)/bench/bench_scan
+
+bench-idle: build
+	LUBDUB_BINARY=$(BUILD)/lubdub IDLE_CLIENT=$(BUILD)/bench/idle_client \
+	    bench/run_idle.sh
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

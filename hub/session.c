@@ -40,6 +40,8 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     hub_timer_init(&s->idle_timer, idle_timer_cb);
     hub_timer_init(&s->close_timer, close_timer_cb);
     hub_list_init(&s->subs);
+    s->q.ring = s->q.inline_ring;
+    s->q.cap = HUB_SENDQ_INLINE;
     rc = hub_shard_add(&l->shard, s, now_ms);
     if (rc) {
         s->loop = NULL;
@@ -82,7 +84,8 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     hub_wheel_stop(l->wheel, &s->close_timer);
     hub_shard_remove(&l->shard, s);
     sendq_drop(&s->q);
-    free(s->q.ring);
+    if (s->q.ring != s->q.inline_ring)
+        free(s->q.ring);
     s->q.ring = NULL;
     s->q.cap = 0;
     free(s->rx_buf);
@@ -127,14 +130,15 @@ static int sendq_push(struct hub_session *s, struct hub_frame *f)
     struct hub_sendq *q = &s->q;
 
     if (q->count == q->cap) {
-        uint32_t cap = q->cap ? q->cap * 2 : 8;
+        uint32_t cap = q->cap * 2;
         struct hub_frame **ring = malloc((size_t)cap * sizeof(*ring));
 
         if (!ring)
             return -ENOMEM;
         for (uint32_t i = 0; i < q->count; i++)
             ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
-        free(q->ring);
+        if (q->ring != q->inline_ring)
+            free(q->ring);
         q->ring = ring;
         q->cap = cap;
         q->head = 0;
@@ -225,7 +229,7 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     s->state = HUB_SESSION_CLOSING;
     s->close_code = code;
     s->close_reason_id = (uint8_t)why;
-    snprintf(s->close_text, sizeof(s->close_text), "%s", reason ? reason : "");
+    s->close_text = reason ? reason : "";
     if (drop_queue)
         sendq_drop(&s->q);
     s->ping_due = false;

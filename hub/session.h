@@ -45,12 +45,15 @@ enum hub_session_state {
     HUB_SESSION_CLOSE_SENT,
 };
 
+#define HUB_SENDQ_INLINE 4
+
 struct hub_sendq {
-    struct hub_frame **ring;
-    uint32_t cap;          /* power of two, 0 when not allocated */
+    struct hub_frame **ring;   /* inline[] until a burst needs more */
+    uint32_t cap;          /* power of two */
     uint32_t head, count;
     uint32_t head_off;     /* bytes of ring[head] already sent */
     uint64_t bytes;        /* queued, unsent */
+    struct hub_frame *inline_ring[HUB_SENDQ_INLINE];
 };
 
 struct hub_session {
@@ -84,7 +87,7 @@ struct hub_session {
     /* Inbound fragments being reassembled; NULL when none. */
     char *rx_buf;
     size_t rx_len, rx_cap;
-    char close_text[64];
+    const char *close_text;        /* borrowed: a static string */
 };
 
 /*
@@ -109,14 +112,16 @@ void hub_session_on_pong(struct hub_session *s, uint64_t now_ms);
 int hub_session_send(struct hub_session *s, struct hub_frame *f);
 /* Queue a copy of a text message (control messages, errors). */
 int hub_session_send_text(struct hub_session *s, const char *text, size_t len);
-/* pusher:error {code, message}; when close is true, then close with code. */
+/* pusher:error {code, message}; when close is true, then close with code
+ * (msg must then be a static string: the close keeps it). */
 void hub_session_send_error(struct hub_session *s, int code, const char *msg,
                             bool close);
 
 /*
  * Start closing: the transport sends a close frame with code and reason
  * after what is queued (unless drop_queue), and the close timer kills the
- * connection if the peer never completes it. Idempotent.
+ * connection if the peer never completes it. Idempotent. reason must be a
+ * static string (it is kept, not copied).
  */
 void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
                        enum hub_close_reason why, bool drop_queue);

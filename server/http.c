@@ -21,7 +21,12 @@
 #include "hub/rest.h"
 #include "server/srv.h"
 
-struct http_pss {
+/*
+ * Per-connection storage is shared with WebSocket sessions (lws allocates
+ * one size for the protocol), so the HTTP side keeps only pointers there:
+ * idle WebSocket connections must not pay for request buffers.
+ */
+struct http_req {
     char *body;                  /* request body (REST, auth) */
     size_t body_len, body_cap;
     unsigned char *resp;         /* LWS_PRE + response body */
@@ -30,6 +35,10 @@ struct http_pss {
     bool too_big;
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
+};
+
+struct http_pss {
+    struct http_req *req;        /* owned; NULL between requests */
 };
 
 size_t srv_http_pss_size(void)
@@ -42,18 +51,18 @@ static struct srv_loop *loop_of(struct lws *wsi)
     return lws_context_user(lws_get_context(wsi));
 }
 
-static void pss_reset(struct http_pss *p)
+static void req_free(struct http_pss *ps)
 {
-    free(p->body);
-    free(p->resp);
-    p->body = NULL;
-    p->resp = NULL;
-    p->body_len = p->body_cap = p->resp_len = 0;
-    p->too_big = false;
+    if (!ps->req)
+        return;
+    free(ps->req->body);
+    free(ps->req->resp);
+    free(ps->req);
+    ps->req = NULL;
 }
 
 /* Send status + body (owned by us after the call: copied). */
-static int respond(struct lws *wsi, struct http_pss *p, unsigned status,
+static int respond(struct lws *wsi, struct http_req *p, unsigned status,
                    const char *ctype, const char *body, size_t len)
 {
     unsigned char hdr[LWS_PRE + 1024], *start = hdr + LWS_PRE, *q = start,
@@ -78,14 +87,14 @@ static int respond(struct lws *wsi, struct http_pss *p, unsigned status,
     return 0;
 }
 
-static int respond_text(struct lws *wsi, struct http_pss *p, unsigned status,
+static int respond_text(struct lws *wsi, struct http_req *p, unsigned status,
                         const char *text)
 {
     return respond(wsi, p, status, "text/plain; charset=utf-8", text,
                    strlen(text));
 }
 
-static int respond_json_error(struct lws *wsi, struct http_pss *p,
+static int respond_json_error(struct lws *wsi, struct http_req *p,
                               unsigned status, const char *msg)
 {
     char buf[512];
@@ -122,7 +131,7 @@ static void read_query(struct lws *wsi, char *out, size_t cap)
 
 /* Static files: a fixed charset and no "..", under web_root. */
 static int serve_static(struct lws *wsi, struct srv_loop *l,
-                        struct http_pss *p, const char *path)
+                        struct http_req *p, const char *path)
 {
     char file[1024];
     const char *mime = "application/octet-stream", *ext;
@@ -167,7 +176,7 @@ static int serve_static(struct lws *wsi, struct srv_loop *l,
  * presence subscriptions with the first app's secret, as an app server
  * would. Form fields: socket_id, channel_name, optional user_id, user_name.
  */
-static int dev_auth(struct lws *wsi, struct srv_loop *l, struct http_pss *p)
+static int dev_auth(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 {
     const struct hub_app *app = &l->srv->hcfg.apps[0];
     struct hub_query *q = malloc(sizeof(*q));
@@ -240,7 +249,7 @@ static int dev_auth(struct lws *wsi, struct srv_loop *l, struct http_pss *p)
     return rc;
 }
 
-static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_pss *p)
+static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 {
     struct hub_rest_response r;
     int rc;
@@ -257,7 +266,7 @@ static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_pss *p)
 }
 
 static int handle_request(struct lws *wsi, struct srv_loop *l,
-                          struct http_pss *p)
+                          struct http_req *p)
 {
     const char *path = p->path;
     char *text;
@@ -353,37 +362,40 @@ int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
 int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                       void *user, void *in, size_t len)
 {
-    struct http_pss *p = user;
+    struct http_pss *ps = user;
+    struct http_req *p;
     struct srv_loop *l;
     int n;
 
     switch (reason) {
     case LWS_CALLBACK_HTTP:
         l = loop_of(wsi);
-        pss_reset(p);
+        req_free(ps);
+        p = ps->req = calloc(1, sizeof(*p));
+        if (!p)
+            return -1;
         snprintf(p->path, sizeof(p->path), "%s", in ? (const char *)in : "/");
         read_query(wsi, p->query, sizeof(p->query));
         p->post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
         if (p->post) {
             char cl[32];
+            int cl_len = lws_hdr_copy(wsi, cl, sizeof(cl),
+                                      WSI_TOKEN_HTTP_CONTENT_LENGTH);
+            unsigned long long want = cl_len > 0 ? strtoull(cl, NULL, 10) : 0;
 
-            if (lws_hdr_copy(wsi, cl, sizeof(cl),
-                             WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
-                strtoull(cl, NULL, 10) > HUB_REST_MAX_BODY)
+            if (want > HUB_REST_MAX_BODY)
                 return respond_json_error(wsi, p, 413,
                                           "request body too large")
                            ? -1
                            : 0;
-            if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 ||
-                (lws_hdr_copy(wsi, cl, sizeof(cl),
-                              WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
-                 strtoull(cl, NULL, 10) == 0))
+            if (want == 0)
                 return handle_request(wsi, l, p) ? -1 : 0;
             return 0; /* The body follows. */
         }
         return handle_request(wsi, l, p) ? -1 : 0;
     case LWS_CALLBACK_HTTP_BODY:
-        if (p->too_big)
+        p = ps->req;
+        if (!p || p->too_big)
             return 0;
         if (p->body_len + len > HUB_REST_MAX_BODY) {
             p->too_big = true;
@@ -403,20 +415,23 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
         p->body[p->body_len] = '\0';
         return 0;
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
-        return handle_request(wsi, loop_of(wsi), p) ? -1 : 0;
+        if (!ps->req)
+            return -1;
+        return handle_request(wsi, loop_of(wsi), ps->req) ? -1 : 0;
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        if (!p->resp)
+        p = ps->req;
+        if (!p || !p->resp)
             return 0;
         n = lws_write(wsi, p->resp + LWS_PRE, p->resp_len,
                       LWS_WRITE_HTTP_FINAL);
-        pss_reset(p);
+        req_free(ps);
         if (n < 0)
             return -1;
         if (lws_http_transaction_completed(wsi))
             return -1;
         return 0;
     case LWS_CALLBACK_CLOSED_HTTP:
-        pss_reset(p);
+        req_free(ps);
         return 0;
     default:
         return lws_callback_http_dummy(wsi, reason, user, in, len);

@@ -363,7 +363,9 @@ static int ws_writeable(struct srv_loop *l, struct hub_session *s,
     if (s->state == HUB_SESSION_CLOSING) {
         s->state = HUB_SESSION_CLOSE_SENT;
         lws_close_reason(wsi, (enum lws_close_status)s->close_code,
-                         (unsigned char *)s->close_text, strlen(s->close_text));
+                         (unsigned char *)s->close_text,
+                         strlen(s->close_text) > 123 ? 123
+                                                     : strlen(s->close_text));
         return -1;
     }
     return 0;
@@ -452,7 +454,7 @@ static size_t pss_size(void)
 }
 
 static struct lws_protocols protocols[] = {
-    { "lubdub", main_cb, 0, 1024, 0, NULL, SRV_CORK_BYTES + 1024 },
+    { "lubdub", main_cb, 0, 128, 0, NULL, SRV_CORK_BYTES + 1024 },
     { "acceptor", acceptor_cb, 0, 0, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
