@@ -3,9 +3,9 @@
  * /apps/, /stats, /metrics, /healthz, /readyz, the development auth
  * endpoint, and the static web pages (/ and /dashboard).
  *
- * Responses are built whole in memory, headers go out from the request
- * callback and the body from HTTP_WRITEABLE (one lws_write), and the
- * connection stays open for keep-alive. Unknown paths get a prompt 404.
+ * Responses are built whole in memory and written at once, headers and
+ * body together, and the connection stays open for keep-alive. Unknown
+ * paths get a prompt 404.
  *
  * Thread: the connection's loop.
  */
@@ -29,10 +29,9 @@
 struct http_req {
     char *body;                  /* request body (REST, auth) */
     size_t body_len, body_cap;
-    unsigned char *resp;         /* LWS_PRE + response body */
-    size_t resp_len;
     bool post;
     bool too_big;
+    bool answered;               /* the response is written */
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
 };
@@ -56,24 +55,34 @@ static void req_free(struct http_pss *ps)
     if (!ps->req)
         return;
     free(ps->req->body);
-    free(ps->req->resp);
     free(ps->req);
     ps->req = NULL;
 }
 
-/* Send status + body (owned by us after the call: copied). */
+/*
+ * Send the whole response (headers and body in one lws_write) and finish
+ * the transaction, so the connection is ready for its next keep-alive
+ * request. Writing outside HTTP_WRITEABLE is fine for HTTP/1.1 here: lws
+ * keeps what the socket does not take and flushes it before anything else.
+ *
+ * A POST is answered with "Connection: close" and the connection closes:
+ * lws 4.1.6 miscounts the bytes it consumed with a request body, so a
+ * request pipelined behind a body is re-fed forever (BODY_COMPLETION
+ * repeats, and after a close the loop spins in its rx-flow list). Closing
+ * right after the answer drops such input before lws can buffer it.
+ * Returns -1 when the connection must close.
+ */
 static int respond(struct lws *wsi, struct http_req *p, unsigned status,
                    const char *ctype, const char *body, size_t len)
 {
-    unsigned char hdr[LWS_PRE + 1024], *start = hdr + LWS_PRE, *q = start,
-                                       *end = hdr + sizeof(hdr) - 1;
+    unsigned char *buf = malloc(LWS_PRE + 1024 + len), *start, *q, *end;
+    int n;
 
-    free(p->resp);
-    p->resp = malloc(LWS_PRE + len + 1);
-    if (!p->resp)
+    p->answered = true;
+    if (!buf)
         return -1;
-    memcpy(p->resp + LWS_PRE, body, len);
-    p->resp_len = len;
+    start = q = buf + LWS_PRE;
+    end = start + 1024;
     if (lws_add_http_common_headers(wsi, status, ctype, (lws_filepos_t)len, &q,
                                     end) ||
         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
@@ -81,10 +90,20 @@ static int respond(struct lws *wsi, struct http_req *p, unsigned status,
         lws_add_http_header_by_name(wsi,
                                     (unsigned char *)"access-control-allow-origin:",
                                     (unsigned char *)"*", 1, &q, end) ||
-        lws_finalize_write_http_header(wsi, start, &q, end))
+        (p->post && lws_add_http_header_by_token(
+                        wsi, WSI_TOKEN_CONNECTION, (unsigned char *)"close", 5,
+                        &q, end)) ||
+        lws_finalize_http_header(wsi, &q, end)) {
+        free(buf);
         return -1;
-    lws_callback_on_writable(wsi);
-    return 0;
+    }
+    memcpy(q, body, len);
+    q += len;
+    n = lws_write(wsi, start, (size_t)(q - start), LWS_WRITE_HTTP_FINAL);
+    free(buf);
+    if (n < 0 || p->post)
+        return -1;
+    return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 static int respond_text(struct lws *wsi, struct http_req *p, unsigned status,
@@ -365,8 +384,10 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
     struct http_pss *ps = user;
     struct http_req *p;
     struct srv_loop *l;
-    int n;
 
+    /* lws calls some HTTP reasons before (or without) binding storage. */
+    if (!ps)
+        return lws_callback_http_dummy(wsi, reason, user, in, len);
     switch (reason) {
     case LWS_CALLBACK_HTTP:
         l = loop_of(wsi);
@@ -417,19 +438,11 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         if (!ps->req)
             return -1;
+        if (ps->req->answered)
+            return -1; /* See respond(): a POST closes after its answer. */
         return handle_request(wsi, loop_of(wsi), ps->req) ? -1 : 0;
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        p = ps->req;
-        if (!p || !p->resp)
-            return 0;
-        n = lws_write(wsi, p->resp + LWS_PRE, p->resp_len,
-                      LWS_WRITE_HTTP_FINAL);
-        req_free(ps);
-        if (n < 0)
-            return -1;
-        if (lws_http_transaction_completed(wsi))
-            return -1;
-        return 0;
+        return 0; /* Responses are written whole by respond(). */
     case LWS_CALLBACK_CLOSED_HTTP:
         req_free(ps);
         return 0;
