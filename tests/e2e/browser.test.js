@@ -254,6 +254,40 @@ describe('browser: demo page, dashboard and pusher-js', () => {
             server.closeAllConnections();
             await new Promise((r) => server.close(r));
         }
+    });
+
+    it('the page sends pusher:ping after activity_timeout of silence',
+       async () => {
+        // A second hub that advertises 1 s, so the silence is short.
+        const quick = await startHub([...HUB_ARGS, '--loops', '1',
+                                      '--activity-timeout', '1']);
+        try {
+            const page = await openPage(ctxA, quick.url('/?name=Quiet'),
+                                        errors);
+            await connected(page);
+            assert.equal(await page.locator('#activity').textContent(), '1 s');
+            await page.locator('#wire .note',
+                               { hasText: 'sent pusher:ping after 1 s' })
+                .first().waitFor(WAIT);
+            await page.locator('#wire .in', { hasText: '"pusher:pong"' })
+                .first().waitFor(WAIT);
+            await waitFor(async () => (await quick.stats()).per_loop[0]
+                .pusher_pings >= 1, 'the hub to answer a pusher:ping');
+            // The pong kept the link: same session, still connected.
+            assert.equal(await page.evaluate(() =>
+                window.lubdubDemo.conn.connects), 1);
+            // Backoff: 100 ms doubling to 5 s, times 0.8..1.2.
+            const d = await page.evaluate(async () => {
+                const { backoffDelay } = await import('/client.js');
+                return [0, 1, 5, 6, 30].map((n) =>
+                    [backoffDelay(n, () => 0), backoffDelay(n, () => 1)]);
+            });
+            assert.deepEqual(d, [[80, 120], [160, 240], [2560, 3840],
+                                 [4000, 6000], [4000, 6000]]);
+            await page.close();
+        } finally {
+            await quick.stop();
+        }
         assert.deepEqual(errors, []);
     });
 });
