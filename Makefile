@@ -3,9 +3,12 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
-RUN_ARGS   ?=
+# make run is the development setup: the dev /auth endpoint signs any
+# private or presence subscription, so the demo page works out of the box.
+# Everywhere else it stays off (the flag defaults to false).
+RUN_ARGS   ?= --dev-auth-endpoint
 
-.PHONY: all build run test test-unit test-asan deps deps-test clean \
+.PHONY: all build run test test-unit test-e2e test-asan deps deps-test clean \
         bench-timers bench-scan bench-idle bench-fanout
 
 all: build
@@ -33,6 +36,11 @@ test: deps-test build
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit -j $(JOBS)
+
+# The browser tests alone (headless Chromium); screenshots land in
+# tests/artifacts/.
+test-e2e: deps-test build
+	cd $(BUILD) && ctest --output-on-failure -L e2e
 
 test-asan:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
