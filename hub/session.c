@@ -226,6 +226,10 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
 
     if (!l || s->state != HUB_SESSION_OPEN)
         return;
+    if (why != HUB_CLOSE_DRAIN)
+        hub_log(why == HUB_CLOSE_APP ? HUB_LOG_DEBUG : HUB_LOG_INFO, l->id,
+                "socket %s: closing %u (%s)", s->socket_id, code,
+                reason ? reason : "");
     s->state = HUB_SESSION_CLOSING;
     s->close_code = code;
     s->close_reason_id = (uint8_t)why;
