@@ -421,7 +421,13 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         HUB_STAT_ADD(l->hub->stats.msgs_in, 1);
         HUB_STAT_ADD(l->hub->stats.bytes_in, msg_len);
         hub_pusher_on_message(s, msg, msg_len, now);
+        /* Idle sessions hold no reassembly buffer. */
         s->rx_len = 0;
+        if (s->rx_buf) {
+            free(s->rx_buf);
+            s->rx_buf = NULL;
+            s->rx_cap = 0;
+        }
         return 0;
     case LWS_CALLBACK_RECEIVE_PONG:
         if (s->loop)
@@ -453,8 +459,18 @@ static size_t pss_size(void)
     return h > sizeof(struct hub_session) ? h : sizeof(struct hub_session);
 }
 
+/*
+ * lws gives every WebSocket connection an rx buffer of this size for its
+ * whole life; a message that does not fit arrives in pieces and the hub
+ * reassembles it (then frees the piece buffer). Pusher clients send little
+ * and seldom, so a small buffer is the cheap side of that trade: measured
+ * 2765 B per idle session at lws's default 4096 (with 4.6 KB of HTTP
+ * state, since moved out), 1898 B at 128, 1708 B at 64.
+ */
+#define SRV_WS_RX_BYTES 64
+
 static struct lws_protocols protocols[] = {
-    { "lubdub", main_cb, 0, 128, 0, NULL, SRV_CORK_BYTES + 1024 },
+    { "lubdub", main_cb, 0, SRV_WS_RX_BYTES, 0, NULL, SRV_CORK_BYTES + 1024 },
     { "acceptor", acceptor_cb, 0, 0, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
