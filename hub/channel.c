@@ -529,9 +529,11 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
         if (excl && excl->set && s->sid_hi == excl->hi &&
             s->sid_lo == excl->lo)
             continue;
-        if (hub_session_send(s, f) == 0)
+        if (hub_session_push(s, f) == 0)
             n++;
     }
+    if (n)
+        hub_frame_ref_n(f, n);
     HUB_STAT_ADD(l->stats.publishes, 1);
     return n;
 }

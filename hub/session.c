@@ -125,7 +125,9 @@ static void want_writable(struct hub_session *s)
     }
 }
 
-static int sendq_push(struct hub_session *s, struct hub_frame *f)
+/* Queue f; take_ref false means the caller adds the reference later. */
+static int sendq_push(struct hub_session *s, struct hub_frame *f,
+                      bool take_ref)
 {
     struct hub_sendq *q = &s->q;
 
@@ -143,14 +145,16 @@ static int sendq_push(struct hub_session *s, struct hub_frame *f)
         q->cap = cap;
         q->head = 0;
     }
-    q->ring[(q->head + q->count) & (q->cap - 1)] = hub_frame_ref(f);
+    q->ring[(q->head + q->count) & (q->cap - 1)] =
+        take_ref ? hub_frame_ref(f) : f;
     q->count++;
     q->bytes += f->len;
     want_writable(s);
     return 0;
 }
 
-int hub_session_send(struct hub_session *s, struct hub_frame *f)
+static int send_frame(struct hub_session *s, struct hub_frame *f,
+                      bool take_ref)
 {
     if (s->state != HUB_SESSION_OPEN)
         return -EPIPE;
@@ -159,11 +163,21 @@ int hub_session_send(struct hub_session *s, struct hub_frame *f)
                                true);
         return -ENOBUFS;
     }
-    if (sendq_push(s, f)) {
+    if (sendq_push(s, f, take_ref)) {
         hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
         return -ENOMEM;
     }
     return 0;
+}
+
+int hub_session_send(struct hub_session *s, struct hub_frame *f)
+{
+    return send_frame(s, f, true);
+}
+
+int hub_session_push(struct hub_session *s, struct hub_frame *f)
+{
+    return send_frame(s, f, false);
 }
 
 int hub_session_send_text(struct hub_session *s, const char *text, size_t len)
@@ -212,7 +226,7 @@ void hub_session_send_error(struct hub_session *s, int code, const char *msg,
     f = hub_frame_create_text(buf, n);
     if (f) {
         /* Errors bypass max_queue: they are small and one per cause. */
-        (void)sendq_push(s, f);
+        (void)sendq_push(s, f, true);
         hub_frame_unref(f);
     }
     if (close)

@@ -110,6 +110,13 @@ void hub_session_on_pong(struct hub_session *s, uint64_t now_ms);
  * closed with 4100 and f was not queued.
  */
 int hub_session_send(struct hub_session *s, struct hub_frame *f);
+/*
+ * hub_session_send() without taking the reference: on 0 the queue holds f
+ * and the caller owes it one reference, which a fan-out adds for all its
+ * recipients at once with hub_frame_ref_n() (one atomic, not one each).
+ * The caller's own reference keeps f alive until then.
+ */
+int hub_session_push(struct hub_session *s, struct hub_frame *f);
 /* Queue a copy of a text message (control messages, errors). */
 int hub_session_send_text(struct hub_session *s, const char *text, size_t len);
 /* pusher:error {code, message}; when close is true, then close with code
