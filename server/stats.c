@@ -28,6 +28,11 @@ static const char *const reason_names[HUB_CLOSE_N] = {
     [HUB_CLOSE_ERROR] = "error",
 };
 
+const char *srv_close_reason_name(enum hub_close_reason why)
+{
+    return (unsigned)why < HUB_CLOSE_N ? reason_names[why] : "?";
+}
+
 #define G(x) ((json_int_t)HUB_STAT_GET(x))
 
 static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
