@@ -6,9 +6,11 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
 const WebSocket = require('ws');
 const PusherServer = require('pusher');
-const { startHub, request, waitFor, once } = require('./lib/hub');
+const { startHub, request, waitFor, once, ROOT } = require('./lib/hub');
 
 function promtool(text) {
   return new Promise((resolve, reject) => {
@@ -121,6 +123,13 @@ test('/metrics passes promtool and has the key series', async (t) => {
     }
     assert.ok(sum(s, `${h}_count`) > 0, `${h} has observations`);
   }
+
+  // docs/OPERATIONS.md lists exactly the families served.
+  const served = [...res.body.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
+  const doc = fs.readFileSync(path.join(ROOT, 'docs', 'OPERATIONS.md'), 'utf8');
+  const documented = [...doc.matchAll(/^\| `(lubdub_[a-z_]+)` \| (\w+) \|/gm)].map((m) => `${m[1]} ${m[2]}`);
+  assert.deepEqual([...documented].sort(), [...served].sort(),
+    'docs/OPERATIONS.md metrics table matches /metrics');
 
   // Closing one client shows up as a per-reason close.
   const closed = once(clients[1].ws, 'close');
