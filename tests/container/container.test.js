@@ -267,6 +267,13 @@ test('the container image builds, serves Pusher clients and drains on SIGTERM',
       'the container to answer /healthz', 60000, 100)
       .catch(async (e) => { throw new Error(`${e.message}\n${await logs()}`); });
     assert.equal((await request('GET', `${base}/readyz`)).status, 200);
+    // The web pages come from /usr/share/lubdub/web (the default root "web"
+    // resolves there), when the checkout has them.
+    if (fs.existsSync(path.join(ROOT, 'web', 'index.html'))) {
+      const page = await request('GET', `${base}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers['content-type'], /text\/html/);
+    }
     const hc = await podman(['healthcheck', 'run', name], { timeoutMs: 60000 });
     assert.equal(hc.code, 0, `healthcheck: ${hc.stdout}${hc.stderr}`);
     phase('container start', since);
