@@ -9,7 +9,7 @@ CMAKE_ARGS ?=
 RUN_ARGS   ?= --dev-auth-endpoint
 
 .PHONY: all build run test test-unit test-e2e test-asan deps deps-test clean \
-        bench-timers bench-scan bench-idle bench-fanout
+        image test-container bench-timers bench-scan bench-idle bench-fanout
 
 all: build
 
@@ -47,6 +47,20 @@ test-asan:
 	    -DHUB_SANITIZE=address,undefined $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -L asan -j $(JOBS)
+
+# Container image from deploy/Dockerfile (docs/OPERATIONS.md). Podman needs
+# --format docker to keep the HEALTHCHECK.
+IMAGE ?= lubdub
+image:
+	@if command -v podman >/dev/null 2>&1; then \
+	    podman build --format docker -f deploy/Dockerfile -t $(IMAGE) .; \
+	else \
+	    docker build -f deploy/Dockerfile -t $(IMAGE) .; \
+	fi
+
+# Build and run the image with podman, as CI does (needs root).
+test-container: build
+	cd $(BUILD) && ctest --output-on-failure -L container
 
 bench-timers: build
 	$(BUILD)/bench/bench_timers

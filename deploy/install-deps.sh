@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what lubdub needs from Debian's apt (and, for tests, npm), skipping
-# what is already there. Usage: deploy/install-deps.sh build|test|bench
+# what is already there. Usage: deploy/install-deps.sh build|test|bench|container
+# (container: what tests/container needs to build and run the image without
+# a registry or a Docker engine; test includes it).
 # Idempotent and quiet when nothing is missing; safe under CI (no stdin).
 set -euo pipefail
 
@@ -12,14 +14,17 @@ build_pkgs=(cmake make gcc pkg-config libwebsockets-dev libjansson-dev
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
            iptables chromium prometheus curl openssl procps)
 bench_pkgs=(util-linux)
+container_pkgs=(podman runc debootstrap)
 
 case "$profile" in
     build) want=("${build_pkgs[@]}") ;;
-    test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+    test) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${container_pkgs[@]}") ;;
     bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-    *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+    container) want=("${container_pkgs[@]}") ;;
+    *) echo "usage: $0 build|test|bench|container" >&2; exit 2 ;;
 esac
-if ! command -v node >/dev/null 2>&1 && [ "$profile" != build ]; then
+if ! command -v node >/dev/null 2>&1 && [ "$profile" != build ] &&
+   [ "$profile" != container ]; then
     want+=(nodejs npm)
 fi
 
@@ -35,12 +40,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     sudo=
     [ "$(id -u)" -eq 0 ] || sudo=sudo
     export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Wait for another apt (a parallel job, unattended-upgrades) rather than
+    # failing at once on its lock.
+    lock=(-o DPkg::Lock::Timeout=600)
+    $sudo apt-get "${lock[@]}" update -qq
+    $sudo apt-get "${lock[@]}" install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
 fi
 
 # Test clients come from npm, pinned by the lockfiles under tests/.
-if [ "$profile" != build ]; then
+if [ "$profile" != build ] && [ "$profile" != container ]; then
     for dir in tests/integration; do
         [ -f "$here/$dir/package-lock.json" ] || continue
         if [ ! -d "$here/$dir/node_modules" ] ||

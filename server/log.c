@@ -2,11 +2,13 @@
  * server/log.c - one line per event: time, level, loop, message; as text or
  * as JSON lines. Peer-caused lines go through a token bucket (20 a second,
  * burst 40) so a misbehaving client cannot flood the log; the next line
- * that gets through says how many were suppressed.
+ * that gets through says how many were suppressed. Peer-supplied bytes are
+ * escaped, so a line is always one line and JSON lines are valid JSON.
  *
  * Thread: any; one mutex keeps lines whole and guards the bucket.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,17 +41,75 @@ void srv_log_init(int level, enum srv_log_format fmt)
     log_format = fmt;
 }
 
-static void json_escape(FILE *f, const char *s)
+bool srv_log_enabled(int level)
 {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    return level <= log_level;
+}
 
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+/*
+ * Length of the well-formed UTF-8 sequence at s (1..4), or 0 when the bytes
+ * there are not one: stray continuation bytes, overlongs, surrogates, code
+ * points past U+10FFFF, or a sequence cut short (vsnprintf may truncate in
+ * the middle of one).
+ */
+static int utf8_len(const unsigned char *s)
+{
+    int n;
+    uint32_t cp;
+
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        n = 2, cp = s[0] & 0x1f;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        n = 3, cp = s[0] & 0x0f;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        n = 4, cp = s[0] & 0x07;
+    else
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return n;
+}
+
+/*
+ * Messages can carry peer-supplied bytes (a URI, an app key). Each line
+ * stays one line and, in JSON, valid UTF-8 JSON: control characters are
+ * escaped and bytes that are not UTF-8 become U+FFFD (JSON) or \xNN
+ * (text).
+ */
+static void put_escaped(FILE *f, const char *str, bool json)
+{
+    const unsigned char *s = (const unsigned char *)str;
+
+    while (*s) {
+        int n = utf8_len(s);
+
+        if (n == 0) {
+            if (json)
+                fputs("\\ufffd", f);
+            else
+                fprintf(f, "\\x%02x", *s);
+            s++;
+        } else if (n > 1) {
+            fwrite(s, 1, (size_t)n, f);
+            s += n;
+        } else if (json && (*s == '"' || *s == '\\')) {
+            fprintf(f, "\\%c", *s++);
+        } else if (*s < 0x20 || *s == 0x7f) {
+            if (json)
+                fprintf(f, "\\u%04x", *s++);
+            else
+                fprintf(f, "\\x%02x", *s++);
+        } else {
+            fputc(*s++, f);
+        }
     }
 }
 
@@ -66,15 +126,16 @@ static void emit(int level, unsigned loop, const char *msg)
         fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"loop\":%u,"
                         "\"msg\":\"",
                 when, ts.tv_nsec / 1000000, level_names[level], loop);
-        json_escape(stderr, msg);
+        put_escaped(stderr, msg, true);
         if (suppressed)
             fprintf(stderr, "\",\"suppressed\":%llu}\n",
                     (unsigned long long)suppressed);
         else
             fputs("\"}\n", stderr);
     } else {
-        fprintf(stderr, "%s.%03ldZ %-5s loop=%u %s", when,
-                ts.tv_nsec / 1000000, level_names[level], loop, msg);
+        fprintf(stderr, "%s.%03ldZ %-5s loop=%u ", when,
+                ts.tv_nsec / 1000000, level_names[level], loop);
+        put_escaped(stderr, msg, false);
         if (suppressed)
             fprintf(stderr, " (%llu similar lines suppressed)",
                     (unsigned long long)suppressed);

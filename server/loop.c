@@ -313,15 +313,53 @@ static void ws_established(struct srv_loop *l, struct hub_session *s,
         hub_session_send_error(s, 4007, "Unsupported protocol version", true);
         return;
     }
-    if (app->max_connections) {
-        /* Per-app quota: count this app's sessions on demand (rare). */
-        uint32_t count = 0;
-
-        for (unsigned i = 0; i < l->srv->n_loops; i++)
-            (void)i;
-        (void)count;
-    }
+    /* hub_pusher_open() enforces the app's max_connections (4004). */
     hub_pusher_open(s, app);
+}
+
+/*
+ * One line per session end, for the operator. Closes that point at the
+ * network or at a client (4201 no pong, 4100 slow consumer, 1009 too big,
+ * 4004 over quota, 1011 internal) are info; ordinary ends (the peer left,
+ * the drain, idle, other app refusals) are debug. Both go through the
+ * peer rate limit, so a partition that drops thousands at once cannot
+ * flood the log.
+ */
+static void log_session_end(struct hub_session *s, enum hub_close_reason why,
+                            uint64_t now_ms)
+{
+    unsigned code = why == HUB_CLOSE_PEER ? 0 : s->close_code;
+    int level = HUB_LOG_DEBUG;
+
+    if (code == 4201 || code == 4100 || code == 1009 || code == 4004 ||
+        code == 1011)
+        level = HUB_LOG_INFO;
+    if (!srv_log_enabled(level))
+        return;
+    if (code)
+        srv_log_peer(level, s->loop->id,
+                     "socket %s: closed %u (%s, %s) app=%s after %llums",
+                     s->socket_id, code, srv_close_reason_name(why),
+                     s->close_text ? s->close_text : "",
+                     s->app ? s->app->id : "-",
+                     (unsigned long long)(now_ms - s->connected_ms));
+    else
+        srv_log_peer(level, s->loop->id,
+                     "socket %s: closed by the peer app=%s after %llums",
+                     s->socket_id, s->app ? s->app->id : "-",
+                     (unsigned long long)(now_ms - s->connected_ms));
+}
+
+static void log_session_open(struct hub_session *s, struct lws *wsi)
+{
+    char peer[64];
+
+    if (!srv_log_enabled(HUB_LOG_DEBUG) || s->state != HUB_SESSION_OPEN)
+        return;
+    if (!lws_get_peer_simple(wsi, peer, sizeof(peer)))
+        strcpy(peer, "?");
+    srv_log_peer(HUB_LOG_DEBUG, s->loop->id, "socket %s: open app=%s peer=%s",
+                 s->socket_id, s->app ? s->app->id : "-", peer);
 }
 
 static int ws_writeable(struct srv_loop *l, struct hub_session *s,
@@ -406,6 +444,7 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         if (hub_session_init(s, l->hub, wsi, srv_now_ms()))
             return -1;
         ws_established(l, s, wsi);
+        log_session_open(s, wsi);
         return 0;
     case LWS_CALLBACK_RECEIVE:
         if (!s->loop)
@@ -442,10 +481,15 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
             hub_session_stamp_rx(s, srv_now_ms());
         return 0;
     case LWS_CALLBACK_CLOSED:
-        if (s->loop)
-            hub_session_fini(s, s->state == HUB_SESSION_OPEN
-                                    ? HUB_CLOSE_PEER
-                                    : (enum hub_close_reason)s->close_reason_id);
+        if (s->loop) {
+            enum hub_close_reason why =
+                s->state == HUB_SESSION_OPEN
+                    ? HUB_CLOSE_PEER
+                    : (enum hub_close_reason)s->close_reason_id;
+
+            log_session_end(s, why, srv_now_ms());
+            hub_session_fini(s, why);
+        }
         return 0;
     default:
         return srv_http_callback(wsi, reason, user, in, len);
@@ -481,8 +525,12 @@ static void lws_emit(int level, const char *line)
 
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         n--;
-    srv_log(level == LLL_ERR ? HUB_LOG_ERR : HUB_LOG_WARN, 0, "lws: %.*s",
-            (int)n, line);
+    /* lws warns mostly about what peers do (bad headers, refused
+     * upgrades), so its warnings share the peer rate limit. */
+    if (level == LLL_ERR)
+        srv_log(HUB_LOG_ERR, 0, "lws: %.*s", (int)n, line);
+    else
+        srv_log_peer(HUB_LOG_WARN, 0, "lws: %.*s", (int)n, line);
 }
 
 static void hub_log_bridge(int level, unsigned loop, const char *fmt, ...)

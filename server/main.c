@@ -137,12 +137,14 @@ int main(int argc, char **argv, char **envp)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     srv.hub = hub_create(&srv.hcfg, hub_clock_monotonic());
+    /* From here on stderr carries only log lines (JSON with
+     * --log-format json); the listening line goes to stdout. */
     if (!srv.hub) {
-        fprintf(stderr, "lubdub: out of memory\n");
+        srv_log(HUB_LOG_ERR, 0, "out of memory");
         return 1;
     }
     if (srv_loops_create(&srv) || srv_loops_start(&srv)) {
-        fprintf(stderr, "lubdub: cannot start (see the log above)\n");
+        srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
         return 1;
     }
     srv_log(HUB_LOG_INFO, 0,

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "hub/hub.h"
 #include "server/srv.h"
 
 static const char *const reason_names[HUB_CLOSE_N] = {
@@ -26,6 +27,11 @@ static const char *const reason_names[HUB_CLOSE_N] = {
     [HUB_CLOSE_APP] = "app",
     [HUB_CLOSE_ERROR] = "error",
 };
+
+const char *srv_close_reason_name(enum hub_close_reason why)
+{
+    return (unsigned)why < HUB_CLOSE_N ? reason_names[why] : "?";
+}
 
 #define G(x) ((json_int_t)HUB_STAT_GET(x))
 
@@ -221,6 +227,37 @@ static void histogram(struct buf *b, struct srv *srv, const char *name,
 
 #define OFF(f) offsetof(struct hub_loop_stats, f)
 
+/* A label value with \\, " and newline escaped, as the text format asks. */
+static void label_value(struct buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            bprintf(b, "\\%c", *s);
+        else if (*s == '\n')
+            bprintf(b, "\\n");
+        else
+            bprintf(b, "%c", *s);
+    }
+}
+
+/*
+ * Per-app series come from the hub-wide per-app counter that the quota
+ * uses, so they cost nothing on the hot path. The rest stay per loop: they
+ * are single-writer loop counters, and splitting them by app as well would
+ * multiply the series (apps x loops) for little an operator needs.
+ */
+static void app_metrics(struct buf *b, struct srv *srv)
+{
+    bprintf(b, "# HELP lubdub_app_sessions Live sessions per app (all "
+               "loops).\n# TYPE lubdub_app_sessions gauge\n");
+    for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
+        bprintf(b, "lubdub_app_sessions{app=\"");
+        label_value(b, srv->hcfg.apps[i].id);
+        bprintf(b, "\"} %llu\n",
+                (unsigned long long)atomic_load(&srv->hub->app_sessions[i]));
+    }
+}
+
 char *srv_metrics_text(struct srv *srv, size_t *len)
 {
     struct buf b = { malloc(16384), 0, 16384, false };
@@ -234,8 +271,13 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
     bprintf(&b, "# HELP lubdub_draining 1 while the hub drains.\n"
                 "# TYPE lubdub_draining gauge\nlubdub_draining %d\n",
             atomic_load(&srv->hub->draining) ? 1 : 0);
+    bprintf(&b, "# HELP lubdub_build_info Version of the running hub.\n"
+                "# TYPE lubdub_build_info gauge\n"
+                "lubdub_build_info{version=\"%s\"} 1\n",
+            hub_version());
     metric(&b, srv, "sessions", "gauge", "Live WebSocket sessions.",
            OFF(sessions));
+    app_metrics(&b, srv);
     metric(&b, srv, "sessions_accepted_total", "counter",
            "Sessions established.", OFF(accepted));
     bprintf(&b, "# HELP lubdub_sessions_closed_total Sessions closed, by "
@@ -281,6 +323,9 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
     metric(&b, srv, "client_events_dropped_total", "counter",
            "Client events refused (rate limit, not allowed).",
            OFF(client_events_dropped));
+    metric(&b, srv, "publishes_total", "counter",
+           "Published frames delivered to this loop for fan-out.",
+           OFF(publishes));
     metric(&b, srv, "subscriptions", "gauge",
            "Live channel subscriptions.", OFF(subscriptions));
     metric(&b, srv, "inbox_max_depth", "gauge",
@@ -297,6 +342,18 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
            OFF(wheel_fired));
     metric(&b, srv, "wheel_cancelled_total", "counter", "Timers cancelled.",
            OFF(wheel_cancelled));
+    bprintf(&b, "# HELP lubdub_wheel_max_lateness_seconds Latest a timer "
+                "has fired after its deadline.\n"
+                "# TYPE lubdub_wheel_max_lateness_seconds gauge\n");
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct hub_loop *hl = srv->loops[i].hub;
+
+        if (hl)
+            bprintf(&b, "lubdub_wheel_max_lateness_seconds{loop=\"%u\"} "
+                        "%.3f\n",
+                    i, (double)HUB_STAT_GET(hl->stats.wheel_max_late_ms) /
+                           1e3);
+    }
     histogram(&b, srv, "pong_rtt_seconds",
               "WebSocket ping to pong round-trip time.", OFF(pong_rtt));
     histogram(&b, srv, "heartbeat_scan_seconds",
