@@ -13,6 +13,7 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawn, execFileSync } = require('node:child_process');
 const { startHub, waitFor } = require('./lib/hub');
+const { stopAll } = require('./lib/ws');
 
 const PING = 300;
 const PONG = 300;
@@ -107,7 +108,7 @@ test('a black-holed peer is closed with 4201 within the liveness bound', { skip:
   // ip netns exec execs node in place: this PID is the client.
   t.after(async () => {
     try { process.kill(client.pid, 'SIGKILL'); } catch (_) { /* gone */ }
-    await hub.stop();
+    await stopAll(hub);
   });
 
   const count = (ev) => events.filter((e) => e.ev === ev).length;

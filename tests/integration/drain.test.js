@@ -7,7 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const { startHub, waitFor } = require('./lib/hub');
-const { open, firstError, stopAll } = require('./lib/ws');
+const { open, firstError, stopAll, assertNoSanitizerReport } = require('./lib/ws');
 
 // One kept-alive HTTP connection, opened before the signal: once draining
 // the hub stops accepting, so a new connection would only wait in the
@@ -60,6 +60,7 @@ test('SIGTERM drains every client with 4200 and exits 0 in time', async (t) => {
   const took = Date.now() - t0;
   assert.deepEqual(exit, { code: 0, signal: null });
   assert.ok(took <= DRAIN + 1000, `exited ${took} ms after SIGTERM`);
+  assertNoSanitizerReport(hub);
   await waitFor(() => clients.every((c) => c.closed), 'every client closed', 2000);
   const codes = {};
   for (const c of clients) {

@@ -123,7 +123,7 @@ test('--max-connections 5 refuses the sixth upgrade with 503', async (t) => {
 
 test('an unknown HTTP path gets a prompt 404', async (t) => {
   const hub = await startHub(['--loops', '2']);
-  t.after(() => hub.stop());
+  t.after(() => stopAll(hub));
   for (const p of ['/no/such/path', '/app', '/statsx', '/apps']) {
     const t0 = Date.now();
     const r = await request('GET', hub.url(p));

@@ -176,7 +176,7 @@ test('close timeout drops a peer that never answers our close frame', async (t) 
   // lws waits 5 s for a close reply by itself; ours must cut that short.
   const hub = await startHub([...TIMING, '--close-timeout', `${CLOSE}ms`]);
   const socks = [];
-  t.after(() => { socks.forEach((s) => s.destroy()); return hub.stop(); });
+  t.after(() => { socks.forEach((s) => s.destroy()); return stopAll(hub); });
   const peer = await rawPeer(hub);
   socks.push(peer.sock);
   // It never answers pings: 4201, close frame, no reply, then the kill.

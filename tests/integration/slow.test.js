@@ -7,7 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const PusherServer = require('pusher');
 const { startHub, waitFor } = require('./lib/hub');
-const { open, subscribe, rssKiB, stopAll } = require('./lib/ws');
+const { open, subscribe, rssKiB, stopAll, isAsan } = require('./lib/ws');
 
 const MAX_FLOOD_BYTES = 256 * 1024 * 1024; // give up well after any buffer
 const RSS_GROWTH_LIMIT_KIB = 64 * 1024;
@@ -57,6 +57,9 @@ test('a reader that stops reading is closed with 4100; RSS stays bounded', async
   assert.ok(slowClosed, `no 4100 after ${published} publishes (${bytes} bytes)`);
   const st = await hub.stats();
   assert.equal(st.totals.closed['4100'], 1);
+  // A paused peer cannot answer the close frame: the close timeout (2 s
+  // by default) ended it, before we resume it below.
+  assert.equal(st.per_loop.reduce((a, l) => a + l.close_timeouts, 0), 1);
   assert.equal(healthy.closed, null, 'the reading subscriber stays');
   await waitFor(() => healthyGot >= published, 'the healthy subscriber to catch up', 30000);
 
@@ -72,8 +75,10 @@ test('a reader that stops reading is closed with 4100; RSS stays bounded', async
     assert.ok(err && err.data.code === 4100, 'pusher:error 4100 before the close');
   }
   const growth = rssMax - rss0;
-  assert.ok(growth < RSS_GROWTH_LIMIT_KIB, `RSS grew ${growth} KiB`);
+  // Under ASan freed memory sits in its quarantine: report, don't bound.
+  const asan = isAsan(hub.pid);
+  if (!asan) assert.ok(growth < RSS_GROWTH_LIMIT_KIB, `RSS grew ${growth} KiB`);
   t.diagnostic(`4100 after ${published} publishes (${(bytes / 1048576).toFixed(1)} MiB, ` +
     `${took} ms); slow peer got ${blobs} then close ${slow.closed.code}; ` +
-    `hub RSS ${rss0} -> max ${rssMax} KiB (+${growth} KiB)`);
+    `hub RSS ${rss0} -> max ${rssMax} KiB (+${growth} KiB${asan ? ', ASan: not bounded' : ''})`);
 });

@@ -99,6 +99,14 @@ function rssKiB(pid) {
   return m ? Number(m[1]) : 0;
 }
 
+// Whether a process runs with AddressSanitizer (its allocator quarantine
+// keeps freed memory resident, so RSS bounds mean little there).
+function isAsan(pid) {
+  try {
+    return /libasan|libclang_rt\.asan/.test(require('node:fs').readFileSync(`/proc/${pid}/maps`, 'utf8'));
+  } catch (_) { return false; }
+}
+
 // Fail on any sanitizer report in the hub's stderr (the ASan build's
 // binary runs the same files).
 const SANITIZER_RE = /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/;
@@ -111,13 +119,16 @@ function assertNoSanitizerReport(hub) {
 }
 
 module.exports = {
-  connect, open, subscribe, firstError, rssKiB, decode, assertNoSanitizerReport,
+  connect, open, subscribe, firstError, rssKiB, decode, assertNoSanitizerReport, isAsan,
 };
 
 // Cleanup for t.after: drop the clients first (so the hub's drain has
-// nothing to wait for), then stop the hub.
+// nothing to wait for), stop the hub, then fail on any sanitizer report
+// it left (reports come at exit, so only after the stop).
 async function stopAll(hub, clients = []) {
   for (const c of clients) c.terminate();
-  return hub.stop();
+  const exit = await hub.stop();
+  assertNoSanitizerReport(hub);
+  return exit;
 }
 module.exports.stopAll = stopAll;
