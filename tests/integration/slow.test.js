@@ -57,9 +57,12 @@ test('a reader that stops reading is closed with 4100; RSS stays bounded', async
   assert.ok(slowClosed, `no 4100 after ${published} publishes (${bytes} bytes)`);
   const st = await hub.stats();
   assert.equal(st.totals.closed['4100'], 1);
-  // A paused peer cannot answer the close frame: the close timeout (2 s
-  // by default) ended it, before we resume it below.
-  assert.equal(st.per_loop.reduce((a, l) => a + l.close_timeouts, 0), 1);
+  // The session is gone before we resume the peer: lws either gave up on
+  // the write or the close timeout ended it (the peer cannot answer the
+  // close frame while paused); which one depends on the socket buffers.
+  assert.equal(st.totals.sessions, 1);
+  const closeTimeouts = st.per_loop.reduce((a, l) => a + l.close_timeouts, 0);
+  assert.ok(closeTimeouts <= 1);
   assert.equal(healthy.closed, null, 'the reading subscriber stays');
   await waitFor(() => healthyGot >= published, 'the healthy subscriber to catch up', 30000);
 
@@ -79,6 +82,7 @@ test('a reader that stops reading is closed with 4100; RSS stays bounded', async
   const asan = isAsan(hub.pid);
   if (!asan) assert.ok(growth < RSS_GROWTH_LIMIT_KIB, `RSS grew ${growth} KiB`);
   t.diagnostic(`4100 after ${published} publishes (${(bytes / 1048576).toFixed(1)} MiB, ` +
-    `${took} ms); slow peer got ${blobs} then close ${slow.closed.code}; ` +
+    `${took} ms, close timeouts ${closeTimeouts}); slow peer got ${blobs} then ` +
+    `close ${slow.closed.code}; ` +
     `hub RSS ${rss0} -> max ${rssMax} KiB (+${growth} KiB${asan ? ', ASan: not bounded' : ''})`);
 });
