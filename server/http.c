@@ -444,6 +444,9 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return 0; /* Responses are written whole by respond(). */
     case LWS_CALLBACK_CLOSED_HTTP:
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+        /* lws drops (and frees) the storage at the end of a keep-alive
+         * transaction too, without CLOSED_HTTP: free the request here. */
         req_free(ps);
         return 0;
     default:

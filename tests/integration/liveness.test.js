@@ -1,0 +1,197 @@
+'use strict';
+// Liveness: the heartbeat pings silent connections, answered pings keep a
+// connection open, an unanswered one closes it with 4201 inside the bound
+// the design promises, the idle timeout closes data-silent connections
+// with 4202, and the close timeout drops a peer that never answers our
+// close frame.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const crypto = require('node:crypto');
+const { startHub, waitFor } = require('./lib/hub');
+const { open, firstError, stopAll } = require('./lib/ws');
+
+const PING = 300;
+const PONG = 300;
+const TICK = 50;
+// heartbeat period = ping / 5, at least one tick (hub/loop.c).
+const HEARTBEAT = Math.max(PING / 5, TICK);
+// The heartbeat run and the pong timer are each up to a tick late, so the
+// bound without slack is ping + heartbeat + tick + pong + tick.
+// Generous: a loaded 2-core box can be late by a lot; the bound is loose on
+// purpose, the lower bound is the strict one.
+const SLACK = 1500;
+const TIMING = ['--loops', '2', '--ping-interval', `${PING}ms`,
+  '--pong-timeout', `${PONG}ms`, '--tick', `${TICK}ms`];
+
+test('a client that answers pings stays open, and is pinged', async (t) => {
+  const hub = await startHub(TIMING);
+  const clients = [];
+  t.after(() => stopAll(hub, clients));
+  for (let i = 0; i < 6; i++) clients.push(await open(hub));
+  const before = await hub.stats();
+  const until = Date.now() + 5 * (PING + PONG);
+  // Watch for the whole window, failing at once on any close.
+  await waitFor(() => {
+    const closed = clients.find((c) => c.closed);
+    if (closed) throw new Error(`false close: ${JSON.stringify(closed.closed)}`);
+    return Date.now() >= until;
+  }, 'the liveness window', 5 * (PING + PONG) + 5000, 20).catch((e) => {
+    const closed = clients.find((c) => c.closed);
+    assert.fail(closed ? `false close ${JSON.stringify(closed.closed)}` : e.message);
+  });
+  for (const c of clients) {
+    assert.equal(c.closed, null);
+    assert.equal(c.find('pusher:error'), undefined);
+    // About one ping per ping + rtt; ask for at least 3 in 3 s.
+    assert.ok(c.pings.length >= 3, `only ${c.pings.length} pings`);
+  }
+  const after = await hub.stats();
+  assert.ok(after.totals.pongs - before.totals.pongs >= 3 * clients.length,
+    `pongs ${before.totals.pongs} -> ${after.totals.pongs}`);
+  assert.ok(after.totals.pings_sent > before.totals.pings_sent);
+  assert.equal(after.totals.closed['4201'], 0);
+  assert.equal(after.totals.sessions, clients.length);
+});
+
+test('a client that stops answering pings gets 4201 within the bound', async (t) => {
+  const hub = await startHub(TIMING);
+  const clients = [];
+  t.after(() => stopAll(hub, clients));
+  // Several at once, spread over both loops.
+  for (let i = 0; i < 4; i++) clients.push(await open(hub, { autoPong: false }));
+  const bound = PING + HEARTBEAT + PONG + 2 * TICK + SLACK;
+  await Promise.all(clients.map((c) => c.waitClose(bound + 5000)));
+  const lat = [];
+  for (const c of clients) {
+    assert.equal(c.closed.code, 4201, `close ${JSON.stringify(c.closed)}`);
+    const err = firstError(c);
+    assert.ok(err, 'a pusher:error before the close');
+    assert.equal(err.code, 4201);
+    assert.ok(c.find('pusher:error').at <= c.closed.at);
+    assert.ok(c.pings.length >= 1, 'was pinged');
+    // The hub stamped last_rx no earlier than our upgrade request, and
+    // never closes before ping + pong after it. Its clock counts whole
+    // milliseconds, so allow 2 ms of truncation.
+    const sinceRequest = c.closed.at - c.startedAt;
+    assert.ok(sinceRequest >= PING + PONG - 2,
+      `closed after ${sinceRequest} ms, before ping + pong`);
+    assert.ok(sinceRequest <= bound, `closed after ${sinceRequest} ms > ${bound}`);
+    lat.push(sinceRequest);
+  }
+  const st = await waitFor(async () => {
+    const s = await hub.stats();
+    return s.totals.sessions === 0 && s;
+  }, 'sessions to be gone');
+  assert.equal(st.totals.closed['4201'], clients.length);
+  t.diagnostic(`4201 after ${lat.join(', ')} ms (floor ${PING + PONG}, ` +
+    `bound without slack ${PING + HEARTBEAT + PONG + 2 * TICK})`);
+});
+
+test('idle timeout closes a data-silent client with 4202; pusher:ping keeps one', async (t) => {
+  const IDLE = 500;
+  const hub = await startHub([...TIMING, '--idle-timeout', `${IDLE}ms`]);
+  const clients = [];
+  t.after(() => stopAll(hub, clients));
+  const silent = await open(hub);
+  const chatty = await open(hub);
+  clients.push(silent, chatty);
+  let pings = 0;
+  const timer = setInterval(() => {
+    if (!chatty.closed) { chatty.send({ event: 'pusher:ping', data: {} }); pings++; }
+  }, IDLE / 4);
+  t.after(() => clearInterval(timer));
+  await silent.waitClose(IDLE + TICK + SLACK + 2000);
+  assert.equal(silent.closed.code, 4202);
+  assert.equal(firstError(silent).code, 4202);
+  const idleFor = silent.closed.at - silent.startedAt;
+  assert.ok(idleFor >= IDLE - 2, `4202 after ${idleFor} ms`);
+  // The chatty one lives on for several more idle periods.
+  const until = Date.now() + 3 * IDLE;
+  await waitFor(() => {
+    if (chatty.closed) throw new Error(`chatty closed ${JSON.stringify(chatty.closed)}`);
+    return Date.now() >= until;
+  }, 'three idle periods', 3 * IDLE + 5000, 20);
+  clearInterval(timer);
+  assert.equal(chatty.closed, null);
+  assert.ok(chatty.all('pusher:pong').length >= pings - 2,
+    `${chatty.all('pusher:pong').length} pongs for ${pings} pings`);
+  const st = await hub.stats();
+  assert.equal(st.totals.closed['4202'], 1);
+  assert.equal(st.totals.sessions, 1);
+  t.diagnostic(`4202 after ${idleFor} ms (idle timeout ${IDLE})`);
+});
+
+// A raw TCP peer that completes the WebSocket handshake, then never sends
+// a byte (so no pong, no close reply) but keeps reading, so our close
+// frame arrives and is ignored.
+function rawPeer(hub) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(hub.port, hub.host);
+    const key = crypto.randomBytes(16).toString('base64');
+    const p = { sock, buf: Buffer.alloc(0), upgraded: false, closeFrameAt: 0,
+      closeCode: 0, endAt: 0 };
+    sock.on('connect', () => {
+      sock.write(`GET /app/app-key?protocol=7&client=js&version=8.4.0 HTTP/1.1\r\n` +
+        `Host: ${hub.host}:${hub.port}\r\nUpgrade: websocket\r\n` +
+        `Connection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\n` +
+        'Sec-WebSocket-Version: 13\r\n\r\n');
+    });
+    sock.on('data', (d) => {
+      p.buf = Buffer.concat([p.buf, d]);
+      if (!p.upgraded) {
+        const i = p.buf.indexOf('\r\n\r\n');
+        if (i < 0) return;
+        if (!/^HTTP\/1\.1 101/.test(p.buf.toString('latin1', 0, i))) {
+          reject(new Error(`no upgrade: ${p.buf.toString('latin1', 0, i)}`));
+          return;
+        }
+        p.upgraded = true;
+        p.buf = p.buf.subarray(i + 4);
+        resolve(p);
+      }
+      // Walk the server's (unmasked) frames looking for a close.
+      for (;;) {
+        if (p.buf.length < 2) break;
+        let len = p.buf[1] & 0x7f;
+        let off = 2;
+        if (len === 126) { if (p.buf.length < 4) break; len = p.buf.readUInt16BE(2); off = 4; }
+        else if (len === 127) { if (p.buf.length < 10) break; len = Number(p.buf.readBigUInt64BE(2)); off = 10; }
+        if (p.buf.length < off + len) break;
+        if ((p.buf[0] & 0x0f) === 0x8 && !p.closeFrameAt) {
+          p.closeFrameAt = Date.now();
+          p.closeCode = len >= 2 ? p.buf.readUInt16BE(off) : 0;
+        }
+        p.buf = p.buf.subarray(off + len);
+      }
+    });
+    sock.on('end', () => { p.endAt = Date.now(); });
+    sock.on('close', () => { if (!p.endAt) p.endAt = Date.now(); });
+    sock.on('error', (e) => { if (!p.upgraded) reject(e); });
+  });
+}
+
+test('close timeout drops a peer that never answers our close frame', async (t) => {
+  const CLOSE = 400;
+  // lws waits 5 s for a close reply by itself; ours must cut that short.
+  const hub = await startHub([...TIMING, '--close-timeout', `${CLOSE}ms`]);
+  const socks = [];
+  t.after(() => { socks.forEach((s) => s.destroy()); return stopAll(hub); });
+  const peer = await rawPeer(hub);
+  socks.push(peer.sock);
+  // It never answers pings: 4201, close frame, no reply, then the kill.
+  await waitFor(() => peer.endAt, 'the hub to drop the peer',
+    PING + HEARTBEAT + PONG + CLOSE + SLACK + 5000, 10);
+  assert.equal(peer.closeCode, 4201);
+  assert.ok(peer.closeFrameAt > 0, 'a close frame came first');
+  const held = peer.endAt - peer.closeFrameAt;
+  assert.ok(held <= CLOSE + TICK + SLACK, `dropped ${held} ms after the close frame`);
+  const st = await waitFor(async () => {
+    const s = await hub.stats();
+    return s.totals.sessions === 0 && s;
+  }, 'the session to be gone');
+  const timeouts = st.per_loop.reduce((a, l) => a + l.close_timeouts, 0);
+  assert.equal(timeouts, 1);
+  assert.equal(st.totals.closed['4201'], 1);
+  t.diagnostic(`dropped ${held} ms after the close frame (close timeout ${CLOSE} ms)`);
+});
