@@ -113,6 +113,9 @@ void hub_session_on_pong(struct hub_session *s, uint64_t now_ms)
 
     hub_session_stamp_rx(s, now_ms);
     HUB_STAT_ADD(l->stats.pongs, 1);
+    /* The pong timer stays armed (no per-frame timer work) and finds the
+     * peer alive when it fires; the next ping need not wait for it. */
+    s->ping_outstanding = false;
     if (s->ping_sent_ns) {
         uint64_t rtt = hub_clock_now_ns(l->clock) - s->ping_sent_ns;
 
