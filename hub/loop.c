@@ -41,10 +41,16 @@ struct hub *hub_create(const struct hub_config *cfg,
     h->cfg = cfg;
     h->clock = clock;
     h->dir = hub_directory_create();
-    if (!h->dir) {
+    h->app_sessions = calloc(cfg->n_apps ? cfg->n_apps : 1,
+                             sizeof(*h->app_sessions));
+    if (!h->dir || !h->app_sessions) {
+        hub_directory_destroy(h->dir);
+        free(h->app_sessions);
         free(h);
         return NULL;
     }
+    for (unsigned i = 0; i < cfg->n_apps; i++)
+        atomic_init(&h->app_sessions[i], 0);
     atomic_init(&h->draining, false);
     atomic_init(&h->stopping, false);
     atomic_init(&h->sessions, 0);
@@ -57,6 +63,7 @@ void hub_destroy(struct hub *h)
     if (!h)
         return;
     hub_directory_destroy(h->dir);
+    free(h->app_sessions);
     free(h);
 }
 

@@ -62,6 +62,9 @@ struct hub {
     atomic_bool draining;
     atomic_bool stopping;          /* teardown: publish nothing more */
     atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
+    /* Live sessions per app (cfg->n_apps entries), for the per-app
+     * max_connections quota; counted when the app key matched. */
+    atomic_uint_fast32_t *app_sessions;
     uint64_t started_ms;
 };
 

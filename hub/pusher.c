@@ -78,6 +78,7 @@ static void send_sub_error(struct hub_session *s, const char *channel,
 
 void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
 {
+    atomic_uint_fast32_t *live;
     char buf[256];
     size_t n;
 
@@ -86,6 +87,19 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
         hub_session_send_error(s, 4003, "Application is disabled", true);
         return;
     }
+    /*
+     * Per-app quota, hub-wide: take a slot first and give it back when
+     * over, so two loops racing for the last slot cannot both get it.
+     */
+    live = &s->loop->hub->app_sessions[app->index];
+    if (atomic_fetch_add(live, 1) >= app->max_connections &&
+        app->max_connections) {
+        atomic_fetch_sub(live, 1);
+        hub_session_send_error(s, 4004, "Application is over connection quota",
+                               true);
+        return;
+    }
+    s->app_counted = true;
     s->bucket_tokens = app->client_event_rate * 1000;
     s->bucket_ms = s->connected_ms;
     n = hub_proto_encode_established(buf, sizeof(buf), s->socket_id,

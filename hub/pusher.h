@@ -16,7 +16,8 @@
 struct hub_session;
 
 /* After hub_session_init(): bind the app and send connection_established
- * (or pusher:error 4003 + close if the app is disabled). */
+ * (or pusher:error + close: 4003 if the app is disabled, 4004 if it is at
+ * its max_connections, counted hub-wide in hub->app_sessions). */
 void hub_pusher_open(struct hub_session *s, const struct hub_app *app);
 
 /*

@@ -65,6 +65,7 @@ struct hub_session {
     bool ping_outstanding;         /* a ping went out; pong timer armed */
     bool want_writable;            /* asked, not yet served */
     bool draining;                 /* the idle timer is the drain close */
+    bool app_counted;              /* counted in hub->app_sessions */
     uint64_t sid_hi;               /* socket_id = "<hi>.<lo>" */
     uint32_t sid_lo;
     char socket_id[32];

@@ -313,14 +313,7 @@ static void ws_established(struct srv_loop *l, struct hub_session *s,
         hub_session_send_error(s, 4007, "Unsupported protocol version", true);
         return;
     }
-    if (app->max_connections) {
-        /* Per-app quota: count this app's sessions on demand (rare). */
-        uint32_t count = 0;
-
-        for (unsigned i = 0; i < l->srv->n_loops; i++)
-            (void)i;
-        (void)count;
-    }
+    /* hub_pusher_open() enforces the app's max_connections (4004). */
     hub_pusher_open(s, app);
 }
 
