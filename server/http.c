@@ -28,6 +28,7 @@ struct http_pss {
     size_t resp_len;
     bool post;
     bool too_big;
+    bool close_after;            /* close once the response is out */
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
 };
@@ -72,6 +73,9 @@ static int respond(struct lws *wsi, struct http_pss *p, unsigned status,
         lws_add_http_header_by_name(wsi,
                                     (unsigned char *)"access-control-allow-origin:",
                                     (unsigned char *)"*", 1, &q, end) ||
+        (p->close_after &&
+         lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION,
+                                      (unsigned char *)"close", 5, &q, end)) ||
         lws_finalize_write_http_header(wsi, start, &q, end))
         return -1;
     lws_callback_on_writable(wsi);
@@ -374,6 +378,21 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                                           "request body too large")
                            ? -1
                            : 0;
+            /*
+             * A chunked body (no Content-Length) is not read by this
+             * handler: answering early would leave the chunks on a
+             * keep-alive connection as the next "request". Every Pusher
+             * SDK sends Content-Length, so refuse and close.
+             */
+            if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 &&
+                lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) >
+                    0) {
+                p->close_after = true;
+                return respond_json_error(wsi, p, 411,
+                                          "Content-Length required")
+                           ? -1
+                           : 0;
+            }
             if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 ||
                 (lws_hdr_copy(wsi, cl, sizeof(cl),
                               WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
@@ -410,7 +429,7 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
         n = lws_write(wsi, p->resp + LWS_PRE, p->resp_len,
                       LWS_WRITE_HTTP_FINAL);
         pss_reset(p);
-        if (n < 0)
+        if (n < 0 || p->close_after)
             return -1;
         if (lws_http_transaction_completed(wsi))
             return -1;
