@@ -227,7 +227,9 @@ async function rest(hub, method, urlPath, { params = {}, body, signOpts = {}, ta
   const text = body === undefined ? undefined : (typeof body === 'string' ? body : JSON.stringify(body));
   let p = signedPath(method, urlPath, params, text, signOpts);
   if (tamper) p = tamper(p);
-  const headers = text === undefined ? {} : { 'content-type': 'application/json' };
+  const headers = text === undefined ? {} : {
+    'content-type': 'application/json', 'content-length': Buffer.byteLength(text),
+  };
   const r = await request(method, hub.url(p), text, headers);
   let json;
   try { json = JSON.parse(r.body); } catch (_) { json = undefined; }
