@@ -271,7 +271,8 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
             /* The batch form reports the single channel's info directly. */
             json_t *only = json_object_iter_value(json_object_iter(info));
 
-            json_array_append(infos, only ? only : json_object());
+            json_array_append_new(infos,
+                                  only ? json_incref(only) : json_object());
             json_decref(info);
         }
     }
