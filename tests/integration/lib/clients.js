@@ -38,7 +38,14 @@ async function twoLoopHub(t, { apps, args = [] } = {}) {
   // A short drain: the clients are closed by their own cleanup anyway.
   const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
     ...extra, ...args]);
-  t.after(() => hub.stop());
+  // A clean exit is part of every test: under the ASan build a leak or a
+  // late memory error shows up only as the exit status.
+  t.after(async () => {
+    const exit = await hub.stop();
+    if (exit.code !== 0) {
+      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
+    }
+  });
   return hub;
 }
 
