@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -495,7 +496,7 @@ struct pub_node {
 
 struct hub_pub {
     atomic_uint refs;
-    struct hub_frame *frame;
+    struct hub_frame *frame;       /* NULL for a terminate order */
     unsigned app;
     struct hub_excl excl;
     size_t name_len;
@@ -506,7 +507,8 @@ struct hub_pub {
 static void pub_unref(struct hub_pub *p)
 {
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) {
-        hub_frame_unref(p->frame);
+        if (p->frame)
+            hub_frame_unref(p->frame);
         free(p);
     }
 }
@@ -536,9 +538,29 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
     return n;
 }
 
-int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
-                const char *name, size_t len, struct hub_frame *f,
-                const struct hub_excl *excl)
+/* Close this loop's sessions on the user's #server-to-user- channel. */
+static void terminate_local(struct hub_loop *l, unsigned app, const char *name,
+                            size_t len)
+{
+    struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
+    struct hub_list *pos;
+
+    if (!ch)
+        return;
+    /* Closing only marks the session; it leaves its channels at fini. */
+    hub_list_for_each(pos, &ch->members) {
+        struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
+                                               chan_link);
+
+        hub_session_send_error(sub->s, 4009,
+                               "You got disconnected by the app.", true);
+    }
+}
+
+/* Post to every other loop, then act on from. f NULL: terminate. */
+static int post_pub(struct hub *h, struct hub_loop *from, unsigned app,
+                    const char *name, size_t len, struct hub_frame *f,
+                    const struct hub_excl *excl)
 {
     unsigned others = h->n_loops - (from ? 1 : 0);
     struct hub_pub *p;
@@ -551,7 +573,7 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
         if (!p)
             return -ENOMEM;
         atomic_init(&p->refs, others);
-        p->frame = hub_frame_ref(f);
+        p->frame = f ? hub_frame_ref(f) : NULL;
         p->app = app;
         p->excl = excl ? *excl : (struct hub_excl){ 0 };
         p->name_len = len;
@@ -567,16 +589,43 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
             k++;
         }
     }
-    if (from)
+    if (from && f)
         hub_deliver_local(from, app, name, len, f, excl);
+    else if (from)
+        terminate_local(from, app, name, len);
     return 0;
+}
+
+int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
+                const char *name, size_t len, struct hub_frame *f,
+                const struct hub_excl *excl)
+{
+    return post_pub(h, from, app, name, len, f, excl);
+}
+
+int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
+                       const char *user_id)
+{
+    char *name;
+    int n, rc;
+
+    n = asprintf(&name, "#server-to-user-%s", user_id);
+    if (n < 0)
+        return -ENOMEM;
+    rc = post_pub(h, from, app, name, (size_t)n, NULL, NULL);
+    free(name);
+    return rc;
 }
 
 void hub_pub_deliver_node(struct hub_loop *l, struct hub_inbox_node *n)
 {
     struct hub_pub *p = ((struct pub_node *)n)->pub;
 
-    hub_deliver_local(l, p->app, p->name, p->name_len, p->frame, &p->excl);
+    if (p->frame)
+        hub_deliver_local(l, p->app, p->name, p->name_len, p->frame,
+                          &p->excl);
+    else
+        terminate_local(l, p->app, p->name, p->name_len);
     pub_unref(p);
 }
 

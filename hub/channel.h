@@ -134,6 +134,14 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
                 const char *name, size_t len, struct hub_frame *f,
                 const struct hub_excl *excl);
 
+/*
+ * Close every session of app signed in as user_id (pusher:signin), on
+ * every loop, with pusher:error 4009 and close 4009. from as for
+ * hub_publish(). Returns 0 or -ENOMEM (then other loops were not told).
+ */
+int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
+                       const char *user_id);
+
 /* Inbox plumbing for hub/loop.c. */
 void hub_pub_deliver_node(struct hub_loop *l, struct hub_inbox_node *n);
 void hub_pub_release_node(struct hub_inbox_node *n);

@@ -237,6 +237,12 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
     kind = hub_channel_classify(name, len);
     sub = find_sub(s, name, len);
     if (kind == HUB_CHANNEL_USER) {
+        /* Joined at sign-in; pusher-js then subscribes to confirm. */
+        if (sub && s->user_id) {
+            send_event_string(s, "pusher_internal:subscription_succeeded",
+                              name, "{}");
+            return;
+        }
         send_sub_error(s, name, "AuthError",
                        "#server-to-user- channels need pusher:signin", 403);
         return;
@@ -386,6 +392,96 @@ void hub_pusher_leave_all(struct hub_session *s)
                                   session_link));
 }
 
+/* Join s to its user's #server-to-user-<id> channel (local index only:
+ * REST queries do not list these). 0 or -ENOMEM. */
+static int join_user_channel(struct hub_session *s, const char *id)
+{
+    struct hub_loop *l = s->loop;
+    struct hub_lchan *ch;
+    struct hub_sub *sub;
+    char *name;
+    int n = asprintf(&name, "#server-to-user-%s", id);
+
+    if (n < 0)
+        return -ENOMEM;
+    ch = hub_chanmap_get(l->chans, s->app->index, name, (size_t)n);
+    free(name);
+    sub = calloc(1, sizeof(*sub));
+    if (!ch || !sub) {
+        free(sub);
+        if (ch)
+            hub_chanmap_put(l->chans, ch);
+        return -ENOMEM;
+    }
+    sub->s = s;
+    sub->ch = ch;
+    hub_list_link_tail(&ch->members, &sub->chan_link);
+    hub_list_link_tail(&s->subs, &sub->session_link);
+    ch->n_members++;
+    HUB_STAT_ADD(l->stats.subscriptions, 1);
+    return 0;
+}
+
+/*
+ * pusher:signin (PROTOCOL.md 4.2): check the signature over
+ * "<socket_id>::user::<user_data>", require a non-empty string id, join
+ * the user's channel so REST events to #server-to-user-<id> and
+ * terminate_connections reach this socket, and confirm. Failures close
+ * with 4009, as soketi does. Watchlists are not implemented.
+ */
+static void signin(struct hub_session *s, const struct hub_msg *m)
+{
+    const struct hub_app *app = s->app;
+    json_t *ud, *reply;
+    const char *id;
+    char *text;
+    int rc;
+
+    rc = hub_auth_check_user(app, s->socket_id, m->user_data,
+                             m->user_data_len, m->auth);
+    if (rc) {
+        hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: signin refused: %s",
+                s->socket_id, rc == -EACCES ? "bad signature" : "bad auth");
+        hub_session_send_error(s, 4009, "Invalid signature for pusher:signin",
+                               true);
+        return;
+    }
+    ud = json_loadb(m->user_data, m->user_data_len, 0, NULL);
+    id = json_string_value(json_object_get(ud, "id"));
+    if (!json_is_object(ud) || !id || !*id ||
+        strlen(id) != json_string_length(json_object_get(ud, "id")) ||
+        strlen(id) > app->max_user_id_len) {
+        json_decref(ud);
+        hub_session_send_error(s, 4009,
+                               "user_data must hold a non-empty string id",
+                               true);
+        return;
+    }
+    if (s->user_id && strcmp(s->user_id, id) != 0) {
+        json_decref(ud);
+        hub_session_send_error(s, 4009, "Already signed in as another user",
+                               true);
+        return;
+    }
+    if (!s->user_id) {
+        s->user_id = strdup(id);
+        if (!s->user_id || join_user_channel(s, id)) {
+            free(s->user_id);
+            s->user_id = NULL;
+            json_decref(ud);
+            hub_session_send_error(s, 4009, "Out of memory", true);
+            return;
+        }
+    }
+    json_decref(ud);
+    reply = json_pack("{s:s}", "user_data", m->user_data);
+    text = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
+    json_decref(reply);
+    if (text)
+        send_event_string(s, "pusher:signin_success", NULL, text);
+    free(text);
+}
+
 static bool take_token(struct hub_session *s, uint64_t now_ms)
 {
     uint32_t rate = s->app->client_event_rate;
@@ -513,8 +609,7 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
         client_event(s, &m, now_ms);
         break;
     case HUB_MSG_SIGNIN:
-        hub_session_send_error(s, -1, "pusher:signin is not supported yet",
-                               false);
+        signin(s, &m);
         break;
     case HUB_MSG_OTHER:
         HUB_STAT_ADD(l->stats.bad_messages, 1);

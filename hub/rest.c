@@ -440,5 +440,31 @@ void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
             reply_error(out, 404, "not found");
         return;
     }
+    if (strncmp(res, "users/", 6) == 0) {
+        const char *uid = res + 6, *slash = strchr(uid, '/');
+        char user[256];
+
+        if (!slash || strcmp(slash, "/terminate_connections") != 0) {
+            reply_error(out, 404, "not found");
+            return;
+        }
+        if (!is_post) {
+            reply_error(out, 405, "use POST");
+            return;
+        }
+        if (slash == uid || (size_t)(slash - uid) >= sizeof(user) ||
+            hub_query_decode(user, sizeof(user), uid,
+                             (size_t)(slash - uid)) ||
+            !*user || strlen(user) > app->max_user_id_len) {
+            reply_error(out, 400, "bad user id");
+            return;
+        }
+        if (hub_terminate_user(l->hub, l, app->index, user)) {
+            reply_error(out, 500, "out of memory");
+            return;
+        }
+        reply_json(out, 200, json_object());
+        return;
+    }
     reply_error(out, 404, "not found");
 }
