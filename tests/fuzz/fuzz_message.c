@@ -12,9 +12,10 @@
  * up to 16 messages, they go through hub_pusher_on_message() on three
  * sessions of a two-loop hub with a fake transport and a fake clock
  * (tests/unit/fake_hub.h), so the subscribe, presence, unsubscribe and
- * client-event handlers run on fuzzed input. A subscribe to a private or
- * presence channel is delivered once as sent and once re-signed with the
- * right HMAC, so the fuzzer gets past authentication. After each message
+ * client-event and signin handlers run on fuzzed input. A signin or a
+ * subscribe to a private or presence channel is delivered once as sent and
+ * once re-signed with the right HMAC, so the fuzzer gets past
+ * authentication. After each message
  * the loops drain their inboxes and the queues are corked out; at the end
  * every queue must pass hub_session_check() and every session unlinks
  * cleanly. No network; one thread.
@@ -175,13 +176,17 @@ static void check_channel(const struct hub_msg *m)
 #define MAX_LINES 16
 
 /* Deliver m (already parsed from line) re-signed for s, when it is a
- * subscribe to a private or presence channel. */
+ * subscribe to a private or presence channel, or a signin. */
 static void deliver_signed(struct fake_hub *fh, struct hub_session *s,
                            const struct hub_msg *m)
 {
     enum hub_channel_kind kind;
     char *channel, *cd = NULL;
 
+    if (m->type == HUB_MSG_SIGNIN && s->state == HUB_SESSION_OPEN) {
+        (void)fake_signin(fh, s, m->user_data);
+        return;
+    }
     if (m->type != HUB_MSG_SUBSCRIBE || s->state != HUB_SESSION_OPEN)
         return;
     kind = hub_channel_classify(m->channel, m->channel_len);
@@ -242,6 +247,16 @@ static void drive_sessions(const uint8_t *data, size_t size)
         fh.now_ns += (uint64_t)(len % 512) * 1000000ull;
         pos += len + 1;
         line++;
+    }
+    /* Terminate the first signed-in user, from the other loop. */
+    for (unsigned i = 0; i < N_SESSIONS; i++) {
+        if (fs[i].s.user_id) {
+            CHECK(hub_terminate_user(fh.hub, fh.loops[1], 0,
+                                     fs[i].s.user_id) == 0);
+            fake_hub_drain(&fh);
+            CHECK(fs[i].s.state != HUB_SESSION_OPEN);
+            break;
+        }
     }
     for (unsigned i = 0; i < N_SESSIONS; i++) {
         CHECK(hub_session_check(&fs[i].s) == 0);

@@ -249,4 +249,28 @@ static inline int fake_subscribe(struct fake_hub *fh, struct hub_session *s,
     return rc;
 }
 
+/* pusher:signin with a correct signature over user_data. */
+static inline int fake_signin(struct fake_hub *fh, struct hub_session *s,
+                              const char *user_data)
+{
+    const struct hub_app *app = s->app;
+    char tosign[1024], sig[HUB_SHA256_HEX_LEN + 1], auth[256];
+    json_t *msg;
+    char *text;
+    int rc;
+
+    snprintf(tosign, sizeof(tosign), "%s::user::%s", s->socket_id,
+             user_data);
+    hub_auth_hmac_hex(app->secret, strlen(app->secret), tosign,
+                      strlen(tosign), sig);
+    snprintf(auth, sizeof(auth), "%s:%s", app->key, sig);
+    msg = json_pack("{s:s,s:{s:s,s:s}}", "event", "pusher:signin", "data",
+                    "auth", auth, "user_data", user_data);
+    text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    rc = fake_recv(fh, s, text);
+    free(text);
+    return rc;
+}
+
 #endif

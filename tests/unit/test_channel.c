@@ -513,6 +513,85 @@ static void test_channel_app_max_connections_4004(void **state)
     fake_hub_stop(&fh);
 }
 
+static void test_channel_signin_user_channel_and_terminate(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b, c, x;
+    struct hub_frame *f;
+    const char *uid = "#server-to-user-42";
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 1, &fh.apps[0]);
+    fake_session_open(&fh, &c, 1, &fh.apps[0]);
+    fake_session_open(&fh, &x, 0, &fh.apps[0]);
+    /* Before signin the user channel is refused. */
+    fake_subscribe(&fh, &a.s, uid, NULL);
+    assert_true(fake_find(&a.s, "\"status\":403") >= 0);
+    fake_signin(&fh, &a.s, "{\"id\":\"42\",\"user_info\":{}}");
+    fake_signin(&fh, &b.s, "{\"id\":\"42\"}");
+    fake_signin(&fh, &c.s, "{\"id\":\"7\"}");
+    assert_int_equal(fake_count(&a.s, "pusher:signin_success"), 1);
+    {
+        /* data is a JSON string holding {"user_data": <as sent>}. */
+        int i = fake_find(&a.s, "pusher:signin_success");
+        json_t *msg = json_loads(fake_frame_text(&a.s, (uint32_t)i), 0, NULL);
+        json_t *data = json_loads(
+            json_string_value(json_object_get(msg, "data")), 0, NULL);
+
+        assert_non_null(data);
+        assert_null(json_object_get(msg, "channel"));
+        assert_string_equal(
+            json_string_value(json_object_get(data, "user_data")),
+            "{\"id\":\"42\",\"user_info\":{}}");
+        json_decref(data);
+        json_decref(msg);
+    }
+    assert_string_equal(a.s.user_id, "42");
+    /* pusher-js then subscribes to its channel: confirmed, not doubled. */
+    fake_subscribe(&fh, &a.s, uid, NULL);
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 1);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    fake_flush(&c.s);
+    /* A REST event to the user reaches both of its sockets, once each. */
+    f = hub_frame_create_text("{\"event\":\"u\"}", 13);
+    hub_publish(fh.hub, fh.loops[0], 0, uid, strlen(uid), f, NULL);
+    hub_frame_unref(f);
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.q.count, 1);
+    assert_int_equal(b.s.q.count, 1);
+    assert_int_equal(c.s.q.count, 0);
+    /* Terminate closes the user's sockets on every loop with 4009. */
+    assert_int_equal(hub_terminate_user(fh.hub, fh.loops[1], 0, "42"), 0);
+    assert_int_equal(b.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(a.s.state, HUB_SESSION_OPEN);
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(a.s.close_code, 4009);
+    assert_true(fake_find(&a.s, "You got disconnected by the app.") >= 0);
+    assert_int_equal(c.s.state, HUB_SESSION_OPEN);
+    /* Bad signature and a missing id close with 4009. */
+    fake_recv(&fh, &x.s,
+              "{\"event\":\"pusher:signin\",\"data\":{\"auth\":"
+              "\"app-key:00\",\"user_data\":\"{\\\"id\\\":\\\"1\\\"}\"}}");
+    assert_int_equal(x.s.close_code, 4009);
+    hub_session_fini(&x.s, HUB_CLOSE_APP);
+    fake_session_open(&fh, &x, 0, &fh.apps[0]);
+    fake_signin(&fh, &x.s, "{\"id\":5}");
+    assert_int_equal(x.s.close_code, 4009);
+    assert_null(x.s.user_id);
+    hub_session_fini(&a.s, HUB_CLOSE_APP);
+    hub_session_fini(&b.s, HUB_CLOSE_APP);
+    hub_session_fini(&c.s, HUB_CLOSE_PEER);
+    hub_session_fini(&x.s, HUB_CLOSE_APP);
+    assert_int_equal(hub_chanmap_count(fh.loops[0]->chans), 0);
+    assert_int_equal(hub_chanmap_count(fh.loops[1]->chans), 0);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_channel_client_event_not_echoed_user_id_added),
         cmocka_unit_test(test_channel_client_event_rate_limit),
         cmocka_unit_test(test_channel_app_max_connections_4004),
+        cmocka_unit_test(test_channel_signin_user_channel_and_terminate),
     };
 
     json_object_seed(1);
