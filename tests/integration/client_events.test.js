@@ -93,7 +93,7 @@ test('rate limit: over 10 client events a second gives pusher:error 4301', async
   const r = await rawOnLoop(t, hub, 1);
   await s.subscribed('private-burst');
   await r.subscribed('private-burst');
-  const N = 40;
+  const N = 100;
   for (let i = 0; i < N; i++) s.send({ event: 'client-burst', channel: 'private-burst', data: { i } });
   const rejected = () => s.msgs.filter((m) => m.event === 'pusher:error' && m.data.code === 4301);
   // Every event is either relayed or rejected, and the burst (sent in far
