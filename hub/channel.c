@@ -171,6 +171,7 @@ struct hub_directory {
     pthread_mutex_t mu;
     struct hub_gchan **b;
     uint32_t mask, count;
+    uint64_t seq;                  /* presence changes, hub-wide */
 };
 
 struct hub_directory *hub_directory_create(void)
@@ -347,8 +348,10 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
             m->conns = 0;
             g->n_members++;
             join->first = true;
+            d->seq++;
         }
         m->conns++;
+        join->seq = d->seq;
         join->members_json = members_json(g);
     }
     g->subs++;
@@ -372,10 +375,19 @@ void hub_directory_leave(struct hub_directory *d, unsigned app,
                          const char *name, size_t len, const char *user_id,
                          bool *last)
 {
+    hub_directory_leave_seq(d, app, name, len, user_id, last, NULL);
+}
+
+void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
+                             const char *name, size_t len,
+                             const char *user_id, bool *last, uint64_t *seq)
+{
     struct hub_gchan *g, **pp;
 
     if (last)
         *last = false;
+    if (seq)
+        *seq = 0;
     pthread_mutex_lock(&d->mu);
     g = dir_find(d, app, name, len, &pp);
     if (!g)
@@ -387,6 +399,9 @@ void hub_directory_leave(struct hub_directory *d, unsigned app,
             free(m->user_id);
             free(m->user_info);
             *m = g->members[--g->n_members];
+            d->seq++;
+            if (seq)
+                *seq = d->seq;
             if (last)
                 *last = true;
         }
@@ -530,6 +545,8 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
 
         if (excl && excl->set && s->sid_hi == excl->hi &&
             s->sid_lo == excl->lo)
+            continue;
+        if (excl && excl->member_seq && sub->joined_seq >= excl->member_seq)
             continue;
         if (hub_session_send(s, f) == 0)
             n++;

@@ -122,18 +122,20 @@ static struct hub_sub *find_sub(struct hub_session *s, const char *name,
     return NULL;
 }
 
+/* Publish f to channel except this session; member_seq as in hub_excl. */
 static void publish(struct hub_session *s, const char *channel, size_t len,
-                    struct hub_frame *f, bool exclude_self)
+                    struct hub_frame *f, uint64_t member_seq)
 {
-    struct hub_excl ex = { exclude_self, s->sid_hi, s->sid_lo };
+    struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
 
-    hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f,
-                exclude_self ? &ex : NULL);
+    hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f, &ex);
 }
 
+/* seq: the directory seq of the change (hub_directory_leave_seq). */
 static void member_event(struct hub_session *s, const char *event,
                          const char *channel, size_t chlen,
-                         const char *user_id, const char *user_info)
+                         const char *user_id, const char *user_info,
+                         uint64_t seq)
 {
     json_t *o = json_pack("{s:s}", "user_id", user_id);
     char *text;
@@ -157,7 +159,7 @@ static void member_event(struct hub_session *s, const char *event,
             hub_proto_encode_string(d, dlen + 1, text, strlen(text));
             f = event_frame(event, channel, d, dlen, NULL);
             if (f) {
-                publish(s, channel, chlen, f, true);
+                publish(s, channel, chlen, f, seq);
                 hub_frame_unref(f);
             }
             free(d);
@@ -346,6 +348,7 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
     sub->s = s;
     sub->ch = ch;
     sub->user_id = user_id;
+    sub->joined_seq = join.seq;
     hub_list_link_tail(&ch->members, &sub->chan_link);
     hub_list_link_tail(&s->subs, &sub->session_link);
     ch->n_members++;
@@ -356,7 +359,7 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
         free(join.members_json);
         if (join.first)
             member_event(s, "pusher_internal:member_added", name, len,
-                         user_id, user_info);
+                         user_id, user_info, join.seq);
     } else {
         send_event_string(s, "pusher_internal:subscription_succeeded", name,
                           "{}");
@@ -369,17 +372,18 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
     struct hub_loop *l = s->loop;
     struct hub_lchan *ch = sub->ch;
     bool last = false;
+    uint64_t seq;
 
     hub_list_unlink(&sub->chan_link);
     hub_list_unlink(&sub->session_link);
     ch->n_members--;
     HUB_STAT_ADD(l->stats.subscriptions, -1);
-    hub_directory_leave(l->hub->dir, ch->app, ch->name, ch->name_len,
-                        sub->user_id, &last);
+    hub_directory_leave_seq(l->hub->dir, ch->app, ch->name, ch->name_len,
+                            sub->user_id, &last, &seq);
     /* ch outlives the event: put() frees it only afterwards. */
     if (last && sub->user_id)
         member_event(s, "pusher_internal:member_removed", ch->name,
-                     ch->name_len, sub->user_id, NULL);
+                     ch->name_len, sub->user_id, NULL, seq);
     hub_chanmap_put(l->chans, ch);
     free(sub->user_id);
     free(sub);
@@ -557,7 +561,7 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     free(data);
     if (!f)
         goto dropped;
-    publish(s, sub->ch->name, sub->ch->name_len, f, true);
+    publish(s, sub->ch->name, sub->ch->name_len, f, 0);
     hub_frame_unref(f);
     HUB_STAT_ADD(l->stats.client_events, 1);
     return;
