@@ -402,6 +402,46 @@ static void test_channel_presence_member_events_per_user(void **state)
     fake_hub_stop(&fh);
 }
 
+static void test_channel_presence_stale_member_events_skipped(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session w, v, x, y;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &w, 0, &fh.apps[0]);
+    fake_session_open(&fh, &v, 0, &fh.apps[0]);
+    fake_session_open(&fh, &x, 1, &fh.apps[0]);
+    fake_session_open(&fh, &y, 1, &fh.apps[0]);
+    fake_subscribe(&fh, &v.s, "presence-s", "{\"user_id\":\"v\"}");
+    fake_hub_drain(&fh);
+    /*
+     * w joins and v leaves on loop 0; their member events are still in
+     * loop 1's inbox when x joins there. x's member list already says
+     * "w in, v out", so neither event may reach x.
+     */
+    fake_subscribe(&fh, &w.s, "presence-s", "{\"user_id\":\"w\"}");
+    hub_session_fini(&v.s, HUB_CLOSE_PEER);
+    fake_subscribe(&fh, &x.s, "presence-s", "{\"user_id\":\"x\"}");
+    assert_true(fake_find(&x.s, "\\\"ids\\\":[\\\"w\\\",\\\"x\\\"]") >= 0 ||
+                fake_find(&x.s, "\\\"ids\\\":[\\\"x\\\",\\\"w\\\"]") >= 0);
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&x.s, "member_added"), 0);
+    assert_int_equal(fake_count(&x.s, "member_removed"), 0);
+    /* Changes after x joined do reach it, from either loop. */
+    fake_subscribe(&fh, &y.s, "presence-s", "{\"user_id\":\"y\"}");
+    hub_session_fini(&w.s, HUB_CLOSE_PEER);
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&x.s, "member_added"), 1);
+    assert_true(fake_find(&x.s, "{\\\"user_id\\\":\\\"y\\\"}") >= 0);
+    assert_int_equal(fake_count(&x.s, "member_removed"), 1);
+    assert_true(fake_find(&x.s, "{\\\"user_id\\\":\\\"w\\\"}") >= 0);
+    hub_session_fini(&x.s, HUB_CLOSE_PEER);
+    hub_session_fini(&y.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
 static void test_channel_client_event_not_echoed_user_id_added(void **state)
 {
     struct fake_hub fh;
@@ -605,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_channel_publish_excludes_socket_across_loops),
         cmocka_unit_test(test_channel_publish_to_stopping_hub_is_dropped),
         cmocka_unit_test(test_channel_presence_member_events_per_user),
+        cmocka_unit_test(test_channel_presence_stale_member_events_skipped),
         cmocka_unit_test(test_channel_client_event_not_echoed_user_id_added),
         cmocka_unit_test(test_channel_client_event_rate_limit),
         cmocka_unit_test(test_channel_app_max_connections_4004),
