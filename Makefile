@@ -1,6 +1,9 @@
 # Thin wrapper over CMake and ctest. The two commands: make run, make test.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+# How long make test fuzzes the inbound message path (seconds).
+HUB_FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 # make run is the development setup: the dev /auth endpoint signs any
@@ -8,8 +11,9 @@ CMAKE_ARGS ?=
 # Everywhere else it stays off (the flag defaults to false).
 RUN_ARGS   ?= --dev-auth-endpoint
 
-.PHONY: all build run test test-unit test-e2e test-asan deps deps-test clean \
-        image test-container bench-timers bench-scan bench-idle bench-fanout
+.PHONY: all build run test test-unit test-e2e test-asan test-fuzz deps deps-test \
+        clean image test-container bench-timers bench-scan bench-idle \
+        bench-fanout
 
 all: build
 
@@ -29,10 +33,12 @@ build: $(BUILD)/CMakeCache.txt
 run: deps build
 	$(BUILD)/lubdub $(RUN_ARGS)
 
-# Every test through ctest, then the unit tests once more under ASan+UBSan.
+# Every test through ctest, then the unit tests once more under ASan+UBSan,
+# then the libFuzzer target for HUB_FUZZ_SECONDS.
 test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan
+	$(MAKE) test-fuzz
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit -j $(JOBS)
@@ -62,6 +68,13 @@ image:
 test-container: build
 	cd $(BUILD) && ctest --output-on-failure -L container
 
+# The fuzz build needs clang (libFuzzer); only the fuzz target is built.
+test-fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	    -DHUB_FUZZ=ON -DHUB_FUZZ_SECONDS=$(HUB_FUZZ_SECONDS) $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_message
+	cd $(FUZZ_BUILD) && ctest --output-on-failure -L fuzz
+
 bench-timers: build
 	$(BUILD)/bench/bench_timers
 
@@ -73,4 +86,4 @@ bench-idle: build
 	    bench/run_idle.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,6 +171,7 @@ struct hub_directory {
     pthread_mutex_t mu;
     struct hub_gchan **b;
     uint32_t mask, count;
+    uint64_t seq;                  /* presence changes, hub-wide */
 };
 
 struct hub_directory *hub_directory_create(void)
@@ -346,8 +348,10 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
             m->conns = 0;
             g->n_members++;
             join->first = true;
+            d->seq++;
         }
         m->conns++;
+        join->seq = d->seq;
         join->members_json = members_json(g);
     }
     g->subs++;
@@ -371,10 +375,19 @@ void hub_directory_leave(struct hub_directory *d, unsigned app,
                          const char *name, size_t len, const char *user_id,
                          bool *last)
 {
+    hub_directory_leave_seq(d, app, name, len, user_id, last, NULL);
+}
+
+void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
+                             const char *name, size_t len,
+                             const char *user_id, bool *last, uint64_t *seq)
+{
     struct hub_gchan *g, **pp;
 
     if (last)
         *last = false;
+    if (seq)
+        *seq = 0;
     pthread_mutex_lock(&d->mu);
     g = dir_find(d, app, name, len, &pp);
     if (!g)
@@ -386,6 +399,9 @@ void hub_directory_leave(struct hub_directory *d, unsigned app,
             free(m->user_id);
             free(m->user_info);
             *m = g->members[--g->n_members];
+            d->seq++;
+            if (seq)
+                *seq = d->seq;
             if (last)
                 *last = true;
         }
@@ -495,7 +511,7 @@ struct pub_node {
 
 struct hub_pub {
     atomic_uint refs;
-    struct hub_frame *frame;
+    struct hub_frame *frame;       /* NULL for a terminate order */
     unsigned app;
     struct hub_excl excl;
     size_t name_len;
@@ -506,7 +522,8 @@ struct hub_pub {
 static void pub_unref(struct hub_pub *p)
 {
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) {
-        hub_frame_unref(p->frame);
+        if (p->frame)
+            hub_frame_unref(p->frame);
         free(p);
     }
 }
@@ -529,6 +546,8 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
         if (excl && excl->set && s->sid_hi == excl->hi &&
             s->sid_lo == excl->lo)
             continue;
+        if (excl && excl->member_seq && sub->joined_seq >= excl->member_seq)
+            continue;
         if (hub_session_push(s, f) == 0)
             n++;
     }
@@ -538,9 +557,29 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
     return n;
 }
 
-int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
-                const char *name, size_t len, struct hub_frame *f,
-                const struct hub_excl *excl)
+/* Close this loop's sessions on the user's #server-to-user- channel. */
+static void terminate_local(struct hub_loop *l, unsigned app, const char *name,
+                            size_t len)
+{
+    struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
+    struct hub_list *pos;
+
+    if (!ch)
+        return;
+    /* Closing only marks the session; it leaves its channels at fini. */
+    hub_list_for_each(pos, &ch->members) {
+        struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
+                                               chan_link);
+
+        hub_session_send_error(sub->s, 4009,
+                               "You got disconnected by the app.", true);
+    }
+}
+
+/* Post to every other loop, then act on from. f NULL: terminate. */
+static int post_pub(struct hub *h, struct hub_loop *from, unsigned app,
+                    const char *name, size_t len, struct hub_frame *f,
+                    const struct hub_excl *excl)
 {
     unsigned others = h->n_loops - (from ? 1 : 0);
     struct hub_pub *p;
@@ -553,7 +592,7 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
         if (!p)
             return -ENOMEM;
         atomic_init(&p->refs, others);
-        p->frame = hub_frame_ref(f);
+        p->frame = f ? hub_frame_ref(f) : NULL;
         p->app = app;
         p->excl = excl ? *excl : (struct hub_excl){ 0 };
         p->name_len = len;
@@ -569,16 +608,43 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
             k++;
         }
     }
-    if (from)
+    if (from && f)
         hub_deliver_local(from, app, name, len, f, excl);
+    else if (from)
+        terminate_local(from, app, name, len);
     return 0;
+}
+
+int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
+                const char *name, size_t len, struct hub_frame *f,
+                const struct hub_excl *excl)
+{
+    return post_pub(h, from, app, name, len, f, excl);
+}
+
+int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
+                       const char *user_id)
+{
+    char *name;
+    int n, rc;
+
+    n = asprintf(&name, "#server-to-user-%s", user_id);
+    if (n < 0)
+        return -ENOMEM;
+    rc = post_pub(h, from, app, name, (size_t)n, NULL, NULL);
+    free(name);
+    return rc;
 }
 
 void hub_pub_deliver_node(struct hub_loop *l, struct hub_inbox_node *n)
 {
     struct hub_pub *p = ((struct pub_node *)n)->pub;
 
-    hub_deliver_local(l, p->app, p->name, p->name_len, p->frame, &p->excl);
+    if (p->frame)
+        hub_deliver_local(l, p->app, p->name, p->name_len, p->frame,
+                          &p->excl);
+    else
+        terminate_local(l, p->app, p->name, p->name_len);
     pub_unref(p);
 }
 

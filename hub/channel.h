@@ -53,6 +53,7 @@ struct hub_sub {
     struct hub_session *s;
     struct hub_lchan *ch;
     char *user_id;                 /* presence only; owned */
+    uint64_t joined_seq;           /* presence: directory seq at join */
 };
 
 struct hub_chanmap;
@@ -83,6 +84,7 @@ struct hub_presence_join {
     /* Out: */
     bool first;                    /* the user's first connection */
     char *members_json;            /* owned by the caller: {"presence":..} */
+    uint64_t seq;                  /* directory seq after this join */
 };
 
 /*
@@ -96,6 +98,20 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
 void hub_directory_leave(struct hub_directory *d, unsigned app,
                          const char *name, size_t len, const char *user_id,
                          bool *last);
+/*
+ * The same; when the user's last connection left, *seq (if not NULL) gets
+ * the directory seq of that change, else 0.
+ *
+ * Sequence: every presence membership change (a user's first join, last
+ * leave) takes the next value of one hub-wide counter, under the
+ * directory's mutex. A member event carries the seq of its change, and a
+ * subscriber joined at seq J gets only events with seq > J: the older ones
+ * are already in (or rightly absent from) the member list it was sent, even
+ * if they reach its loop's inbox after it joined.
+ */
+void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
+                             const char *name, size_t len,
+                             const char *user_id, bool *last, uint64_t *seq);
 
 struct hub_channel_info {
     bool occupied;
@@ -119,6 +135,9 @@ struct hub_excl {
     bool set;
     uint64_t hi;
     uint32_t lo;
+    /* Member events: deliver only to subscriptions with joined_seq below
+     * this; 0 = no such filter. */
+    uint64_t member_seq;
 };
 
 /* Parse "<hi>.<lo>" into ex; -EINVAL when not ^\d+\.\d+$ in range. */
@@ -133,6 +152,14 @@ int hub_excl_parse(struct hub_excl *ex, const char *socket_id);
 int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
                 const char *name, size_t len, struct hub_frame *f,
                 const struct hub_excl *excl);
+
+/*
+ * Close every session of app signed in as user_id (pusher:signin), on
+ * every loop, with pusher:error 4009 and close 4009. from as for
+ * hub_publish(). Returns 0 or -ENOMEM (then other loops were not told).
+ */
+int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
+                       const char *user_id);
 
 /* Inbox plumbing for hub/loop.c. */
 void hub_pub_deliver_node(struct hub_loop *l, struct hub_inbox_node *n);

@@ -122,18 +122,20 @@ static struct hub_sub *find_sub(struct hub_session *s, const char *name,
     return NULL;
 }
 
+/* Publish f to channel except this session; member_seq as in hub_excl. */
 static void publish(struct hub_session *s, const char *channel, size_t len,
-                    struct hub_frame *f, bool exclude_self)
+                    struct hub_frame *f, uint64_t member_seq)
 {
-    struct hub_excl ex = { exclude_self, s->sid_hi, s->sid_lo };
+    struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
 
-    hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f,
-                exclude_self ? &ex : NULL);
+    hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f, &ex);
 }
 
+/* seq: the directory seq of the change (hub_directory_leave_seq). */
 static void member_event(struct hub_session *s, const char *event,
                          const char *channel, size_t chlen,
-                         const char *user_id, const char *user_info)
+                         const char *user_id, const char *user_info,
+                         uint64_t seq)
 {
     json_t *o = json_pack("{s:s}", "user_id", user_id);
     char *text;
@@ -157,7 +159,7 @@ static void member_event(struct hub_session *s, const char *event,
             hub_proto_encode_string(d, dlen + 1, text, strlen(text));
             f = event_frame(event, channel, d, dlen, NULL);
             if (f) {
-                publish(s, channel, chlen, f, true);
+                publish(s, channel, chlen, f, seq);
                 hub_frame_unref(f);
             }
             free(d);
@@ -237,6 +239,12 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
     kind = hub_channel_classify(name, len);
     sub = find_sub(s, name, len);
     if (kind == HUB_CHANNEL_USER) {
+        /* Joined at sign-in; pusher-js then subscribes to confirm. */
+        if (sub && s->user_id) {
+            send_event_string(s, "pusher_internal:subscription_succeeded",
+                              name, "{}");
+            return;
+        }
         send_sub_error(s, name, "AuthError",
                        "#server-to-user- channels need pusher:signin", 403);
         return;
@@ -340,6 +348,7 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
     sub->s = s;
     sub->ch = ch;
     sub->user_id = user_id;
+    sub->joined_seq = join.seq;
     hub_list_link_tail(&ch->members, &sub->chan_link);
     hub_list_link_tail(&s->subs, &sub->session_link);
     ch->n_members++;
@@ -350,7 +359,7 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
         free(join.members_json);
         if (join.first)
             member_event(s, "pusher_internal:member_added", name, len,
-                         user_id, user_info);
+                         user_id, user_info, join.seq);
     } else {
         send_event_string(s, "pusher_internal:subscription_succeeded", name,
                           "{}");
@@ -363,17 +372,18 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
     struct hub_loop *l = s->loop;
     struct hub_lchan *ch = sub->ch;
     bool last = false;
+    uint64_t seq;
 
     hub_list_unlink(&sub->chan_link);
     hub_list_unlink(&sub->session_link);
     ch->n_members--;
     HUB_STAT_ADD(l->stats.subscriptions, -1);
-    hub_directory_leave(l->hub->dir, ch->app, ch->name, ch->name_len,
-                        sub->user_id, &last);
+    hub_directory_leave_seq(l->hub->dir, ch->app, ch->name, ch->name_len,
+                            sub->user_id, &last, &seq);
     /* ch outlives the event: put() frees it only afterwards. */
     if (last && sub->user_id)
         member_event(s, "pusher_internal:member_removed", ch->name,
-                     ch->name_len, sub->user_id, NULL);
+                     ch->name_len, sub->user_id, NULL, seq);
     hub_chanmap_put(l->chans, ch);
     free(sub->user_id);
     free(sub);
@@ -384,6 +394,96 @@ void hub_pusher_leave_all(struct hub_session *s)
     while (!hub_list_is_empty(&s->subs))
         leave(s, hub_container_of(s->subs.next, struct hub_sub,
                                   session_link));
+}
+
+/* Join s to its user's #server-to-user-<id> channel (local index only:
+ * REST queries do not list these). 0 or -ENOMEM. */
+static int join_user_channel(struct hub_session *s, const char *id)
+{
+    struct hub_loop *l = s->loop;
+    struct hub_lchan *ch;
+    struct hub_sub *sub;
+    char *name;
+    int n = asprintf(&name, "#server-to-user-%s", id);
+
+    if (n < 0)
+        return -ENOMEM;
+    ch = hub_chanmap_get(l->chans, s->app->index, name, (size_t)n);
+    free(name);
+    sub = calloc(1, sizeof(*sub));
+    if (!ch || !sub) {
+        free(sub);
+        if (ch)
+            hub_chanmap_put(l->chans, ch);
+        return -ENOMEM;
+    }
+    sub->s = s;
+    sub->ch = ch;
+    hub_list_link_tail(&ch->members, &sub->chan_link);
+    hub_list_link_tail(&s->subs, &sub->session_link);
+    ch->n_members++;
+    HUB_STAT_ADD(l->stats.subscriptions, 1);
+    return 0;
+}
+
+/*
+ * pusher:signin (PROTOCOL.md 4.2): check the signature over
+ * "<socket_id>::user::<user_data>", require a non-empty string id, join
+ * the user's channel so REST events to #server-to-user-<id> and
+ * terminate_connections reach this socket, and confirm. Failures close
+ * with 4009, as soketi does. Watchlists are not implemented.
+ */
+static void signin(struct hub_session *s, const struct hub_msg *m)
+{
+    const struct hub_app *app = s->app;
+    json_t *ud, *reply;
+    const char *id;
+    char *text;
+    int rc;
+
+    rc = hub_auth_check_user(app, s->socket_id, m->user_data,
+                             m->user_data_len, m->auth);
+    if (rc) {
+        hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: signin refused: %s",
+                s->socket_id, rc == -EACCES ? "bad signature" : "bad auth");
+        hub_session_send_error(s, 4009, "Invalid signature for pusher:signin",
+                               true);
+        return;
+    }
+    ud = json_loadb(m->user_data, m->user_data_len, 0, NULL);
+    id = json_string_value(json_object_get(ud, "id"));
+    if (!json_is_object(ud) || !id || !*id ||
+        strlen(id) != json_string_length(json_object_get(ud, "id")) ||
+        strlen(id) > app->max_user_id_len) {
+        json_decref(ud);
+        hub_session_send_error(s, 4009,
+                               "user_data must hold a non-empty string id",
+                               true);
+        return;
+    }
+    if (s->user_id && strcmp(s->user_id, id) != 0) {
+        json_decref(ud);
+        hub_session_send_error(s, 4009, "Already signed in as another user",
+                               true);
+        return;
+    }
+    if (!s->user_id) {
+        s->user_id = strdup(id);
+        if (!s->user_id || join_user_channel(s, id)) {
+            free(s->user_id);
+            s->user_id = NULL;
+            json_decref(ud);
+            hub_session_send_error(s, 4009, "Out of memory", true);
+            return;
+        }
+    }
+    json_decref(ud);
+    reply = json_pack("{s:s}", "user_data", m->user_data);
+    text = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
+    json_decref(reply);
+    if (text)
+        send_event_string(s, "pusher:signin_success", NULL, text);
+    free(text);
 }
 
 static bool take_token(struct hub_session *s, uint64_t now_ms)
@@ -461,7 +561,7 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     free(data);
     if (!f)
         goto dropped;
-    publish(s, sub->ch->name, sub->ch->name_len, f, true);
+    publish(s, sub->ch->name, sub->ch->name_len, f, 0);
     hub_frame_unref(f);
     HUB_STAT_ADD(l->stats.client_events, 1);
     return;
@@ -513,8 +613,7 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
         client_event(s, &m, now_ms);
         break;
     case HUB_MSG_SIGNIN:
-        hub_session_send_error(s, -1, "pusher:signin is not supported yet",
-                               false);
+        signin(s, &m);
         break;
     case HUB_MSG_OTHER:
         HUB_STAT_ADD(l->stats.bad_messages, 1);

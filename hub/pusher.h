@@ -1,7 +1,8 @@
 /*
  * hub/pusher.h - the Pusher Channels v7 session protocol on top of a
  * session: handshake, pings, subscriptions (public, private, encrypted,
- * presence), client events, and leaving everything on disconnect.
+ * presence), client events, user sign-in (pusher:signin, which joins the
+ * session to #server-to-user-<id>), and leaving everything on disconnect.
  *
  * Thread: the session's loop only.
  */

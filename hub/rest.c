@@ -271,7 +271,8 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
             /* The batch form reports the single channel's info directly. */
             json_t *only = json_object_iter_value(json_object_iter(info));
 
-            json_array_append(infos, only ? only : json_object());
+            json_array_append_new(infos,
+                                  only ? json_incref(only) : json_object());
             json_decref(info);
         }
     }
@@ -437,6 +438,32 @@ void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
             get_users(l, app, chan, len, out);
         else
             reply_error(out, 404, "not found");
+        return;
+    }
+    if (strncmp(res, "users/", 6) == 0) {
+        const char *uid = res + 6, *slash = strchr(uid, '/');
+        char user[256];
+
+        if (!slash || strcmp(slash, "/terminate_connections") != 0) {
+            reply_error(out, 404, "not found");
+            return;
+        }
+        if (!is_post) {
+            reply_error(out, 405, "use POST");
+            return;
+        }
+        if (slash == uid || (size_t)(slash - uid) >= sizeof(user) ||
+            hub_query_decode(user, sizeof(user), uid,
+                             (size_t)(slash - uid)) ||
+            !*user || strlen(user) > app->max_user_id_len) {
+            reply_error(out, 400, "bad user id");
+            return;
+        }
+        if (hub_terminate_user(l->hub, l, app->index, user)) {
+            reply_error(out, 500, "out of memory");
+            return;
+        }
+        reply_json(out, 200, json_object());
         return;
     }
     reply_error(out, 404, "not found");

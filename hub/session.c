@@ -90,6 +90,8 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     s->q.cap = 0;
     free(s->rx_buf);
     s->rx_buf = NULL;
+    free(s->user_id);
+    s->user_id = NULL;
     s->rx_len = s->rx_cap = 0;
     HUB_STAT_ADD(l->stats.sessions, -1);
     HUB_STAT_ADD(l->stats.closed[reason], 1);

@@ -85,6 +85,7 @@ struct hub_session {
     struct hub_timer close_timer;  /* hard kill after close_timeout */
     struct hub_sendq q;
     struct hub_list subs;          /* struct hub_sub.session_link */
+    char *user_id;                 /* pusher:signin id; owned, NULL if none */
     /* Inbound fragments being reassembled; NULL when none. */
     char *rx_buf;
     size_t rx_len, rx_cap;

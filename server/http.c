@@ -409,6 +409,20 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                                           "request body too large")
                            ? -1
                            : 0;
+            /*
+             * A chunked body (no Content-Length) is not read by this
+             * handler: answering early would leave the chunks on a
+             * keep-alive connection as the next "request". Every Pusher
+             * SDK sends Content-Length, so refuse and close.
+             */
+            if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 &&
+                lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) >
+                    0) {
+                return respond_json_error(wsi, p, 411,
+                                          "Content-Length required")
+                           ? -1
+                           : 0;
+            }
             if (want == 0)
                 return handle_request(wsi, l, p) ? -1 : 0;
             return 0; /* The body follows. */

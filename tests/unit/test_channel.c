@@ -1,0 +1,657 @@
+/*
+ * tests/unit/test_channel.c - the loop-local channel index, the hub-wide
+ * directory (subscription counts, presence per user, limits, the JSON of
+ * the REST queries) and publication with exclusion, within a loop and
+ * across loops, driven through a fake transport (fake_hub.h).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_hub.h"
+
+/* Local index. */
+
+static void test_channel_chanmap_get_find_put(void **state)
+{
+    struct hub_chanmap *m = hub_chanmap_create();
+    struct hub_lchan *a, *b;
+
+    (void)state;
+    assert_non_null(m);
+    assert_null(hub_chanmap_find(m, 0, "a", 1));
+    a = hub_chanmap_get(m, 0, "a", 1);
+    assert_non_null(a);
+    assert_ptr_equal(hub_chanmap_get(m, 0, "a", 1), a);
+    assert_ptr_equal(hub_chanmap_find(m, 0, "a", 1), a);
+    assert_string_equal(a->name, "a");
+    /* Same name in another app is another channel. */
+    b = hub_chanmap_get(m, 1, "a", 1);
+    assert_ptr_not_equal(a, b);
+    assert_int_equal(hub_chanmap_count(m), 2);
+    /* Names are compared whole, not as prefixes. */
+    assert_null(hub_chanmap_find(m, 0, "ab", 2));
+    assert_int_equal(hub_chanmap_get(m, 0, "presence-x", 10)->kind,
+                     HUB_CHANNEL_PRESENCE);
+    /* put frees only channels without members. */
+    a->n_members = 1;
+    hub_chanmap_put(m, a);
+    assert_ptr_equal(hub_chanmap_find(m, 0, "a", 1), a);
+    a->n_members = 0;
+    hub_chanmap_put(m, a);
+    assert_null(hub_chanmap_find(m, 0, "a", 1));
+    assert_int_equal(hub_chanmap_count(m), 2);
+    hub_chanmap_destroy(m);
+}
+
+static void test_channel_chanmap_grows(void **state)
+{
+    struct hub_chanmap *m = hub_chanmap_create();
+    char name[32];
+
+    (void)state;
+    for (int i = 0; i < 1000; i++) {
+        int n = snprintf(name, sizeof(name), "ch-%d", i);
+
+        assert_non_null(hub_chanmap_get(m, 0, name, (size_t)n));
+    }
+    assert_int_equal(hub_chanmap_count(m), 1000);
+    for (int i = 0; i < 1000; i++) {
+        int n = snprintf(name, sizeof(name), "ch-%d", i);
+        struct hub_lchan *c = hub_chanmap_find(m, 0, name, (size_t)n);
+
+        assert_non_null(c);
+        assert_string_equal(c->name, name);
+        if (i % 2)
+            hub_chanmap_put(m, c);
+    }
+    assert_int_equal(hub_chanmap_count(m), 500);
+    hub_chanmap_destroy(m);
+}
+
+/* Directory. */
+
+static void test_channel_directory_counts_subscriptions(void **state)
+{
+    struct hub_directory *d = hub_directory_create();
+    struct hub_channel_info ci;
+    bool last;
+
+    (void)state;
+    hub_directory_info(d, 0, "c", 1, &ci);
+    assert_false(ci.occupied);
+    assert_int_equal(hub_directory_join(d, 0, "c", 1, NULL), 0);
+    assert_int_equal(hub_directory_join(d, 0, "c", 1, NULL), 0);
+    hub_directory_info(d, 0, "c", 1, &ci);
+    assert_true(ci.occupied);
+    assert_int_equal(ci.subscription_count, 2);
+    assert_int_equal(ci.user_count, 0);
+    hub_directory_info(d, 1, "c", 1, &ci);
+    assert_false(ci.occupied);
+    hub_directory_leave(d, 0, "c", 1, NULL, &last);
+    assert_false(last);
+    hub_directory_leave(d, 0, "c", 1, NULL, &last);
+    hub_directory_info(d, 0, "c", 1, &ci);
+    assert_false(ci.occupied);
+    assert_int_equal(ci.subscription_count, 0);
+    /* Leaving an unknown channel is harmless. */
+    hub_directory_leave(d, 0, "zz", 2, NULL, &last);
+    hub_directory_destroy(d);
+}
+
+static int join_user(struct hub_directory *d, const char *ch, const char *uid,
+                     const char *info, uint32_t max, bool *first,
+                     json_t **members)
+{
+    struct hub_presence_join j = { 0 };
+    int rc;
+
+    j.user_id = uid;
+    j.user_info = info;
+    j.max_members = max;
+    rc = hub_directory_join(d, 0, ch, strlen(ch), &j);
+    if (first)
+        *first = j.first;
+    if (members)
+        *members = j.members_json ? json_loads(j.members_json, 0, NULL)
+                                  : NULL;
+    free(j.members_json);
+    return rc;
+}
+
+static void test_channel_directory_presence_edges_per_user(void **state)
+{
+    struct hub_directory *d = hub_directory_create();
+    struct hub_channel_info ci;
+    json_t *members, *want;
+    bool first, last;
+
+    (void)state;
+    assert_int_equal(join_user(d, "presence-p", "u1", "{\"n\":1}", 0, &first,
+                               &members), 0);
+    assert_true(first);
+    want = json_loads("{\"presence\":{\"ids\":[\"u1\"],"
+                      "\"hash\":{\"u1\":{\"n\":1}},\"count\":1}}", 0, NULL);
+    assert_true(json_equal(members, want));
+    json_decref(want);
+    json_decref(members);
+    /* The same user's second connection is not a new member. */
+    assert_int_equal(join_user(d, "presence-p", "u1", "{\"n\":2}", 0, &first,
+                               NULL), 0);
+    assert_false(first);
+    assert_int_equal(join_user(d, "presence-p", "u2", NULL, 0, &first,
+                               &members), 0);
+    assert_true(first);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(members, "presence"), "count")),
+                     2);
+    /* A member without user_info is listed with {}. */
+    assert_true(json_is_object(json_object_get(
+        json_object_get(json_object_get(members, "presence"), "hash"), "u2")));
+    json_decref(members);
+    hub_directory_info(d, 0, "presence-p", 10, &ci);
+    assert_int_equal(ci.user_count, 2);
+    assert_int_equal(ci.subscription_count, 3);
+
+    hub_directory_leave(d, 0, "presence-p", 10, "u1", &last);
+    assert_false(last);
+    hub_directory_info(d, 0, "presence-p", 10, &ci);
+    assert_int_equal(ci.user_count, 2);
+    hub_directory_leave(d, 0, "presence-p", 10, "u1", &last);
+    assert_true(last);
+    hub_directory_info(d, 0, "presence-p", 10, &ci);
+    assert_int_equal(ci.user_count, 1);
+    hub_directory_leave(d, 0, "presence-p", 10, "u2", &last);
+    assert_true(last);
+    hub_directory_info(d, 0, "presence-p", 10, &ci);
+    assert_false(ci.occupied);
+    assert_int_equal(ci.user_count, 0);
+    hub_directory_destroy(d);
+}
+
+static void test_channel_directory_member_limit(void **state)
+{
+    struct hub_directory *d = hub_directory_create();
+    struct hub_channel_info ci;
+    bool first, last;
+
+    (void)state;
+    assert_int_equal(join_user(d, "presence-l", "a", NULL, 2, &first, NULL),
+                     0);
+    assert_int_equal(join_user(d, "presence-l", "b", NULL, 2, &first, NULL),
+                     0);
+    assert_int_equal(join_user(d, "presence-l", "c", NULL, 2, &first, NULL),
+                     -ENOSPC);
+    /* An existing member's extra connection still fits. */
+    assert_int_equal(join_user(d, "presence-l", "a", NULL, 2, &first, NULL),
+                     0);
+    assert_false(first);
+    hub_directory_info(d, 0, "presence-l", 10, &ci);
+    assert_int_equal(ci.user_count, 2);
+    assert_int_equal(ci.subscription_count, 3);
+    hub_directory_leave(d, 0, "presence-l", 10, "b", &last);
+    assert_true(last);
+    assert_int_equal(join_user(d, "presence-l", "c", NULL, 2, &first, NULL),
+                     0);
+    assert_true(first);
+    hub_directory_info(d, 0, "presence-l", 10, &ci);
+    assert_int_equal(ci.user_count, 2);
+    hub_directory_destroy(d);
+}
+
+static void test_channel_directory_list_and_users_json(void **state)
+{
+    struct hub_directory *d = hub_directory_create();
+    json_t *list, *users, *want;
+
+    (void)state;
+    join_user(d, "presence-a", "1", NULL, 0, NULL, NULL);
+    join_user(d, "presence-a", "2", NULL, 0, NULL, NULL);
+    join_user(d, "presence-a", "2", NULL, 0, NULL, NULL);
+    join_user(d, "presence-b", "3", NULL, 0, NULL, NULL);
+    hub_directory_join(d, 0, "public", 6, NULL);
+    hub_directory_join(d, 1, "other-app", 9, NULL);
+
+    list = hub_directory_list(d, 0, "presence-", true);
+    want = json_loads("{\"presence-a\":{\"user_count\":2},"
+                      "\"presence-b\":{\"user_count\":1}}", 0, NULL);
+    assert_true(json_equal(list, want));
+    json_decref(list);
+    json_decref(want);
+    list = hub_directory_list(d, 0, NULL, false);
+    want = json_loads("{\"presence-a\":{},\"presence-b\":{},\"public\":{}}",
+                      0, NULL);
+    assert_true(json_equal(list, want));
+    json_decref(list);
+    json_decref(want);
+    list = hub_directory_list(d, 0, "nope-", false);
+    assert_int_equal(json_object_size(list), 0);
+    json_decref(list);
+
+    users = hub_directory_users(d, 0, "presence-a", 10);
+    assert_int_equal(json_array_size(users), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(users, 0), "id")), "1");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(users, 1), "id")), "2");
+    json_decref(users);
+    users = hub_directory_users(d, 0, "presence-none", 13);
+    assert_int_equal(json_array_size(users), 0);
+    json_decref(users);
+    hub_directory_destroy(d);
+}
+
+static void test_channel_excl_parse(void **state)
+{
+    struct hub_excl ex;
+
+    (void)state;
+    assert_int_equal(hub_excl_parse(&ex, "123.456"), 0);
+    assert_true(ex.set);
+    assert_true(ex.hi == 123 && ex.lo == 456);
+    assert_int_equal(hub_excl_parse(&ex, "1.4294967295"), 0);
+    assert_int_equal(hub_excl_parse(&ex, "1.4294967296"), -EINVAL);
+    assert_false(ex.set);
+    assert_int_equal(hub_excl_parse(&ex, "1."), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, ".1"), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, "1.2.3"), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, "-1.2"), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, "1.2 "), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, NULL), -EINVAL);
+}
+
+/* Publication through the fake transport. */
+
+static struct hub_frame *text_frame(const char *text)
+{
+    return hub_frame_create_text(text, strlen(text));
+}
+
+static void test_channel_publish_excludes_socket_across_loops(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b, c;
+    struct hub_frame *f;
+    struct hub_excl ex;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &b, 0, &fh.apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &c, 1, &fh.apps[0]), 0);
+    fake_subscribe(&fh, &a.s, "news", NULL);
+    fake_subscribe(&fh, &b.s, "news", NULL);
+    fake_subscribe(&fh, &c.s, "news", NULL);
+    assert_int_equal(fake_count(&c.s, "subscription_succeeded"), 1);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    fake_flush(&c.s);
+
+    f = text_frame("{\"event\":\"e\",\"channel\":\"news\",\"data\":\"1\"}");
+    assert_int_equal(hub_excl_parse(&ex, b.s.socket_id), 0);
+    assert_int_equal(hub_publish(fh.hub, fh.loops[0], 0, "news", 4, f, &ex),
+                     0);
+    /* The calling loop delivers at once; the other loop on its wakeup. */
+    assert_int_equal(a.s.q.count, 1);
+    assert_int_equal(b.s.q.count, 0);
+    assert_int_equal(c.s.q.count, 0);
+    assert_true(fh.wakes >= 1);
+    fake_hub_drain(&fh);
+    assert_int_equal(c.s.q.count, 1);
+    /* Every recipient shares the one frame. */
+    assert_ptr_equal(a.s.q.ring[a.s.q.head], f);
+    assert_ptr_equal(c.s.q.ring[c.s.q.head], f);
+    assert_int_equal(hub_session_check(&a.s), 0);
+
+    /* Excluding a socket of the other loop. */
+    assert_int_equal(hub_excl_parse(&ex, c.s.socket_id), 0);
+    hub_publish(fh.hub, NULL, 0, "news", 4, f, &ex);
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.q.count, 2);
+    assert_int_equal(b.s.q.count, 1);
+    assert_int_equal(c.s.q.count, 1);
+    /* Another app's channel of the same name gets nothing. */
+    hub_publish(fh.hub, NULL, 1, "news", 4, f, NULL);
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.q.count, 2);
+    hub_frame_unref(f);
+
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    hub_session_fini(&c.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_publish_to_stopping_hub_is_dropped(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a;
+    struct hub_frame *f;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &a, 1, &fh.apps[0]);
+    fake_subscribe(&fh, &a.s, "x", NULL);
+    fake_flush(&a.s);
+    f = text_frame("{}");
+    /* Queued for loop 1 but never drained: destroy releases it. */
+    hub_publish(fh.hub, fh.loops[0], 0, "x", 1, f, NULL);
+    hub_frame_unref(f);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+/* Presence through the Pusher handlers: member events per user. */
+
+static void test_channel_presence_member_events_per_user(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session w, u1, u2;
+    const char *cd = "{\"user_id\":\"alice\",\"user_info\":{\"n\":1}}";
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &w, 0, &fh.apps[0]);
+    fake_session_open(&fh, &u1, 1, &fh.apps[0]);
+    fake_session_open(&fh, &u2, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &w.s, "presence-r", "{\"user_id\":\"w\"}");
+    /* w's own member_added reaches loop 1 now, before u1 subscribes. */
+    fake_hub_drain(&fh);
+    fake_flush(&w.s);
+
+    fake_subscribe(&fh, &u1.s, "presence-r", cd);
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&w.s, "pusher_internal:member_added"), 1);
+    assert_true(fake_find(&w.s, "{\\\"user_id\\\":\\\"alice\\\","
+                                "\\\"user_info\\\":{\\\"n\\\":1}}") >= 0);
+    assert_int_equal(fake_count(&u1.s, "member_added"), 0);
+    assert_true(fake_find(&u1.s, "\\\"count\\\":2") >= 0);
+
+    /* Second connection of alice: no member_added anywhere. */
+    fake_subscribe(&fh, &u2.s, "presence-r", cd);
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&w.s, "member_added"), 1);
+    assert_int_equal(fake_count(&u1.s, "member_added"), 0);
+    assert_true(fake_find(&u2.s, "\\\"count\\\":2") >= 0);
+
+    /* First alice leaves by disconnecting: nothing. */
+    hub_session_fini(&u1.s, HUB_CLOSE_PEER);
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&w.s, "member_removed"), 0);
+    /* Last alice unsubscribes: one member_removed. */
+    fake_recv(&fh, &u2.s,
+              "{\"event\":\"pusher:unsubscribe\","
+              "\"data\":{\"channel\":\"presence-r\"}}");
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&w.s, "pusher_internal:member_removed"), 1);
+    assert_true(fake_find(&w.s, "{\\\"user_id\\\":\\\"alice\\\"}") >= 0);
+    assert_int_equal(fake_count(&u2.s, "member_removed"), 0);
+
+    hub_session_fini(&w.s, HUB_CLOSE_PEER);
+    hub_session_fini(&u2.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_presence_stale_member_events_skipped(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session w, v, x, y;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &w, 0, &fh.apps[0]);
+    fake_session_open(&fh, &v, 0, &fh.apps[0]);
+    fake_session_open(&fh, &x, 1, &fh.apps[0]);
+    fake_session_open(&fh, &y, 1, &fh.apps[0]);
+    fake_subscribe(&fh, &v.s, "presence-s", "{\"user_id\":\"v\"}");
+    fake_hub_drain(&fh);
+    /*
+     * w joins and v leaves on loop 0; their member events are still in
+     * loop 1's inbox when x joins there. x's member list already says
+     * "w in, v out", so neither event may reach x.
+     */
+    fake_subscribe(&fh, &w.s, "presence-s", "{\"user_id\":\"w\"}");
+    hub_session_fini(&v.s, HUB_CLOSE_PEER);
+    fake_subscribe(&fh, &x.s, "presence-s", "{\"user_id\":\"x\"}");
+    assert_true(fake_find(&x.s, "\\\"ids\\\":[\\\"w\\\",\\\"x\\\"]") >= 0 ||
+                fake_find(&x.s, "\\\"ids\\\":[\\\"x\\\",\\\"w\\\"]") >= 0);
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&x.s, "member_added"), 0);
+    assert_int_equal(fake_count(&x.s, "member_removed"), 0);
+    /* Changes after x joined do reach it, from either loop. */
+    fake_subscribe(&fh, &y.s, "presence-s", "{\"user_id\":\"y\"}");
+    hub_session_fini(&w.s, HUB_CLOSE_PEER);
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_count(&x.s, "member_added"), 1);
+    assert_true(fake_find(&x.s, "{\\\"user_id\\\":\\\"y\\\"}") >= 0);
+    assert_int_equal(fake_count(&x.s, "member_removed"), 1);
+    assert_true(fake_find(&x.s, "{\\\"user_id\\\":\\\"w\\\"}") >= 0);
+    hub_session_fini(&x.s, HUB_CLOSE_PEER);
+    hub_session_fini(&y.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_client_event_not_echoed_user_id_added(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b;
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &a.s, "presence-c", "{\"user_id\":\"a\"}");
+    fake_subscribe(&fh, &b.s, "presence-c", "{\"user_id\":\"b\"}");
+    fake_subscribe(&fh, &a.s, "private-c", NULL);
+    fake_subscribe(&fh, &b.s, "private-c", NULL);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"client-x\",\"channel\":\"presence-c\","
+              "\"data\":{\"k\":1}}");
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"client-y\",\"channel\":\"private-c\","
+              "\"data\":[1]}");
+    assert_int_equal(a.s.q.count, 0);
+    assert_int_equal(b.s.q.count, 2);
+    assert_string_equal(fake_frame_text(&b.s, 0),
+                        "{\"event\":\"client-x\",\"channel\":\"presence-c\","
+                        "\"data\":{\"k\":1},\"user_id\":\"a\"}");
+    assert_string_equal(fake_frame_text(&b.s, 1),
+                        "{\"event\":\"client-y\",\"channel\":\"private-c\","
+                        "\"data\":[1]}");
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_client_event_rate_limit(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b;
+    const char *ev = "{\"event\":\"client-x\",\"channel\":\"private-r\","
+                     "\"data\":{}}";
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &a.s, "private-r", NULL);
+    fake_subscribe(&fh, &b.s, "private-r", NULL);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    /* A full bucket of 10, then refusals with 4301 (not a close). */
+    for (int i = 0; i < 15; i++)
+        fake_recv(&fh, &a.s, ev);
+    assert_int_equal(b.s.q.count, 10);
+    assert_int_equal(fake_count(&a.s, "\"code\":4301"), 5);
+    assert_int_equal(a.s.state, HUB_SESSION_OPEN);
+    /* 10 per second: after 300 ms, three more pass. */
+    fake_flush(&a.s);
+    fh.now_ns += 300 * 1000000ull;
+    for (int i = 0; i < 5; i++)
+        fake_recv(&fh, &a.s, ev);
+    assert_int_equal(b.s.q.count, 13);
+    assert_int_equal(fake_count(&a.s, "\"code\":4301"), 2);
+    /* After a long pause the bucket is full again, not overfull. */
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    fh.now_ns += 60ull * 1000 * 1000000ull;
+    for (int i = 0; i < 12; i++)
+        fake_recv(&fh, &a.s, ev);
+    assert_int_equal(b.s.q.count, 10);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_app_max_connections_4004(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session s[4];
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.apps[0].max_connections = 2;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &s[0], 0, &fh.apps[0]);
+    fake_session_open(&fh, &s[1], 1, &fh.apps[0]);
+    fake_session_open(&fh, &s[2], 0, &fh.apps[0]);
+    /* The other app has no quota. */
+    fake_session_open(&fh, &s[3], 1, &fh.apps[1]);
+    assert_true(fake_find(&s[1].s, "connection_established") >= 0);
+    assert_int_equal(s[2].s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(s[2].s.close_code, 4004);
+    assert_true(fake_find(&s[2].s, "\"code\":4004") >= 0);
+    assert_int_equal(fake_find(&s[2].s, "connection_established"), -1);
+    assert_int_equal(s[3].s.state, HUB_SESSION_OPEN);
+    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 2);
+    /* A refused session gives back nothing it did not take. */
+    hub_session_fini(&s[2].s, HUB_CLOSE_APP);
+    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 2);
+    hub_session_fini(&s[0].s, HUB_CLOSE_PEER);
+    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 1);
+    fake_session_open(&fh, &s[2], 0, &fh.apps[0]);
+    assert_int_equal(s[2].s.state, HUB_SESSION_OPEN);
+    for (int i = 1; i < 4; i++)
+        hub_session_fini(&s[i].s, HUB_CLOSE_PEER);
+    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 0);
+    assert_int_equal(atomic_load(&fh.hub->app_sessions[1]), 0);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_signin_user_channel_and_terminate(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b, c, x;
+    struct hub_frame *f;
+    const char *uid = "#server-to-user-42";
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 1, &fh.apps[0]);
+    fake_session_open(&fh, &c, 1, &fh.apps[0]);
+    fake_session_open(&fh, &x, 0, &fh.apps[0]);
+    /* Before signin the user channel is refused. */
+    fake_subscribe(&fh, &a.s, uid, NULL);
+    assert_true(fake_find(&a.s, "\"status\":403") >= 0);
+    fake_signin(&fh, &a.s, "{\"id\":\"42\",\"user_info\":{}}");
+    fake_signin(&fh, &b.s, "{\"id\":\"42\"}");
+    fake_signin(&fh, &c.s, "{\"id\":\"7\"}");
+    assert_int_equal(fake_count(&a.s, "pusher:signin_success"), 1);
+    {
+        /* data is a JSON string holding {"user_data": <as sent>}. */
+        int i = fake_find(&a.s, "pusher:signin_success");
+        json_t *msg = json_loads(fake_frame_text(&a.s, (uint32_t)i), 0, NULL);
+        json_t *data = json_loads(
+            json_string_value(json_object_get(msg, "data")), 0, NULL);
+
+        assert_non_null(data);
+        assert_null(json_object_get(msg, "channel"));
+        assert_string_equal(
+            json_string_value(json_object_get(data, "user_data")),
+            "{\"id\":\"42\",\"user_info\":{}}");
+        json_decref(data);
+        json_decref(msg);
+    }
+    assert_string_equal(a.s.user_id, "42");
+    /* pusher-js then subscribes to its channel: confirmed, not doubled. */
+    fake_subscribe(&fh, &a.s, uid, NULL);
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 1);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    fake_flush(&c.s);
+    /* A REST event to the user reaches both of its sockets, once each. */
+    f = hub_frame_create_text("{\"event\":\"u\"}", 13);
+    hub_publish(fh.hub, fh.loops[0], 0, uid, strlen(uid), f, NULL);
+    hub_frame_unref(f);
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.q.count, 1);
+    assert_int_equal(b.s.q.count, 1);
+    assert_int_equal(c.s.q.count, 0);
+    /* Terminate closes the user's sockets on every loop with 4009. */
+    assert_int_equal(hub_terminate_user(fh.hub, fh.loops[1], 0, "42"), 0);
+    assert_int_equal(b.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(a.s.state, HUB_SESSION_OPEN);
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(a.s.close_code, 4009);
+    assert_true(fake_find(&a.s, "You got disconnected by the app.") >= 0);
+    assert_int_equal(c.s.state, HUB_SESSION_OPEN);
+    /* Bad signature and a missing id close with 4009. */
+    fake_recv(&fh, &x.s,
+              "{\"event\":\"pusher:signin\",\"data\":{\"auth\":"
+              "\"app-key:00\",\"user_data\":\"{\\\"id\\\":\\\"1\\\"}\"}}");
+    assert_int_equal(x.s.close_code, 4009);
+    hub_session_fini(&x.s, HUB_CLOSE_APP);
+    fake_session_open(&fh, &x, 0, &fh.apps[0]);
+    fake_signin(&fh, &x.s, "{\"id\":5}");
+    assert_int_equal(x.s.close_code, 4009);
+    assert_null(x.s.user_id);
+    hub_session_fini(&a.s, HUB_CLOSE_APP);
+    hub_session_fini(&b.s, HUB_CLOSE_APP);
+    hub_session_fini(&c.s, HUB_CLOSE_PEER);
+    hub_session_fini(&x.s, HUB_CLOSE_APP);
+    assert_int_equal(hub_chanmap_count(fh.loops[0]->chans), 0);
+    assert_int_equal(hub_chanmap_count(fh.loops[1]->chans), 0);
+    fake_hub_stop(&fh);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_channel_chanmap_get_find_put),
+        cmocka_unit_test(test_channel_chanmap_grows),
+        cmocka_unit_test(test_channel_directory_counts_subscriptions),
+        cmocka_unit_test(test_channel_directory_presence_edges_per_user),
+        cmocka_unit_test(test_channel_directory_member_limit),
+        cmocka_unit_test(test_channel_directory_list_and_users_json),
+        cmocka_unit_test(test_channel_excl_parse),
+        cmocka_unit_test(test_channel_publish_excludes_socket_across_loops),
+        cmocka_unit_test(test_channel_publish_to_stopping_hub_is_dropped),
+        cmocka_unit_test(test_channel_presence_member_events_per_user),
+        cmocka_unit_test(test_channel_presence_stale_member_events_skipped),
+        cmocka_unit_test(test_channel_client_event_not_echoed_user_id_added),
+        cmocka_unit_test(test_channel_client_event_rate_limit),
+        cmocka_unit_test(test_channel_app_max_connections_4004),
+        cmocka_unit_test(test_channel_signin_user_channel_and_terminate),
+    };
+
+    json_object_seed(1);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,407 @@
+/*
+ * tests/unit/test_session.c - a session's bounded send queue and its cork:
+ * which frames fit one write, a frame too big for the cork buffer, partial
+ * writes resumed mid-frame, the max_queue bound closing with 4100, errors
+ * bypassing the bound, closing, and the deadlines on a fake clock.
+ * hub_session_check() runs after every mutation.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_hub.h"
+
+struct fixture {
+    struct fake_hub fh;
+    struct fake_session fs;
+};
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof(*fx));
+
+    if (!fx)
+        return -1;
+    fake_hub_init(&fx->fh, 1);
+    fx->fh.cfg.max_queue = 4096;
+    if (fake_hub_start(&fx->fh))
+        return -1;
+    if (fake_session_open(&fx->fh, &fx->fs, 0, NULL))
+        return -1;
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+
+    hub_session_fini(&fx->fs.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fx->fh);
+    free(fx);
+    return 0;
+}
+
+/* A sealed frame with n payload bytes of c; f->len = n + header. */
+static struct hub_frame *frame_of(size_t n, char c)
+{
+    struct hub_frame *f = hub_frame_create(n);
+
+    assert_non_null(f);
+    memset(hub_frame_payload(f), c, n);
+    hub_frame_seal(f, n);
+    return f;
+}
+
+static void push(struct hub_session *s, size_t n, char c)
+{
+    struct hub_frame *f = frame_of(n, c);
+
+    assert_int_equal(hub_session_send(s, f), 0);
+    hub_frame_unref(f);
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+static void test_session_send_asks_writable_once(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+
+    push(s, 10, 'a');
+    push(s, 10, 'b');
+    /* Only the empty -> non-empty edge asks the transport. */
+    assert_int_equal(fx->fs.conn.writable_calls, 1);
+    assert_int_equal(s->q.count, 2);
+    assert_int_equal(s->q.bytes, 2 * (10 + 2));
+    fake_flush(s);
+    assert_int_equal(s->q.bytes, 0);
+    push(s, 10, 'c');
+    assert_int_equal(fx->fs.conn.writable_calls, 2);
+}
+
+static void test_session_cork_takes_whole_frames_that_fit(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    unsigned char buf[64];
+    const unsigned char *direct;
+    size_t n, dlen;
+    unsigned frames;
+
+    push(s, 10, 'a'); /* 12 bytes on the wire */
+    push(s, 20, 'b'); /* 22 */
+    push(s, 30, 'c'); /* 32 */
+    /* Exactly the first two fit: 34 bytes. */
+    n = hub_session_cork(s, buf, 34, &direct, &dlen, &frames);
+    assert_int_equal(n, 34);
+    assert_int_equal(frames, 2);
+    assert_null(direct);
+    assert_int_equal(buf[0], 0x81);
+    assert_int_equal(buf[1], 10);
+    assert_int_equal(buf[2], 'a');
+    assert_int_equal(buf[12], 0x81);
+    assert_int_equal(buf[13], 20);
+    assert_int_equal(buf[33], 'b');
+    /* One byte short of two frames: only the first. */
+    n = hub_session_cork(s, buf, 33, &direct, &dlen, &frames);
+    assert_int_equal(n, 12);
+    assert_int_equal(frames, 1);
+    /* Corking does not consume; cork_done does. */
+    assert_int_equal(s->q.count, 3);
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 34);
+    hub_session_cork_done(s, n, frames);
+    assert_int_equal(hub_session_check(s), 0);
+    assert_int_equal(s->q.count, 1);
+    assert_int_equal(s->q.bytes, 32);
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 32);
+    assert_int_equal(buf[31], 'c');
+    hub_session_cork_done(s, n, frames);
+    assert_int_equal(s->q.count, 0);
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+static void test_session_cork_big_frame_goes_direct(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    unsigned char buf[64];
+    const unsigned char *direct;
+    size_t n, dlen;
+    unsigned frames;
+
+    push(s, 200, 'x'); /* 2 + 2 header bytes: 204 */
+    push(s, 5, 'y');
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 0);
+    assert_non_null(direct);
+    assert_int_equal(dlen, 204);
+    assert_int_equal(frames, 1);
+    assert_int_equal(direct[0], 0x81);
+    assert_int_equal(direct[1], 126);
+    assert_int_equal(direct[2] << 8 | direct[3], 200);
+    hub_session_cork_done(s, dlen, frames);
+    assert_int_equal(hub_session_check(s), 0);
+    assert_int_equal(s->q.count, 1);
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 7);
+    assert_null(direct);
+}
+
+static void test_session_cork_done_partial_resumes_mid_frame(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    unsigned char buf[64];
+    const unsigned char *direct;
+    size_t n, dlen;
+    unsigned frames;
+
+    push(s, 10, 'a'); /* 12 */
+    push(s, 10, 'b'); /* 12 */
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 24);
+    /* The transport wrote 15: the first frame and 3 bytes of the next. */
+    hub_session_cork_done(s, 15, frames);
+    assert_int_equal(hub_session_check(s), 0);
+    assert_int_equal(s->q.count, 1);
+    assert_int_equal(s->q.head_off, 3);
+    assert_int_equal(s->q.bytes, 9);
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 9);
+    assert_int_equal(buf[0], 'b');
+    assert_int_equal(buf[8], 'b');
+    /* Zero bytes written changes nothing. */
+    hub_session_cork_done(s, 0, 0);
+    assert_int_equal(s->q.head_off, 3);
+    assert_int_equal(hub_session_check(s), 0);
+    /* Then one byte at a time. */
+    for (int i = 0; i < 9; i++) {
+        hub_session_cork_done(s, 1, 1);
+        assert_int_equal(hub_session_check(s), 0);
+    }
+    assert_int_equal(s->q.count, 0);
+    assert_int_equal(s->q.head_off, 0);
+    /* Mid-frame resume also works for a direct frame. */
+    push(s, 100, 'z'); /* 102 */
+    push(s, 1, 'q');
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 0);
+    hub_session_cork_done(s, 50, 1);
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    assert_int_equal(n, 52 + 3);
+    assert_int_equal(buf[51], 'z');
+    assert_int_equal(buf[52], 0x81);
+    hub_session_cork_done(s, n, frames);
+    assert_int_equal(s->q.count, 0);
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+static void test_session_queue_grows_and_wraps(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+
+    /* Interleave pushes and partial drains so head wraps the ring. */
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 7; i++)
+            push(s, 3, (char)('a' + i));
+        for (int i = 0; i < 5; i++) {
+            hub_session_cork_done(s, 5, 1);
+            assert_int_equal(hub_session_check(s), 0);
+        }
+        if (s->q.bytes > 2048)
+            fake_flush(s);
+    }
+    fake_flush(s);
+    assert_int_equal(s->q.count, 0);
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+static void test_session_max_queue_closes_4100(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    struct hub_frame *f = frame_of(1000, 'x'); /* 1004 bytes */
+    int rc = 0, sent = 0;
+
+    while ((rc = hub_session_send(s, f)) == 0)
+        sent++;
+    /* max_queue is 4096: four fit, the fifth would pass it. */
+    assert_int_equal(sent, 4);
+    assert_int_equal(rc, -ENOBUFS);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4100);
+    assert_int_equal(s->close_reason_id, HUB_CLOSE_SLOW);
+    /* The backlog is dropped; only the pusher:error waits. */
+    assert_int_equal(s->q.count, 1);
+    assert_non_null(strstr(fake_frame_text(s, 0), "\"code\":4100"));
+    assert_int_equal(hub_session_check(s), 0);
+    /* Nothing more is queued once closing. */
+    assert_int_equal(hub_session_send(s, f), -EPIPE);
+    assert_int_equal(hub_session_send_text(s, "{}", 2), -EPIPE);
+    assert_true(hub_session_has_output(s));
+    hub_frame_unref(f);
+}
+
+static void test_session_errors_bypass_max_queue(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    struct hub_frame *f = frame_of(4090, 'x'); /* 4094 of 4096 */
+
+    assert_int_equal(hub_session_send(s, f), 0);
+    hub_frame_unref(f);
+    hub_session_send_error(s, 4301, "rate limited", false);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    assert_int_equal(s->q.count, 2);
+    assert_true(s->q.bytes > 4096);
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+static void test_session_close_is_idempotent_and_timed(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+
+    push(s, 10, 'a');
+    hub_session_close(s, 4200, "bye", HUB_CLOSE_DRAIN, false);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->q.count, 1); /* sent before the close frame */
+    hub_session_close(s, 4009, "again", HUB_CLOSE_APP, true);
+    assert_int_equal(s->close_code, 4200);
+    assert_string_equal(s->close_text, "bye");
+    assert_int_equal(s->q.count, 1);
+    /* A peer that never finishes the close is killed at close_timeout. */
+    fake_hub_advance(&fx->fh, 1990);
+    assert_int_equal(fx->fs.conn.kills, 0);
+    fake_hub_advance(&fx->fh, 30);
+    assert_int_equal(fx->fs.conn.kills, 1);
+}
+
+static void test_session_close_drop_queue(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+
+    push(s, 10, 'a');
+    push(s, 10, 'b');
+    hub_session_close(s, 1009, "too big", HUB_CLOSE_TOO_BIG, true);
+    assert_int_equal(s->q.count, 0);
+    assert_int_equal(s->q.bytes, 0);
+    assert_true(hub_session_has_output(s));
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+static void test_session_pong_deadline_4201(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    struct fake_session live;
+
+    assert_int_equal(fake_session_open(&fx->fh, &live, 0, NULL), 0);
+    /* Silent past ping_interval: the heartbeat flags a ping. */
+    fake_hub_advance(&fx->fh, 25000 + 1000);
+    assert_true(s->ping_due);
+    assert_true(s->ping_outstanding);
+    assert_true(live.s.ping_due);
+    /* live answers (any inbound frame counts); s stays silent. */
+    hub_session_on_pong(&live.s, fake_now_ms(&fx->fh));
+    fake_hub_advance(&fx->fh, 10000 + 100);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4201);
+    assert_non_null(strstr(fake_frame_text(s, s->q.count - 1),
+                           "\"code\":4201"));
+    assert_int_equal(live.s.state, HUB_SESSION_OPEN);
+    hub_session_fini(&live.s, HUB_CLOSE_PEER);
+}
+
+static void test_session_idle_timeout_rearms_on_data(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session fs;
+    struct hub_session *s = &fs.s;
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    fh.cfg.idle_timeout_ms = 5000;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    assert_int_equal(fake_session_open(&fh, &fs, 0, &fh.apps[0]), 0);
+    fake_hub_advance(&fh, 4000);
+    fake_recv(&fh, s, "{\"event\":\"pusher:ping\",\"data\":{}}");
+    assert_true(fake_find(s, "pusher:pong") >= 0);
+    /* The timer fires at 5 s, sees data at 4 s and re-arms to 9 s. */
+    fake_hub_advance(&fh, 4000);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    fake_hub_advance(&fh, 1100);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4202);
+    hub_session_fini(s, HUB_CLOSE_IDLE);
+    fake_hub_stop(&fh);
+}
+
+static void test_session_fini_releases_everything(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b;
+    struct hub_frame *f = frame_of(10, 'k');
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &a.s, "presence-f", "{\"user_id\":\"a\"}");
+    fake_subscribe(&fh, &a.s, "private-f", NULL);
+    assert_int_equal(hub_session_send(&a.s, f), 0);
+    hub_session_close(&a.s, 4200, "x", HUB_CLOSE_DRAIN, false);
+    assert_int_equal(atomic_load(&fh.hub->sessions), 2);
+    hub_session_fini(&a.s, HUB_CLOSE_DRAIN);
+    assert_null(a.s.loop);
+    assert_int_equal(a.s.q.count, 0);
+    assert_int_equal(atomic_load(&fh.hub->sessions), 1);
+    assert_int_equal(hub_chanmap_count(fh.loops[0]->chans), 0);
+    assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.closed[HUB_CLOSE_DRAIN]),
+                     1);
+    /* Idempotent. */
+    hub_session_fini(&a.s, HUB_CLOSE_DRAIN);
+    /* Only our reference is left on the frame. */
+    assert_int_equal(atomic_load(&f->refs), 1);
+    hub_frame_unref(f);
+    /* The close timer was stopped: advancing kills nothing. */
+    fake_hub_advance(&fh, 5000);
+    assert_int_equal(a.conn.kills, 0);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_session_send_asks_writable_once),
+        T(test_session_cork_takes_whole_frames_that_fit),
+        T(test_session_cork_big_frame_goes_direct),
+        T(test_session_cork_done_partial_resumes_mid_frame),
+        T(test_session_queue_grows_and_wraps),
+        T(test_session_max_queue_closes_4100),
+        T(test_session_errors_bypass_max_queue),
+        T(test_session_close_is_idempotent_and_timed),
+        T(test_session_close_drop_queue),
+        T(test_session_pong_deadline_4201),
+        cmocka_unit_test(test_session_idle_timeout_rearms_on_data),
+        cmocka_unit_test(test_session_fini_releases_everything),
+    };
+#undef T
+
+    json_object_seed(1);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
