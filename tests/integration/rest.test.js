@@ -207,7 +207,8 @@ test('REST auth: bad signature and stale timestamp are 401 and publish nothing',
     { 'content-type': 'application/json', 'content-length': forgedText.length });
   assert.equal(forged.status, 401);
   // A chunked body (no Content-Length) is refused, not misread.
-  const chunked = await request('POST', hub.url(p), text, { 'content-type': 'application/json' });
+  const chunked = await request('POST', hub.url(p), text,
+    { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'content-length': undefined });
   assert.equal(chunked.status, 411);
   assert.equal(chunked.headers.connection, 'close');
   // Wrong key, missing signature.

@@ -78,9 +78,11 @@ function startHub(args = [], opts = {}) {
 function request(method, url, body, headers = {}) {
   // A body goes with its Content-Length, as the Pusher SDKs send it (the
   // hub refuses chunked POST bodies with 411).
+  // Pass 'content-length': undefined to send a chunked body instead.
   if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) {
     headers = { ...headers, 'content-length': Buffer.byteLength(body) };
   }
+  headers = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined));
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers }, (res) => {
       let data = '';
