@@ -8,6 +8,7 @@
  * presence channel_data or user_data falls back to the heap. Pure: any
  * thread (OpenSSL's one-shot HMAC() and EVP_Digest() are thread-safe).
  */
+#include "hub/why.h"
 #include "hub/auth.h"
 
 #include <errno.h>
@@ -224,19 +225,6 @@ static int cmp_param(const void *a, const void *b)
     return strcmp(*ka, *kb);
 }
 
-static void set_why(char *why, size_t why_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (why == NULL || why_len == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-}
 
 static int parse_timestamp(const char *s, uint64_t *out)
 {
@@ -332,15 +320,15 @@ int hub_auth_check_rest(const struct hub_app *app,
     unsigned i, j;
     int rc;
 
-    set_why(why, why_len, "ok");
+    hub__set_why(why, why_len, "ok");
     if (req->method == NULL || req->path == NULL) {
-        set_why(why, why_len, "missing method or path");
+        hub__set_why(why, why_len, "missing method or path");
         return -EINVAL;
     }
     rc = hub_query_parse(&q, req->query ? req->query : "",
                          req->query ? strlen(req->query) : 0);
     if (rc < 0) {
-        set_why(why, why_len, "%s",
+        hub__set_why(why, why_len, "%s",
                 rc == -E2BIG ? "query too long" : "bad query encoding");
         return -EINVAL;
     }
@@ -348,7 +336,7 @@ int hub_auth_check_rest(const struct hub_app *app,
     for (i = 0; i < q.n; i++)
         for (j = i + 1; j < q.n; j++)
             if (strcmp(q.params[i].key, q.params[j].key) == 0) {
-                set_why(why, why_len, "duplicate query parameter %.64s",
+                hub__set_why(why, why_len, "duplicate query parameter %.64s",
                         q.params[i].key);
                 return -EINVAL;
             }
@@ -356,27 +344,27 @@ int hub_auth_check_rest(const struct hub_app *app,
     /* No credentials at all is a 401; credentials of another kind a 400. */
     for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
         if (count_key(&q, required[i]) == 0) {
-            set_why(why, why_len, "missing %s", required[i]);
+            hub__set_why(why, why_len, "missing %s", required[i]);
             return -EACCES;
         }
     version = hub_query_find(&q, "auth_version");
     if (version == NULL || strcmp(version, "1.0") != 0) {
-        set_why(why, why_len, "auth_version must be 1.0");
+        hub__set_why(why, why_len, "auth_version must be 1.0");
         return -EINVAL;
     }
     key = hub_query_find(&q, "auth_key");
     if (!hub_auth_equal(key, strlen(key), app->key, strlen(app->key))) {
-        set_why(why, why_len, "unknown auth_key");
+        hub__set_why(why, why_len, "unknown auth_key");
         return -EACCES;
     }
     ts_text = hub_query_find(&q, "auth_timestamp");
     if (parse_timestamp(ts_text, &ts) < 0) {
-        set_why(why, why_len, "auth_timestamp is not a number");
+        hub__set_why(why, why_len, "auth_timestamp is not a number");
         return -EINVAL;
     }
     skew = req->now_s > ts ? req->now_s - ts : ts - req->now_s;
     if (req->window_s != 0 && skew > req->window_s) {
-        set_why(why, why_len,
+        hub__set_why(why, why_len,
                 "stale timestamp: |now - auth_timestamp| = %" PRIu64
                 " s, allowed %" PRIu64 " s",
                 skew, req->window_s);
@@ -389,27 +377,27 @@ int hub_auth_check_rest(const struct hub_app *app,
      */
     client_md5 = hub_query_find(&q, "body_md5");
     if (req->body_len > 0 && client_md5 == NULL) {
-        set_why(why, why_len, "missing body_md5");
+        hub__set_why(why, why_len, "missing body_md5");
         return -EACCES;
     }
     if (client_md5 != NULL) {
         hub_auth_md5_hex(req->body, req->body_len, md5);
         if (md5[0] == '\0') {
-            set_why(why, why_len, "MD5 unavailable");
+            hub__set_why(why, why_len, "MD5 unavailable");
             return -EACCES;
         }
     }
     rc = string_to_sign(&b, req->method, req->path, &q,
                         client_md5 ? md5 : NULL);
     if (rc < 0) {
-        set_why(why, why_len, "request too long");
+        hub__set_why(why, why_len, "request too long");
         return -EINVAL;
     }
     hub_auth_hmac_hex(app->secret, strlen(app->secret), str, b.len, want);
     sig = hub_query_find(&q, "auth_signature");
     if (want[0] == '\0' ||
         !hub_auth_equal(sig, strlen(sig), want, strlen(want))) {
-        set_why(why, why_len, "invalid signature");
+        hub__set_why(why, why_len, "invalid signature");
         return -EACCES;
     }
     return 0;

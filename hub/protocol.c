@@ -10,6 +10,7 @@
  * The encoders do not use jansson: they run for every outbound frame, and
  * a hand-written writer needs no allocation. Pure: any thread.
  */
+#include "hub/why.h"
 #include "hub/protocol.h"
 
 #include <errno.h>
@@ -27,19 +28,6 @@
  */
 #define MAX_DEPTH 256
 
-static void set_why(char *why, size_t why_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (why == NULL || why_len == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-}
 
 /*
  * Borrow the string member name of obj. Returns 1 when present, 0 when
@@ -111,23 +99,23 @@ static json_t *data_object(json_t *root, char *why, size_t why_len)
     if (json_is_object(data))
         return data;
     if (!json_is_string(data)) {
-        set_why(why, why_len, "data is not an object");
+        hub__set_why(why, why_len, "data is not an object");
         return NULL;
     }
     if (too_deep(json_string_value(data), json_string_length(data))) {
-        set_why(why, why_len, "data string nested too deeply");
+        hub__set_why(why, why_len, "data string nested too deeply");
         return NULL;
     }
     inner = json_loadb(json_string_value(data), json_string_length(data), 0,
                        &err);
     if (!json_is_object(inner)) {
         json_decref(inner);
-        set_why(why, why_len, "data string is not a JSON object");
+        hub__set_why(why, why_len, "data string is not a JSON object");
         return NULL;
     }
     /* Stolen by root; the old string member is released here. */
     if (json_object_set_new(root, "data", inner) < 0) {
-        set_why(why, why_len, "out of memory");
+        hub__set_why(why, why_len, "out of memory");
         return NULL;
     }
     return inner;
@@ -142,19 +130,19 @@ static int parse_subscribe(struct hub_msg *m, char *why, size_t why_len)
         return -EINVAL;
     m->data = data;
     if (get_string(data, "channel", &m->channel, &m->channel_len) != 1) {
-        set_why(why, why_len, "data.channel must be a string");
+        hub__set_why(why, why_len, "data.channel must be a string");
         return -EINVAL;
     }
     if (m->type == HUB_MSG_UNSUBSCRIBE)
         return 0;
     if (get_string(data, "auth", &m->auth, NULL) < 0) {
-        set_why(why, why_len, "data.auth must be a string");
+        hub__set_why(why, why_len, "data.auth must be a string");
         return -EINVAL;
     }
     rc = get_string(data, "channel_data", &m->channel_data,
                     &m->channel_data_len);
     if (rc < 0) {
-        set_why(why, why_len, "data.channel_data must be a string");
+        hub__set_why(why, why_len, "data.channel_data must be a string");
         return -EINVAL;
     }
     return 0;
@@ -169,11 +157,11 @@ static int parse_signin(struct hub_msg *m, char *why, size_t why_len)
     m->data = data;
     if (get_string(data, "user_data", &m->user_data, &m->user_data_len) !=
         1) {
-        set_why(why, why_len, "data.user_data must be a string");
+        hub__set_why(why, why_len, "data.user_data must be a string");
         return -EINVAL;
     }
     if (get_string(data, "auth", &m->auth, NULL) != 1) {
-        set_why(why, why_len, "data.auth must be a string");
+        hub__set_why(why, why_len, "data.auth must be a string");
         return -EINVAL;
     }
     return 0;
@@ -203,11 +191,11 @@ static int parse_root(struct hub_msg *m, const char *text, size_t len,
     int rc;
 
     if (len == 0) {
-        set_why(why, why_len, "empty message");
+        hub__set_why(why, why_len, "empty message");
         return -EINVAL;
     }
     if (too_deep(text, len)) {
-        set_why(why, why_len, "nested too deeply");
+        hub__set_why(why, why_len, "nested too deeply");
         return -EINVAL;
     }
     /*
@@ -216,16 +204,16 @@ static int parse_root(struct hub_msg *m, const char *text, size_t len,
      */
     m->root = json_loadb(text, len, JSON_ALLOW_NUL, &err);
     if (m->root == NULL) {
-        set_why(why, why_len, "invalid JSON: %.80s", err.text);
+        hub__set_why(why, why_len, "invalid JSON: %.80s", err.text);
         return -EINVAL;
     }
     if (!json_is_object(m->root)) {
-        set_why(why, why_len, "message is not an object");
+        hub__set_why(why, why_len, "message is not an object");
         return -EINVAL;
     }
     if (get_string(m->root, "event", &m->event, NULL) != 1 ||
         m->event[0] == '\0') {
-        set_why(why, why_len, "event must be a non-empty string");
+        hub__set_why(why, why_len, "event must be a non-empty string");
         return -EINVAL;
     }
     m->type = classify_event(m->event);
@@ -243,7 +231,7 @@ static int parse_root(struct hub_msg *m, const char *text, size_t len,
     m->data = json_object_get(m->root, "data");
     rc = get_string(m->root, "channel", &m->channel, &m->channel_len);
     if (rc < 0 || (m->type == HUB_MSG_CLIENT_EVENT && rc == 0)) {
-        set_why(why, why_len, "channel must be a string");
+        hub__set_why(why, why_len, "channel must be a string");
         return -EINVAL;
     }
     return 0;
@@ -255,7 +243,7 @@ int hub_msg_parse(struct hub_msg *m, const char *text, size_t len, char *why,
     int rc;
 
     memset(m, 0, sizeof(*m));
-    set_why(why, why_len, "ok");
+    hub__set_why(why, why_len, "ok");
     rc = parse_root(m, text, len, why, why_len);
     if (rc < 0)
         hub_msg_fini(m);
