@@ -103,7 +103,7 @@ static uint64_t hist_pct(const struct hist *h, double p)
     for (unsigned i = 0; i < H_BUCKETS; i++) {
         seen += h->c[i];
         if (seen > want)
-            return hist_value(i);
+            return hist_value(i) < h->max ? hist_value(i) : h->max;
     }
     return h->max;
 }
@@ -168,6 +168,7 @@ struct conn {
     /* Publisher state. */
     uint64_t outstanding;
     uint64_t http_pending;
+    int http_closing; /* the server said Connection: close */
 };
 
 struct slot {
@@ -190,7 +191,7 @@ static int *room_readers; /* live reading subscribers per room */
 static struct {
     uint64_t conn_ok, conn_failed, sub_closed, slow_closed, slow_total;
     uint64_t published, deliveries, deliveries_all, timeouts, http_ok,
-        http_err, churn_cycles, churn_failed, bad_frames;
+        http_err, churn_cycles, churn_failed, bad_frames, rest_reconnects;
     uint64_t w_start, w_end;
     struct hist lat, churn_lat;
 } S;
@@ -233,6 +234,9 @@ static void conn_events(struct conn *c)
 }
 
 static void conn_kill(struct conn *c, int failed);
+static void publish_more(struct conn *c, uint64_t now);
+static uint64_t t_pub_start;
+static int rest_one_per_conn;
 
 static void flush_out(struct conn *c)
 {
@@ -335,7 +339,7 @@ static void conn_kill(struct conn *c, int failed)
             S.conn_failed++;
         else if (c->kind == K_SLOW)
             S.slow_closed++;
-        else
+        else if (c->kind == K_SUB)
             S.sub_closed++;
     }
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -389,7 +393,8 @@ static void conn_start(struct conn *c)
     c->in_len = c->out_len = c->out_off = 0;
     c->want_out = 0;
     c->frag_has = 0;
-    c->outstanding = c->http_pending = 0;
+    c->http_pending = 0;
+    c->http_closing = 0;
     if (c->kind != K_CHURN)
         n_inflight++;
     struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
@@ -407,8 +412,11 @@ static void send_upgrade(struct conn *c)
     if (c->kind == K_PUB_REST) {
         c->st = ST_READY;
         n_inflight--;
-        S.conn_ok++;
         conn_events(c);
+        if (!t_pub_start)
+            S.conn_ok++;
+        else if (opt.rate <= 0)
+            publish_more(c, now_ns());
         return;
     }
     /* A fixed key is fine: the loader checks the accept value anyway. */
@@ -485,7 +493,6 @@ static void churn_done(struct conn *c)
 }
 
 /* ---- delivery accounting */
-static void publish_more(struct conn *c, uint64_t now);
 
 /* Reads "@<seq>:<t_ns>:" from the head of a payload. */
 static int parse_stamp(const unsigned char *p, size_t n, uint64_t *seqp,
@@ -710,6 +717,9 @@ static size_t parse_http(struct conn *c, unsigned char *buf, size_t len)
             clen = strtoul((char *)cl + 14, NULL, 10);
         if (l < hlen + clen)
             break;
+        if (memmem(b, hlen, "onnection: close", 16) ||
+            memmem(b, hlen, "onnection: Close", 16))
+            c->http_closing = rest_one_per_conn = 1;
         if (l >= 12 && memcmp(b + 9, "200", 3) == 0) {
             S.http_ok++;
         } else {
@@ -726,8 +736,6 @@ static size_t parse_http(struct conn *c, unsigned char *buf, size_t len)
 
 static int n_pub_conns;
 static int *pub_conn_idx;
-static uint64_t t_pub_start;
-
 static void publish_one(struct conn *c, uint64_t now)
 {
     char data[4096];
@@ -774,7 +782,12 @@ static void publish_more(struct conn *c, uint64_t now)
     /* Keep the kernel buffer, not our own, as the queue: stop adding while
      * earlier bytes are still waiting. */
     while (c->outstanding < (uint64_t)opt.window && c->out_len < (1u << 20) &&
-           (c->kind != K_PUB_REST || c->http_pending < (uint64_t)opt.window)) {
+           (c->kind != K_PUB_REST ||
+            (c->http_pending < (uint64_t)opt.window && !c->http_closing))) {
+        /* A server that closes after each response (soketi does) gets one
+         * request per connection; the publisher reconnects. */
+        if (c->kind == K_PUB_REST && rest_one_per_conn && sent)
+            break;
         publish_one(c, now);
         sent++;
     }
@@ -1016,9 +1029,9 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
     printf("\"published\":%" PRIu64 ",\"deliveries\":%" PRIu64
            ",\"deliveries_all\":%" PRIu64 ",\"timeouts\":%" PRIu64
            ",\"http_ok\":%" PRIu64 ",\"http_err\":%" PRIu64
-           ",\"bad_frames\":%" PRIu64 ",",
+           ",\"bad_frames\":%" PRIu64 ",\"rest_reconnects\":%" PRIu64 ",",
            S.published, S.deliveries, S.deliveries_all, S.timeouts,
-           S.http_ok, S.http_err, S.bad_frames);
+           S.http_ok, S.http_err, S.bad_frames, S.rest_reconnects);
     printf("\"window_s\":%.3f,\"deliveries_per_s\":%.1f,", win_s,
            win_s > 0 ? (double)S.deliveries / win_s : 0.0);
     printf("\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"
@@ -1168,6 +1181,15 @@ int main(int argc, char **argv)
                 continue;
             on_event(c, evs[i].events, now);
         }
+        /* REST publishers whose server closed the connection reconnect. */
+        if (t_pub_start && now < S.w_end)
+            for (int i = 0; i < n_pub_conns; i++) {
+                struct conn *c = &conns[pub_conn_idx[i]];
+                if (c->st == ST_DEAD && c->kind == K_PUB_REST) {
+                    S.rest_reconnects++;
+                    conn_start(c);
+                }
+            }
         /* Churn: replace every finished cycle with a new connection. */
         if (churn_started)
             for (int i = 0; i < opt.churn; i++) {
