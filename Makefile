@@ -43,5 +43,12 @@ test-asan:
 bench-timers: build
 	$(BUILD)/bench/bench_timers
 
+# Fan-out vs peers (bench/run_fanout.py). Ends with one "fanout: ..." line;
+# tables go to bench/results/latest.md. Smoke run: FANOUT_ARGS=--quick
+FANOUT_ARGS ?=
+bench-fanout:
+	$(MAKE) build
+	BUILD=$(abspath $(BUILD)) python3 bench/run_fanout.py $(FANOUT_ARGS)
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -52,7 +52,6 @@
 
 #define RBUF_SIZE (256 * 1024)
 #define SLOTS 65536u /* in-flight message tracker ring; power of two */
-#define MSG_TIMEOUT_NS (2000000000ull)
 
 /* ---- HDR-style log-linear histogram: 64 sub-buckets per power of two. */
 #define H_SUB 64
@@ -116,7 +115,7 @@ static struct {
     int port;
     enum mode mode;
     int subs, pubs, rooms, size, window, batch, src_ips, churn;
-    double rate, warmup, duration, setup_timeout, slow_pct;
+    double rate, warmup, duration, setup_timeout, slow_pct, msg_timeout;
     uint64_t t0; /* absolute CLOCK_MONOTONIC ns; 0 = when ready */
     int server_pid;
     int quiet;
@@ -126,6 +125,7 @@ static struct {
     .mode = MODE_PUSHER, .subs = 1000, .pubs = 1, .rooms = 1, .size = 32,
     .window = 32, .batch = 500, .src_ips = 0, .churn = 0, .rate = 0,
     .warmup = 1, .duration = 5, .setup_timeout = 60, .slow_pct = 0,
+    .msg_timeout = 2,
 };
 
 static uint64_t now_ns(void)
@@ -820,7 +820,7 @@ static void expire_slots(uint64_t now)
 {
     for (unsigned i = 0; i < SLOTS; i++) {
         struct slot *s = &slots[i];
-        if (s->live && now - s->t_sent > MSG_TIMEOUT_NS) {
+        if (s->live && now - s->t_sent > (uint64_t)(opt.msg_timeout * 1e9)) {
             s->live = 0;
             S.timeouts++;
             if (conns[s->pub].outstanding)
@@ -944,6 +944,36 @@ static double proc_cpu_s(int pid)
     return (double)(ut + st) / (double)clk_tck;
 }
 
+/* Busy jiffies per CPU from /proc/stat (total minus idle and iowait), so a
+ * driver can tell a loader or server starved by some other process. */
+#define MAX_CPUS 64
+static int read_cpu_busy(unsigned long long *busy, unsigned long long *total)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    char line[512];
+    int n = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f) && n < MAX_CPUS) {
+        unsigned long long v[8] = {0};
+        int cpu;
+        if (strncmp(line, "cpu", 3) != 0 || !isdigit((unsigned char)line[3]))
+            continue;
+        if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu",
+                   &cpu, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                   &v[7]) < 9)
+            continue;
+        unsigned long long t = 0;
+        for (int i = 0; i < 8; i++)
+            t += v[i];
+        total[n] = t;
+        busy[n] = t - v[3] - v[4];
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -954,7 +984,8 @@ static void usage(void)
             "  [--warmup S] [--duration S] [--t0 MONOTONIC_NS] [--batch N] "
             "[--src-ips K]\n"
             "  [--slow-pct P] [--churn N] [--server-pid PID] "
-            "[--setup-timeout S]\n");
+            "[--setup-timeout S]\n"
+            "  [--msg-timeout S] [--quiet]\n");
     exit(2);
 }
 
@@ -971,6 +1002,7 @@ static void parse_args(int argc, char **argv)
         {"src-ips", 1, 0, 'i'},   {"slow-pct", 1, 0, 'l'},
         {"churn", 1, 0, 'c'},     {"server-pid", 1, 0, 'S'},
         {"setup-timeout", 1, 0, 'o'}, {"quiet", 0, 0, 'q'},
+        {"msg-timeout", 1, 0, 'M'},
         {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1002,6 +1034,7 @@ static void parse_args(int argc, char **argv)
         case 'S': opt.server_pid = atoi(optarg); break;
         case 'o': opt.setup_timeout = atof(optarg); break;
         case 'q': opt.quiet = 1; break;
+        case 'M': opt.msg_timeout = atof(optarg); break;
         default: usage();
         }
     }
@@ -1014,6 +1047,10 @@ static void parse_args(int argc, char **argv)
         exit(2);
     }
 }
+
+static unsigned long long cb0[MAX_CPUS], ct0[MAX_CPUS], cb1[MAX_CPUS],
+    ct1[MAX_CPUS];
+static int ncpu0, ncpu1;
 
 static void print_json(double loader_cpu, double server_cpu, double win_s)
 {
@@ -1046,6 +1083,13 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            hist_pct(&S.churn_lat, 50) / 1e3, hist_pct(&S.churn_lat, 99) / 1e3);
     printf("\"loader_cpu_s\":%.3f,\"server_cpu_s\":%.3f,", loader_cpu,
            server_cpu);
+    printf("\"cpu_busy\":[");
+    for (int i = 0; i < ncpu0 && i < ncpu1; i++) {
+        unsigned long long dt = ct1[i] - ct0[i];
+        printf("%s%.3f", i ? "," : "",
+               dt ? (double)(cb1[i] - cb0[i]) / (double)dt : 0.0);
+    }
+    printf("],");
     /* Sparse bins so a driver can merge histograms of several loaders. */
     printf("\"hist\":[");
     int first = 1;
@@ -1153,10 +1197,12 @@ int main(int argc, char **argv)
             w_started = 1;
             cpu0 = proc_cpu_s(0);
             scpu0 = opt.server_pid ? proc_cpu_s(opt.server_pid) : 0;
+            ncpu0 = read_cpu_busy(cb0, ct0);
         }
         if (t_pub_start && now >= S.w_end) {
             cpu1 = proc_cpu_s(0);
             scpu1 = opt.server_pid ? proc_cpu_s(opt.server_pid) : 0;
+            ncpu1 = read_cpu_busy(cb1, ct1);
             break;
         }
         if (opt.rate > 0)
@@ -1198,6 +1244,8 @@ int main(int argc, char **argv)
                     conn_start(c);
             }
     }
+    /* Whatever is still missing after the timeout also counts. */
+    expire_slots(now_ns());
     double win_s = (double)(S.w_end - S.w_start) / 1e9;
     print_json(cpu1 - cpu0, opt.server_pid ? scpu1 - scpu0 : -1, win_s);
     return 0;
