@@ -185,7 +185,8 @@ static int nconns;
 static struct slot *slots;
 static uint64_t next_seq = 1;
 static unsigned char rbuf[RBUF_SIZE];
-static char *padding;
+static char *padding, *pub_data, *rest_body; /* sized for --size */
+static size_t rest_body_cap;
 static int *room_readers; /* live reading subscribers per room */
 
 static struct {
@@ -671,10 +672,11 @@ static void hexs(const unsigned char *d, unsigned n, char *out)
 
 static void rest_publish(struct conn *c, const char *ch, const char *data)
 {
-    char body[2048 + 256], q[256], sig_in[512], md5h[33], sigh[65];
+    char q[256], sig_in[512], md5h[33], sigh[65];
+    char *body = rest_body;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdl = 0;
-    int bl = snprintf(body, sizeof body,
+    int bl = snprintf(body, rest_body_cap,
                       "{\"name\":\"b\",\"channels\":[\"%s\"],\"data\":\"%s\"}",
                       ch, data);
     EVP_Digest(body, (size_t)bl, md, &mdl, EVP_md5(), NULL);
@@ -738,14 +740,12 @@ static int n_pub_conns;
 static int *pub_conn_idx;
 static void publish_one(struct conn *c, uint64_t now)
 {
-    char data[4096];
+    char *data = pub_data;
     uint64_t seq = next_seq++;
     int room = (int)(seq % (uint64_t)opt.rooms);
-    int n = snprintf(data, sizeof data, "@%" PRIu64 ":%" PRIu64 ":", seq, now);
+    int n = snprintf(data, 64, "@%" PRIu64 ":%" PRIu64 ":", seq, now);
     if (n < opt.size) {
         int pad = opt.size - n;
-        if (pad > (int)sizeof data - n - 1)
-            pad = (int)sizeof data - n - 1;
         memcpy(data + n, padding, (size_t)pad);
         n += pad;
         data[n] = 0;
@@ -1038,12 +1038,12 @@ static void parse_args(int argc, char **argv)
         default: usage();
         }
     }
-    if (opt.rooms < 1 || opt.size < 0 || opt.size > 4000 || opt.window < 1 ||
+    if (opt.rooms < 1 || opt.size < 0 || opt.size > (1 << 20) || opt.window < 1 ||
         opt.subs < 0 || opt.pubs < 0 || opt.batch < 1 ||
         opt.subs + opt.pubs > 19900 || opt.churn > 1000 ||
         (opt.mode == MODE_RAW && opt.rooms != 1)) {
         fprintf(stderr, "loadgen: bad option values (subs+pubs <= 19900, "
-                        "size <= 4000, raw mode has one room)\n");
+                        "size <= 1 MiB, raw mode has one room)\n");
         exit(2);
     }
 }
@@ -1115,10 +1115,13 @@ int main(int argc, char **argv)
     ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0)
         die("epoll_create1");
-    padding = malloc(4096);
-    if (!padding)
+    padding = malloc((size_t)opt.size + 1);
+    pub_data = malloc((size_t)opt.size + 64);
+    rest_body_cap = (size_t)opt.size + 512;
+    rest_body = malloc(rest_body_cap);
+    if (!padding || !pub_data || !rest_body)
         die("malloc");
-    memset(padding, 'x', 4096);
+    memset(padding, 'x', (size_t)opt.size + 1);
     slots = calloc(SLOTS, sizeof *slots);
     room_readers = calloc((size_t)opt.rooms, sizeof *room_readers);
     int n_slow = (int)(opt.subs * opt.slow_pct / 100.0 + 0.5);
