@@ -169,6 +169,9 @@ struct conn {
     uint64_t outstanding;
     uint64_t http_pending;
     int http_closing; /* the server said Connection: close */
+    /* Sequence numbers of the REST requests awaiting a response, FIFO. */
+    uint64_t *pend;
+    unsigned pend_head, pend_n, pend_cap;
 };
 
 struct slot {
@@ -192,7 +195,8 @@ static int *room_readers; /* live reading subscribers per room */
 static struct {
     uint64_t conn_ok, conn_failed, sub_closed, slow_closed, slow_total;
     uint64_t published, deliveries, deliveries_all, timeouts, http_ok,
-        http_err, churn_cycles, churn_failed, bad_frames, rest_reconnects;
+        http_err, churn_cycles, churn_failed, bad_frames, rest_reconnects,
+        rest_lost;
     uint64_t w_start, w_end;
     struct hist lat, churn_lat;
 } S;
@@ -237,7 +241,9 @@ static void conn_events(struct conn *c)
 static void conn_kill(struct conn *c, int failed);
 static void publish_more(struct conn *c, uint64_t now);
 static uint64_t t_pub_start;
-static int rest_one_per_conn;
+/* What the REST server does with keep-alive: unknown until the first
+ * response, so the first connection sends one request and waits. */
+static enum { REST_UNKNOWN, REST_KEEPALIVE, REST_ONE_PER_CONN } rest_mode;
 
 static void flush_out(struct conn *c)
 {
@@ -342,6 +348,19 @@ static void conn_kill(struct conn *c, int failed)
             S.slow_closed++;
         else if (c->kind == K_SUB)
             S.sub_closed++;
+    }
+    /* REST requests that got no response were never published: free
+     * their window places instead of waiting for their timeout. */
+    for (; c->pend_n; c->pend_n--, c->pend_head = (c->pend_head + 1) %
+                                                  c->pend_cap) {
+        uint64_t seq = c->pend[c->pend_head];
+        struct slot *s = &slots[seq & (SLOTS - 1)];
+        S.rest_lost++;
+        if (s->live && s->seq == seq && s->got == 0) {
+            s->live = 0;
+            if (c->outstanding)
+                c->outstanding--;
+        }
     }
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
@@ -670,7 +689,8 @@ static void hexs(const unsigned char *d, unsigned n, char *out)
     out[2 * n] = 0;
 }
 
-static void rest_publish(struct conn *c, const char *ch, const char *data)
+static void rest_publish(struct conn *c, const char *ch, const char *data,
+                         uint64_t seq)
 {
     char q[256], sig_in[512], md5h[33], sigh[65];
     char *body = rest_body;
@@ -698,6 +718,19 @@ static void rest_publish(struct conn *c, const char *ch, const char *data)
     queue_out(c, hdr, (size_t)hl);
     queue_out(c, body, (size_t)bl);
     c->http_pending++;
+    if (c->pend_n == c->pend_cap) {
+        unsigned nc = c->pend_cap ? c->pend_cap * 2 : 64;
+        uint64_t *np = malloc(nc * sizeof *np);
+        if (!np)
+            die("malloc");
+        for (unsigned i = 0; i < c->pend_n; i++)
+            np[i] = c->pend[(c->pend_head + i) % c->pend_cap];
+        free(c->pend);
+        c->pend = np;
+        c->pend_cap = nc;
+        c->pend_head = 0;
+    }
+    c->pend[(c->pend_head + c->pend_n++) % c->pend_cap] = seq;
 }
 
 /* Consumes complete HTTP responses; returns bytes consumed. */
@@ -721,7 +754,7 @@ static size_t parse_http(struct conn *c, unsigned char *buf, size_t len)
             break;
         if (memmem(b, hlen, "onnection: close", 16) ||
             memmem(b, hlen, "onnection: Close", 16))
-            c->http_closing = rest_one_per_conn = 1;
+            c->http_closing = 1;
         if (l >= 12 && memcmp(b + 9, "200", 3) == 0) {
             S.http_ok++;
         } else {
@@ -729,8 +762,16 @@ static size_t parse_http(struct conn *c, unsigned char *buf, size_t len)
                 fprintf(stderr, "loadgen: REST error: %.*s\n",
                         (int)(hlen + clen < 300 ? hlen + clen : 300), b);
         }
+        if (c->http_closing)
+            rest_mode = REST_ONE_PER_CONN;
+        else if (rest_mode == REST_UNKNOWN)
+            rest_mode = REST_KEEPALIVE;
         if (c->http_pending)
             c->http_pending--;
+        if (c->pend_n) {
+            c->pend_head = (c->pend_head + 1) % c->pend_cap;
+            c->pend_n--;
+        }
         off += hlen + clen;
     }
     return off;
@@ -768,7 +809,7 @@ static void publish_one(struct conn *c, uint64_t now)
             snprintf(ch, sizeof ch, "bench");
         else
             snprintf(ch, sizeof ch, "bench-%d", room);
-        rest_publish(c, ch, data);
+        rest_publish(c, ch, data, seq);
     } else {
         queue_frame(c, 1, data, (size_t)n);
     }
@@ -786,7 +827,8 @@ static void publish_more(struct conn *c, uint64_t now)
             (c->http_pending < (uint64_t)opt.window && !c->http_closing))) {
         /* A server that closes after each response (soketi does) gets one
          * request per connection; the publisher reconnects. */
-        if (c->kind == K_PUB_REST && rest_one_per_conn && sent)
+        if (c->kind == K_PUB_REST && rest_mode != REST_KEEPALIVE &&
+            c->http_pending)
             break;
         publish_one(c, now);
         sent++;
@@ -1066,9 +1108,11 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
     printf("\"published\":%" PRIu64 ",\"deliveries\":%" PRIu64
            ",\"deliveries_all\":%" PRIu64 ",\"timeouts\":%" PRIu64
            ",\"http_ok\":%" PRIu64 ",\"http_err\":%" PRIu64
-           ",\"bad_frames\":%" PRIu64 ",\"rest_reconnects\":%" PRIu64 ",",
+           ",\"bad_frames\":%" PRIu64 ",\"rest_reconnects\":%" PRIu64
+           ",\"rest_lost\":%" PRIu64 ",",
            S.published, S.deliveries, S.deliveries_all, S.timeouts,
-           S.http_ok, S.http_err, S.bad_frames, S.rest_reconnects);
+           S.http_ok, S.http_err, S.bad_frames, S.rest_reconnects,
+           S.rest_lost);
     printf("\"window_s\":%.3f,\"deliveries_per_s\":%.1f,", win_s,
            win_s > 0 ? (double)S.deliveries / win_s : 0.0);
     printf("\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"

@@ -141,9 +141,22 @@ def make_peers():
 _port = [7400 + (os.getpid() % 200) * 10]
 
 
+def port_in_use(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), 0.2):
+            return True
+    except OSError:
+        return False
+
+
 def next_port():
-    _port[0] += 1
-    return _port[0]
+    """A port nobody listens on. uWS listens with SO_REUSEPORT, so a stale
+    server left on a port would silently take a share of the connections."""
+    for _ in range(100):
+        _port[0] += 1
+        if not port_in_use(_port[0]):
+            return _port[0]
+    raise RuntimeError("no free port near %d" % _port[0])
 
 
 def wait_port(port, proc, timeout):
