@@ -278,7 +278,8 @@ def scenarios(quick):
     s = []
     # A message not delivered to every reading subscriber within this long
     # makes the measurement invalid (lost deliveries are not a throughput).
-    mt = 1.5 if quick else 2
+    # 5 s is far above any healthy p99 here even on a busy shared machine.
+    mt = 1.5 if quick else 5
     subs_list = [1000] if quick else [100, 1000, 10000]
     sizes = [32] if quick else [32, 1024]
     for n in subs_list:
