@@ -201,6 +201,8 @@ static struct {
     struct hist lat, churn_lat;
 } S;
 
+static char first_fail[96];
+
 static int in_window(uint64_t t)
 {
     return t >= S.w_start && t < S.w_end;
@@ -342,8 +344,13 @@ static void conn_kill(struct conn *c, int failed)
     if (failed) {
         if (c->kind == K_CHURN)
             S.churn_failed++;
-        else if (was_setup)
-            S.conn_failed++;
+        else if (was_setup) {
+            /* Keep the first reason: it usually explains all the others. */
+            if (S.conn_failed++ == 0)
+                snprintf(first_fail, sizeof first_fail,
+                         "state %d errno %d (%s)", (int)c->st, errno,
+                         strerror(errno));
+        }
         else if (c->kind == K_SLOW)
             S.slow_closed++;
         else if (c->kind == K_SUB)
@@ -817,7 +824,7 @@ static void publish_one(struct conn *c, uint64_t now)
 
 static void publish_more(struct conn *c, uint64_t now)
 {
-    if (!t_pub_start || now >= S.w_end)
+    if (!t_pub_start || now >= S.w_end || c->st != ST_READY)
         return;
     int sent = 0;
     /* Keep the kernel buffer, not our own, as the queue: stop adding while
@@ -876,6 +883,7 @@ static void on_readable(struct conn *c, uint64_t now)
     for (int rounds = 0; rounds < 4 && c->st != ST_DEAD; rounds++) {
         ssize_t n = read(c->fd, rbuf, sizeof rbuf);
         if (n == 0) {
+            errno = 0; /* the server closed */
             conn_kill(c, 1);
             return;
         }
@@ -937,6 +945,7 @@ static void on_event(struct conn *c, uint32_t ev, uint64_t now)
         socklen_t l = sizeof err;
         getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l);
         if (err || (ev & (EPOLLERR | EPOLLHUP))) {
+            errno = err;
             conn_kill(c, 1);
             return;
         }
@@ -1127,6 +1136,7 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            hist_pct(&S.churn_lat, 50) / 1e3, hist_pct(&S.churn_lat, 99) / 1e3);
     printf("\"loader_cpu_s\":%.3f,\"server_cpu_s\":%.3f,", loader_cpu,
            server_cpu);
+    printf("\"first_fail\":\"%s\",", first_fail);
     printf("\"cpu_busy\":[");
     for (int i = 0; i < ncpu0 && i < ncpu1; i++) {
         unsigned long long dt = ct1[i] - ct0[i];

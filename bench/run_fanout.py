@@ -216,25 +216,110 @@ class Server:
         self.logf.close()
 
 
-def run_loader(server, args, warmup, duration, timeout_extra=60):
+MAX_CONNS_PER_LOADER = 19900  # per-process fd limit 20,000, minus headroom
+H_SUB = 64
+
+
+def hist_value(i):
+    """Bucket midpoint; mirrors hist_value() in loadgen.c."""
+    if i < 128:
+        return i
+    shift = (i - 128) // H_SUB + 1
+    return (((i - 128) % H_SUB + H_SUB) << shift) + ((1 << shift) >> 1)
+
+
+def hist_pct(bins, p, vmax):
+    n = sum(bins.values())
+    if not n:
+        return 0
+    want = min(int(p / 100.0 * n), n - 1)
+    seen = 0
+    for i in sorted(bins):
+        seen += bins[i]
+        if seen > want:
+            return min(hist_value(i), vmax)
+    return vmax
+
+
+def arg_value(args, name, default):
+    return int(args[args.index(name) + 1]) if name in args else default
+
+
+def merge(results):
+    """Adds the results of several loader processes sharing one window."""
+    d = dict(results[0])
+    for k in ("conn_ok", "conn_failed", "sub_closed", "slow_total",
+              "slow_closed", "deliveries", "deliveries_all", "deliveries_per_s",
+              "churn_cycles", "churn_failed", "churn_per_s", "loader_cpu_s",
+              "bad_frames"):
+        d[k] = sum(r.get(k, 0) for r in results)
+    d["subs"] = sum(r["subs"] for r in results)
+    bins = {}
+    for r in results:
+        for i, c in r.get("hist", []):
+            bins[i] = bins.get(i, 0) + c
+    vmax = max(r["lat_us"]["max"] for r in results) * 1000
+    d["lat_us"] = {"p50": hist_pct(bins, 50, vmax) / 1e3,
+                   "p99": hist_pct(bins, 99, vmax) / 1e3,
+                   "p999": hist_pct(bins, 99.9, vmax) / 1e3,
+                   "max": vmax / 1e3}
+    # CPU busy of the loader's CPU is a machine-wide figure: take the first.
+    d["loader_procs"] = len(results)
+    return d
+
+
+def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
+    """Runs one measurement. Subscribers beyond one process's fd budget are
+    split over several loader processes that share one absolute start time
+    (--t0, CLOCK_MONOTONIC); only the first one publishes, so the closed
+    loop follows the first process's subscribers."""
     p = server.peer
-    argv = ["taskset", "-c", LOADER_CPU, LOADGEN, "--mode", p.mode,
+    subs = arg_value(args, "--subs", 1000)
+    churn = arg_value(args, "--churn", 0)
+    if procs <= 0:
+        procs = max(1, -(-(subs + 1 + churn) // MAX_CONNS_PER_LOADER))
+    base = ["taskset", "-c", LOADER_CPU, LOADGEN, "--mode", p.mode,
             "--port", str(server.port), "--path", p.path,
             "--server-pid", str(server.pid), "--src-ips", SRC_IPS,
             "--warmup", str(warmup), "--duration", str(duration), "--quiet"]
-    argv += [str(a) for a in args]
-    try:
-        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=warmup + duration + timeout_extra)
-    except subprocess.TimeoutExpired:
-        return {"error": "loader timed out"}
-    if r.returncode != 0:
-        return {"error": "loader exit %d: %s" % (
-            r.returncode, r.stderr.decode(errors="replace")[-300:])}
-    try:
-        d = json.loads(r.stdout)
-    except ValueError:
-        return {"error": "bad loader output"}
+    rest = [str(a) for a in args]
+    if "--subs" in args:
+        i = args.index("--subs")
+        rest = [str(a) for a in args[:i] + args[i + 2:]]
+    setup = 3.0 + subs / 4000.0
+    t0 = time.monotonic_ns() + int(setup * 1e9) if procs > 1 else 0
+    running = []
+    for k in range(procs):
+        n = subs // procs + (1 if k < subs % procs else 0)
+        argv = base + rest + ["--subs", str(n)]
+        if k > 0:
+            argv += ["--pubs", "0"]
+        if t0:
+            argv += ["--t0", str(t0)]
+        running.append(subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE))
+    outs = []
+    err = None
+    for pr in running:
+        try:
+            o, e = pr.communicate(timeout=warmup + duration + timeout_extra +
+                                  (setup if t0 else 0))
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            pr.communicate()
+            err = err or "loader timed out"
+            continue
+        if pr.returncode != 0:
+            err = err or "loader exit %d: %s" % (
+                pr.returncode, e.decode(errors="replace")[-300:])
+            continue
+        try:
+            outs.append(json.loads(o))
+        except ValueError:
+            err = err or "bad loader output"
+    if err:
+        return {"error": err}
+    d = merge(outs) if len(outs) > 1 else outs[0]
     d.pop("hist", None)
     w = d.get("window_s") or 1
     d["loader_util"] = d["loader_cpu_s"] / w
@@ -261,7 +346,8 @@ def check_valid(d, scen):
     if "error" in d:
         return d["error"]
     if d["conn_failed"]:
-        return "%d connections failed" % d["conn_failed"]
+        return "%d connections failed, first: %s" % (
+            d["conn_failed"], d.get("first_fail", "?"))
     if scen.startswith("S5"):
         return None if d["churn_cycles"] else "no churn cycles"
     if d["timeouts"]:
@@ -341,6 +427,9 @@ def main():
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--peers", default="",
                     help="comma list (default: all)")
+    ap.add_argument("--loader-procs", type=int, default=0,
+                    help="loader processes per measurement (0: as needed "
+                    "for the 19,900 connections per process limit)")
     ap.add_argument("--scenarios", default="",
                     help="comma list of ids or prefixes, e.g. S3-1000-32,S5")
     a = ap.parse_args()
@@ -403,7 +492,8 @@ def main():
                 for sid, label, args, pusher_only in scens:
                     if pusher_only and not p.pusher:
                         continue
-                    d = run_loader(srv, args, a.warmup, a.duration)
+                    d = run_loader(srv, args, a.warmup, a.duration,
+                                   procs=a.loader_procs)
                     d["rep"] = rep
                     d["invalid"] = check_valid(d, sid)
                     results[sid][p.name].append(d)
