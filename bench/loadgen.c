@@ -202,6 +202,7 @@ static struct {
 } S;
 
 static char first_fail[96];
+static int draining; /* after the window: reading what slow readers got */
 
 static int in_window(uint64_t t)
 {
@@ -586,6 +587,8 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
         return;
     }
     uint64_t seq, t;
+    if (draining)
+        return;
     if (c->st == ST_READY && parse_stamp(p, n, &seq, &t))
         record_delivery(seq, t, now);
 }
@@ -952,7 +955,7 @@ static void on_event(struct conn *c, uint32_t ev, uint64_t now)
         send_upgrade(c);
         return;
     }
-    if (c->kind == K_SLOW && c->st == ST_READY) {
+    if (c->kind == K_SLOW && c->st == ST_READY && !draining) {
         conn_kill(c, 1); /* the server gave up on it: that is the point */
         return;
     }
@@ -1301,8 +1304,34 @@ int main(int argc, char **argv)
                     conn_start(c);
             }
     }
-    /* Whatever is still missing after the timeout also counts. */
-    expire_slots(now_ns());
+    /* A server that closes a reader that stopped reading cannot tell it so:
+     * its close frame and FIN wait behind the unread bytes. So read what
+     * the slow readers were sent, for at most 2 s, and count those that end
+     * in a close frame or EOF. Reading now cannot trigger a close that had
+     * not already been decided. */
+    /* Whatever is still missing at the end, older than the timeout, also
+     * counts; judged at the window's end, not after the drain below. */
+    expire_slots(S.w_end);
+    if (S.slow_total) {
+        draining = 1;
+        for (int i = 0; i < opt.subs; i++) {
+            struct conn *c = &conns[i];
+            if (c->kind == K_SLOW && c->st == ST_READY) {
+                struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
+                                         .data.ptr = c};
+                epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+            }
+        }
+        uint64_t dl = now_ns() + 2000000000ull;
+        while (S.slow_closed < S.slow_total && now_ns() < dl) {
+            int n = epoll_wait(ep, evs, 1024, 50);
+            for (int i = 0; i < n; i++) {
+                struct conn *c = evs[i].data.ptr;
+                if (c->kind == K_SLOW && c->st == ST_READY)
+                    on_readable(c, now_ns());
+            }
+        }
+    }
     double win_s = (double)(S.w_end - S.w_start) / 1e9;
     print_json(cpu1 - cpu0, opt.server_pid ? scpu1 - scpu0 : -1, win_s);
     return 0;
