@@ -85,5 +85,12 @@ bench-idle: build
 	LUBDUB_BINARY=$(BUILD)/lubdub IDLE_CLIENT=$(BUILD)/bench/idle_client \
 	    bench/run_idle.sh
 
+# Fan-out vs peers (bench/run_fanout.py). Ends with one "fanout: ..." line;
+# tables go to bench/results/latest.md. Smoke run: FANOUT_ARGS=--quick
+FANOUT_ARGS ?=
+bench-fanout:
+	$(MAKE) build
+	BUILD=$(abspath $(BUILD)) python3 bench/run_fanout.py $(FANOUT_ARGS)
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,451 @@
+/*
+ * raw_peer: the ceiling servers of make bench-fanout. Built twice:
+ *   raw_single  (RAW_CORKED=0): one write() per delivery.
+ *   raw_corked  (RAW_CORKED=1): per event-loop round, every subscriber gets
+ *               one write() holding all the frames broadcast in that round.
+ *
+ * Raw epoll, one thread, just enough WebSocket: the upgrade handshake,
+ * unmasking client frames (split across reads or many per read), ping/pong
+ * and close. The protocol is trivial: a connection whose first message is
+ * "pub" is a publisher; every text message a publisher sends is broadcast to
+ * all connections that are not publishers. Nothing else is parsed, so the
+ * numbers bound what any real WebSocket server could do on this machine.
+ *
+ * A subscriber that cannot take its bytes keeps them in its own output
+ * buffer; past OUT_LIMIT it is closed (a slow reader must not grow memory).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef RAW_CORKED
+#define RAW_CORKED 0
+#endif
+
+#define RBUF_SIZE (64 * 1024)
+#define OUT_LIMIT (4u << 20)
+#define MAX_FRAME (1u << 20)
+
+struct peer {
+    int fd;
+    int upgraded, publisher, sub_index;
+    unsigned char *in;
+    size_t in_len, in_cap;
+    unsigned char *out;
+    size_t out_off, out_len, out_cap;
+    int want_out;
+};
+
+static int ep, lfd;
+static struct peer **subs; /* dense array of subscribers */
+static int nsubs, subs_cap;
+static unsigned char rbuf[RBUF_SIZE];
+#if RAW_CORKED
+static unsigned char *round_buf; /* frames broadcast in this round */
+static size_t round_len, round_cap;
+#endif
+
+static void die(const char *m)
+{
+    perror(m);
+    exit(2);
+}
+
+static int grow(unsigned char **b, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 4096;
+    while (n < need)
+        n *= 2;
+    unsigned char *p = realloc(*b, n);
+    if (!p)
+        return -ENOMEM;
+    *b = p;
+    *cap = n;
+    return 0;
+}
+
+static void set_events(struct peer *p)
+{
+    struct epoll_event ev = {.events = EPOLLIN | (p->want_out ? EPOLLOUT : 0),
+                             .data.ptr = p};
+    epoll_ctl(ep, EPOLL_CTL_MOD, p->fd, &ev);
+}
+
+static void peer_close(struct peer *p)
+{
+    if (p->fd < 0)
+        return;
+    if (p->sub_index >= 0) {
+        struct peer *last = subs[--nsubs];
+        subs[p->sub_index] = last;
+        last->sub_index = p->sub_index;
+        p->sub_index = -1;
+    }
+    epoll_ctl(ep, EPOLL_CTL_DEL, p->fd, NULL);
+    close(p->fd);
+    p->fd = -1;
+    /* Freed at the end of the round: the round may still point at it. */
+}
+
+static struct peer *dead[4096];
+static int ndead;
+
+static void peer_kill(struct peer *p)
+{
+    if (p->fd < 0)
+        return;
+    peer_close(p);
+    if (ndead < (int)(sizeof dead / sizeof dead[0]))
+        dead[ndead++] = p;
+}
+
+/* Writes what it can now, keeps the rest; closes a reader over the limit. */
+static void peer_send(struct peer *p, const void *b, size_t n)
+{
+    if (p->fd < 0)
+        return;
+    size_t done = 0;
+    if (p->out_len == 0) {
+        ssize_t w = write(p->fd, b, n);
+        if (w < 0 && errno != EAGAIN) {
+            peer_kill(p);
+            return;
+        }
+        done = w > 0 ? (size_t)w : 0;
+        if (done == n)
+            return;
+    }
+    if (p->out_len - p->out_off + n - done > OUT_LIMIT) {
+        peer_kill(p);
+        return;
+    }
+    if (grow(&p->out, &p->out_cap, p->out_len + n - done)) {
+        peer_kill(p);
+        return;
+    }
+    memcpy(p->out + p->out_len, (const unsigned char *)b + done, n - done);
+    p->out_len += n - done;
+    if (!p->want_out) {
+        p->want_out = 1;
+        set_events(p);
+    }
+}
+
+static void peer_flush(struct peer *p)
+{
+    while (p->out_off < p->out_len) {
+        ssize_t w = write(p->fd, p->out + p->out_off, p->out_len - p->out_off);
+        if (w < 0) {
+            if (errno == EAGAIN)
+                return;
+            peer_kill(p);
+            return;
+        }
+        p->out_off += (size_t)w;
+    }
+    p->out_off = p->out_len = 0;
+    p->want_out = 0;
+    set_events(p);
+}
+
+static size_t frame_header(unsigned char *h, int op, size_t n)
+{
+    h[0] = (unsigned char)(0x80 | op);
+    if (n < 126) {
+        h[1] = (unsigned char)n;
+        return 2;
+    }
+    if (n < 65536) {
+        h[1] = 126;
+        h[2] = (unsigned char)(n >> 8);
+        h[3] = (unsigned char)n;
+        return 4;
+    }
+    h[1] = 127;
+    for (int i = 0; i < 8; i++)
+        h[2 + i] = (unsigned char)((uint64_t)n >> (56 - 8 * i));
+    return 10;
+}
+
+static void broadcast(const unsigned char *d, size_t n)
+{
+#if RAW_CORKED
+    if (grow(&round_buf, &round_cap, round_len + n + 10))
+        return;
+    round_len += frame_header(round_buf + round_len, 1, n);
+    memcpy(round_buf + round_len, d, n);
+    round_len += n;
+#else
+    static unsigned char *f;
+    static size_t fcap;
+    if (grow(&f, &fcap, n + 10))
+        return;
+    size_t hl = frame_header(f, 1, n);
+    memcpy(f + hl, d, n);
+    /* Backwards: a killed subscriber is replaced by the last one. */
+    for (int i = nsubs - 1; i >= 0; i--)
+        peer_send(subs[i], f, hl + n);
+#endif
+}
+
+static void control(struct peer *p, int op, const unsigned char *d, size_t n)
+{
+    unsigned char f[140];
+    if (n > 125)
+        n = 125;
+    size_t hl = frame_header(f, op, n);
+    memcpy(f + hl, d, n);
+    peer_send(p, f, hl + n);
+}
+
+static void on_message(struct peer *p, const unsigned char *d, size_t n)
+{
+    if (!p->publisher && n == 3 && memcmp(d, "pub", 3) == 0) {
+        p->publisher = 1;
+        if (p->sub_index >= 0) {
+            struct peer *last = subs[--nsubs];
+            subs[p->sub_index] = last;
+            last->sub_index = p->sub_index;
+            p->sub_index = -1;
+        }
+        return;
+    }
+    if (p->publisher)
+        broadcast(d, n);
+}
+
+static size_t parse_frames(struct peer *p, unsigned char *b, size_t len)
+{
+    size_t off = 0;
+    while (p->fd >= 0 && len - off >= 2) {
+        unsigned char *f = b + off;
+        int op = f[0] & 0x0f, masked = f[1] & 0x80;
+        uint64_t pl = f[1] & 0x7f;
+        size_t hl = 2;
+        if (pl == 126) {
+            if (len - off < 4)
+                break;
+            pl = ((uint64_t)f[2] << 8) | f[3];
+            hl = 4;
+        } else if (pl == 127) {
+            if (len - off < 10)
+                break;
+            pl = 0;
+            for (int i = 0; i < 8; i++)
+                pl = (pl << 8) | f[2 + i];
+            hl = 10;
+        }
+        if (pl > MAX_FRAME) {
+            peer_kill(p);
+            break;
+        }
+        if (masked)
+            hl += 4;
+        if (len - off < hl + pl)
+            break;
+        unsigned char *d = f + hl;
+        if (masked)
+            for (uint64_t i = 0; i < pl; i++)
+                d[i] ^= f[hl - 4 + (i & 3)];
+        off += hl + (size_t)pl;
+        if (op == 1 || op == 2 || op == 0)
+            on_message(p, d, (size_t)pl);
+        else if (op == 9)
+            control(p, 0xA, d, (size_t)pl);
+        else if (op == 8) {
+            control(p, 8, d, pl >= 2 ? 2 : 0);
+            peer_kill(p);
+        }
+    }
+    return off;
+}
+
+static size_t parse_upgrade(struct peer *p, unsigned char *b, size_t len)
+{
+    unsigned char *e = memmem(b, len, "\r\n\r\n", 4);
+    if (!e) {
+        if (len > 8192)
+            peer_kill(p);
+        return 0;
+    }
+    *e = 0;
+    char *k = strcasestr((char *)b, "Sec-WebSocket-Key:");
+    if (!k) {
+        peer_kill(p);
+        return len;
+    }
+    k += 18;
+    while (*k == ' ')
+        k++;
+    size_t kl = strcspn(k, "\r\n ");
+    char cat[128];
+    if (kl > 64) {
+        peer_kill(p);
+        return len;
+    }
+    memcpy(cat, k, kl);
+    memcpy(cat + kl, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
+    unsigned char sha[SHA_DIGEST_LENGTH];
+    SHA1((unsigned char *)cat, kl + 36, sha);
+    char acc[64];
+    EVP_EncodeBlock((unsigned char *)acc, sha, SHA_DIGEST_LENGTH);
+    char resp[256];
+    int n = snprintf(resp, sizeof resp,
+                     "HTTP/1.1 101 Switching Protocols\r\n"
+                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "Sec-WebSocket-Accept: %s\r\n\r\n",
+                     acc);
+    p->upgraded = 1;
+    peer_send(p, resp, (size_t)n);
+    return (size_t)(e - b) + 4;
+}
+
+static void on_readable(struct peer *p)
+{
+    ssize_t n = read(p->fd, rbuf, sizeof rbuf);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        peer_kill(p);
+        return;
+    }
+    unsigned char *b = rbuf;
+    size_t len = (size_t)n;
+    if (p->in_len) {
+        if (grow(&p->in, &p->in_cap, p->in_len + len)) {
+            peer_kill(p);
+            return;
+        }
+        memcpy(p->in + p->in_len, rbuf, len);
+        b = p->in;
+        len += p->in_len;
+    }
+    size_t off = 0;
+    if (!p->upgraded) {
+        off = parse_upgrade(p, b, len);
+        if (!p->upgraded)
+            off = 0;
+    }
+    if (p->upgraded && p->fd >= 0)
+        off += parse_frames(p, b + off, len - off);
+    if (p->fd < 0)
+        return;
+    size_t rest = len - off;
+    if (rest) {
+        if (b == rbuf) {
+            if (grow(&p->in, &p->in_cap, rest)) {
+                peer_kill(p);
+                return;
+            }
+            memcpy(p->in, rbuf + off, rest);
+        } else {
+            memmove(p->in, p->in + off, rest);
+        }
+    }
+    p->in_len = rest;
+}
+
+static void on_accept(void)
+{
+    for (int i = 0; i < 256; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct peer *p = calloc(1, sizeof *p);
+        if (!p) {
+            close(fd);
+            free(p);
+            continue;
+        }
+        if (nsubs == subs_cap) {
+            int nc = subs_cap ? subs_cap * 2 : 1024;
+            struct peer **ns = realloc(subs, (size_t)nc * sizeof *ns);
+            if (!ns) {
+                close(fd);
+                free(p);
+                continue;
+            }
+            subs = ns;
+            subs_cap = nc;
+        }
+        p->fd = fd;
+        p->sub_index = nsubs;
+        subs[nsubs++] = p;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int port = 7001;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--port") && i + 1 < argc)
+            port = atoi(argv[++i]);
+    signal(SIGPIPE, SIG_IGN);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0)
+        die("bind");
+    if (listen(lfd, 4096) < 0)
+        die("listen");
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
+    struct epoll_event evs[512];
+    for (;;) {
+        int n = epoll_wait(ep, evs, 512, -1);
+        for (int i = 0; i < n; i++) {
+            struct peer *p = evs[i].data.ptr;
+            if (!p) {
+                on_accept();
+                continue;
+            }
+            if (p->fd < 0)
+                continue;
+            if (evs[i].events & EPOLLOUT)
+                peer_flush(p);
+            if (p->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+                on_readable(p);
+        }
+#if RAW_CORKED
+        /* The whole point: one write per subscriber per round. */
+        if (round_len) {
+            for (int i = nsubs - 1; i >= 0; i--)
+                peer_send(subs[i], round_buf, round_len);
+            round_len = 0;
+        }
+#endif
+        for (int i = 0; i < ndead; i++) {
+            free(dead[i]->in);
+            free(dead[i]->out);
+            free(dead[i]);
+        }
+        ndead = 0;
+    }
+}

@@ -1,0 +1,646 @@
+#!/usr/bin/env python3
+"""Fan-out benchmark driver for `make bench-fanout` (python3 stdlib only).
+
+Starts each server ("peer") pinned to CPU 0 and bench/loadgen pinned to CPU 1,
+runs the scenarios against it, repeats with the peers interleaved, and writes
+bench/results/latest.md (tables) and latest.json (every raw loader result).
+The last line printed is the one-line summary:
+
+  fanout: hub=H uws=U raw_cork=C lws=L nodews=N soketi=S vs_uws=H/U ...
+
+deliveries/s medians at 1,000 subscribers and 32 B; the ratios are medians of
+per-rep ratios. A peer that cannot run, or whose run is invalid (deliveries
+missing, uWS fell back to its NodeJS shim), reports 0 and its ratios n/a.
+
+Scenarios:
+  S3  1 publisher -> N subscribers (100, 1000, 10000) x (32 B, 1 KiB)
+  S4  2,000 rooms x 8 members, REST publisher round-robin over rooms
+      (Pusher peers only: the raw peers have no rooms)
+  S5  churn: connect -> (subscribe) -> one round trip -> close, 64 in flight
+  S7  S3 at 1,000 x 32 B with 1% subscribers that never read: the server
+      should close them (slow-consumer policy); reported as closed/total
+
+A run is invalid when the loader is the bottleneck: loader CPU >= 95% of a
+core while the server uses < 90% of its core. The driver checks this once
+against raw_corked before the run and for every measurement.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "bench")
+BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+LOADGEN = os.path.join(BUILD, "bench", "loadgen")
+# The hub under test; LUBDUB_BINARY or --hub point at another build.
+HUB = os.environ.get("LUBDUB_BINARY", os.path.join(BUILD, "lubdub"))
+RESULTS = os.path.join(BENCH, "results")
+SERVER_CPU = "0"
+LOADER_CPU = "1"
+SRC_IPS = "8"  # 127.0.0.2-9: each source address has its own port range
+
+SOKETI_ENV = {
+    "SOKETI_HOST": "127.0.0.1",
+    # Cluster discovery (node-discover) stays on loopback.
+    "SOKETI_CLUSTER_HOST": "127.0.0.1",
+    "SOKETI_CLUSTER_BROADCAST_ADDRESS": "127.255.255.255",
+    "SOKETI_CLUSTER_UNICAST_ADDRESSES": "127.0.0.1",
+    "SOKETI_ADAPTER_DRIVER": "local",
+    "SOKETI_DEFAULT_APP_ID": "app-id",
+    "SOKETI_DEFAULT_APP_KEY": "app-key",
+    "SOKETI_DEFAULT_APP_SECRET": "app-secret",
+}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+class Peer:
+    def __init__(self, name, mode, argv, path="/", env=None, pusher=False,
+                 fallback_marker=None):
+        self.name = name
+        self.mode = mode
+        self.argv = argv  # argv with "{port}" placeholders
+        self.path = path
+        self.env = env or {}
+        self.pusher = pusher
+        self.fallback_marker = fallback_marker
+        self.unavailable = None  # reason string when it cannot run
+
+
+def node_ok():
+    return shutil.which("node") is not None
+
+
+def ensure_node_modules(peers):
+    """npm ci from the lockfile once; node peers are n/a if that fails."""
+    if os.path.isdir(os.path.join(BENCH, "node_modules", "ws")):
+        return None
+    if not shutil.which("npm"):
+        return "npm not found"
+    log("bench-fanout: npm ci (pinned peers)")
+    r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=BENCH,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       timeout=600)
+    if r.returncode != 0:
+        return "npm ci failed: " + r.stderr.decode(errors="replace")[-300:]
+    return None
+
+
+def make_peers():
+    b = os.path.join(BUILD, "bench")
+    peers = [
+        Peer("hub", "pusher",
+             [HUB, "--port", "{port}", "--loops",
+              "1", "--bind", "127.0.0.1", "--log-level", "warn"],
+             path="/app/app-key", pusher=True),
+        Peer("raw_cork", "raw", [os.path.join(b, "raw_corked"), "--port",
+                                 "{port}"]),
+        Peer("raw_single", "raw", [os.path.join(b, "raw_single"), "--port",
+                                   "{port}"]),
+        Peer("lws", "raw", [os.path.join(b, "lws_minimal"), "--port",
+                            "{port}"]),
+        Peer("nodews", "raw", ["node", os.path.join(BENCH, "peers",
+                                                    "ws_server.js"),
+                               "--port", "{port}"]),
+        Peer("uws", "raw", ["node", os.path.join(BENCH, "peers",
+                                                 "uws_server.js"),
+                            "--port", "{port}"],
+             fallback_marker="Falling back to a NodeJS implementation"),
+        Peer("soketi", "pusher",
+             ["node", os.path.join(BENCH, "node_modules", "@soketi", "soketi",
+                                   "bin", "server.js"), "start"],
+             path="/app/app-key", pusher=True, env=SOKETI_ENV,
+             fallback_marker="Falling back to a NodeJS implementation"),
+    ]
+    for p in peers:
+        exe = p.argv[0]
+        if exe == "node":
+            if not node_ok():
+                p.unavailable = "node not installed"
+        elif not os.access(exe, os.X_OK):
+            p.unavailable = "%s not built" % os.path.relpath(exe, ROOT)
+    if peers[0].unavailable:
+        peers[0].unavailable += " (the hub is not there yet: skipped)"
+    nm = None
+    if any(p.argv[0] == "node" and not p.unavailable for p in peers):
+        nm = ensure_node_modules(peers)
+    for p in peers:
+        if nm and p.argv[0] == "node":
+            p.unavailable = nm
+    return peers
+
+
+_port = [7400 + (os.getpid() % 200) * 10]
+
+
+def port_in_use(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), 0.2):
+            return True
+    except OSError:
+        return False
+
+
+def next_port():
+    """A port nobody listens on. uWS listens with SO_REUSEPORT, so a stale
+    server left on a port would silently take a share of the connections."""
+    for _ in range(100):
+        _port[0] += 1
+        if not port_in_use(_port[0]):
+            return _port[0]
+    raise RuntimeError("no free port near %d" % _port[0])
+
+
+def wait_port(port, proc, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+class Server:
+    """One peer process we started; stopped by its own process group id."""
+
+    def __init__(self, peer):
+        self.peer = peer
+        self.port = next_port()
+        argv = [a.replace("{port}", str(self.port)) for a in peer.argv]
+        env = dict(os.environ)
+        env.update(peer.env)
+        if peer.name == "soketi":
+            env["SOKETI_PORT"] = str(self.port)
+            env["SOKETI_METRICS_SERVER_PORT"] = str(self.port + 3000)
+            env["SOKETI_CLUSTER_PORT"] = str(self.port + 4000)
+        self.logpath = os.path.join(RESULTS, "server-%s.log" % peer.name)
+        self.logf = open(self.logpath, "wb")
+        self.proc = subprocess.Popen(["taskset", "-c", SERVER_CPU] + argv,
+                                     stdout=self.logf, stderr=subprocess.STDOUT,
+                                     env=env, cwd=BENCH,
+                                     start_new_session=True)
+        self.pid = self.proc.pid  # taskset execs the server: same pid
+        self.ok = wait_port(self.port, self.proc, 15)
+
+    def log_text(self):
+        self.logf.flush()
+        with open(self.logpath, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(5)
+        self.logf.close()
+
+
+MAX_CONNS_PER_LOADER = 19900  # per-process fd limit 20,000, minus headroom
+H_SUB = 64
+
+
+def hist_value(i):
+    """Bucket midpoint; mirrors hist_value() in loadgen.c."""
+    if i < 128:
+        return i
+    shift = (i - 128) // H_SUB + 1
+    return (((i - 128) % H_SUB + H_SUB) << shift) + ((1 << shift) >> 1)
+
+
+def hist_pct(bins, p, vmax):
+    n = sum(bins.values())
+    if not n:
+        return 0
+    want = min(int(p / 100.0 * n), n - 1)
+    seen = 0
+    for i in sorted(bins):
+        seen += bins[i]
+        if seen > want:
+            return min(hist_value(i), vmax)
+    return vmax
+
+
+def arg_value(args, name, default):
+    return int(args[args.index(name) + 1]) if name in args else default
+
+
+def merge(results):
+    """Adds the results of several loader processes sharing one window."""
+    d = dict(results[0])
+    for k in ("conn_ok", "conn_failed", "sub_closed", "slow_total",
+              "slow_closed", "deliveries", "deliveries_all", "deliveries_per_s",
+              "churn_cycles", "churn_failed", "churn_per_s", "loader_cpu_s",
+              "bad_frames"):
+        d[k] = sum(r.get(k, 0) for r in results)
+    d["subs"] = sum(r["subs"] for r in results)
+    bins = {}
+    for r in results:
+        for i, c in r.get("hist", []):
+            bins[i] = bins.get(i, 0) + c
+    vmax = max(r["lat_us"]["max"] for r in results) * 1000
+    d["lat_us"] = {"p50": hist_pct(bins, 50, vmax) / 1e3,
+                   "p99": hist_pct(bins, 99, vmax) / 1e3,
+                   "p999": hist_pct(bins, 99.9, vmax) / 1e3,
+                   "max": vmax / 1e3}
+    # CPU busy of the loader's CPU is a machine-wide figure: take the first.
+    d["loader_procs"] = len(results)
+    return d
+
+
+def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
+    """Runs one measurement. Subscribers beyond one process's fd budget are
+    split over several loader processes that share one absolute start time
+    (--t0, CLOCK_MONOTONIC); only the first one publishes, so the closed
+    loop follows the first process's subscribers."""
+    p = server.peer
+    subs = arg_value(args, "--subs", 1000)
+    churn = arg_value(args, "--churn", 0)
+    if procs <= 0:
+        procs = max(1, -(-(subs + 1 + churn) // MAX_CONNS_PER_LOADER))
+    base = ["taskset", "-c", LOADER_CPU, LOADGEN, "--mode", p.mode,
+            "--port", str(server.port), "--path", p.path,
+            "--server-pid", str(server.pid), "--src-ips", SRC_IPS,
+            "--warmup", str(warmup), "--duration", str(duration), "--quiet"]
+    if p.pusher and "--window" in args and "--churn" not in args:
+        # REST publishing: the hub and soketi answer "Connection: close", so
+        # one connection carries one request at a time. Spread the window
+        # over 32 publisher connections (one request each) to keep the
+        # same number of messages in flight as the single ws publisher of
+        # the raw peers.
+        i = args.index("--window")
+        w = int(args[i + 1])
+        npub = min(32, w)
+        args = args[:i] + args[i + 2:] + ["--window", max(1, w // npub),
+                                          "--pubs", npub]
+    rest = [str(a) for a in args]
+    if "--subs" in args:
+        i = args.index("--subs")
+        rest = [str(a) for a in args[:i] + args[i + 2:]]
+    setup = 3.0 + subs / 4000.0
+    t0 = time.monotonic_ns() + int(setup * 1e9) if procs > 1 else 0
+    running = []
+    for k in range(procs):
+        n = subs // procs + (1 if k < subs % procs else 0)
+        argv = base + rest + ["--subs", str(n)]
+        if k > 0:
+            argv += ["--pubs", "0"]
+        if t0:
+            argv += ["--t0", str(t0)]
+        running.append(subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE))
+    outs = []
+    err = None
+    for pr in running:
+        try:
+            o, e = pr.communicate(timeout=warmup + duration + timeout_extra +
+                                  (setup if t0 else 0))
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            pr.communicate()
+            err = err or "loader timed out"
+            continue
+        if pr.returncode != 0:
+            err = err or "loader exit %d: %s" % (
+                pr.returncode, e.decode(errors="replace")[-300:])
+            continue
+        try:
+            outs.append(json.loads(o))
+        except ValueError:
+            err = err or "bad loader output"
+    if err:
+        return {"error": err}
+    d = merge(outs) if len(outs) > 1 else outs[0]
+    d.pop("hist", None)
+    w = d.get("window_s") or 1
+    d["loader_util"] = d["loader_cpu_s"] / w
+    d["server_util"] = d["server_cpu_s"] / w if d["server_cpu_s"] >= 0 else -1
+    dl = d["deliveries"]
+    d["server_cpu_s_per_M"] = (d["server_cpu_s"] / dl * 1e6) if dl else None
+    busy = d.get("cpu_busy") or []
+    lc, sc = int(LOADER_CPU), int(SERVER_CPU)
+    d["loader_cpu_busy"] = busy[lc] if len(busy) > lc else d["loader_util"]
+    d["server_cpu_busy"] = busy[sc] if len(busy) > sc else d["server_util"]
+    # Time on the pinned CPUs used by processes that are not ours (this
+    # machine is shared): > ~10% makes the numbers noisy.
+    d["foreign_loader_cpu"] = max(0.0, d["loader_cpu_busy"] - d["loader_util"])
+    d["foreign_server_cpu"] = max(0.0, d["server_cpu_busy"] - d["server_util"])
+    # The loader side is the bottleneck when its CPU is full (by the loader
+    # itself or by a stranger) while the server still has room.
+    d["loader_bound"] = (max(d["loader_util"], d["loader_cpu_busy"]) >= 0.95
+                         and 0 <= d["server_util"] < 0.90)
+    return d
+
+
+def check_valid(d, scen):
+    """Returns None if the measurement counts, else why not."""
+    if "error" in d:
+        return d["error"]
+    if d["conn_failed"]:
+        return "%d connections failed, first: %s" % (
+            d["conn_failed"], d.get("first_fail", "?"))
+    if scen.startswith("S5"):
+        return None if d["churn_cycles"] else "no churn cycles"
+    if d["timeouts"]:
+        return "%d messages not delivered to every subscriber" % d["timeouts"]
+    if d["deliveries"] == 0:
+        return "no deliveries"
+    if d["http_err"]:
+        return "%d REST errors" % d["http_err"]
+    return None
+
+
+def scenarios(quick):
+    """(id, label, loader args, pusher-only) tuples."""
+    s = []
+    # A message not delivered to every reading subscriber within this long
+    # makes the measurement invalid (lost deliveries are not a throughput).
+    # 5 s is far above any healthy p99 here even on a busy shared machine.
+    mt = 1.5 if quick else 5
+    subs_list = [1000] if quick else [100, 1000, 10000]
+    sizes = [32] if quick else [32, 1024]
+    for n in subs_list:
+        for z in sizes:
+            s.append(("S3-%d-%d" % (n, z), "S3 1 pub -> %d subs, %d B" % (n, z),
+                      ["--subs", n, "--size", z, "--window", 32,
+                       "--msg-timeout", mt if n <= 1000 else 10], False))
+    rooms = 200 if quick else 2000
+    s.append(("S4", "S4 %d rooms x 8 members, 32 B" % rooms,
+              ["--subs", rooms * 8, "--rooms", rooms, "--size", 32,
+               "--window", 64, "--msg-timeout", 10], True))
+    s.append(("S5", "S5 churn, 64 in flight",
+              ["--subs", 0, "--churn", 64], False))
+    # 1 KiB: at 32 B a non-reader is sent too little in a few seconds to
+    # outgrow socket buffers plus a 1 MiB queue.
+    s.append(("S7", "S7 1,000 subs x 1 KiB, 1% not reading",
+              ["--subs", 1000, "--size", 1024, "--window", 32, "--slow-pct", 1,
+               "--msg-timeout", mt], False))
+    return s
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, nd=0):
+    if x is None:
+        return "n/a"
+    return ("%%.%df" % nd) % x
+
+
+def self_check(warmup, duration):
+    """Loader against the raw corked ceiling: is the loader the bottleneck?"""
+    peer = Peer("raw_cork", "raw",
+                [os.path.join(BUILD, "bench", "raw_corked"), "--port",
+                 "{port}"])
+    srv = Server(peer)
+    try:
+        if not srv.ok:
+            return None, "raw_corked did not start"
+        d = run_loader(srv, ["--subs", 1000, "--size", 32, "--window", 32],
+                       warmup, duration)
+    finally:
+        srv.stop()
+    if "error" in d:
+        return d, d["error"]
+    if d["loader_bound"]:
+        return d, ("loader is the bottleneck (loader %.0f%% of a core, "
+                   "raw_corked %.0f%%)" % (100 * d["loader_util"],
+                                           100 * d["server_util"]))
+    return d, None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 1 rep, short, small scenarios")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--peers", default="",
+                    help="comma list (default: all)")
+    ap.add_argument("--hub", help="lubdub binary (default: BUILD/lubdub)")
+    ap.add_argument("--loader-procs", type=int, default=0,
+                    help="loader processes per measurement (0: as needed "
+                    "for the 19,900 connections per process limit)")
+    ap.add_argument("--scenarios", default="",
+                    help="comma list of ids or prefixes, e.g. S3-1000-32,S5")
+    a = ap.parse_args()
+    if a.quick:
+        a.reps, a.duration, a.warmup = 1, 2.5, 0.5
+    os.makedirs(RESULTS, exist_ok=True)
+    if a.hub:
+        global HUB
+        HUB = os.path.abspath(a.hub)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if not os.access(LOADGEN, os.X_OK):
+        log("bench-fanout: %s missing: build first (make build)" % LOADGEN)
+        return 2
+    if os.cpu_count() and os.cpu_count() < 2:
+        log("bench-fanout: needs 2 CPUs (server on 0, loader on 1)")
+
+    peers = make_peers()
+    if a.peers:
+        want = set(a.peers.split(","))
+        peers = [p for p in peers if p.name in want]
+    for p in peers:
+        if p.unavailable:
+            log("bench-fanout: %s unavailable: %s" % (p.name, p.unavailable))
+    scens = scenarios(a.quick)
+    if a.scenarios:
+        keys = a.scenarios.split(",")
+        scens = [s for s in scens if any(s[0] == k or s[0].startswith(k + "-")
+                                         or s[0] == k for k in keys)]
+    headline = "S3-1000-32"
+    load0 = open("/proc/loadavg").read().split()[:3]
+
+    chk, why = self_check(a.warmup, a.duration)
+    run_invalid = why
+    if why:
+        log("bench-fanout: SELF-CHECK FAILED: %s; this run is invalid" % why)
+    else:
+        log("bench-fanout: self-check ok: loader %.0f%%, raw_corked %.0f%% "
+            "of a core, %.0f deliveries/s" % (100 * chk["loader_util"],
+                                              100 * chk["server_util"],
+                                              chk["deliveries_per_s"]))
+
+    # results[scen][peer] = list of per-rep dicts (None when skipped)
+    results = {s[0]: {p.name: [] for p in peers} for s in scens}
+    notes = {p.name: p.unavailable for p in peers}
+    for rep in range(a.reps):
+        # Interleave: rotate the peer order every rep.
+        order = peers[rep % len(peers):] + peers[:rep % len(peers)]
+        for p in order:
+            if p.unavailable:
+                continue
+            log("bench-fanout: rep %d/%d %s" % (rep + 1, a.reps, p.name))
+            srv = Server(p)
+            try:
+                if not srv.ok:
+                    txt = srv.log_text().strip().splitlines()
+                    notes[p.name] = "did not start%s: skipped (%s)" % (
+                        " (exit %s)" % srv.proc.returncode
+                        if srv.proc.poll() is not None else "",
+                        txt[-1][:160] if txt else "no output")
+                    p.unavailable = notes[p.name]
+                    continue
+                for sid, label, args, pusher_only in scens:
+                    if pusher_only and not p.pusher:
+                        continue
+                    d = run_loader(srv, args, a.warmup, a.duration,
+                                   procs=a.loader_procs)
+                    d["rep"] = rep
+                    d["invalid"] = check_valid(d, sid)
+                    results[sid][p.name].append(d)
+                    if srv.proc.poll() is not None:
+                        log("bench-fanout: %s exited during %s" % (p.name,
+                                                                  sid))
+                        srv = Server(p)
+                        if not srv.ok:
+                            break
+                if p.fallback_marker and p.fallback_marker in srv.log_text():
+                    notes[p.name] = ("uWS fell back to its NodeJS "
+                                     "implementation: numbers discarded")
+                    for sid in results:
+                        for d in results[sid][p.name]:
+                            d["invalid"] = notes[p.name]
+            finally:
+                srv.stop()
+
+    def valid_runs(sid, name):
+        return [d for d in results.get(sid, {}).get(name, [])
+                if not d.get("invalid")]
+
+    def med_rate(sid, name):
+        xs = [d["deliveries_per_s"] for d in valid_runs(sid, name)]
+        return median(xs)
+
+    def med_ratio(sid, num, den):
+        by_rep = {}
+        for d in valid_runs(sid, num):
+            by_rep.setdefault(d["rep"], {})["n"] = d["deliveries_per_s"]
+        for d in valid_runs(sid, den):
+            by_rep.setdefault(d["rep"], {})["d"] = d["deliveries_per_s"]
+        rs = [v["n"] / v["d"] for v in by_rep.values()
+              if v.get("n") and v.get("d")]
+        return median(rs)
+
+    load1 = open("/proc/loadavg").read().split()[:3]
+    lines = ["# Fan-out results (make bench-fanout%s)" % (
+        " --quick" if a.quick else ""), "",
+        "- date: %s; reps: %d; measurement %.1f s after %.1f s warm-up" % (
+            time.strftime("%Y-%m-%d %H:%M:%S %Z"), a.reps, a.duration,
+            a.warmup),
+        "- server pinned to CPU %s, loader to CPU %s; loadavg before %s, "
+        "after %s" % (SERVER_CPU, LOADER_CPU, " ".join(load0),
+                      " ".join(load1)),
+        "- self-check against raw_corked: %s" % (
+            ("INVALID: " + run_invalid) if run_invalid else
+            "ok (loader %.0f%%, server %.0f%% of a core)" % (
+                100 * chk["loader_util"], 100 * chk["server_util"])),
+        ""]
+    for p in peers:
+        if notes.get(p.name):
+            lines.append("- %s: %s" % (p.name, notes[p.name]))
+    lines.append("")
+    for sid, label, args, pusher_only in scens:
+        lines += ["## %s" % label, ""]
+        if sid == "S5":
+            lines.append("| peer | cycles/s | cycle p50 µs | cycle p99 µs | "
+                         "server CPU % | valid reps |")
+            lines.append("|---|---|---|---|---|---|")
+        else:
+            lines.append("| peer | deliveries/s | vs raw_cork | p50 µs | "
+                         "p99 µs | p99.9 µs | server CPU s / M deliveries | "
+                         "loader % | server % | foreign % cpu0/cpu1 | slow closed | "
+                         "valid reps |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for p in peers:
+            runs = results[sid].get(p.name, [])
+            if not runs:
+                continue
+            v = valid_runs(sid, p.name)
+            why = "; ".join(sorted({d["invalid"] for d in runs
+                                    if d.get("invalid")}))
+            vr = "%d/%d%s" % (len(v), len(runs), (" (" + why + ")") if why
+                              else "")
+            nlb = sum(1 for d in v if d.get("loader_bound"))
+            if nlb:
+                vr += ", %d loader-bound" % nlb
+            if sid == "S5":
+                lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                    p.name, fmt(median([d["churn_per_s"] for d in v])),
+                    fmt(median([d["churn_lat_us"]["p50"] for d in v])),
+                    fmt(median([d["churn_lat_us"]["p99"] for d in v])),
+                    fmt(median([100 * d["server_util"] for d in v])), vr))
+                continue
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                         "| %s | %s |" % (
+                p.name, fmt(med_rate(sid, p.name)),
+                fmt(med_ratio(sid, p.name, "raw_cork"), 2),
+                fmt(median([d["lat_us"]["p50"] for d in v])),
+                fmt(median([d["lat_us"]["p99"] for d in v])),
+                fmt(median([d["lat_us"]["p999"] for d in v])),
+                fmt(median([d["server_cpu_s_per_M"] for d in v]), 3),
+                fmt(median([100 * d["loader_util"] for d in v])),
+                fmt(median([100 * d["server_util"] for d in v])),
+                "%s/%s" % (fmt(median([100 * d["foreign_server_cpu"]
+                                       for d in runs if "error" not in d])),
+                           fmt(median([100 * d["foreign_loader_cpu"]
+                                       for d in runs if "error" not in d]))),
+                "%s/%s" % (fmt(median([d["slow_closed"] for d in runs])),
+                           fmt(median([d["slow_total"] for d in runs])))
+                if sid == "S7" else "-", vr))
+        lines.append("")
+    with open(os.path.join(RESULTS, "latest.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(RESULTS, "latest.json"), "w") as f:
+        json.dump({"self_check": chk, "invalid": run_invalid,
+                   "notes": notes, "results": results}, f, indent=1)
+    log("bench-fanout: tables in %s" % os.path.relpath(
+        os.path.join(RESULTS, "latest.md"), ROOT))
+    if run_invalid:
+        log("bench-fanout: RUN INVALID: %s" % run_invalid)
+
+    def rate(name):
+        r = med_rate(headline, name)
+        return "%d" % round(r) if r else "0"
+
+    def ratio(num, den):
+        r = med_ratio(headline, num, den)
+        return "%.3f" % r if r else "n/a"
+
+    print("fanout: hub=%s uws=%s raw_cork=%s lws=%s nodews=%s soketi=%s "
+          "vs_uws=%s vs_raw_cork=%s vs_soketi=%s" % (
+              rate("hub"), rate("uws"), rate("raw_cork"), rate("lws"),
+              rate("nodews"), rate("soketi"), ratio("hub", "uws"),
+              ratio("hub", "raw_cork"), ratio("hub", "soketi")), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
