@@ -43,6 +43,7 @@ static const char *const srv__log_levels[] = {
     "error", "warn", "info", "debug", NULL,
 };
 static const char *const srv__log_formats[] = {"text", "json", NULL};
+static const char *const srv__event_loops[] = {"libev", "poll", NULL};
 
 #define SRV_CFG(field) offsetof(struct srv_config, field), \
     sizeof(((struct srv_config *)0)->field)
@@ -137,6 +138,11 @@ static const struct srv_option_desc srv_options[] = {
     {"log_format", SRV_OPT_ENUM, SRV_ALL, 0, "text", NULL,
      "Log lines as plain text or as one JSON object each.",
      srv__log_formats, 0, 0, 0, SRV_CFG(log_format)},
+    {"event_loop", SRV_OPT_ENUM, SRV_ALL, 0, "libev", NULL,
+     "Event loop under each lws context: libev (epoll; cost per wakeup "
+     "follows the ready sockets) or poll (lws's built-in poll(), cost "
+     "follows all sockets).",
+     srv__event_loops, 0, 0, 0, SRV_CFG(event_loop)},
     {"app_id", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
      SRV_OPTF_DEFAULT_APP, "app-id", "ID",
      "Id of the single default app (REST /apps/ID); not with \"apps\" in "

@@ -24,6 +24,7 @@
 #define SRV_MAX_APPS 64
 
 enum srv_log_format { SRV_LOG_TEXT, SRV_LOG_JSON };
+enum srv_event_loop { SRV_LOOP_LIBEV, SRV_LOOP_POLL };
 
 /*
  * Strings (apps' included) are owned by the struct, except those pointing at
@@ -67,6 +68,7 @@ struct srv_config {
     char *web_root;            /* static files for / and /dashboard */
     char *log_level;           /* "error","warn","info","debug" (default info) */
     enum srv_log_format log_format;
+    enum srv_event_loop event_loop; /* libev (epoll) or lws's poll() */
 
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */

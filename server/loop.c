@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <ev.h>
 #include <jansson.h>
 
 #include "hub/pusher.h"
@@ -127,7 +128,10 @@ static void wheel_sul_cb(lws_sorted_usec_list_t *sul);
 static void loop_leave(struct srv_loop *l)
 {
     l->running = false;
-    lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb, 1000);
+    if (l->evl)
+        ev_break(l->evl, EVBREAK_ALL);
+    else
+        lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb, 1000);
 }
 
 static void wheel_sul_cb(lws_sorted_usec_list_t *sul)
@@ -707,7 +711,20 @@ int srv_loops_create(struct srv *srv)
             info.alpn = "http/1.1";
             info.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
         }
-        l->ctx = lws_create_context(&info);
+        if (cfg->event_loop == SRV_LOOP_LIBEV) {
+            void *foreign[1];
+
+            l->evl = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+            if (!l->evl)
+                return -ENOMEM;
+            foreign[0] = l->evl;
+            info.options |= LWS_SERVER_OPTION_LIBEV;
+            info.foreign_loops = foreign;
+            l->ctx = lws_create_context(&info);
+            info.foreign_loops = NULL;
+        } else {
+            l->ctx = lws_create_context(&info);
+        }
         if (!l->ctx) {
             srv_log(HUB_LOG_ERR, i, "lws_create_context failed%s",
                     cfg->tls_cert ? " (check --tls-cert / --tls-key)" : "");
@@ -733,9 +750,14 @@ static void *loop_thread(void *arg)
 {
     struct srv_loop *l = arg;
 
-    while (l->running)
-        if (lws_service(l->ctx, 0) < 0)
-            break;
+    if (l->evl) {
+        while (l->running)
+            ev_run(l->evl, 0);
+    } else {
+        while (l->running)
+            if (lws_service(l->ctx, 0) < 0)
+                break;
+    }
     /* Every loop has stopped servicing before any context goes away: a
      * late lws_cancel_service() into a destroyed context would be a
      * use-after-free (LWS-NOTES.md section 6). */
@@ -744,6 +766,10 @@ static void *loop_thread(void *arg)
     atomic_store(&l->srv->hub->stopping, true);
     lws_context_destroy(l->ctx);
     l->ctx = NULL;
+    if (l->evl) {
+        ev_loop_destroy(l->evl);
+        l->evl = NULL;
+    }
     pthread_barrier_wait(&l->srv->barrier);
     hub_loop_destroy(l->hub);
     l->hub = NULL;

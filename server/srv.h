@@ -39,11 +39,14 @@ struct srv_loop {
     uint32_t n_flush, cap_flush;
     bool flush_armed;
     pthread_t thread;
+    struct ev_loop *evl;                  /* libev loop, NULL with poll */
     bool accepting;
     bool running;
     uint64_t last_emfile_log_ms;
     unsigned char *cork;                  /* SRV_CORK_BYTES */
 };
+
+struct ev_loop;
 
 struct srv {
     struct srv_config *cfg;

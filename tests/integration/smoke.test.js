@@ -7,8 +7,8 @@ const Pusher = require('pusher-js');
 const PusherServer = require('pusher');
 const { startHub, waitFor } = require('./lib/hub');
 
-test('pusher-js receives an event published through the REST API', async (t) => {
-  const hub = await startHub(['--loops', '2']);
+for (const loop of ['libev', 'poll']) test(`pusher-js receives an event published through the REST API (${loop})`, async (t) => {
+  const hub = await startHub(['--loops', '2', '--event-loop', loop]);
   t.after(() => hub.stop());
   const client = new Pusher('app-key', {
     wsHost: hub.host, wsPort: hub.port, forceTLS: false,
