@@ -25,7 +25,7 @@ stat_sessions() {
         python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["sessions"])'
 }
 
-"$bin" --port 0 --loops "$loops" --log-level warn --ping-interval 1h \
+"$bin" --port 0 --loops "$loops" --log-level warn --ping-interval 1h ${IDLE_ARGS:-} \
     >"$tmp/out" 2>"$tmp/err" &
 hub_pid=$!
 for _ in $(seq 100); do
