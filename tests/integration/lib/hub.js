@@ -24,7 +24,10 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 function startHub(args = [], opts = {}) {
   const argv = ['--port', '0', '--bind', opts.bind || '127.0.0.1',
     '--log-level', opts.logLevel || 'info', ...args];
-  const child = spawn(opts.binary || BINARY, argv, {
+  // opts.wrap: a command that execs the hub, e.g. ['prlimit', '--nofile=150'].
+  const cmd = opts.wrap ? opts.wrap[0] : (opts.binary || BINARY);
+  const cmdArgs = opts.wrap ? [...opts.wrap.slice(1), opts.binary || BINARY, ...argv] : argv;
+  const child = spawn(cmd, cmdArgs, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(opts.env || {}) },
   });
