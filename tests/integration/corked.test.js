@@ -1,0 +1,81 @@
+'use strict';
+// The corked write path with real clients: bursts of small frames and
+// frames of 64 KiB and more (8-byte length header) concatenated into one
+// write must reach node `ws` and pusher-js intact, on both loops.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const WebSocket = require('ws');
+const Pusher = require('pusher-js');
+const PusherServer = require('pusher');
+const { startHub, waitFor } = require('./lib/hub');
+
+// Deterministic payload of n characters, so any corruption shows.
+function payload(tag, n) {
+  let s = `${tag}:`;
+  while (s.length < n) s += String.fromCharCode(97 + (s.length * 7) % 26);
+  return s.slice(0, n);
+}
+
+test('bursts and >= 64 KiB frames arrive intact through the corked path', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-cork-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const cfg = path.join(dir, 'hub.json');
+  fs.writeFileSync(cfg, JSON.stringify({ apps: [{
+    id: 'app-id', key: 'app-key', secret: 'app-secret', max_event_bytes: 300000,
+  }] }));
+  const hub = await startHub(['--loops', '2', '--config', cfg, '--max-queue', '4MiB']);
+  t.after(() => hub.stop());
+
+  // Raw ws clients from several source addresses, so both loops hold some.
+  const raws = [];
+  for (let i = 0; i < 8; i++) {
+    const ws = new WebSocket(hub.wsUrl(), { localAddress: `127.0.0.${2 + (i % 4)}` });
+    const c = { ws, got: [], subscribed: false };
+    ws.on('message', (data) => {
+      const m = JSON.parse(String(data));
+      if (m.event === 'pusher:connection_established') {
+        ws.send(JSON.stringify({ event: 'pusher:subscribe', data: { channel: 'cork' } }));
+      } else if (m.event === 'pusher_internal:subscription_succeeded') {
+        c.subscribed = true;
+      } else if (m.event === 'blob') {
+        c.got.push(JSON.parse(m.data).p);
+      }
+    });
+    raws.push(c);
+  }
+  t.after(() => raws.forEach((c) => c.ws.terminate()));
+  const pj = new Pusher('app-key', { wsHost: hub.host, wsPort: hub.port, forceTLS: false,
+    enabledTransports: ['ws'], cluster: 'local' });
+  t.after(() => pj.disconnect());
+  const pjGot = [];
+  const ch = pj.subscribe('cork');
+  ch.bind('blob', (d) => pjGot.push(d.p));
+  await waitFor(() => ch.subscribed && raws.every((c) => c.subscribed), 'all subscriptions');
+  const stats = await hub.stats();
+  assert.ok(stats.per_loop.every((l) => l.sessions > 0), 'both loops hold subscribers');
+
+  const server = new PusherServer({ appId: 'app-id', key: 'app-key', secret: 'app-secret',
+    host: hub.host, port: hub.port, useTLS: false });
+  const sizes = [];
+  for (let i = 0; i < 40; i++) sizes.push(32);
+  sizes.push(65536, 70000, 200000, 125, 126, 65535);
+  for (let i = 0; i < 40; i++) sizes.push(32);
+  const sent = sizes.map((n, i) => payload(`m${i}`, n));
+  // Fired together so many land between two writes and leave corked.
+  const res = await Promise.all(sent.map((p) => server.trigger('cork', 'blob', { p })));
+  assert.ok(res.every((r) => r.status === 200));
+
+  const want = [...sent].sort();
+  for (const got of [pjGot, ...raws.map((c) => c.got)]) {
+    await waitFor(() => got.length >= sent.length, `${sent.length} events`, 20000);
+    assert.equal(got.length, sent.length);
+    assert.deepEqual([...got].sort(), want);
+  }
+  const after = await hub.stats();
+  const writes = after.totals.writes;
+  const out = after.totals.msgs_out;
+  assert.ok(out / writes > 1, `frames were corked (${out} frames in ${writes} writes)`);
+});
