@@ -9,9 +9,14 @@
  *
  * Modes:
  *   pusher  Pusher Channels v7 clients: wait connection_established,
- *           subscribe, wait subscription_succeeded. Publishing goes through
- *           the REST API (POST /apps/ID/events, HMAC-SHA256 signed) on one
- *           persistent keep-alive HTTP connection per publisher, pipelined.
+ *           subscribe, wait subscription_succeeded. With --publish rest
+ *           (the default) publishing goes through the REST API (POST
+ *           /apps/ID/events, HMAC-SHA256 signed) on one persistent
+ *           keep-alive HTTP connection per publisher, pipelined. With
+ *           --publish ws everyone subscribes to private-bench[-ROOM],
+ *           signing its own subscription, and each publisher is a
+ *           WebSocket connection that sends client events (client-bench);
+ *           the server relays them to every other subscriber.
  *   raw     Plain WebSocket peers (bench/raw_peer.c, lws_minimal, node ws,
  *           uWebSockets.js): a publisher connection sends "pub" first, then
  *           every text message it sends is broadcast to all the others.
@@ -22,7 +27,9 @@
  * give them one absolute start time (--t0) and add their results.
  *
  * Closed loop (--window W): each publisher keeps at most W messages whose
- * deliveries to this process's reading subscribers are not all in yet.
+ * deliveries to this process's reading subscribers are not all in yet. The
+ * places freed by one subscriber's read are refilled after that read, so a
+ * WebSocket publisher writes the messages they allow in one write().
  * Open loop (--rate R): R messages per second in total, whatever comes back.
  *
  * Output: one JSON object on stdout. Deliveries and latencies count only
@@ -109,11 +116,13 @@ static uint64_t hist_pct(const struct hist *h, double p)
 
 /* ---- options */
 enum mode { MODE_RAW, MODE_PUSHER };
+enum publish { PUB_REST, PUB_WS };
 
 static struct {
     const char *host, *path, *app_id, *key, *secret;
     int port;
     enum mode mode;
+    enum publish publish; /* pusher mode only */
     int subs, pubs, rooms, size, window, batch, src_ips, churn;
     double rate, warmup, duration, setup_timeout, slow_pct, msg_timeout;
     uint64_t t0; /* absolute CLOCK_MONOTONIC ns; 0 = when ready */
@@ -122,7 +131,8 @@ static struct {
 } opt = {
     .host = "127.0.0.1", .path = "/app/app-key", .app_id = "app-id",
     .key = "app-key", .secret = "app-secret", .port = 6001,
-    .mode = MODE_PUSHER, .subs = 1000, .pubs = 1, .rooms = 1, .size = 32,
+    .mode = MODE_PUSHER, .publish = PUB_REST, .subs = 1000, .pubs = 1,
+    .rooms = 1, .size = 32,
     .window = 32, .batch = 500, .src_ips = 0, .churn = 0, .rate = 0,
     .warmup = 1, .duration = 5, .setup_timeout = 60, .slow_pct = 0,
     .msg_timeout = 2,
@@ -167,6 +177,11 @@ struct conn {
     int frag_has;
     /* Publisher state. */
     uint64_t outstanding;
+    int refill; /* window places freed since the last publish_more */
+    int pub_no; /* 0.. among publishers: picks its rooms (--publish ws) */
+    uint64_t pub_rr;
+    int subs_waiting; /* subscription_succeeded still to come */
+    char socket_id[32];
     uint64_t http_pending;
     int http_closing; /* the server said Connection: close */
     /* Sequence numbers of the REST requests awaiting a response, FIFO. */
@@ -196,7 +211,7 @@ static struct {
     uint64_t conn_ok, conn_failed, sub_closed, slow_closed, slow_total;
     uint64_t published, deliveries, deliveries_all, timeouts, http_ok,
         http_err, churn_cycles, churn_failed, bad_frames, rest_reconnects,
-        rest_lost;
+        rest_lost, pub_errors, echoes;
     uint64_t w_start, w_end;
     struct hist lat, churn_lat;
 } S;
@@ -356,6 +371,8 @@ static void conn_kill(struct conn *c, int failed)
             S.slow_closed++;
         else if (c->kind == K_SUB)
             S.sub_closed++;
+        else if (c->kind == K_PUB_WS && !draining && S.pub_errors++ == 0)
+            fprintf(stderr, "loadgen: the server closed a publisher\n");
     }
     /* REST requests that got no response were never published: free
      * their window places instead of waiting for their timeout. */
@@ -460,20 +477,95 @@ static void send_upgrade(struct conn *c)
     flush_out(c);
 }
 
-static void subscribe(struct conn *c)
+static int ws_publish(void)
 {
-    char m[256];
-    char ch[64];
+    return opt.mode == MODE_PUSHER && opt.publish == PUB_WS;
+}
+
+/* bench[-ROOM]; private-bench[-ROOM] when publishing client events, which
+ * Pusher allows on private and presence channels only. */
+static void channel_name(int room, char *ch, size_t n)
+{
+    const char *prefix = ws_publish() ? "private-bench" : "bench";
     if (opt.rooms <= 1)
-        snprintf(ch, sizeof ch, "bench");
+        snprintf(ch, n, "%s", prefix);
     else
-        snprintf(ch, sizeof ch, "bench-%d", c->room);
+        snprintf(ch, n, "%s-%d", prefix, room);
+}
+
+/* A ws publisher's rooms: with P publishers and R rooms, publisher p takes
+ * p, p + P, p + 2P, ... (one room, p mod R, when P >= R), so together they
+ * go round-robin over every room and each subscribes only to its own. */
+static int pub_nrooms(const struct conn *c)
+{
+    if (opt.pubs >= opt.rooms)
+        return 1;
+    return (opt.rooms - c->pub_no + opt.pubs - 1) / opt.pubs;
+}
+
+static int pub_room(const struct conn *c, uint64_t j)
+{
+    if (opt.pubs >= opt.rooms)
+        return c->pub_no % opt.rooms;
+    return c->pub_no + (int)(j % (uint64_t)pub_nrooms(c)) * opt.pubs;
+}
+
+static void hexs(const unsigned char *d, unsigned n, char *out);
+
+/* Queues pusher:subscribe for one channel; private channels carry
+ * "<key>:<hex HMAC-SHA256(secret, socket_id:channel)>" (PROTOCOL.md 3.3). */
+static void queue_subscribe(struct conn *c, int room)
+{
+    char m[768], ch[64], auth[512] = "", sig_in[128], sigh[65];
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdl = 0;
+    channel_name(room, ch, sizeof ch);
+    if (ws_publish()) {
+        int sl = snprintf(sig_in, sizeof sig_in, "%s:%s", c->socket_id, ch);
+        HMAC(EVP_sha256(), opt.secret, (int)strlen(opt.secret),
+             (unsigned char *)sig_in, (size_t)sl, md, &mdl);
+        hexs(md, mdl, sigh);
+        snprintf(auth, sizeof auth, "%s:%s", opt.key, sigh);
+    }
     int n = snprintf(m, sizeof m,
                      "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":"
-                     "\"%s\",\"auth\":\"\"}}",
-                     ch);
+                     "\"%s\",\"auth\":\"%s\"}}",
+                     ch, auth);
+    queue_frame(c, 1, m, (size_t)n);
+}
+
+/* Subscribers join their room; a ws publisher joins every room it
+ * publishes to (a client event needs the sender subscribed). */
+static void subscribe(struct conn *c)
+{
     c->st = ST_WAIT_SUB;
-    send_text(c, m, (size_t)n);
+    if (c->kind == K_PUB_WS) {
+        c->subs_waiting = pub_nrooms(c);
+        for (int j = 0; j < c->subs_waiting; j++)
+            queue_subscribe(c, pub_room(c, (uint64_t)j));
+    } else {
+        c->subs_waiting = 1;
+        queue_subscribe(c, c->room);
+    }
+    flush_out(c);
+}
+
+/* Copies the socket_id ("123.456") out of connection_established, whose
+ * data is a JSON string: ...\"socket_id\":\"123.456\"... */
+static int parse_socket_id(struct conn *c, const unsigned char *p, size_t n)
+{
+    const unsigned char *a = memmem(p, n, "socket_id", 9);
+    if (!a)
+        return 0;
+    const unsigned char *e = p + n;
+    a += 9;
+    while (a < e && !isdigit(*a))
+        a++;
+    size_t k = 0;
+    while (a < e && (isdigit(*a) || *a == '.') && k < sizeof c->socket_id - 1)
+        c->socket_id[k++] = (char)*a++;
+    c->socket_id[k] = 0;
+    return k > 0;
 }
 
 static void became_ready(struct conn *c)
@@ -500,7 +592,7 @@ static void became_ready(struct conn *c)
         S.slow_total++;
         conn_events(c);
     }
-    if (c->kind == K_PUB_WS)
+    if (c->kind == K_PUB_WS && opt.mode == MODE_RAW)
         send_text(c, "pub", 3);
 }
 
@@ -526,7 +618,8 @@ static void churn_done(struct conn *c)
 static int parse_stamp(const unsigned char *p, size_t n, uint64_t *seqp,
                        uint64_t *tp)
 {
-    const unsigned char *a = memchr(p, '@', n < 64 ? n : 64);
+    /* The stamp follows {"event":..,"channel":..,"data":" at most. */
+    const unsigned char *a = memchr(p, '@', n < 128 ? n : 128);
     if (!a)
         return 0;
     const unsigned char *e = p + n;
@@ -544,6 +637,8 @@ static int parse_stamp(const unsigned char *p, size_t n, uint64_t *seqp,
     return 1;
 }
 
+static int refill_pending;
+
 static void record_delivery(uint64_t seq, uint64_t t, uint64_t now)
 {
     S.deliveries_all++;
@@ -557,8 +652,12 @@ static void record_delivery(uint64_t seq, uint64_t t, uint64_t now)
         struct conn *pc = &conns[s->pub];
         if (pc->outstanding)
             pc->outstanding--;
-        if (opt.rate <= 0 && pc->st == ST_READY)
-            publish_more(pc, now);
+        /* Refill after the whole read (run_refills), not per message: the
+         * places one read frees go out in one write. */
+        if (opt.rate <= 0 && pc->st == ST_READY) {
+            pc->refill = 1;
+            refill_pending = 1;
+        }
     }
 }
 
@@ -569,13 +668,25 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
     if (opt.mode == MODE_PUSHER && c->st != ST_READY) {
         if (c->st == ST_WAIT_EST &&
             memmem(p, n, "pusher:connection_established", 29)) {
-            if (c->kind == K_PUB_WS)
+            if (ws_publish() && !parse_socket_id(c, p, n)) {
+                errno = EPROTO;
+                conn_kill(c, 1);
+            } else if (c->kind == K_PUB_WS && !ws_publish()) {
                 became_ready(c);
-            else
+            } else {
                 subscribe(c);
+            }
         } else if (c->st == ST_WAIT_SUB &&
                    memmem(p, n, "subscription_succeeded", 22)) {
-            became_ready(c);
+            if (--c->subs_waiting <= 0)
+                became_ready(c);
+        } else if (c->st == ST_WAIT_SUB &&
+                   (memmem(p, n, "subscription_error", 18) ||
+                    memmem(p, n, "pusher:error", 12))) {
+            fprintf(stderr, "loadgen: subscribe refused: %.*s\n",
+                    (int)(n < 300 ? n : 300), (const char *)p);
+            errno = EACCES;
+            conn_kill(c, 1);
         } else if (c->st == ST_WAIT_PONG && memmem(p, n, "pusher:pong", 11)) {
             churn_done(c);
         }
@@ -589,6 +700,20 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
     uint64_t seq, t;
     if (draining)
         return;
+    if (c->kind == K_PUB_WS && opt.mode == MODE_PUSHER) {
+        /* A publisher is not a reader. It gets the other publishers'
+         * events when it shares a room with them, never its own: client
+         * events are not echoed to their sender. Errors (rate limit,
+         * refusal) are counted. */
+        if (parse_stamp(p, n, &seq, &t)) {
+            const struct slot *s = &slots[seq & (SLOTS - 1)];
+            if (s->seq == seq && s->pub == (int)(c - conns))
+                S.echoes++;
+        } else if (memmem(p, n, "pusher:error", 12) && S.pub_errors++ == 0)
+            fprintf(stderr, "loadgen: publisher got: %.*s\n",
+                    (int)(n < 300 ? n : 300), (const char *)p);
+        return;
+    }
     if (c->st == ST_READY && parse_stamp(p, n, &seq, &t))
         record_delivery(seq, t, now);
 }
@@ -793,7 +918,9 @@ static void publish_one(struct conn *c, uint64_t now)
 {
     char *data = pub_data;
     uint64_t seq = next_seq++;
-    int room = (int)(seq % (uint64_t)opt.rooms);
+    int room = c->kind == K_PUB_WS && ws_publish()
+                   ? pub_room(c, c->pub_rr++)
+                   : (int)(seq % (uint64_t)opt.rooms);
     int n = snprintf(data, 64, "@%" PRIu64 ":%" PRIu64 ":", seq, now);
     if (n < opt.size) {
         int pad = opt.size - n;
@@ -815,13 +942,36 @@ static void publish_one(struct conn *c, uint64_t now)
     S.published++;
     if (c->kind == K_PUB_REST) {
         char ch[64];
-        if (opt.rooms <= 1)
-            snprintf(ch, sizeof ch, "bench");
-        else
-            snprintf(ch, sizeof ch, "bench-%d", room);
+        channel_name(room, ch, sizeof ch);
         rest_publish(c, ch, data, seq);
+    } else if (ws_publish()) {
+        /* A client event; the data string needs no escaping (digits,
+         * ':', '@' and 'x' padding). */
+        char ch[64];
+        channel_name(room, ch, sizeof ch);
+        int bl = snprintf(rest_body, rest_body_cap,
+                          "{\"event\":\"client-bench\",\"channel\":\"%s\","
+                          "\"data\":\"%s\"}",
+                          ch, data);
+        queue_frame(c, 1, rest_body, (size_t)bl);
     } else {
         queue_frame(c, 1, data, (size_t)n);
+    }
+}
+
+/* Closed loop: publishers whose window places were freed by the read just
+ * handled send again, all the new messages in one write each. */
+static void run_refills(uint64_t now)
+{
+    if (!refill_pending)
+        return;
+    refill_pending = 0;
+    for (int i = 0; i < n_pub_conns; i++) {
+        struct conn *c = &conns[pub_conn_idx[i]];
+        if (c->refill) {
+            c->refill = 0;
+            publish_more(c, now);
+        }
     }
 }
 
@@ -969,6 +1119,7 @@ static void on_event(struct conn *c, uint32_t ev, uint64_t now)
         on_readable(c, now);
     if (c->kind == K_PUB_REST && c->st == ST_READY && opt.rate <= 0)
         publish_more(c, now);
+    run_refills(now);
 }
 
 static long clk_tck;
@@ -1039,7 +1190,11 @@ static void usage(void)
             "[--src-ips K]\n"
             "  [--slow-pct P] [--churn N] [--server-pid PID] "
             "[--setup-timeout S]\n"
-            "  [--msg-timeout S] [--quiet]\n");
+            "  [--msg-timeout S] [--publish rest|ws] [--quiet]\n"
+            "  --publish ws (pusher mode): client events on private-bench "
+            "from WebSocket\n"
+            "  publishers; the server must allow client events without a "
+            "rate limit\n");
     exit(2);
 }
 
@@ -1056,7 +1211,7 @@ static void parse_args(int argc, char **argv)
         {"src-ips", 1, 0, 'i'},   {"slow-pct", 1, 0, 'l'},
         {"churn", 1, 0, 'c'},     {"server-pid", 1, 0, 'S'},
         {"setup-timeout", 1, 0, 'o'}, {"quiet", 0, 0, 'q'},
-        {"msg-timeout", 1, 0, 'M'},
+        {"msg-timeout", 1, 0, 'M'}, {"publish", 1, 0, 'B'},
         {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1089,6 +1244,14 @@ static void parse_args(int argc, char **argv)
         case 'o': opt.setup_timeout = atof(optarg); break;
         case 'q': opt.quiet = 1; break;
         case 'M': opt.msg_timeout = atof(optarg); break;
+        case 'B':
+            if (!strcmp(optarg, "ws"))
+                opt.publish = PUB_WS;
+            else if (!strcmp(optarg, "rest"))
+                opt.publish = PUB_REST;
+            else
+                usage();
+            break;
         default: usage();
         }
     }
@@ -1109,9 +1272,11 @@ static int ncpu0, ncpu1;
 static void print_json(double loader_cpu, double server_cpu, double win_s)
 {
     printf("{\"mode\":\"%s\",\"subs\":%d,\"pubs\":%d,\"rooms\":%d,"
-           "\"size\":%d,\"window\":%d,\"rate\":%.0f,",
+           "\"size\":%d,\"window\":%d,\"rate\":%.0f,\"publish\":\"%s\",",
            opt.mode == MODE_RAW ? "raw" : "pusher", opt.subs, opt.pubs,
-           opt.rooms, opt.size, opt.window, opt.rate);
+           opt.rooms, opt.size, opt.window, opt.rate,
+           opt.mode == MODE_RAW ? "ws" : ws_publish() ? "client-event"
+                                                       : "rest");
     printf("\"conn_ok\":%" PRIu64 ",\"conn_failed\":%" PRIu64
            ",\"sub_closed\":%" PRIu64 ",\"slow_total\":%" PRIu64
            ",\"slow_closed\":%" PRIu64 ",",
@@ -1121,10 +1286,11 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            ",\"deliveries_all\":%" PRIu64 ",\"timeouts\":%" PRIu64
            ",\"http_ok\":%" PRIu64 ",\"http_err\":%" PRIu64
            ",\"bad_frames\":%" PRIu64 ",\"rest_reconnects\":%" PRIu64
-           ",\"rest_lost\":%" PRIu64 ",",
+           ",\"rest_lost\":%" PRIu64 ",\"pub_errors\":%" PRIu64
+           ",\"echoes\":%" PRIu64 ",",
            S.published, S.deliveries, S.deliveries_all, S.timeouts,
            S.http_ok, S.http_err, S.bad_frames, S.rest_reconnects,
-           S.rest_lost);
+           S.rest_lost, S.pub_errors, S.echoes);
     printf("\"window_s\":%.3f,\"deliveries_per_s\":%.1f,", win_s,
            win_s > 0 ? (double)S.deliveries / win_s : 0.0);
     printf("\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"
@@ -1201,7 +1367,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < n_pub; i++) {
         struct conn *c = &conns[opt.subs + i];
         c->idx = opt.subs + i;
-        c->kind = opt.mode == MODE_PUSHER ? K_PUB_REST : K_PUB_WS;
+        c->kind = opt.mode == MODE_PUSHER && opt.publish == PUB_REST
+                      ? K_PUB_REST
+                      : K_PUB_WS;
+        c->pub_no = i;
         pub_conn_idx[n_pub_conns++] = opt.subs + i;
     }
     for (int i = 0; i < opt.churn; i++) {

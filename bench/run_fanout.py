@@ -6,7 +6,8 @@ runs the scenarios against it, repeats with the peers interleaved, and writes
 bench/results/latest.md (tables) and latest.json (every raw loader result).
 The last line printed is the one-line summary:
 
-  fanout: hub=H uws=U raw_cork=C lws=L nodews=N soketi=S vs_uws=H/U ...
+  fanout: hub=H hub_rest=R uws=U raw_cork=C lws=L nodews=N soketi=S
+          vs_uws=H/U ...
 
 deliveries/s medians at 1,000 subscribers and 32 B; the ratios are medians of
 per-rep ratios. A peer that cannot run, or whose run is invalid (deliveries
@@ -14,11 +15,23 @@ missing, uWS fell back to its NodeJS shim), reports 0 and its ratios n/a.
 
 Scenarios:
   S3  1 publisher -> N subscribers (100, 1000, 10000) x (32 B, 1 KiB)
-  S4  2,000 rooms x 8 members, REST publisher round-robin over rooms
+  S4  2,000 rooms x 8 members, publisher round-robin over rooms
       (Pusher peers only: the raw peers have no rooms)
   S5  churn: connect -> (subscribe) -> one round trip -> close, 64 in flight
-  S7  S3 at 1,000 x 32 B with 1% subscribers that never read: the server
+  S7  S3 at 1,000 x 1 KiB with 1% subscribers that never read: the server
       should close them (slow-consumer policy); reported as closed/total
+
+Publishing: the raw peers get one WebSocket publisher. The hub gets one too
+by default (--hub-publish ws): client events on private-bench, relayed to
+every other subscriber, with client_event_rate 0 (unlimited) from a config
+file (S4: 32 such publishers, each on its share of the rooms, like the 32
+REST connections). "hub_rest" is the hub published to through REST, in S3
+1,000 x 32 B only, so both figures are in the table; the summary's hub= is
+the hub row. The hub rows also show the hub's deliveries per write() from
+its /stats over the whole measurement.
+soketi is published to through REST unless --soketi-publish ws (client
+events, SOKETI_DEFAULT_APP_ENABLE_CLIENT_MESSAGES=true). S5 publishes
+nothing and subscribes to public channels in every mode.
 
 A run is invalid when the loader is the bottleneck: loader CPU >= 95% of a
 core while the server uses < 90% of its core. The driver checks this once
@@ -35,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
@@ -66,7 +80,7 @@ def log(*a):
 
 class Peer:
     def __init__(self, name, mode, argv, path="/", env=None, pusher=False,
-                 fallback_marker=None):
+                 fallback_marker=None, publish="ws", only=None):
         self.name = name
         self.mode = mode
         self.argv = argv  # argv with "{port}" placeholders
@@ -74,7 +88,30 @@ class Peer:
         self.env = env or {}
         self.pusher = pusher
         self.fallback_marker = fallback_marker
+        # "ws": one WebSocket publisher (raw mode: the trivial protocol;
+        # Pusher mode: client events); "rest": the REST API.
+        self.publish = publish
+        self.only = only  # scenario ids this peer runs (None: all)
         self.unavailable = None  # reason string when it cannot run
+
+    def label(self):
+        if not self.pusher:
+            return self.name
+        return "%s (%s publish)" % (
+            self.name, "REST" if self.publish == "rest" else "client-event")
+
+
+# client_event_rate 0 is unlimited (hub/pusher.c take_token); the default
+# 10/s per connection would make a WebSocket publisher useless here.
+HUB_CONFIG = {"apps": [{"id": "app-id", "key": "app-key",
+                        "secret": "app-secret", "client_event_rate": 0}]}
+
+
+def write_hub_config():
+    path = os.path.join(RESULTS, "hub-config.json")
+    with open(path, "w") as f:
+        json.dump(HUB_CONFIG, f)
+    return path
 
 
 def node_ok():
@@ -96,13 +133,16 @@ def ensure_node_modules(peers):
     return None
 
 
-def make_peers():
+def make_peers(hub_publish="ws", soketi_publish="rest"):
     b = os.path.join(BUILD, "bench")
+    hub_argv = [HUB, "--config", write_hub_config(), "--port", "{port}",
+                "--loops", "1", "--bind", "127.0.0.1", "--log-level", "warn"]
+    soketi_env = dict(SOKETI_ENV)
+    if soketi_publish == "ws":
+        soketi_env["SOKETI_DEFAULT_APP_ENABLE_CLIENT_MESSAGES"] = "true"
     peers = [
-        Peer("hub", "pusher",
-             [HUB, "--port", "{port}", "--loops",
-              "1", "--bind", "127.0.0.1", "--log-level", "warn"],
-             path="/app/app-key", pusher=True),
+        Peer("hub", "pusher", hub_argv, path="/app/app-key", pusher=True,
+             publish=hub_publish),
         Peer("raw_cork", "raw", [os.path.join(b, "raw_corked"), "--port",
                                  "{port}"]),
         Peer("raw_single", "raw", [os.path.join(b, "raw_single"), "--port",
@@ -119,9 +159,16 @@ def make_peers():
         Peer("soketi", "pusher",
              ["node", os.path.join(BENCH, "node_modules", "@soketi", "soketi",
                                    "bin", "server.js"), "start"],
-             path="/app/app-key", pusher=True, env=SOKETI_ENV,
-             fallback_marker="Falling back to a NodeJS implementation"),
+             path="/app/app-key", pusher=True, env=soketi_env,
+             fallback_marker="Falling back to a NodeJS implementation",
+             publish=soketi_publish),
     ]
+    if hub_publish == "ws":
+        # The hub again, published to through REST, in the headline
+        # scenario only: both publish paths side by side.
+        peers.insert(1, Peer("hub_rest", "pusher", hub_argv,
+                             path="/app/app-key", pusher=True,
+                             publish="rest", only={"S3-1000-32"}))
     for p in peers:
         exe = p.argv[0]
         if exe == "node":
@@ -129,8 +176,9 @@ def make_peers():
                 p.unavailable = "node not installed"
         elif not os.access(exe, os.X_OK):
             p.unavailable = "%s not built" % os.path.relpath(exe, ROOT)
-    if peers[0].unavailable:
-        peers[0].unavailable += " (the hub is not there yet: skipped)"
+    for p in peers:
+        if p.argv[0] == HUB and p.unavailable:
+            p.unavailable += " (the hub is not there yet: skipped)"
     nm = None
     if any(p.argv[0] == "node" and not p.unavailable for p in peers):
         nm = ensure_node_modules(peers)
@@ -270,6 +318,19 @@ def merge(results):
     return d
 
 
+def hub_write_stats(server):
+    """(msgs_out, writes) from the hub's /stats, or None for other peers."""
+    if server.peer.argv[0] != HUB:
+        return None
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/stats" % server.port,
+                                    timeout=5) as r:
+            t = json.load(r)["totals"]
+        return t["msgs_out"], t["writes"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
     """Runs one measurement. Subscribers beyond one process's fd budget are
     split over several loader processes that share one absolute start time
@@ -284,7 +345,22 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
             "--port", str(server.port), "--path", p.path,
             "--server-pid", str(server.pid), "--src-ips", SRC_IPS,
             "--warmup", str(warmup), "--duration", str(duration), "--quiet"]
-    if p.pusher and "--window" in args and "--churn" not in args:
+    if p.pusher and p.publish == "ws" and "--churn" not in args:
+        # WebSocket publishers sending client events on private channels.
+        # One publisher with the whole window, like the raw peers' one,
+        # except with rooms (S4): there the window is spread over as many
+        # connections as the REST path uses, each publisher subscribed to
+        # its share of the rooms (rooms p, p + 32, ...): the hub reads a
+        # connection's input one rx buffer (64 B on main) per poll round,
+        # and with 16,000 sessions open a round is expensive.
+        args = list(args) + ["--publish", "ws"]
+        if "--rooms" in args and "--window" in args:
+            i = args.index("--window")
+            w = int(args[i + 1])
+            npub = min(32, w)
+            args = args[:i] + args[i + 2:] + ["--window", max(1, w // npub),
+                                              "--pubs", npub]
+    elif p.pusher and "--window" in args and "--churn" not in args:
         # REST publishing: the hub and soketi answer "Connection: close", so
         # one connection carries one request at a time. Spread the window
         # over 32 publisher connections (one request each) to keep the
@@ -300,6 +376,7 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
         i = args.index("--subs")
         rest = [str(a) for a in args[:i] + args[i + 2:]]
     setup = 3.0 + subs / 4000.0
+    ws0 = hub_write_stats(server)
     t0 = time.monotonic_ns() + int(setup * 1e9) if procs > 1 else 0
     running = []
     for k in range(procs):
@@ -333,6 +410,10 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
     if err:
         return {"error": err}
     d = merge(outs) if len(outs) > 1 else outs[0]
+    ws1 = hub_write_stats(server)
+    if ws0 and ws1 and ws1[1] > ws0[1]:
+        # Whole run, setup included: how well the hub corks.
+        d["hub_deliveries_per_write"] = (ws1[0] - ws0[0]) / (ws1[1] - ws0[1])
     d.pop("hist", None)
     w = d.get("window_s") or 1
     d["loader_util"] = d["loader_cpu_s"] / w
@@ -369,6 +450,10 @@ def check_valid(d, scen):
         return "no deliveries"
     if d["http_err"]:
         return "%d REST errors" % d["http_err"]
+    if d.get("pub_errors"):
+        return "%d publisher errors (rate limit? closed?)" % d["pub_errors"]
+    if d.get("echoes"):
+        return "%d client events echoed to their sender" % d["echoes"]
     return None
 
 
@@ -446,6 +531,13 @@ def main():
     ap.add_argument("--loader-procs", type=int, default=0,
                     help="loader processes per measurement (0: as needed "
                     "for the 19,900 connections per process limit)")
+    ap.add_argument("--hub-publish", choices=("ws", "rest"), default="ws",
+                    help="hub publisher: client events on one WebSocket "
+                    "(default; adds a hub_rest row in S3-1000-32) or REST")
+    ap.add_argument("--soketi-publish", choices=("ws", "rest"),
+                    default="rest",
+                    help="soketi publisher (ws: client events, enabled "
+                    "through SOKETI_DEFAULT_APP_ENABLE_CLIENT_MESSAGES)")
     ap.add_argument("--scenarios", default="",
                     help="comma list of ids or prefixes, e.g. S3-1000-32,S5")
     a = ap.parse_args()
@@ -463,9 +555,11 @@ def main():
     if os.cpu_count() and os.cpu_count() < 2:
         log("bench-fanout: needs 2 CPUs (server on 0, loader on 1)")
 
-    peers = make_peers()
+    peers = make_peers(a.hub_publish, a.soketi_publish)
     if a.peers:
         want = set(a.peers.split(","))
+        if "hub" in want:
+            want.add("hub_rest")
         peers = [p for p in peers if p.name in want]
     for p in peers:
         if p.unavailable:
@@ -510,6 +604,8 @@ def main():
                     continue
                 for sid, label, args, pusher_only in scens:
                     if pusher_only and not p.pusher:
+                        continue
+                    if p.only is not None and sid not in p.only:
                         continue
                     d = run_loader(srv, args, a.warmup, a.duration,
                                    procs=a.loader_procs)
@@ -577,8 +673,9 @@ def main():
             lines.append("| peer | deliveries/s | vs raw_cork | p50 µs | "
                          "p99 µs | p99.9 µs | server CPU s / M deliveries | "
                          "loader % | server % | foreign % cpu0/cpu1 | slow closed | "
-                         "valid reps |")
-            lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                         "hub deliveries/write | valid reps |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|"
+                         "---|")
         for p in peers:
             runs = results[sid].get(p.name, [])
             if not runs:
@@ -598,9 +695,10 @@ def main():
                     fmt(median([d["churn_lat_us"]["p99"] for d in v])),
                     fmt(median([100 * d["server_util"] for d in v])), vr))
                 continue
+            dpw = median([d.get("hub_deliveries_per_write") for d in v])
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-                         "| %s | %s |" % (
-                p.name, fmt(med_rate(sid, p.name)),
+                         "| %s | %s | %s |" % (
+                p.label(), fmt(med_rate(sid, p.name)),
                 fmt(med_ratio(sid, p.name, "raw_cork"), 2),
                 fmt(median([d["lat_us"]["p50"] for d in v])),
                 fmt(median([d["lat_us"]["p99"] for d in v])),
@@ -614,7 +712,8 @@ def main():
                                        for d in runs if "error" not in d]))),
                 "%s/%s" % (fmt(median([d["slow_closed"] for d in runs])),
                            fmt(median([d["slow_total"] for d in runs])))
-                if sid == "S7" else "-", vr))
+                if sid == "S7" else "-",
+                fmt(dpw, 1) if dpw is not None else "-", vr))
         lines.append("")
     with open(os.path.join(RESULTS, "latest.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -634,10 +733,10 @@ def main():
         r = med_ratio(headline, num, den)
         return "%.3f" % r if r else "n/a"
 
-    print("fanout: hub=%s uws=%s raw_cork=%s lws=%s nodews=%s soketi=%s "
-          "vs_uws=%s vs_raw_cork=%s vs_soketi=%s" % (
-              rate("hub"), rate("uws"), rate("raw_cork"), rate("lws"),
-              rate("nodews"), rate("soketi"), ratio("hub", "uws"),
+    print("fanout: hub=%s hub_rest=%s uws=%s raw_cork=%s lws=%s nodews=%s "
+          "soketi=%s vs_uws=%s vs_raw_cork=%s vs_soketi=%s" % (
+              rate("hub"), rate("hub_rest"), rate("uws"), rate("raw_cork"),
+              rate("lws"), rate("nodews"), rate("soketi"), ratio("hub", "uws"),
               ratio("hub", "raw_cork"), ratio("hub", "soketi")), flush=True)
     return 0
 
