@@ -115,6 +115,11 @@ static const struct srv_option_desc srv_options[] = {
      "Send queue per connection; a reader that falls further behind is "
      "closed (4100).",
      NULL, 1024, UINT32_C(1) << 31, 0, SRV_CFG(max_queue)},
+    {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
+     "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
+     "every connection: more speeds up clients that send a lot, and costs "
+     "that much memory per connection.",
+     NULL, 64, 65536, 0, SRV_CFG(ws_rx_buffer)},
     {"auth_timestamp_window", SRV_OPT_SECONDS, SRV_ALL, 0, "600s", NULL,
      "REST auth_timestamp must be this close to now, in whole seconds; "
      "0 skips the check.",

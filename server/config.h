@@ -54,6 +54,7 @@ struct srv_config {
     /* Limits (bytes). */
     uint32_t max_message;      /* inbound, default 64 KiB */
     uint32_t max_queue;        /* per-session send queue, default 1 MiB */
+    uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
 
     /* REST. */
     uint64_t auth_timestamp_window_s; /* default 600; 0 = not checked */

@@ -614,17 +614,15 @@ static size_t pss_size(void)
 }
 
 /*
- * lws gives every WebSocket connection an rx buffer of this size for its
- * whole life; a message that does not fit arrives in pieces and the hub
- * reassembles it (then frees the piece buffer). Pusher clients send little
- * and seldom, so a small buffer is the cheap side of that trade: measured
- * 2765 B per idle session at lws's default 4096 (with 4.6 KB of HTTP
- * state, since moved out), 1898 B at 128, 1708 B at 64.
+ * lws gives every WebSocket connection an rx buffer of --ws-rx-buffer bytes
+ * for its whole life, and reads at most that much from one socket per loop
+ * pass; a message that does not fit arrives in pieces and the hub
+ * reassembles it (then frees the piece buffer). The trade is memory per
+ * idle connection against how fast one client can send: see
+ * docs/BENCHMARKS.md ("WebSocket read size").
  */
-#define SRV_WS_RX_BYTES 64
-
 static struct lws_protocols protocols[] = {
-    { "lubdub", main_cb, 0, SRV_WS_RX_BYTES, 0, NULL, SRV_CORK_BYTES + 1024 },
+    { "lubdub", main_cb, 0, 128, 0, NULL, SRV_CORK_BYTES + 1024 },
     { "acceptor", acceptor_cb, 0, 0, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
@@ -661,6 +659,7 @@ int srv_loops_create(struct srv *srv)
     uint16_t port = cfg->port;
 
     protocols[0].per_session_data_size = pss_size();
+    protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
     hub_log = hub_log_bridge;
     json_object_seed(0);
