@@ -4,34 +4,20 @@
 // header), concatenated by the hub into single writes, intact.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { createRequire } = require('node:module');
 
 const INTEGRATION = path.resolve(__dirname, '../integration');
-const { startHub, waitFor } = require(path.join(INTEGRATION, 'lib/hub'));
+const { waitFor } = require(path.join(INTEGRATION, 'lib/hub'));
+const { payload, startBigEventHub } = require(path.join(INTEGRATION, 'lib/corked'));
 const requireNpm = createRequire(path.join(INTEGRATION, 'package.json'));
 const { chromium } = requireNpm('playwright-core');
 const PusherServer = requireNpm('pusher');
 
 const CHROMIUM = process.env.LUBDUB_CHROMIUM || '/usr/bin/chromium';
 
-function payload(tag, n) {
-  let s = `${tag}:`;
-  while (s.length < n) s += String.fromCharCode(97 + (s.length * 7) % 26);
-  return s.slice(0, n);
-}
-
 test('Chromium receives corked bursts and >= 64 KiB frames intact', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-e2e-cork-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const cfg = path.join(dir, 'hub.json');
-  fs.writeFileSync(cfg, JSON.stringify({ apps: [{
-    id: 'app-id', key: 'app-key', secret: 'app-secret', max_event_bytes: 300000,
-  }] }));
-  const hub = await startHub(['--loops', '2', '--config', cfg, '--max-queue', '4MiB']);
-  t.after(() => hub.stop());
+  const hub = await startBigEventHub(t);
   const browser = await chromium.launch({
     executablePath: CHROMIUM, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic',

@@ -4,30 +4,14 @@
 // write must reach node `ws` and pusher-js intact, on both loops.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const WebSocket = require('ws');
 const Pusher = require('pusher-js');
 const PusherServer = require('pusher');
-const { startHub, waitFor } = require('./lib/hub');
-
-// Deterministic payload of n characters, so any corruption shows.
-function payload(tag, n) {
-  let s = `${tag}:`;
-  while (s.length < n) s += String.fromCharCode(97 + (s.length * 7) % 26);
-  return s.slice(0, n);
-}
+const { waitFor } = require('./lib/hub');
+const { payload, startBigEventHub } = require('./lib/corked');
 
 test('bursts and >= 64 KiB frames arrive intact through the corked path', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-cork-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const cfg = path.join(dir, 'hub.json');
-  fs.writeFileSync(cfg, JSON.stringify({ apps: [{
-    id: 'app-id', key: 'app-key', secret: 'app-secret', max_event_bytes: 300000,
-  }] }));
-  const hub = await startHub(['--loops', '2', '--config', cfg, '--max-queue', '4MiB']);
-  t.after(() => hub.stop());
+  const hub = await startBigEventHub(t);
 
   // Raw ws clients from several source addresses, so both loops hold some.
   const raws = [];
