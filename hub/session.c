@@ -38,7 +38,6 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     s->last_data_ms = now_ms;
     hub_timer_init(&s->pong_timer, pong_timer_cb);
     hub_timer_init(&s->idle_timer, idle_timer_cb);
-    hub_timer_init(&s->close_timer, close_timer_cb);
     hub_list_init(&s->subs);
     s->q.ring = s->q.inline_ring;
     s->q.cap = HUB_SENDQ_INLINE;
@@ -81,7 +80,6 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     hub_pusher_leave_all(s);
     hub_wheel_stop(l->wheel, &s->pong_timer);
     hub_wheel_stop(l->wheel, &s->idle_timer);
-    hub_wheel_stop(l->wheel, &s->close_timer);
     hub_shard_remove(&l->shard, s);
     sendq_drop(&s->q);
     if (s->q.ring != s->q.inline_ring)
@@ -262,7 +260,10 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     s->ping_due = false;
     hub_wheel_stop(l->wheel, &s->pong_timer);
     hub_wheel_stop(l->wheel, &s->idle_timer);
-    hub_wheel_start(l->wheel, &s->close_timer, hub_clock_now_ms(l->clock),
+    /* The idle entry is stopped (or is the one firing): it becomes the
+     * close timeout. */
+    hub_timer_init(&s->idle_timer, close_timer_cb);
+    hub_wheel_start(l->wheel, &s->idle_timer, hub_clock_now_ms(l->clock),
                     (int64_t)l->cfg->close_timeout_ms);
     want_writable(s);
 }
@@ -376,7 +377,7 @@ static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
 static void close_timer_cb(struct hub_timer *t, uint64_t now_ms)
 {
     struct hub_session *s = hub_container_of(t, struct hub_session,
-                                             close_timer);
+                                             idle_timer);
 
     HUB_STAT_ADD(s->loop->stats.close_timeouts, 1);
     s->loop->ops->kill(s->conn);

@@ -45,7 +45,7 @@ enum hub_session_state {
     HUB_SESSION_CLOSE_SENT,
 };
 
-#define HUB_SENDQ_INLINE 4
+#define HUB_SENDQ_INLINE 2
 
 struct hub_sendq {
     struct hub_frame **ring;   /* inline[] until a burst needs more */
@@ -69,20 +69,21 @@ struct hub_session {
     bool want_writable;            /* asked, not yet served */
     bool draining;                 /* the idle timer is the drain close */
     bool app_counted;              /* counted in hub->app_sessions */
-    uint64_t sid_hi;               /* socket_id = "<hi>.<lo>" */
-    uint32_t sid_lo;
+    uint32_t sid_lo;               /* socket_id = "<hi>.<lo>" */
+    uint32_t ping_seq;
+    uint64_t sid_hi;
     char socket_id[32];
     uint64_t connected_ms;
     uint64_t last_data_ms;         /* last inbound data message */
     uint64_t ping_sent_ms;
     uint64_t ping_sent_ns;
-    uint32_t ping_seq;
     /* Client-event token bucket, in thousandths of an event. */
     uint64_t bucket_ms;
     uint32_t bucket_tokens;
     struct hub_timer pong_timer;   /* 4201 */
-    struct hub_timer idle_timer;   /* 4202, or the paced drain close */
-    struct hub_timer close_timer;  /* hard kill after close_timeout */
+    /* Open: 4202 idle, or the paced drain close. Once a close has started
+     * (idle no longer matters) the same entry is the close timeout. */
+    struct hub_timer idle_timer;
     struct hub_sendq q;
     struct hub_list subs;          /* struct hub_sub.session_link */
     char *user_id;                 /* pusher:signin id; owned, NULL if none */
