@@ -235,10 +235,8 @@ void hub_loop_publish_stats(struct hub_loop *l)
 
 uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms)
 {
-    uint64_t fired_before = 0;
     struct hub_wheel_stats ws;
 
-    (void)fired_before;
     hub_wheel_advance(l->wheel, now_ms);
     hub_wheel_get_stats(l->wheel, &ws);
     if (ws.last_advance_ns)
