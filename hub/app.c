@@ -6,6 +6,8 @@
  */
 #include "hub/app.h"
 
+#include <string.h>
+
 void hub_app_defaults(struct hub_app *app)
 {
     app->enabled = true;
@@ -20,4 +22,29 @@ void hub_app_defaults(struct hub_app *app)
     app->max_channels_per_event = 100;
     app->max_batch_events = 10;
     app->max_channel_name = 200;
+}
+
+static bool equal(const char *field, const char *s, size_t len)
+{
+    return field && strlen(field) == len && memcmp(field, s, len) == 0;
+}
+
+const struct hub_app *hub_app_find_by_key(const struct hub_app *apps,
+                                          unsigned n, const char *key,
+                                          size_t len)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (equal(apps[i].key, key, len))
+            return &apps[i];
+    return NULL;
+}
+
+const struct hub_app *hub_app_find_by_id(const struct hub_app *apps,
+                                         unsigned n, const char *id,
+                                         size_t len)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (equal(apps[i].id, id, len))
+            return &apps[i];
+    return NULL;
 }

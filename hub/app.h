@@ -9,6 +9,7 @@
 #define HUB_APP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct hub_app {
@@ -32,5 +33,14 @@ struct hub_app {
 
 /* Fill the limits and switches with their defaults; strings untouched. */
 void hub_app_defaults(struct hub_app *app);
+
+/* The app among apps[0..n) with that key / id (not NUL-terminated);
+ * borrowed, NULL when none. Apps with a NULL key / id never match. */
+const struct hub_app *hub_app_find_by_key(const struct hub_app *apps,
+                                          unsigned n, const char *key,
+                                          size_t len);
+const struct hub_app *hub_app_find_by_id(const struct hub_app *apps,
+                                         unsigned n, const char *id,
+                                         size_t len);
 
 #endif

@@ -336,23 +336,11 @@ void hub_stop(struct hub *h)
 const struct hub_app *hub_find_app_by_key(const struct hub *h,
                                           const char *key, size_t len)
 {
-    for (unsigned i = 0; i < h->cfg->n_apps; i++) {
-        const struct hub_app *a = &h->cfg->apps[i];
-
-        if (strlen(a->key) == len && memcmp(a->key, key, len) == 0)
-            return a;
-    }
-    return NULL;
+    return hub_app_find_by_key(h->cfg->apps, h->cfg->n_apps, key, len);
 }
 
 const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
                                          size_t len)
 {
-    for (unsigned i = 0; i < h->cfg->n_apps; i++) {
-        const struct hub_app *a = &h->cfg->apps[i];
-
-        if (strlen(a->id) == len && memcmp(a->id, id, len) == 0)
-            return a;
-    }
-    return NULL;
+    return hub_app_find_by_id(h->cfg->apps, h->cfg->n_apps, id, len);
 }

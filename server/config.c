@@ -1311,27 +1311,11 @@ void srv_config_print_help(FILE *out)
 const struct hub_app *srv_config_find_app_by_key(
     const struct srv_config *cfg, const char *key, size_t key_len)
 {
-    unsigned i;
-
-    for (i = 0; i < cfg->n_apps; i++) {
-        const char *k = cfg->apps[i].key;
-
-        if (k && strlen(k) == key_len && !memcmp(k, key, key_len))
-            return &cfg->apps[i];
-    }
-    return NULL;
+    return hub_app_find_by_key(cfg->apps, cfg->n_apps, key, key_len);
 }
 
 const struct hub_app *srv_config_find_app_by_id(
     const struct srv_config *cfg, const char *id, size_t id_len)
 {
-    unsigned i;
-
-    for (i = 0; i < cfg->n_apps; i++) {
-        const char *k = cfg->apps[i].id;
-
-        if (k && strlen(k) == id_len && !memcmp(k, id, id_len))
-            return &cfg->apps[i];
-    }
-    return NULL;
+    return hub_app_find_by_id(cfg->apps, cfg->n_apps, id, id_len);
 }
