@@ -409,61 +409,12 @@ static void log_session_open(struct hub_session *s, struct lws *wsi)
                  s->socket_id, s->app ? s->app->id : "-", peer);
 }
 
-static int ws_writeable(struct srv_loop *l, struct hub_session *s,
-                        struct lws *wsi)
-{
-    unsigned char buf[LWS_PRE + 32];
-    const unsigned char *direct;
-    size_t n, direct_len;
-    unsigned frames;
-
-    s->want_writable = false;
-    if (s->ping_due && s->state == HUB_SESSION_OPEN) {
-        /* ASCII payload: lws 4.1.6 never reports an empty pong, and
-         * UTF-8-checks pong payloads (LWS-NOTES.md section 3). */
-        int len = snprintf((char *)buf + LWS_PRE, 32, "lubdub-%u",
-                           ++s->ping_seq);
-
-        s->ping_due = false;
-        if (lws_write(wsi, buf + LWS_PRE, (size_t)len, LWS_WRITE_PING) < len)
-            return -1;
-        HUB_STAT_ADD(l->hub->stats.pings_sent, 1);
-        goto more;
-    }
-    if (s->q.count) {
-        n = hub_session_cork(s, l->cork, SRV_CORK_BYTES, &direct, &direct_len,
-                             &frames);
-        if (n) {
-            if (lws_write(wsi, l->cork, n, LWS_WRITE_RAW) < (int)n)
-                return -1;
-            hub_session_cork_done(s, n, frames);
-        } else if (direct) {
-            if (lws_write(wsi, (unsigned char *)direct, direct_len,
-                          LWS_WRITE_RAW) < (int)direct_len)
-                return -1;
-            hub_session_cork_done(s, direct_len, frames);
-        }
-        goto more;
-    }
-    if (s->state == HUB_SESSION_CLOSING) {
-        s->state = HUB_SESSION_CLOSE_SENT;
-        lws_close_reason(wsi, (enum lws_close_status)s->close_code,
-                         (unsigned char *)s->close_text,
-                         strlen(s->close_text) > 123 ? 123
-                                                     : strlen(s->close_text));
-        return -1;
-    }
-    return 0;
-more:
-    if (hub_session_has_output(s)) {
-        s->want_writable = true;
-        lws_callback_on_writable(wsi);
-    }
-    return 0;
-}
-
-/* Write one session's corked queue now; 0, or -1 when the write failed. */
-static int flush_one(struct srv_loop *l, struct hub_session *s)
+/*
+ * Write as much of a session's queue as one cork holds (a frame bigger than
+ * the cork goes by itself) with one lws_write(RAW); 0, or -1 when the
+ * write failed. Used from SERVER_WRITEABLE and from the flush sul.
+ */
+static int write_cork(struct srv_loop *l, struct hub_session *s)
 {
     struct lws *wsi = s->conn;
     const unsigned char *direct;
@@ -483,6 +434,47 @@ static int flush_one(struct srv_loop *l, struct hub_session *s)
     hub_session_cork_done(s, n, frames);
     return 0;
 }
+
+static int ws_writeable(struct srv_loop *l, struct hub_session *s,
+                        struct lws *wsi)
+{
+    unsigned char buf[LWS_PRE + 32];
+
+    s->want_writable = false;
+    if (s->ping_due && s->state == HUB_SESSION_OPEN) {
+        /* ASCII payload: lws 4.1.6 never reports an empty pong, and
+         * UTF-8-checks pong payloads (LWS-NOTES.md section 3). */
+        int len = snprintf((char *)buf + LWS_PRE, 32, "lubdub-%u",
+                           ++s->ping_seq);
+
+        s->ping_due = false;
+        if (lws_write(wsi, buf + LWS_PRE, (size_t)len, LWS_WRITE_PING) < len)
+            return -1;
+        HUB_STAT_ADD(l->hub->stats.pings_sent, 1);
+        goto more;
+    }
+    if (s->q.count) {
+        if (write_cork(l, s))
+            return -1;
+        goto more;
+    }
+    if (s->state == HUB_SESSION_CLOSING) {
+        s->state = HUB_SESSION_CLOSE_SENT;
+        lws_close_reason(wsi, (enum lws_close_status)s->close_code,
+                         (unsigned char *)s->close_text,
+                         strlen(s->close_text) > 123 ? 123
+                                                     : strlen(s->close_text));
+        return -1;
+    }
+    return 0;
+more:
+    if (hub_session_has_output(s)) {
+        s->want_writable = true;
+        lws_callback_on_writable(wsi);
+    }
+    return 0;
+}
+
 
 static void flush_sul_cb(lws_sorted_usec_list_t *sul)
 {
@@ -505,7 +497,7 @@ static void flush_sul_cb(lws_sorted_usec_list_t *sul)
             lws_callback_on_writable(s->conn);
             continue;
         }
-        if (s->q.count && flush_one(l, s)) {
+        if (s->q.count && write_cork(l, s)) {
             op_kill(s->conn);
             continue;
         }
