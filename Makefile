@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 # Everywhere else it stays off (the flag defaults to false).
 RUN_ARGS   ?= --dev-auth-endpoint
 
-.PHONY: all build run test test-unit test-e2e test-asan test-fuzz deps deps-test \
+.PHONY: all build build-tests run test test-unit test-e2e test-asan test-fuzz deps deps-test \
         clean image test-container bench-timers bench-scan bench-idle \
         bench-fanout
 
@@ -26,8 +26,14 @@ deps-test:
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 
-# Only builds; leaves the release binary at build/lubdub.
+# Only builds; leaves the release binary at build/lubdub. The tests are
+# built too when their tools (cmocka, node) are installed, never required.
 build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The release build with the tests required (after deps-test installed them).
+build-tests:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHUB_TESTS=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: deps build
@@ -35,21 +41,21 @@ run: deps build
 
 # Every test through ctest, then the unit tests once more under ASan+UBSan,
 # then the libFuzzer target for HUB_FUZZ_SECONDS.
-test: deps-test build
+test: deps-test build-tests
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan
 	$(MAKE) test-fuzz
 
-test-unit: build
+test-unit: build-tests
 	cd $(BUILD) && ctest --output-on-failure -L unit -j $(JOBS)
 
 # The browser tests alone (headless Chromium); screenshots land in
 # tests/artifacts/.
-test-e2e: deps-test build
+test-e2e: deps-test build-tests
 	cd $(BUILD) && ctest --output-on-failure -L e2e
 
 test-asan:
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHUB_TESTS=ON \
 	    -DHUB_SANITIZE=address,undefined $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -L asan -j $(JOBS)
@@ -65,13 +71,13 @@ image:
 	fi
 
 # Build and run the image with podman, as CI does (needs root).
-test-container: build
+test-container: build-tests
 	cd $(BUILD) && ctest --output-on-failure -L container
 
 # The fuzz build needs clang (libFuzzer); only the fuzz target is built.
 test-fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DHUB_FUZZ=ON -DHUB_FUZZ_SECONDS=$(HUB_FUZZ_SECONDS) $(CMAKE_ARGS)
+	    -DHUB_TESTS=ON -DHUB_FUZZ=ON -DHUB_FUZZ_SECONDS=$(HUB_FUZZ_SECONDS) $(CMAKE_ARGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_message
 	cd $(FUZZ_BUILD) && ctest --output-on-failure -L fuzz
 

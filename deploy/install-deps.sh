@@ -9,7 +9,7 @@ set -euo pipefail
 profile=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-build_pkgs=(cmake make gcc pkg-config libwebsockets-dev libev-dev libjansson-dev
+build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libjansson-dev
             libssl-dev)
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
            iptables chromium prometheus curl openssl procps)
