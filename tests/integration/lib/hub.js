@@ -5,6 +5,7 @@
 const { spawn } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
+const { monitorEventLoopDelay } = require('node:perf_hooks');
 
 const ROOT = path.resolve(__dirname, '../../..');
 const BINARY = process.env.LUBDUB_BINARY || path.join(ROOT, 'build', 'lubdub');
@@ -128,4 +129,40 @@ function once(emitter, event, timeoutMs = 10000) {
   });
 }
 
-module.exports = { startHub, request, getJson, waitFor, once, ROOT, BINARY };
+// Scheduling allowance for an upper bound on how long the hub took to act.
+// A loaded machine delays the hub's loops and this test process alike, and
+// neither says the hub's design is wrong, so a bound on elapsed time adds
+// how late both ran: the hub's own measure (the largest lateness of a
+// timer on any loop's wheel, polled from /stats while watched, so it is
+// known even after the hub exits) and this process's event-loop delay.
+// Usage: const late = watchLateness(hub); ...; bound + late.allowanceMs().
+function watchLateness(hub, everyMs = 100) {
+  const lag = monitorEventLoopDelay({ resolution: 10 });
+  lag.enable();
+  let hubMax = 0;
+  let stopped = false;
+  const poll = async () => {
+    while (!stopped && !hub.exit) {
+      try {
+        const st = await hub.stats();
+        for (const l of st.per_loop) {
+          hubMax = Math.max(hubMax, (l.wheel && l.wheel.max_lateness_ms) || 0);
+        }
+      } catch (_) { /* exiting */ }
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  };
+  const running = poll();
+  return {
+    hubMs: () => hubMax,
+    selfMs: () => lag.max / 1e6,
+    allowanceMs: () => Math.ceil(hubMax + lag.max / 1e6),
+    describe: () => `allowance ${Math.ceil(hubMax + lag.max / 1e6)} ms ` +
+      `(hub timers late ${hubMax} ms, test process ${(lag.max / 1e6).toFixed(0)} ms)`,
+    async stop() { stopped = true; lag.disable(); await running; },
+  };
+}
+
+module.exports = {
+  startHub, request, getJson, waitFor, once, watchLateness, ROOT, BINARY,
+};
