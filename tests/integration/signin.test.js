@@ -1,5 +1,5 @@
 'use strict';
-// User authentication (PROTOCOL.md 4.2): pusher-js signin() with the pusher
+// User authentication (docs/COMPATIBILITY.md, signin): pusher-js signin() with the pusher
 // SDK's authenticateUser(), sendToUser() reaching every socket of that user
 // on both loops, terminateUserConnections() closing them with 4009, and a
 // bad signin refused with 4009.
@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const Pusher = require('pusher-js');
 const { waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP,
+  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP, trackClient,
 } = require('./lib/clients');
 
 function signedInClient(t, hub, user) {
@@ -27,6 +27,7 @@ function signedInClient(t, hub, user) {
     },
   });
   t.after(() => client.disconnect());
+  trackClient(hub, () => client.disconnect());
   return client;
 }
 
@@ -71,12 +72,18 @@ test('signin, sendToUser across loops, terminateUserConnections', async (t) => {
   const errs = { a: [], b: [] };
   a.client.connection.bind('error', (e) => errs.a.push(e));
   b.client.connection.bind('error', (e) => errs.b.push(e));
+  // pusher-js answers a 4000-4099 close by calling disconnect() from inside
+  // its close handler, which closes the already-closed faye-websocket
+  // again; faye then arms a 30 s close timer nothing clears, and the test
+  // process lingered 30 s after its last test. Clear it once closed.
+  const fayeSockets = [a, b].map((x) => x.client.connection.connection.transport.socket);
   const term = await sdk.terminateUserConnections('user-42');
   assert.equal(term.status, 200);
   assert.deepEqual(await term.json(), {});
   // 4009 tells pusher-js not to reconnect.
   await waitFor(() => a.client.connection.state === 'disconnected' &&
     b.client.connection.state === 'disconnected', 'both disconnected');
+  for (const sock of fayeSockets) clearTimeout(sock._closeTimer);
   for (const list of [errs.a, errs.b]) {
     assert.ok(list.length >= 1);
     for (const e of list) assert.equal((e.data || e.error.data).code, 4009);

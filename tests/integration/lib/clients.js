@@ -41,12 +41,38 @@ async function twoLoopHub(t, { apps, args = [] } = {}) {
   // A clean exit is part of every test: under the ASan build a leak or a
   // late memory error shows up only as the exit status.
   t.after(async () => {
+    // Close the clients while the hub can still answer their close frames:
+    // a client library closing a connection whose peer is gone waits 30 s
+    // for the close reply (faye-websocket in pusher-js, ws), which kept the
+    // test process alive long after its last test.
+    await closeTracked(hub);
     const exit = await hub.stop();
     if (exit.code !== 0) {
       throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
     }
   });
   return hub;
+}
+
+// Clients of a hub made by twoLoopHub are closed by its cleanup, before the
+// hub stops (their own t.after hooks run after the hub's, too late).
+function trackClient(hub, close) {
+  if (!hub.clientCloses) hub.clientCloses = [];
+  hub.clientCloses.push(close);
+}
+
+async function closeTracked(hub) {
+  const closes = hub.clientCloses || [];
+  hub.clientCloses = [];
+  for (const close of closes) {
+    try { close(); } catch (_) { /* already closed */ }
+  }
+  if (closes.length === 0 || hub.exit) return;
+  // Until the hub has seen every close (other connections a test made
+  // itself may keep some sessions open: then give up after a while, the
+  // hub's drain closes them).
+  await waitFor(async () => (await hub.stats()).totals.sessions === 0,
+    'tracked clients to close', 5000, 20).catch(() => {});
 }
 
 // The pusher SDK pointed at the hub (the app server's side).
@@ -81,6 +107,7 @@ function pusherClient(t, hub, { app = APP, presence, authOverride } = {}) {
     },
   });
   t.after(() => client.disconnect());
+  trackClient(hub, () => client.disconnect());
   return client;
 }
 
@@ -206,6 +233,7 @@ class RawClient {
 async function rawClient(t, hub, key = APP.key) {
   const c = new RawClient(hub.wsUrl(key));
   t.after(() => c.close());
+  trackClient(hub, () => c.close());
   return c.open();
 }
 
@@ -254,5 +282,5 @@ async function bothLoopsBusy(hub) {
 module.exports = {
   APP, MASTER_KEY, loopOf, configFile, twoLoopHub, serverSdk, pusherClient,
   connected, pusherOnLoop, RawClient, rawClient, rawOnLoop, sign, signedPath,
-  rest, bothLoopsBusy, onLoop,
+  rest, bothLoopsBusy, onLoop, trackClient,
 };
