@@ -380,9 +380,7 @@ static int rx_utf8(struct hub_session *s, struct lws *wsi, const void *in,
         (s->rx_utf8 != HUB_UTF8_REJECT && !final))
         return 0;
     s->rx_utf8 = HUB_UTF8_ACCEPT;
-    srv_log_peer(HUB_LOG_INFO, s->loop->id,
-                 "socket %s: text message is not UTF-8: closing 1007",
-                 s->socket_id);
+    /* Logs "socket ...: closing 1007 (invalid UTF-8)" (rate-limited). */
     hub_session_close(s, 1007, "invalid UTF-8", HUB_CLOSE_ERROR, true);
     return -1;
 }
@@ -403,13 +401,9 @@ static int peer_close(struct hub_session *s, struct lws *wsi,
 
     if (!code)
         return 0;
-    if (s->loop) {
-        srv_log_peer(HUB_LOG_INFO, s->loop->id,
-                     "socket %s: %s (%zu bytes): closing %u", s->socket_id,
-                     why, len, code);
-        /* Counts the close as a protocol error, not a peer close. */
+    /* Logs the close, and counts it as an error, not a peer close. */
+    if (s->loop)
         hub_session_close(s, (uint16_t)code, why, HUB_CLOSE_ERROR, true);
-    }
     lws_close_reason(wsi, (enum lws_close_status)code, (unsigned char *)why,
                      strlen(why));
     return -1;

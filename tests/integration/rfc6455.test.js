@@ -22,6 +22,17 @@ after(async () => {
 });
 
 // An open session: upgraded and pusher:connection_established received.
+// A hub of the test's own (for its log lines), checked like the shared one.
+async function ownHub(t) {
+  const own = await startHub([]);
+  t.after(async () => {
+    const exit = await own.stop();
+    assertNoSanitizerReport(own);
+    assert.equal(exit.code, 0, `lubdub exited ${JSON.stringify(exit)}`);
+  });
+  return own;
+}
+
 async function session(t, opts) {
   return rawWs(t, hub, opts).open();
 }
@@ -110,8 +121,7 @@ test('handshake: 12 KB of cookies (a large browser cookie jar) upgrades', async 
 });
 
 test('handshake: a header over 16 KiB gets 431, upgrade or plain HTTP, with a rate-limited info line', async (t) => {
-  const own = await startHub([]);
-  t.after(() => own.stop());
+  const own = await ownHub(t);
   const c = rawWs(t, own, { headers: { Cookie: `jar=${'c'.repeat(20 * 1024)}` } });
   const r = await c.status();
   assert.equal(r.status, 431, r.statusLine || 'bare close');
@@ -126,8 +136,7 @@ test('handshake: a header over 16 KiB gets 431, upgrade or plain HTTP, with a ra
 });
 
 test('handshake: headers over 32 KiB in all are closed by lws without a status, logged at info', async (t) => {
-  const own = await startHub([]);
-  t.after(() => own.stop());
+  const own = await ownHub(t);
   const big = 'h'.repeat(12 * 1024);
   const c = rawWs(t, own, { headers: { 'X-A': big, 'X-B': big, 'X-C': big } });
   const r = await c.status();
