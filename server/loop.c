@@ -711,11 +711,15 @@ static void lws_emit(int level, const char *line)
         return;
     /* Past SRV_HEADER_BYTES lws closes without a status (no hook lets
      * the hub answer): peer-caused, so rate-limited, not an error. */
-    if (strncmp(line, "Ran out of header data space", 28) == 0 ||
-        strncmp(line, "More hdr frags than we can deal with", 36) == 0) {
+    if (strncmp(line, "Ran out of header data space", 28) == 0) {
         srv_log_peer(HUB_LOG_INFO, 0,
                      "request headers over %u bytes: closed without a "
-                     "response (lws: %.*s)", SRV_HEADER_BYTES, (int)n, line);
+                     "response", SRV_HEADER_BYTES);
+        return;
+    }
+    if (strncmp(line, "More hdr frags than we can deal with", 36) == 0) {
+        srv_log_peer(HUB_LOG_INFO, 0, "request with too many header lines: "
+                                      "closed without a response");
         return;
     }
     /* lws warns mostly about what peers do (bad headers, refused
