@@ -4,6 +4,10 @@
 // status line the client receives or the close code in the hub's close
 // frame. One test per rule; docs/COMPATIBILITY.md ("RFC 6455") lists them.
 const { test, before, after } = require('node:test');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const assert = require('node:assert/strict');
 const { startHub, request, waitFor } = require('./lib/hub');
 const { assertNoSanitizerReport } = require('./lib/ws');
@@ -23,8 +27,8 @@ after(async () => {
 
 // An open session: upgraded and pusher:connection_established received.
 // A hub of the test's own (for its log lines), checked like the shared one.
-async function ownHub(t) {
-  const own = await startHub([]);
+async function ownHub(t, args = [], opts = {}) {
+  const own = await startHub(args, opts);
   t.after(async () => {
     const exit = await own.stop();
     assertNoSanitizerReport(own);
@@ -320,6 +324,32 @@ test('frames: unmasked client frames are accepted (libwebsockets 4.1.6, see docs
   const c = await session(t);
   c.send(frame(OP.TEXT, ping('unmasked'), { mask: false }));
   await c.message((m) => m.event === 'pusher:pong', 'pusher:pong to an unmasked frame');
+});
+
+test('tls: the refusals and closes are the same over TLS', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-rfc-tls-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key,
+    '-out', cert, '-days', '2', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+  // A TLS hub reports leaked OpenSSL allocations at exit under
+  // LeakSanitizer even when it served no connection (tls.test.js has no
+  // asan label either): leak checks off for this hub only.
+  const own = await ownHub(t, ['--tls-cert', cert, '--tls-key', key],
+    { env: { ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:detect_leaks=0` } });
+  const v = rawWs(t, own, { tls: true, headers: { 'Sec-WebSocket-Version': '8' } });
+  const rv = await v.status();
+  assert.equal(rv.status, 426, rv.statusLine || 'bare close');
+  assert.equal(rv.headers['sec-websocket-version'], '13');
+  const big = rawWs(t, own, { tls: true, headers: { Cookie: 'c'.repeat(20000) } });
+  assert.equal((await big.status()).status, 431);
+  const ok = await rawWs(t, own, { tls: true, headers: { Cookie: 'c'.repeat(12000) } }).open();
+  ok.send(frame(OP.TEXT, Buffer.from([0x22, 0xf0, 0x28, 0x8c, 0x28])));
+  await expectClose(ok, 1007, 'invalid UTF-8 over TLS');
+  const cl = await rawWs(t, own, { tls: true }).open();
+  cl.send(frame(OP.CLOSE, closePayload(5000)));
+  await expectClose(cl, 1002, 'close 5000 over TLS');
 });
 
 test('stats: protocol closes count as "error", refused upgrades as rejected_http', async () => {

@@ -6,6 +6,7 @@
 // only turn a hang into a failure.
 const crypto = require('node:crypto');
 const net = require('node:net');
+const tls = require('node:tls');
 
 const WAIT_MS = 20000;
 
@@ -64,14 +65,17 @@ function upgradeRequest(hub, { path, headers = {}, omit = [] } = {}) {
 }
 
 class RawWs {
-  constructor(hub, request) {
+  // useTls: connect with TLS (any certificate) instead of plain TCP.
+  constructor(hub, request, useTls = false) {
     this.buf = Buffer.alloc(0);
     this.frames = [];
     this.response = null;    // { status, statusLine, headers }
     this.ended = false;
     this.waiters = [];
-    this.sock = net.connect(hub.port, hub.host);
-    this.sock.on('connect', () => this.sock.write(request));
+    this.sock = useTls
+      ? tls.connect({ host: hub.host, port: hub.port, rejectUnauthorized: false })
+      : net.connect(hub.port, hub.host);
+    this.sock.on(useTls ? 'secureConnect' : 'connect', () => this.sock.write(request));
     this.sock.on('data', (d) => { this.buf = Buffer.concat([this.buf, d]); this.parse(); this.wake(); });
     this.sock.on('close', () => { this.ended = true; this.wake(); });
     this.sock.on('error', () => {});
@@ -192,7 +196,7 @@ class RawWs {
 
 // Connect and send an upgrade request; t.after destroys the socket.
 function rawWs(t, hub, opts = {}) {
-  const c = new RawWs(hub, opts.request || upgradeRequest(hub, opts));
+  const c = new RawWs(hub, opts.request || upgradeRequest(hub, opts), opts.tls);
   t.after(() => c.destroy());
   return c;
 }
