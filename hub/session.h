@@ -80,6 +80,7 @@ struct hub_session {
     /* Client-event token bucket, in thousandths of an event. */
     uint64_t bucket_ms;
     uint32_t bucket_tokens;
+    uint8_t rx_utf8;               /* hub/ws.h state of the text message */
     struct hub_timer pong_timer;   /* 4201 */
     /* Open: 4202 idle, or the paced drain close. Once a close has started
      * (idle no longer matters) the same entry is the close timeout. */

@@ -49,7 +49,7 @@ struct hub_loop_stats {
     uint64_t sessions;          /* live now */
     uint64_t accepted;          /* sessions established, total */
     uint64_t closed[HUB_CLOSE_N];
-    uint64_t rejected_http;     /* 403/503 before upgrade */
+    uint64_t rejected_http;     /* 400/403/426/431/503 before upgrade */
     uint64_t pings_sent;
     uint64_t pongs;             /* WebSocket pongs received */
     uint64_t pusher_pings;      /* pusher:ping answered */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -19,6 +20,7 @@
 #include "hub/protocol.h"
 #include "hub/query.h"
 #include "hub/rest.h"
+#include "hub/ws.h"
 #include "server/srv.h"
 
 /*
@@ -323,6 +325,131 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
         return rc;
     }
     return serve_static(wsi, l, p, path);
+}
+
+/*
+ * Refuse a request before lws answers it: a whole response (status line,
+ * Connection: close, a one-line text body) written in one go. The caller
+ * then returns non-zero and lws closes the connection after flushing it.
+ * extra_name (with its colon) / extra_value add one header, or NULL.
+ */
+static int refuse(struct lws *wsi, struct srv_loop *l, unsigned status,
+                  const char *phrase, const char *extra_name,
+                  const char *extra_value)
+{
+    unsigned char buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start,
+                  *end = buf + sizeof(buf) - 128;
+    char line[64], body[96], clen[16];
+    int n = snprintf(line, sizeof(line), "HTTP/1.1 %u %s", status, phrase);
+    int blen = snprintf(body, sizeof(body), "%u %s\n", status, phrase);
+
+    HUB_STAT_ADD(l->hub->stats.rejected_http, 1);
+    snprintf(clen, sizeof(clen), "%d", blen);
+    if (lws_add_http_header_by_name(wsi, NULL, (unsigned char *)line, n, &p,
+                                    end) ||
+        (extra_name &&
+         lws_add_http_header_by_name(wsi, (unsigned char *)extra_name,
+                                     (unsigned char *)extra_value,
+                                     (int)strlen(extra_value), &p, end)) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
+                                     (unsigned char *)"text/plain; charset=utf-8",
+                                     25, &p, end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH,
+                                     (unsigned char *)clen, (int)strlen(clen),
+                                     &p, end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION,
+                                     (unsigned char *)"close", 5, &p, end) ||
+        lws_finalize_http_header(wsi, &p, end))
+        return -1;
+    memcpy(p, body, (size_t)blen);
+    p += blen;
+    lws_write(wsi, start, (size_t)(p - start), LWS_WRITE_HTTP);
+    return -1;
+}
+
+/*
+ * lws stores each header in at most SRV_HEADER_ONE_MAX bytes (the token
+ * limits set in server/loop.c) and drops the rest; a header at the limit
+ * was therefore cut. Method tokens (the URI) have no such limit.
+ */
+static bool header_cut(struct lws *wsi)
+{
+    for (int t = 0; t < WSI_TOKEN_COUNT; t++)
+        if (srv_header_limit_of(t) &&
+            lws_hdr_total_length(wsi, (enum lws_token_indexes)t) >=
+                (int)srv_header_limit_of(t))
+            return true;
+    return false;
+}
+
+static int refuse_too_big(struct lws *wsi, struct srv_loop *l)
+{
+    srv_log_peer(HUB_LOG_INFO, l->id,
+                 "request refused: 431 a header over %u bytes",
+                 SRV_HEADER_ONE_MAX - 1);
+    return refuse(wsi, l, 431, "Request Header Fields Too Large", NULL, NULL);
+}
+
+int srv_http_filter_request(struct srv_loop *l, struct lws *wsi)
+{
+    return header_cut(wsi) ? refuse_too_big(wsi, l) : 0;
+}
+
+static bool hdr_value(struct lws *wsi, enum lws_token_indexes t, char *buf,
+                      size_t cap, size_t *len)
+{
+    int n = lws_hdr_copy(wsi, buf, (int)cap, t);
+
+    *len = n > 0 ? (size_t)n : 0;
+    return n > 0;
+}
+
+/*
+ * RFC 6455 section 4.2.1 on a WebSocket upgrade, before lws answers it:
+ * lws 4.1.6 accepts any Sec-WebSocket-Version as 13, any key, and closes
+ * without a status when the key, Host or "Connection: upgrade" is
+ * missing. 0 lets the upgrade go on.
+ */
+int srv_http_confirm_upgrade(struct srv_loop *l, struct lws *wsi,
+                             const char *upgrade)
+{
+    char v[160];
+    size_t n;
+
+    if (!upgrade || strcasecmp(upgrade, "websocket") != 0)
+        return 0;
+    if (header_cut(wsi))
+        return refuse_too_big(wsi, l);
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0) {
+        srv_log_peer(HUB_LOG_INFO, l->id, "upgrade refused: 400 not a GET");
+        return refuse(wsi, l, 400, "Bad Request", NULL, NULL);
+    }
+    if (!hdr_value(wsi, WSI_TOKEN_VERSION, v, sizeof(v), &n) ||
+        !hub_ws_version_ok(v, n)) {
+        srv_log_peer(HUB_LOG_INFO, l->id,
+                     "upgrade refused: 426 Sec-WebSocket-Version \"%s\"",
+                     n ? v : "");
+        return refuse(wsi, l, 426, "Upgrade Required",
+                      "sec-websocket-version:", "13");
+    }
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0) {
+        srv_log_peer(HUB_LOG_INFO, l->id, "upgrade refused: 400 no Host");
+        return refuse(wsi, l, 400, "Bad Request", NULL, NULL);
+    }
+    if (!hdr_value(wsi, WSI_TOKEN_CONNECTION, v, sizeof(v), &n) ||
+        !hub_ws_list_has_token(v, n, "upgrade")) {
+        srv_log_peer(HUB_LOG_INFO, l->id,
+                     "upgrade refused: 400 no \"Connection: upgrade\"");
+        return refuse(wsi, l, 400, "Bad Request", NULL, NULL);
+    }
+    if (!hdr_value(wsi, WSI_TOKEN_KEY, v, sizeof(v), &n) ||
+        !hub_ws_key_ok(v, n)) {
+        srv_log_peer(HUB_LOG_INFO, l->id,
+                     "upgrade refused: 400 Sec-WebSocket-Key \"%s\"",
+                     n ? v : "");
+        return refuse(wsi, l, 400, "Bad Request", NULL, NULL);
+    }
+    return 0;
 }
 
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)

@@ -31,12 +31,41 @@
 #include <jansson.h>
 
 #include "hub/pusher.h"
+#include "hub/ws.h"
 #include "server/srv.h"
 
 static const lws_retry_bo_t no_validity = {
     .secs_since_valid_ping = 0,
     .secs_since_valid_hangup = 0,
 };
+
+/* Header budget (server/srv.h): every header token is capped, the
+ * request line's are not. Filled once before the contexts are created. */
+static struct lws_token_limits token_limits;
+
+static bool request_line_token(int t)
+{
+    switch (t) {
+    case WSI_TOKEN_GET_URI:
+    case WSI_TOKEN_POST_URI:
+    case WSI_TOKEN_OPTIONS_URI:
+    case WSI_TOKEN_HEAD_URI:
+    case WSI_TOKEN_PUT_URI:
+    case WSI_TOKEN_PATCH_URI:
+    case WSI_TOKEN_DELETE_URI:
+    case WSI_TOKEN_CONNECT:
+    case WSI_TOKEN_HTTP_COLON_PATH:
+    case WSI_TOKEN_HTTP_URI_ARGS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+unsigned srv_header_limit_of(int t)
+{
+    return t >= 0 && t < WSI_TOKEN_COUNT ? token_limits.token_limit[t] : 0;
+}
 
 uint64_t srv_now_ms(void)
 {
@@ -334,6 +363,52 @@ static int rx_collect(struct hub_session *s, struct lws *wsi, void *in,
     return 1;
 }
 
+/*
+ * RFC 6455 section 8.1: a text message must be UTF-8, and the connection
+ * fails (1007) as soon as its bytes cannot be, in whichever fragment or
+ * lws read that shows it; a character may span fragments. Returns -1 when
+ * the session is being closed.
+ */
+static int rx_utf8(struct hub_session *s, struct lws *wsi, const void *in,
+                   size_t len)
+{
+    bool final = lws_is_final_fragment(wsi) &&
+                 lws_remaining_packet_payload(wsi) == 0;
+
+    s->rx_utf8 = hub_utf8_feed(s->rx_utf8, in, len);
+    if (s->rx_utf8 == HUB_UTF8_ACCEPT ||
+        (s->rx_utf8 != HUB_UTF8_REJECT && !final))
+        return 0;
+    s->rx_utf8 = HUB_UTF8_ACCEPT;
+    /* Logs "socket ...: closing 1007 (invalid UTF-8)" (rate-limited). */
+    hub_session_close(s, 1007, "invalid UTF-8", HUB_CLOSE_ERROR, true);
+    return -1;
+}
+
+/*
+ * A peer's close frame, before lws echoes it (RFC 6455 sections 5.5.1,
+ * 7.4): lws 4.1.6 echoes a one-byte payload, codes of 5000 and up and
+ * reasons that are not UTF-8 (it answers codes below 3000 that are not for
+ * peers with 1002 itself). Those fail the connection with 1002 or 1007
+ * instead: the close reason is set and -1 makes lws send it.
+ */
+static int peer_close(struct hub_session *s, struct lws *wsi,
+                      const unsigned char *in, size_t len)
+{
+    unsigned code = hub_ws_close_payload_check(in, len);
+    const char *why = code == 1007 ? "invalid UTF-8 in close reason"
+                                   : "invalid close frame";
+
+    if (!code)
+        return 0;
+    /* Logs the close, and counts it as an error, not a peer close. */
+    if (s->loop)
+        hub_session_close(s, (uint16_t)code, why, HUB_CLOSE_ERROR, true);
+    lws_close_reason(wsi, (enum lws_close_status)code, (unsigned char *)why,
+                     strlen(why));
+    return -1;
+}
+
 /* The pusher-js URL: /app/{key}?protocol=7&client=js&version=8.x */
 static void ws_established(struct srv_loop *l, struct hub_session *s,
                            struct lws *wsi)
@@ -536,6 +611,10 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         if (l->hub->stop && l->running)
             loop_leave(l);
         return 0;
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+        return srv_http_confirm_upgrade(loop_of(wsi), wsi, in);
+    case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
+        return srv_http_filter_request(loop_of(wsi), wsi) ? 1 : 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return srv_http_filter_upgrade(loop_of(wsi), wsi);
     case LWS_CALLBACK_ESTABLISHED:
@@ -553,6 +632,8 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         now = srv_now_ms();
         hub_session_stamp_rx(s, now);
         if (s->state != HUB_SESSION_OPEN)
+            return 0;
+        if (!lws_frame_is_binary(wsi) && rx_utf8(s, wsi, in, len))
             return 0;
         rc = rx_collect(s, wsi, in, len, &msg, &msg_len);
         if (rc <= 0)
@@ -579,7 +660,7 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
         if (s->loop)
             hub_session_stamp_rx(s, srv_now_ms());
-        return 0;
+        return peer_close(s, wsi, in, len);
     case LWS_CALLBACK_CLOSED:
         if (s->loop && s->want_writable)
             flush_forget(loop_of(wsi), s);
@@ -625,6 +706,22 @@ static void lws_emit(int level, const char *line)
 
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         n--;
+    /* A header over SRV_HEADER_ONE_MAX: the hub answers 431 and logs. */
+    if (strncmp(line, "header ", 7) == 0 && strstr(line, "exceeds limit"))
+        return;
+    /* Past SRV_HEADER_BYTES lws closes without a status (no hook lets
+     * the hub answer): peer-caused, so rate-limited, not an error. */
+    if (strncmp(line, "Ran out of header data space", 28) == 0) {
+        srv_log_peer(HUB_LOG_INFO, 0,
+                     "request headers over %u bytes: closed without a "
+                     "response", SRV_HEADER_BYTES);
+        return;
+    }
+    if (strncmp(line, "More hdr frags than we can deal with", 36) == 0) {
+        srv_log_peer(HUB_LOG_INFO, 0, "request with too many header lines: "
+                                      "closed without a response");
+        return;
+    }
     /* lws warns mostly about what peers do (bad headers, refused
      * upgrades), so its warnings share the peer rate limit. */
     if (level == LLL_ERR)
@@ -650,6 +747,9 @@ int srv_loops_create(struct srv *srv)
     char err[256];
     uint16_t port = cfg->port;
 
+    for (int t = 0; t < WSI_TOKEN_COUNT; t++)
+        token_limits.token_limit[t] =
+            request_line_token(t) ? 0 : SRV_HEADER_ONE_MAX;
     protocols[0].per_session_data_size = pss_size();
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
@@ -688,6 +788,10 @@ int srv_loops_create(struct srv *srv)
         info.options = LWS_SERVER_OPTION_DISABLE_IPV6 * 0;
         info.timeout_secs = 10;
         info.pt_serv_buf_size = 4096;
+        /* Browsers with a large cookie jar send 8-16 KB of headers; lws
+         * holds this buffer only while it parses them. */
+        info.max_http_header_data = SRV_HEADER_BYTES;
+        info.token_limits = &token_limits;
         if (cfg->tls_cert) {
             info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
             info.ssl_cert_filepath = cfg->tls_cert;

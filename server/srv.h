@@ -72,6 +72,25 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
 size_t srv_http_pss_size(void);
 /* Reject a ws upgrade before it happens (origin, capacity); 0 = accept. */
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi);
+/* RFC 6455 handshake checks (400, 426, 431) on an "Upgrade: websocket"
+ * request; 0 = go on, -1 = refused (a response is written). */
+int srv_http_confirm_upgrade(struct srv_loop *l, struct lws *wsi,
+                             const char *upgrade);
+/* A plain HTTP request with a header over the limit gets 431; 0 = go on. */
+int srv_http_filter_request(struct srv_loop *l, struct lws *wsi);
+
+/*
+ * Request header budget. lws keeps a request's headers in one buffer of
+ * SRV_HEADER_BYTES while it parses them (freed at the upgrade or the end
+ * of the request) and stores at most SRV_HEADER_ONE_MAX - 1 bytes of any
+ * one header; such a header gets 431. Past SRV_HEADER_BYTES in all lws
+ * closes the connection itself (see docs/COMPATIBILITY.md).
+ */
+#define SRV_HEADER_BYTES (32 * 1024)
+#define SRV_HEADER_ONE_MAX (16 * 1024)
+/* The stored limit of token t: SRV_HEADER_ONE_MAX, or 0 (none) for the
+ * request line's tokens. */
+unsigned srv_header_limit_of(int t);
 
 /* server/log.c */
 void srv_log_init(int level, enum srv_log_format fmt);

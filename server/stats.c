@@ -297,7 +297,7 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
     metric(&b, srv, "close_timeouts_total", "counter",
            "Closes the peer never completed (killed).", OFF(close_timeouts));
     metric(&b, srv, "http_rejected_total", "counter",
-           "Upgrades refused before the handshake (403/503).",
+           "Requests refused before the handshake (400/403/426/431/503).",
            OFF(rejected_http));
     metric(&b, srv, "pings_sent_total", "counter",
            "WebSocket pings sent by the heartbeat.", OFF(pings_sent));

@@ -29,6 +29,7 @@
 #include "hub/auth.h"
 #include "hub/protocol.h"
 #include "hub/query.h"
+#include "hub/ws.h"
 #include "tests/unit/fake_hub.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -287,6 +288,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The raw bytes as a query string: parse must never overrun. */
     (void)hub_query_parse(&q, (const char *)data, size);
+
+    /* The raw bytes as a text message: the UTF-8 verdict must not depend
+     * on where the fragments split it. */
+    {
+        bool whole = hub_utf8_valid(data, size);
+        size_t cut = size ? data[0] % (size + 1) : 0;
+        uint8_t st = hub_utf8_feed(HUB_UTF8_ACCEPT, data, cut);
+
+        st = hub_utf8_feed(st, data + cut, size - cut);
+        CHECK(whole == (st == HUB_UTF8_ACCEPT));
+    }
 
     drive_sessions(data, size);
 
