@@ -528,16 +528,59 @@ static void pub_unref(struct hub_pub *p)
     }
 }
 
+/* Reserve n bytes of the hub's budget; false (nothing taken) when over. */
+static bool budget_take(struct hub *h, uint64_t budget, uint64_t n)
+{
+    uint64_t old = atomic_fetch_add_explicit(&h->queued, n,
+                                             memory_order_relaxed);
+
+    if (old + n <= budget)
+        return true;
+    atomic_fetch_sub_explicit(&h->queued, n, memory_order_relaxed);
+    return false;
+}
+
+/*
+ * Fan-out under the queue budget (cfg->max_queued_total): the loop
+ * reserves every member's share with one atomic add and gives back what
+ * it did not queue with at most one subtract. When the reservation does not
+ * fit, the loop evicts its furthest-behind sessions, asks the other loops
+ * to do the same, and goes recipient by recipient: one behind by more than
+ * an even share, or one the budget cannot take, does not get the frame
+ * (counted in queue_budget_drops) and is closed 4100 (queue_budget), since
+ * a Pusher stream with a hole in it is worse than a reconnect. So a
+ * publish never takes the total past the budget.
+ */
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
                            const struct hub_excl *excl)
 {
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
+    struct hub *h = l->hub;
+    uint64_t budget = l->cfg->max_queued_total, need = 0, share = 0;
     struct hub_list *pos;
     unsigned n = 0;
+    bool tight = false;
 
     if (!ch)
         return 0;
+    l->now_ms = hub_clock_now_ms(l->clock);
+    if (budget) {
+        need = (uint64_t)ch->n_members * f->len;
+        if (!budget_take(h, budget, need)) {
+            uint64_t low = hub_budget_low(l->cfg);
+            uint_fast32_t live = atomic_load(&h->sessions);
+
+            tight = true;
+            hub_loop_evict(l, need < low ? low - need : 0);
+            need = 0; /* from here, what the recipients reserved */
+            hub_request_evict(h);
+            share = budget / (live ? live : 1);
+        } else if (atomic_load_explicit(&h->queued, memory_order_relaxed) >
+                   hub_budget_high(l->cfg)) {
+            hub_request_evict(h);
+        }
+    }
     hub_list_for_each(pos, &ch->members) {
         struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
                                                chan_link);
@@ -548,11 +591,29 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
             continue;
         if (excl && excl->member_seq && sub->joined_seq >= excl->member_seq)
             continue;
+        if (tight) {
+            if (s->state != HUB_SESSION_OPEN)
+                continue;
+            if (s->q.bytes > share || !budget_take(h, budget, f->len)) {
+                HUB_STAT_ADD(l->stats.queue_budget_drops, 1);
+                hub_session_close_behind(s, "Over the hub's send queue "
+                                            "budget",
+                                         HUB_CLOSE_QUEUE_BUDGET);
+                continue;
+            }
+            need += f->len;
+        }
         if (hub_session_push(s, f) == 0)
             n++;
     }
-    if (n)
+    if (n) {
         hub_frame_ref_n(f, n);
+        /* The per-loop gauge; the hub total was reserved above. */
+        HUB_STAT_ADD(l->stats.queued_bytes, (uint64_t)n * f->len);
+    }
+    if (budget && need > (uint64_t)n * f->len)
+        atomic_fetch_sub_explicit(&h->queued, need - (uint64_t)n * f->len,
+                                  memory_order_relaxed);
     HUB_STAT_ADD(l->stats.publishes, 1);
     return n;
 }

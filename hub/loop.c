@@ -54,6 +54,7 @@ struct hub *hub_create(const struct hub_config *cfg,
     atomic_init(&h->draining, false);
     atomic_init(&h->stopping, false);
     atomic_init(&h->sessions, 0);
+    atomic_init(&h->queued, 0);
     h->started_ms = hub_clock_now_ms(clock);
     return h;
 }
@@ -174,6 +175,9 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_inbox_init(&l->inbox);
     l->drain_node.kind = HUB_INBOX_DRAIN;
     l->stop_node.kind = HUB_INBOX_STOP;
+    l->evict_node.kind = HUB_INBOX_EVICT;
+    atomic_init(&l->evict_pending, false);
+    l->now_ms = now_ms;
     hub_timer_init(&l->drain_timer, drain_timer_cb);
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
         l->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)l;
@@ -237,6 +241,8 @@ uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms)
 {
     struct hub_wheel_stats ws;
 
+    if (now_ms > l->now_ms)
+        l->now_ms = now_ms;
     hub_wheel_advance(l->wheel, now_ms);
     hub_wheel_get_stats(l->wheel, &ws);
     if (ws.last_advance_ns)
@@ -297,6 +303,8 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
     struct hub_inbox_node *n, *next;
     uint64_t depth = 0;
 
+    if (now_ms > l->now_ms)
+        l->now_ms = now_ms;
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {
         next = n->next;
         depth++;
@@ -310,11 +318,84 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
         case HUB_INBOX_STOP:
             l->stop = true;
             break;
+        case HUB_INBOX_EVICT:
+            atomic_store(&l->evict_pending, false);
+            hub_loop_evict(l, hub_budget_low(l->cfg));
+            break;
         }
     }
     if (depth) {
         HUB_STAT_SET(l->stats.inbox_depth, depth);
         HUB_STAT_MAX(l->stats.inbox_max, depth);
+    }
+}
+
+/*
+ * The queue budget. Eviction closes the sessions furthest behind first:
+ * one scan of the shard collects the open sessions holding more than an
+ * even share of the budget (budget / live sessions, so readers that keep
+ * up are never candidates), sorted by queued bytes, and closes them in that
+ * order until the hub-wide total is at most goal. A loop sees only its own
+ * sessions; hub_request_evict() asks every loop, so the furthest behind on
+ * each go first. Rare by construction (past 7/8 of the budget), so one
+ * allocation per scan is fine; scans are limited to one a tick per loop.
+ */
+struct evict_cand {
+    uint64_t bytes;
+    struct hub_session *s;
+};
+
+static int evict_cmp(const void *a, const void *b)
+{
+    const struct evict_cand *x = a, *y = b;
+
+    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal)
+{
+    struct hub *h = l->hub;
+    uint64_t budget = l->cfg->max_queued_total, share;
+    uint_fast32_t live = atomic_load(&h->sessions);
+    struct evict_cand *c;
+    uint32_t n = 0;
+    unsigned closed = 0;
+
+    if (!budget || atomic_load(&h->queued) <= goal || !l->shard.count)
+        return 0;
+    if (l->evict_last_ms &&
+        l->now_ms - l->evict_last_ms < l->cfg->tick_ms)
+        return 0;
+    l->evict_last_ms = l->now_ms ? l->now_ms : 1;
+    share = budget / (live ? live : 1);
+    c = malloc((size_t)l->shard.count * sizeof(*c));
+    if (!c)
+        return 0;
+    for (uint32_t i = 0; i < l->shard.count; i++) {
+        struct hub_session *s = l->shard.slots[i].s;
+
+        if (s->state == HUB_SESSION_OPEN && s->q.bytes > share)
+            c[n++] = (struct evict_cand){ s->q.bytes, s };
+    }
+    qsort(c, n, sizeof(*c), evict_cmp);
+    for (uint32_t i = 0; i < n && atomic_load(&h->queued) > goal; i++) {
+        hub_session_close_behind(c[i].s, "Over the hub's send queue budget",
+                                 HUB_CLOSE_QUEUE_BUDGET);
+        closed++;
+    }
+    free(c);
+    return closed;
+}
+
+void hub_request_evict(struct hub *h)
+{
+    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return;
+    for (unsigned i = 0; i < h->n_loops; i++) {
+        struct hub_loop *l = h->loops[i];
+
+        if (!atomic_exchange(&l->evict_pending, true))
+            hub_loop_post(l, &l->evict_node);
     }
 }
 

@@ -43,6 +43,9 @@ struct hub_config {
     uint32_t activity_timeout_s;   /* advertised to clients */
     uint32_t max_message;          /* inbound bytes */
     uint32_t max_queue;            /* outbound queued bytes per session */
+    uint64_t write_timeout_ms;     /* queued, nothing written: 4100; 0 = off */
+    uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
+    uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
     uint32_t max_connections;      /* hub-wide; 0 = unlimited */
     uint32_t heartbeat_slice;      /* sessions per slice; 0 = 4096 */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
@@ -65,6 +68,10 @@ struct hub {
     /* Live sessions per app (cfg->n_apps entries), for the per-app
      * max_connections quota; counted when the app key matched. */
     atomic_uint_fast32_t *app_sessions;
+    /* Outbound bytes queued (reserved) on every loop, kept only when
+     * cfg->max_queued_total is set: one atomic add per publish per loop
+     * and one subtract per write, never one per recipient. */
+    atomic_uint_fast64_t queued;
     uint64_t started_ms;
 };
 
@@ -89,6 +96,12 @@ struct hub_loop {
     bool stop;                     /* leave the service loop */
     uint64_t drain_deadline_ms;
     struct hub_timer drain_timer;  /* checks the drain's progress */
+    /* The loop's clock as of its latest event (service, inbox, message,
+     * delivery, write): coarse, for stamps that must not read the clock. */
+    uint64_t now_ms;
+    struct hub_inbox_node evict_node;
+    atomic_bool evict_pending;     /* evict_node sits in the inbox */
+    uint64_t evict_last_ms;        /* the latest eviction scan */
 };
 
 /* Owned; NULL on failure. clock and cfg are borrowed for the hub's life. */
@@ -126,6 +139,45 @@ const struct hub_app *hub_find_app_by_key(const struct hub *h,
                                           const char *key, size_t len);
 const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
                                          size_t len);
+
+/*
+ * Queue-budget accounting (loop thread): n bytes joined or left this loop's
+ * send queues. The per-loop gauge always; the hub-wide total only with a
+ * budget.
+ */
+static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
+{
+    HUB_STAT_ADD(l->stats.queued_bytes, n);
+    if (l->cfg->max_queued_total)
+        atomic_fetch_add_explicit(&l->hub->queued, n, memory_order_relaxed);
+}
+
+static inline void hub_loop_queued_sub(struct hub_loop *l, uint64_t n)
+{
+    HUB_STAT_ADD(l->stats.queued_bytes, -n);
+    if (l->cfg->max_queued_total)
+        atomic_fetch_sub_explicit(&l->hub->queued, n, memory_order_relaxed);
+}
+
+/*
+ * Over the budget: close this loop's sessions furthest behind (most queued
+ * bytes, and more than an even share of the budget) with 4100 until the
+ * hub-wide total is at most goal. At most one scan per tick. Returns the
+ * sessions closed.
+ */
+unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal);
+/* Any thread: ask every loop to evict down to the budget's low mark. */
+void hub_request_evict(struct hub *h);
+/* The low mark eviction aims for: 3/4 of the budget. */
+static inline uint64_t hub_budget_low(const struct hub_config *cfg)
+{
+    return cfg->max_queued_total - cfg->max_queued_total / 4;
+}
+/* Past the high mark (7/8) a publish asks every loop to evict. */
+static inline uint64_t hub_budget_high(const struct hub_config *cfg)
+{
+    return cfg->max_queued_total - cfg->max_queued_total / 8;
+}
 
 /* A small per-loop random number (jitter, socket ids). Loop thread. */
 uint64_t hub_loop_random(struct hub_loop *l);
