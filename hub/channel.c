@@ -528,57 +528,57 @@ static void pub_unref(struct hub_pub *p)
     }
 }
 
-/* Reserve n bytes of the hub's budget; false (nothing taken) when over. */
-static bool budget_take(struct hub *h, uint64_t budget, uint64_t n)
+/*
+ * Whether n more bytes fit the loop's budget; the first time one does not,
+ * evict (forced) and look again.
+ */
+static bool budget_fits(struct hub_loop *l, uint64_t budget, uint64_t n,
+                        bool *forced)
 {
-    uint64_t old = atomic_fetch_add_explicit(&h->queued, n,
-                                             memory_order_relaxed);
-
-    if (old + n <= budget)
+    if (hub_loop_queued(l) + n <= budget)
         return true;
-    atomic_fetch_sub_explicit(&h->queued, n, memory_order_relaxed);
-    return false;
+    if (!*forced) {
+        *forced = true;
+        hub_loop_evict(l, budget - n, true);
+    }
+    return hub_loop_queued(l) + n <= budget;
 }
 
 /*
- * Fan-out under the queue budget (cfg->max_queued_total): the loop
- * reserves every member's share with one atomic add and gives back what
- * it did not queue with at most one subtract. When the reservation does not
- * fit, the loop evicts its furthest-behind sessions, asks the other loops
- * to do the same, and goes recipient by recipient: one behind by more than
- * an even share, or one the budget cannot take, does not get the frame
- * (counted in queue_budget_drops) and is closed 4100 (queue_budget), since
- * a Pusher stream with a hole in it is worse than a reconnect. So a
- * publish never takes the total past the budget.
+ * Fan-out under the queue budget (hub_loop_budget). The loop's queued
+ * bytes are its own, so one comparison per publish decides: when every
+ * member's copy fits, deliver and account once for all; past the high
+ * mark, evict the furthest behind first. When it does not fit, evict, then
+ * go recipient by recipient: one behind by more than an even share, or one
+ * the budget still cannot take, does not get the frame (counted in
+ * queue_budget_drops) and is closed 4100 (queue_budget), since a Pusher
+ * stream with a hole in it is worse than a reconnect. So a publish never
+ * takes the loop past its budget.
  */
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
                            const struct hub_excl *excl)
 {
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
-    struct hub *h = l->hub;
-    uint64_t budget = l->cfg->max_queued_total, need = 0, share = 0;
+    uint64_t budget, share = 0, accounted = 0;
     struct hub_list *pos;
     unsigned n = 0;
-    bool tight = false;
+    bool tight = false, forced = false;
 
     if (!ch)
         return 0;
     l->now_ms = hub_clock_now_ms(l->clock);
+    budget = hub_loop_budget(l);
     if (budget) {
-        need = (uint64_t)ch->n_members * f->len;
-        if (!budget_take(h, budget, need)) {
-            uint64_t low = hub_budget_low(l->cfg);
-            uint_fast32_t live = atomic_load(&h->sessions);
+        uint64_t need = (uint64_t)ch->n_members * f->len;
+        uint64_t low = hub_budget_low(budget);
 
+        if (hub_loop_queued(l) + need > budget) {
             tight = true;
-            hub_loop_evict(l, need < low ? low - need : 0);
-            need = 0; /* from here, what the recipients reserved */
-            hub_request_evict(h);
-            share = budget / (live ? live : 1);
-        } else if (atomic_load_explicit(&h->queued, memory_order_relaxed) >
-                   hub_budget_high(l->cfg)) {
-            hub_request_evict(h);
+            hub_loop_evict(l, need < low ? low - need : 0, false);
+            share = budget / (l->shard.count ? l->shard.count : 1);
+        } else if (hub_loop_queued(l) + need > hub_budget_high(budget)) {
+            hub_loop_evict(l, low, false);
         }
     }
     hub_list_for_each(pos, &ch->members) {
@@ -594,26 +594,28 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
         if (tight) {
             if (s->state != HUB_SESSION_OPEN)
                 continue;
-            if (s->q.bytes > share || !budget_take(h, budget, f->len)) {
+            if (s->q.bytes > share ||
+                !budget_fits(l, budget, f->len, &forced)) {
                 HUB_STAT_ADD(l->stats.queue_budget_drops, 1);
                 hub_session_close_behind(s, "Over the hub's send queue "
                                             "budget",
                                          HUB_CLOSE_QUEUE_BUDGET);
                 continue;
             }
-            need += f->len;
         }
-        if (hub_session_push(s, f) == 0)
+        if (hub_session_push(s, f) == 0) {
             n++;
+            if (tight) {
+                /* Counted at once: the next recipient's check sees it. */
+                hub_loop_queued_add(l, f->len);
+                accounted += f->len;
+            }
+        }
     }
     if (n) {
         hub_frame_ref_n(f, n);
-        /* The per-loop gauge; the hub total was reserved above. */
-        HUB_STAT_ADD(l->stats.queued_bytes, (uint64_t)n * f->len);
+        hub_loop_queued_add(l, (uint64_t)n * f->len - accounted);
     }
-    if (budget && need > (uint64_t)n * f->len)
-        atomic_fetch_sub_explicit(&h->queued, need - (uint64_t)n * f->len,
-                                  memory_order_relaxed);
     HUB_STAT_ADD(l->stats.publishes, 1);
     return n;
 }

@@ -20,7 +20,6 @@ enum hub_inbox_kind {
     HUB_INBOX_PUBLISH,     /* a struct hub_pub for this loop */
     HUB_INBOX_DRAIN,       /* start the graceful drain */
     HUB_INBOX_STOP,        /* leave the service loop */
-    HUB_INBOX_EVICT,       /* over the queue budget: close the furthest behind */
 };
 
 struct hub_inbox_node {

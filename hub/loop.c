@@ -54,7 +54,6 @@ struct hub *hub_create(const struct hub_config *cfg,
     atomic_init(&h->draining, false);
     atomic_init(&h->stopping, false);
     atomic_init(&h->sessions, 0);
-    atomic_init(&h->queued, 0);
     h->started_ms = hub_clock_now_ms(clock);
     return h;
 }
@@ -175,8 +174,6 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_inbox_init(&l->inbox);
     l->drain_node.kind = HUB_INBOX_DRAIN;
     l->stop_node.kind = HUB_INBOX_STOP;
-    l->evict_node.kind = HUB_INBOX_EVICT;
-    atomic_init(&l->evict_pending, false);
     l->now_ms = now_ms;
     hub_timer_init(&l->drain_timer, drain_timer_cb);
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
@@ -318,10 +315,6 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
         case HUB_INBOX_STOP:
             l->stop = true;
             break;
-        case HUB_INBOX_EVICT:
-            atomic_store(&l->evict_pending, false);
-            hub_loop_evict(l, hub_budget_low(l->cfg));
-            break;
         }
     }
     if (depth) {
@@ -331,14 +324,13 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
 }
 
 /*
- * The queue budget. Eviction closes the sessions furthest behind first:
- * one scan of the shard collects the open sessions holding more than an
- * even share of the budget (budget / live sessions, so readers that keep
- * up are never candidates), sorted by queued bytes, and closes them in that
- * order until the hub-wide total is at most goal. A loop sees only its own
- * sessions; hub_request_evict() asks every loop, so the furthest behind on
- * each go first. Rare by construction (past 7/8 of the budget), so one
- * allocation per scan is fine; scans are limited to one a tick per loop.
+ * The queue budget (hub_loop_budget). Eviction closes the sessions
+ * furthest behind first: one scan of the shard collects the open sessions
+ * holding more than an even share of the loop's budget (budget / its
+ * sessions, so readers that keep up are not candidates), sorted by queued
+ * bytes, and closes them in that order until the loop is down to goal.
+ * Rare by construction (past 7/8 of the budget), so one allocation per
+ * scan is fine; unforced scans are limited to one a tick.
  */
 struct evict_cand {
     uint64_t bytes;
@@ -352,22 +344,20 @@ static int evict_cmp(const void *a, const void *b)
     return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
 }
 
-unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal)
+unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal, bool force)
 {
-    struct hub *h = l->hub;
-    uint64_t budget = l->cfg->max_queued_total, share;
-    uint_fast32_t live = atomic_load(&h->sessions);
+    uint64_t budget = hub_loop_budget(l), share;
     struct evict_cand *c;
     uint32_t n = 0;
     unsigned closed = 0;
 
-    if (!budget || atomic_load(&h->queued) <= goal || !l->shard.count)
+    if (!budget || hub_loop_queued(l) <= goal || !l->shard.count)
         return 0;
-    if (l->evict_last_ms &&
+    if (!force && l->evict_last_ms &&
         l->now_ms - l->evict_last_ms < l->cfg->tick_ms)
         return 0;
     l->evict_last_ms = l->now_ms ? l->now_ms : 1;
-    share = budget / (live ? live : 1);
+    share = budget / l->shard.count;
     c = malloc((size_t)l->shard.count * sizeof(*c));
     if (!c)
         return 0;
@@ -378,25 +368,13 @@ unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal)
             c[n++] = (struct evict_cand){ s->q.bytes, s };
     }
     qsort(c, n, sizeof(*c), evict_cmp);
-    for (uint32_t i = 0; i < n && atomic_load(&h->queued) > goal; i++) {
+    for (uint32_t i = 0; i < n && hub_loop_queued(l) > goal; i++) {
         hub_session_close_behind(c[i].s, "Over the hub's send queue budget",
                                  HUB_CLOSE_QUEUE_BUDGET);
         closed++;
     }
     free(c);
     return closed;
-}
-
-void hub_request_evict(struct hub *h)
-{
-    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
-        return;
-    for (unsigned i = 0; i < h->n_loops; i++) {
-        struct hub_loop *l = h->loops[i];
-
-        if (!atomic_exchange(&l->evict_pending, true))
-            hub_loop_post(l, &l->evict_node);
-    }
 }
 
 void hub_start_drain(struct hub *h)

@@ -68,10 +68,6 @@ struct hub {
     /* Live sessions per app (cfg->n_apps entries), for the per-app
      * max_connections quota; counted when the app key matched. */
     atomic_uint_fast32_t *app_sessions;
-    /* Outbound bytes queued (reserved) on every loop, kept only when
-     * cfg->max_queued_total is set: one atomic add per publish per loop
-     * and one subtract per write, never one per recipient. */
-    atomic_uint_fast64_t queued;
     uint64_t started_ms;
 };
 
@@ -99,8 +95,6 @@ struct hub_loop {
     /* The loop's clock as of its latest event (service, inbox, message,
      * delivery, write): coarse, for stamps that must not read the clock. */
     uint64_t now_ms;
-    struct hub_inbox_node evict_node;
-    atomic_bool evict_pending;     /* evict_node sits in the inbox */
     uint64_t evict_last_ms;        /* the latest eviction scan */
 };
 
@@ -141,42 +135,54 @@ const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
                                          size_t len);
 
 /*
- * Queue-budget accounting (loop thread): n bytes joined or left this loop's
- * send queues. The per-loop gauge always; the hub-wide total only with a
- * budget.
+ * The queue budget is split evenly between the loops: each loop holds at
+ * most max_queued_total / loops queued bytes, so the sum never passes the
+ * total. A loop accounts only its own queues, single-threaded (the
+ * queued_bytes gauge is the count: no atomic anywhere, and one loop's slow
+ * readers can never cost another loop's readers their share). The kernel
+ * spreads connections evenly over the loops (SO_REUSEPORT), so even
+ * shares lose little. 0 when there is no budget.
  */
+static inline uint64_t hub_loop_budget(const struct hub_loop *l)
+{
+    unsigned n = l->hub->n_loops ? l->hub->n_loops : 1;
+
+    return l->cfg->max_queued_total / n;
+}
+
+/* n bytes joined or left this loop's send queues (loop thread). */
 static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
 {
     HUB_STAT_ADD(l->stats.queued_bytes, n);
-    if (l->cfg->max_queued_total)
-        atomic_fetch_add_explicit(&l->hub->queued, n, memory_order_relaxed);
 }
 
 static inline void hub_loop_queued_sub(struct hub_loop *l, uint64_t n)
 {
     HUB_STAT_ADD(l->stats.queued_bytes, -n);
-    if (l->cfg->max_queued_total)
-        atomic_fetch_sub_explicit(&l->hub->queued, n, memory_order_relaxed);
+}
+
+static inline uint64_t hub_loop_queued(const struct hub_loop *l)
+{
+    return l->stats.queued_bytes;
 }
 
 /*
- * Over the budget: close this loop's sessions furthest behind (most queued
- * bytes, and more than an even share of the budget) with 4100 until the
- * hub-wide total is at most goal. At most one scan per tick. Returns the
- * sessions closed.
+ * Close this loop's sessions furthest behind (most queued bytes, and more
+ * than an even share of the loop's budget) with 4100 until the loop holds
+ * at most goal queued bytes. Without force, at most one scan per tick.
+ * Returns the sessions closed.
  */
-unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal);
-/* Any thread: ask every loop to evict down to the budget's low mark. */
-void hub_request_evict(struct hub *h);
-/* The low mark eviction aims for: 3/4 of the budget. */
-static inline uint64_t hub_budget_low(const struct hub_config *cfg)
+unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal, bool force);
+/* Eviction aims for the low mark, 3/4 of the loop's budget, and starts
+ * past the high mark, 7/8. */
+static inline uint64_t hub_budget_low(uint64_t budget)
 {
-    return cfg->max_queued_total - cfg->max_queued_total / 4;
+    return budget - budget / 4;
 }
-/* Past the high mark (7/8) a publish asks every loop to evict. */
-static inline uint64_t hub_budget_high(const struct hub_config *cfg)
+
+static inline uint64_t hub_budget_high(uint64_t budget)
 {
-    return cfg->max_queued_total - cfg->max_queued_total / 8;
+    return budget - budget / 8;
 }
 
 /* A small per-loop random number (jitter, socket ids). Loop thread. */

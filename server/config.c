@@ -121,9 +121,10 @@ static const struct srv_option_desc srv_options[] = {
      "quiet channel; 0 is off.",
      NULL, 0, SRV_MS_PER_DAY, 0, SRV_CFG(write_timeout_ms)},
     {"max_queued_total", SRV_OPT_SIZE, SRV_ALL, 0, "0", NULL,
-     "Send queues of all connections together; past it the connections "
-     "furthest behind are closed (4100). 0 uses 1/8 of the memory (the "
-     "cgroup limit if lower), at least --max-queue and at most 16GiB.",
+     "Send queues of all connections together, split evenly between the "
+     "loops; past a loop's share its connections furthest behind are "
+     "closed (4100). 0 uses 1/8 of the memory (the cgroup limit if lower), "
+     "at most 16GiB and at least --max-queue per loop.",
      NULL, 0, UINT64_C(1) << 50, 0, SRV_CFG(max_queued_total)},
     {"max_subscriptions", SRV_OPT_UINT, SRV_ALL, 0, "100", "N",
      "Channels one connection may subscribe to; more are refused with "

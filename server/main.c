@@ -27,9 +27,10 @@
 /*
  * The default queue budget: 1/8 of the memory this process may use (the
  * machine's, or the cgroup v2 limit when lower, as in a container), at
- * least one --max-queue and at most 16 GiB.
+ * most 16 GiB, and at least one --max-queue per loop (each loop gets an
+ * even share).
  */
-static uint64_t derived_queue_budget(uint64_t max_queue)
+static uint64_t derived_queue_budget(uint64_t max_queue, unsigned loops)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
@@ -46,8 +47,8 @@ static uint64_t derived_queue_budget(uint64_t max_queue)
     b = mem / 8;
     if (b > UINT64_C(16) << 30)
         b = UINT64_C(16) << 30;
-    if (b < max_queue)
-        b = max_queue;
+    if (b < max_queue * loops)
+        b = max_queue * loops;
     return b;
 }
 
@@ -70,7 +71,8 @@ static void fill_hub_config(struct srv *srv)
     h->write_timeout_ms = c->write_timeout_ms;
     h->max_queued_total = c->max_queued_total
                               ? c->max_queued_total
-                              : derived_queue_budget(c->max_queue);
+                              : derived_queue_budget(c->max_queue,
+                                                     srv->n_loops);
     h->max_subscriptions = c->max_subscriptions;
     h->max_connections = c->max_connections;
     h->auth_window_s = c->auth_timestamp_window_s;
