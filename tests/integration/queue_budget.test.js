@@ -3,7 +3,7 @@
 // subscription cap (--max-subscriptions).
 //
 // Budget: twenty readers stop reading a busy channel; ten of them (far)
-// also hold a second channel, so they fall behind three times as fast.
+// also hold a second channel, so they fall behind ten times as fast.
 // The hub's queued total never passes the budget, the far readers are
 // closed first (4100, queue_budget), RSS stays under the budget plus a
 // constant, and a reader that keeps up stays.
@@ -60,9 +60,11 @@ test('the queue budget holds; the furthest behind are closed first', async (t) =
   const server = new PusherServer({ appId: 'app-id', key: 'app-key',
     secret: 'app-secret', host: hub.host, port: hub.port, useTLS: false });
   const data = { blob: 'x'.repeat(EVENT_BYTES) };
-  // A round is one batch: 3 events on busy, 7 on extra (far only).
+  // A round is one batch: 1 event on busy, 9 on extra (far only). The
+  // healthy reader's queue holds at most one event (20 kB), well under an
+  // even share of a loop's budget however the kernel spreads the sessions.
   const batch = [];
-  for (let i = 0; i < 10; i++) batch.push({ channel: i < 3 ? 'busy' : 'extra', name: 'blob', data });
+  for (let i = 0; i < 10; i++) batch.push({ channel: i < 1 ? 'busy' : 'extra', name: 'blob', data });
   const rss0 = rssKiB(hub.pid);
   let rssMax = rss0;
   let queuedMax = 0;
@@ -79,7 +81,7 @@ test('the queue budget holds; the furthest behind are closed first', async (t) =
     rounds++;
     // The healthy reader keeps up by construction: the next round waits
     // for it to have this one.
-    await waitFor(() => healthyGot >= rounds * 3, 'the healthy reader to keep up', 30000, 5);
+    await waitFor(() => healthyGot >= rounds, 'the healthy reader to keep up', 30000, 5);
     st = await hub.stats();
     queuedMax = Math.max(queuedMax, st.totals.queued_bytes);
     rssMax = Math.max(rssMax, rssKiB(hub.pid));

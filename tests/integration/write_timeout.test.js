@@ -25,7 +25,7 @@ test('a paused reader is closed 4100 (write_timeout); a reading one stays', asyn
   }] }));
   // max_queue far above what the test queues: only the write deadline may
   // act; a long ping interval keeps the heartbeat out of it.
-  const hub = await startHub(['--loops', '2', '--config', cfg, '--write-timeout', '2s',
+  const hub = await startHub(['--loops', '2', '--config', cfg, '--write-timeout', '3s',
     '--max-queue', '256MiB', '--ping-interval', '120s']);
   const clients = [];
   t.after(() => stopAll(hub, clients));
@@ -73,7 +73,7 @@ test('a paused reader is closed 4100 (write_timeout); a reading one stays', asyn
   assert.equal(st.totals.closed['4202'], 0, 'not idle');
   assert.equal(st.totals.closed.queue_budget, 0);
   assert.equal(healthy.closed, null, 'the reading subscriber stays');
-  assert.equal(st.config.write_timeout_ms, 2000);
+  assert.equal(st.config.write_timeout_ms, 3000);
 
   // The healthy reader still gets what is published.
   await server.trigger('ticks', 'tick', { blob: 'after' });
@@ -94,5 +94,5 @@ test('a paused reader is closed 4100 (write_timeout); a reading one stays', asyn
     assert.ok(err && err.data.code === 4100 && /Write timeout/.test(err.data.message));
   }
   t.diagnostic(`hub queued bytes after ${published} ticks of ${EVENT_BYTES} B; ` +
-    `closed ${took} ms later (write timeout 2 s); slow peer close ${slow.closed.code}`);
+    `closed ${took} ms later (write timeout 3 s); slow peer close ${slow.closed.code}`);
 });
