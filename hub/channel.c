@@ -528,16 +528,59 @@ static void pub_unref(struct hub_pub *p)
     }
 }
 
+/*
+ * Whether n more bytes fit the loop's budget; the first time one does not,
+ * evict (forced) and look again.
+ */
+static bool budget_fits(struct hub_loop *l, uint64_t budget, uint64_t n,
+                        bool *forced)
+{
+    if (hub_loop_queued(l) + n <= budget)
+        return true;
+    if (!*forced) {
+        *forced = true;
+        hub_loop_evict(l, budget - n, true);
+    }
+    return hub_loop_queued(l) + n <= budget;
+}
+
+/*
+ * Fan-out under the queue budget (hub_loop_budget). The loop's queued
+ * bytes are its own, so one comparison per publish decides: when every
+ * member's copy fits, deliver and account once for all; past the high
+ * mark, evict the furthest behind first. When it does not fit, evict, then
+ * go recipient by recipient: one behind by more than an even share, or one
+ * the budget still cannot take, does not get the frame (counted in
+ * queue_budget_drops) and is closed 4100 (queue_budget), since a Pusher
+ * stream with a hole in it is worse than a reconnect. So a publish never
+ * takes the loop past its budget.
+ */
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
                            const struct hub_excl *excl)
 {
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
+    uint64_t budget, share = 0, accounted = 0;
     struct hub_list *pos;
     unsigned n = 0;
+    bool tight = false, forced = false;
 
     if (!ch)
         return 0;
+    l->now_ms = hub_clock_now_ms(l->clock);
+    budget = hub_loop_budget(l);
+    if (budget) {
+        uint64_t need = (uint64_t)ch->n_members * f->len;
+        uint64_t low = hub_budget_low(budget);
+
+        if (hub_loop_queued(l) + need > budget) {
+            tight = true;
+            hub_loop_evict(l, need < low ? low - need : 0, false);
+            share = budget / (l->shard.count ? l->shard.count : 1);
+        } else if (hub_loop_queued(l) + need > hub_budget_high(budget)) {
+            hub_loop_evict(l, low, false);
+        }
+    }
     hub_list_for_each(pos, &ch->members) {
         struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
                                                chan_link);
@@ -548,11 +591,31 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
             continue;
         if (excl && excl->member_seq && sub->joined_seq >= excl->member_seq)
             continue;
-        if (hub_session_push(s, f) == 0)
+        if (tight) {
+            if (s->state != HUB_SESSION_OPEN)
+                continue;
+            if (s->q.bytes > share ||
+                !budget_fits(l, budget, f->len, &forced)) {
+                HUB_STAT_ADD(l->stats.queue_budget_drops, 1);
+                hub_session_close_behind(s, "Over the hub's send queue "
+                                            "budget",
+                                         HUB_CLOSE_QUEUE_BUDGET);
+                continue;
+            }
+        }
+        if (hub_session_push(s, f) == 0) {
             n++;
+            if (tight) {
+                /* Counted at once: the next recipient's check sees it. */
+                hub_loop_queued_add(l, f->len);
+                accounted += f->len;
+            }
+        }
     }
-    if (n)
+    if (n) {
         hub_frame_ref_n(f, n);
+        hub_loop_queued_add(l, (uint64_t)n * f->len - accounted);
+    }
     HUB_STAT_ADD(l->stats.publishes, 1);
     return n;
 }

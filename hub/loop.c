@@ -174,6 +174,7 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_inbox_init(&l->inbox);
     l->drain_node.kind = HUB_INBOX_DRAIN;
     l->stop_node.kind = HUB_INBOX_STOP;
+    l->now_ms = now_ms;
     hub_timer_init(&l->drain_timer, drain_timer_cb);
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
         l->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)l;
@@ -237,6 +238,8 @@ uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms)
 {
     struct hub_wheel_stats ws;
 
+    if (now_ms > l->now_ms)
+        l->now_ms = now_ms;
     hub_wheel_advance(l->wheel, now_ms);
     hub_wheel_get_stats(l->wheel, &ws);
     if (ws.last_advance_ns)
@@ -297,6 +300,8 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
     struct hub_inbox_node *n, *next;
     uint64_t depth = 0;
 
+    if (now_ms > l->now_ms)
+        l->now_ms = now_ms;
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {
         next = n->next;
         depth++;
@@ -316,6 +321,60 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
         HUB_STAT_SET(l->stats.inbox_depth, depth);
         HUB_STAT_MAX(l->stats.inbox_max, depth);
     }
+}
+
+/*
+ * The queue budget (hub_loop_budget). Eviction closes the sessions
+ * furthest behind first: one scan of the shard collects the open sessions
+ * holding more than an even share of the loop's budget (budget / its
+ * sessions, so readers that keep up are not candidates), sorted by queued
+ * bytes, and closes them in that order until the loop is down to goal.
+ * Rare by construction (past 7/8 of the budget), so one allocation per
+ * scan is fine; unforced scans are limited to one a tick.
+ */
+struct evict_cand {
+    uint64_t bytes;
+    struct hub_session *s;
+};
+
+static int evict_cmp(const void *a, const void *b)
+{
+    const struct evict_cand *x = a, *y = b;
+
+    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal, bool force)
+{
+    uint64_t budget = hub_loop_budget(l), share;
+    struct evict_cand *c;
+    uint32_t n = 0;
+    unsigned closed = 0;
+
+    if (!budget || hub_loop_queued(l) <= goal || !l->shard.count)
+        return 0;
+    if (!force && l->evict_last_ms &&
+        l->now_ms - l->evict_last_ms < l->cfg->tick_ms)
+        return 0;
+    l->evict_last_ms = l->now_ms ? l->now_ms : 1;
+    share = budget / l->shard.count;
+    c = malloc((size_t)l->shard.count * sizeof(*c));
+    if (!c)
+        return 0;
+    for (uint32_t i = 0; i < l->shard.count; i++) {
+        struct hub_session *s = l->shard.slots[i].s;
+
+        if (s->state == HUB_SESSION_OPEN && s->q.bytes > share)
+            c[n++] = (struct evict_cand){ s->q.bytes, s };
+    }
+    qsort(c, n, sizeof(*c), evict_cmp);
+    for (uint32_t i = 0; i < n && hub_loop_queued(l) > goal; i++) {
+        hub_session_close_behind(c[i].s, "Over the hub's send queue budget",
+                                 HUB_CLOSE_QUEUE_BUDGET);
+        closed++;
+    }
+    free(c);
+    return closed;
 }
 
 void hub_start_drain(struct hub *h)

@@ -43,6 +43,9 @@ struct hub_config {
     uint32_t activity_timeout_s;   /* advertised to clients */
     uint32_t max_message;          /* inbound bytes */
     uint32_t max_queue;            /* outbound queued bytes per session */
+    uint64_t write_timeout_ms;     /* queued, nothing written: 4100; 0 = off */
+    uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
+    uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
     uint32_t max_connections;      /* hub-wide; 0 = unlimited */
     uint32_t heartbeat_slice;      /* sessions per slice; 0 = 4096 */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
@@ -89,6 +92,10 @@ struct hub_loop {
     bool stop;                     /* leave the service loop */
     uint64_t drain_deadline_ms;
     struct hub_timer drain_timer;  /* checks the drain's progress */
+    /* The loop's clock as of its latest event (service, inbox, message,
+     * delivery, write): coarse, for stamps that must not read the clock. */
+    uint64_t now_ms;
+    uint64_t evict_last_ms;        /* the latest eviction scan */
 };
 
 /* Owned; NULL on failure. clock and cfg are borrowed for the hub's life. */
@@ -126,6 +133,57 @@ const struct hub_app *hub_find_app_by_key(const struct hub *h,
                                           const char *key, size_t len);
 const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
                                          size_t len);
+
+/*
+ * The queue budget is split evenly between the loops: each loop holds at
+ * most max_queued_total / loops queued bytes, so the sum never passes the
+ * total. A loop accounts only its own queues, single-threaded (the
+ * queued_bytes gauge is the count: no atomic anywhere, and one loop's slow
+ * readers can never cost another loop's readers their share). The kernel
+ * spreads connections evenly over the loops (SO_REUSEPORT), so even
+ * shares lose little. 0 when there is no budget.
+ */
+static inline uint64_t hub_loop_budget(const struct hub_loop *l)
+{
+    unsigned n = l->hub->n_loops ? l->hub->n_loops : 1;
+
+    return l->cfg->max_queued_total / n;
+}
+
+/* n bytes joined or left this loop's send queues (loop thread). */
+static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
+{
+    HUB_STAT_ADD(l->stats.queued_bytes, n);
+}
+
+static inline void hub_loop_queued_sub(struct hub_loop *l, uint64_t n)
+{
+    HUB_STAT_ADD(l->stats.queued_bytes, -n);
+}
+
+static inline uint64_t hub_loop_queued(const struct hub_loop *l)
+{
+    return l->stats.queued_bytes;
+}
+
+/*
+ * Close this loop's sessions furthest behind (most queued bytes, and more
+ * than an even share of the loop's budget) with 4100 until the loop holds
+ * at most goal queued bytes. Without force, at most one scan per tick.
+ * Returns the sessions closed.
+ */
+unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal, bool force);
+/* Eviction aims for the low mark, 3/4 of the loop's budget, and starts
+ * past the high mark, 7/8. */
+static inline uint64_t hub_budget_low(uint64_t budget)
+{
+    return budget - budget / 4;
+}
+
+static inline uint64_t hub_budget_high(uint64_t budget)
+{
+    return budget - budget / 8;
+}
 
 /* A small per-loop random number (jitter, socket ids). Loop thread. */
 uint64_t hub_loop_random(struct hub_loop *l);

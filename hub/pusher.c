@@ -122,6 +122,28 @@ static struct hub_sub *find_sub(struct hub_session *s, const char *name,
     return NULL;
 }
 
+/*
+ * Whether s already holds max_subscriptions channels (its sign-in user
+ * channel not counted). O(cap): the walk stops at the cap, and find_sub()
+ * walked the same list just before.
+ */
+static bool over_sub_cap(const struct hub_session *s, uint32_t cap)
+{
+    const struct hub_list *pos;
+    uint32_t n = 0;
+
+    if (!cap)
+        return false;
+    hub_list_for_each(pos, &s->subs) {
+        const struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
+                                                     session_link);
+
+        if (sub->ch->kind != HUB_CHANNEL_USER && ++n >= cap)
+            return true;
+    }
+    return false;
+}
+
 /* Publish f to channel except this session; member_seq as in hub_excl. */
 static void publish(struct hub_session *s, const char *channel, size_t len,
                     struct hub_frame *f, uint64_t member_seq)
@@ -238,6 +260,18 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
     }
     kind = hub_channel_classify(name, len);
     sub = find_sub(s, name, len);
+    if (!sub && kind != HUB_CHANNEL_USER &&
+        over_sub_cap(s, l->cfg->max_subscriptions)) {
+        char why[128];
+
+        HUB_STAT_ADD(l->stats.subscriptions_refused, 1);
+        snprintf(why, sizeof(why),
+                 "Too many subscriptions on this connection (the limit is "
+                 "%u); unsubscribe from one first",
+                 l->cfg->max_subscriptions);
+        send_sub_error(s, name, "LimitReached", why, 4100);
+        return;
+    }
     if (kind == HUB_CHANNEL_USER) {
         /* Joined at sign-in; pusher-js then subscribes to confirm. */
         if (sub && s->user_id) {
@@ -581,6 +615,8 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
     if (s->state != HUB_SESSION_OPEN || !s->app)
         return 0;
     s->last_data_ms = now_ms;
+    if (now_ms > l->now_ms)
+        l->now_ms = now_ms;
     if (hub_msg_parse(&m, text, len, why, sizeof(why))) {
         char msg[192];
 

@@ -4,6 +4,13 @@
  * Deadlines are lazy: nothing is re-armed per inbound frame. The pong timer
  * checks, when it fires, whether anything arrived since the ping; the idle
  * timer re-arms itself for the rest of the timeout if data arrived.
+ *
+ * The write deadline shares the idle entry and is as lazy: the queue's
+ * empty -> non-empty edge and every write that the socket took stamp
+ * tx_ms (a store; the entry is armed only when it is idle or due later),
+ * and the entry, when it fires, closes a queue that has held bytes with no
+ * write progress for write_timeout, else re-arms for the earlier of the two
+ * deadlines. An empty queue leaves nothing armed for it.
  */
 #include "hub/session.h"
 
@@ -34,6 +41,8 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     s->loop = l;
     s->conn = conn;
     s->state = HUB_SESSION_OPEN;
+    if (now_ms > l->now_ms)
+        l->now_ms = now_ms;
     s->connected_ms = now_ms;
     s->last_data_ms = now_ms;
     hub_timer_init(&s->pong_timer, pong_timer_cb);
@@ -60,8 +69,12 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     return 0;
 }
 
-static void sendq_drop(struct hub_sendq *q)
+static void sendq_drop(struct hub_session *s)
 {
+    struct hub_sendq *q = &s->q;
+
+    if (q->bytes)
+        hub_loop_queued_sub(s->loop, q->bytes);
     while (q->count) {
         hub_frame_unref(q->ring[q->head]);
         q->head = (q->head + 1) & (q->cap - 1);
@@ -81,7 +94,7 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     hub_wheel_stop(l->wheel, &s->pong_timer);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     hub_shard_remove(&l->shard, s);
-    sendq_drop(&s->q);
+    sendq_drop(s);
     if (s->q.ring != s->q.inline_ring)
         free(s->q.ring);
     s->q.ring = NULL;
@@ -132,11 +145,40 @@ static void want_writable(struct hub_session *s)
     }
 }
 
-/* Queue f; take_ref false means the caller adds the reference later. */
+/* Milliseconds since tx_ms (never negative). */
+static uint64_t tx_idle(const struct hub_session *s, uint64_t now_ms)
+{
+    int32_t d = (int32_t)((uint32_t)now_ms - s->tx_ms);
+
+    return d > 0 ? (uint64_t)d : 0;
+}
+
+/* The queue goes non-empty: the write deadline starts now. */
+static void write_deadline_start(struct hub_session *s)
+{
+    struct hub_loop *l = s->loop;
+    uint64_t wt = l->cfg->write_timeout_ms, due;
+
+    if (!wt || s->state != HUB_SESSION_OPEN || s->draining)
+        return;
+    s->tx_ms = (uint32_t)l->now_ms;
+    due = l->now_ms + wt;
+    if (!hub_timer_is_armed(&s->idle_timer) ||
+        hub_timer_deadline_ms(&s->idle_timer) > due)
+        hub_wheel_start_at(l->wheel, &s->idle_timer, due);
+}
+
+/*
+ * Queue f; take_ref false means the caller adds the reference later, and
+ * account false that it accounts the bytes (a fan-out, once for all).
+ */
 static int sendq_push(struct hub_session *s, struct hub_frame *f,
-                      bool take_ref)
+                      bool take_ref, bool account)
 {
     struct hub_sendq *q = &s->q;
+
+    if (q->count == 0)
+        write_deadline_start(s);
 
     if (q->count == q->cap) {
         uint32_t cap = q->cap * 2;
@@ -156,6 +198,8 @@ static int sendq_push(struct hub_session *s, struct hub_frame *f,
         take_ref ? hub_frame_ref(f) : f;
     q->count++;
     q->bytes += f->len;
+    if (account)
+        hub_loop_queued_add(s->loop, f->len);
     want_writable(s);
     return 0;
 }
@@ -170,7 +214,7 @@ static int send_frame(struct hub_session *s, struct hub_frame *f,
                                true);
         return -ENOBUFS;
     }
-    if (sendq_push(s, f, take_ref)) {
+    if (sendq_push(s, f, take_ref, take_ref)) {
         hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
         return -ENOMEM;
     }
@@ -202,6 +246,9 @@ int hub_session_send_text(struct hub_session *s, const char *text, size_t len)
     return rc;
 }
 
+static void send_error_why(struct hub_session *s, int code, const char *msg,
+                           bool close, enum hub_close_reason why);
+
 static enum hub_close_reason reason_of(int code)
 {
     switch (code) {
@@ -219,6 +266,18 @@ static enum hub_close_reason reason_of(int code)
 void hub_session_send_error(struct hub_session *s, int code, const char *msg,
                             bool close)
 {
+    send_error_why(s, code, msg, close, reason_of(code));
+}
+
+void hub_session_close_behind(struct hub_session *s, const char *msg,
+                              enum hub_close_reason why)
+{
+    send_error_why(s, 4100, msg, true, why);
+}
+
+static void send_error_why(struct hub_session *s, int code, const char *msg,
+                           bool close, enum hub_close_reason why)
+{
     char buf[512];
     size_t n;
     struct hub_frame *f;
@@ -229,15 +288,15 @@ void hub_session_send_error(struct hub_session *s, int code, const char *msg,
     if (n >= sizeof(buf))
         n = hub_proto_encode_error(buf, sizeof(buf), code, "error");
     if (close && code == 4100)
-        sendq_drop(&s->q); /* a slow consumer's backlog is what we drop */
+        sendq_drop(s); /* a slow consumer's backlog is what we drop */
     f = hub_frame_create_text(buf, n);
     if (f) {
         /* Errors bypass max_queue: they are small and one per cause. */
-        (void)sendq_push(s, f, true);
+        (void)sendq_push(s, f, true, true);
         hub_frame_unref(f);
     }
     if (close)
-        hub_session_close(s, (uint16_t)code, msg, reason_of(code), false);
+        hub_session_close(s, (uint16_t)code, msg, why, false);
 }
 
 void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
@@ -256,7 +315,7 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     s->close_reason_id = (uint8_t)why;
     s->close_text = reason ? reason : "";
     if (drop_queue)
-        sendq_drop(&s->q);
+        sendq_drop(s);
     s->ping_due = false;
     hub_wheel_stop(l->wheel, &s->pong_timer);
     hub_wheel_stop(l->wheel, &s->idle_timer);
@@ -307,6 +366,12 @@ void hub_session_cork_done(struct hub_session *s, size_t sent,
 
     HUB_STAT_ADD(l->stats.bytes_out, sent);
     HUB_STAT_ADD(l->stats.writes, 1);
+    if (sent) {
+        /* Write progress: one clock read per write, not per frame. */
+        l->now_ms = hub_clock_now_ms(l->clock);
+        s->tx_ms = (uint32_t)l->now_ms;
+        hub_loop_queued_sub(l, sent);
+    }
     q->bytes -= sent;
     while (sent && q->count) {
         struct hub_frame *f = q->ring[q->head];
@@ -359,19 +424,37 @@ static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
     struct hub_session *s = hub_container_of(t, struct hub_session,
                                              idle_timer);
     struct hub_loop *l = s->loop;
-    uint64_t idle = now_ms - s->last_data_ms;
+    const struct hub_config *cfg = l->cfg;
+    uint64_t due = UINT64_MAX;
 
     if (s->draining) {
         hub_session_send_error(s, 4200,
                                "Server is restarting. Please reconnect.", true);
         return;
     }
-    if (idle < l->cfg->idle_timeout_ms) {
-        hub_wheel_start(l->wheel, t, now_ms,
-                        (int64_t)(l->cfg->idle_timeout_ms - idle));
-        return;
+    if (cfg->write_timeout_ms && s->q.count) {
+        uint64_t stalled = tx_idle(s, now_ms);
+
+        if (stalled >= cfg->write_timeout_ms) {
+            hub_session_close_behind(s, "Write timeout: the client takes "
+                                        "nothing of its queue",
+                                     HUB_CLOSE_WRITE_TIMEOUT);
+            return;
+        }
+        due = now_ms + (cfg->write_timeout_ms - stalled);
     }
-    hub_session_send_error(s, 4202, "Closed after inactivity", true);
+    if (cfg->idle_timeout_ms) {
+        uint64_t idle = now_ms - s->last_data_ms;
+
+        if (idle >= cfg->idle_timeout_ms) {
+            hub_session_send_error(s, 4202, "Closed after inactivity", true);
+            return;
+        }
+        if (now_ms + (cfg->idle_timeout_ms - idle) < due)
+            due = now_ms + (cfg->idle_timeout_ms - idle);
+    }
+    if (due != UINT64_MAX)
+        hub_wheel_start_at(l->wheel, t, due);
 }
 
 static void close_timer_cb(struct hub_timer *t, uint64_t now_ms)

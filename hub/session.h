@@ -9,7 +9,7 @@
  *
  * Outbound traffic: data frames wait in a bounded queue of frame references
  * (bytes counted against max_queue; over it the session is closed with
- * 4100). The transport asks for the next cork with hub_session_cork(): as
+ * 4100, and so is a queue the socket takes nothing of for write_timeout). The transport asks for the next cork with hub_session_cork(): as
  * many queued frames as fit, sent in one write. Control work (a heartbeat
  * ping, a close) is flagged and handled first by the transport.
  *
@@ -61,7 +61,8 @@ struct hub_session {
     void *conn;                    /* borrowed transport handle (wsi) */
     const struct hub_app *app;     /* borrowed; NULL until the key matched */
     uint32_t shard_idx;
-    enum hub_session_state state;
+    uint8_t state;                 /* enum hub_session_state (one byte) */
+    uint8_t rx_utf8;               /* hub/ws.h state of the text message */
     uint16_t close_code;
     uint8_t close_reason_id;       /* enum hub_close_reason */
     bool ping_due;                 /* a heartbeat ping is waiting to go */
@@ -80,10 +81,14 @@ struct hub_session {
     /* Client-event token bucket, in thousandths of an event. */
     uint64_t bucket_ms;
     uint32_t bucket_tokens;
-    uint8_t rx_utf8;               /* hub/ws.h state of the text message */
+    /* Write progress, low 32 bits of loop ms (in what was padding): when
+     * the queue last went non-empty or the socket last took bytes. */
+    uint32_t tx_ms;
     struct hub_timer pong_timer;   /* 4201 */
-    /* Open: 4202 idle, or the paced drain close. Once a close has started
-     * (idle no longer matters) the same entry is the close timeout. */
+    /* Open: the earlier of 4202 idle and the write deadline (4100: queued
+     * bytes and no write progress for write_timeout), or the paced drain
+     * close. Once a close has started (neither matters any more) the same
+     * entry is the close timeout. */
     struct hub_timer idle_timer;
     struct hub_sendq q;
     struct hub_list subs;          /* struct hub_sub.session_link */
@@ -118,7 +123,8 @@ int hub_session_send(struct hub_session *s, struct hub_frame *f);
  * hub_session_send() without taking the reference: on 0 the queue holds f
  * and the caller owes it one reference, which a fan-out adds for all its
  * recipients at once with hub_frame_ref_n() (one atomic, not one each).
- * The caller's own reference keeps f alive until then.
+ * The caller's own reference keeps f alive until then. The caller also
+ * accounts the bytes (hub_loop_queued_add), once for all recipients.
  */
 int hub_session_push(struct hub_session *s, struct hub_frame *f);
 /* Queue a copy of a text message (control messages, errors). */
@@ -127,6 +133,13 @@ int hub_session_send_text(struct hub_session *s, const char *text, size_t len);
  * (msg must then be a static string: the close keeps it). */
 void hub_session_send_error(struct hub_session *s, int code, const char *msg,
                             bool close);
+
+/*
+ * pusher:error 4100 and close 4100, dropping the backlog, counted as why
+ * (slow consumer, write timeout, queue budget). msg must be static.
+ */
+void hub_session_close_behind(struct hub_session *s, const char *msg,
+                              enum hub_close_reason why);
 
 /*
  * Start closing: the transport sends a close frame with code and reason

@@ -31,6 +31,9 @@ enum hub_close_reason {
     HUB_CLOSE_DRAIN,         /* 4200 */
     HUB_CLOSE_APP,           /* 4001/4003/4004/4009: refused by app rules */
     HUB_CLOSE_ERROR,         /* protocol or internal error */
+    HUB_CLOSE_WRITE_TIMEOUT, /* 4100: queued bytes, no write progress */
+    HUB_CLOSE_QUEUE_BUDGET,  /* 4100: furthest behind when the hub-wide
+                              * queue budget ran out */
     HUB_CLOSE_N
 };
 
@@ -65,6 +68,9 @@ struct hub_loop_stats {
     uint64_t inbox_max;
     uint64_t accept_paused;     /* EMFILE pauses */
     uint64_t close_timeouts;    /* closes the peer never completed: killed */
+    uint64_t queued_bytes;      /* gauge: outbound bytes queued on this loop */
+    uint64_t queue_budget_drops; /* deliveries refused by the hub's budget */
+    uint64_t subscriptions_refused; /* over max_subscriptions */
     /* Heartbeat task. */
     uint64_t hb_runs, hb_failures, hb_last_scan_ns, hb_max_scan_ns;
     uint64_t hb_last_slice_ns, hb_max_slice_ns;

@@ -115,6 +115,21 @@ static const struct srv_option_desc srv_options[] = {
      "Send queue per connection; a reader that falls further behind is "
      "closed (4100).",
      NULL, 1024, UINT32_C(1) << 31, 0, SRV_CFG(max_queue)},
+    {"write_timeout", SRV_OPT_DURATION, SRV_ALL, 0, "10s", NULL,
+     "Close a connection (4100) whose send queue holds bytes the socket "
+     "has taken none of for this long: a reader that stopped reading on a "
+     "quiet channel; 0 is off.",
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_CFG(write_timeout_ms)},
+    {"max_queued_total", SRV_OPT_SIZE, SRV_ALL, 0, "0", NULL,
+     "Send queues of all connections together, split evenly between the "
+     "loops; past a loop's share its connections furthest behind are "
+     "closed (4100). 0 uses 1/8 of the memory (the cgroup limit if lower), "
+     "at most 16GiB and at least --max-queue per loop.",
+     NULL, 0, UINT64_C(1) << 50, 0, SRV_CFG(max_queued_total)},
+    {"max_subscriptions", SRV_OPT_UINT, SRV_ALL, 0, "100", "N",
+     "Channels one connection may subscribe to; more are refused with "
+     "pusher:subscription_error. 0 is unlimited.",
+     NULL, 0, UINT32_MAX, 0, SRV_CFG(max_subscriptions)},
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "
@@ -1213,6 +1228,14 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
         srv__err(err, errlen, "%s: %s is smaller than %s (%s)",
                  srv__flag("max_queue", a, sizeof(a)), va,
                  srv__flag("max_message", b, sizeof(b)), vb);
+        return -EINVAL;
+    }
+    if (cfg->max_queued_total && cfg->max_queued_total < cfg->max_queue) {
+        srv__fmt_size(cfg->max_queued_total, va, sizeof(va));
+        srv__fmt_size(cfg->max_queue, vb, sizeof(vb));
+        srv__err(err, errlen, "%s: %s is smaller than %s (%s)",
+                 srv__flag("max_queued_total", a, sizeof(a)), va,
+                 srv__flag("max_queue", b, sizeof(b)), vb);
         return -EINVAL;
     }
     return srv__validate_apps(cfg, err, errlen);

@@ -54,6 +54,9 @@ struct srv_config {
     /* Limits (bytes). */
     uint32_t max_message;      /* inbound, default 64 KiB */
     uint32_t max_queue;        /* per-session send queue, default 1 MiB */
+    uint64_t write_timeout_ms; /* queued, nothing written: 4100; default 10s */
+    uint64_t max_queued_total; /* hub-wide send queues; 0 = derived from RAM */
+    uint32_t max_subscriptions; /* channels per connection; default 100 */
     uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
 
     /* REST. */

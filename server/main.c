@@ -24,6 +24,34 @@
 #include "hub/pusher.h"
 #include "server/srv.h"
 
+/*
+ * The default queue budget: 1/8 of the memory this process may use (the
+ * machine's, or the cgroup v2 limit when lower, as in a container), at
+ * most 16 GiB, and at least one --max-queue per loop (each loop gets an
+ * even share).
+ */
+static uint64_t derived_queue_budget(uint64_t max_queue, unsigned loops)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
+                                        : UINT64_C(1) << 30;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    unsigned long long lim;
+    uint64_t b;
+
+    if (f) {
+        if (fscanf(f, "%llu", &lim) == 1 && lim && lim < mem)
+            mem = lim;
+        fclose(f);
+    }
+    b = mem / 8;
+    if (b > UINT64_C(16) << 30)
+        b = UINT64_C(16) << 30;
+    if (b < max_queue * loops)
+        b = max_queue * loops;
+    return b;
+}
+
 static void fill_hub_config(struct srv *srv)
 {
     const struct srv_config *c = srv->cfg;
@@ -40,6 +68,12 @@ static void fill_hub_config(struct srv *srv)
     h->activity_timeout_s = c->activity_timeout_s;
     h->max_message = c->max_message;
     h->max_queue = c->max_queue;
+    h->write_timeout_ms = c->write_timeout_ms;
+    h->max_queued_total = c->max_queued_total
+                              ? c->max_queued_total
+                              : derived_queue_budget(c->max_queue,
+                                                     srv->n_loops);
+    h->max_subscriptions = c->max_subscriptions;
     h->max_connections = c->max_connections;
     h->auth_window_s = c->auth_timestamp_window_s;
     for (unsigned i = 0; i < c->n_apps; i++)
@@ -149,10 +183,11 @@ int main(int argc, char **argv, char **envp)
     }
     srv_log(HUB_LOG_INFO, 0,
             "lubdub listening on %s://%s:%u (%u loops, ping %llums, pong "
-            "%llums)",
+            "%llums, queue budget %llu bytes)",
             cfg.tls_cert ? "https" : "http", cfg.bind, srv.port, srv.n_loops,
             (unsigned long long)cfg.ping_interval_ms,
-            (unsigned long long)cfg.pong_timeout_ms);
+            (unsigned long long)cfg.pong_timeout_ms,
+            (unsigned long long)srv.hcfg.max_queued_total);
     printf("lubdub: listening on %s:%u\n", cfg.bind, srv.port);
     fflush(stdout);
 

@@ -26,6 +26,8 @@ static const char *const reason_names[HUB_CLOSE_N] = {
     [HUB_CLOSE_DRAIN] = "drain",
     [HUB_CLOSE_APP] = "app",
     [HUB_CLOSE_ERROR] = "error",
+    [HUB_CLOSE_WRITE_TIMEOUT] = "write_timeout",
+    [HUB_CLOSE_QUEUE_BUDGET] = "queue_budget",
 };
 
 const char *srv_close_reason_name(enum hub_close_reason why)
@@ -45,7 +47,7 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
                             json_integer(G(st->closed[r])));
     return json_pack(
         "{s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,"
-        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
         "s:{s:I,s:I,s:f,s:f,s:f,s:f},"
         "s:{s:I,s:I,s:I,s:f,s:f,s:I}}",
         "loop", (int)id, "sessions", G(st->sessions), "accepted",
@@ -62,6 +64,9 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
         G(st->client_events_dropped), "subscriptions", G(st->subscriptions),
         "publishes", G(st->publishes), "inbox_depth", G(st->inbox_depth),
         "inbox_max", G(st->inbox_max), "accept_paused", G(st->accept_paused),
+        "queued_bytes", G(st->queued_bytes), "queue_budget_drops",
+        G(st->queue_budget_drops), "subscriptions_refused",
+        G(st->subscriptions_refused),
         "heartbeat", "runs", G(st->hb_runs), "failures", G(st->hb_failures),
         "last_scan_ms", (double)HUB_STAT_GET(st->hb_last_scan_ns) / 1e6,
         "max_scan_ms", (double)HUB_STAT_GET(st->hb_max_scan_ns) / 1e6,
@@ -79,7 +84,8 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     json_t *loops = json_array(), *root, *totals, *closed;
     uint64_t sum_sessions = 0, sum_acc = 0, sum_in = 0, sum_out = 0,
              sum_pings = 0, sum_pongs = 0, sum_closed[HUB_CLOSE_N] = { 0 },
-             sum_bin = 0, sum_bout = 0, sum_subs = 0, sum_writes = 0;
+             sum_bin = 0, sum_bout = 0, sum_subs = 0, sum_writes = 0,
+             sum_queued = 0, sum_drops = 0, sum_refused = 0;
     char *text;
 
     for (unsigned i = 0; i < srv->n_loops; i++) {
@@ -100,6 +106,9 @@ char *srv_stats_json(struct srv *srv, size_t *len)
         sum_pongs += HUB_STAT_GET(st->pongs);
         sum_subs += HUB_STAT_GET(st->subscriptions);
         sum_writes += HUB_STAT_GET(st->writes);
+        sum_queued += HUB_STAT_GET(st->queued_bytes);
+        sum_drops += HUB_STAT_GET(st->queue_budget_drops);
+        sum_refused += HUB_STAT_GET(st->subscriptions_refused);
         for (int r = 0; r < HUB_CLOSE_N; r++)
             sum_closed[r] += HUB_STAT_GET(st->closed[r]);
     }
@@ -107,7 +116,8 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     for (int r = 0; r < HUB_CLOSE_N; r++)
         json_object_set_new(closed, reason_names[r],
                             json_integer((json_int_t)sum_closed[r]));
-    totals = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+    totals = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+                       "s:I}",
                        "sessions", (json_int_t)sum_sessions, "accepted",
                        (json_int_t)sum_acc, "closed", closed, "msgs_in",
                        (json_int_t)sum_in, "msgs_out", (json_int_t)sum_out,
@@ -115,9 +125,13 @@ char *srv_stats_json(struct srv *srv, size_t *len)
                        (json_int_t)sum_bout, "pings_sent",
                        (json_int_t)sum_pings, "pongs", (json_int_t)sum_pongs,
                        "subscriptions", (json_int_t)sum_subs, "writes",
-                       (json_int_t)sum_writes);
+                       (json_int_t)sum_writes, "queued_bytes",
+                       (json_int_t)sum_queued, "queue_budget_drops",
+                       (json_int_t)sum_drops, "subscriptions_refused",
+                       (json_int_t)sum_refused);
     root = json_pack(
-        "{s:s,s:f,s:i,s:b,s:o,s:o,s:{s:I,s:I,s:I,s:I}}", "version", "0.1.0",
+        "{s:s,s:f,s:i,s:b,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+        "version", "0.1.0",
         "uptime_s",
         (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0, "loops",
         (int)srv->n_loops, "draining", atomic_load(&srv->hub->draining),
@@ -125,7 +139,10 @@ char *srv_stats_json(struct srv *srv, size_t *len)
         (json_int_t)srv->hcfg.ping_interval_ms, "pong_timeout_ms",
         (json_int_t)srv->hcfg.pong_timeout_ms, "idle_timeout_ms",
         (json_int_t)srv->hcfg.idle_timeout_ms, "tick_ms",
-        (json_int_t)srv->hcfg.tick_ms);
+        (json_int_t)srv->hcfg.tick_ms, "write_timeout_ms",
+        (json_int_t)srv->hcfg.write_timeout_ms, "max_queued_total",
+        (json_int_t)srv->hcfg.max_queued_total, "max_subscriptions",
+        (json_int_t)srv->hcfg.max_subscriptions);
     if (!root)
         return NULL;
     text = json_dumps(root, JSON_COMPACT);
@@ -328,6 +345,19 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
            OFF(publishes));
     metric(&b, srv, "subscriptions", "gauge",
            "Live channel subscriptions.", OFF(subscriptions));
+    metric(&b, srv, "queued_bytes", "gauge",
+           "Outbound bytes waiting in send queues.", OFF(queued_bytes));
+    bprintf(&b, "# HELP lubdub_queue_budget_bytes The hub-wide send queue "
+                "budget (max_queued_total).\n"
+                "# TYPE lubdub_queue_budget_bytes gauge\n"
+                "lubdub_queue_budget_bytes %llu\n",
+            (unsigned long long)srv->hcfg.max_queued_total);
+    metric(&b, srv, "queue_budget_drops_total", "counter",
+           "Deliveries refused by the queue budget (the reader is closed).",
+           OFF(queue_budget_drops));
+    metric(&b, srv, "subscriptions_refused_total", "counter",
+           "Subscriptions refused over max_subscriptions.",
+           OFF(subscriptions_refused));
     metric(&b, srv, "inbox_max_depth", "gauge",
            "Most inbox items drained in one wakeup.", OFF(inbox_max));
     metric(&b, srv, "accept_pauses_total", "counter",

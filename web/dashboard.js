@@ -9,11 +9,12 @@ import { BarChart, LineChart, PALETTE, compact } from './charts.js';
 const POLL_MS = 1000;
 const WINDOW_MS = 120000;
 const KEEP = Math.ceil(WINDOW_MS / POLL_MS) + 10;
-const CLOSE_REASONS = ['4201', '4202', '4100', '1009', 'peer', 'drain', 'app',
-                       'error'];
+const CLOSE_REASONS = ['4201', '4202', '4100', 'write_timeout', 'queue_budget',
+                       '1009', 'peer', 'drain', 'app', 'error'];
 const CLOSE_COLORS = {
-    4201: '#c0392b', 4202: '#e0703a', 4100: '#b4309c', 1009: '#7a52c7',
-    peer: '#3558d6', drain: '#1693a5', app: '#1f8f4e', error: '#6a7283',
+    4201: '#c0392b', 4202: '#e0703a', 4100: '#b4309c', write_timeout: '#c08a1a',
+    queue_budget: '#8a5a2b', 1009: '#7a52c7', peer: '#3558d6', drain: '#1693a5',
+    app: '#1f8f4e', error: '#6a7283',
 };
 
 const $ = (id) => document.getElementById(id);

@@ -103,7 +103,7 @@ test('/stats counters match what the clients did', async (t) => {
   const received = sum(clients, (c) => c.messages.length);
   assert.equal(st.totals.accepted, K + 2);
   assert.deepEqual(st.totals.closed, { 4201: 1, 4202: 0, 4100: 0, 1009: 1,
-    peer: K, drain: 0, app: 0, error: 0 });
+    peer: K, drain: 0, app: 0, error: 0, write_timeout: 0, queue_budget: 0 });
   assert.equal(st.totals.msgs_in, sent.length);
   assert.equal(st.totals.bytes_in, sum(sent, (s) => Buffer.byteLength(s)));
   assert.equal(st.totals.msgs_out, received);

@@ -632,6 +632,185 @@ static void test_channel_signin_user_channel_and_terminate(void **state)
     fake_hub_stop(&fh);
 }
 
+/* A sealed frame of 1004 wire bytes on channel c. */
+static struct hub_frame *kib_frame(void)
+{
+    struct hub_frame *f = hub_frame_create(1000);
+
+    assert_non_null(f);
+    memset(hub_frame_payload(f), 'q', 1000);
+    hub_frame_seal(f, 1000);
+    assert_int_equal(f->len, 1004);
+    return f;
+}
+
+/* Queued bytes on every loop. */
+static uint64_t hub_queued(const struct fake_hub *fh)
+{
+    uint64_t sum = 0;
+
+    for (unsigned i = 0; i < fh->n_loops; i++)
+        sum += HUB_STAT_GET(fh->loops[i]->stats.queued_bytes);
+    return sum;
+}
+
+static void test_channel_queue_budget_closes_furthest_behind(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b, h;
+    struct hub_loop *l;
+    struct hub_frame *f;
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    fh.cfg.max_queue = 8000;
+    fh.cfg.max_queued_total = 10000; /* high mark 8750, low 7500 */
+    assert_int_equal(fake_hub_start(&fh), 0);
+    l = fh.loops[0];
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 0, &fh.apps[0]);
+    fake_session_open(&fh, &h, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &a.s, "c", NULL);
+    fake_subscribe(&fh, &a.s, "x", NULL);
+    fake_subscribe(&fh, &b.s, "c", NULL);
+    fake_subscribe(&fh, &h.s, "c", NULL);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    fake_flush(&h.s);
+    assert_int_equal(hub_queued(&fh), 0);
+    assert_int_equal(HUB_STAT_GET(l->stats.queued_bytes), 0);
+    f = kib_frame();
+    /* a falls behind on x as well: 3 frames ahead of b. */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(hub_deliver_local(l, 0, "x", 1, f, NULL), 1);
+    assert_int_equal(hub_queued(&fh), 3 * 1004);
+    /* Accounted once for all recipients. */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(hub_deliver_local(l, 0, "c", 1, f, NULL), 3);
+        fake_flush(&h.s);
+    }
+    assert_int_equal(hub_queued(&fh), 7 * 1004);
+    assert_int_equal(HUB_STAT_GET(l->stats.queued_bytes), 7 * 1004);
+    /* The next publish does not fit: a (5 frames behind) goes first, and
+     * b and h still get it. */
+    fake_hub_advance(&fh, 20);
+    assert_int_equal(hub_deliver_local(l, 0, "c", 1, f, NULL), 2);
+    assert_int_equal(a.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(a.s.close_code, 4100);
+    assert_int_equal(a.s.close_reason_id, HUB_CLOSE_QUEUE_BUDGET);
+    assert_int_equal(b.s.state, HUB_SESSION_OPEN);
+    assert_int_equal(b.s.q.bytes, 3 * 1004);
+    fake_flush(&h.s);
+    /* Keep publishing: b is next, h (keeping up) never. */
+    for (int i = 0; i < 10 && b.s.state == HUB_SESSION_OPEN; i++) {
+        fake_hub_advance(&fh, 20);
+        hub_deliver_local(l, 0, "c", 1, f, NULL);
+        fake_flush(&h.s);
+        assert_true(hub_queued(&fh) <= fh.cfg.max_queued_total);
+        assert_int_equal(HUB_STAT_GET(l->stats.queued_bytes),
+                         a.s.q.bytes + b.s.q.bytes + h.s.q.bytes);
+    }
+    assert_int_equal(b.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(b.s.close_reason_id, HUB_CLOSE_QUEUE_BUDGET);
+    assert_int_equal(h.s.state, HUB_SESSION_OPEN);
+    hub_frame_unref(f);
+    hub_session_fini(&a.s, HUB_CLOSE_QUEUE_BUDGET);
+    hub_session_fini(&b.s, HUB_CLOSE_QUEUE_BUDGET);
+    assert_int_equal(
+        HUB_STAT_GET(l->stats.closed[HUB_CLOSE_QUEUE_BUDGET]), 2);
+    fake_flush(&h.s);
+    hub_session_fini(&h.s, HUB_CLOSE_PEER);
+    assert_int_equal(hub_queued(&fh), 0);
+    assert_int_equal(HUB_STAT_GET(l->stats.queued_bytes), 0);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_queue_budget_across_loops(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session far, h;
+    struct hub_frame *f;
+    int i;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.cfg.max_queue = 10000; /* the budget, not max_queue, must act */
+    fh.cfg.max_queued_total = 10000; /* 5000 per loop */
+    assert_int_equal(fake_hub_start(&fh), 0);
+    fake_session_open(&fh, &h, 0, &fh.apps[0]);
+    fake_session_open(&fh, &far, 1, &fh.apps[0]);
+    fake_subscribe(&fh, &h.s, "c", NULL);
+    fake_subscribe(&fh, &far.s, "c", NULL);
+    fake_flush(&h.s);
+    fake_flush(&far.s);
+    f = kib_frame();
+    /* Publishes from loop 0; far (loop 1) never reads, h always does. */
+    for (i = 0; i < 20 && far.s.state == HUB_SESSION_OPEN; i++) {
+        assert_int_equal(hub_publish(fh.hub, fh.loops[0], 0, "c", 1, f, NULL),
+                         0);
+        fake_hub_advance(&fh, 20); /* deliveries, then any eviction order */
+        fake_hub_drain(&fh);
+        fake_flush(&h.s);
+        assert_true(HUB_STAT_GET(fh.loops[1]->stats.queued_bytes) <= 5000);
+        assert_true(hub_queued(&fh) <= fh.cfg.max_queued_total);
+        assert_int_equal(h.s.state, HUB_SESSION_OPEN);
+    }
+    /* Loop 1 closed its own session at its share of the budget; loop 0's
+     * reader never paid for it. */
+    assert_int_equal(far.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(far.s.close_reason_id, HUB_CLOSE_QUEUE_BUDGET);
+    assert_int_equal(i, 5); /* 4 frames fit 5000 bytes; the 5th closed it */
+    assert_int_equal(HUB_STAT_GET(fh.loops[1]->stats.queue_budget_drops), 1);
+    hub_frame_unref(f);
+    hub_session_fini(&far.s, HUB_CLOSE_QUEUE_BUDGET);
+    hub_session_fini(&h.s, HUB_CLOSE_PEER);
+    assert_int_equal(hub_queued(&fh), 0);
+    fake_hub_stop(&fh);
+}
+
+static void test_channel_max_subscriptions_refused(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a;
+    struct hub_loop *l;
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    fh.cfg.max_subscriptions = 3;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    l = fh.loops[0];
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_signin(&fh, &a.s, "{\"id\":\"u1\"}"); /* its channel is free */
+    fake_subscribe(&fh, &a.s, "one", NULL);
+    fake_subscribe(&fh, &a.s, "private-two", NULL);
+    fake_subscribe(&fh, &a.s, "three", NULL);
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 3);
+    fake_flush(&a.s);
+    fake_subscribe(&fh, &a.s, "four", NULL);
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 0);
+    assert_int_equal(fake_find(&a.s, "\"pusher:subscription_error\","
+                                     "\"channel\":\"four\""),
+                     0);
+    assert_non_null(strstr(fake_frame_text(&a.s, 0),
+                           "\"type\":\"LimitReached\""));
+    assert_non_null(strstr(fake_frame_text(&a.s, 0), "the limit is 3"));
+    assert_int_equal(HUB_STAT_GET(l->stats.subscriptions_refused), 1);
+    assert_int_equal(a.s.state, HUB_SESSION_OPEN);
+    fake_flush(&a.s);
+    /* Subscribing again to one it holds is not a new subscription. */
+    fake_subscribe(&fh, &a.s, "three", NULL);
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 1);
+    fake_flush(&a.s);
+    /* Unsubscribing makes room. */
+    fake_recv(&fh, &a.s, "{\"event\":\"pusher:unsubscribe\",\"data\":"
+                         "{\"channel\":\"one\"}}");
+    fake_subscribe(&fh, &a.s, "four", NULL);
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 1);
+    assert_int_equal(HUB_STAT_GET(l->stats.subscriptions_refused), 1);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +829,9 @@ int main(void)
         cmocka_unit_test(test_channel_client_event_rate_limit),
         cmocka_unit_test(test_channel_app_max_connections_4004),
         cmocka_unit_test(test_channel_signin_user_channel_and_terminate),
+        cmocka_unit_test(test_channel_queue_budget_closes_furthest_behind),
+        cmocka_unit_test(test_channel_queue_budget_across_loops),
+        cmocka_unit_test(test_channel_max_subscriptions_refused),
     };
 
     json_object_seed(1);

@@ -383,6 +383,126 @@ static void test_session_fini_releases_everything(void **state)
     fake_hub_stop(&fh);
 }
 
+/* A hub with a write timeout of 1 s and one session (no app). */
+static void wt_open(struct fake_hub *fh, struct fake_session *fs,
+                    uint64_t idle_ms)
+{
+    fake_hub_init(fh, 1);
+    fh->cfg.write_timeout_ms = 1000;
+    fh->cfg.idle_timeout_ms = idle_ms;
+    assert_int_equal(fake_hub_start(fh), 0);
+    assert_int_equal(fake_session_open(fh, fs, 0, NULL), 0);
+}
+
+static void test_session_write_timeout_closes_a_stalled_queue(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session fs;
+    struct hub_session *s = &fs.s;
+    unsigned char buf[64];
+    const unsigned char *direct;
+    size_t dlen;
+    unsigned frames;
+
+    (void)state;
+    wt_open(&fh, &fs, 0);
+    /* Nothing queued: nothing armed for it. */
+    assert_false(hub_timer_is_armed(&s->idle_timer));
+    push(s, 10, 'a');
+    push(s, 10, 'b');
+    assert_true(hub_timer_is_armed(&s->idle_timer));
+    /* The socket takes 5 bytes at 500 ms: progress restarts the window. */
+    fake_hub_advance(&fh, 500);
+    (void)hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    hub_session_cork_done(s, 5, frames);
+    /* The entry fires (due at 1 s), finds progress 600 ms ago, re-arms. */
+    fake_hub_advance(&fh, 600);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    assert_true(hub_timer_is_armed(&s->idle_timer));
+    /* Nothing more taken: closed 1 s after the last progress. */
+    fake_hub_advance(&fh, 300);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    fake_hub_advance(&fh, 200);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4100);
+    assert_int_equal(s->close_reason_id, HUB_CLOSE_WRITE_TIMEOUT);
+    /* The backlog is dropped; the pusher:error is what waits. */
+    assert_int_equal(s->q.count, 1);
+    assert_non_null(strstr(fake_frame_text(s, 0), "\"code\":4100"));
+    assert_int_equal(hub_session_check(s), 0);
+    hub_session_fini(s, HUB_CLOSE_WRITE_TIMEOUT);
+    assert_int_equal(
+        HUB_STAT_GET(fh.loops[0]->stats.closed[HUB_CLOSE_WRITE_TIMEOUT]), 1);
+    assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.closed[HUB_CLOSE_SLOW]),
+                     0);
+    assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.queued_bytes), 0);
+    fake_hub_stop(&fh);
+}
+
+static void test_session_write_timeout_spares_readers_and_quiet(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session fs, quiet;
+    struct hub_session *s = &fs.s;
+
+    (void)state;
+    wt_open(&fh, &fs, 0);
+    assert_int_equal(fake_session_open(&fh, &quiet, 0, NULL), 0);
+    /* A reader whose queue empties within the window, for 20 windows. */
+    for (int i = 0; i < 40; i++) {
+        push(s, 10, 'r');
+        fake_hub_advance(&fh, 400);
+        fake_flush(s);
+        fake_hub_advance(&fh, 100);
+    }
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    /* Once empty, the entry lapses: nothing is armed for an empty queue. */
+    fake_hub_advance(&fh, 1100);
+    assert_false(hub_timer_is_armed(&s->idle_timer));
+    /* A window starts when the queue goes non-empty, not at the last
+     * write long ago. */
+    push(s, 10, 'n');
+    fake_hub_advance(&fh, 900);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    fake_flush(s);
+    /* A session with nothing queued is never closed by it. */
+    fake_hub_advance(&fh, 30000);
+    assert_int_equal(quiet.s.state, HUB_SESSION_OPEN);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    hub_session_fini(&quiet.s, HUB_CLOSE_PEER);
+    hub_session_fini(s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_session_write_timeout_shares_the_idle_entry(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session fs;
+    struct hub_session *s = &fs.s;
+
+    (void)state;
+    /* Idle 5 s and write 1 s on one entry: the earlier deadline wins. */
+    wt_open(&fh, &fs, 5000);
+    assert_int_equal(hub_timer_deadline_ms(&s->idle_timer),
+                     fake_now_ms(&fh) + 5000);
+    push(s, 10, 'a');
+    assert_int_equal(hub_timer_deadline_ms(&s->idle_timer),
+                     fake_now_ms(&fh) + 1000);
+    fake_hub_advance(&fh, 500);
+    fake_flush(s);
+    /* Fires at 1 s with an empty queue: back to the idle deadline. */
+    fake_hub_advance(&fh, 600);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    assert_true(hub_timer_is_armed(&s->idle_timer));
+    assert_int_equal(hub_timer_deadline_ms(&s->idle_timer),
+                     fake_now_ms(&fh) - 1100 + 5000);
+    fake_hub_advance(&fh, 4000);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4202);
+    hub_session_fini(s, HUB_CLOSE_IDLE);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -399,6 +519,9 @@ int main(void)
         T(test_session_pong_deadline_4201),
         cmocka_unit_test(test_session_idle_timeout_rearms_on_data),
         cmocka_unit_test(test_session_fini_releases_everything),
+        cmocka_unit_test(test_session_write_timeout_closes_a_stalled_queue),
+        cmocka_unit_test(test_session_write_timeout_spares_readers_and_quiet),
+        cmocka_unit_test(test_session_write_timeout_shares_the_idle_entry),
     };
 #undef T
 
