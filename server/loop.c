@@ -633,6 +633,39 @@ static void lws_emit(int level, const char *line)
         srv_log_peer(HUB_LOG_WARN, 0, "lws: %.*s", (int)n, line);
 }
 
+/*
+ * lws 4.1.6 as Debian builds it (LWS_MAX_SMP 1) formats every log line into
+ * one static 256-byte buffer inside _lws_logv() ("incompatible with
+ * multithreaded logging", its source says) and hands that buffer to the
+ * emit callback. With one lws context per thread, two loops logging at once
+ * overwrite each other's line while lws_emit() reads it: ThreadSanitizer
+ * reports the race (two loops refusing upgrades at the same moment is
+ * enough). lws calls its own _lws_log()/_lws_logv() through the PLT, so the
+ * definitions below, in the executable, take their place: same public
+ * signatures (lws-logs.h), a buffer on the caller's stack, and the levels
+ * srv_loops_create() asks lws for.
+ */
+#define SRV_LWS_LEVELS (LLL_ERR | LLL_WARN)
+
+void _lws_logv(int filter, const char *format, va_list vl)
+{
+    char line[256];
+
+    if (!(filter & SRV_LWS_LEVELS))
+        return;
+    vsnprintf(line, sizeof(line), format, vl);
+    lws_emit(filter, line);
+}
+
+void _lws_log(int filter, const char *format, ...)
+{
+    va_list ap;
+
+    va_start(ap, format);
+    _lws_logv(filter, format, ap);
+    va_end(ap);
+}
+
 static void hub_log_bridge(int level, unsigned loop, const char *fmt, ...)
 {
     char line[1024];
@@ -652,7 +685,7 @@ int srv_loops_create(struct srv *srv)
 
     protocols[0].per_session_data_size = pss_size();
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
-    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
+    lws_set_log_level(SRV_LWS_LEVELS, lws_emit);
     hub_log = hub_log_bridge;
     json_object_seed(0);
     srv->loops = calloc(srv->n_loops, sizeof(*srv->loops));
