@@ -496,7 +496,8 @@ bool srv_test_stall_arm(struct srv *srv, unsigned id)
 {
     struct srv_loop *l;
 
-    if (!srv->test_stall_ms || id >= srv->n_loops)
+    if (!srv->test_stall_ms || id >= srv->n_loops ||
+        atomic_load(&srv->stopping))
         return false;
     l = &srv->loops[id];
     atomic_store_explicit(&l->stall_armed, true, memory_order_relaxed);
