@@ -711,13 +711,13 @@ static void lws_emit(int level, const char *line)
 }
 
 /*
- * lws 4.1.6 as Debian builds it (LWS_MAX_SMP 1) formats every log line into
- * one static 256-byte buffer inside _lws_logv() ("incompatible with
- * multithreaded logging", its source says) and hands that buffer to the
- * emit callback. With one lws context per thread, two loops logging at once
- * overwrite each other's line while lws_emit() reads it: ThreadSanitizer
- * reports the race (two loops refusing upgrades at the same moment is
- * enough). lws calls its own _lws_log()/_lws_logv() through the PLT, so the
+ * lws 4.1.6 as Debian builds it formats every log line into one global
+ * buffer inside _lws_logv() and hands that buffer to the emit callback
+ * (ThreadSanitizer: vsnprintf from _lws_logv writes a global in
+ * libwebsockets.so's data, which lws_emit() then reads). With one lws
+ * context per thread, two loops logging at once overwrite each other's line
+ * while it is read: TSan reports the race when two loops refuse upgrades at
+ * the same moment. lws calls its own _lws_log()/_lws_logv() through the PLT, so the
  * definitions below, in the executable, take their place: same public
  * signatures (lws-logs.h), a buffer on the caller's stack, and the levels
  * srv_loops_create() asks lws for.
