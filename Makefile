@@ -59,7 +59,7 @@ test-asan:
 
 # The integration tests that cross loops (ctest label tsan: --loops 2 or
 # more) against a ThreadSanitizer binary; any report fails the test.
-# Suppressions: tests/tsan.supp. tests/integration/CMakeLists.txt sets
+# Suppressions: tests/tsan.supp. tests/CMakeLists.txt sets
 # TSAN_OPTIONS, the setarch -R wrapper and the wait scale.
 test-tsan:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
