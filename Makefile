@@ -1,6 +1,7 @@
 # Thin wrapper over CMake and ctest. The two commands: make run, make test.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 # How long make test fuzzes the inbound message path (seconds).
 HUB_FUZZ_SECONDS ?= 60
@@ -11,7 +12,7 @@ CMAKE_ARGS ?=
 # Everywhere else it stays off (the flag defaults to false).
 RUN_ARGS   ?= --dev-auth-endpoint
 
-.PHONY: all build build-tests run test test-unit test-e2e test-asan test-fuzz deps deps-test \
+.PHONY: all build build-tests run test test-unit test-e2e test-asan test-tsan test-fuzz deps deps-test \
         clean image test-container bench-timers bench-scan bench-idle \
         bench-fanout
 
@@ -40,10 +41,12 @@ run: deps build
 	$(BUILD)/lubdub $(RUN_ARGS)
 
 # Every test through ctest, then the unit tests once more under ASan+UBSan,
-# then the libFuzzer target for HUB_FUZZ_SECONDS.
+# then the multi-loop integration tests under ThreadSanitizer, then the
+# libFuzzer target for HUB_FUZZ_SECONDS.
 test: deps-test build-tests
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan
+	$(MAKE) test-tsan
 	$(MAKE) test-fuzz
 
 test-unit: build-tests
@@ -59,6 +62,16 @@ test-asan:
 	    -DHUB_SANITIZE=address,undefined $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -L asan -j $(JOBS)
+
+# The integration tests that cross loops (ctest label tsan: --loops 2 or
+# more) against a ThreadSanitizer binary; any report fails the test.
+# Suppressions: tests/tsan.supp. tests/CMakeLists.txt sets
+# TSAN_OPTIONS, the setarch -R wrapper and the wait scale.
+test-tsan:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHUB_TESTS=ON \
+	    -DHUB_SANITIZE=thread $(CMAKE_ARGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && ctest --output-on-failure -L tsan -j $(JOBS)
 
 # Container image from deploy/Dockerfile (docs/OPERATIONS.md). Podman needs
 # --format docker to keep the HEALTHCHECK.
@@ -99,4 +112,4 @@ bench-fanout:
 	BUILD=$(abspath $(BUILD)) python3 bench/run_fanout.py $(FANOUT_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

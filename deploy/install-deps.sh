@@ -11,8 +11,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libjansson-dev
             libssl-dev)
+# libtsan2: gcc's ThreadSanitizer runtime (make test-tsan); faketime: the
+# wall-clock jump test (tests/integration/clock.test.js) preloads it.
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
-           iptables chromium prometheus curl openssl procps)
+           iptables chromium prometheus curl openssl procps libtsan2
+           faketime libfaketime)
 bench_pkgs=(util-linux)
 container_pkgs=(podman runc debootstrap)
 

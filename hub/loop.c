@@ -224,6 +224,9 @@ void hub_loop_publish_stats(struct hub_loop *l)
     HUB_STAT_SET(st->wheel_last_advance_ns, ws.last_advance_ns);
     HUB_STAT_SET(st->wheel_max_advance_ns, ws.max_advance_ns);
     HUB_STAT_SET(st->wheel_max_late_ms, ws.max_lateness_ms);
+    for (int i = 0; i < 5; i++)
+        HUB_STAT_SET(st->wheel_late[i], ws.late_hist[i]);
+    HUB_STAT_SET(st->wheel_late_sum_ms, ws.lateness_sum_ms);
     if (ts.runs != HUB_STAT_GET(st->hb_runs))
         hub_hist_add(&st->hb_scan, ts.last_run_ns / 1000);
     HUB_STAT_SET(st->hb_runs, ts.runs);
@@ -246,6 +249,12 @@ uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms)
         hub_hist_add(&l->stats.wheel_advance, ws.last_advance_ns / 1000);
     hub_loop_publish_stats(l);
     return hub_wheel_next_due_ms(l->wheel, now_ms);
+}
+
+void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms)
+{
+    HUB_STAT_ADD(l->stats.stalls, 1);
+    HUB_STAT_MAX(l->stats.max_stall_ms, gap_ms);
 }
 
 void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n)

@@ -113,6 +113,11 @@ void hub_loop_destroy(struct hub_loop *l);
 
 /* Advance the wheel to now. Returns ms until it should be called again. */
 uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms);
+/*
+ * The driver found the loop stalled: gap_ms passed since the previous
+ * hub_loop_service() where about a tick was due. Counted in the stats.
+ */
+void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms);
 /* Run everything in the inbox (any wakeup, even a spurious one). */
 void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms);
 /* Any thread: push n and wake the loop if it was idle. */

@@ -137,6 +137,16 @@ void hub_session_on_pong(struct hub_session *s, uint64_t now_ms)
     }
 }
 
+void hub_session_ping_written(struct hub_session *s, uint64_t now_ms)
+{
+    struct hub_loop *l = s->loop;
+
+    if (now_ms > s->ping_sent_ms + l->cfg->tick_ms &&
+        hub_timer_is_armed(&s->pong_timer))
+        hub_wheel_start(l->wheel, &s->pong_timer, now_ms,
+                        (int64_t)l->cfg->pong_timeout_ms);
+}
+
 static void want_writable(struct hub_session *s)
 {
     if (!s->want_writable) {

@@ -112,6 +112,13 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason);
 void hub_session_stamp_rx(struct hub_session *s, uint64_t now_ms);
 /* An inbound WebSocket pong. */
 void hub_session_on_pong(struct hub_session *s, uint64_t now_ms);
+/*
+ * The transport wrote the heartbeat ping the session had queued. A ping
+ * that waited more than a tick to go out (its loop stalled or fell behind
+ * after the heartbeat queued it) gets the whole pong timeout from now: the
+ * peer cannot answer a ping it was not sent.
+ */
+void hub_session_ping_written(struct hub_session *s, uint64_t now_ms);
 
 /*
  * Queue a reference to f (the caller keeps its own). Returns 0, or

@@ -77,6 +77,12 @@ struct hub_loop_stats {
     /* Wheel. */
     uint64_t wheel_pending, wheel_fired, wheel_cancelled;
     uint64_t wheel_last_advance_ns, wheel_max_advance_ns, wheel_max_late_ms;
+    /* Fires by lateness (now - deadline), in the wheel's buckets: < tick/4,
+     * < tick/2, < tick, < 2 ticks, more; and their sum. */
+    uint64_t wheel_late[5], wheel_late_sum_ms;
+    /* Stalls: the wheel's driver came more than two ticks late (the loop's
+     * thread did not run), and how long the worst gap was. */
+    uint64_t stalls, max_stall_ms;
     struct hub_hist pong_rtt;
     struct hub_hist hb_scan;
     struct hub_hist wheel_advance;

@@ -315,6 +315,18 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
         free(text);
         return rc;
     }
+    if (l->srv->test_stall_ms && strcmp(path, "/test/stall") == 0) {
+        /* Test only: a 404 like any unknown path unless
+         * LUBDUB_TEST_STALL_MS was set at start (server/main.c). */
+        char q[64];
+        const char *v;
+
+        read_query(wsi, q, sizeof(q));
+        v = strstr(q, "loop=");
+        if (!v || !srv_test_stall_arm(l->srv, (unsigned)atoi(v + 5)))
+            return respond_json_error(wsi, p, 400, "loop=N, N a loop id");
+        return respond_text(wsi, p, 200, "armed\n");
+    }
     if (strcmp(path, "/metrics") == 0) {
         text = srv_metrics_text(l->srv, &len);
         if (!text)

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -163,13 +164,51 @@ static void loop_leave(struct srv_loop *l)
         lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb, 1000);
 }
 
+/*
+ * A loop whose thread did not run for a while (a callback that blocked, the
+ * host descheduling it) wakes with deadlines that look expired while the
+ * frames that would cancel them, pongs and data, still wait in its sockets:
+ * lws runs due suls before it polls, and libev may invoke the timer watcher
+ * before the I/O ones of the same round. So when the wheel's sul comes more
+ * than two ticks after the last advance, the advance waits one more tick;
+ * lws polls and reads every socket in between, and the pong timers then
+ * judge each peer by what it sent (hub/session.c checks last_rx lazily).
+ * The stall is counted (lubdub_loop_stalls_total), and the timers' lateness
+ * shows it (lubdub_wheel_lateness_seconds).
+ */
+static bool wheel_hold_after_stall(struct srv_loop *l, uint64_t now)
+{
+    uint64_t tick = l->srv->hcfg.tick_ms;
+    uint64_t gap = now > l->last_wheel_ms ? now - l->last_wheel_ms : 0;
+
+    if (l->wheel_held || gap <= 2 * tick) {
+        l->wheel_held = false;
+        l->last_wheel_ms = now;
+        return false;
+    }
+    l->wheel_held = true;
+    hub_loop_note_stall(l->hub, gap);
+    if (gap >= 1000)
+        srv_log(HUB_LOG_WARN, l->id,
+                "loop %u did not run for %llu ms; its timers wait one read "
+                "pass", l->id, (unsigned long long)gap);
+    return true;
+}
+
 static void wheel_sul_cb(lws_sorted_usec_list_t *sul)
 {
     struct srv_loop *l = lws_container_of(sul, struct srv_loop, sul_wheel);
+    uint64_t now;
 
     if (!l->running)
         return;
-    hub_loop_service(l->hub, srv_now_ms());
+    now = srv_now_ms();
+    if (wheel_hold_after_stall(l, now)) {
+        lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
+                         (lws_usec_t)l->srv->hcfg.tick_ms * 1000);
+        return;
+    }
+    hub_loop_service(l->hub, now);
     if (l->hub->stop) {
         loop_leave(l);
         return;
@@ -510,6 +549,37 @@ static int write_cork(struct srv_loop *l, struct hub_session *s)
     return 0;
 }
 
+/*
+ * Test only (LUBDUB_TEST_STALL_MS, tests/integration/stall.test.js): block
+ * this loop's thread right after it wrote a heartbeat ping, so the peer's
+ * pong waits in the kernel while the pong deadline passes. Never armed
+ * unless the variable was set at start.
+ */
+static void test_stall(struct srv_loop *l)
+{
+    unsigned ms = l->srv->test_stall_ms;
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+    l->stall_after_ping = false;
+    srv_log(HUB_LOG_WARN, l->id, "test: stalling loop %u for %u ms", l->id,
+            ms);
+    while (nanosleep(&ts, &ts) && errno == EINTR)
+        ;
+}
+
+bool srv_test_stall_arm(struct srv *srv, unsigned id)
+{
+    struct srv_loop *l;
+
+    if (!srv->test_stall_ms || id >= srv->n_loops ||
+        atomic_load(&srv->stopping))
+        return false;
+    l = &srv->loops[id];
+    atomic_store_explicit(&l->stall_armed, true, memory_order_relaxed);
+    lws_cancel_service(l->ctx);
+    return true;
+}
+
 static int ws_writeable(struct srv_loop *l, struct hub_session *s,
                         struct lws *wsi)
 {
@@ -526,6 +596,9 @@ static int ws_writeable(struct srv_loop *l, struct hub_session *s,
         if (lws_write(wsi, buf + LWS_PRE, (size_t)len, LWS_WRITE_PING) < len)
             return -1;
         HUB_STAT_ADD(l->hub->stats.pings_sent, 1);
+        hub_session_ping_written(s, srv_now_ms());
+        if (l->stall_after_ping)
+            test_stall(l);
         goto more;
     }
     if (s->q.count) {
@@ -606,6 +679,10 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         if (!l || !l->hub)
             return 0;
         hub_loop_drain_inbox(l->hub, srv_now_ms());
+        if (l->srv->test_stall_ms &&
+            atomic_exchange_explicit(&l->stall_armed, false,
+                                     memory_order_relaxed))
+            l->stall_after_ping = true;
         if (l->hub->draining)
             stop_accepting(l);
         if (l->hub->stop && l->running)
@@ -730,6 +807,39 @@ static void lws_emit(int level, const char *line)
         srv_log_peer(HUB_LOG_WARN, 0, "lws: %.*s", (int)n, line);
 }
 
+/*
+ * lws 4.1.6 as Debian builds it formats every log line into one global
+ * buffer inside _lws_logv() and hands that buffer to the emit callback
+ * (ThreadSanitizer: vsnprintf from _lws_logv writes a global in
+ * libwebsockets.so's data, which lws_emit() then reads). With one lws
+ * context per thread, two loops logging at once overwrite each other's line
+ * while it is read: TSan reports the race when two loops refuse upgrades at
+ * the same moment. lws calls its own _lws_log()/_lws_logv() through the PLT, so the
+ * definitions below, in the executable, take their place: same public
+ * signatures (lws-logs.h), a buffer on the caller's stack, and the levels
+ * srv_loops_create() asks lws for.
+ */
+#define SRV_LWS_LEVELS (LLL_ERR | LLL_WARN)
+
+void _lws_logv(int filter, const char *format, va_list vl)
+{
+    char line[256];
+
+    if (!(filter & SRV_LWS_LEVELS))
+        return;
+    vsnprintf(line, sizeof(line), format, vl);
+    lws_emit(filter, line);
+}
+
+void _lws_log(int filter, const char *format, ...)
+{
+    va_list ap;
+
+    va_start(ap, format);
+    _lws_logv(filter, format, ap);
+    va_end(ap);
+}
+
 static void hub_log_bridge(int level, unsigned loop, const char *fmt, ...)
 {
     char line[1024];
@@ -752,7 +862,7 @@ int srv_loops_create(struct srv *srv)
             request_line_token(t) ? 0 : SRV_HEADER_ONE_MAX;
     protocols[0].per_session_data_size = pss_size();
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
-    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
+    lws_set_log_level(SRV_LWS_LEVELS, lws_emit);
     hub_log = hub_log_bridge;
     json_object_seed(0);
     srv->loops = calloc(srv->n_loops, sizeof(*srv->loops));
@@ -828,6 +938,8 @@ int srv_loops_create(struct srv *srv)
         l->vh = lws_get_vhost_by_name(l->ctx, "default");
         /* No service thread runs yet, so touching the sul list is safe. */
         l->running = true;
+        l->last_wheel_ms = srv_now_ms();
+        atomic_init(&l->stall_armed, false);
         lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
                          (lws_usec_t)srv->hcfg.tick_ms * 1000);
         u.filefd = (lws_filefd_type)(intptr_t)l->listen_fd;

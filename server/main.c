@@ -114,6 +114,31 @@ found:
         cfg->web_root = strdup(exe);
 }
 
+/*
+ * LUBDUB_TEST_STALL_MS (1..60000) is for tests only and undocumented in
+ * --help: it turns on GET /test/stall?loop=N, which makes loop N sleep that
+ * long right after its next heartbeat ping (tests/integration/stall.test.js,
+ * docs/OPERATIONS.md). Read once here; anything else leaves it off.
+ */
+static unsigned test_stall_ms(void)
+{
+    const char *v = getenv("LUBDUB_TEST_STALL_MS");
+    char *end;
+    unsigned long ms;
+
+    if (!v || !*v)
+        return 0;
+    ms = strtoul(v, &end, 10);
+    if (*end || ms == 0 || ms > 60000) {
+        srv_log(HUB_LOG_WARN, 0, "LUBDUB_TEST_STALL_MS=%s ignored (1..60000)",
+                v);
+        return 0;
+    }
+    srv_log(HUB_LOG_WARN, 0, "LUBDUB_TEST_STALL_MS=%lu: /test/stall is on; "
+            "a test hook, never for production", ms);
+    return (unsigned)ms;
+}
+
 /* Use the hard fd limit: each context sizes its tables from it. */
 static void raise_nofile(void)
 {
@@ -158,6 +183,7 @@ int main(int argc, char **argv, char **envp)
 
     memset(&srv, 0, sizeof(srv));
     srv.cfg = &cfg;
+    srv.test_stall_ms = test_stall_ms();
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     srv.n_loops = cfg.loops ? cfg.loops : (cpus > 0 ? (unsigned)cpus : 1);
     if (srv.n_loops > HUB_MAX_LOOPS)

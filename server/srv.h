@@ -43,6 +43,13 @@ struct srv_loop {
     bool accepting;
     bool running;
     uint64_t last_emfile_log_ms;
+    uint64_t last_wheel_ms;               /* the wheel's last advance */
+    bool wheel_held;                      /* one tick held after a stall */
+    /* Test only (LUBDUB_TEST_STALL_MS): GET /test/stall?loop=N sets
+     * stall_armed from any loop; the owner moves it to stall_after_ping
+     * and sleeps right after writing its next heartbeat ping. */
+    atomic_bool stall_armed;
+    bool stall_after_ping;
     unsigned char *cork;                  /* SRV_CORK_BYTES */
 };
 
@@ -59,10 +66,15 @@ struct srv {
     atomic_uint loops_done;
     atomic_bool stopping;                 /* contexts are being destroyed */
     uint64_t started_wall_s;
+    /* Test only: how long a /test/stall sleeps; 0 (the path is a 404)
+     * unless LUBDUB_TEST_STALL_MS was set at start. */
+    unsigned test_stall_ms;
 };
 
 /* server/loop.c */
 int srv_loops_create(struct srv *srv);
+/* Test only: arm a stall on loop id (any thread); false if no such loop. */
+bool srv_test_stall_arm(struct srv *srv, unsigned id);
 int srv_loops_start(struct srv *srv);
 void srv_loops_join(struct srv *srv);
 

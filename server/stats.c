@@ -37,15 +37,42 @@ const char *srv_close_reason_name(enum hub_close_reason why)
 
 #define G(x) ((json_int_t)HUB_STAT_GET(x))
 
-static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
+/* Upper bounds of the wheel's lateness buckets, in ticks (hub/stats.h). */
+static const double late_bounds_ticks[4] = { 0.25, 0.5, 1, 2 };
+
+/* wheel.lateness: fires per bucket (upper bound in ms, last unbounded),
+ * their summed lateness, and the stalls the driver held the wheel for. */
+static void wheel_lateness_json(json_t *wheel, struct hub_loop_stats *st,
+                                uint64_t tick_ms)
 {
-    json_t *closed = json_object();
+    json_t *buckets = json_array();
+
+    for (int i = 0; i < 5; i++)
+        json_array_append_new(
+            buckets,
+            json_pack("{s:o,s:I}", "lt_ms",
+                      i < 4 ? json_real(late_bounds_ticks[i] *
+                                        (double)tick_ms)
+                            : json_null(),
+                      "count", G(st->wheel_late[i])));
+    json_object_set_new(wheel, "lateness", buckets);
+    json_object_set_new(wheel, "lateness_sum_ms",
+                        json_integer(G(st->wheel_late_sum_ms)));
+    json_object_set_new(wheel, "stalls", json_integer(G(st->stalls)));
+    json_object_set_new(wheel, "max_stall_ms",
+                        json_integer(G(st->max_stall_ms)));
+}
+
+static json_t *loop_json(unsigned id, struct hub_loop_stats *st,
+                         uint64_t tick_ms)
+{
+    json_t *closed = json_object(), *o;
     uint64_t writes = HUB_STAT_GET(st->writes);
 
     for (int r = 0; r < HUB_CLOSE_N; r++)
         json_object_set_new(closed, reason_names[r],
                             json_integer(G(st->closed[r])));
-    return json_pack(
+    o = json_pack(
         "{s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,"
         "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
         "s:{s:I,s:I,s:f,s:f,s:f,s:f},"
@@ -77,6 +104,9 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
         "last_advance_ms", (double)HUB_STAT_GET(st->wheel_last_advance_ns) / 1e6,
         "max_advance_ms", (double)HUB_STAT_GET(st->wheel_max_advance_ns) / 1e6,
         "max_lateness_ms", G(st->wheel_max_late_ms));
+    if (o)
+        wheel_lateness_json(json_object_get(o, "wheel"), st, tick_ms);
+    return o;
 }
 
 char *srv_stats_json(struct srv *srv, size_t *len)
@@ -95,7 +125,7 @@ char *srv_stats_json(struct srv *srv, size_t *len)
         if (!hl)
             continue;
         st = &hl->stats;
-        json_array_append_new(loops, loop_json(i, st));
+        json_array_append_new(loops, loop_json(i, st, srv->hcfg.tick_ms));
         sum_sessions += HUB_STAT_GET(st->sessions);
         sum_acc += HUB_STAT_GET(st->accepted);
         sum_in += HUB_STAT_GET(st->msgs_in);
@@ -383,6 +413,49 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
                         "%.3f\n",
                     i, (double)HUB_STAT_GET(hl->stats.wheel_max_late_ms) /
                            1e3);
+    }
+    /* Lateness of every timer fire, in the wheel's tick-relative buckets. */
+    bprintf(&b, "# HELP lubdub_wheel_lateness_seconds How late timers fired "
+                "after their deadline (a stalled loop shows in the top "
+                "bucket and the sum).\n"
+                "# TYPE lubdub_wheel_lateness_seconds histogram\n");
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct hub_loop *hl = srv->loops[i].hub;
+        uint64_t cum = 0;
+
+        if (!hl)
+            continue;
+        for (int k = 0; k < 5; k++) {
+            cum += HUB_STAT_GET(hl->stats.wheel_late[k]);
+            if (k == 4)
+                bprintf(&b, "lubdub_wheel_lateness_seconds_bucket{loop=\"%u\","
+                            "le=\"+Inf\"} %llu\n",
+                        i, (unsigned long long)cum);
+            else
+                bprintf(&b, "lubdub_wheel_lateness_seconds_bucket{loop=\"%u\","
+                            "le=\"%g\"} %llu\n",
+                        i, late_bounds_ticks[k] *
+                               (double)srv->hcfg.tick_ms / 1e3,
+                        (unsigned long long)cum);
+        }
+        bprintf(&b, "lubdub_wheel_lateness_seconds_sum{loop=\"%u\"} %.3f\n", i,
+                (double)HUB_STAT_GET(hl->stats.wheel_late_sum_ms) / 1e3);
+        bprintf(&b, "lubdub_wheel_lateness_seconds_count{loop=\"%u\"} %llu\n",
+                i, (unsigned long long)cum);
+    }
+    metric(&b, srv, "loop_stalls_total", "counter",
+           "Times the loop's wheel driver came more than two ticks late "
+           "(the loop did not run); each holds timers for one read pass.",
+           OFF(stalls));
+    bprintf(&b, "# HELP lubdub_loop_max_stall_seconds Longest gap between "
+                "two wheel advances.\n"
+                "# TYPE lubdub_loop_max_stall_seconds gauge\n");
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        struct hub_loop *hl = srv->loops[i].hub;
+
+        if (hl)
+            bprintf(&b, "lubdub_loop_max_stall_seconds{loop=\"%u\"} %.3f\n",
+                    i, (double)HUB_STAT_GET(hl->stats.max_stall_ms) / 1e3);
     }
     histogram(&b, srv, "pong_rtt_seconds",
               "WebSocket ping to pong round-trip time.", OFF(pong_rtt));

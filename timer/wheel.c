@@ -327,6 +327,7 @@ static void note_lateness(struct hub_wheel *w, uint64_t now_ms,
 
     if (late > w->stats.max_lateness_ms)
         w->stats.max_lateness_ms = late;
+    w->stats.lateness_sum_ms += late;
     if (late * 4 < tick)
         b = 0;
     else if (late * 2 < tick)

@@ -69,6 +69,7 @@ struct hub_wheel_stats {
     /* Lateness histogram: [0,tick/4), [tick/4,tick/2), [tick/2,tick),
      * [tick,2 tick), [2 tick, inf). */
     uint64_t late_hist[5];
+    uint64_t lateness_sum_ms;   /* sum of now - deadline over every fire */
 };
 
 /* Call once before start. The entry is idle (not armed). */

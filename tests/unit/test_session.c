@@ -324,6 +324,48 @@ static void test_session_pong_deadline_4201(void **state)
     hub_session_fini(&live.s, HUB_CLOSE_PEER);
 }
 
+/*
+ * A ping queued by the heartbeat but written only after its loop stalled
+ * past the pong timeout gets the whole timeout from the write: the peer
+ * answers within it and stays open. A ping written on time keeps its
+ * deadline from the heartbeat.
+ */
+static void test_session_late_ping_write_rearms_pong(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    struct fake_session prompt;
+    uint64_t queued, deadline;
+
+    assert_int_equal(fake_session_open(&fx->fh, &prompt, 0, NULL), 0);
+    fake_hub_advance(&fx->fh, 25000 + 1000);
+    assert_true(s->ping_due);
+    assert_true(prompt.s.ping_due);
+    queued = s->ping_sent_ms;
+    deadline = hub_timer_deadline_ms(&s->pong_timer);
+    assert_int_equal(deadline, queued + 10000);
+    /* prompt's ping goes out at once: its deadline stays. */
+    hub_session_ping_written(&prompt.s, fake_now_ms(&fx->fh));
+    assert_int_equal(hub_timer_deadline_ms(&prompt.s.pong_timer),
+                     prompt.s.ping_sent_ms + 10000);
+    /* The loop stalls 12 s before it writes s's ping (no advance runs). */
+    fx->fh.now_ns += 12000 * 1000000ull;
+    hub_session_ping_written(s, fake_now_ms(&fx->fh));
+    assert_int_equal(hub_timer_deadline_ms(&s->pong_timer),
+                     fake_now_ms(&fx->fh) + 10000);
+    fake_hub_advance(&fx->fh, 100);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    /* prompt never answered: its deadline passed during the stall. */
+    assert_int_equal(prompt.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(prompt.s.close_code, 4201);
+    /* s answers within the new deadline and stays open past it. */
+    hub_session_on_pong(s, fake_now_ms(&fx->fh));
+    fake_hub_advance(&fx->fh, 10000 + 100);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    assert_false(hub_timer_is_armed(&s->pong_timer));
+    hub_session_fini(&prompt.s, HUB_CLOSE_PONG_TIMEOUT);
+}
+
 static void test_session_idle_timeout_rearms_on_data(void **state)
 {
     struct fake_hub fh;
@@ -517,6 +559,7 @@ int main(void)
         T(test_session_close_is_idempotent_and_timed),
         T(test_session_close_drop_queue),
         T(test_session_pong_deadline_4201),
+        T(test_session_late_ping_write_rearms_pong),
         cmocka_unit_test(test_session_idle_timeout_rearms_on_data),
         cmocka_unit_test(test_session_fini_releases_everything),
         cmocka_unit_test(test_session_write_timeout_closes_a_stalled_queue),

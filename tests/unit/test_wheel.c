@@ -645,6 +645,7 @@ static void test_wheel_counters(void **state)
     assert_int_equal(st.late_hist[2], 0);
     assert_int_equal(st.late_hist[3], 1);
     assert_int_equal(st.late_hist[4], 1);
+    assert_int_equal(st.lateness_sum_ms, 300);
     hub_wheel_destroy(w);
 }
 

@@ -10,6 +10,23 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
 const ROOT = path.resolve(__dirname, '../../..');
 const BINARY = process.env.LUBDUB_BINARY || path.join(ROOT, 'build', 'lubdub');
 
+// Sanitizer builds run the hub several times slower (TSan 5-15x): ctest
+// sets LUBDUB_TIME_SCALE there, and every wait below (start, waitFor, once,
+// HTTP requests) allows that many times longer. Waits end on their
+// condition, so a scale costs nothing when the hub is fast; assertions keep
+// their bounds.
+const TIME_SCALE = Math.max(1, Number(process.env.LUBDUB_TIME_SCALE) || 1);
+
+// A sanitizer report in any hub's stderr fails the test file, even when the
+// test itself never looks (reports often come only at exit).
+const SANITIZER_RE = /ERROR: (AddressSanitizer|LeakSanitizer)|WARNING: ThreadSanitizer|runtime error:/;
+const reports = [];
+process.on('exit', () => {
+  if (!reports.length) return;
+  for (const r of reports) process.stderr.write(`\nsanitizer report from lubdub pid ${r.pid}:\n${r.text}\n`);
+  process.exitCode = 1;
+});
+
 const started = new Set();
 function killAll() {
   for (const p of started) {
@@ -46,6 +63,11 @@ function startHub(args = [], opts = {}) {
     child.on('exit', (code, signal) => {
       started.delete(child);
       hub.exit = { code, signal };
+      const m = SANITIZER_RE.exec(hub.stderr);
+      if (m) {
+        const at = Math.max(0, m.index - 200);
+        reports.push({ pid: child.pid, text: hub.stderr.slice(at, at + 6000) });
+      }
       resolve(hub.exit);
     });
   });
@@ -61,7 +83,7 @@ function startHub(args = [], opts = {}) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`lubdub did not start: ${hub.stderr}`));
-    }, opts.startTimeoutMs || 15000);
+    }, (opts.startTimeoutMs || 15000) * TIME_SCALE);
     const onData = () => {
       const m = /listening on \S+:(\d+)/.exec(hub.stdout);
       if (m) {
@@ -94,7 +116,7 @@ function request(method, url, body, headers = {}) {
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
     });
     req.on('error', reject);
-    req.setTimeout(10000, () => req.destroy(new Error(`timeout ${method} ${url}`)));
+    req.setTimeout(10000 * TIME_SCALE, () => req.destroy(new Error(`timeout ${method} ${url}`)));
     if (body !== undefined) req.write(body);
     req.end();
   });
@@ -107,7 +129,7 @@ async function getJson(url) {
 
 // Poll fn until it returns a truthy value; fail with msg after timeoutMs.
 async function waitFor(fn, msg, timeoutMs = 10000, everyMs = 20) {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + timeoutMs * TIME_SCALE;
   let last;
   for (;;) {
     try {
@@ -124,7 +146,7 @@ async function waitFor(fn, msg, timeoutMs = 10000, everyMs = 20) {
 // Resolve with the next event of an EventEmitter, or reject after timeoutMs.
 function once(emitter, event, timeoutMs = 10000) {
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`timed out waiting for '${event}'`)), timeoutMs);
+    const t = setTimeout(() => reject(new Error(`timed out waiting for '${event}'`)), timeoutMs * TIME_SCALE);
     emitter.once(event, (...args) => { clearTimeout(t); resolve(args); });
   });
 }
@@ -164,5 +186,6 @@ function watchLateness(hub, everyMs = 100) {
 }
 
 module.exports = {
-  startHub, request, getJson, waitFor, once, watchLateness, ROOT, BINARY,
+  startHub, request, getJson, waitFor, once, watchLateness, ROOT, BINARY, TIME_SCALE,
+  SANITIZER_RE,
 };

@@ -3,7 +3,7 @@
 // records every Pusher message, WebSocket ping and the close (code, reason,
 // time), so a test can wait on exactly what the hub did to it.
 const WebSocket = require('ws');
-const { waitFor } = require('./hub');
+const { waitFor, SANITIZER_RE } = require('./hub');
 
 // Decode a Pusher message; data may be a JSON string (most events) or an
 // object (pusher:error).
@@ -109,7 +109,6 @@ function isAsan(pid) {
 
 // Fail on any sanitizer report in the hub's stderr (the ASan build's
 // binary runs the same files).
-const SANITIZER_RE = /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/;
 function assertNoSanitizerReport(hub) {
   const m = SANITIZER_RE.exec(hub.stderr);
   if (m) {
