@@ -513,7 +513,7 @@ static int pub_room(const struct conn *c, uint64_t j)
 static void hexs(const unsigned char *d, unsigned n, char *out);
 
 /* Queues pusher:subscribe for one channel; private channels carry
- * "<key>:<hex HMAC-SHA256(secret, socket_id:channel)>" (PROTOCOL.md 3.3). */
+ * "<key>:<hex HMAC-SHA256(secret, socket_id:channel)>", docs/PROTOCOL.md 3.3 */
 static void queue_subscribe(struct conn *c, int room)
 {
     char m[768], ch[64], auth[512] = "", sig_in[128], sigh[65];

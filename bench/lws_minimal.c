@@ -1,7 +1,7 @@
 /*
  * lws_minimal: the naive libwebsockets broadcast baseline for bench-fanout.
  * One lws_write() per SERVER_WRITEABLE, lws_callback_on_writable_all_protocol
- * per message (LWS-NOTES.md "Fan-out at the corked ceiling", first row).
+ * per message (docs/LWS.md, "Fan-out at the corked ceiling", first row).
  * A connection whose first message is "pub" publishes; its messages go to a
  * ring that every other connection drains; one lapped by the ring is closed.
  * Single thread; the only state is the ring and per-session read positions.

@@ -1,7 +1,7 @@
 /*
  * hub/app.c - defaults for an app's switches and limits.
  *
- * The numbers follow Pusher's published limits (PROTOCOL.md section 8), so
+ * The numbers follow Pusher's published limits (docs/PROTOCOL.md section 8), so
  * an app that configures nothing behaves like a Pusher app. Pure: any thread.
  */
 #include "hub/app.h"

@@ -1,6 +1,6 @@
 /*
  * hub/auth.c - Pusher signatures: channel and user auth, REST request
- * verification and signing (PROTOCOL.md 3.3, 3.4, 4.2, 6.1).
+ * verification and signing (docs/PROTOCOL.md 3.3, 3.4, 4.2, 6.1).
  *
  * Every comparison of a secret-derived value goes through CRYPTO_memcmp so
  * that timing reveals nothing about how much of a signature matched.

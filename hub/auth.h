@@ -1,6 +1,6 @@
 /*
  * hub/auth.h - Pusher signatures: channel auth (private, presence), user
- * sign-in, REST request signing (PROTOCOL.md 6.1) and webhook bodies.
+ * sign-in, REST request signing (docs/PROTOCOL.md 6.1) and webhook bodies.
  * HMAC-SHA256 and MD5 through OpenSSL; every comparison is constant-time.
  *
  * Pure functions: any thread.
@@ -59,7 +59,7 @@ struct hub_rest_request {
 };
 
 /*
- * Verify a REST request per PROTOCOL.md 6.1: auth_key is the app's,
+ * Verify a REST request per docs/PROTOCOL.md 6.1: auth_key is the app's,
  * auth_version 1.0, auth_timestamp within the window, body_md5 recomputed
  * from the body, params lower-cased and sorted, values URL-decoded,
  * auth_signature compared in constant time. Returns 0, -EINVAL (malformed:

@@ -309,7 +309,7 @@ int hub_channel_name_check(const char *name, size_t len, size_t max)
  * those that fit in cap - 1, so the result is always NUL-terminated. With
  * inner set, each byte is escaped as the content of a JSON string: that is
  * how a JSON document is nested as a string value (the double encoding of
- * PROTOCOL.md section 1) without a second buffer.
+ * docs/PROTOCOL.md section 1) without a second buffer.
  */
 struct writer {
     char *out;

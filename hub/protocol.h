@@ -6,7 +6,7 @@
  * the full message needs (excluding NUL); when that is >= cap the output is
  * truncated and the caller retries with a bigger buffer. Outbound `data` is a
  * JSON *string* holding JSON, except pusher:error whose data is an object
- * (PROTOCOL.md section 1).
+ * (docs/PROTOCOL.md section 1).
  *
  * Pure: any thread. Parsed messages own their jansson tree.
  */
@@ -62,7 +62,7 @@ enum hub_channel_kind {
     HUB_CHANNEL_USER,           /* #server-to-user-<id> */
 };
 
-/* Match in PROTOCOL.md 3.1 order. name need not be NUL-terminated. */
+/* Match in docs/PROTOCOL.md 3.1 order. name need not be NUL-terminated. */
 enum hub_channel_kind hub_channel_classify(const char *name, size_t len);
 /* Charset ^#?[-a-zA-Z0-9_=@,.;]+$, length 1..max, '#' only for
  * "#server-to-user-". Returns 0 or -EINVAL. */
@@ -80,7 +80,7 @@ size_t hub_proto_encode_error(char *out, size_t cap, int code,
 /* {"event":"pusher:pong","data":"{}"} */
 size_t hub_proto_encode_pong(char *out, size_t cap);
 /* {"event":"pusher:subscription_error","channel":..,"data":{"type":..,
- *  "error":..,"status":N}} (the soketi form, PROTOCOL.md 3.5) */
+ *  "error":..,"status":N}} (the soketi form, docs/PROTOCOL.md 3.5) */
 size_t hub_proto_encode_subscription_error(char *out, size_t cap,
                                            const char *channel,
                                            const char *type,

@@ -1,5 +1,5 @@
 /*
- * hub/pusher.c - Pusher v7 on a session (PROTOCOL.md sections 1-5).
+ * hub/pusher.c - Pusher v7 on a session (docs/PROTOCOL.md sections 1-5).
  *
  * Outbound control messages are small and per session, so they are encoded
  * on the stack and copied into a frame. Channel events are encoded once into
@@ -461,7 +461,7 @@ static int join_user_channel(struct hub_session *s, const char *id)
 }
 
 /*
- * pusher:signin (PROTOCOL.md 4.2): check the signature over
+ * pusher:signin (docs/PROTOCOL.md 4.2): check the signature over
  * "<socket_id>::user::<user_data>", require a non-empty string id, join
  * the user's channel so REST events to #server-to-user-<id> and
  * terminate_connections reach this socket, and confirm. Failures close

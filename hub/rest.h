@@ -1,5 +1,5 @@
 /*
- * hub/rest.h - the Pusher HTTP API under /apps/{app_id}/ (PROTOCOL.md 6):
+ * hub/rest.h - the Pusher HTTP API under /apps/{app_id}/ (docs/PROTOCOL.md 6):
  * events, batch_events, channels, channel info and presence users.
  *
  * Every request is authenticated (hub/auth.h). Answers are 200 with a JSON

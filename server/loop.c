@@ -5,7 +5,7 @@
  * main thread (OpenSSL global init is not thread-safe), and its own
  * SO_REUSEPORT listen socket adopted as a raw file: lws's
  * ALLOW_LISTEN_SHARE does not set SO_REUSEPORT in Debian's build
- * (LWS-NOTES.md section 1). We accept4() ourselves and hand each socket to
+ * (docs/LWS.md, "N contexts on one port"). We accept4() and hand each socket to
  * lws with lws_adopt_socket_vhost(); on EMFILE/ENFILE the listener pauses
  * for 100 ms instead of spinning.
  *
@@ -89,7 +89,7 @@ static void flush_sul_cb(lws_sorted_usec_list_t *sul);
  * with one lws_write(LWS_WRITE_RAW) each. That skips lws's POLLOUT round
  * trip (two pollfd changes, a poll() that reports every subscriber, one
  * WRITEABLE callback each), which the fan-out profile showed to be the
- * cost; LWS-NOTES.md ("Fan-out at the corked ceiling") measured the same.
+ * cost; docs/LWS.md ("Fan-out at the corked ceiling") measured the same.
  * Pings, closes and sessions whose socket is backed up still go through
  * SERVER_WRITEABLE.
  */
@@ -588,7 +588,7 @@ static int ws_writeable(struct srv_loop *l, struct hub_session *s,
     s->want_writable = false;
     if (s->ping_due && s->state == HUB_SESSION_OPEN) {
         /* ASCII payload: lws 4.1.6 never reports an empty pong, and
-         * UTF-8-checks pong payloads (LWS-NOTES.md section 3). */
+         * may UTF-8-check pongs (docs/LWS.md, "Pings and pongs"). */
         int len = snprintf((char *)buf + LWS_PRE, 32, "lubdub-%u",
                            ++s->ping_seq);
 
@@ -967,7 +967,7 @@ static void *loop_thread(void *arg)
     }
     /* Every loop has stopped servicing before any context goes away: a
      * late lws_cancel_service() into a destroyed context would be a
-     * use-after-free (LWS-NOTES.md section 6). */
+     * use-after-free (docs/LWS.md, "Cross-thread wakeup"). */
     pthread_barrier_wait(&l->srv->barrier);
     atomic_store(&l->srv->stopping, true);
     atomic_store(&l->srv->hub->stopping, true);

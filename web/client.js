@@ -1,6 +1,6 @@
 // lubdub demo: a small Pusher Channels protocol 7 client over a browser
 // WebSocket, written for the demo page so it shows the protocol itself
-// rather than a library (see ../shared/PROTOCOL.md for the message shapes).
+// rather than a library (see docs/PROTOCOL.md for the message shapes).
 //
 // What it does: connects, keeps the link alive with pusher:ping after
 // activity_timeout of silence, answers the server's pusher:ping, subscribes

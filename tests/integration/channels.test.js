@@ -53,7 +53,7 @@ test('presence channel: relay on both loops, members seen from each side', async
   await waitFor(() => chB.subscribed, 'b subscribed');
   await waitFor(() => chA.members.count === 2, 'a sees 2 members');
   assert.equal(chB.members.count, 2);
-  // Numeric user ids are canonicalised to strings (PROTOCOL.md 3.4).
+  // Numeric user ids are canonicalised to strings (docs/PROTOCOL.md 3.4).
   assert.deepEqual(chB.members.get('7').info, { name: 'B' });
   assert.deepEqual(chA.members.get('7').info, { name: 'B' });
   assert.deepEqual(chB.members.get('u-a').info, { name: 'A' });

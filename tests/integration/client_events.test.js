@@ -1,5 +1,5 @@
 'use strict';
-// Client events (PROTOCOL.md 4.1): relayed on private and presence channels
+// Client events (docs/PROTOCOL.md 4.1): relayed on private and presence channels
 // to the other subscribers on every loop, never echoed to the sender,
 // user_id added on presence, rate limited per connection (pusher:error
 // 4301), refused on public and encrypted channels, when not subscribed, and

@@ -1,5 +1,5 @@
 'use strict';
-// Connection-level refusals (PROTOCOL.md 1 and 5): the per-app
+// Connection-level refusals (docs/PROTOCOL.md 1 and 5): the per-app
 // max_connections quota counted across both loops (pusher:error 4004, then
 // close 4004), unknown app keys (4001), disabled apps (4003), unsupported
 // protocol versions (4007), and pusher-js giving up on 4004 rather than

@@ -1,5 +1,5 @@
 'use strict';
-// Presence is per user, not per connection (PROTOCOL.md 3.4): a user's
+// Presence is per user, not per connection (docs/PROTOCOL.md 3.4): a user's
 // second connection emits no member_added, only the last one leaving emits
 // member_removed, user_count counts users, subscription_succeeded carries
 // the whole member list, and max_presence_members refuses the next user.

@@ -1,5 +1,5 @@
 'use strict';
-// The Pusher HTTP API (PROTOCOL.md 6) through the pusher 5 SDK and, for
+// The Pusher HTTP API (docs/PROTOCOL.md 6) through the pusher 5 SDK and, for
 // requests the SDK refuses to make, requests signed by hand: multi-channel
 // trigger with socket_id exclusion, batches, channel queries, `info` on
 // publish, and every refusal with its status. Success is always 200 with a

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_auth.c - Pusher signatures against the test vectors of
- * PROTOCOL.md 6.1 and 7, and every way a REST request can fail.
+ * docs/PROTOCOL.md 6.1 and 7, and every way a REST request can fail.
  *
  * Time is passed in as numbers; nothing reads a clock.
  */

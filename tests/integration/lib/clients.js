@@ -241,7 +241,7 @@ async function rawOnLoop(t, hub, loop, key) {
   return onLoop(loop, () => rawClient(t, hub, key));
 }
 
-// Sign a REST request by hand the way PROTOCOL.md 6.1 says (for requests
+// Sign a REST request by hand the way docs/PROTOCOL.md 6.1 says (for requests
 // the SDK would refuse to make: stale timestamps, bad signatures).
 function signedPath(method, urlPath, params, body, { secret = APP.secret, key = APP.key, timestamp } = {}) {
   const q = {
