@@ -531,11 +531,15 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         if (!l || !l->hub)
             return 0;
         hub_loop_drain_inbox(l->hub, srv_now_ms());
+        srv_tls_pick_up(l);
         if (l->hub->draining)
             stop_accepting(l);
         if (l->hub->stop && l->running)
             loop_leave(l);
         return 0;
+    case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
+        /* user is the vhost's SSL_CTX; main thread, context creation. */
+        return srv_tls_vhost_init(loop_of(wsi), (SSL_CTX *)user) ? 1 : 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return srv_http_filter_upgrade(loop_of(wsi), wsi);
     case LWS_CALLBACK_ESTABLISHED:
@@ -700,7 +704,11 @@ int srv_loops_create(struct srv *srv)
                 "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
                 "TLS_CHACHA20_POLY1305_SHA256";
             info.alpn = "http/1.1";
-            info.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+            /* lws adds no SSLv2/3, no compression, server preference.
+             * No renegotiation at all: OpenSSL 3 already refuses it from
+             * clients, and the hub never starts one. */
+            info.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 |
+                                   SSL_OP_NO_RENEGOTIATION;
         }
         if (cfg->event_loop == SRV_LOOP_LIBEV) {
             void *foreign[1];
@@ -793,6 +801,7 @@ void srv_loops_join(struct srv *srv)
             close(srv->loops[i].listen_fd);
         free(srv->loops[i].cork);
         free(srv->loops[i].flush);
+        srv_tls_loop_fini(&srv->loops[i]);
     }
     pthread_barrier_destroy(&srv->barrier);
     free(srv->loops);

@@ -22,6 +22,8 @@
 #define SRV_CORK_BYTES (64 * 1024)
 
 struct srv;
+struct srv_tls_creds;
+typedef struct ssl_ctx_st SSL_CTX;
 
 struct srv_loop {
     struct srv *srv;
@@ -44,6 +46,10 @@ struct srv_loop {
     bool running;
     uint64_t last_emfile_log_ms;
     unsigned char *cork;                  /* SRV_CORK_BYTES */
+    SSL_CTX *ssl_ctx;                     /* the vhost's, with TLS */
+    struct srv_tls_creds *tls_current;    /* reloaded cert, NULL = lws's */
+    /* Set by the main thread on SIGHUP, taken by the loop (server/tls.c). */
+    _Atomic(struct srv_tls_creds *) tls_pending;
 };
 
 struct ev_loop;
@@ -72,6 +78,17 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
 size_t srv_http_pss_size(void);
 /* Reject a ws upgrade before it happens (origin, capacity); 0 = accept. */
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi);
+
+/* server/tls.c: groups, certificate reload on SIGHUP. */
+/* At vhost creation (main thread, LOAD_EXTRA_SERVER_VERIFY_CERTS). */
+int srv_tls_vhost_init(struct srv_loop *l, SSL_CTX *ctx);
+/* Main thread: re-read --tls-cert/--tls-key and hand them to every loop;
+ * -1 (one error line logged, nothing changed) when they are unusable. */
+int srv_tls_reload(struct srv *srv);
+/* Loop thread, on wakeup: switch to a certificate the main thread sent. */
+void srv_tls_pick_up(struct srv_loop *l);
+/* After the loop's thread is gone. */
+void srv_tls_loop_fini(struct srv_loop *l);
 
 /* server/log.c */
 void srv_log_init(int level, enum srv_log_format fmt);
