@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build_pkgs=(cmake make gcc pkg-config libwebsockets-dev libev-dev libjansson-dev
             libssl-dev)
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
-           iptables chromium prometheus curl openssl procps)
+           iptables chromium prometheus curl openssl procps sslscan testssl.sh)
 bench_pkgs=(util-linux)
 container_pkgs=(podman runc debootstrap)
 
