@@ -65,6 +65,7 @@ struct srv {
     atomic_uint loops_done;
     atomic_bool stopping;                 /* contexts are being destroyed */
     uint64_t started_wall_s;
+    SSL_CTX *client_ctx;                  /* empty, for lws (server/loop.c) */
 };
 
 /* server/loop.c */
