@@ -115,22 +115,49 @@ test('TLS policy seen from outside', async (t) => {
   const hubEc = await startHub(['--loops', '1', '--tls-cert', ec.cert, '--tls-key', ec.key]);
   t.after(() => hubEc.stop());
 
-  await t.test('sslscan, RSA certificate', async () => {
-    checkScan(await sslscan(hubRsa.port), 'RSA');
-  });
+  // The policy is fixed, so a scan that disagrees three times is a finding;
+  // once could be a probe that failed on a loaded machine (sslscan reads a
+  // failed connection as "disabled").
+  const scanned = async (port, auth) => {
+    let last;
+    for (let i = 0; i < 3; i++) {
+      try {
+        checkScan(await sslscan(port), auth);
+        return;
+      } catch (e) {
+        last = e;
+      }
+    }
+    throw last;
+  };
 
-  await t.test('sslscan, ECDSA certificate', async () => {
-    checkScan(await sslscan(hubEc.port), 'ECDSA');
-  });
+  await t.test('sslscan, RSA certificate', () => scanned(hubRsa.port, 'RSA'));
+
+  await t.test('sslscan, ECDSA certificate', () => scanned(hubEc.port, 'ECDSA'));
 
   await t.test('testssl.sh: protocols, forward secrecy, renegotiation, compression', async () => {
-    const json = path.join(dir, 'testssl.json');
-    // About 20 s on an idle 2-core machine; the bound is for a loaded one.
-    const r = await run('testssl', ['--warnings', 'off', '--quiet', '--color', '0',
-      '--connect-timeout', '30', '--openssl-timeout', '30',
-      '--jsonfile', json, '-p', '-f', '-R', '-C', `127.0.0.1:${hubRsa.port}`], 300000);
-    assert.ok(fs.existsSync(json), `testssl wrote no JSON (exit ${r.code}): ${r.stdout}\n${r.stderr}`);
-    const findings = JSON.parse(fs.readFileSync(json, 'utf8'));
+    let runs = 0;
+    const testssl = async (checks) => {
+      const json = path.join(dir, `testssl-${++runs}.json`);
+      // About 20 s on an idle 2-core machine; the bound is for a loaded one.
+      const r = await run('testssl', ['--warnings', 'off', '--quiet', '--color', '0',
+        '--connect-timeout', '30', '--openssl-timeout', '30',
+        '--jsonfile', json, ...checks, `127.0.0.1:${hubRsa.port}`], 300000);
+      assert.ok(fs.existsSync(json), `testssl wrote no JSON (exit ${r.code}): ${r.stdout}\n${r.stderr}`);
+      return JSON.parse(fs.readFileSync(json, 'utf8'));
+    };
+    let findings = await testssl(['-p', '-f', '-R', '-C']);
+    // A check that could not run (a handshake or a connection that failed
+    // on a loaded machine) says WARN, or OK with "timed out"; run just that
+    // check again, a couple of times, rather than fail or pass on it.
+    const inconclusive = (ids) => findings.some((f) => ids.includes(f.id) &&
+      (f.severity === 'WARN' || f.severity === 'DEBUG'));
+    for (const [flag, ids] of [['-R', ['secure_renego', 'secure_client_renego']], ['-C', ['CRIME_TLS']]]) {
+      for (let i = 0; i < 2 && inconclusive(ids); i++) {
+        const again = await testssl([flag]);
+        findings = findings.filter((f) => !ids.includes(f.id)).concat(again.filter((f) => ids.includes(f.id)));
+      }
+    }
     const byId = (id) => findings.find((f) => f.id === id);
     const finding = (id) => {
       const f = byId(id);
@@ -149,11 +176,16 @@ test('TLS policy seen from outside', async (t) => {
     }
     const dh = byId('DH_groups');
     assert.ok(!dh || /not offered|^$/i.test(dh.finding), `finite-field groups: ${dh && dh.finding}`);
+    // Compression (CRIME): "not vulnerable".
+    assert.equal(byId('CRIME_TLS')?.severity, 'OK', JSON.stringify(byId('CRIME_TLS')));
     assert.match(finding('CRIME_TLS'), /^not vulnerable/, 'TLS compression');
-    assert.equal(byId('CRIME_TLS').severity, 'OK');
-    assert.doesNotMatch(finding('secure_renego'), /VULNERABLE|not supported/i,
-      'secure renegotiation (RFC 5746) must be signalled');
-    assert.match(finding('secure_client_renego'), /^not vulnerable/);
+    // RFC 5746 signalled; client-initiated renegotiation refused (or
+    // "likely not vulnerable (timed out)": the server did not go along).
+    assert.equal(byId('secure_renego')?.severity, 'OK', JSON.stringify(byId('secure_renego')));
+    assert.equal(finding('secure_renego'), 'supported');
+    assert.equal(byId('secure_client_renego')?.severity, 'OK',
+      JSON.stringify(byId('secure_client_renego')));
+    assert.match(finding('secure_client_renego'), /not vulnerable/);
     const bad = findings.filter((f) => ['MEDIUM', 'HIGH', 'CRITICAL'].includes(f.severity));
     assert.deepEqual(bad, [], 'testssl findings of severity MEDIUM or worse');
   });
