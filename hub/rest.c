@@ -350,7 +350,7 @@ void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
                      const char *query, const char *body, size_t body_len,
                      uint64_t now_s, struct hub_rest_response *out)
 {
-    const char *id = path + 6, *rest, *res;
+    const char *id, *rest, *res;
     const struct hub_app *app;
     struct hub_rest_request ar;
     struct hub_query q;
@@ -361,7 +361,9 @@ void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
     int rc;
 
     memset(out, 0, sizeof(*out));
-    if (strncmp(path, "/apps/", 6) != 0 || !(rest = strchr(id, '/'))) {
+    /* id only once the prefix is known to be there: path may be short. */
+    if (strncmp(path, "/apps/", 6) != 0 ||
+        !(rest = strchr(id = path + 6, '/'))) {
         reply_error(out, 404, "not found");
         return;
     }

@@ -264,15 +264,35 @@ struct srv__load {
 static void srv__err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * The error is one line: keys and values come from the file, the
+ * environment and the flags, and may hold newlines or other control
+ * characters ({"a\nb": 1}), which are written as \xNN.
+ */
 static void srv__err(char *err, size_t errlen, const char *fmt, ...)
 {
+    char raw[1024];
+    size_t i, o = 0;
     va_list ap;
 
     if (!err || !errlen)
         return;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    for (i = 0; raw[i] && o + 1 < errlen; i++) {
+        unsigned char c = (unsigned char)raw[i];
+
+        if (c >= 0x20 && c != 0x7f) {
+            err[o++] = (char)c;
+        } else if (o + 4 < errlen) {
+            snprintf(err + o, 5, "\\x%02x", c);
+            o += 4;
+        } else {
+            break;
+        }
+    }
+    err[o] = '\0';
 }
 
 size_t srv_config_options(const struct srv_option_desc **out)
@@ -975,22 +995,22 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
     return 0;
 }
 
-static int srv__load_file(struct srv__load *ld, const char *path)
+/* Apply a parsed file (root, owned: released here) named path. */
+static int srv__load_root(struct srv__load *ld, json_t *root,
+                          const json_error_t *jerr, const char *path)
 {
-    json_error_t jerr;
-    json_t *root, *val;
+    json_t *val;
     const char *key;
     char label[512];
     int rc = 0;
 
     ld->file = path;
-    root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        if (jerr.line > 0)
-            srv__err(ld->err, ld->errlen, "%s:%d:%d: %s", path, jerr.line,
-                     jerr.column, jerr.text);
+        if (jerr->line > 0)
+            srv__err(ld->err, ld->errlen, "%s:%d:%d: %s", path, jerr->line,
+                     jerr->column, jerr->text);
         else
-            srv__err(ld->err, ld->errlen, "%s: %s", path, jerr.text);
+            srv__err(ld->err, ld->errlen, "%s: %s", path, jerr->text);
         return -EINVAL;
     }
     if (!json_is_object(root)) {
@@ -1021,6 +1041,26 @@ static int srv__load_file(struct srv__load *ld, const char *path)
     }
     json_decref(root);
     return rc;
+}
+
+static int srv__load_file(struct srv__load *ld, const char *path)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+
+    return srv__load_root(ld, root, &jerr, path);
+}
+
+int srv_config_load_buffer(struct srv_config *cfg, const char *text,
+                           size_t len, const char *name, char *err,
+                           size_t errlen)
+{
+    struct srv__load ld = {cfg, false, NULL, err, errlen};
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+
+    srv__err(err, errlen, "%s", "");
+    return srv__load_root(&ld, root, &jerr, name);
 }
 
 int srv_config_load(struct srv_config *cfg, int argc, char **argv,

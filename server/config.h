@@ -150,6 +150,16 @@ void srv_config_defaults(struct srv_config *cfg);
 int srv_config_load(struct srv_config *cfg, int argc, char **argv,
                     char **envp, char *err, size_t errlen);
 
+/*
+ * Apply one JSON config text (len bytes, not NUL-terminated) as if it were
+ * the --config file called name (used in errors): no environment, no flags.
+ * Same return values and error lines as srv_config_load(). For tests and
+ * the fuzzer (tests/fuzz/fuzz_config.c).
+ */
+int srv_config_load_buffer(struct srv_config *cfg, const char *text,
+                           size_t len, const char *name, char *err,
+                           size_t errlen);
+
 /* Cross-option checks (TLS pair, default secret on non-loopback, ...). */
 int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen);
 

@@ -683,6 +683,7 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
             atomic_exchange_explicit(&l->stall_armed, false,
                                      memory_order_relaxed))
             l->stall_after_ping = true;
+        srv_tls_pick_up(l);
         if (l->hub->draining)
             stop_accepting(l);
         if (l->hub->stop && l->running)
@@ -692,6 +693,9 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         return srv_http_confirm_upgrade(loop_of(wsi), wsi, in);
     case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
         return srv_http_filter_request(loop_of(wsi), wsi) ? 1 : 0;
+    case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
+        /* user is the vhost's SSL_CTX; main thread, context creation. */
+        return srv_tls_vhost_init(loop_of(wsi), (SSL_CTX *)user) ? 1 : 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return srv_http_filter_upgrade(loop_of(wsi), wsi);
     case LWS_CALLBACK_ESTABLISHED:
@@ -914,7 +918,26 @@ int srv_loops_create(struct srv *srv)
                 "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
                 "TLS_CHACHA20_POLY1305_SHA256";
             info.alpn = "http/1.1";
-            info.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+            /*
+             * lws also builds a client SSL_CTX per vhost, with the whole
+             * system CA store, for outbound connections the hub never
+             * makes. It finds that context's bookkeeping again through a
+             * process-global SSL_CTX ex_data index, which every context
+             * creation with DO_SSL_GLOBAL_INIT reassigns, so with N loops
+             * the first N-1 never free theirs (LeakSanitizer: about 700 KB
+             * of CA certificates at exit). One empty client context of
+             * ours, shared by the loops and freed after them, avoids both.
+             */
+            if (!srv->client_ctx)
+                srv->client_ctx = SSL_CTX_new(TLS_client_method());
+            if (!srv->client_ctx)
+                return -ENOMEM;
+            info.provided_client_ssl_ctx = srv->client_ctx;
+            /* lws adds no SSLv2/3, no compression, server preference.
+             * No renegotiation at all: OpenSSL 3 already refuses it from
+             * clients, and the hub never starts one. */
+            info.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 |
+                                   SSL_OP_NO_RENEGOTIATION;
         }
         if (cfg->event_loop == SRV_LOOP_LIBEV) {
             void *foreign[1];
@@ -1009,8 +1032,11 @@ void srv_loops_join(struct srv *srv)
             close(srv->loops[i].listen_fd);
         free(srv->loops[i].cork);
         free(srv->loops[i].flush);
+        srv_tls_loop_fini(&srv->loops[i]);
     }
     pthread_barrier_destroy(&srv->barrier);
+    SSL_CTX_free(srv->client_ctx); /* the contexts are gone */
+    srv->client_ctx = NULL;
     free(srv->loops);
     srv->loops = NULL;
 }

@@ -2,12 +2,14 @@
  * server/main.c - lubdub's entry point: configuration, loops, signals and
  * the drain.
  *
- * The main thread parses the configuration, blocks SIGTERM/SIGINT before
- * any thread exists (so only sigwait sees them), creates the loops
- * serially, starts one thread per loop, then waits for a signal. The first
- * signal drains: /readyz turns 503, accepting stops, heartbeats stop, and
+ * The main thread parses the configuration, blocks SIGTERM/SIGINT/SIGHUP
+ * before any thread exists (so only sigwait sees them; no signal handler
+ * runs), creates the loops serially, starts one thread per loop, then
+ * waits for a signal. SIGHUP re-reads --tls-cert/--tls-key and hands them
+ * to the loops (server/tls.c); the wait goes on. The first SIGTERM or
+ * SIGINT drains: /readyz turns 503, accepting stops, heartbeats stop, and
  * every session is closed with 4200, jittered over --drain-timeout. A second
- * signal exits at once.
+ * one exits at once; SIGHUP during the drain is ignored.
  */
 #include <errno.h>
 #include <signal.h>
@@ -194,6 +196,7 @@ int main(int argc, char **argv, char **envp)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     srv.hub = hub_create(&srv.hcfg, hub_clock_monotonic());
@@ -217,8 +220,14 @@ int main(int argc, char **argv, char **envp)
     printf("lubdub: listening on %s:%u\n", cfg.bind, srv.port);
     fflush(stdout);
 
-    while (sigwait(&set, &sig) != 0)
-        ;
+    for (;;) {
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            break;
+        /* Only before the drain: the loops' contexts are all alive. */
+        srv_tls_reload(&srv);
+    }
     srv_log(HUB_LOG_INFO, 0, "%s: draining over %llums (signal again to exit "
                              "now)",
             sig == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -226,6 +235,10 @@ int main(int argc, char **argv, char **envp)
     hub_start_drain(srv.hub);
     while (atomic_load(&srv.loops_done) < srv.n_loops) {
         sig = sigtimedwait(&set, NULL, &poll_ts);
+        if (sig == SIGHUP) {
+            srv_log(HUB_LOG_INFO, 0, "SIGHUP: ignored while draining");
+            continue;
+        }
         if (sig == SIGTERM || sig == SIGINT) {
             srv_log(HUB_LOG_WARN, 0, "second signal: exiting now");
             _exit(1);

@@ -22,6 +22,8 @@
 #define SRV_CORK_BYTES (64 * 1024)
 
 struct srv;
+struct srv_tls_creds;
+typedef struct ssl_ctx_st SSL_CTX;
 
 struct srv_loop {
     struct srv *srv;
@@ -51,6 +53,10 @@ struct srv_loop {
     atomic_bool stall_armed;
     bool stall_after_ping;
     unsigned char *cork;                  /* SRV_CORK_BYTES */
+    SSL_CTX *ssl_ctx;                     /* the vhost's, with TLS */
+    struct srv_tls_creds *tls_current;    /* reloaded cert, NULL = lws's */
+    /* Set by the main thread on SIGHUP, taken by the loop (server/tls.c). */
+    _Atomic(struct srv_tls_creds *) tls_pending;
 };
 
 struct ev_loop;
@@ -69,6 +75,7 @@ struct srv {
     /* Test only: how long a /test/stall sleeps; 0 (the path is a 404)
      * unless LUBDUB_TEST_STALL_MS was set at start. */
     unsigned test_stall_ms;
+    SSL_CTX *client_ctx;                  /* empty, for lws (server/loop.c) */
 };
 
 /* server/loop.c */
@@ -103,6 +110,17 @@ int srv_http_filter_request(struct srv_loop *l, struct lws *wsi);
 /* The stored limit of token t: SRV_HEADER_ONE_MAX, or 0 (none) for the
  * request line's tokens. */
 unsigned srv_header_limit_of(int t);
+
+/* server/tls.c: groups, certificate reload on SIGHUP. */
+/* At vhost creation (main thread, LOAD_EXTRA_SERVER_VERIFY_CERTS). */
+int srv_tls_vhost_init(struct srv_loop *l, SSL_CTX *ctx);
+/* Main thread: re-read --tls-cert/--tls-key and hand them to every loop;
+ * -1 (one error line logged, nothing changed) when they are unusable. */
+int srv_tls_reload(struct srv *srv);
+/* Loop thread, on wakeup: switch to a certificate the main thread sent. */
+void srv_tls_pick_up(struct srv_loop *l);
+/* After the loop's thread is gone. */
+void srv_tls_loop_fini(struct srv_loop *l);
 
 /* server/log.c */
 void srv_log_init(int level, enum srv_log_format fmt);

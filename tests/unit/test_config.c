@@ -282,6 +282,28 @@ static void test_config_unknown_file_key_rejected(void **state)
                  "\"pign_interval\": unknown key", f->path);
 }
 
+/* Found by fuzz_config: a key with a newline made a two-line error. */
+static void test_config_error_is_one_line(void **state)
+{
+    static const char text[] = "{\"b\\nd\\u0001\": 1}";
+    struct srv_config cfg;
+    char err[256];
+
+    (void)state;
+    srv_config_defaults(&cfg);
+    assert_int_equal(srv_config_load_buffer(&cfg, text, sizeof(text) - 1,
+                                            "mem.json", err, sizeof(err)),
+                     -EINVAL);
+    assert_string_equal(err, "mem.json: \"b\\x0ad\\x01\": unknown key");
+    srv_config_fini(&cfg);
+    srv_config_defaults(&cfg);
+    assert_int_equal(srv_config_load_buffer(&cfg, "{\"port\": 1}", 11,
+                                            "mem.json", err, sizeof(err)),
+                     0);
+    assert_int_equal(cfg.port, 1);
+    srv_config_fini(&cfg);
+}
+
 static void test_config_flag_only_keys_not_in_file(void **state)
 {
     struct fixture *f = *state;
@@ -1025,6 +1047,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_config_defaults),
+        T(test_config_error_is_one_line),
         T(test_config_precedence_file_env_flags),
         T(test_config_config_flag_beats_env),
         T(test_config_flag_forms),
