@@ -32,6 +32,7 @@ struct http_req {
     char *body;                  /* request body (REST, auth) */
     size_t body_len, body_cap;
     bool post;
+    bool close;                  /* answer with "Connection: close", then close */
     bool too_big;
     bool answered;               /* the response is written */
     char path[512];
@@ -72,6 +73,8 @@ static void req_free(struct http_pss *ps)
  * request pipelined behind a body is re-fed forever (BODY_COMPLETION
  * repeats, and after a close the loop spins in its rx-flow list). Closing
  * right after the answer drops such input before lws can buffer it.
+ * A request that asked for "Connection: close" (RFC 9112 9.6) gets the
+ * same: the option in the answer, then the close.
  * Returns -1 when the connection must close.
  */
 static int respond(struct lws *wsi, struct http_req *p, unsigned status,
@@ -92,7 +95,7 @@ static int respond(struct lws *wsi, struct http_req *p, unsigned status,
         lws_add_http_header_by_name(wsi,
                                     (unsigned char *)"access-control-allow-origin:",
                                     (unsigned char *)"*", 1, &q, end) ||
-        (p->post && lws_add_http_header_by_token(
+        (p->close && lws_add_http_header_by_token(
                         wsi, WSI_TOKEN_CONNECTION, (unsigned char *)"close", 5,
                         &q, end)) ||
         lws_finalize_http_header(wsi, &q, end)) {
@@ -103,7 +106,7 @@ static int respond(struct lws *wsi, struct http_req *p, unsigned status,
     q += len;
     n = lws_write(wsi, start, (size_t)(q - start), LWS_WRITE_HTTP_FINAL);
     free(buf);
-    if (n < 0 || p->post)
+    if (n < 0 || p->close)
         return -1;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
@@ -537,6 +540,15 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
         snprintf(p->path, sizeof(p->path), "%s", in ? (const char *)in : "/");
         read_query(wsi, p->query, sizeof(p->query));
         p->post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
+        {
+            char conn[128];
+            size_t conn_len;
+
+            p->close = p->post ||
+                       (hdr_value(wsi, WSI_TOKEN_CONNECTION, conn, sizeof(conn),
+                                  &conn_len) &&
+                        hub_ws_list_has_token(conn, conn_len, "close"));
+        }
         if (p->post) {
             char cl[32];
             int cl_len = lws_hdr_copy(wsi, cl, sizeof(cl),
