@@ -60,8 +60,11 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     return 0;
 }
 
-static void sendq_drop(struct hub_sendq *q)
+static void sendq_drop(struct hub_session *s)
 {
+    struct hub_sendq *q = &s->q;
+
+    HUB_STAT_ADD(s->loop->stats.queued_bytes, -q->bytes);
     while (q->count) {
         hub_frame_unref(q->ring[q->head]);
         q->head = (q->head + 1) & (q->cap - 1);
@@ -71,6 +74,15 @@ static void sendq_drop(struct hub_sendq *q)
     q->bytes = 0;
 }
 
+/* Stop the pong deadline, keeping stats.pong_armed exact. */
+static void stop_pong(struct hub_loop *l, struct hub_session *s)
+{
+    if (hub_timer_is_armed(&s->pong_timer)) {
+        HUB_STAT_ADD(l->stats.pong_armed, -1);
+        hub_wheel_stop(l->wheel, &s->pong_timer);
+    }
+}
+
 void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
 {
     struct hub_loop *l = s->loop;
@@ -78,10 +90,10 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     if (!l)
         return;
     hub_pusher_leave_all(s);
-    hub_wheel_stop(l->wheel, &s->pong_timer);
+    stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     hub_shard_remove(&l->shard, s);
-    sendq_drop(&s->q);
+    sendq_drop(s);
     if (s->q.ring != s->q.inline_ring)
         free(s->q.ring);
     s->q.ring = NULL;
@@ -156,6 +168,7 @@ static int sendq_push(struct hub_session *s, struct hub_frame *f,
         take_ref ? hub_frame_ref(f) : f;
     q->count++;
     q->bytes += f->len;
+    HUB_STAT_ADD(s->loop->stats.queued_bytes, f->len);
     want_writable(s);
     return 0;
 }
@@ -229,7 +242,7 @@ void hub_session_send_error(struct hub_session *s, int code, const char *msg,
     if (n >= sizeof(buf))
         n = hub_proto_encode_error(buf, sizeof(buf), code, "error");
     if (close && code == 4100)
-        sendq_drop(&s->q); /* a slow consumer's backlog is what we drop */
+        sendq_drop(s); /* a slow consumer's backlog is what we drop */
     f = hub_frame_create_text(buf, n);
     if (f) {
         /* Errors bypass max_queue: they are small and one per cause. */
@@ -256,9 +269,9 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     s->close_reason_id = (uint8_t)why;
     s->close_text = reason ? reason : "";
     if (drop_queue)
-        sendq_drop(&s->q);
+        sendq_drop(s);
     s->ping_due = false;
-    hub_wheel_stop(l->wheel, &s->pong_timer);
+    stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     /* The idle entry is stopped (or is the one firing): it becomes the
      * close timeout. */
@@ -307,6 +320,7 @@ void hub_session_cork_done(struct hub_session *s, size_t sent,
 
     HUB_STAT_ADD(l->stats.bytes_out, sent);
     HUB_STAT_ADD(l->stats.writes, 1);
+    HUB_STAT_ADD(l->stats.queued_bytes, -sent);
     q->bytes -= sent;
     while (sent && q->count) {
         struct hub_frame *f = q->ring[q->head];
@@ -347,6 +361,7 @@ static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms)
     struct hub_session *s = hub_container_of(t, struct hub_session,
                                              pong_timer);
 
+    HUB_STAT_ADD(s->loop->stats.pong_armed, -1); /* fired: disarmed */
     s->ping_outstanding = false;
     if (slot_last_rx(s) >= s->ping_sent_ms)
         return; /* Seen since the ping: alive. */

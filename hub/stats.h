@@ -65,6 +65,8 @@ struct hub_loop_stats {
     uint64_t inbox_max;
     uint64_t accept_paused;     /* EMFILE pauses */
     uint64_t close_timeouts;    /* closes the peer never completed: killed */
+    uint64_t queued_bytes;      /* outbound bytes queued, not yet written */
+    uint64_t pong_armed;        /* sessions whose pong deadline is in the wheel */
     /* Heartbeat task. */
     uint64_t hb_runs, hb_failures, hb_last_scan_ns, hb_max_scan_ns;
     uint64_t hb_last_slice_ns, hb_max_slice_ns;

@@ -45,9 +45,9 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
                             json_integer(G(st->closed[r])));
     return json_pack(
         "{s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,"
-        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
         "s:{s:I,s:I,s:f,s:f,s:f,s:f},"
-        "s:{s:I,s:I,s:I,s:f,s:f,s:I}}",
+        "s:{s:I,s:I,s:I,s:I,s:f,s:f,s:I}}",
         "loop", (int)id, "sessions", G(st->sessions), "accepted",
         G(st->accepted), "closed", closed, "close_timeouts",
         G(st->close_timeouts), "rejected_http", G(st->rejected_http),
@@ -62,12 +62,14 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st)
         G(st->client_events_dropped), "subscriptions", G(st->subscriptions),
         "publishes", G(st->publishes), "inbox_depth", G(st->inbox_depth),
         "inbox_max", G(st->inbox_max), "accept_paused", G(st->accept_paused),
+        "queued_bytes", G(st->queued_bytes),
         "heartbeat", "runs", G(st->hb_runs), "failures", G(st->hb_failures),
         "last_scan_ms", (double)HUB_STAT_GET(st->hb_last_scan_ns) / 1e6,
         "max_scan_ms", (double)HUB_STAT_GET(st->hb_max_scan_ns) / 1e6,
         "last_slice_ms", (double)HUB_STAT_GET(st->hb_last_slice_ns) / 1e6,
         "max_slice_ms", (double)HUB_STAT_GET(st->hb_max_slice_ns) / 1e6,
-        "wheel", "pending", G(st->wheel_pending), "fired",
+        "wheel", "pending", G(st->wheel_pending), "pong_armed",
+        G(st->pong_armed), "fired",
         G(st->wheel_fired), "cancelled", G(st->wheel_cancelled),
         "last_advance_ms", (double)HUB_STAT_GET(st->wheel_last_advance_ns) / 1e6,
         "max_advance_ms", (double)HUB_STAT_GET(st->wheel_max_advance_ns) / 1e6,
@@ -79,7 +81,8 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     json_t *loops = json_array(), *root, *totals, *closed;
     uint64_t sum_sessions = 0, sum_acc = 0, sum_in = 0, sum_out = 0,
              sum_pings = 0, sum_pongs = 0, sum_closed[HUB_CLOSE_N] = { 0 },
-             sum_bin = 0, sum_bout = 0, sum_subs = 0, sum_writes = 0;
+             sum_bin = 0, sum_bout = 0, sum_subs = 0, sum_writes = 0,
+             sum_queued = 0;
     char *text;
 
     for (unsigned i = 0; i < srv->n_loops; i++) {
@@ -100,6 +103,7 @@ char *srv_stats_json(struct srv *srv, size_t *len)
         sum_pongs += HUB_STAT_GET(st->pongs);
         sum_subs += HUB_STAT_GET(st->subscriptions);
         sum_writes += HUB_STAT_GET(st->writes);
+        sum_queued += HUB_STAT_GET(st->queued_bytes);
         for (int r = 0; r < HUB_CLOSE_N; r++)
             sum_closed[r] += HUB_STAT_GET(st->closed[r]);
     }
@@ -107,7 +111,7 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     for (int r = 0; r < HUB_CLOSE_N; r++)
         json_object_set_new(closed, reason_names[r],
                             json_integer((json_int_t)sum_closed[r]));
-    totals = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+    totals = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
                        "sessions", (json_int_t)sum_sessions, "accepted",
                        (json_int_t)sum_acc, "closed", closed, "msgs_in",
                        (json_int_t)sum_in, "msgs_out", (json_int_t)sum_out,
@@ -115,7 +119,8 @@ char *srv_stats_json(struct srv *srv, size_t *len)
                        (json_int_t)sum_bout, "pings_sent",
                        (json_int_t)sum_pings, "pongs", (json_int_t)sum_pongs,
                        "subscriptions", (json_int_t)sum_subs, "writes",
-                       (json_int_t)sum_writes);
+                       (json_int_t)sum_writes, "queued_bytes",
+                       (json_int_t)sum_queued);
     root = json_pack(
         "{s:s,s:f,s:i,s:b,s:o,s:o,s:{s:I,s:I,s:I,s:I}}", "version", "0.1.0",
         "uptime_s",
@@ -338,6 +343,12 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
            "Heartbeat scans with a failure.", OFF(hb_failures));
     metric(&b, srv, "wheel_pending", "gauge", "Timers armed in the wheel.",
            OFF(wheel_pending));
+    metric(&b, srv, "wheel_pong_armed", "gauge",
+           "Pong deadlines in the wheel (sessions pinged within pong_timeout).",
+           OFF(pong_armed));
+    metric(&b, srv, "queued_bytes", "gauge",
+           "Outbound bytes queued for sessions, not yet written.",
+           OFF(queued_bytes));
     metric(&b, srv, "wheel_fired_total", "counter", "Timers fired.",
            OFF(wheel_fired));
     metric(&b, srv, "wheel_cancelled_total", "counter", "Timers cancelled.",
