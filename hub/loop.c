@@ -114,17 +114,22 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
     threshold = now_ms - l->cfg->ping_interval_ms;
     for (uint32_t i = sh->cursor; i < end; i++) {
         struct hub_session *s;
+        bool armed;
 
         if (sh->slots[i].last_rx_ms > threshold)
             continue;
         s = sh->slots[i].s;
         if (s->ping_outstanding || s->state != HUB_SESSION_OPEN)
             continue;
+        /* Still armed after an earlier pong: re-armed, not one more. */
+        armed = hub_timer_is_armed(&s->pong_timer);
         if (hub_wheel_start(l->wheel, &s->pong_timer, now_ms,
                             (int64_t)l->cfg->pong_timeout_ms)) {
             failures++;
             continue;
         }
+        if (!armed)
+            HUB_STAT_ADD(l->stats.pong_armed, 1);
         s->ping_outstanding = true;
         s->ping_due = true;
         s->ping_sent_ms = now_ms;

@@ -84,6 +84,15 @@ static void sendq_drop(struct hub_session *s)
     q->bytes = 0;
 }
 
+/* Stop the pong deadline, keeping stats.pong_armed exact. */
+static void stop_pong(struct hub_loop *l, struct hub_session *s)
+{
+    if (hub_timer_is_armed(&s->pong_timer)) {
+        HUB_STAT_ADD(l->stats.pong_armed, -1);
+        hub_wheel_stop(l->wheel, &s->pong_timer);
+    }
+}
+
 void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
 {
     struct hub_loop *l = s->loop;
@@ -91,7 +100,7 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     if (!l)
         return;
     hub_pusher_leave_all(s);
-    hub_wheel_stop(l->wheel, &s->pong_timer);
+    stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     hub_shard_remove(&l->shard, s);
     sendq_drop(s);
@@ -327,7 +336,7 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     if (drop_queue)
         sendq_drop(s);
     s->ping_due = false;
-    hub_wheel_stop(l->wheel, &s->pong_timer);
+    stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     /* The idle entry is stopped (or is the one firing): it becomes the
      * close timeout. */
@@ -422,6 +431,7 @@ static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms)
     struct hub_session *s = hub_container_of(t, struct hub_session,
                                              pong_timer);
 
+    HUB_STAT_ADD(s->loop->stats.pong_armed, -1); /* fired: disarmed */
     s->ping_outstanding = false;
     if (slot_last_rx(s) >= s->ping_sent_ms)
         return; /* Seen since the ping: alive. */

@@ -71,6 +71,7 @@ struct hub_loop_stats {
     uint64_t queued_bytes;      /* gauge: outbound bytes queued on this loop */
     uint64_t queue_budget_drops; /* deliveries refused by the hub's budget */
     uint64_t subscriptions_refused; /* over max_subscriptions */
+    uint64_t pong_armed;        /* sessions whose pong deadline is in the wheel */
     /* Heartbeat task. */
     uint64_t hb_runs, hb_failures, hb_last_scan_ns, hb_max_scan_ns;
     uint64_t hb_last_slice_ns, hb_max_slice_ns;

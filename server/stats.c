@@ -76,7 +76,7 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st,
         "{s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,"
         "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
         "s:{s:I,s:I,s:f,s:f,s:f,s:f},"
-        "s:{s:I,s:I,s:I,s:f,s:f,s:I}}",
+        "s:{s:I,s:I,s:I,s:I,s:f,s:f,s:I}}",
         "loop", (int)id, "sessions", G(st->sessions), "accepted",
         G(st->accepted), "closed", closed, "close_timeouts",
         G(st->close_timeouts), "rejected_http", G(st->rejected_http),
@@ -99,7 +99,8 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st,
         "max_scan_ms", (double)HUB_STAT_GET(st->hb_max_scan_ns) / 1e6,
         "last_slice_ms", (double)HUB_STAT_GET(st->hb_last_slice_ns) / 1e6,
         "max_slice_ms", (double)HUB_STAT_GET(st->hb_max_slice_ns) / 1e6,
-        "wheel", "pending", G(st->wheel_pending), "fired",
+        "wheel", "pending", G(st->wheel_pending), "pong_armed",
+        G(st->pong_armed), "fired",
         G(st->wheel_fired), "cancelled", G(st->wheel_cancelled),
         "last_advance_ms", (double)HUB_STAT_GET(st->wheel_last_advance_ns) / 1e6,
         "max_advance_ms", (double)HUB_STAT_GET(st->wheel_max_advance_ns) / 1e6,
@@ -398,6 +399,9 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
            "Heartbeat scans with a failure.", OFF(hb_failures));
     metric(&b, srv, "wheel_pending", "gauge", "Timers armed in the wheel.",
            OFF(wheel_pending));
+    metric(&b, srv, "wheel_pong_armed", "gauge",
+           "Pong deadlines in the wheel (sessions pinged within pong_timeout).",
+           OFF(pong_armed));
     metric(&b, srv, "wheel_fired_total", "counter", "Timers fired.",
            OFF(wheel_fired));
     metric(&b, srv, "wheel_cancelled_total", "counter", "Timers cancelled.",

@@ -313,6 +313,8 @@ static void test_session_pong_deadline_4201(void **state)
     assert_true(s->ping_due);
     assert_true(s->ping_outstanding);
     assert_true(live.s.ping_due);
+    /* /stats counts both pong deadlines. */
+    assert_int_equal(HUB_STAT_GET(fx->fh.loops[0]->stats.pong_armed), 2);
     /* live answers (any inbound frame counts); s stays silent. */
     hub_session_on_pong(&live.s, fake_now_ms(&fx->fh));
     fake_hub_advance(&fx->fh, 10000 + 100);
@@ -321,6 +323,8 @@ static void test_session_pong_deadline_4201(void **state)
     assert_non_null(strstr(fake_frame_text(s, s->q.count - 1),
                            "\"code\":4201"));
     assert_int_equal(live.s.state, HUB_SESSION_OPEN);
+    /* Both fired (live's found it alive): none is armed any more. */
+    assert_int_equal(HUB_STAT_GET(fx->fh.loops[0]->stats.pong_armed), 0);
     hub_session_fini(&live.s, HUB_CLOSE_PEER);
 }
 
@@ -364,6 +368,60 @@ static void test_session_late_ping_write_rearms_pong(void **state)
     assert_int_equal(s->state, HUB_SESSION_OPEN);
     assert_false(hub_timer_is_armed(&s->pong_timer));
     hub_session_fini(&prompt.s, HUB_CLOSE_PONG_TIMEOUT);
+}
+
+/* An armed pong deadline stopped by a close or a fini leaves the count. */
+static void test_session_pong_armed_follows_close_and_fini(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    struct hub_loop_stats *st = &fx->fh.loops[0]->stats;
+    struct fake_session live;
+
+    assert_int_equal(fake_session_open(&fx->fh, &live, 0, NULL), 0);
+    fake_hub_advance(&fx->fh, 25000 + 1000);
+    assert_int_equal(HUB_STAT_GET(st->pong_armed), 2);
+    /* Answered, silent again past ping_interval: re-armed, not counted twice. */
+    hub_session_on_pong(&live.s, fake_now_ms(&fx->fh));
+    hub_session_on_pong(s, fake_now_ms(&fx->fh));
+    fake_hub_advance(&fx->fh, 25000 + 1000);
+    assert_int_equal(HUB_STAT_GET(st->pong_armed), 2);
+    hub_session_fini(&live.s, HUB_CLOSE_PEER);
+    assert_int_equal(HUB_STAT_GET(st->pong_armed), 1);
+    hub_session_close(s, 1000, "bye", HUB_CLOSE_PEER, false);
+    assert_int_equal(HUB_STAT_GET(st->pong_armed), 0);
+}
+
+/* stats.queued_bytes is the sum of the loop's queues, whatever empties them. */
+static void test_session_queued_bytes_follows_the_queue(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    struct hub_loop_stats *st = &fx->fh.loops[0]->stats;
+    unsigned char buf[64];
+    const unsigned char *direct;
+    size_t dlen, n;
+    unsigned frames;
+
+    assert_int_equal(HUB_STAT_GET(st->queued_bytes), 0);
+    push(s, 10, 'a');
+    push(s, 20, 'b');
+    assert_int_equal(HUB_STAT_GET(st->queued_bytes), s->q.bytes);
+    n = hub_session_cork(s, buf, sizeof(buf), &direct, &dlen, &frames);
+    hub_session_cork_done(s, n / 2, frames);  /* a partial write */
+    assert_int_equal(HUB_STAT_GET(st->queued_bytes), s->q.bytes);
+    push(s, 30, 'c');
+    assert_int_equal(HUB_STAT_GET(st->queued_bytes), s->q.bytes);
+    hub_session_close(s, 1000, "bye", HUB_CLOSE_PEER, true);
+    assert_int_equal(HUB_STAT_GET(st->queued_bytes), 0);
+    {
+        struct hub_frame *f = frame_of(5, 'x');
+
+        /* Refused once closing: nothing counted. */
+        assert_int_equal(hub_session_send(s, f), -EPIPE);
+        hub_frame_unref(f);
+    }
+    assert_int_equal(HUB_STAT_GET(st->queued_bytes), 0);
 }
 
 static void test_session_idle_timeout_rearms_on_data(void **state)
@@ -560,6 +618,8 @@ int main(void)
         T(test_session_close_drop_queue),
         T(test_session_pong_deadline_4201),
         T(test_session_late_ping_write_rearms_pong),
+        T(test_session_pong_armed_follows_close_and_fini),
+        T(test_session_queued_bytes_follows_the_queue),
         cmocka_unit_test(test_session_idle_timeout_rearms_on_data),
         cmocka_unit_test(test_session_fini_releases_everything),
         cmocka_unit_test(test_session_write_timeout_closes_a_stalled_queue),
