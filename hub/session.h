@@ -9,8 +9,9 @@
  *
  * Outbound traffic: data frames wait in a bounded queue of frame references
  * (bytes counted against max_queue; over it the session is closed with
- * 4100, and so is a queue the socket takes nothing of for write_timeout). The transport asks for the next cork with hub_session_cork(): as
- * many queued frames as fit, sent in one write. Control work (a heartbeat
+ * 4100, and so is a queue the socket takes nothing of for write_timeout).
+ * The transport asks for the next cork with hub_session_cork(): as many
+ * queued frames as fit, sent in one write. Control work (a heartbeat
  * ping, a close) is flagged and handled first by the transport.
  *
  * Thread: the owning loop only.
