@@ -1,9 +1,11 @@
 /*
  * hub/rest.h - the Pusher HTTP API under /apps/{app_id}/ (docs/PROTOCOL.md 6):
- * events, batch_events, channels, channel info and presence users.
+ * events, batch_events, channels, channel info, presence users and
+ * users/{user_id}/terminate_connections.
  *
  * Every request is authenticated (hub/auth.h). Answers are 200 with a JSON
- * object body, or 400/401/403/404/413 with {"error": "..."}.
+ * object body, or 400/401/403/404/405/413 with {"error": "..."} (405: a
+ * GET on a POST-only path), or 500 when out of memory.
  *
  * Thread: the loop that received the request (publishing reaches the other
  * loops through their inboxes).

@@ -9,8 +9,9 @@
  *
  * Outbound traffic: data frames wait in a bounded queue of frame references
  * (bytes counted against max_queue; over it the session is closed with
- * 4100, and so is a queue the socket takes nothing of for write_timeout). The transport asks for the next cork with hub_session_cork(): as
- * many queued frames as fit, sent in one write. Control work (a heartbeat
+ * 4100, and so is a queue the socket takes nothing of for write_timeout).
+ * The transport asks for the next cork with hub_session_cork(): as many
+ * queued frames as fit, sent in one write. Control work (a heartbeat
  * ping, a close) is flagged and handled first by the transport.
  *
  * Thread: the owning loop only.
@@ -108,7 +109,8 @@ int hub_session_init(struct hub_session *s, struct hub_loop *loop, void *conn,
 /* Unlink s everywhere; reason counts the close in stats. Idempotent. */
 void hub_session_fini(struct hub_session *s, enum hub_close_reason reason);
 
-/* Every inbound frame (data, ping, pong) calls this; nothing else. */
+/* Every inbound frame that reaches the hub (data, pong, close) calls this;
+ * nothing else. Client pings never do: lws answers them itself. */
 void hub_session_stamp_rx(struct hub_session *s, uint64_t now_ms);
 /* An inbound WebSocket pong. */
 void hub_session_on_pong(struct hub_session *s, uint64_t now_ms);

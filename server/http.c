@@ -4,8 +4,10 @@
  * endpoint, and the static web pages (/ and /dashboard).
  *
  * Responses are built whole in memory and written at once, headers and
- * body together, and the connection stays open for keep-alive. Unknown
- * paths get a prompt 404.
+ * body together, and the connection stays open for keep-alive except
+ * after a POST or a request that sent "Connection: close" (respond()).
+ * Unknown paths get a prompt 404. Before the handshake, RFC 6455 upgrade
+ * checks answer 426/400 and an over-long header 431 (refuse()).
  *
  * Thread: the connection's loop.
  */

@@ -13,9 +13,11 @@
  * hub's heartbeat and timing wheel own liveness. One sul per loop ticks the
  * wheel; no lws timer exists per session.
  *
- * Writes happen only in SERVER_WRITEABLE: a queued heartbeat ping first
- * (one lws_write), else one corked LWS_WRITE_RAW of every queued frame that
- * fits (pre-framed), else the close frame.
+ * Data goes out corked from a 1 us sul right after the read pass (the
+ * flush list, flush_sul_cb()): one LWS_WRITE_RAW of every queued,
+ * pre-framed frame that fits the cork. SERVER_WRITEABLE handles the rest,
+ * one thing per callback: a queued heartbeat ping first, else one cork
+ * (sockets lws still holds bytes for), else the close frame.
  */
 #include <errno.h>
 #include <netinet/in.h>
