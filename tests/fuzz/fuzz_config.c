@@ -18,14 +18,7 @@
 #include <string.h>
 
 #include "server/config.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            __builtin_trap();                                                 \
-    } while (0)
+#include "tests/fuzz/fuzz.h"
 
 static void check_err(int rc, const char *err, size_t cap)
 {

@@ -31,14 +31,7 @@
 #include "hub/query.h"
 #include "hub/ws.h"
 #include "tests/unit/fake_hub.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            __builtin_trap();                                                 \
-    } while (0)
+#include "tests/fuzz/fuzz.h"
 
 typedef size_t encode_fn(char *out, size_t cap, const struct hub_msg *m,
                          const char *data_json, size_t data_len);

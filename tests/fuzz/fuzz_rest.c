@@ -38,14 +38,7 @@
 #include "hub/query.h"
 #include "hub/rest.h"
 #include "tests/unit/fake_hub.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            __builtin_trap();                                                 \
-    } while (0)
+#include "tests/fuzz/fuzz.h"
 
 #define N_SESSIONS 4
 #define NOW_S 1700000000ull

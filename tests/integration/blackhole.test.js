@@ -11,9 +11,10 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { spawn, execFileSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { startHub, waitFor, watchLateness } = require('./lib/hub');
 const { stopAll } = require('./lib/ws');
+const { netns } = require('./lib/netns');
 
 const PING = 300;
 const PONG = 300;
@@ -22,77 +23,17 @@ const HEARTBEAT = Math.max(PING / 5, TICK);
 const CLOSE = 300;
 const SLACK = 1500;
 
-const NS = `lubdub-bh-${process.pid}`;
-const VH = `ldb${process.pid % 10000000}h`;
-const VN = `ldb${process.pid % 10000000}n`;
-// A /30 of link-local space private to this run.
-const NET = `169.254.${1 + (process.pid % 254)}`;
-const HOST_IP = `${NET}.1`;
-const PEER_IP = `${NET}.2`;
+const ns = netns('bh', 0);
 
-function run(cmd, args, opts = {}) {
-  return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts }).toString();
-}
-function tryRun(cmd, args) {
-  try { return run(cmd, args); } catch (_) { return null; }
-}
-function have(cmd) {
-  return tryRun('sh', ['-c', `command -v ${cmd}`]) !== null;
-}
-
-function whyNot() {
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'needs root';
-  if (tryRun('ip', ['netns', 'list']) === null) return '`ip netns` is not available';
-  return null;
-}
-
-let created = false;
-function cleanup() {
-  if (!created) return;
-  created = false;
-  tryRun('ip', ['netns', 'del', NS]); // takes VN, and with it VH
-  tryRun('ip', ['link', 'del', VH]);
-}
-process.on('exit', cleanup);
-
-function setupNetwork() {
-  created = true;
-  run('ip', ['netns', 'add', NS]);
-  run('ip', ['link', 'add', VH, 'type', 'veth', 'peer', 'name', VN]);
-  run('ip', ['link', 'set', VN, 'netns', NS]);
-  run('ip', ['addr', 'add', `${HOST_IP}/30`, 'dev', VH]);
-  run('ip', ['link', 'set', VH, 'up']);
-  run('ip', ['netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up']);
-  run('ip', ['netns', 'exec', NS, 'ip', 'addr', 'add', `${PEER_IP}/30`, 'dev', VN]);
-  run('ip', ['netns', 'exec', NS, 'ip', 'link', 'set', VN, 'up']);
-}
-
-// Drop everything in and out of the namespace.
-function blackhole() {
-  if (have('nft')) {
-    const rules = 'table inet lubdub_bh {\n' +
-      ' chain in { type filter hook input priority 0; policy drop; }\n' +
-      ' chain out { type filter hook output priority 0; policy drop; }\n}\n';
-    execFileSync('ip', ['netns', 'exec', NS, 'nft', '-f', '-'], { input: rules });
-    return 'nft';
-  }
-  if (have('iptables')) {
-    run('ip', ['netns', 'exec', NS, 'iptables', '-A', 'INPUT', '-j', 'DROP']);
-    run('ip', ['netns', 'exec', NS, 'iptables', '-A', 'OUTPUT', '-j', 'DROP']);
-    return 'iptables';
-  }
-  throw new Error('neither nft nor iptables is installed (deploy/install-deps.sh test)');
-}
-
-test('a black-holed peer is closed with 4201 within the liveness bound', { skip: whyNot() || false }, async (t) => {
-  t.after(cleanup);
-  setupNetwork();
+test('a black-holed peer is closed with 4201 within the liveness bound', { skip: ns.whyNot() || false }, async (t) => {
+  t.after(() => ns.cleanup());
+  ns.setup();
   const hub = await startHub(['--loops', '2', '--ping-interval', `${PING}ms`,
     '--pong-timeout', `${PONG}ms`, '--tick', `${TICK}ms`, '--close-timeout', `${CLOSE}ms`,
-    '--allow-default-secret'], { bind: HOST_IP });
+    '--allow-default-secret'], { bind: ns.hostIp });
   const events = [];
-  const client = spawn('ip', ['netns', 'exec', NS, process.execPath,
-    path.join(__dirname, 'lib', 'netns-client.js'), hub.wsUrl()],
+  const client = spawn('ip', ns.exec(process.execPath,
+    [path.join(__dirname, 'lib', 'netns-client.js'), hub.wsUrl()]),
   { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   client.stdout.on('data', (d) => {
@@ -122,7 +63,7 @@ test('a black-holed peer is closed with 4201 within the liveness bound', { skip:
 
   const late = watchLateness(hub);
   t.after(() => late.stop());
-  const how = blackhole();
+  const how = ns.drop();
   const tDrop = Date.now();
   const design = PING + HEARTBEAT + PONG + 2 * TICK + CLOSE + TICK;
   const st = await waitFor(async () => {

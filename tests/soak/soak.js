@@ -26,7 +26,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const os = require('node:os');
 const http = require('node:http');
-const { spawn, execFileSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { createRequire } = require('node:module');
 
 const INTEG = path.resolve(__dirname, '..', 'integration');
@@ -36,6 +36,7 @@ const PusherServer = req('pusher');
 const { startHub, waitFor } = require(path.join(INTEG, 'lib', 'hub'));
 const { rssKiB, isAsan, assertNoSanitizerReport } = require(path.join(INTEG, 'lib', 'ws'));
 const { sign, pusherClient, connected } = require(path.join(INTEG, 'lib', 'clients'));
+const { netns } = require(path.join(INTEG, 'lib', 'netns'));
 // A real secret: with black-holed peers the hub binds a non-loopback address.
 const APP = { id: 'soak-id', key: 'soak-key', secret: require('node:crypto').randomBytes(16).toString('hex') };
 
@@ -242,61 +243,14 @@ const fdCount = () => fs.readdirSync(`/proc/${hub.pid}/fd`).length;
 
 // ---- black-holed peers (network namespace) -----------------------------------
 
-const NS = `lubdub-soak-${process.pid}`;
-const VH = `lds${process.pid % 1000000}h`;
-const VN = `lds${process.pid % 1000000}n`;
 // 169.254.N.4/30: disjoint from blackhole.test.js's 169.254.N.0/30.
-const NET = `169.254.${1 + (process.pid % 254)}`;
-const HOST_IP = `${NET}.5`;
-const PEER_IP = `${NET}.6`;
+const ns = netns('soak', 1);
+const HOST_IP = ns.hostIp;
 const bhProcs = new Set();
-let nsCreated = false;
-let dropper = null;
-
-function run(cmd, args, opts = {}) {
-  return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts }).toString();
-}
-function tryRun(cmd, args, opts) { try { return run(cmd, args, opts); } catch (_) { return null; } }
-const have = (cmd) => tryRun('sh', ['-c', `command -v ${cmd}`]) !== null;
-
-function netnsWhyNot() {
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'not root';
-  if (tryRun('ip', ['netns', 'list']) === null) return '`ip netns` is not available';
-  if (!have('nft') && !have('iptables')) return 'neither nft nor iptables is installed';
-  return null;
-}
-
-function netnsSetup() {
-  nsCreated = true;
-  run('ip', ['netns', 'add', NS]);
-  run('ip', ['link', 'add', VH, 'type', 'veth', 'peer', 'name', VN]);
-  run('ip', ['link', 'set', VN, 'netns', NS]);
-  run('ip', ['addr', 'add', `${HOST_IP}/30`, 'dev', VH]);
-  run('ip', ['link', 'set', VH, 'up']);
-  run('ip', ['netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up']);
-  run('ip', ['netns', 'exec', NS, 'ip', 'addr', 'add', `${PEER_IP}/30`, 'dev', VN]);
-  run('ip', ['netns', 'exec', NS, 'ip', 'link', 'set', VN, 'up']);
-  dropper = have('nft') ? 'nft' : 'iptables';
-}
-
-function blackholeOn() {
-  if (dropper === 'nft') {
-    const rules = 'table inet lubdub_soak {\n' +
-      ' chain in { type filter hook input priority 0; policy drop; }\n' +
-      ' chain out { type filter hook output priority 0; policy drop; }\n}\n';
-    execFileSync('ip', ['netns', 'exec', NS, 'nft', '-f', '-'], { input: rules });
-  } else {
-    run('ip', ['netns', 'exec', NS, 'iptables', '-A', 'INPUT', '-j', 'DROP']);
-    run('ip', ['netns', 'exec', NS, 'iptables', '-A', 'OUTPUT', '-j', 'DROP']);
-  }
-}
-function blackholeOff() {
-  if (dropper === 'nft') tryRun('ip', ['netns', 'exec', NS, 'nft', 'delete', 'table', 'inet', 'lubdub_soak']);
-  else {
-    tryRun('ip', ['netns', 'exec', NS, 'iptables', '-D', 'INPUT', '-j', 'DROP']);
-    tryRun('ip', ['netns', 'exec', NS, 'iptables', '-D', 'OUTPUT', '-j', 'DROP']);
-  }
-}
+const netnsWhyNot = () => ns.whyNot();
+const netnsSetup = () => ns.setup();
+const blackholeOn = () => ns.drop();
+const blackholeOff = () => ns.undrop();
 
 function killBh() {
   for (const p of bhProcs) { try { process.kill(p.pid, 'SIGKILL'); } catch (_) { /* gone */ } }
@@ -304,18 +258,15 @@ function killBh() {
 }
 function netnsCleanup() {
   killBh();
-  if (!nsCreated) return;
-  nsCreated = false;
-  tryRun('ip', ['netns', 'del', NS]); // takes VN, and with it VH
-  tryRun('ip', ['link', 'del', VH]);
+  ns.cleanup();
 }
 
 // One namespaced peer (tests/integration/lib/netns-client.js): answers pings,
 // reports open / ping / close as JSON lines.
 function bhPeer() {
   const p = { events: [], err: '' };
-  p.proc = spawn('ip', ['netns', 'exec', NS, process.execPath,
-    path.join(INTEG, 'lib', 'netns-client.js'), hub.wsUrl(APP.key)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  p.proc = spawn('ip', ns.exec(process.execPath,
+    [path.join(INTEG, 'lib', 'netns-client.js'), hub.wsUrl(APP.key)]), { stdio: ['ignore', 'pipe', 'pipe'] });
   p.pid = p.proc.pid; // ip netns exec execs node in place
   bhProcs.add(p);
   let out = '';
