@@ -35,10 +35,20 @@ int srv_log_level_parse(const char *s)
     return -1;
 }
 
+/*
+ * stderr is unbuffered: every fputc of an escaped message was a write of
+ * its own, so a reader of the pipe (journald, a container runtime, the
+ * tests) could see half a line. With a buffer larger than any line
+ * (1 KiB of message escaped at most six bytes a byte, plus the prefix),
+ * emit()'s fflush writes each line in one write(2).
+ */
+static char stderr_buf[16384];
+
 void srv_log_init(int level, enum srv_log_format fmt)
 {
     log_level = level;
     log_format = fmt;
+    setvbuf(stderr, stderr_buf, _IOFBF, sizeof(stderr_buf));
 }
 
 bool srv_log_enabled(int level)
