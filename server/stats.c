@@ -226,8 +226,11 @@ static void bprintf(struct buf *b, const char *fmt, ...)
 
 typedef uint64_t loop_get_fn(const struct hub_loop_stats *st);
 
-static void metric(struct buf *b, struct srv *srv, const char *name,
-                   const char *type, const char *help, size_t off)
+/* One series per loop of the uint64 counter at off in hub_loop_stats; with
+ * ms_as_seconds, a milliseconds value printed in seconds. */
+static void metric_loops(struct buf *b, struct srv *srv, const char *name,
+                         const char *type, const char *help, size_t off,
+                         bool ms_as_seconds)
 {
     bprintf(b, "# HELP lubdub_%s %s\n# TYPE lubdub_%s %s\n", name, help, name,
             type);
@@ -238,9 +241,19 @@ static void metric(struct buf *b, struct srv *srv, const char *name,
         if (!hl)
             continue;
         v = (uint64_t *)(void *)((char *)&hl->stats + off);
-        bprintf(b, "lubdub_%s{loop=\"%u\"} %llu\n", name, i,
-                (unsigned long long)HUB_STAT_GET(*v));
+        if (ms_as_seconds)
+            bprintf(b, "lubdub_%s{loop=\"%u\"} %.3f\n", name, i,
+                    (double)HUB_STAT_GET(*v) / 1e3);
+        else
+            bprintf(b, "lubdub_%s{loop=\"%u\"} %llu\n", name, i,
+                    (unsigned long long)HUB_STAT_GET(*v));
     }
+}
+
+static void metric(struct buf *b, struct srv *srv, const char *name,
+                   const char *type, const char *help, size_t off)
+{
+    metric_loops(b, srv, name, type, help, off, false);
 }
 
 static void histogram(struct buf *b, struct srv *srv, const char *name,
@@ -406,18 +419,9 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
            OFF(wheel_fired));
     metric(&b, srv, "wheel_cancelled_total", "counter", "Timers cancelled.",
            OFF(wheel_cancelled));
-    bprintf(&b, "# HELP lubdub_wheel_max_lateness_seconds Latest a timer "
-                "has fired after its deadline.\n"
-                "# TYPE lubdub_wheel_max_lateness_seconds gauge\n");
-    for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct hub_loop *hl = srv->loops[i].hub;
-
-        if (hl)
-            bprintf(&b, "lubdub_wheel_max_lateness_seconds{loop=\"%u\"} "
-                        "%.3f\n",
-                    i, (double)HUB_STAT_GET(hl->stats.wheel_max_late_ms) /
-                           1e3);
-    }
+    metric_loops(&b, srv, "wheel_max_lateness_seconds", "gauge",
+                 "Latest a timer has fired after its deadline.",
+                 OFF(wheel_max_late_ms), true);
     /* Lateness of every timer fire, in the wheel's tick-relative buckets. */
     bprintf(&b, "# HELP lubdub_wheel_lateness_seconds How late timers fired "
                 "after their deadline (a stalled loop shows in the top "
@@ -451,16 +455,9 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
            "Times the loop's wheel driver came more than two ticks late "
            "(the loop did not run); each holds timers for one read pass.",
            OFF(stalls));
-    bprintf(&b, "# HELP lubdub_loop_max_stall_seconds Longest gap between "
-                "two wheel advances.\n"
-                "# TYPE lubdub_loop_max_stall_seconds gauge\n");
-    for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct hub_loop *hl = srv->loops[i].hub;
-
-        if (hl)
-            bprintf(&b, "lubdub_loop_max_stall_seconds{loop=\"%u\"} %.3f\n",
-                    i, (double)HUB_STAT_GET(hl->stats.max_stall_ms) / 1e3);
-    }
+    metric_loops(&b, srv, "loop_max_stall_seconds", "gauge",
+                 "Longest gap between two wheel advances.", OFF(max_stall_ms),
+                 true);
     histogram(&b, srv, "pong_rtt_seconds",
               "WebSocket ping to pong round-trip time.", OFF(pong_rtt));
     histogram(&b, srv, "heartbeat_scan_seconds",
