@@ -48,8 +48,7 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     hub_timer_init(&s->pong_timer, pong_timer_cb);
     hub_timer_init(&s->idle_timer, idle_timer_cb);
     hub_list_init(&s->subs);
-    s->q.ring = s->q.inline_ring;
-    s->q.cap = HUB_SENDQ_INLINE;
+    hub_sendq_init(&s->q);
     rc = hub_shard_add(&l->shard, s, now_ms);
     if (rc) {
         s->loop = NULL;
@@ -69,19 +68,13 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     return 0;
 }
 
+/* Drop the queue, and its bytes from the loop's queued_bytes. */
 static void sendq_drop(struct hub_session *s)
 {
-    struct hub_sendq *q = &s->q;
+    uint64_t bytes = hub_sendq_drop(&s->q);
 
-    if (q->bytes)
-        hub_loop_queued_sub(s->loop, q->bytes);
-    while (q->count) {
-        hub_frame_unref(q->ring[q->head]);
-        q->head = (q->head + 1) & (q->cap - 1);
-        q->count--;
-    }
-    q->head = q->head_off = 0;
-    q->bytes = 0;
+    if (bytes)
+        hub_loop_queued_sub(s->loop, bytes);
 }
 
 /* Stop the pong deadline, keeping stats.pong_armed exact. */
@@ -104,10 +97,7 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     hub_wheel_stop(l->wheel, &s->idle_timer);
     hub_shard_remove(&l->shard, s);
     sendq_drop(s);
-    if (s->q.ring != s->q.inline_ring)
-        free(s->q.ring);
-    s->q.ring = NULL;
-    s->q.cap = 0;
+    hub_sendq_fini(&s->q);
     free(s->rx_buf);
     s->rx_buf = NULL;
     free(s->user_id);
@@ -194,29 +184,10 @@ static void write_deadline_start(struct hub_session *s)
 static int sendq_push(struct hub_session *s, struct hub_frame *f,
                       bool take_ref, bool account)
 {
-    struct hub_sendq *q = &s->q;
-
-    if (q->count == 0)
+    if (s->q.count == 0)
         write_deadline_start(s);
-
-    if (q->count == q->cap) {
-        uint32_t cap = q->cap * 2;
-        struct hub_frame **ring = malloc((size_t)cap * sizeof(*ring));
-
-        if (!ring)
-            return -ENOMEM;
-        for (uint32_t i = 0; i < q->count; i++)
-            ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
-        if (q->ring != q->inline_ring)
-            free(q->ring);
-        q->ring = ring;
-        q->cap = cap;
-        q->head = 0;
-    }
-    q->ring[(q->head + q->count) & (q->cap - 1)] =
-        take_ref ? hub_frame_ref(f) : f;
-    q->count++;
-    q->bytes += f->len;
+    if (hub_sendq_push(&s->q, f, take_ref))
+        return -ENOMEM;
     if (account)
         hub_loop_queued_add(s->loop, f->len);
     want_writable(s);
@@ -350,38 +321,14 @@ size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
                         const unsigned char **direct, size_t *direct_len,
                         unsigned *frames)
 {
-    struct hub_sendq *q = &s->q;
-    size_t placed = 0;
-    uint32_t off = q->head_off;
-
-    *direct = NULL;
-    *direct_len = 0;
-    *frames = 0;
-    for (uint32_t i = 0; i < q->count; i++) {
-        struct hub_frame *f = q->ring[(q->head + i) & (q->cap - 1)];
-        size_t n = f->len - off;
-
-        if (placed + n > cap) {
-            if (placed == 0) {
-                *direct = hub_frame_data(f) + off;
-                *direct_len = n;
-                *frames = 1;
-            }
-            break;
-        }
-        memcpy(buf + placed, hub_frame_data(f) + off, n);
-        placed += n;
-        (*frames)++;
-        off = 0;
-    }
-    return placed;
+    return hub_sendq_cork(&s->q, buf, cap, direct, direct_len, frames);
 }
 
 void hub_session_cork_done(struct hub_session *s, size_t sent,
                            unsigned frames)
 {
-    struct hub_sendq *q = &s->q;
     struct hub_loop *l = s->loop;
+    unsigned done;
 
     HUB_STAT_ADD(l->stats.bytes_out, sent);
     HUB_STAT_ADD(l->stats.writes, 1);
@@ -391,37 +338,15 @@ void hub_session_cork_done(struct hub_session *s, size_t sent,
         s->tx_ms = (uint32_t)l->now_ms;
         hub_loop_queued_sub(l, sent);
     }
-    q->bytes -= sent;
-    while (sent && q->count) {
-        struct hub_frame *f = q->ring[q->head];
-        size_t n = f->len - q->head_off;
-
-        if (sent < n) {
-            q->head_off += (uint32_t)sent;
-            break;
-        }
-        sent -= n;
-        hub_frame_unref(f);
-        q->head = (q->head + 1) & (q->cap - 1);
-        q->count--;
-        q->head_off = 0;
-        HUB_STAT_ADD(l->stats.msgs_out, 1);
-    }
+    done = hub_sendq_consume(&s->q, sent);
+    if (done)
+        HUB_STAT_ADD(l->stats.msgs_out, done);
     (void)frames;
 }
 
 int hub_session_check(const struct hub_session *s)
 {
-    const struct hub_sendq *q = &s->q;
-    uint64_t bytes = 0;
-
-    if (q->count > q->cap || (q->cap & (q->cap - 1)))
-        return -EFAULT;
-    for (uint32_t i = 0; i < q->count; i++)
-        bytes += q->ring[(q->head + i) & (q->cap - 1)]->len;
-    if (bytes - q->head_off != q->bytes)
-        return -EFAULT;
-    return 0;
+    return hub_sendq_check(&s->q);
 }
 
 /* Deadlines. */

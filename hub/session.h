@@ -25,6 +25,7 @@
 
 #include "hub/app.h"
 #include "hub/frame.h"
+#include "hub/sendq.h"
 #include "hub/stats.h"
 #include "timer/list.h"
 #include "timer/wheel.h"
@@ -44,17 +45,6 @@ enum hub_session_state {
     HUB_SESSION_OPEN,
     HUB_SESSION_CLOSING,   /* close requested; close frame not yet sent */
     HUB_SESSION_CLOSE_SENT,
-};
-
-#define HUB_SENDQ_INLINE 2
-
-struct hub_sendq {
-    struct hub_frame **ring;   /* inline[] until a burst needs more */
-    uint32_t cap;          /* power of two */
-    uint32_t head, count;
-    uint32_t head_off;     /* bytes of ring[head] already sent */
-    uint64_t bytes;        /* queued, unsent */
-    struct hub_frame *inline_ring[HUB_SENDQ_INLINE];
 };
 
 struct hub_session {
