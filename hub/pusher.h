@@ -9,6 +9,7 @@
 #ifndef HUB_PUSHER_H
 #define HUB_PUSHER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,12 +30,27 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app);
 int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
                           uint64_t now_ms);
 
+/*
+ * A WebSocket upgrade was accepted: uri is the request path (uri_len
+ * bytes, NUL-terminated; NULL when the transport had none), protocol the
+ * ?protocol= the client asked for (-1 = none). The pusher-js path is
+ * /app/{key}?protocol=7&client=js&version=8.x. Finds the app and opens
+ * (hub_pusher_open), or errors and closes: 4001 for an unknown key (one
+ * rate-limited line), 4007 for a protocol outside 5-7.
+ */
+void hub_pusher_connect(struct hub_session *s, const char *uri,
+                        size_t uri_len, int protocol);
+
 /* Leave every channel (disconnect); emits member_removed where due. */
 void hub_pusher_leave_all(struct hub_session *s);
 
 /* Log hook for peer-caused errors; server/ installs a rate-limited one. */
 typedef void hub_log_fn(int level, unsigned loop, const char *fmt, ...);
 extern hub_log_fn *hub_log;
+/* Would a line at level be written? Guards costly arguments; server/
+ * installs its own (default: nothing is). */
+typedef bool hub_log_enabled_fn(int level);
+extern hub_log_enabled_fn *hub_log_enabled;
 
 #define HUB_LOG_ERR 0
 #define HUB_LOG_WARN 1

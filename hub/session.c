@@ -23,6 +23,7 @@
 #include "hub/loop.h"
 #include "hub/pusher.h"
 #include "hub/protocol.h"
+#include "hub/ws.h"
 
 static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms);
 static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms);
@@ -38,6 +39,7 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
 {
     int rc;
 
+    memset(s, 0, sizeof(*s));
     s->loop = l;
     s->conn = conn;
     s->state = HUB_SESSION_OPEN;
@@ -112,6 +114,166 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     }
     s->loop = NULL;
     s->conn = NULL;
+}
+
+void hub_session_opened(struct hub_session *s, const char *peer)
+{
+    if (!s->loop || s->state != HUB_SESSION_OPEN)
+        return;
+    hub_log(HUB_LOG_DEBUG, s->loop->id, "socket %s: open app=%s peer=%s",
+            s->socket_id, s->app ? s->app->id : "-", peer);
+}
+
+/*
+ * One line per session end, for the operator. Closes that point at the
+ * network or at a client (4201 no pong, 4100 slow consumer, 1009 too big,
+ * 4004 over quota, 1011 internal) are info; ordinary ends (the peer left,
+ * the drain, idle, other app refusals) are debug. The server's hook puts
+ * both under the peer rate limit, so a partition that drops thousands at
+ * once cannot flood the log.
+ */
+static void log_session_end(struct hub_session *s, enum hub_close_reason why,
+                            uint64_t now_ms)
+{
+    unsigned code = why == HUB_CLOSE_PEER ? 0 : s->close_code;
+    int level = HUB_LOG_DEBUG;
+
+    if (code == 4201 || code == 4100 || code == 1009 || code == 4004 ||
+        code == 1011)
+        level = HUB_LOG_INFO;
+    if (!hub_log_enabled(level))
+        return;
+    if (code)
+        hub_log(level, s->loop->id,
+                "socket %s: closed %u (%s, %s) app=%s after %llums",
+                s->socket_id, code, hub_close_reason_name(why),
+                s->close_text ? s->close_text : "",
+                s->app ? s->app->id : "-",
+                (unsigned long long)(now_ms - s->connected_ms));
+    else
+        hub_log(level, s->loop->id,
+                "socket %s: closed by the peer app=%s after %llums",
+                s->socket_id, s->app ? s->app->id : "-",
+                (unsigned long long)(now_ms - s->connected_ms));
+}
+
+void hub_session_closed(struct hub_session *s, uint64_t now_ms)
+{
+    enum hub_close_reason why;
+
+    if (!s->loop)
+        return;
+    why = s->state == HUB_SESSION_OPEN
+              ? HUB_CLOSE_PEER
+              : (enum hub_close_reason)s->close_reason_id;
+    log_session_end(s, why, now_ms);
+    hub_session_fini(s, why);
+}
+
+/*
+ * RFC 6455 section 8.1: a text message must be UTF-8, and the connection
+ * fails (1007) as soon as its bytes cannot be, in whichever fragment or
+ * read shows it; a character may span fragments. -1 = closing.
+ */
+static int rx_utf8(struct hub_session *s, const void *in, size_t len,
+                   bool last)
+{
+    s->rx_utf8 = hub_utf8_feed(s->rx_utf8, in, len);
+    if (s->rx_utf8 == HUB_UTF8_ACCEPT ||
+        (s->rx_utf8 != HUB_UTF8_REJECT && !last))
+        return 0;
+    s->rx_utf8 = HUB_UTF8_ACCEPT;
+    /* Logs "socket ...: closing 1007 (invalid UTF-8)" (rate-limited). */
+    hub_session_close(s, 1007, "invalid UTF-8", HUB_CLOSE_ERROR, true);
+    return -1;
+}
+
+int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
+                          size_t remaining, bool final, bool binary,
+                          uint64_t now_ms, const char **msg, size_t *msg_len)
+{
+    struct hub_loop *l = s->loop;
+    size_t max;
+    bool last = final && remaining == 0;
+
+    if (!l)
+        return -1;
+    hub_session_stamp_rx(s, now_ms);
+    if (s->state != HUB_SESSION_OPEN)
+        return -1;
+    if (!binary && rx_utf8(s, in, len, last))
+        return -1;
+    max = l->cfg->max_message;
+    if (s->rx_len + len + remaining > max) {
+        /* Counts 1009 via the close reason. */
+        hub_log(HUB_LOG_INFO, l->id,
+                "socket %s: message over %zu bytes: closing 1009",
+                s->socket_id, max);
+        hub_session_close(s, 1009, "message too big", HUB_CLOSE_TOO_BIG,
+                          true);
+        return -1;
+    }
+    if (last && s->rx_len == 0) {
+        /* The common case: the whole message in one piece, not copied. */
+        *msg = in;
+        *msg_len = len;
+    } else {
+        if (s->rx_len + len > s->rx_cap) {
+            size_t cap = s->rx_len + len + remaining;
+            char *n;
+
+            if (cap < 1024)
+                cap = 1024;
+            if (cap > max)
+                cap = max;
+            n = realloc(s->rx_buf, cap);
+            if (!n) {
+                hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR,
+                                  true);
+                return -1;
+            }
+            s->rx_buf = n;
+            s->rx_cap = cap;
+        }
+        memcpy(s->rx_buf + s->rx_len, in, len);
+        s->rx_len += len;
+        if (!last)
+            return 0;
+        *msg = s->rx_buf;
+        *msg_len = s->rx_len;
+    }
+    HUB_STAT_ADD(l->stats.msgs_in, 1);
+    HUB_STAT_ADD(l->stats.bytes_in, *msg_len);
+    return 1;
+}
+
+void hub_session_rx_done(struct hub_session *s)
+{
+    s->rx_len = 0;
+    if (s->rx_buf) {
+        free(s->rx_buf);
+        s->rx_buf = NULL;
+        s->rx_cap = 0;
+    }
+}
+
+unsigned hub_session_on_peer_close(struct hub_session *s,
+                                   const unsigned char *in, size_t len,
+                                   uint64_t now_ms, const char **why)
+{
+    unsigned code;
+
+    if (s->loop)
+        hub_session_stamp_rx(s, now_ms);
+    code = hub_ws_close_payload_check(in, len);
+    if (!code)
+        return 0;
+    *why = code == 1007 ? "invalid UTF-8 in close reason"
+                        : "invalid close frame";
+    /* Logs the close, and counts it as an error, not a peer close. */
+    if (s->loop)
+        hub_session_close(s, (uint16_t)code, *why, HUB_CLOSE_ERROR, true);
+    return code;
 }
 
 void hub_session_stamp_rx(struct hub_session *s, uint64_t now_ms)

@@ -91,13 +91,51 @@ struct hub_session {
 };
 
 /*
- * Link s into its loop (shard, timers) as a new connection. s is
- * zero-initialised transport storage. 0, or -ENOMEM / -ENOSPC (shard full).
+ * Link s into its loop (shard, timers) as a new connection. s is transport
+ * storage; init zeroes it first. 0, or -ENOMEM / -ENOSPC (shard full).
  */
 int hub_session_init(struct hub_session *s, struct hub_loop *loop, void *conn,
                      uint64_t now_ms);
 /* Unlink s everywhere; reason counts the close in stats. Idempotent. */
 void hub_session_fini(struct hub_session *s, enum hub_close_reason reason);
+
+/* After the app handshake: the debug "open" line, with the peer address
+ * (only while open; the caller skips it when debug is off). */
+void hub_session_opened(struct hub_session *s, const char *peer);
+/*
+ * The transport is gone: one line for the operator (what ended the
+ * session, after how long), then hub_session_fini() with the reason the
+ * session closed for (HUB_CLOSE_PEER while it was still open). No-op on
+ * a session already finished.
+ */
+void hub_session_closed(struct hub_session *s, uint64_t now_ms);
+
+/*
+ * One inbound data fragment, as the transport read it: len bytes at in,
+ * remaining bytes of this frame still to come, final when it is the
+ * message's last frame, binary for a binary message. Stamps the receive
+ * time, checks UTF-8 as the bytes come (1007, RFC 6455 section 8.1),
+ * closes 1009 past max_message and 1011 when the buffer cannot grow, and
+ * reassembles. Returns 1 with the whole message in *msg / *msg_len
+ * (in itself when it came in one piece; valid until hub_session_rx_done()),
+ * 0 while more is to come, -1 when the session is closing (drop the data).
+ */
+int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
+                          size_t remaining, bool final, bool binary,
+                          uint64_t now_ms, const char **msg, size_t *msg_len);
+/* The message rx_append returned was handled: free the reassembly
+ * buffer (idle sessions hold none). */
+void hub_session_rx_done(struct hub_session *s);
+/*
+ * The peer sent a close frame (payload in/len), before the transport
+ * echoes it. Stamps the receive time. A payload the hub must not echo
+ * (RFC 6455 sections 5.5.1, 7.4) starts a close with 1002 or 1007 (logged,
+ * counted as an error): returns that code with the reason text in *why,
+ * for the transport to send instead. 0 = echo as usual.
+ */
+unsigned hub_session_on_peer_close(struct hub_session *s,
+                                   const unsigned char *in, size_t len,
+                                   uint64_t now_ms, const char **why);
 
 /* Every inbound frame that reaches the hub (data, pong, close) calls this;
  * nothing else. Client pings never do: lws answers them itself. */
@@ -160,6 +198,12 @@ size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
                         unsigned *frames);
 void hub_session_cork_done(struct hub_session *s, size_t sent,
                            unsigned frames);
+
+/* Between hub_session_init() and hub_session_fini(). */
+static inline bool hub_session_live(const struct hub_session *s)
+{
+    return s->loop != NULL;
+}
 
 static inline bool hub_session_has_output(const struct hub_session *s)
 {

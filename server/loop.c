@@ -357,172 +357,28 @@ static void stop_accepting(struct srv_loop *l)
 
 /* WebSocket. */
 
-/* Reassemble a message; returns 1 when complete in (*msg, *msg_len). */
-static int rx_collect(struct hub_session *s, struct lws *wsi, void *in,
-                      size_t len, const char **msg, size_t *msg_len)
-{
-    size_t max = s->loop->cfg->max_message;
-    size_t remaining = lws_remaining_packet_payload(wsi);
-    bool final = lws_is_final_fragment(wsi) && remaining == 0;
-
-    if (s->rx_len + len + remaining > max) {
-        /* Counts 1009 via the close reason. */
-        srv_log_peer(HUB_LOG_INFO, s->loop->id,
-                     "socket %s: message over %zu bytes: closing 1009",
-                     s->socket_id, max);
-        hub_session_close(s, 1009, "message too big", HUB_CLOSE_TOO_BIG,
-                          true);
-        return -1;
-    }
-    if (final && s->rx_len == 0) {
-        *msg = in;
-        *msg_len = len;
-        return 1;
-    }
-    if (s->rx_len + len > s->rx_cap) {
-        size_t cap = s->rx_len + len + remaining;
-        char *n;
-
-        if (cap < 1024)
-            cap = 1024;
-        if (cap > max)
-            cap = max;
-        n = realloc(s->rx_buf, cap);
-        if (!n) {
-            hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
-            return -1;
-        }
-        s->rx_buf = n;
-        s->rx_cap = cap;
-    }
-    memcpy(s->rx_buf + s->rx_len, in, len);
-    s->rx_len += len;
-    if (!final)
-        return 0;
-    *msg = s->rx_buf;
-    *msg_len = s->rx_len;
-    return 1;
-}
-
 /*
- * RFC 6455 section 8.1: a text message must be UTF-8, and the connection
- * fails (1007) as soon as its bytes cannot be, in whichever fragment or
- * lws read that shows it; a character may span fragments. Returns -1 when
- * the session is being closed.
+ * The upgrade went through: the hub finds the app from the path and the
+ * protocol version from the query (hub_pusher_connect), then the debug
+ * "open" line gets the peer's address (only looked up when it is logged).
  */
-static int rx_utf8(struct hub_session *s, struct lws *wsi, const void *in,
-                   size_t len)
+static void ws_established(struct hub_session *s, struct lws *wsi)
 {
-    bool final = lws_is_final_fragment(wsi) &&
-                 lws_remaining_packet_payload(wsi) == 0;
-
-    s->rx_utf8 = hub_utf8_feed(s->rx_utf8, in, len);
-    if (s->rx_utf8 == HUB_UTF8_ACCEPT ||
-        (s->rx_utf8 != HUB_UTF8_REJECT && !final))
-        return 0;
-    s->rx_utf8 = HUB_UTF8_ACCEPT;
-    /* Logs "socket ...: closing 1007 (invalid UTF-8)" (rate-limited). */
-    hub_session_close(s, 1007, "invalid UTF-8", HUB_CLOSE_ERROR, true);
-    return -1;
-}
-
-/*
- * A peer's close frame, before lws echoes it (RFC 6455 sections 5.5.1,
- * 7.4): lws 4.1.6 echoes a one-byte payload, codes of 5000 and up and
- * reasons that are not UTF-8 (it answers codes below 3000 that are not for
- * peers with 1002 itself). Those fail the connection with 1002 or 1007
- * instead: the close reason is set and -1 makes lws send it.
- */
-static int peer_close(struct hub_session *s, struct lws *wsi,
-                      const unsigned char *in, size_t len)
-{
-    unsigned code = hub_ws_close_payload_check(in, len);
-    const char *why = code == 1007 ? "invalid UTF-8 in close reason"
-                                   : "invalid close frame";
-
-    if (!code)
-        return 0;
-    /* Logs the close, and counts it as an error, not a peer close. */
-    if (s->loop)
-        hub_session_close(s, (uint16_t)code, why, HUB_CLOSE_ERROR, true);
-    lws_close_reason(wsi, (enum lws_close_status)code, (unsigned char *)why,
-                     strlen(why));
-    return -1;
-}
-
-/* The pusher-js URL: /app/{key}?protocol=7&client=js&version=8.x */
-static void ws_established(struct srv_loop *l, struct hub_session *s,
-                           struct lws *wsi)
-{
-    char uri[256], arg[64];
-    const struct hub_app *app = NULL;
+    char uri[256], arg[64], peer[64];
     int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
     int proto = -1;
 
-    if (n > 5 && strncmp(uri, "/app/", 5) == 0)
-        app = hub_find_app_by_key(l->srv->hub, uri + 5, (size_t)n - 5);
     for (int i = 0; lws_hdr_copy_fragment(wsi, arg, sizeof(arg),
                                           WSI_TOKEN_HTTP_URI_ARGS, i) > 0;
          i++)
         if (strncmp(arg, "protocol=", 9) == 0)
             proto = atoi(arg + 9);
-    if (!app) {
-        srv_log_peer(HUB_LOG_INFO, l->id, "socket %s: unknown app key in %s",
-                     s->socket_id, n > 0 ? uri : "?");
-        hub_session_send_error(s, 4001, "App key not in this cluster", true);
-        return;
-    }
-    if (proto != -1 && (proto < 5 || proto > 7)) {
-        hub_session_send_error(s, 4007, "Unsupported protocol version", true);
-        return;
-    }
-    /* hub_pusher_open() enforces the app's max_connections (4004). */
-    hub_pusher_open(s, app);
-}
-
-/*
- * One line per session end, for the operator. Closes that point at the
- * network or at a client (4201 no pong, 4100 slow consumer, 1009 too big,
- * 4004 over quota, 1011 internal) are info; ordinary ends (the peer left,
- * the drain, idle, other app refusals) are debug. Both go through the
- * peer rate limit, so a partition that drops thousands at once cannot
- * flood the log.
- */
-static void log_session_end(struct hub_session *s, enum hub_close_reason why,
-                            uint64_t now_ms)
-{
-    unsigned code = why == HUB_CLOSE_PEER ? 0 : s->close_code;
-    int level = HUB_LOG_DEBUG;
-
-    if (code == 4201 || code == 4100 || code == 1009 || code == 4004 ||
-        code == 1011)
-        level = HUB_LOG_INFO;
-    if (!srv_log_enabled(level))
-        return;
-    if (code)
-        srv_log_peer(level, s->loop->id,
-                     "socket %s: closed %u (%s, %s) app=%s after %llums",
-                     s->socket_id, code, hub_close_reason_name(why),
-                     s->close_text ? s->close_text : "",
-                     s->app ? s->app->id : "-",
-                     (unsigned long long)(now_ms - s->connected_ms));
-    else
-        srv_log_peer(level, s->loop->id,
-                     "socket %s: closed by the peer app=%s after %llums",
-                     s->socket_id, s->app ? s->app->id : "-",
-                     (unsigned long long)(now_ms - s->connected_ms));
-}
-
-static void log_session_open(struct hub_session *s, struct lws *wsi)
-{
-    char peer[64];
-
-    if (!srv_log_enabled(HUB_LOG_DEBUG) || s->state != HUB_SESSION_OPEN)
+    hub_pusher_connect(s, n > 0 ? uri : NULL, n > 0 ? (size_t)n : 0, proto);
+    if (!srv_log_enabled(HUB_LOG_DEBUG))
         return;
     if (!lws_get_peer_simple(wsi, peer, sizeof(peer)))
         strcpy(peer, "?");
-    srv_log_peer(HUB_LOG_DEBUG, s->loop->id, "socket %s: open app=%s peer=%s",
-                 s->socket_id, s->app ? s->app->id : "-", peer);
+    hub_session_opened(s, peer);
 }
 
 /*
@@ -673,7 +529,6 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
     const char *msg;
     size_t msg_len;
     uint64_t now;
-    int rc;
 
     switch (reason) {
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
@@ -702,60 +557,50 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         return srv_http_filter_upgrade(loop_of(wsi), wsi);
     case LWS_CALLBACK_ESTABLISHED:
         l = loop_of(wsi);
-        memset(s, 0, sizeof(*s));
         if (hub_session_init(s, l->hub, wsi, srv_now_ms()))
             return -1;
-        ws_established(l, s, wsi);
-        log_session_open(s, wsi);
+        ws_established(s, wsi);
         return 0;
     case LWS_CALLBACK_RECEIVE:
-        if (!s->loop)
+        if (!hub_session_live(s))
             return -1;
-        l = loop_of(wsi);
         now = srv_now_ms();
-        hub_session_stamp_rx(s, now);
-        if (s->state != HUB_SESSION_OPEN)
+        if (hub_session_rx_append(s, in, len,
+                                  lws_remaining_packet_payload(wsi),
+                                  lws_is_final_fragment(wsi),
+                                  lws_frame_is_binary(wsi), now, &msg,
+                                  &msg_len) <= 0)
             return 0;
-        if (!lws_frame_is_binary(wsi) && rx_utf8(s, wsi, in, len))
-            return 0;
-        rc = rx_collect(s, wsi, in, len, &msg, &msg_len);
-        if (rc <= 0)
-            return 0;
-        HUB_STAT_ADD(l->hub->stats.msgs_in, 1);
-        HUB_STAT_ADD(l->hub->stats.bytes_in, msg_len);
         hub_pusher_on_message(s, msg, msg_len, now);
-        /* Idle sessions hold no reassembly buffer. */
-        s->rx_len = 0;
-        if (s->rx_buf) {
-            free(s->rx_buf);
-            s->rx_buf = NULL;
-            s->rx_cap = 0;
-        }
+        hub_session_rx_done(s);
         return 0;
     case LWS_CALLBACK_RECEIVE_PONG:
-        if (s->loop)
+        if (hub_session_live(s))
             hub_session_on_pong(s, srv_now_ms());
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
-        if (!s->loop)
+        if (!hub_session_live(s))
             return 0;
         return ws_writeable(loop_of(wsi), s, wsi);
-    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-        if (s->loop)
-            hub_session_stamp_rx(s, srv_now_ms());
-        return peer_close(s, wsi, in, len);
-    case LWS_CALLBACK_CLOSED:
-        if (s->loop && s->want_writable)
-            flush_forget(loop_of(wsi), s);
-        if (s->loop) {
-            enum hub_close_reason why =
-                s->state == HUB_SESSION_OPEN
-                    ? HUB_CLOSE_PEER
-                    : (enum hub_close_reason)s->close_reason_id;
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: {
+        /* Before lws echoes the peer's close: lws 4.1.6 would echo a
+         * one-byte payload, codes of 5000 and up and reasons that are not
+         * UTF-8; the hub fails those with 1002 or 1007 instead (-1 makes
+         * lws send the reason set here). */
+        const char *why;
+        unsigned code = hub_session_on_peer_close(s, in, len, srv_now_ms(),
+                                                  &why);
 
-            log_session_end(s, why, srv_now_ms());
-            hub_session_fini(s, why);
-        }
+        if (!code)
+            return 0;
+        lws_close_reason(wsi, (enum lws_close_status)code,
+                         (unsigned char *)why, strlen(why));
+        return -1;
+    }
+    case LWS_CALLBACK_CLOSED:
+        if (hub_session_live(s) && s->want_writable)
+            flush_forget(loop_of(wsi), s);
+        hub_session_closed(s, srv_now_ms());
         return 0;
     default:
         return srv_http_callback(wsi, reason, user, in, len);
@@ -870,6 +715,7 @@ int srv_loops_create(struct srv *srv)
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
     lws_set_log_level(SRV_LWS_LEVELS, lws_emit);
     hub_log = hub_log_bridge;
+    hub_log_enabled = srv_log_enabled;
     json_object_seed(0);
     srv->loops = calloc(srv->n_loops, sizeof(*srv->loops));
     if (!srv->loops)

@@ -603,6 +603,163 @@ static void test_session_write_timeout_shares_the_idle_entry(void **state)
     fake_hub_stop(&fh);
 }
 
+/* Fragments are joined; a message in one piece is handed over in place. */
+static void test_session_rx_joins_fragments(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    uint64_t now = fake_now_ms(&fx->fh);
+    const char *msg = NULL;
+    size_t len = 0;
+    static const char one[] = "{\"event\":\"x\"}";
+
+    /* One lws read of a final frame: not copied. */
+    assert_int_equal(hub_session_rx_append(s, one, strlen(one), 0, true,
+                                           false, now, &msg, &len), 1);
+    assert_ptr_equal(msg, one);
+    assert_int_equal(len, strlen(one));
+    assert_null(s->rx_buf);
+    hub_session_rx_done(s);
+    /* Three pieces: a frame read in two, then a final fragment. */
+    assert_int_equal(hub_session_rx_append(s, "ab", 2, 3, false, false, now,
+                                           &msg, &len), 0);
+    assert_int_equal(hub_session_rx_append(s, "cde", 3, 0, false, false, now,
+                                           &msg, &len), 0);
+    assert_int_equal(hub_session_rx_append(s, "fg", 2, 0, true, false, now,
+                                           &msg, &len), 1);
+    assert_int_equal(len, 7);
+    assert_memory_equal(msg, "abcdefg", 7);
+    assert_ptr_equal(msg, s->rx_buf);
+    /* A final frame with bytes still to read is not the end yet. */
+    hub_session_rx_done(s);
+    assert_null(s->rx_buf);
+    assert_int_equal(s->rx_len, 0);
+    assert_int_equal(hub_session_rx_append(s, "h", 1, 1, true, false, now,
+                                           &msg, &len), 0);
+    assert_int_equal(hub_session_rx_append(s, "i", 1, 0, true, false, now,
+                                           &msg, &len), 1);
+    assert_memory_equal(msg, "hi", 2);
+    hub_session_rx_done(s);
+    assert_int_equal(HUB_STAT_GET(fx->fh.loops[0]->stats.msgs_in), 3);
+    assert_int_equal(HUB_STAT_GET(fx->fh.loops[0]->stats.bytes_in),
+                     strlen(one) + 7 + 2);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+}
+
+/* max_message bytes pass; one more closes 1009, counting what is to come. */
+static void test_session_rx_1009_past_max_message(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    uint64_t now = fake_now_ms(&fx->fh);
+    size_t max = fx->fh.cfg.max_message;
+    char *big = malloc(max + 1);
+    const char *msg;
+    size_t len;
+
+    assert_non_null(big);
+    memset(big, 'a', max + 1);
+    assert_int_equal(hub_session_rx_append(s, big, 10, max - 10, false,
+                                           false, now, &msg, &len), 0);
+    assert_int_equal(hub_session_rx_append(s, big, max - 10, 0, true, false,
+                                           now, &msg, &len), 1);
+    assert_int_equal(len, max);
+    hub_session_rx_done(s);
+    /* The first piece of a frame one byte too long: 1009 at once. */
+    assert_int_equal(hub_session_rx_append(s, big, 10, max + 1 - 10, false,
+                                           false, now, &msg, &len), -1);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 1009);
+    assert_int_equal(s->close_reason_id, HUB_CLOSE_TOO_BIG);
+    /* Closing: later data is dropped. */
+    assert_int_equal(hub_session_rx_append(s, "x", 1, 0, true, false, now,
+                                           &msg, &len), -1);
+    hub_session_rx_done(s);
+    free(big);
+}
+
+/* Invalid UTF-8 fails the connection in the piece that shows it... */
+static void test_session_rx_1007_mid_message(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    uint64_t now = fake_now_ms(&fx->fh);
+    const char *msg;
+    size_t len;
+
+    assert_int_equal(hub_session_rx_append(s, "ok", 2, 0, false, false, now,
+                                           &msg, &len), 0);
+    assert_int_equal(hub_session_rx_append(s, "\xff", 1, 0, false, false,
+                                           now, &msg, &len), -1);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 1007);
+    hub_session_rx_done(s);
+}
+
+/* ... or at the end, for a character cut short; binary is not checked. */
+static void test_session_rx_1007_at_the_end(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    uint64_t now = fake_now_ms(&fx->fh);
+    const char *msg;
+    size_t len;
+
+    assert_int_equal(hub_session_rx_append(s, "\xff\xfe", 2, 0, true, true,
+                                           now, &msg, &len), 1);
+    hub_session_rx_done(s);
+    /* A character split over two fragments is fine... */
+    assert_int_equal(hub_session_rx_append(s, "\xc3", 1, 0, false, false,
+                                           now, &msg, &len), 0);
+    assert_int_equal(hub_session_rx_append(s, "\xa9", 1, 0, true, false,
+                                           now, &msg, &len), 1);
+    hub_session_rx_done(s);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    /* ... one that never finishes is not. */
+    assert_int_equal(hub_session_rx_append(s, "a\xc3", 2, 0, true, false,
+                                           now, &msg, &len), -1);
+    assert_int_equal(s->close_code, 1007);
+}
+
+/* A close payload the hub must not echo closes 1002 / 1007 (an error). */
+static void test_session_peer_close_checks_the_payload(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    uint64_t now = fake_now_ms(&fx->fh);
+    const char *why = NULL;
+    static const unsigned char fine[] = { 0x03, 0xe8, 'b', 'y', 'e' };
+    static const unsigned char one[] = { 0x03 };
+
+    assert_int_equal(hub_session_on_peer_close(s, fine, sizeof(fine), now,
+                                               &why), 0);
+    assert_null(why);
+    assert_int_equal(s->state, HUB_SESSION_OPEN);
+    assert_int_equal(hub_session_on_peer_close(s, one, sizeof(one), now,
+                                               &why), 1002);
+    assert_string_equal(why, "invalid close frame");
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_reason_id, HUB_CLOSE_ERROR);
+}
+
+/* hub_session_closed: the reason is the close's, or peer while open. */
+static void test_session_closed_counts_the_reason(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_loop_stats *st = &fx->fh.loops[0]->stats;
+    struct fake_session other;
+
+    assert_int_equal(fake_session_open(&fx->fh, &other, 0, NULL), 0);
+    hub_session_closed(&other.s, fake_now_ms(&fx->fh));
+    assert_false(hub_session_live(&other.s));
+    assert_int_equal(HUB_STAT_GET(st->closed[HUB_CLOSE_PEER]), 1);
+    hub_session_closed(&other.s, fake_now_ms(&fx->fh)); /* no-op */
+    assert_int_equal(HUB_STAT_GET(st->closed[HUB_CLOSE_PEER]), 1);
+    hub_session_close(&fx->fs.s, 4009, "x", HUB_CLOSE_APP, false);
+    hub_session_closed(&fx->fs.s, fake_now_ms(&fx->fh));
+    assert_int_equal(HUB_STAT_GET(st->closed[HUB_CLOSE_APP]), 1);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -620,6 +777,12 @@ int main(void)
         T(test_session_late_ping_write_rearms_pong),
         T(test_session_pong_armed_follows_close_and_fini),
         T(test_session_queued_bytes_follows_the_queue),
+        T(test_session_rx_joins_fragments),
+        T(test_session_rx_1009_past_max_message),
+        T(test_session_rx_1007_mid_message),
+        T(test_session_rx_1007_at_the_end),
+        T(test_session_peer_close_checks_the_payload),
+        T(test_session_closed_counts_the_reason),
         cmocka_unit_test(test_session_idle_timeout_rearms_on_data),
         cmocka_unit_test(test_session_fini_releases_everything),
         cmocka_unit_test(test_session_write_timeout_closes_a_stalled_queue),
