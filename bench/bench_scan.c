@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub/heartbeat.h"
 #include "hub/loop.h"
 #include "hub/session.h"
 #include "timer/clock.h"
@@ -127,7 +128,7 @@ static void measure(size_t n, double *ms_per_100k, double *max_slice_us)
     printf("%9zu sessions: run %.3f ms (median of %d), %.3f ms per 100k, "
            "worst slice %.1f us, slice = %u sessions\n",
            n, (double)runs_ns[RUNS / 2] / 1e6, RUNS, *ms_per_100k,
-           *max_slice_us, cfg.heartbeat_slice ? cfg.heartbeat_slice : 4096);
+           *max_slice_us, HUB_HEARTBEAT_SLICE);
     for (size_t i = 0; i < n; i++)
         hub_session_fini(&sessions[i], HUB_CLOSE_PEER);
     hub_loop_destroy(l);

@@ -47,8 +47,10 @@ struct hub_config {
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
     uint32_t max_connections;      /* hub-wide; 0 = unlimited */
-    uint32_t heartbeat_slice;      /* sessions per slice; 0 = 4096 */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    /* What the protocol layer does at a session's fini (hub/pusher.h's
+     * hub_pusher_hooks); NULL = nothing. Borrowed. */
+    const struct hub_session_hooks *session_hooks;
     const struct hub_app *apps;    /* borrowed, n_apps entries */
     unsigned n_apps;
 };

@@ -689,3 +689,7 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
     /* hub_pusher_open() enforces the app's max_connections (4004). */
     hub_pusher_open(s, app);
 }
+
+const struct hub_session_hooks hub_pusher_hooks = {
+    .on_fini = hub_pusher_leave_all,
+};

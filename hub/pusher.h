@@ -16,6 +16,7 @@
 #include "hub/app.h"
 
 struct hub_session;
+struct hub_session_hooks;
 
 /* After hub_session_init(): bind the app and send connection_established
  * (or pusher:error + close: 4003 if the app is disabled, 4004 if it is at
@@ -43,6 +44,9 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
 
 /* Leave every channel (disconnect); emits member_removed where due. */
 void hub_pusher_leave_all(struct hub_session *s);
+
+/* hub_config.session_hooks for a Pusher hub: at fini, leave_all. */
+extern const struct hub_session_hooks hub_pusher_hooks;
 
 /* Log hook for peer-caused errors; server/ installs a rate-limited one. */
 typedef void hub_log_fn(int level, unsigned loop, const char *fmt, ...);

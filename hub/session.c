@@ -94,7 +94,8 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
 
     if (!l)
         return;
-    hub_pusher_leave_all(s);
+    if (l->cfg->session_hooks && l->cfg->session_hooks->on_fini)
+        l->cfg->session_hooks->on_fini(s);
     stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     hub_shard_remove(&l->shard, s);
@@ -314,6 +315,37 @@ static void want_writable(struct hub_session *s)
         s->want_writable = true;
         s->loop->ops->want_writable(s->conn);
     }
+}
+
+int hub_session_queue_ping(struct hub_session *s, uint64_t now_ms)
+{
+    struct hub_loop *l = s->loop;
+    bool armed;
+
+    if (s->ping_outstanding || s->state != HUB_SESSION_OPEN)
+        return 1;
+    /* Still armed after an earlier pong: re-armed, not one more. */
+    armed = hub_timer_is_armed(&s->pong_timer);
+    if (hub_wheel_start(l->wheel, &s->pong_timer, now_ms,
+                        (int64_t)l->cfg->pong_timeout_ms))
+        return -EIO;
+    if (!armed)
+        HUB_STAT_ADD(l->stats.pong_armed, 1);
+    s->ping_outstanding = true;
+    s->ping_due = true;
+    s->ping_sent_ms = now_ms;
+    s->ping_sent_ns = hub_clock_now_ns(l->clock);
+    want_writable(s);
+    return 0;
+}
+
+void hub_session_drain(struct hub_session *s, uint64_t now_ms,
+                       uint64_t delay_ms)
+{
+    if (!s->loop || s->state != HUB_SESSION_OPEN)
+        return;
+    s->draining = true;
+    hub_wheel_start(s->loop->wheel, &s->idle_timer, now_ms, (int64_t)delay_ms);
 }
 
 /* Milliseconds since tx_ms (never negative). */

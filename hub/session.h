@@ -41,6 +41,15 @@ struct hub_transport_ops {
     void (*kill)(void *conn);
 };
 
+/*
+ * Upcalls into the layer above the session (the Pusher protocol), so that
+ * session.c calls nothing above it. Installed in hub_config.session_hooks.
+ */
+struct hub_session_hooks {
+    /* First thing in hub_session_fini(): leave every channel. */
+    void (*on_fini)(struct hub_session *s);
+};
+
 enum hub_session_state {
     HUB_SESSION_OPEN,
     HUB_SESSION_CLOSING,   /* close requested; close frame not yet sent */
@@ -151,6 +160,20 @@ void hub_session_on_pong(struct hub_session *s, uint64_t now_ms);
 void hub_session_ping_written(struct hub_session *s, uint64_t now_ms);
 
 /*
+ * The heartbeat found s silent for ping_interval: arm the pong deadline
+ * and queue a ping (written first, ahead of data). 0 queued; 1 skipped
+ * (not open, or a ping is already unanswered); -EIO when the deadline
+ * could not be armed (nothing queued).
+ */
+int hub_session_queue_ping(struct hub_session *s, uint64_t now_ms);
+/*
+ * The loop drains: from now, s's idle entry is the drain close (4200)
+ * due in delay_ms. Only while open.
+ */
+void hub_session_drain(struct hub_session *s, uint64_t now_ms,
+                       uint64_t delay_ms);
+
+/*
  * Queue a reference to f (the caller keeps its own). Returns 0, or
  * -ENOBUFS when the queue would pass max_queue: the session is then being
  * closed with 4100 and f was not queued.
@@ -198,6 +221,11 @@ size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
                         unsigned *frames);
 void hub_session_cork_done(struct hub_session *s, size_t sent,
                            unsigned frames);
+
+static inline bool hub_session_is_open(const struct hub_session *s)
+{
+    return s->state == HUB_SESSION_OPEN;
+}
 
 /* Between hub_session_init() and hub_session_fini(). */
 static inline bool hub_session_live(const struct hub_session *s)

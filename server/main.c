@@ -78,6 +78,7 @@ static void fill_hub_config(struct srv *srv)
     h->max_subscriptions = c->max_subscriptions;
     h->max_connections = c->max_connections;
     h->auth_window_s = c->auth_timestamp_window_s;
+    h->session_hooks = &hub_pusher_hooks;
     for (unsigned i = 0; i < c->n_apps; i++)
         srv->cfg->apps[i].index = i;
     h->apps = c->apps;

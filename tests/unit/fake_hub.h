@@ -83,6 +83,7 @@ static inline void fake_hub_init(struct fake_hub *fh, unsigned n_loops)
     fh->cfg.max_message = 65536;
     fh->cfg.max_queue = 1 << 20;
     fh->cfg.auth_window_s = 600;
+    fh->cfg.session_hooks = &hub_pusher_hooks;
     for (unsigned i = 0; i < 2; i++) {
         hub_app_defaults(&fh->apps[i]);
         fh->apps[i].index = i;

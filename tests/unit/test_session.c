@@ -760,6 +760,65 @@ static void test_session_closed_counts_the_reason(void **state)
     assert_int_equal(HUB_STAT_GET(st->closed[HUB_CLOSE_APP]), 1);
 }
 
+/* queue_ping: once per silence, only while open; a deadline that cannot
+ * be armed queues nothing. */
+static void test_session_queue_ping_skips_and_fails(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    struct hub_loop_stats *st = &fx->fh.loops[0]->stats;
+    uint64_t now = fake_now_ms(&fx->fh);
+    struct fake_session other;
+
+    assert_int_equal(hub_session_queue_ping(s, now), 0);
+    assert_true(s->ping_due);
+    assert_true(s->ping_outstanding);
+    assert_int_equal(s->ping_sent_ms, now);
+    assert_true(hub_timer_is_armed(&s->pong_timer));
+    assert_int_equal(fx->fs.conn.writable_calls, 1);
+    assert_int_equal(HUB_STAT_GET(st->pong_armed), 1);
+    /* Unanswered: skipped, nothing more asked or counted. */
+    assert_int_equal(hub_session_queue_ping(s, now + 5), 1);
+    assert_int_equal(s->ping_sent_ms, now);
+    assert_int_equal(fx->fs.conn.writable_calls, 1);
+    assert_int_equal(HUB_STAT_GET(st->pong_armed), 1);
+    /* Closing: skipped. */
+    assert_int_equal(fake_session_open(&fx->fh, &other, 0, NULL), 0);
+    hub_session_close(&other.s, 4009, "x", HUB_CLOSE_APP, false);
+    assert_int_equal(hub_session_queue_ping(&other.s, now), 1);
+    assert_false(other.s.ping_due);
+    hub_session_fini(&other.s, HUB_CLOSE_APP);
+    /* -EIO: a pong timeout the wheel cannot hold. */
+    assert_int_equal(fake_session_open(&fx->fh, &other, 0, NULL), 0);
+    fx->fh.cfg.pong_timeout_ms = HUB_WHEEL_MAX_DELAY_MS + 1;
+    assert_int_equal(hub_session_queue_ping(&other.s, now), -EIO);
+    assert_false(other.s.ping_due);
+    assert_false(other.s.ping_outstanding);
+    assert_int_equal(other.conn.writable_calls, 0);
+    assert_int_equal(HUB_STAT_GET(st->pong_armed), 1);
+    hub_session_fini(&other.s, HUB_CLOSE_PEER);
+}
+
+/* The heartbeat asks the session; the drain closes it 4200 on its entry. */
+static void test_session_drain_closes_4200(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+
+    hub_start_drain(fx->fh.hub);
+    fake_hub_drain(&fx->fh);
+    assert_true(s->draining);
+    /* drain_timeout 1000 - close_timeout 2000 - 500 < 0: no spread. */
+    fake_hub_advance(&fx->fh, 10);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4200);
+    assert_int_equal(s->close_reason_id, HUB_CLOSE_DRAIN);
+    assert_true(fake_find(s, "\"code\":4200") >= 0);
+    /* A closing session is not drained again. */
+    hub_session_drain(s, fake_now_ms(&fx->fh), 0);
+    assert_int_equal(hub_session_check(s), 0);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -783,6 +842,8 @@ int main(void)
         T(test_session_rx_1007_at_the_end),
         T(test_session_peer_close_checks_the_payload),
         T(test_session_closed_counts_the_reason),
+        T(test_session_queue_ping_skips_and_fails),
+        T(test_session_drain_closes_4200),
         cmocka_unit_test(test_session_idle_timeout_rearms_on_data),
         cmocka_unit_test(test_session_fini_releases_everything),
         cmocka_unit_test(test_session_write_timeout_closes_a_stalled_queue),
