@@ -36,8 +36,17 @@ static void fake_kill(void *conn)
     (void)conn;
 }
 
-static const struct hub_transport_ops fake_ops = { fake_want_writable,
-                                                   fake_kill };
+/* Pings take the writable path: the pending list never fills here. */
+static void fake_flush_soon(void *ctx)
+{
+    (void)ctx;
+}
+
+static const struct hub_transport_ops fake_ops = {
+    .want_writable = fake_want_writable,
+    .flush_soon = fake_flush_soon,
+    .kill = fake_kill,
+};
 
 static int resume_pending;
 

@@ -124,6 +124,7 @@ void hub_loop_destroy(struct hub_loop *l)
             hub_pub_release_node(n);
     }
     hub_chanmap_destroy(l->chans);
+    hub_pending_fini(&l->pending);
     hub_shard_fini(&l->shard);
     hub_wheel_destroy(l->wheel);
     free(l);

@@ -23,6 +23,7 @@
 
 #include "hub/app.h"
 #include "hub/inbox.h"
+#include "hub/pending.h"
 #include "hub/session.h"
 #include "hub/shard.h"
 #include "hub/stats.h"
@@ -86,6 +87,7 @@ struct hub_loop {
     struct hub_shard shard;
     struct hub_chanmap *chans;
     struct hub_inbox inbox;
+    struct hub_pending pending;    /* sessions with new output */
     struct hub_inbox_node drain_node, stop_node;
     struct hub_loop_stats stats;
     uint64_t sid_counter;
@@ -190,6 +192,19 @@ static inline uint64_t hub_budget_low(uint64_t budget)
 static inline uint64_t hub_budget_high(uint64_t budget)
 {
     return budget - budget / 8;
+}
+
+/*
+ * Write every session of l's pending list: write(ctx, s) for each, the
+ * transport's corked write (server/). Call after the read pass that
+ * flush_soon was asked in.
+ */
+static inline void hub_loop_flush(struct hub_loop *l,
+                                  void (*write)(void *ctx,
+                                                struct hub_session *s),
+                                  void *ctx)
+{
+    hub_pending_flush(&l->pending, write, ctx);
 }
 
 /* A small per-loop random number (jitter, socket ids). Loop thread. */

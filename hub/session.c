@@ -25,6 +25,13 @@
 #include "hub/protocol.h"
 #include "hub/ws.h"
 
+/* Per connection, so idle memory: a new field must pay for itself
+ * (docs/BENCHMARKS.md). test_session_size checks the same figure. */
+#if defined(__LP64__)
+_Static_assert(sizeof(struct hub_session) <= 304,
+               "struct hub_session grew");
+#endif
+
 static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms);
 static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms);
 static void close_timer_cb(struct hub_timer *t, uint64_t now_ms);
@@ -96,6 +103,11 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
         return;
     if (l->cfg->session_hooks && l->cfg->session_hooks->on_fini)
         l->cfg->session_hooks->on_fini(s);
+    /* Off the pending list. Listed means flagged; the list is empty
+     * outside a read pass, so the second test is only a cheap guard. */
+    if (s->want_writable || l->pending.n)
+        hub_pending_forget(&l->pending, s);
+    s->want_writable = false;
     stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     hub_shard_remove(&l->shard, s);
@@ -309,12 +321,35 @@ void hub_session_ping_written(struct hub_session *s, uint64_t now_ms)
                         (int64_t)l->cfg->pong_timeout_ms);
 }
 
+/*
+ * Output appeared: ask the transport, once until it serves s. An open
+ * session with nothing but data joins the loop's pending list, written
+ * corked right after the read pass (the first listing asks for that
+ * flush); pings and closes, and a list that cannot grow, take a writable
+ * callback.
+ */
 static void want_writable(struct hub_session *s)
 {
-    if (!s->want_writable) {
-        s->want_writable = true;
-        s->loop->ops->want_writable(s->conn);
+    struct hub_loop *l = s->loop;
+    int rc;
+
+    if (s->want_writable)
+        return;
+    s->want_writable = true;
+    if (s->state == HUB_SESSION_OPEN && !s->ping_due) {
+        rc = hub_pending_add(&l->pending, s);
+        if (rc == 1)
+            l->ops->flush_soon(l->wake_ctx);
+        if (rc >= 0)
+            return;
     }
+    l->ops->want_writable(s->conn);
+}
+
+void hub_session_await_writable(struct hub_session *s)
+{
+    s->want_writable = true;
+    s->loop->ops->want_writable(s->conn);
 }
 
 int hub_session_queue_ping(struct hub_session *s, uint64_t now_ms)
@@ -511,15 +546,58 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     want_writable(s);
 }
 
-size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
-                        const unsigned char **direct, size_t *direct_len,
-                        unsigned *frames)
+enum hub_out_kind hub_session_peek_out(const struct hub_session *s)
 {
-    return hub_sendq_cork(&s->q, buf, cap, direct, direct_len, frames);
+    if (s->ping_due && s->state == HUB_SESSION_OPEN)
+        return HUB_OUT_PING;
+    if (s->q.count)
+        return HUB_OUT_DATA;
+    if (s->state == HUB_SESSION_CLOSING)
+        return HUB_OUT_CLOSE;
+    return HUB_OUT_NONE;
 }
 
-void hub_session_cork_done(struct hub_session *s, size_t sent,
-                           unsigned frames)
+enum hub_out_kind hub_session_next_out(struct hub_session *s,
+                                       unsigned char *cork, size_t cap,
+                                       struct hub_out *out)
+{
+    size_t n;
+
+    s->want_writable = false;
+    out->kind = hub_session_peek_out(s);
+    switch (out->kind) {
+    case HUB_OUT_PING:
+        /* ASCII payload: lws 4.1.6 never reports an empty pong, and may
+         * UTF-8-check pongs (docs/LWS.md, "Pings and pongs"). */
+        s->ping_due = false;
+        out->len = (size_t)snprintf(out->ping, sizeof(out->ping),
+                                    "lubdub-%u", ++s->ping_seq);
+        out->data = (const unsigned char *)out->ping;
+        break;
+    case HUB_OUT_DATA:
+        n = hub_sendq_cork(&s->q, cork, cap, &out->data, &out->len,
+                           &out->frames);
+        if (n) {
+            out->data = cork;
+            out->len = n;
+        }
+        break;
+    case HUB_OUT_CLOSE:
+        s->state = HUB_SESSION_CLOSE_SENT;
+        out->close_code = s->close_code;
+        out->data = (const unsigned char *)s->close_text;
+        out->len = strlen(s->close_text);
+        if (out->len > 123)
+            out->len = 123; /* RFC 6455 5.5: 125 bytes with the code */
+        break;
+    case HUB_OUT_NONE:
+        break;
+    }
+    return out->kind;
+}
+
+/* The socket took sent bytes of the queue. */
+static void data_written(struct hub_session *s, size_t sent)
 {
     struct hub_loop *l = s->loop;
     unsigned done;
@@ -535,7 +613,25 @@ void hub_session_cork_done(struct hub_session *s, size_t sent,
     done = hub_sendq_consume(&s->q, sent);
     if (done)
         HUB_STAT_ADD(l->stats.msgs_out, done);
-    (void)frames;
+}
+
+void hub_session_out_done(struct hub_session *s, const struct hub_out *out,
+                          size_t written, uint64_t now_ms)
+{
+    switch (out->kind) {
+    case HUB_OUT_PING:
+        HUB_STAT_ADD(s->loop->stats.pings_sent, 1);
+        hub_session_ping_written(s, now_ms);
+        break;
+    case HUB_OUT_DATA:
+        data_written(s, written);
+        break;
+    case HUB_OUT_CLOSE:
+    case HUB_OUT_NONE:
+        return;
+    }
+    if (hub_session_has_output(s))
+        hub_session_await_writable(s);
 }
 
 int hub_session_check(const struct hub_session *s)

@@ -84,50 +84,27 @@ static struct srv_loop *loop_of(struct lws *wsi)
 
 static void flush_sul_cb(lws_sorted_usec_list_t *sul);
 
+static void op_want_writable(void *conn)
+{
+    lws_callback_on_writable(conn);
+}
+
 /*
- * A session has new output. Data goes out corked, straight after the read
- * round that produced it: the session joins the loop's flush list, and a
- * 1 us sul (run before the next poll) writes every listed session's queue
+ * The loop's pending list went non-empty: its sessions' data goes out
+ * corked, straight after the read round that produced it, from a 1 us sul
+ * (run before the next poll) that writes every listed session's queue
  * with one lws_write(LWS_WRITE_RAW) each. That skips lws's POLLOUT round
  * trip (two pollfd changes, a poll() that reports every subscriber, one
  * WRITEABLE callback each), which the fan-out profile showed to be the
  * cost; docs/LWS.md ("Fan-out at the corked ceiling") measured the same.
  * Pings, closes and sessions whose socket is backed up still go through
- * SERVER_WRITEABLE.
+ * SERVER_WRITEABLE (op_want_writable).
  */
-static void op_want_writable(void *conn)
+static void op_flush_soon(void *ctx)
 {
-    struct lws *wsi = conn;
-    struct srv_loop *l = lws_context_user(lws_get_context(wsi));
-    struct hub_session *s = lws_wsi_user(wsi);
+    struct srv_loop *l = ctx;
 
-    if (!s || s->state != HUB_SESSION_OPEN || s->ping_due)
-        goto writable;
-    if (l->n_flush == l->cap_flush) {
-        uint32_t cap = l->cap_flush ? l->cap_flush * 2 : 1024;
-        struct hub_session **n = realloc(l->flush, cap * sizeof(*n));
-
-        if (!n)
-            goto writable;
-        l->flush = n;
-        l->cap_flush = cap;
-    }
-    l->flush[l->n_flush++] = s;
-    if (!l->flush_armed) {
-        l->flush_armed = true;
-        lws_sul_schedule(l->ctx, 0, &l->sul_flush, flush_sul_cb, 1);
-    }
-    return;
-writable:
-    lws_callback_on_writable(wsi);
-}
-
-/* A closing session must not stay on the flush list. */
-static void flush_forget(struct srv_loop *l, struct hub_session *s)
-{
-    for (uint32_t i = 0; i < l->n_flush; i++)
-        if (l->flush[i] == s)
-            l->flush[i] = NULL;
+    lws_sul_schedule(l->ctx, 0, &l->sul_flush, flush_sul_cb, 1);
 }
 
 static void op_kill(void *conn)
@@ -137,6 +114,7 @@ static void op_kill(void *conn)
 
 static const struct hub_transport_ops transport_ops = {
     .want_writable = op_want_writable,
+    .flush_soon = op_flush_soon,
     .kill = op_kill,
 };
 
@@ -382,32 +360,6 @@ static void ws_established(struct hub_session *s, struct lws *wsi)
 }
 
 /*
- * Write as much of a session's queue as one cork holds (a frame bigger than
- * the cork goes by itself) with one lws_write(RAW); 0, or -1 when the
- * write failed. Used from SERVER_WRITEABLE and from the flush sul.
- */
-static int write_cork(struct srv_loop *l, struct hub_session *s)
-{
-    struct lws *wsi = s->conn;
-    const unsigned char *direct;
-    size_t n, direct_len;
-    unsigned frames;
-
-    n = hub_session_cork(s, l->cork, SRV_CORK_BYTES, &direct, &direct_len,
-                         &frames);
-    if (!n && direct) {
-        if (lws_write(wsi, (unsigned char *)direct, direct_len,
-                      LWS_WRITE_RAW) < (int)direct_len)
-            return -1;
-        n = direct_len;
-    } else if (n && lws_write(wsi, l->cork, n, LWS_WRITE_RAW) < (int)n) {
-        return -1;
-    }
-    hub_session_cork_done(s, n, frames);
-    return 0;
-}
-
-/*
  * Test only (LUBDUB_TEST_STALL_MS, tests/integration/stall.test.js): block
  * this loop's thread right after it wrote a heartbeat ping, so the peer's
  * pong waits in the kernel while the pong deadline passes. Never armed
@@ -438,87 +390,84 @@ bool srv_test_stall_arm(struct srv *srv, unsigned id)
     return true;
 }
 
-static int ws_writeable(struct srv_loop *l, struct hub_session *s,
-                        struct lws *wsi)
+/*
+ * SERVER_WRITEABLE: write the one thing the session has next (a ping, a
+ * cork of data, or the close). out_done asks for another callback when
+ * more is left. 0, or -1 to close the connection (after the close frame,
+ * or when a write failed).
+ */
+static int srv_write_one(struct srv_loop *l, struct hub_session *s,
+                         struct lws *wsi)
 {
-    unsigned char buf[LWS_PRE + 32];
+    unsigned char ping[LWS_PRE + sizeof(((struct hub_out *)0)->ping)];
+    struct hub_out o;
 
-    s->want_writable = false;
-    if (s->ping_due && s->state == HUB_SESSION_OPEN) {
-        /* ASCII payload: lws 4.1.6 never reports an empty pong, and
-         * may UTF-8-check pongs (docs/LWS.md, "Pings and pongs"). */
-        int len = snprintf((char *)buf + LWS_PRE, 32, "lubdub-%u",
-                           ++s->ping_seq);
-
-        s->ping_due = false;
-        if (lws_write(wsi, buf + LWS_PRE, (size_t)len, LWS_WRITE_PING) < len)
+    switch (hub_session_next_out(s, l->cork, SRV_CORK_BYTES, &o)) {
+    case HUB_OUT_PING:
+        memcpy(ping + LWS_PRE, o.data, o.len);
+        if (lws_write(wsi, ping + LWS_PRE, o.len, LWS_WRITE_PING) <
+            (int)o.len)
             return -1;
-        HUB_STAT_ADD(l->hub->stats.pings_sent, 1);
-        hub_session_ping_written(s, srv_now_ms());
+        hub_session_out_done(s, &o, o.len, srv_now_ms());
         if (l->stall_after_ping)
             test_stall(l);
-        goto more;
-    }
-    if (s->q.count) {
-        if (write_cork(l, s))
+        return 0;
+    case HUB_OUT_DATA:
+        if (lws_write(wsi, (unsigned char *)o.data, o.len, LWS_WRITE_RAW) <
+            (int)o.len)
             return -1;
-        goto more;
-    }
-    if (s->state == HUB_SESSION_CLOSING) {
-        s->state = HUB_SESSION_CLOSE_SENT;
-        lws_close_reason(wsi, (enum lws_close_status)s->close_code,
-                         (unsigned char *)s->close_text,
-                         strlen(s->close_text) > 123 ? 123
-                                                     : strlen(s->close_text));
+        hub_session_out_done(s, &o, o.len, 0);
+        return 0;
+    case HUB_OUT_CLOSE:
+        lws_close_reason(wsi, (enum lws_close_status)o.close_code,
+                         (unsigned char *)o.data, o.len);
         return -1;
-    }
-    return 0;
-more:
-    if (hub_session_has_output(s)) {
-        s->want_writable = true;
-        lws_callback_on_writable(wsi);
+    case HUB_OUT_NONE:
+        break;
     }
     return 0;
 }
 
+/*
+ * One session of the pending list, from the flush sul: an open session
+ * with data and a socket lws holds nothing for is written here, corked;
+ * anything else (a ping or close came up since it was listed, or lws
+ * still buffers bytes for the socket: then lws flushes first, so at most
+ * one cork ever waits inside lws) takes the WRITEABLE path.
+ */
+static void flush_one(void *ctx, struct hub_session *s)
+{
+    struct srv_loop *l = ctx;
+    struct lws *wsi = hub_session_conn(s);
+    struct hub_out o;
+
+    switch (hub_session_peek_out(s)) {
+    case HUB_OUT_NONE:
+        (void)hub_session_next_out(s, NULL, 0, &o); /* served: nothing */
+        return;
+    case HUB_OUT_DATA:
+        if (hub_session_is_open(s) && !lws_partial_buffered(wsi)) {
+            (void)hub_session_next_out(s, l->cork, SRV_CORK_BYTES, &o);
+            if (lws_write(wsi, (unsigned char *)o.data, o.len,
+                          LWS_WRITE_RAW) < (int)o.len) {
+                op_kill(wsi);
+                return;
+            }
+            hub_session_out_done(s, &o, o.len, 0);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    hub_session_await_writable(s);
+}
 
 static void flush_sul_cb(lws_sorted_usec_list_t *sul)
 {
     struct srv_loop *l = lws_container_of(sul, struct srv_loop, sul_flush);
-    uint32_t count = l->n_flush;
 
-    l->flush_armed = false;
-    for (uint32_t i = 0; i < count; i++) {
-        struct hub_session *s = l->flush[i];
-
-        if (!s || !s->loop)
-            continue;
-        s->want_writable = false;
-        if (s->state != HUB_SESSION_OPEN || s->ping_due ||
-            lws_partial_buffered(s->conn)) {
-            /* Control frames, and sockets lws still holds bytes for,
-             * take the WRITEABLE path: lws flushes its buffer first, so
-             * at most one cork ever waits inside lws. */
-            s->want_writable = true;
-            lws_callback_on_writable(s->conn);
-            continue;
-        }
-        if (s->q.count && write_cork(l, s)) {
-            op_kill(s->conn);
-            continue;
-        }
-        if (hub_session_has_output(s)) {
-            s->want_writable = true;
-            lws_callback_on_writable(s->conn);
-        }
-    }
-    /* Sessions listed while flushing (none today) stay for the next run. */
-    memmove(l->flush, l->flush + count, (l->n_flush - count) * sizeof(*l->flush));
-    l->n_flush -= count;
-    if (l->n_flush && !l->flush_armed) {
-        l->flush_armed = true;
-        lws_sul_schedule(l->ctx, 0, &l->sul_flush, flush_sul_cb, 1);
-    }
+    hub_loop_flush(l->hub, flush_one, l);
 }
 
 static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
@@ -581,7 +530,7 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
     case LWS_CALLBACK_SERVER_WRITEABLE:
         if (!hub_session_live(s))
             return 0;
-        return ws_writeable(loop_of(wsi), s, wsi);
+        return srv_write_one(loop_of(wsi), s, wsi);
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: {
         /* Before lws echoes the peer's close: lws 4.1.6 would echo a
          * one-byte payload, codes of 5000 and up and reasons that are not
@@ -598,8 +547,6 @@ static int main_cb(struct lws *wsi, enum lws_callback_reasons reason,
         return -1;
     }
     case LWS_CALLBACK_CLOSED:
-        if (hub_session_live(s) && s->want_writable)
-            flush_forget(loop_of(wsi), s);
         hub_session_closed(s, srv_now_ms());
         return 0;
     default:
@@ -879,7 +826,6 @@ void srv_loops_join(struct srv *srv)
         if (srv->loops[i].listen_fd >= 0)
             close(srv->loops[i].listen_fd);
         free(srv->loops[i].cork);
-        free(srv->loops[i].flush);
         srv_tls_loop_fini(&srv->loops[i]);
     }
     pthread_barrier_destroy(&srv->barrier);

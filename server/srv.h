@@ -36,10 +36,7 @@ struct srv_loop {
     lws_sorted_usec_list_t sul_wheel;     /* drives the timing wheel */
     lws_sorted_usec_list_t sul_heartbeat; /* next heartbeat slice */
     lws_sorted_usec_list_t sul_accept;    /* resume after EMFILE */
-    lws_sorted_usec_list_t sul_flush;     /* corked writes after reads */
-    struct hub_session **flush;           /* sessions with new output */
-    uint32_t n_flush, cap_flush;
-    bool flush_armed;
+    lws_sorted_usec_list_t sul_flush;     /* hub_loop_flush after reads */
     pthread_t thread;
     struct ev_loop *evl;                  /* libev loop, NULL with poll */
     bool accepting;
