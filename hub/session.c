@@ -1,5 +1,9 @@
 /*
- * hub/session.c - session lifecycle, deadlines and the corked send queue.
+ * hub/session.c - a session's state machine: lifecycle, inbound
+ * reassembly and checks, deadlines, the heartbeat's ping, the drain, the
+ * close, and what the transport pulls to write (next_out / out_done). The
+ * queue's ring itself is hub/sendq.c; the loop's list of sessions with
+ * new output is hub/pending.c, fed only by want_writable() below.
  *
  * Deadlines are lazy: nothing is re-armed per inbound frame. The pong timer
  * checks, when it fires, whether anything arrived since the ping; the idle
