@@ -28,23 +28,6 @@ static void log_nothing(int level, unsigned loop, const char *fmt, ...)
 
 hub_log_fn *hub_log = log_nothing;
 
-/* A sealed frame holding {"event":E,"channel":C,"data":D[,"user_id":U]}. */
-static struct hub_frame *event_frame(const char *event, const char *channel,
-                                     const char *data_json, size_t data_len,
-                                     const char *user_id)
-{
-    size_t n = hub_proto_encode_event(NULL, 0, event, channel, data_json,
-                                      data_len, user_id);
-    struct hub_frame *f = hub_frame_create(n + 1);
-
-    if (!f)
-        return NULL;
-    hub_proto_encode_event(hub_frame_payload(f), n + 1, event, channel,
-                           data_json, data_len, user_id);
-    hub_frame_seal(f, n);
-    return f;
-}
-
 /* Send {"event":E,"channel":C,"data":"<json-string of data_text>"}. */
 static void send_event_string(struct hub_session *s, const char *event,
                               const char *channel, const char *data_text)
@@ -57,7 +40,7 @@ static void send_event_string(struct hub_session *s, const char *event,
     if (!d)
         return;
     hub_proto_encode_string(d, dlen + 1, data_text, strlen(data_text));
-    f = event_frame(event, channel, d, dlen, NULL);
+    f = hub_proto_event_frame(event, channel, d, dlen, NULL);
     free(d);
     if (f) {
         hub_session_send(s, f);
@@ -179,7 +162,7 @@ static void member_event(struct hub_session *s, const char *event,
             struct hub_frame *f;
 
             hub_proto_encode_string(d, dlen + 1, text, strlen(text));
-            f = event_frame(event, channel, d, dlen, NULL);
+            f = hub_proto_event_frame(event, channel, d, dlen, NULL);
             if (f) {
                 publish(s, channel, chlen, f, seq);
                 hub_frame_unref(f);
@@ -590,7 +573,7 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
         hub_session_send_error(s, -1, "Client event data too large", false);
         goto dropped;
     }
-    f = event_frame(m->event, sub->ch->name, data, strlen(data),
+    f = hub_proto_event_frame(m->event, sub->ch->name, data, strlen(data),
                     kind == HUB_CHANNEL_PRESENCE ? sub->user_id : NULL);
     free(data);
     if (!f)

@@ -177,17 +177,13 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
         json_t *c = r->channels ? json_array_get(r->channels, i) : r->single;
         const char *name = json_string_value(c);
         size_t len = json_string_length(c);
-        size_t n = hub_proto_encode_event(NULL, 0, r->name, name, lit,
-                                          lit_len, NULL);
-        struct hub_frame *f = hub_frame_create(n + 1);
+        struct hub_frame *f = hub_proto_event_frame(r->name, name, lit,
+                                                    lit_len, NULL);
 
         if (!f) {
             free(lit);
             return -ENOMEM;
         }
-        hub_proto_encode_event(hub_frame_payload(f), n + 1, r->name, name,
-                               lit, lit_len, NULL);
-        hub_frame_seal(f, n);
         hub_publish(l->hub, l, app->index, name, len, f,
                     r->excl.set ? &r->excl : NULL);
         hub_frame_unref(f);
