@@ -18,19 +18,11 @@
 
 #include "hub/auth.h"
 #include "hub/channel.h"
+#include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
 #include "hub/session.h"
 #include "hub/subscribe.h"
-
-static void log_nothing(int level, unsigned loop, const char *fmt, ...)
-{
-    (void)level;
-    (void)loop;
-    (void)fmt;
-}
-
-hub_log_fn *hub_log = log_nothing;
 
 void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
 {

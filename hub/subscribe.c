@@ -21,6 +21,7 @@
 
 #include "hub/auth.h"
 #include "hub/channel.h"
+#include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
 #include "hub/pusher.h"
