@@ -181,12 +181,17 @@ static int check_event(const struct hub_app *app, json_t *ev,
     return 0;
 }
 
-/* Publish one validated event, one frame per channel; fills info_out (may
- * be NULL). 0 or -ENOMEM (channels before the failing one got it). */
+/*
+ * Publish one validated event, one frame per channel, each built from the
+ * one literal just before it is published (so at most one frame of the
+ * request is held at a time); fills info_out (may be NULL). 0 or -ENOMEM:
+ * the channels before the failing one got it.
+ */
 static int publish_event(struct hub_loop *l, const struct hub_app *app,
                          const struct event_req *r, json_t *info_out)
 {
     size_t n_ch = r->channels ? json_array_size(r->channels) : 1;
+    int rc;
 
     assert(r->lit && n_ch >= 1);
     for (size_t i = 0; i < n_ch; i++) {
@@ -198,9 +203,11 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
 
         if (!f)
             return -ENOMEM;
-        hub_publish(l->hub, l, app->index, name, len, f,
-                    r->excl.set ? &r->excl : NULL);
+        rc = hub_publish(l->hub, l, app->index, name, len, f,
+                         r->excl.set ? &r->excl : NULL);
         hub_frame_unref(f);
+        if (rc)
+            return rc;
         if (info_out && r->info) {
             struct hub_channel_info ci;
             json_t *o = json_object();
@@ -275,6 +282,12 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
             any_info = true;
     }
     infos = any_info ? json_array() : NULL;
+    failed = any_info && !infos;
+    /*
+     * Out of memory part-way stops here with a 500; the events before
+     * were published (holding every frame of a batch first would cost up
+     * to max_batch_events x max_channels_per_event frames at once).
+     */
     for (size_t i = 0; i < n && !failed; i++) {
         json_t *info = any_info ? json_object() : NULL;
 
