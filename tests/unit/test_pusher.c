@@ -3,7 +3,8 @@
  * (fake_hub.h): publication with exclusion within and across loops,
  * presence member events, client events, the per-app connection quota,
  * sign-in and terminate, the queue budget and the subscription cap.
- * Moved from test_channel.c as they were (names included).
+ * The test_channel_* cases moved from test_channel.c as they were (names
+ * included); the test_pusher_* cases walk each step of a subscribe.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -562,6 +563,170 @@ static void test_channel_max_subscriptions_refused(void **state)
     fake_hub_stop(&fh);
 }
 
+/* Each step of hub_pusher_subscribe(), one refusal or answer at a time. */
+
+/* The last queued frame of s (borrowed, as fake_frame_text). */
+static const char *last_frame(const struct hub_session *s)
+{
+    assert_true(s->q.count > 0);
+    return fake_frame_text(s, s->q.count - 1);
+}
+
+/* Directory figures of (app 0, name). */
+static struct hub_channel_info dir_info(struct fake_hub *fh, const char *name)
+{
+    struct hub_channel_info ci;
+
+    hub_directory_info(fh->hub->dir, 0, name, strlen(name), &ci);
+    return ci;
+}
+
+static void test_pusher_subscribe_refusals(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a;
+    char big[64];
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    fh.apps[0].max_user_info_bytes = 16;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
+    fake_flush(&a.s);
+
+    /* Name: 4009, before anything else is looked at. */
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"a b\"}}");
+    assert_non_null(strstr(last_frame(&a.s), "\"type\":\"InvalidChannel\""));
+    assert_non_null(strstr(last_frame(&a.s), "\"status\":4009"));
+    /* Private without auth, and with a wrong signature: 401. */
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":"
+              "\"private-x\"}}");
+    assert_non_null(strstr(last_frame(&a.s), "Missing or malformed auth"));
+    assert_non_null(strstr(last_frame(&a.s), "\"status\":401"));
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":"
+              "\"private-x\",\"auth\":\"app-key:00\"}}");
+    assert_non_null(strstr(last_frame(&a.s), "Invalid signature"));
+    /* Presence without channel_data: 401. */
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":"
+              "\"presence-x\",\"auth\":\"app-key:00\"}}");
+    assert_non_null(strstr(last_frame(&a.s),
+                           "Presence channels need channel_data"));
+    /* Signed channel_data that is unusable: 400; user_info too big: 4301. */
+    fake_subscribe(&fh, &a.s, "presence-x", "[1]");
+    assert_non_null(strstr(last_frame(&a.s),
+                           "channel_data must be a JSON object"));
+    assert_non_null(strstr(last_frame(&a.s), "\"status\":400"));
+    fake_subscribe(&fh, &a.s, "presence-x", "{\"user_id\":true}");
+    assert_non_null(strstr(last_frame(&a.s),
+                           "channel_data.user_id must be a string or an "
+                           "integer"));
+    fake_subscribe(&fh, &a.s, "presence-x", "{\"user_id\":\"\"}");
+    assert_non_null(strstr(last_frame(&a.s),
+                           "channel_data.user_id is empty or too long"));
+    snprintf(big, sizeof(big),
+             "{\"user_id\":\"u\",\"user_info\":\"%s\"}", "0123456789abcdef");
+    fake_subscribe(&fh, &a.s, "presence-x", big);
+    assert_non_null(strstr(last_frame(&a.s), "\"type\":\"LimitReached\""));
+    assert_non_null(strstr(last_frame(&a.s), "\"status\":4301"));
+    /* None of it subscribed anything or touched the directory. */
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 0);
+    assert_true(hub_list_is_empty(&a.s.subs));
+    assert_int_equal(hub_chanmap_count(fh.loops[0]->chans), 0);
+    assert_false(dir_info(&fh, "presence-x").occupied);
+    assert_false(dir_info(&fh, "private-x").occupied);
+    assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.subscriptions), 0);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_pusher_subscribe_again(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b;
+    struct hub_channel_info ci;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.apps[0].max_presence_members = 2;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &b, 1, &fh.apps[0]), 0);
+
+    /* Public and private: confirmed again, nothing changes. */
+    fake_subscribe(&fh, &a.s, "news", NULL);
+    fake_subscribe(&fh, &a.s, "news", NULL);
+    fake_subscribe(&fh, &a.s, "private-p", NULL);
+    fake_subscribe(&fh, &a.s, "private-p", NULL);
+    assert_int_equal(fake_count(&a.s, "subscription_succeeded"), 4);
+    assert_int_equal(dir_info(&fh, "news").subscription_count, 1);
+    assert_int_equal(dir_info(&fh, "private-p").subscription_count, 1);
+    assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.subscriptions), 2);
+    fake_flush(&a.s);
+
+    /* Presence: the same user again gets the member list again. */
+    fake_subscribe(&fh, &a.s, "presence-r", "{\"user_id\":\"u1\"}");
+    fake_subscribe(&fh, &b.s, "presence-r", "{\"user_id\":\"u2\"}");
+    fake_hub_drain(&fh);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    fake_subscribe(&fh, &a.s, "presence-r", "{\"user_id\":\"u1\"}");
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.q.count, 1);
+    assert_non_null(strstr(last_frame(&a.s), "subscription_succeeded"));
+    assert_non_null(strstr(last_frame(&a.s), "u2"));
+    /* No member event for it, and the counts are where they were. */
+    assert_int_equal(b.s.q.count, 0);
+    ci = dir_info(&fh, "presence-r");
+    assert_int_equal(ci.user_count, 2);
+    assert_int_equal(ci.subscription_count, 2);
+    /* Another user on the same socket and channel: 409. */
+    fake_subscribe(&fh, &a.s, "presence-r", "{\"user_id\":\"u3\"}");
+    assert_non_null(strstr(last_frame(&a.s),
+                           "Already subscribed as another user"));
+    assert_non_null(strstr(last_frame(&a.s), "\"status\":409"));
+    /* A third user when the channel holds two: full, 4100. */
+    {
+        struct fake_session c;
+
+        assert_int_equal(fake_session_open(&fh, &c, 0, &fh.apps[0]), 0);
+        fake_subscribe(&fh, &c.s, "presence-r", "{\"user_id\":\"u3\"}");
+        assert_non_null(strstr(last_frame(&c.s), "Presence channel is full"));
+        assert_non_null(strstr(last_frame(&c.s), "\"status\":4100"));
+        assert_true(hub_list_is_empty(&c.s.subs));
+        /* A second socket of a member still fits. */
+        fake_subscribe(&fh, &c.s, "presence-r", "{\"user_id\":\"u2\"}");
+        assert_non_null(strstr(last_frame(&c.s), "subscription_succeeded"));
+        ci = dir_info(&fh, "presence-r");
+        assert_int_equal(ci.user_count, 2);
+        assert_int_equal(ci.subscription_count, 3);
+        hub_session_fini(&c.s, HUB_CLOSE_PEER);
+    }
+    ci = dir_info(&fh, "presence-r");
+    assert_int_equal(ci.user_count, 2);
+    assert_int_equal(ci.subscription_count, 2);
+    /* Unsubscribing a channel one is not in changes nothing. */
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"pusher:unsubscribe\",\"data\":{\"channel\":"
+              "\"elsewhere\"}}");
+    assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.subscriptions), 3);
+    fake_recv(&fh, &a.s,
+              "{\"event\":\"pusher:unsubscribe\",\"data\":{\"channel\":"
+              "\"news\"}}");
+    assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.subscriptions), 2);
+    assert_false(dir_info(&fh, "news").occupied);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    fake_hub_drain(&fh);
+    assert_int_equal(hub_chanmap_count(fh.loops[0]->chans), 0);
+    assert_int_equal(hub_chanmap_count(fh.loops[1]->chans), 0);
+    assert_false(dir_info(&fh, "presence-r").occupied);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -576,6 +741,8 @@ int main(void)
         cmocka_unit_test(test_channel_queue_budget_closes_furthest_behind),
         cmocka_unit_test(test_channel_queue_budget_across_loops),
         cmocka_unit_test(test_channel_max_subscriptions_refused),
+        cmocka_unit_test(test_pusher_subscribe_refusals),
+        cmocka_unit_test(test_pusher_subscribe_again),
     };
 
     json_object_seed(1);
