@@ -1,6 +1,9 @@
 /*
  * hub/rest.c - the Pusher HTTP API. Not a hot path for parsing (jansson),
- * but a publish still encodes each channel's frame exactly once.
+ * but each thing is done once: the query is parsed once (for the signature
+ * and the handlers), an event's data literal is made once while it is
+ * validated, and each channel's frame is encoded once
+ * (hub_proto_event_frame) and shared by every recipient.
  */
 #include "hub/rest.h"
 
