@@ -596,7 +596,8 @@ static void test_pusher_subscribe_refusals(void **state)
 
     /* Name: 4009, before anything else is looked at. */
     fake_recv(&fh, &a.s,
-              "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"a b\"}}");
+              "{\"event\":\"pusher:subscribe\",\"data\":"
+              "{\"channel\":\"a b\"}}");
     assert_non_null(strstr(last_frame(&a.s), "\"type\":\"InvalidChannel\""));
     assert_non_null(strstr(last_frame(&a.s), "\"status\":4009"));
     /* Private without auth, and with a wrong signature: 401. */

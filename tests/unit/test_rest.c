@@ -26,6 +26,14 @@
 
 #define NOW_S 1700000000ull
 
+/* Event data of exactly 200 bytes (the fixture's max_event_bytes). */
+#define X10 "xxxxxxxxxx"
+#define X200 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 \
+             X10 X10 X10 X10 X10 X10 X10 X10 X10 X10
+/* {"name":N,"channel":C,"data":"D"} */
+#define EV(n, c, d) \
+    "{\"name\":\"" n "\",\"channel\":\"" c "\",\"data\":\"" d "\"}"
+
 /* One answer: status, the body as parsed JSON (owned) and as text. */
 struct answer {
     int status;
@@ -342,11 +350,9 @@ static void test_rest_batch_publishes_all_or_nothing(void **state)
     /* The third event is bad: nothing of the first two goes out. */
     assert_int_equal(handle(&fx->fh, 0, HUB_HTTP_POST,
                             "/apps/app-id/batch_events", NULL,
-                            "{\"batch\":["
-                            "{\"name\":\"a\",\"channel\":\"news\",\"data\":\"1\"},"
-                            "{\"name\":\"b\",\"channel\":\"news\",\"data\":\"2\"},"
-                            "{\"name\":\"c\",\"channel\":\"bad name\","
-                            "\"data\":\"3\"}]}",
+                            "{\"batch\":[" EV("a", "news", "1") ","
+                            EV("b", "news", "2") ","
+                            EV("c", "bad name", "3") "]}",
                             &a),
                      400);
     assert_string_equal(answer_error(&a), "invalid channel name");
@@ -354,14 +360,8 @@ static void test_rest_batch_publishes_all_or_nothing(void **state)
     /* An event over the data limit is a 413 for the whole batch. */
     assert_int_equal(handle(&fx->fh, 0, HUB_HTTP_POST,
                             "/apps/app-id/batch_events", NULL,
-                            "{\"batch\":["
-                            "{\"name\":\"a\",\"channel\":\"news\",\"data\":\"1\"},"
-                            "{\"name\":\"b\",\"channel\":\"news\",\"data\":"
-                            "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "x\"}]}",
+                            "{\"batch\":[" EV("a", "news", "1") ","
+                            EV("b", "news", X200 "x") "]}",
                             &a),
                      413);
     answer_fini(&a);
@@ -371,11 +371,10 @@ static void test_rest_batch_publishes_all_or_nothing(void **state)
     /* A good batch: every event, in order, on every loop. */
     assert_int_equal(handle(&fx->fh, 1, HUB_HTTP_POST,
                             "/apps/app-id/batch_events", NULL,
-                            "{\"batch\":["
-                            "{\"name\":\"a\",\"channel\":\"news\",\"data\":\"1\"},"
+                            "{\"batch\":[" EV("a", "news", "1") ","
                             "{\"name\":\"b\",\"channel\":\"presence-room\","
                             "\"data\":\"2\",\"info\":\"user_count\"},"
-                            "{\"name\":\"c\",\"channel\":\"news\",\"data\":\"3\"}]}",
+                            EV("c", "news", "3") "]}",
                             &a),
                      200);
     /* With info: one object per event, the channel's info directly. */
@@ -443,7 +442,8 @@ static void test_rest_channels_list(void **state)
                             &a),
                      200);
     assert_string_equal(a.text,
-                        "{\"channels\":{\"presence-room\":{\"user_count\":2}}}");
+                        "{\"channels\":{\"presence-room\":"
+                        "{\"user_count\":2}}}");
     answer_fini(&a);
     /* user_count needs the presence- prefix. */
     assert_int_equal(handle(&fx->fh, 0, HUB_HTTP_GET, "/apps/app-id/channels",
@@ -553,7 +553,8 @@ static void test_rest_presence_users(void **state)
                             "/apps/app-id/channels/presence-room/users", NULL,
                             NULL, &a),
                      200);
-    assert_string_equal(a.text, "{\"users\":[{\"id\":\"u1\"},{\"id\":\"u2\"}]}");
+    assert_string_equal(a.text,
+                        "{\"users\":[{\"id\":\"u1\"},{\"id\":\"u2\"}]}");
     answer_fini(&a);
     assert_int_equal(handle(&fx->fh, 1, HUB_HTTP_GET,
                             "/apps/app-id/channels/news/users", NULL, NULL,
@@ -721,12 +722,7 @@ static void test_rest_413(void **state)
     /* Event data over max_event_bytes (200): raw bytes are counted. */
     assert_int_equal(handle(&fx->fh, 0, HUB_HTTP_POST, "/apps/app-id/events",
                             NULL,
-                            "{\"name\":\"ev\",\"channel\":\"news\",\"data\":"
-                            "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                            "x\"}",
+                            EV("ev", "news", X200 "x"),
                             &a),
                      413);
     assert_string_equal(answer_error(&a),
@@ -734,12 +730,7 @@ static void test_rest_413(void **state)
     answer_fini(&a);
     /* Exactly at the limit is fine. */
     assert_int_equal(post_events(&fx->fh, 0,
-                                 "{\"name\":\"ev\",\"channel\":\"news\",\"data\":"
-                                 "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                 "\"}"),
+                                 EV("ev", "news", X200)),
                      200);
     fake_hub_drain(&fx->fh);
     assert_int_equal(queued_frames(fx), 2);
