@@ -14,7 +14,6 @@
 #include "hub/channel.h"
 #include "hub/drain.h"
 #include "hub/heartbeat.h"
-#include "hub/pusher.h"
 
 struct hub *hub_create(const struct hub_config *cfg,
                        const struct hub_clock *clock)
@@ -50,18 +49,6 @@ void hub_destroy(struct hub *h)
     hub_directory_destroy(h->dir);
     free(h->app_sessions);
     free(h);
-}
-
-uint64_t hub_loop_random(struct hub_loop *l)
-{
-    /* xorshift64*: jitter and socket ids need spread, not secrecy. */
-    uint64_t x = l->rng;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    l->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
 }
 
 struct hub_loop *hub_loop_create(struct hub *h,
@@ -275,10 +262,4 @@ const struct hub_app *hub_find_app_by_key(const struct hub *h,
                                           const char *key, size_t len)
 {
     return hub_app_find_by_key(h->cfg->apps, h->cfg->n_apps, key, len);
-}
-
-const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
-                                         size_t len)
-{
-    return hub_app_find_by_id(h->cfg->apps, h->cfg->n_apps, id, len);
 }

@@ -47,7 +47,6 @@ struct hub_config {
     uint64_t write_timeout_ms;     /* queued, nothing written: 4100; 0 = off */
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
-    uint32_t max_connections;      /* hub-wide; 0 = unlimited */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
     /* What the protocol layer does at a session's fini (hub/pusher.h's
      * hub_pusher_hooks); NULL = nothing. Borrowed. */
@@ -140,8 +139,6 @@ void hub_loop_publish_stats(struct hub_loop *l);
 /* App lookup (any thread). Borrowed; NULL when unknown. */
 const struct hub_app *hub_find_app_by_key(const struct hub *h,
                                           const char *key, size_t len);
-const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
-                                         size_t len);
 
 /*
  * The queue budget is split evenly between the loops: each loop holds at
@@ -207,7 +204,18 @@ static inline void hub_loop_flush(struct hub_loop *l,
     hub_pending_flush(&l->pending, write, ctx);
 }
 
-/* A small per-loop random number (jitter, socket ids). Loop thread. */
-uint64_t hub_loop_random(struct hub_loop *l);
+/* A small per-loop random number (jitter, socket ids). Loop thread.
+ * Inline, so that session.c and drain.c use a loop without calling
+ * loop.c. xorshift64*: jitter and socket ids need spread, not secrecy. */
+static inline uint64_t hub_loop_random(struct hub_loop *l)
+{
+    uint64_t x = l->rng;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    l->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "hub/app.h"
+#include "hub/log.h" /* transitional: callers that only log include hub/log.h */
 
 struct hub_session;
 struct hub_session_hooks;
@@ -47,18 +48,5 @@ void hub_pusher_leave_all(struct hub_session *s);
 
 /* hub_config.session_hooks for a Pusher hub: at fini, leave_all. */
 extern const struct hub_session_hooks hub_pusher_hooks;
-
-/* Log hook for peer-caused errors; server/ installs a rate-limited one. */
-typedef void hub_log_fn(int level, unsigned loop, const char *fmt, ...);
-extern hub_log_fn *hub_log;
-/* Would a line at level be written? Guards costly arguments; server/
- * installs its own (default: nothing is). */
-typedef bool hub_log_enabled_fn(int level);
-extern hub_log_enabled_fn *hub_log_enabled;
-
-#define HUB_LOG_ERR 0
-#define HUB_LOG_WARN 1
-#define HUB_LOG_INFO 2
-#define HUB_LOG_DEBUG 3
 
 #endif

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "hub/loop.h"
-#include "hub/pusher.h"
+#include "hub/log.h"
 #include "hub/protocol.h"
 #include "hub/ws.h"
 

@@ -16,7 +16,8 @@
 #include <libwebsockets.h>
 
 #include "hub/loop.h"
-#include "hub/pusher.h"
+#include "hub/log.h"
+#include "timer/clock.h"
 #include "server/config.h"
 
 #define SRV_CORK_BYTES (64 * 1024)
