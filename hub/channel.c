@@ -7,6 +7,7 @@
  */
 #include "hub/channel.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -504,6 +505,13 @@ int hub_excl_parse(struct hub_excl *ex, const char *sid)
     return 0;
 }
 
+/*
+ * A publication for the other loops: one block with one inbox node per
+ * loop, all pointing at it; the frame reference and the block go with the
+ * last node run or dropped.
+ */
+struct hub_pub;
+
 struct pub_node {
     struct hub_inbox_node node;
     struct hub_pub *pub;
@@ -511,7 +519,7 @@ struct pub_node {
 
 struct hub_pub {
     atomic_uint refs;
-    struct hub_frame *frame;       /* NULL for a terminate order */
+    struct hub_frame *frame;
     unsigned app;
     struct hub_excl excl;
     size_t name_len;
@@ -522,8 +530,7 @@ struct hub_pub {
 static void pub_unref(struct hub_pub *p)
 {
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) {
-        if (p->frame)
-            hub_frame_unref(p->frame);
+        hub_frame_unref(p->frame);
         free(p);
     }
 }
@@ -639,15 +646,36 @@ static void terminate_local(struct hub_loop *l, unsigned app, const char *name,
     }
 }
 
-/* Post to every other loop, then act on from. f NULL: terminate. */
-static int post_pub(struct hub *h, struct hub_loop *from, unsigned app,
-                    const char *name, size_t len, struct hub_frame *f,
-                    const struct hub_excl *excl)
+static void pub_run(struct hub_inbox_node *n, struct hub_loop *l,
+                    uint64_t now_ms)
+{
+    struct hub_pub *p = hub_container_of(n, struct pub_node, node)->pub;
+
+    (void)now_ms;
+    hub_deliver_local(l, p->app, p->name, p->name_len, p->frame, &p->excl);
+    pub_unref(p);
+}
+
+static void pub_drop(struct hub_inbox_node *n)
+{
+    pub_unref(hub_container_of(n, struct pub_node, node)->pub);
+}
+
+static const struct hub_inbox_ops pub_ops = {
+    .run = pub_run,
+    .drop = pub_drop,
+};
+
+/* Post f to every loop but from, then deliver on from. */
+static int fanout_loops(struct hub *h, struct hub_loop *from, unsigned app,
+                        const char *name, size_t len, struct hub_frame *f,
+                        const struct hub_excl *excl)
 {
     unsigned others = h->n_loops - (from ? 1 : 0);
     struct hub_pub *p;
     unsigned k = 0;
 
+    assert(f);
     if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
         return 0;
     if (others) {
@@ -655,7 +683,7 @@ static int post_pub(struct hub *h, struct hub_loop *from, unsigned app,
         if (!p)
             return -ENOMEM;
         atomic_init(&p->refs, others);
-        p->frame = f ? hub_frame_ref(f) : NULL;
+        p->frame = hub_frame_ref(f);
         p->app = app;
         p->excl = excl ? *excl : (struct hub_excl){ 0 };
         p->name_len = len;
@@ -665,16 +693,14 @@ static int post_pub(struct hub *h, struct hub_loop *from, unsigned app,
         for (unsigned i = 0; i < h->n_loops; i++) {
             if (h->loops[i] == from)
                 continue;
-            p->nodes[k].node.kind = HUB_INBOX_PUBLISH;
+            p->nodes[k].node.ops = &pub_ops;
             p->nodes[k].pub = p;
             hub_loop_post(h->loops[i], &p->nodes[k].node);
             k++;
         }
     }
-    if (from && f)
+    if (from)
         hub_deliver_local(from, app, name, len, f, excl);
-    else if (from)
-        terminate_local(from, app, name, len);
     return 0;
 }
 
@@ -682,36 +708,85 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
                 const char *name, size_t len, struct hub_frame *f,
                 const struct hub_excl *excl)
 {
-    return post_pub(h, from, app, name, len, f, excl);
+    return fanout_loops(h, from, app, name, len, f, excl);
 }
+
+/*
+ * A terminate order: the user's channel name and one node per loop, in one
+ * block. It carries no frame: each loop closes its own sessions.
+ */
+struct hub_term;
+
+struct term_node {
+    struct hub_inbox_node node;
+    struct hub_term *term;
+};
+
+struct hub_term {
+    atomic_uint refs;
+    unsigned app;
+    size_t name_len;
+    char *name;
+    struct term_node nodes[];
+};
+
+static void term_unref(struct hub_term *t)
+{
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
+        free(t);
+}
+
+static void term_run(struct hub_inbox_node *n, struct hub_loop *l,
+                     uint64_t now_ms)
+{
+    struct hub_term *t = hub_container_of(n, struct term_node, node)->term;
+
+    (void)now_ms;
+    terminate_local(l, t->app, t->name, t->name_len);
+    term_unref(t);
+}
+
+static void term_drop(struct hub_inbox_node *n)
+{
+    term_unref(hub_container_of(n, struct term_node, node)->term);
+}
+
+static const struct hub_inbox_ops term_ops = {
+    .run = term_run,
+    .drop = term_drop,
+};
+
+#define USER_CHANNEL_PREFIX "#server-to-user-"
 
 int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
                        const char *user_id)
 {
-    char *name;
-    int n, rc;
+    unsigned others = h->n_loops - (from ? 1 : 0);
+    size_t len = sizeof(USER_CHANNEL_PREFIX) - 1 + strlen(user_id);
+    struct hub_term *t;
+    unsigned k = 0;
 
-    n = asprintf(&name, "#server-to-user-%s", user_id);
-    if (n < 0)
+    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return 0;
+    t = malloc(sizeof(*t) + others * sizeof(t->nodes[0]) + len + 1);
+    if (!t)
         return -ENOMEM;
-    rc = post_pub(h, from, app, name, (size_t)n, NULL, NULL);
-    free(name);
-    return rc;
-}
-
-void hub_pub_deliver_node(struct hub_loop *l, struct hub_inbox_node *n)
-{
-    struct hub_pub *p = ((struct pub_node *)n)->pub;
-
-    if (p->frame)
-        hub_deliver_local(l, p->app, p->name, p->name_len, p->frame,
-                          &p->excl);
-    else
-        terminate_local(l, p->app, p->name, p->name_len);
-    pub_unref(p);
-}
-
-void hub_pub_release_node(struct hub_inbox_node *n)
-{
-    pub_unref(((struct pub_node *)n)->pub);
+    /* One reference per node, and the caller's while it acts on from. */
+    atomic_init(&t->refs, others + 1);
+    t->app = app;
+    t->name_len = len;
+    t->name = (char *)&t->nodes[others];
+    snprintf(t->name, len + 1, "%s%s", USER_CHANNEL_PREFIX, user_id);
+    for (unsigned i = 0; i < h->n_loops; i++) {
+        if (h->loops[i] == from)
+            continue;
+        t->nodes[k].node.ops = &term_ops;
+        t->nodes[k].term = t;
+        hub_loop_post(h->loops[i], &t->nodes[k].node);
+        k++;
+    }
+    if (from)
+        terminate_local(from, app, t->name, len);
+    term_unref(t);
+    return 0;
 }

@@ -161,10 +161,6 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
 int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
                        const char *user_id);
 
-/* Inbox plumbing for hub/loop.c. */
-void hub_pub_deliver_node(struct hub_loop *l, struct hub_inbox_node *n);
-void hub_pub_release_node(struct hub_inbox_node *n);
-
 /* Deliver to this loop's subscribers only. Returns recipients. */
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,

@@ -8,6 +8,7 @@
  */
 #include "hub/loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,7 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
 }
 
 static void drain_timer_cb(struct hub_timer *t, uint64_t now_ms);
+static const struct hub_inbox_ops drain_ops;
 
 struct hub_loop *hub_loop_create(struct hub *h,
                                  const struct hub_transport_ops *ops,
@@ -177,8 +179,7 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_wheel_set_clock(l->wheel, h->clock);
     hub_shard_init(&l->shard);
     hub_inbox_init(&l->inbox);
-    l->drain_node.kind = HUB_INBOX_DRAIN;
-    l->stop_node.kind = HUB_INBOX_STOP;
+    l->drain_node.ops = &drain_ops;
     l->now_ms = now_ms;
     hub_timer_init(&l->drain_timer, drain_timer_cb);
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
@@ -203,11 +204,12 @@ void hub_loop_destroy(struct hub_loop *l)
         return;
     hub_task_stop(&l->heartbeat);
     hub_wheel_stop(l->wheel, &l->drain_timer);
-    /* Publications still queued hold frame references: release them. */
+    /* Nodes still queued may hold references (a publication's frame):
+     * each releases its own, without running. */
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {
         next = n->next;
-        if (n->kind == HUB_INBOX_PUBLISH)
-            hub_pub_release_node(n);
+        assert(n->ops && n->ops->drop);
+        n->ops->drop(n);
     }
     hub_chanmap_destroy(l->chans);
     hub_shard_fini(&l->shard);
@@ -309,6 +311,24 @@ static void drain_timer_cb(struct hub_timer *t, uint64_t now_ms)
     hub_wheel_start(l->wheel, t, now_ms, (int64_t)l->cfg->tick_ms);
 }
 
+/* The drain order (hub_start_drain): the node is part of the loop. */
+static void drain_run(struct hub_inbox_node *n, struct hub_loop *l,
+                      uint64_t now_ms)
+{
+    (void)n;
+    start_drain(l, now_ms);
+}
+
+static void drain_drop(struct hub_inbox_node *n)
+{
+    (void)n; /* Embedded in the loop: nothing to release. */
+}
+
+static const struct hub_inbox_ops drain_ops = {
+    .run = drain_run,
+    .drop = drain_drop,
+};
+
 void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
 {
     struct hub_inbox_node *n, *next;
@@ -319,17 +339,8 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {
         next = n->next;
         depth++;
-        switch (n->kind) {
-        case HUB_INBOX_PUBLISH:
-            hub_pub_deliver_node(l, n);
-            break;
-        case HUB_INBOX_DRAIN:
-            start_drain(l, now_ms);
-            break;
-        case HUB_INBOX_STOP:
-            l->stop = true;
-            break;
-        }
+        assert(n->ops && n->ops->run);
+        n->ops->run(n, l, now_ms);
     }
     if (depth) {
         HUB_STAT_SET(l->stats.inbox_depth, depth);
@@ -398,12 +409,6 @@ void hub_start_drain(struct hub *h)
         return;
     for (unsigned i = 0; i < h->n_loops; i++)
         hub_loop_post(h->loops[i], &h->loops[i]->drain_node);
-}
-
-void hub_stop(struct hub *h)
-{
-    for (unsigned i = 0; i < h->n_loops; i++)
-        hub_loop_post(h->loops[i], &h->loops[i]->stop_node);
 }
 
 const struct hub_app *hub_find_app_by_key(const struct hub *h,

@@ -84,7 +84,7 @@ struct hub_loop {
     struct hub_shard shard;
     struct hub_chanmap *chans;
     struct hub_inbox inbox;
-    struct hub_inbox_node drain_node, stop_node;
+    struct hub_inbox_node drain_node;
     struct hub_loop_stats stats;
     uint64_t sid_counter;
     uint64_t rng;
@@ -124,8 +124,6 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms);
 void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n);
 /* Any thread: ask every loop to drain (graceful shutdown). */
 void hub_start_drain(struct hub *h);
-/* Any thread: ask every loop to leave its service loop. */
-void hub_stop(struct hub *h);
 
 /* The heartbeat task's yield hook calls this; the server sets it. */
 void hub_loop_set_heartbeat_yield(struct hub_loop *l, hub_task_yield_fn *fn);
