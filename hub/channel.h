@@ -27,6 +27,8 @@
 
 #include <jansson.h>
 
+#include "hub/chanmap.h"
+#include "hub/directory.h"
 #include "hub/frame.h"
 #include "hub/inbox.h"
 #include "hub/protocol.h"
@@ -35,100 +37,6 @@
 struct hub;
 struct hub_loop;
 struct hub_session;
-
-struct hub_lchan {
-    struct hub_lchan *hnext;
-    uint64_t hash;
-    unsigned app;
-    enum hub_channel_kind kind;
-    struct hub_list members;       /* struct hub_sub.chan_link */
-    uint32_t n_members;
-    uint32_t name_len;
-    char name[];
-};
-
-struct hub_sub {
-    struct hub_list chan_link;
-    struct hub_list session_link;
-    struct hub_session *s;
-    struct hub_lchan *ch;
-    char *user_id;                 /* presence only; owned */
-    uint64_t joined_seq;           /* presence: directory seq at join */
-};
-
-struct hub_chanmap;
-
-struct hub_chanmap *hub_chanmap_create(void);
-/* Frees every channel; subscriptions must already be gone. */
-void hub_chanmap_destroy(struct hub_chanmap *m);
-/* Borrowed; NULL when the loop has no subscriber there. */
-struct hub_lchan *hub_chanmap_find(struct hub_chanmap *m, unsigned app,
-                                   const char *name, size_t len);
-/* Borrowed; created empty when absent. NULL on allocation failure. */
-struct hub_lchan *hub_chanmap_get(struct hub_chanmap *m, unsigned app,
-                                  const char *name, size_t len);
-/* Free ch if it has no members left. */
-void hub_chanmap_put(struct hub_chanmap *m, struct hub_lchan *ch);
-uint32_t hub_chanmap_count(const struct hub_chanmap *m);
-
-/* Directory. */
-struct hub_directory;
-
-struct hub_directory *hub_directory_create(void);
-void hub_directory_destroy(struct hub_directory *d);
-
-struct hub_presence_join {
-    const char *user_id;           /* canonical string id */
-    const char *user_info;         /* JSON text or NULL */
-    uint32_t max_members;          /* 0 = unlimited */
-    /* Out: */
-    bool first;                    /* the user's first connection */
-    char *members_json;            /* owned by the caller: {"presence":..} */
-    uint64_t seq;                  /* directory seq after this join */
-};
-
-/*
- * Count one more subscription of (app, name). For presence channels pass
- * join (else NULL). Returns 0, -ENOSPC (member limit), -ENOMEM.
- */
-int hub_directory_join(struct hub_directory *d, unsigned app,
-                       const char *name, size_t len,
-                       struct hub_presence_join *join);
-/* The reverse; *last tells whether the user's last connection left. */
-void hub_directory_leave(struct hub_directory *d, unsigned app,
-                         const char *name, size_t len, const char *user_id,
-                         bool *last);
-/*
- * The same; when the user's last connection left, *seq (if not NULL) gets
- * the directory seq of that change, else 0.
- *
- * Sequence: every presence membership change (a user's first join, last
- * leave) takes the next value of one hub-wide counter, under the
- * directory's mutex. A member event carries the seq of its change, and a
- * subscriber joined at seq J gets only events with seq > J: the older ones
- * are already in (or rightly absent from) the member list it was sent, even
- * if they reach its loop's inbox after it joined.
- */
-void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
-                             const char *name, size_t len,
-                             const char *user_id, bool *last, uint64_t *seq);
-
-struct hub_channel_info {
-    bool occupied;
-    uint32_t subscription_count;
-    uint32_t user_count;           /* presence: distinct users */
-};
-
-void hub_directory_info(struct hub_directory *d, unsigned app,
-                        const char *name, size_t len,
-                        struct hub_channel_info *out);
-/* Owned: {"<name>":{} or {"user_count":n}, ...} for occupied channels
- * whose name starts with prefix (NULL = all). */
-json_t *hub_directory_list(struct hub_directory *d, unsigned app,
-                           const char *prefix, bool user_count);
-/* Owned: [{"id":"1"},...]; NULL when the channel is unknown. */
-json_t *hub_directory_users(struct hub_directory *d, unsigned app,
-                            const char *name, size_t len);
 
 /* Publication. */
 struct hub_excl {

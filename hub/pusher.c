@@ -339,8 +339,8 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
                                       name, again.members_json
                                                 ? again.members_json
                                                 : "{}");
-                    hub_directory_leave(l->hub->dir, app->index, name, len,
-                                        user_id, &last);
+                    hub_directory_leave_seq(l->hub->dir, app->index, name,
+                                            len, user_id, &last, NULL);
                     free(again.members_json);
                 }
             } else {
