@@ -14,7 +14,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "hub/channel.h"
+#include "hub/chanmap.h"
+#include "hub/directory.h"
 #include "hub/pusher.h"
 
 const uint64_t hub_hist_bounds_us[HUB_HIST_N] = {

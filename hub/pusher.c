@@ -14,9 +14,11 @@
 #include <string.h>
 
 #include "hub/auth.h"
-#include "hub/channel.h"
+#include "hub/chanmap.h"
+#include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
+#include "hub/publish.h"
 #include "hub/session.h"
 
 static void log_nothing(int level, unsigned loop, const char *fmt, ...)

@@ -13,9 +13,10 @@
 #include <jansson.h>
 
 #include "hub/auth.h"
-#include "hub/channel.h"
+#include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
+#include "hub/publish.h"
 #include "hub/pusher.h"
 #include "hub/query.h"
 

@@ -1,8 +1,8 @@
 /*
- * hub/channel.c - publication: local delivery and cross-loop fan-out. The
- * channel indexes are hub/chanmap.c and hub/directory.c.
+ * hub/publish.c - publication of hub/publish.h: local delivery under the
+ * queue budget, the cross-loop fan-out and the terminate order.
  */
-#include "hub/channel.h"
+#include "hub/publish.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub/chanmap.h"
 #include "hub/loop.h"
 #include "hub/session.h"
 
@@ -199,16 +200,16 @@ static const struct hub_inbox_ops pub_ops = {
     .drop = pub_drop,
 };
 
-/* Post f to every loop but from, then deliver on from. */
-static int fanout_loops(struct hub *h, struct hub_loop *from, unsigned app,
-                        const char *name, size_t len, struct hub_frame *f,
-                        const struct hub_excl *excl)
+int hub_fanout_loops(struct hub *h, struct hub_loop *from,
+                     const struct hub_pub_req *r)
 {
     unsigned others = h->n_loops - (from ? 1 : 0);
+    const char *name = r->name;
+    size_t len = r->len;
     struct hub_pub *p;
     unsigned k = 0;
 
-    assert(f);
+    assert(r->f);
     if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
         return 0;
     if (others) {
@@ -216,9 +217,9 @@ static int fanout_loops(struct hub *h, struct hub_loop *from, unsigned app,
         if (!p)
             return -ENOMEM;
         atomic_init(&p->refs, others);
-        p->frame = hub_frame_ref(f);
-        p->app = app;
-        p->excl = excl ? *excl : (struct hub_excl){ 0 };
+        p->frame = hub_frame_ref(r->f);
+        p->app = r->app;
+        p->excl = r->excl ? *r->excl : (struct hub_excl){ 0 };
         p->name_len = len;
         p->name = (char *)&p->nodes[others];
         memcpy(p->name, name, len);
@@ -233,7 +234,7 @@ static int fanout_loops(struct hub *h, struct hub_loop *from, unsigned app,
         }
     }
     if (from)
-        hub_deliver_local(from, app, name, len, f, excl);
+        hub_deliver_local(from, r->app, name, len, r->f, r->excl);
     return 0;
 }
 
@@ -241,7 +242,9 @@ int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
                 const char *name, size_t len, struct hub_frame *f,
                 const struct hub_excl *excl)
 {
-    return fanout_loops(h, from, app, name, len, f, excl);
+    struct hub_pub_req r = { app, name, len, f, excl };
+
+    return hub_fanout_loops(h, from, &r);
 }
 
 /*
@@ -291,8 +294,8 @@ static const struct hub_inbox_ops term_ops = {
 
 #define USER_CHANNEL_PREFIX "#server-to-user-"
 
-int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
-                       const char *user_id)
+int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
+                         const char *user_id)
 {
     unsigned others = h->n_loops - (from ? 1 : 0);
     size_t len = sizeof(USER_CHANNEL_PREFIX) - 1 + strlen(user_id);
@@ -322,4 +325,10 @@ int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
         terminate_local(from, app, t->name, len);
     term_unref(t);
     return 0;
+}
+
+int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
+                       const char *user_id)
+{
+    return hub_fanout_terminate(h, from, app, user_id);
 }
