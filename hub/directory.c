@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub/backplane.h"
 #include "hub/chantab.h"
 #include "timer/list.h"
 
@@ -299,3 +300,49 @@ json_t *hub_directory_users(struct hub_directory *d, unsigned app,
     pthread_mutex_unlock(&d->mu);
     return arr;
 }
+
+/* The backplane's view: the same functions over an opaque impl. */
+
+static int local_join(void *d, unsigned app, const char *name, size_t len,
+                      struct hub_presence_join *j)
+{
+    return hub_directory_join(d, app, name, len, j);
+}
+
+static void local_leave(void *d, unsigned app, const char *name, size_t len,
+                        const char *uid, bool *last, uint64_t *seq)
+{
+    hub_directory_leave_seq(d, app, name, len, uid, last, seq);
+}
+
+static void local_info(void *d, unsigned app, const char *name, size_t len,
+                       struct hub_channel_info *out)
+{
+    hub_directory_info(d, app, name, len, out);
+}
+
+static json_t *local_list(void *d, unsigned app, const char *prefix,
+                          bool user_count)
+{
+    return hub_directory_list(d, app, prefix, user_count);
+}
+
+static json_t *local_users(void *d, unsigned app, const char *name,
+                           size_t len)
+{
+    return hub_directory_users(d, app, name, len);
+}
+
+static void local_destroy(void *d)
+{
+    hub_directory_destroy(d);
+}
+
+const struct hub_directory_ops hub_directory_local_ops = {
+    .join = local_join,
+    .leave = local_leave,
+    .info = local_info,
+    .list = local_list,
+    .users = local_users,
+    .destroy = local_destroy,
+};

@@ -77,4 +77,8 @@ json_t *hub_directory_list(struct hub_directory *d, unsigned app,
 json_t *hub_directory_users(struct hub_directory *d, unsigned app,
                             const char *name, size_t len);
 
+/* These functions as the directory ops of the backplane (impl = a struct
+ * hub_directory *; destroy = hub_directory_destroy). */
+extern const struct hub_directory_ops hub_directory_local_ops;
+
 #endif

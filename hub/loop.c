@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "hub/backplane.h"
 #include "hub/chanmap.h"
-#include "hub/directory.h"
 #include "hub/pusher.h"
 
 const uint64_t hub_hist_bounds_us[HUB_HIST_N] = {
@@ -33,24 +33,35 @@ void hub_hist_add(struct hub_hist *h, uint64_t us)
     HUB_STAT_ADD(h->sum_us, us);
 }
 
-struct hub *hub_create(const struct hub_config *cfg,
-                       const struct hub_clock *clock)
+static void backplane_end(const struct hub_backplane *bp)
+{
+    if (bp->dir->destroy)
+        bp->dir->destroy(bp->dir_impl);
+    if (bp->bus->destroy)
+        bp->bus->destroy(bp->bus_impl);
+}
+
+struct hub *hub_create_with(const struct hub_config *cfg,
+                            const struct hub_clock *clock,
+                            const struct hub_backplane *bp)
 {
     struct hub *h = calloc(1, sizeof(*h));
 
     if (!h)
         return NULL;
+    assert(bp && bp->dir && bp->bus);
     h->cfg = cfg;
     h->clock = clock;
-    h->dir = hub_directory_create();
+    h->bp = malloc(sizeof(*h->bp));
     h->app_sessions = calloc(cfg->n_apps ? cfg->n_apps : 1,
                              sizeof(*h->app_sessions));
-    if (!h->dir || !h->app_sessions) {
-        hub_directory_destroy(h->dir);
+    if (!h->bp || !h->app_sessions) {
+        free(h->bp);
         free(h->app_sessions);
         free(h);
         return NULL;
     }
+    *h->bp = *bp;
     for (unsigned i = 0; i < cfg->n_apps; i++)
         atomic_init(&h->app_sessions[i], 0);
     atomic_init(&h->draining, false);
@@ -60,11 +71,26 @@ struct hub *hub_create(const struct hub_config *cfg,
     return h;
 }
 
+struct hub *hub_create(const struct hub_config *cfg,
+                       const struct hub_clock *clock)
+{
+    struct hub_backplane bp;
+    struct hub *h;
+
+    if (hub_backplane_local(&bp))
+        return NULL;
+    h = hub_create_with(cfg, clock, &bp);
+    if (!h)
+        backplane_end(&bp);
+    return h;
+}
+
 void hub_destroy(struct hub *h)
 {
     if (!h)
         return;
-    hub_directory_destroy(h->dir);
+    backplane_end(h->bp);
+    free(h->bp);
     free(h->app_sessions);
     free(h);
 }
@@ -263,12 +289,6 @@ void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms)
 {
     HUB_STAT_ADD(l->stats.stalls, 1);
     HUB_STAT_MAX(l->stats.max_stall_ms, gap_ms);
-}
-
-void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n)
-{
-    if (hub_inbox_push(&l->inbox, n) && l->wake)
-        l->wake(l->wake_ctx);
 }
 
 /* Drain: close every session with 4200, jittered over the window, then

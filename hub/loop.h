@@ -9,7 +9,8 @@
  * the WebSocket callbacks.
  *
  * The hub holds what is shared: the configuration, the apps, the loops and
- * the channel directory (counts and presence, under one mutex).
+ * the backplane (hub/backplane.h): the channel directory (counts and
+ * presence) and the bus that carries publications between loops.
  *
  * Thread: a loop's functions run on its thread, except hub_loop_post() and
  * hub_publish() (any thread) and the stats reads (relaxed atomics).
@@ -53,7 +54,7 @@ struct hub_config {
     unsigned n_apps;
 };
 
-struct hub_directory;
+struct hub_backplane;
 struct hub_chanmap;
 
 struct hub {
@@ -61,7 +62,7 @@ struct hub {
     const struct hub_clock *clock; /* borrowed */
     struct hub_loop *loops[HUB_MAX_LOOPS];
     unsigned n_loops;
-    struct hub_directory *dir;
+    struct hub_backplane *bp;      /* owned copy; the fronts use it */
     atomic_bool draining;
     atomic_bool stopping;          /* teardown: publish nothing more */
     atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
@@ -98,9 +99,14 @@ struct hub_loop {
     uint64_t evict_last_ms;        /* the latest eviction scan */
 };
 
-/* Owned; NULL on failure. clock and cfg are borrowed for the hub's life. */
+/*
+ * Owned; NULL on failure. clock and cfg are borrowed for the hub's life.
+ * The in-process backplane; hub_create_with() (hub/backplane.h) takes
+ * another.
+ */
 struct hub *hub_create(const struct hub_config *cfg,
                        const struct hub_clock *clock);
+/* After every loop is destroyed; ends the backplane too. */
 void hub_destroy(struct hub *h);
 
 /* Create loop h->loops[h->n_loops++]; NULL on failure. */
@@ -121,7 +127,11 @@ void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms);
 /* Run everything in the inbox (any wakeup, even a spurious one). */
 void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms);
 /* Any thread: push n and wake the loop if it was idle. */
-void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n);
+static inline void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n)
+{
+    if (hub_inbox_push(&l->inbox, n) && l->wake)
+        l->wake(l->wake_ctx);
+}
 /* Any thread: ask every loop to drain (graceful shutdown). */
 void hub_start_drain(struct hub *h);
 

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub/backplane.h"
 #include "hub/chanmap.h"
+#include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/session.h"
 
@@ -238,14 +240,7 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
     return 0;
 }
 
-int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
-                const char *name, size_t len, struct hub_frame *f,
-                const struct hub_excl *excl)
-{
-    struct hub_pub_req r = { app, name, len, f, excl };
 
-    return hub_fanout_loops(h, from, &r);
-}
 
 /*
  * A terminate order: the user's channel name and one node per loop, in one
@@ -327,8 +322,39 @@ int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
     return 0;
 }
 
-int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
-                       const char *user_id)
+/* The in-process backplane's bus. */
+
+static int local_publish(void *b, struct hub *h, struct hub_loop *from,
+                         const struct hub_pub_req *r)
 {
-    return hub_fanout_terminate(h, from, app, user_id);
+    (void)b;
+    return hub_fanout_loops(h, from, r);
+}
+
+static int local_terminate(void *b, struct hub *h, struct hub_loop *from,
+                           unsigned app, const char *uid)
+{
+    (void)b;
+    return hub_fanout_terminate(h, from, app, uid);
+}
+
+const struct hub_bus_ops hub_bus_local_ops = {
+    .publish = local_publish,
+    .terminate_user = local_terminate,
+    .destroy = NULL,
+};
+
+int hub_backplane_local(struct hub_backplane *bp)
+{
+    struct hub_directory *d = hub_directory_create();
+
+    if (!d)
+        return -ENOMEM;
+    *bp = (struct hub_backplane){
+        .dir = &hub_directory_local_ops,
+        .dir_impl = d,
+        .bus = &hub_bus_local_ops,
+        .bus_impl = NULL,
+    };
+    return 0;
 }

@@ -73,11 +73,8 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
                            const struct hub_excl *excl);
 
-/* Until the backplane seam: today's entry points, the same semantics. */
-int hub_publish(struct hub *h, struct hub_loop *from, unsigned app,
-                const char *name, size_t len, struct hub_frame *f,
-                const struct hub_excl *excl);
-int hub_terminate_user(struct hub *h, struct hub_loop *from, unsigned app,
-                       const char *user_id);
+/* The in-process bus: publish = hub_fanout_loops, terminate_user =
+ * hub_fanout_terminate (struct hub_bus_ops, hub/backplane.h). */
+extern const struct hub_bus_ops hub_bus_local_ops;
 
 #endif

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "hub/auth.h"
+#include "hub/backplane.h"
 #include "hub/chanmap.h"
-#include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
 #include "hub/publish.h"
@@ -332,8 +332,8 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
 
                 again.user_id = user_id;
                 again.user_info = user_info;
-                if (hub_directory_join(l->hub->dir, app->index, name, len,
-                                       &again) == 0) {
+                if (hub_dir_join(l->hub, app->index, name, len, &again) ==
+                    0) {
                     bool last;
 
                     send_event_string(s,
@@ -341,8 +341,8 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
                                       name, again.members_json
                                                 ? again.members_json
                                                 : "{}");
-                    hub_directory_leave_seq(l->hub->dir, app->index, name,
-                                            len, user_id, &last, NULL);
+                    hub_dir_leave(l->hub, app->index, name, len, user_id,
+                                  &last, NULL);
                     free(again.members_json);
                 }
             } else {
@@ -368,8 +368,8 @@ static void subscribe(struct hub_session *s, const struct hub_msg *m)
         send_sub_error(s, name, "ServerError", "Out of memory", 500);
         return;
     }
-    rc = hub_directory_join(l->hub->dir, app->index, name, len,
-                            kind == HUB_CHANNEL_PRESENCE ? &join : NULL);
+    rc = hub_dir_join(l->hub, app->index, name, len,
+                      kind == HUB_CHANNEL_PRESENCE ? &join : NULL);
     if (rc) {
         free(sub);
         hub_chanmap_put(l->chans, ch);
@@ -414,8 +414,8 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
     hub_list_unlink(&sub->session_link);
     ch->n_members--;
     HUB_STAT_ADD(l->stats.subscriptions, -1);
-    hub_directory_leave_seq(l->hub->dir, ch->app, ch->name, ch->name_len,
-                            sub->user_id, &last, &seq);
+    hub_dir_leave(l->hub, ch->app, ch->name, ch->name_len, sub->user_id,
+                  &last, &seq);
     /* ch outlives the event: put() frees it only afterwards. */
     if (last && sub->user_id)
         member_event(s, "pusher_internal:member_removed", ch->name,

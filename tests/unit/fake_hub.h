@@ -17,8 +17,8 @@
 #include <jansson.h>
 
 #include "hub/auth.h"
+#include "hub/backplane.h"
 #include "hub/chanmap.h"
-#include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/publish.h"
 #include "hub/pusher.h"
