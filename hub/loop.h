@@ -147,23 +147,8 @@ const struct hub_app *hub_find_app_by_key(const struct hub *h,
 const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
                                          size_t len);
 
-/*
- * The queue budget is split evenly between the loops: each loop holds at
- * most max_queued_total / loops queued bytes, so the sum never passes the
- * total. A loop accounts only its own queues, single-threaded (the
- * queued_bytes gauge is the count: no atomic anywhere, and one loop's slow
- * readers can never cost another loop's readers their share). The kernel
- * spreads connections evenly over the loops (SO_REUSEPORT), so even
- * shares lose little. 0 when there is no budget.
- */
-static inline uint64_t hub_loop_budget(const struct hub_loop *l)
-{
-    unsigned n = l->hub->n_loops ? l->hub->n_loops : 1;
-
-    return l->cfg->max_queued_total / n;
-}
-
-/* n bytes joined or left this loop's send queues (loop thread). */
+/* n bytes joined or left this loop's send queues (loop thread): the
+ * queued_bytes gauge, which the queue budget (hub/budget.h) reads. */
 static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
 {
     HUB_STAT_ADD(l->stats.queued_bytes, n);
@@ -177,25 +162,6 @@ static inline void hub_loop_queued_sub(struct hub_loop *l, uint64_t n)
 static inline uint64_t hub_loop_queued(const struct hub_loop *l)
 {
     return l->stats.queued_bytes;
-}
-
-/*
- * Close this loop's sessions furthest behind (most queued bytes, and more
- * than an even share of the loop's budget) with 4100 until the loop holds
- * at most goal queued bytes. Without force, at most one scan per tick.
- * Returns the sessions closed.
- */
-unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal, bool force);
-/* Eviction aims for the low mark, 3/4 of the loop's budget, and starts
- * past the high mark, 7/8. */
-static inline uint64_t hub_budget_low(uint64_t budget)
-{
-    return budget - budget / 4;
-}
-
-static inline uint64_t hub_budget_high(uint64_t budget)
-{
-    return budget - budget / 8;
 }
 
 /* A small per-loop random number (jitter, socket ids). Loop thread. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hub/backplane.h"
+#include "hub/budget.h"
 #include "hub/chanmap.h"
 #include "hub/directory.h"
 #include "hub/loop.h"
@@ -72,22 +73,6 @@ static void pub_unref(struct hub_pub *p)
 }
 
 /*
- * Whether n more bytes fit the loop's budget; the first time one does not,
- * evict (forced) and look again.
- */
-static bool budget_fits(struct hub_loop *l, uint64_t budget, uint64_t n,
-                        bool *forced)
-{
-    if (hub_loop_queued(l) + n <= budget)
-        return true;
-    if (!*forced) {
-        *forced = true;
-        hub_loop_evict(l, budget - n, true);
-    }
-    return hub_loop_queued(l) + n <= budget;
-}
-
-/*
  * Fan-out under the queue budget (hub_loop_budget). The loop's queued
  * bytes are its own, so one comparison per publish decides: when every
  * member's copy fits, deliver and account once for all; past the high
@@ -134,18 +119,8 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
             continue;
         if (excl && excl->member_seq && sub->joined_seq >= excl->member_seq)
             continue;
-        if (tight) {
-            if (s->state != HUB_SESSION_OPEN)
-                continue;
-            if (s->q.bytes > share ||
-                !budget_fits(l, budget, f->len, &forced)) {
-                HUB_STAT_ADD(l->stats.queue_budget_drops, 1);
-                hub_session_close_behind(s, "Over the hub's send queue "
-                                            "budget",
-                                         HUB_CLOSE_QUEUE_BUDGET);
-                continue;
-            }
-        }
+        if (tight && !hub_budget_admit(l, s, share, budget, f->len, &forced))
+            continue;
         if (hub_session_push(s, f) == 0) {
             n++;
             if (tight) {
