@@ -6,8 +6,7 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,6 @@
 #include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/session.h"
-
-/* Publication. */
 
 int hub_excl_parse(struct hub_excl *ex, const char *sid)
 {
@@ -214,8 +211,6 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
         hub_deliver_local(from, r->app, name, len, r->f, r->excl);
     return 0;
 }
-
-
 
 /*
  * A terminate order: the user's channel name and one node per loop, in one
