@@ -16,7 +16,6 @@
 
 #include "hub/backplane.h"
 #include "hub/chanmap.h"
-#include "hub/pusher.h"
 
 const uint64_t hub_hist_bounds_us[HUB_HIST_N] = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 1000000,

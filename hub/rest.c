@@ -14,10 +14,10 @@
 
 #include "hub/auth.h"
 #include "hub/backplane.h"
+#include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
 #include "hub/publish.h"
-#include "hub/pusher.h"
 #include "hub/query.h"
 
 static void reply_json(struct hub_rest_response *out, int status, json_t *o)
