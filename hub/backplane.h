@@ -102,7 +102,7 @@ struct hub_backplane {
 };
 
 /* Fill bp with the in-process backplane (a new directory, the local
- * bus). 0 or -ENOMEM. */
+ * bus). 0 or -ENOMEM. hub/backplane.c. */
 int hub_backplane_local(struct hub_backplane *bp);
 
 /* hub_create() with bp instead of the in-process backplane. */

@@ -70,20 +70,6 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     return h;
 }
 
-struct hub *hub_create(const struct hub_config *cfg,
-                       const struct hub_clock *clock)
-{
-    struct hub_backplane bp;
-    struct hub *h;
-
-    if (hub_backplane_local(&bp))
-        return NULL;
-    h = hub_create_with(cfg, clock, &bp);
-    if (!h)
-        backplane_end(&bp);
-    return h;
-}
-
 void hub_destroy(struct hub *h)
 {
     if (!h)

@@ -100,8 +100,9 @@ struct hub_loop {
 
 /*
  * Owned; NULL on failure. clock and cfg are borrowed for the hub's life.
- * The in-process backplane; hub_create_with() (hub/backplane.h) takes
- * another.
+ * With the in-process backplane (defined in hub/backplane.c, above both
+ * this file and the backplane's parts); hub_create_with()
+ * (hub/backplane.h) takes another.
  */
 struct hub *hub_create(const struct hub_config *cfg,
                        const struct hub_clock *clock);

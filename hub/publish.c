@@ -14,7 +14,6 @@
 #include "hub/backplane.h"
 #include "hub/budget.h"
 #include "hub/chanmap.h"
-#include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/session.h"
 
@@ -313,18 +312,3 @@ const struct hub_bus_ops hub_bus_local_ops = {
     .terminate_user = local_terminate,
     .destroy = NULL,
 };
-
-int hub_backplane_local(struct hub_backplane *bp)
-{
-    struct hub_directory *d = hub_directory_create();
-
-    if (!d)
-        return -ENOMEM;
-    *bp = (struct hub_backplane){
-        .dir = &hub_directory_local_ops,
-        .dir_impl = d,
-        .bus = &hub_bus_local_ops,
-        .bus_impl = NULL,
-    };
-    return 0;
-}
