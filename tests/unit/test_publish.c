@@ -245,7 +245,8 @@ static void rest_post_event(struct fake_hub *fh, struct hub_loop *l,
                                         strlen(body), now_s, query,
                                         sizeof(query)),
                      0);
-    hub_rest_handle(l, "POST", path, query, body, strlen(body), now_s, out);
+    hub_rest_handle(l, HUB_HTTP_POST, path, query, body, strlen(body), now_s,
+                    out);
 }
 
 static void test_publish_recording_backplane_sees_calls(void **state)
