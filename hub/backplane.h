@@ -6,11 +6,12 @@
  * members, the counts REST reports) and the bus (getting a publication or
  * a terminate order to every loop that has subscribers). The hub holds one
  * struct hub_backplane and reaches both only through the static inline
- * fronts below, whose signatures are the ones pusher.c and rest.c always
- * used. hub_create() installs the in-process implementation
- * (hub_backplane_local: hub/directory.c and hub/publish.c); a scale-out
- * backplane (several processes sharing state through a broker) passes its
- * own tables to hub_create_with().
+ * fronts below: hub_publish() and hub_terminate_user() keep the signatures
+ * they always had, and the hub_dir_*() fronts take the hub where the
+ * directory calls took h->dir. hub_create() installs the in-process
+ * implementation (hub_backplane_local: hub/directory.c and hub/publish.c);
+ * a scale-out backplane (several processes sharing state through a
+ * broker) passes its own tables to hub_create_with().
  *
  * The contract an implementation keeps:
  *
