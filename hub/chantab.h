@@ -29,7 +29,7 @@ struct hub_chan_node {
     uint64_t hash;                 /* hub_chan_hash(app, name, name_len) */
     unsigned app;
     uint32_t name_len;
-    const char *name;              /* borrowed: usually the record's own copy */
+    const char *name;              /* borrowed: the record's own copy */
 };
 
 struct hub_chantab {
