@@ -24,13 +24,8 @@ static void drain_timer_cb(struct hub_timer *t, uint64_t now_ms)
     hub_wheel_start(l->wheel, t, now_ms, (int64_t)l->cfg->tick_ms);
 }
 
-void hub_drain_init(struct hub_loop *l)
-{
-    l->drain_node.kind = HUB_INBOX_DRAIN;
-    hub_timer_init(&l->drain_timer, drain_timer_cb);
-}
-
-void hub_drain_loop(struct hub_loop *l, uint64_t now_ms)
+/* The drain order came out of l's inbox: start draining l. */
+static void start_drain(struct hub_loop *l, uint64_t now_ms)
 {
     uint64_t spread;
     const struct hub_config *cfg = l->cfg;
@@ -52,6 +47,30 @@ void hub_drain_loop(struct hub_loop *l, uint64_t now_ms)
                               spread ? hub_loop_random(l) % spread : 0);
     }
     hub_wheel_start(l->wheel, &l->drain_timer, now_ms, 0);
+}
+
+/* The drain order (hub_start_drain): the node is part of the loop. */
+static void drain_run(struct hub_inbox_node *n, struct hub_loop *l,
+                      uint64_t now_ms)
+{
+    (void)n;
+    start_drain(l, now_ms);
+}
+
+static void drain_drop(struct hub_inbox_node *n)
+{
+    (void)n; /* Embedded in the loop: nothing to release. */
+}
+
+const struct hub_inbox_ops hub_drain_ops = {
+    .run = drain_run,
+    .drop = drain_drop,
+};
+
+void hub_drain_init(struct hub_loop *l)
+{
+    l->drain_node.ops = &hub_drain_ops;
+    hub_timer_init(&l->drain_timer, drain_timer_cb);
 }
 
 void hub_start_drain(struct hub *h)
