@@ -1,9 +1,12 @@
 /*
- * tests/unit/test_session.c - a session's bounded send queue and its cork:
- * which frames fit one write, a frame too big for the cork buffer, partial
- * writes resumed mid-frame, the max_queue bound closing with 4100, errors
- * bypassing the bound, closing, and the deadlines on a fake clock.
- * hub_session_check() runs after every mutation.
+ * tests/unit/test_session.c - a session's state machine on the fake
+ * transport: the send queue and its cork (which frames fit one write, a
+ * frame too big for the cork buffer, partial writes resumed mid-frame),
+ * the max_queue bound closing with 4100, errors bypassing the bound,
+ * closing, the deadlines on a fake clock, inbound reassembly and its
+ * checks (1009, 1007, the peer's close), the heartbeat's ping and the
+ * drain, the pull order (ping, data, close), the pending list, and the
+ * session's size. hub_session_check() runs after every mutation.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -113,7 +116,7 @@ static void test_session_cork_takes_whole_frames_that_fit(void **state)
     n = hub_sendq_cork(&s->q, buf, 33, &direct, &dlen, &frames);
     assert_int_equal(n, 12);
     assert_int_equal(frames, 1);
-    /* Corking does not consume; cork_done does. */
+    /* Corking does not consume; hub_sendq_consume does. */
     assert_int_equal(s->q.count, 3);
     n = hub_sendq_cork(&s->q, buf, sizeof(buf), &direct, &dlen, &frames);
     assert_int_equal(n, 34);
