@@ -3,7 +3,7 @@
  *
  * Each loop writes only its own struct (single writer, HUB_STAT_ADD); any
  * thread may read with HUB_STAT_GET (relaxed atomics). /stats and /metrics
- * sum them.
+ * sum them. A leaf: hub/stats.c defines the histogram and the reason names.
  */
 #ifndef HUB_STATS_H
 #define HUB_STATS_H
@@ -36,6 +36,10 @@ enum hub_close_reason {
                               * queue budget ran out */
     HUB_CLOSE_N
 };
+
+/* The label /stats and /metrics use for a close reason ("4201", "peer");
+ * "?" out of range. */
+const char *hub_close_reason_name(enum hub_close_reason why);
 
 /* Pong round-trip and duration histograms: bucket i holds values < bound. */
 #define HUB_HIST_N 12

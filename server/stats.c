@@ -17,24 +17,6 @@
 #include "hub/hub.h"
 #include "server/srv.h"
 
-static const char *const reason_names[HUB_CLOSE_N] = {
-    [HUB_CLOSE_PONG_TIMEOUT] = "4201",
-    [HUB_CLOSE_IDLE] = "4202",
-    [HUB_CLOSE_SLOW] = "4100",
-    [HUB_CLOSE_TOO_BIG] = "1009",
-    [HUB_CLOSE_PEER] = "peer",
-    [HUB_CLOSE_DRAIN] = "drain",
-    [HUB_CLOSE_APP] = "app",
-    [HUB_CLOSE_ERROR] = "error",
-    [HUB_CLOSE_WRITE_TIMEOUT] = "write_timeout",
-    [HUB_CLOSE_QUEUE_BUDGET] = "queue_budget",
-};
-
-const char *srv_close_reason_name(enum hub_close_reason why)
-{
-    return (unsigned)why < HUB_CLOSE_N ? reason_names[why] : "?";
-}
-
 #define G(x) ((json_int_t)HUB_STAT_GET(x))
 
 /* Upper bounds of the wheel's lateness buckets, in ticks (hub/stats.h). */
@@ -70,7 +52,7 @@ static json_t *loop_json(unsigned id, struct hub_loop_stats *st,
     uint64_t writes = HUB_STAT_GET(st->writes);
 
     for (int r = 0; r < HUB_CLOSE_N; r++)
-        json_object_set_new(closed, reason_names[r],
+        json_object_set_new(closed, hub_close_reason_name(r),
                             json_integer(G(st->closed[r])));
     o = json_pack(
         "{s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,"
@@ -145,7 +127,7 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     }
     closed = json_object();
     for (int r = 0; r < HUB_CLOSE_N; r++)
-        json_object_set_new(closed, reason_names[r],
+        json_object_set_new(closed, hub_close_reason_name(r),
                             json_integer((json_int_t)sum_closed[r]));
     totals = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
                        "s:I}",
@@ -352,7 +334,7 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
             bprintf(&b,
                     "lubdub_sessions_closed_total{loop=\"%u\",reason=\"%s\"} "
                     "%llu\n",
-                    i, reason_names[r],
+                    i, hub_close_reason_name(r),
                     (unsigned long long)HUB_STAT_GET(hl->stats.closed[r]));
     }
     metric(&b, srv, "close_timeouts_total", "counter",
