@@ -14,7 +14,6 @@
 #include <sys/random.h>
 
 #include "hub/channel.h"
-#include "hub/pusher.h"
 
 struct hub *hub_create(const struct hub_config *cfg,
                        const struct hub_clock *clock)

@@ -46,7 +46,6 @@ struct hub_config {
     uint64_t write_timeout_ms;     /* queued, nothing written: 4100; 0 = off */
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
-    uint32_t max_connections;      /* hub-wide; 0 = unlimited */
     uint32_t heartbeat_slice;      /* sessions per slice; 0 = 4096 */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
     const struct hub_app *apps;    /* borrowed, n_apps entries */

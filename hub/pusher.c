@@ -19,15 +19,6 @@
 #include "hub/protocol.h"
 #include "hub/session.h"
 
-static void log_nothing(int level, unsigned loop, const char *fmt, ...)
-{
-    (void)level;
-    (void)loop;
-    (void)fmt;
-}
-
-hub_log_fn *hub_log = log_nothing;
-
 /* A sealed frame holding {"event":E,"channel":C,"data":D[,"user_id":U]}. */
 static struct hub_frame *event_frame(const char *event, const char *channel,
                                      const char *data_json, size_t data_len,

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "hub/app.h"
+#include "hub/log.h" /* transitional: callers that only log include hub/log.h */
 
 struct hub_session;
 
@@ -31,14 +32,5 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
 
 /* Leave every channel (disconnect); emits member_removed where due. */
 void hub_pusher_leave_all(struct hub_session *s);
-
-/* Log hook for peer-caused errors; server/ installs a rate-limited one. */
-typedef void hub_log_fn(int level, unsigned loop, const char *fmt, ...);
-extern hub_log_fn *hub_log;
-
-#define HUB_LOG_ERR 0
-#define HUB_LOG_WARN 1
-#define HUB_LOG_INFO 2
-#define HUB_LOG_DEBUG 3
 
 #endif

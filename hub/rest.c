@@ -16,7 +16,7 @@
 #include "hub/channel.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
-#include "hub/pusher.h"
+#include "hub/log.h"
 #include "hub/query.h"
 
 static void reply_json(struct hub_rest_response *out, int status, json_t *o)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "hub/loop.h"
+#include "hub/log.h"
 #include "hub/pusher.h"
 #include "hub/protocol.h"
 

@@ -15,7 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "hub/pusher.h"
+#include "hub/log.h"
 #include "server/srv.h"
 
 static int log_level = HUB_LOG_INFO;

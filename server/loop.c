@@ -70,11 +70,6 @@ unsigned srv_header_limit_of(int t)
     return t >= 0 && t < WSI_TOKEN_COUNT ? token_limits.token_limit[t] : 0;
 }
 
-uint64_t srv_now_ms(void)
-{
-    return hub_clock_now_ms(hub_clock_monotonic());
-}
-
 static struct srv_loop *loop_of(struct lws *wsi)
 {
     return lws_context_user(lws_get_context(wsi));

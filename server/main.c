@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hub/pusher.h"
+#include "hub/log.h"
 #include "server/srv.h"
 
 /*
@@ -76,7 +76,6 @@ static void fill_hub_config(struct srv *srv)
                               : derived_queue_budget(c->max_queue,
                                                      srv->n_loops);
     h->max_subscriptions = c->max_subscriptions;
-    h->max_connections = c->max_connections;
     h->auth_window_s = c->auth_timestamp_window_s;
     for (unsigned i = 0; i < c->n_apps; i++)
         srv->cfg->apps[i].index = i;

@@ -16,7 +16,8 @@
 #include <libwebsockets.h>
 
 #include "hub/loop.h"
-#include "hub/pusher.h"
+#include "hub/log.h"
+#include "timer/clock.h"
 #include "server/config.h"
 
 #define SRV_CORK_BYTES (64 * 1024)
@@ -137,7 +138,10 @@ bool srv_log_enabled(int level);
 char *srv_stats_json(struct srv *srv, size_t *len);
 char *srv_metrics_text(struct srv *srv, size_t *len);
 
-/* Monotonic ms from the hub's clock. */
-uint64_t srv_now_ms(void);
+/* Monotonic ms from the real clock (the one every server-side stamp uses). */
+static inline uint64_t srv_now_ms(void)
+{
+    return hub_clock_now_ms(hub_clock_monotonic());
+}
 
 #endif

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "hub/hub.h"
+#include "hub/version.h"
 #include "server/srv.h"
 
 #define G(x) ((json_int_t)HUB_STAT_GET(x))
@@ -144,7 +144,7 @@ char *srv_stats_json(struct srv *srv, size_t *len)
                        (json_int_t)sum_refused);
     root = json_pack(
         "{s:s,s:f,s:i,s:b,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
-        "version", "0.1.0",
+        "version", hub_version(),
         "uptime_s",
         (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0, "loops",
         (int)srv->n_loops, "draining", atomic_load(&srv->hub->draining),

@@ -2,17 +2,15 @@
  * timer/wheel.h - the per-loop hashed timing wheel.
  *
  * Every session deadline of a loop (pong, idle, close) lives here, and so
- * does the heartbeat task. One lws timer per loop drives hub_wheel_advance().
+ * does the heartbeat task. The owner calls hub_wheel_advance() at least
+ * once a tick (the server does it from one timer per loop).
  *
- *   level | slots            | slot width   | range of one turn
- *   ------+------------------+--------------+---------------------------
- *   0     | 2^slots_log2     | tick_ms      | 2^slots_log2 * tick_ms
- *         | (default 4096)   | (default 100)| (default 409.6 s)
- *
- * One level with per-entry rounds: an entry due n ticks ahead sits in slot
- * (due_tick & mask); a slot visit fires the entries whose due tick has come
- * and leaves the ones of later turns. (The implementation's header comment
- * records the measurement behind "rounds, not levels".)
+ * One array of 2^slots_log2 slots (default 4096), each tick_ms wide
+ * (default 100 ms), so one turn spans 409.6 s by default. An entry due n
+ * ticks ahead sits in slot (due_tick & mask) with a count of whole turns
+ * still to wait; a slot visit fires the entries whose due tick has come and
+ * leaves the ones of later turns. (wheel.c's header records the
+ * measurement behind "rounds, not levels".)
  *
  * Contract:
  * - The wheel reads no clock; callers pass now_ms (monotonic milliseconds).

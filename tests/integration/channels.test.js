@@ -73,11 +73,14 @@ test('private-encrypted channel: SDK encrypts, hub relays ciphertext, pusher-js 
   const raw = await rawClient(t, hub);
   const r = await raw.subscribed('private-encrypted-vault');
   assert.equal(r.event, 'pusher_internal:subscription_succeeded');
-  await serverSdk(hub).trigger('private-encrypted-vault', 'evt', { secret: 42 });
+  // The marker has '_', which base64 never produces, so the check below
+  // cannot be fooled by ciphertext that happens to spell it.
+  await serverSdk(hub).trigger('private-encrypted-vault', 'evt', { secret: 'plain_text_marker' });
   const m = await raw.event('evt', 'private-encrypted-vault');
   const env = JSON.parse(m.data);
   assert.ok(typeof env.nonce === 'string' && typeof env.ciphertext === 'string');
-  assert.ok(!m.data.includes('42'));
+  assert.ok(!m.data.includes('plain_text_marker'));
+  assert.ok(!m.data.includes('secret'));
 });
 
 test('re-subscribe is idempotent: success again, one delivery per event', async (t) => {

@@ -1,0 +1,11 @@
+/* hub/log.c - the default log hook: nothing (see hub/log.h). */
+#include "hub/log.h"
+
+static void log_nothing(int level, unsigned loop, const char *fmt, ...)
+{
+    (void)level;
+    (void)loop;
+    (void)fmt;
+}
+
+hub_log_fn *hub_log = log_nothing;
