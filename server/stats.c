@@ -100,12 +100,81 @@ static const struct hub_loop_stats *loop_stats(const struct srv *srv,
 /* Upper bounds of the wheel's lateness buckets, in ticks (HUB_LATE_N). */
 static const double late_bounds_ticks[HUB_LATE_N - 1] = { 0.25, 0.5, 1, 2 };
 
+/* A growing text buffer; once out of memory, it stays so (oom). */
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->oom)
+        return;
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        char *np = realloc(b->p, b->cap * 2 + (size_t)n);
+
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = b->cap * 2 + (size_t)n;
+    }
+}
+
+/* jansson's dump callback: append n bytes. Failures latch, because
+ * jansson 2.14 does not check every callback result (an object key that
+ * failed to go out is followed by its value), so a dump that failed once
+ * must fail to the end. */
+static int buf_put(const char *p, size_t n, void *data)
+{
+    struct buf *b = data;
+
+    if (!b->oom && b->cap - b->len <= n) {
+        size_t cap = b->cap * 2 + n;
+        char *np = realloc(b->p, cap);
+
+        if (np) {
+            b->p = np;
+            b->cap = cap;
+        } else {
+            b->oom = true;
+        }
+    }
+    if (b->oom)
+        return -1;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
 /* /stats */
 
-/* Set obj[key] = v (v is taken); false when anything failed. */
+/* Set obj[key] = v; v is taken (dropped on failure, as jansson drops it
+ * for a NULL obj); false when anything failed. */
 static bool put(json_t *obj, const char *key, json_t *v)
 {
-    return obj && json_object_set_new(obj, key, v) == 0;
+    return json_object_set_new(obj, key, v) == 0;
 }
 
 static json_t *by_reason_json(const uint64_t *sum)
@@ -231,8 +300,8 @@ static json_t *totals_json(struct srv *srv)
 char *srv_stats_json(struct srv *srv, size_t *len)
 {
     json_t *loops = json_array(), *root = NULL, *totals = totals_json(srv);
+    struct buf out = { malloc(4096), 0, 4096, false };
     const struct hub_loop_stats *st;
-    char *text;
 
     for (unsigned i = 0; loops && i < srv->n_loops; i++) {
         if (!(st = loop_stats(srv, i)))
@@ -259,54 +328,16 @@ char *srv_stats_json(struct srv *srv, size_t *len)
             (json_int_t)srv->hcfg.max_subscriptions);
     json_decref(loops);
     json_decref(totals);
-    if (!root)
-        return NULL;
-    text = json_dumps(root, JSON_COMPACT);
+    if (!root || !out.p ||
+        json_dump_callback(root, buf_put, &out, JSON_COMPACT))
+        out.oom = true;
     json_decref(root);
-    if (text)
-        *len = strlen(text);
-    return text;
-}
-
-/* Prometheus text. */
-
-struct buf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-
-static void bprintf(struct buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void bprintf(struct buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (b->oom)
-        return;
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = true;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        char *np = realloc(b->p, b->cap * 2 + (size_t)n);
-
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = b->cap * 2 + (size_t)n;
+    if (out.oom) {
+        free(out.p);
+        return NULL;
     }
+    *len = out.len;
+    return out.p;
 }
 
 static void family(struct buf *b, const char *name, const char *type,
