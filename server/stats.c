@@ -380,62 +380,65 @@ static void by_reason_series(struct buf *b, struct srv *srv,
     }
 }
 
+/* One loop's series of a Prometheus histogram: n buckets counting values
+ * below le[k] seconds (the last unbounded, le unused), cumulated; the sum
+ * in seconds with its precision. */
+static void buckets(struct buf *b, const char *name, unsigned loop,
+                    const uint64_t *count, unsigned n, const double *le,
+                    double sum, int precision)
+{
+    uint64_t cum = 0;
+
+    for (unsigned k = 0; k < n; k++) {
+        cum += HUB_STAT_GET(count[k]);
+        if (k == n - 1)
+            bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"+Inf\"} %llu\n",
+                    name, loop, (unsigned long long)cum);
+        else
+            bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"%g\"} %llu\n",
+                    name, loop, le[k], (unsigned long long)cum);
+    }
+    bprintf(b, "lubdub_%s_sum{loop=\"%u\"} %.*f\n", name, loop, precision,
+            sum);
+    bprintf(b, "lubdub_%s_count{loop=\"%u\"} %llu\n", name, loop,
+            (unsigned long long)cum);
+}
+
 /* Lateness of every timer fire, in the wheel's tick-relative buckets; the
  * sum is wheel_late_sum_ms. */
 static void late_series(struct buf *b, struct srv *srv, const struct row *r)
 {
     const struct hub_loop_stats *st;
+    double le[HUB_LATE_N - 1];
 
-    for (unsigned i = 0; i < srv->n_loops; i++) {
-        uint64_t cum = 0;
-
-        if (!(st = loop_stats(srv, i)))
-            continue;
-        for (unsigned k = 0; k < HUB_LATE_N; k++) {
-            cum += stat_at(st, r->off, k);
-            if (k == HUB_LATE_N - 1)
-                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"+Inf\"} %llu\n",
-                        r->metric, i, (unsigned long long)cum);
-            else
-                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"%g\"} %llu\n",
-                        r->metric, i,
-                        late_bounds_ticks[k] * (double)srv->hcfg.tick_ms /
-                            1e3,
-                        (unsigned long long)cum);
-        }
-        bprintf(b, "lubdub_%s_sum{loop=\"%u\"} %.3f\n", r->metric, i,
-                (double)HUB_STAT_GET(st->wheel_late_sum_ms) / 1e3);
-        bprintf(b, "lubdub_%s_count{loop=\"%u\"} %llu\n", r->metric, i,
-                (unsigned long long)cum);
-    }
+    for (unsigned k = 0; k < HUB_LATE_N - 1; k++)
+        le[k] = late_bounds_ticks[k] * (double)srv->hcfg.tick_ms / 1e3;
+    for (unsigned i = 0; i < srv->n_loops; i++)
+        if ((st = loop_stats(srv, i)))
+            buckets(b, r->metric, i,
+                    (const uint64_t *)(const void *)((const char *)st +
+                                                     r->off),
+                    HUB_LATE_N, le,
+                    (double)HUB_STAT_GET(st->wheel_late_sum_ms) / 1e3, 3);
 }
 
+/* The microsecond histograms (hub_hist_bounds_us). */
 static void hist_series(struct buf *b, struct srv *srv,
                         const struct hist_row *r)
 {
     const struct hub_loop_stats *st;
+    double le[HUB_HIST_N - 1];
 
+    for (unsigned k = 0; k < HUB_HIST_N - 1; k++)
+        le[k] = (double)hub_hist_bounds_us[k] / 1e6;
     for (unsigned i = 0; i < srv->n_loops; i++) {
         const struct hub_hist *h;
-        uint64_t cum = 0;
 
         if (!(st = loop_stats(srv, i)))
             continue;
         h = (const struct hub_hist *)(const void *)((const char *)st + r->off);
-        for (int k = 0; k < HUB_HIST_N; k++) {
-            cum += HUB_STAT_GET(h->count[k]);
-            if (k == HUB_HIST_N - 1)
-                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"+Inf\"} %llu\n",
-                        r->metric, i, (unsigned long long)cum);
-            else
-                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"%g\"} %llu\n",
-                        r->metric, i, (double)hub_hist_bounds_us[k] / 1e6,
-                        (unsigned long long)cum);
-        }
-        bprintf(b, "lubdub_%s_sum{loop=\"%u\"} %.6f\n", r->metric, i,
-                (double)HUB_STAT_GET(h->sum_us) / 1e6);
-        bprintf(b, "lubdub_%s_count{loop=\"%u\"} %llu\n", r->metric, i,
-                (unsigned long long)cum);
+        buckets(b, r->metric, i, h->count, HUB_HIST_N, le,
+                (double)HUB_STAT_GET(h->sum_us) / 1e6, 6);
     }
 }
 
