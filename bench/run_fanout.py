@@ -133,7 +133,7 @@ def ensure_node_modules(peers):
     return None
 
 
-def make_peers(hub_publish="ws", soketi_publish="rest"):
+def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
     b = os.path.join(BUILD, "bench")
     hub_argv = [HUB, "--config", write_hub_config(), "--port", "{port}",
                 "--loops", "1", "--bind", "127.0.0.1", "--log-level", "warn"]
@@ -169,6 +169,19 @@ def make_peers(hub_publish="ws", soketi_publish="rest"):
         peers.insert(1, Peer("hub_rest", "pusher", hub_argv,
                              path="/app/app-key", pusher=True,
                              publish="rest", only={"S3-1000-32"}))
+    if hub_base:
+        # Another lubdub build (e.g. the commit before a change), same
+        # config and publishers, interleaved with the hub rep by rep: the
+        # before/after comparison of one run on one noisy machine.
+        base_argv = [hub_base] + hub_argv[1:]
+        at = 2 if hub_publish == "ws" else 1
+        peers.insert(at, Peer("hub_base", "pusher", base_argv,
+                              path="/app/app-key", pusher=True,
+                              publish=hub_publish))
+        if hub_publish == "ws":
+            peers.insert(at + 1, Peer("hub_base_rest", "pusher", base_argv,
+                                      path="/app/app-key", pusher=True,
+                                      publish="rest", only={"S3-1000-32"}))
     for p in peers:
         exe = p.argv[0]
         if exe == "node":
@@ -528,6 +541,8 @@ def main():
     ap.add_argument("--peers", default="",
                     help="comma list (default: all)")
     ap.add_argument("--hub", help="lubdub binary (default: BUILD/lubdub)")
+    ap.add_argument("--hub-base", help="a second lubdub binary run as "
+                    "peer hub_base (and hub_base_rest): before/after")
     ap.add_argument("--loader-procs", type=int, default=0,
                     help="loader processes per measurement (0: as needed "
                     "for the 19,900 connections per process limit)")
@@ -555,11 +570,14 @@ def main():
     if os.cpu_count() and os.cpu_count() < 2:
         log("bench-fanout: needs 2 CPUs (server on 0, loader on 1)")
 
-    peers = make_peers(a.hub_publish, a.soketi_publish)
+    peers = make_peers(a.hub_publish, a.soketi_publish,
+                       os.path.abspath(a.hub_base) if a.hub_base else None)
     if a.peers:
         want = set(a.peers.split(","))
         if "hub" in want:
             want.add("hub_rest")
+        if a.hub_base:
+            want |= {"hub_base", "hub_base_rest"}
         peers = [p for p in peers if p.name in want]
     for p in peers:
         if p.unavailable:
@@ -738,6 +756,27 @@ def main():
               rate("hub"), rate("hub_rest"), rate("uws"), rate("raw_cork"),
               rate("lws"), rate("nodews"), rate("soketi"), ratio("hub", "uws"),
               ratio("hub", "raw_cork"), ratio("hub", "soketi")), flush=True)
+    if a.hub_base:
+        # Before/after: deliveries/s ratio (median of per-rep ratios) and
+        # server CPU s per million deliveries, per scenario.
+        for sid in sorted(results):
+            cpu = {}
+            for name in ("hub", "hub_base", "hub_rest", "hub_base_rest"):
+                v = [d["server_cpu_s_per_M"] for d in valid_runs(sid, name)
+                     if d.get("server_cpu_s_per_M")]
+                cpu[name] = median(v) if v else None
+            if not cpu["hub"] or not cpu["hub_base"]:
+                continue
+            r = med_ratio(sid, "hub", "hub_base")
+            line = ("fanout-base: %s hub/hub_base=%s cpu_per_M hub=%.3f "
+                    "base=%.3f (%.3f)" % (sid, "%.3f" % r if r else "n/a",
+                                         cpu["hub"], cpu["hub_base"],
+                                         cpu["hub"] / cpu["hub_base"]))
+            if cpu["hub_rest"] and cpu["hub_base_rest"]:
+                line += " rest cpu_per_M hub=%.3f base=%.3f (%.3f)" % (
+                    cpu["hub_rest"], cpu["hub_base_rest"],
+                    cpu["hub_rest"] / cpu["hub_base_rest"])
+            print(line, flush=True)
     return 0
 
 

@@ -11,6 +11,7 @@
 #include "hub/why.h"
 #include "hub/auth.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -294,6 +295,31 @@ static void lower_keys(struct hub_query *q)
                 *k = (char)(*k - 'A' + 'a');
 }
 
+/* dst = src with every pointer moved into dst->buf (keys and values of a
+ * parsed query all live in its buf: hub/query.c). */
+static void query_copy(struct hub_query *dst, const struct hub_query *src)
+{
+    unsigned i;
+
+    assert(src->n <= HUB_QUERY_MAX_PARAMS);
+    memcpy(dst->buf, src->buf, sizeof(dst->buf));
+    dst->n = src->n;
+    for (i = 0; i < src->n; i++) {
+        assert(src->params[i].key >= src->buf &&
+               src->params[i].key < src->buf + sizeof(src->buf));
+        assert(src->params[i].value >= src->buf &&
+               src->params[i].value < src->buf + sizeof(src->buf));
+        dst->params[i].key = dst->buf + (src->params[i].key - src->buf);
+        dst->params[i].value = dst->buf + (src->params[i].value - src->buf);
+    }
+}
+
+const char *hub_http_method_name(enum hub_http_method m)
+{
+    assert(m == HUB_HTTP_GET || m == HUB_HTTP_POST);
+    return m == HUB_HTTP_POST ? "POST" : "GET";
+}
+
 /* Count how often key occurs; duplicates are refused before anything. */
 static unsigned count_key(const struct hub_query *q, const char *key)
 {
@@ -321,17 +347,15 @@ int hub_auth_check_rest(const struct hub_app *app,
     int rc;
 
     hub__set_why(why, why_len, "ok");
-    if (req->method == NULL || req->path == NULL) {
-        hub__set_why(why, why_len, "missing method or path");
+    if (req->path == NULL) {
+        hub__set_why(why, why_len, "missing path");
         return -EINVAL;
     }
-    rc = hub_query_parse(&q, req->query ? req->query : "",
-                         req->query ? strlen(req->query) : 0);
-    if (rc < 0) {
-        hub__set_why(why, why_len, "%s",
-                rc == -E2BIG ? "query too long" : "bad query encoding");
-        return -EINVAL;
-    }
+    /* Lower-cased in our copy: the caller's lookups stay exact. */
+    if (req->query)
+        query_copy(&q, req->query);
+    else
+        q.n = 0;
     lower_keys(&q);
     for (i = 0; i < q.n; i++)
         for (j = i + 1; j < q.n; j++)
@@ -387,7 +411,7 @@ int hub_auth_check_rest(const struct hub_app *app,
             return -EACCES;
         }
     }
-    rc = string_to_sign(&b, req->method, req->path, &q,
+    rc = string_to_sign(&b, hub_http_method_name(req->method), req->path, &q,
                         client_md5 ? md5 : NULL);
     if (rc < 0) {
         hub__set_why(why, why_len, "request too long");

@@ -47,11 +47,21 @@ int hub_auth_check_user(const struct hub_app *app, const char *socket_id,
                         const char *user_data, size_t user_data_len,
                         const char *auth);
 
-/* A REST request as it arrived (query still URL-encoded, without '?'). */
+/* The HTTP methods the REST API answers. */
+enum hub_http_method { HUB_HTTP_GET, HUB_HTTP_POST };
+
+/* "GET" or "POST": the method as it goes into the string to sign. */
+const char *hub_http_method_name(enum hub_http_method m);
+
+struct hub_query;
+
+/* A REST request as it arrived, its query parsed once by the caller. */
 struct hub_rest_request {
-    const char *method;      /* "GET", "POST" */
+    enum hub_http_method method;
     const char *path;        /* "/apps/3/events" */
-    const char *query;       /* "auth_key=...&auth_signature=..." or "" */
+    /* hub_query_parse() of the query string, keys as sent (the check
+     * lower-cases them in a copy of its own); NULL = no parameters. */
+    const struct hub_query *query;
     const void *body;
     size_t body_len;
     uint64_t now_s;          /* wall clock, Unix seconds */
@@ -67,9 +77,10 @@ struct hub_rest_request {
  *
  * 401: auth_key, auth_timestamp or auth_signature missing; unknown
  * auth_key; stale timestamp; body without body_md5; bad signature.
- * 400: bad percent-encoding, query over HUB_QUERY_MAX_BYTES or
- * HUB_QUERY_MAX_PARAMS, a key given twice (after lower-casing),
- * auth_version missing or not "1.0", auth_timestamp not a number.
+ * 400: a key given twice (after lower-casing), auth_version missing or not
+ * "1.0", auth_timestamp not a number. (A query that does not parse - bad
+ * percent-encoding, over HUB_QUERY_MAX_BYTES or HUB_QUERY_MAX_PARAMS - is
+ * the caller's 400 before this check: hub/rest.c.)
  */
 int hub_auth_check_rest(const struct hub_app *app,
                         const struct hub_rest_request *req, char *why,

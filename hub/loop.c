@@ -395,9 +395,3 @@ const struct hub_app *hub_find_app_by_key(const struct hub *h,
 {
     return hub_app_find_by_key(h->cfg->apps, h->cfg->n_apps, key, len);
 }
-
-const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
-                                         size_t len)
-{
-    return hub_app_find_by_id(h->cfg->apps, h->cfg->n_apps, id, len);
-}

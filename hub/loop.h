@@ -135,8 +135,6 @@ void hub_loop_publish_stats(struct hub_loop *l);
 /* App lookup (any thread). Borrowed; NULL when unknown. */
 const struct hub_app *hub_find_app_by_key(const struct hub *h,
                                           const char *key, size_t len);
-const struct hub_app *hub_find_app_by_id(const struct hub *h, const char *id,
-                                         size_t len);
 
 /*
  * The queue budget is split evenly between the loops: each loop holds at

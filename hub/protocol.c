@@ -8,10 +8,13 @@
  * free of NUL bytes, so C string functions see the whole value.
  *
  * The encoders do not use jansson: they run for every outbound frame, and
- * a hand-written writer needs no allocation. Pure: any thread.
+ * a hand-written writer needs no allocation (hub_proto_event_frame() only
+ * allocates the frame it returns). Pure: any thread.
  */
 #include "hub/why.h"
 #include "hub/protocol.h"
+
+#include "hub/frame.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -501,4 +504,22 @@ size_t hub_proto_encode_event(char *out, size_t cap, const char *event,
     }
     w_text(&w, "}");
     return w_finish(&w);
+}
+
+struct hub_frame *hub_proto_event_frame(const char *event, const char *channel,
+                                        const char *data_json,
+                                        size_t data_json_len,
+                                        const char *user_id)
+{
+    size_t n = hub_proto_encode_event(NULL, 0, event, channel, data_json,
+                                      data_json_len, user_id);
+    struct hub_frame *f = hub_frame_create(n + 1);
+
+    if (!f)
+        return NULL;
+    /* The second pass writes exactly the n bytes the first one counted. */
+    n = hub_proto_encode_event(hub_frame_payload(f), n + 1, event, channel,
+                               data_json, data_json_len, user_id);
+    hub_frame_seal(f, n);
+    return f;
 }

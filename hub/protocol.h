@@ -18,6 +18,8 @@
 
 #include <jansson.h>
 
+struct hub_frame;
+
 enum hub_msg_type {
     HUB_MSG_PING,          /* pusher:ping */
     HUB_MSG_PONG,          /* pusher:pong */
@@ -94,6 +96,15 @@ size_t hub_proto_encode_subscription_error(char *out, size_t cap,
 size_t hub_proto_encode_event(char *out, size_t cap, const char *event,
                               const char *channel, const char *data_json,
                               size_t data_json_len, const char *user_id);
+/*
+ * The same event encoded into a new sealed frame (hub/frame.h) with one
+ * reference for the caller; NULL when out of memory. Every channel event
+ * the hub sends is built here, so pusher.c and rest.c agree byte for byte.
+ */
+struct hub_frame *hub_proto_event_frame(const char *event, const char *channel,
+                                        const char *data_json,
+                                        size_t data_json_len,
+                                        const char *user_id);
 /* Write s as a JSON string literal (quotes included); returns needed len. */
 size_t hub_proto_encode_string(char *out, size_t cap, const char *s,
                                size_t len);

@@ -1,9 +1,13 @@
 /*
  * hub/rest.c - the Pusher HTTP API. Not a hot path for parsing (jansson),
- * but a publish still encodes each channel's frame exactly once.
+ * but each thing is done once: the query is parsed once (for the signature
+ * and the handlers), an event's data literal is made once while it is
+ * validated, and each channel's frame is encoded once
+ * (hub_proto_event_frame) and shared by every recipient.
  */
 #include "hub/rest.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,7 +52,8 @@ static void reply_error(struct hub_rest_response *out, int status,
     reply_json(out, status, json_pack("{s:s}", "error", msg));
 }
 
-/* The event's data as a JSON string literal (text), owned. */
+/* The event's data as a JSON string literal (text), owned; *raw_len is
+ * the length of the data text it quotes. NULL when out of memory. */
 static char *data_literal(json_t *data, size_t *len, size_t *raw_len)
 {
     const char *s;
@@ -78,20 +83,31 @@ struct event_req {
     const char *name;
     json_t *channels;     /* borrowed array of strings */
     json_t *single;       /* borrowed string (the "channel" form) */
-    json_t *data;
+    char *lit;            /* owned: the data as a JSON string literal */
+    size_t lit_len;
     struct hub_excl excl;
     const char *info;
 };
 
-/* Validate one event; 0 or an HTTP status with the error set. */
+static void event_req_fini(struct event_req *r)
+{
+    free(r->lit);
+    r->lit = NULL;
+}
+
+/*
+ * Validate one event and encode its data literal (once: publish_event()
+ * uses it for every channel). 0, or an HTTP status with the error set and
+ * nothing left to free.
+ */
 static int check_event(const struct hub_app *app, json_t *ev,
                        struct event_req *r, struct hub_rest_response *out)
 {
     json_t *name = json_object_get(ev, "name");
     json_t *sid = json_object_get(ev, "socket_id");
     json_t *info = json_object_get(ev, "info");
+    json_t *data;
     size_t n_ch, raw;
-    char *lit;
 
     memset(r, 0, sizeof(*r));
     if (!json_is_object(ev)) {
@@ -107,8 +123,8 @@ static int check_event(const struct hub_app *app, json_t *ev,
         return 400;
     }
     r->name = json_string_value(name);
-    r->data = json_object_get(ev, "data");
-    if (!r->data) {
+    data = json_object_get(ev, "data");
+    if (!data) {
         reply_error(out, 400, "\"data\" is missing");
         return 400;
     }
@@ -154,9 +170,13 @@ static int check_event(const struct hub_app *app, json_t *ev,
         return 400;
     }
     r->info = info ? json_string_value(info) : NULL;
-    lit = data_literal(r->data, &n_ch, &raw);
-    free(lit);
+    r->lit = data_literal(data, &r->lit_len, &raw);
+    if (!r->lit) {
+        reply_error(out, 500, "out of memory");
+        return 500;
+    }
     if (raw > app->max_event_bytes) {
+        event_req_fini(r);
         reply_error(out, 413, "event data is %zu bytes; the limit is %u",
                     raw, app->max_event_bytes);
         return 413;
@@ -164,33 +184,33 @@ static int check_event(const struct hub_app *app, json_t *ev,
     return 0;
 }
 
-/* Publish one validated event; fills info_out (may be NULL). */
+/*
+ * Publish one validated event, one frame per channel, each built from the
+ * one literal just before it is published (so at most one frame of the
+ * request is held at a time); fills info_out (may be NULL). 0 or -ENOMEM:
+ * the channels before the failing one got it.
+ */
 static int publish_event(struct hub_loop *l, const struct hub_app *app,
                          const struct event_req *r, json_t *info_out)
 {
-    size_t lit_len, raw, n_ch = r->channels ? json_array_size(r->channels) : 1;
-    char *lit = data_literal(r->data, &lit_len, &raw);
+    size_t n_ch = r->channels ? json_array_size(r->channels) : 1;
+    int rc;
 
-    if (!lit)
-        return -ENOMEM;
+    assert(r->lit && n_ch >= 1);
     for (size_t i = 0; i < n_ch; i++) {
         json_t *c = r->channels ? json_array_get(r->channels, i) : r->single;
         const char *name = json_string_value(c);
         size_t len = json_string_length(c);
-        size_t n = hub_proto_encode_event(NULL, 0, r->name, name, lit,
-                                          lit_len, NULL);
-        struct hub_frame *f = hub_frame_create(n + 1);
+        struct hub_frame *f = hub_proto_event_frame(r->name, name, r->lit,
+                                                    r->lit_len, NULL);
 
-        if (!f) {
-            free(lit);
+        if (!f)
             return -ENOMEM;
-        }
-        hub_proto_encode_event(hub_frame_payload(f), n + 1, r->name, name,
-                               lit, lit_len, NULL);
-        hub_frame_seal(f, n);
-        hub_publish(l->hub, l, app->index, name, len, f,
-                    r->excl.set ? &r->excl : NULL);
+        rc = hub_publish(l->hub, l, app->index, name, len, f,
+                         r->excl.set ? &r->excl : NULL);
         hub_frame_unref(f);
+        if (rc)
+            return rc;
         if (info_out && r->info) {
             struct hub_channel_info ci;
             json_t *o = json_object();
@@ -206,7 +226,6 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
             json_object_set_new(info_out, name, o);
         }
     }
-    free(lit);
     return 0;
 }
 
@@ -215,11 +234,14 @@ static void post_events(struct hub_loop *l, const struct hub_app *app,
 {
     struct event_req r;
     json_t *info;
+    int rc;
 
     if (check_event(app, body, &r, out))
         return;
     info = r.info ? json_object() : NULL;
-    if (publish_event(l, app, &r, info)) {
+    rc = publish_event(l, app, &r, info);
+    event_req_fini(&r);
+    if (rc) {
         json_decref(info);
         reply_error(out, 500, "out of memory");
         return;
@@ -235,8 +257,8 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
 {
     json_t *batch = json_object_get(body, "batch"), *infos;
     struct event_req *reqs;
-    size_t n;
-    bool any_info = false;
+    size_t n, checked;
+    bool any_info = false, failed = false;
 
     if (!json_is_array(batch)) {
         reply_error(out, 400, "\"batch\" must be an array");
@@ -253,20 +275,26 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
         reply_error(out, 500, "out of memory");
         return;
     }
-    /* Validate all first: a bad batch publishes nothing. */
-    for (size_t i = 0; i < n; i++) {
-        if (check_event(app, json_array_get(batch, i), &reqs[i], out)) {
-            free(reqs);
-            return;
-        }
-        if (reqs[i].info)
+    /* Validate (and encode the data of) all first: a bad batch publishes
+     * nothing. */
+    for (checked = 0; checked < n; checked++) {
+        if (check_event(app, json_array_get(batch, checked), &reqs[checked],
+                        out))
+            goto out;
+        if (reqs[checked].info)
             any_info = true;
     }
     infos = any_info ? json_array() : NULL;
-    for (size_t i = 0; i < n; i++) {
+    failed = any_info && !infos;
+    /*
+     * Out of memory part-way stops here with a 500; the events before
+     * were published (holding every frame of a batch first would cost up
+     * to max_batch_events x max_channels_per_event frames at once).
+     */
+    for (size_t i = 0; i < n && !failed; i++) {
         json_t *info = any_info ? json_object() : NULL;
 
-        publish_event(l, app, &reqs[i], info);
+        failed = publish_event(l, app, &reqs[i], info) != 0;
         if (any_info) {
             /* The batch form reports the single channel's info directly. */
             json_t *only = json_object_iter_value(json_object_iter(info));
@@ -276,11 +304,18 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
             json_decref(info);
         }
     }
-    free(reqs);
-    if (infos)
+    if (failed) {
+        json_decref(infos);
+        reply_error(out, 500, "out of memory");
+    } else if (infos) {
         reply_json(out, 200, json_pack("{s:o}", "batch", infos));
-    else
+    } else {
         reply_json(out, 200, json_object());
+    }
+out:
+    for (size_t i = 0; i < checked; i++)
+        event_req_fini(&reqs[i]);
+    free(reqs);
 }
 
 static void get_channels(struct hub_loop *l, const struct hub_app *app,
@@ -346,9 +381,10 @@ static void get_users(struct hub_loop *l, const struct hub_app *app,
     reply_json(out, 200, json_pack("{s:o}", "users", users));
 }
 
-void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
-                     const char *query, const char *body, size_t body_len,
-                     uint64_t now_s, struct hub_rest_response *out)
+void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
+                     const char *path, const char *query, const char *body,
+                     size_t body_len, uint64_t now_s,
+                     struct hub_rest_response *out)
 {
     const char *id, *rest, *res;
     const struct hub_app *app;
@@ -356,8 +392,8 @@ void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
     struct hub_query q;
     char why[256];
     char chan[512];
-    bool is_post = strcmp(method, "POST") == 0;
-    bool is_get = strcmp(method, "GET") == 0;
+    bool is_post = method == HUB_HTTP_POST;
+    bool is_get = method == HUB_HTTP_GET;
     int rc;
 
     memset(out, 0, sizeof(*out));
@@ -367,7 +403,8 @@ void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
         reply_error(out, 404, "not found");
         return;
     }
-    app = hub_find_app_by_id(l->hub, id, (size_t)(rest - id));
+    app = hub_app_find_by_id(l->cfg->apps, l->cfg->n_apps, id,
+                             (size_t)(rest - id));
     if (!app) {
         reply_error(out, 404, "unknown app");
         return;
@@ -376,26 +413,35 @@ void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
         reply_error(out, 413, "request body too large");
         return;
     }
+    /* The one parse: auth checks it (in a lower-cased copy of its own),
+     * the handlers below look their parameters up in it as sent. */
+    if (!query)
+        query = "";
+    rc = hub_query_parse(&q, query, strlen(query));
+    if (rc) {
+        snprintf(why, sizeof(why), "%s",
+                 rc == -E2BIG ? "query too long" : "bad query encoding");
+        hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s",
+                hub_http_method_name(method), path, why);
+        reply_error(out, 400, "%s", why);
+        return;
+    }
     ar.method = method;
     ar.path = path;
-    ar.query = query ? query : "";
+    ar.query = &q;
     ar.body = body;
     ar.body_len = body_len;
     ar.now_s = now_s;
     ar.window_s = l->cfg->auth_window_s;
     rc = hub_auth_check_rest(app, &ar, why, sizeof(why));
     if (rc) {
-        hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s", method, path,
-                why);
+        hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s",
+                hub_http_method_name(method), path, why);
         reply_error(out, rc == -EACCES ? 401 : 400, "%s", why);
         return;
     }
     if (!app->enabled) {
         reply_error(out, 403, "app is disabled");
-        return;
-    }
-    if (hub_query_parse(&q, ar.query, strlen(ar.query))) {
-        reply_error(out, 400, "bad query string");
         return;
     }
     res = rest + 1;

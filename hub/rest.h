@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hub/auth.h"
+
 struct hub_loop;
 
 struct hub_rest_response {
@@ -29,10 +31,16 @@ struct hub_rest_response {
 
 /*
  * path starts with "/apps/"; query is the raw query string without '?'
- * ("" when none). now_s is wall-clock Unix seconds for auth_timestamp.
+ * ("" or NULL when none), parsed once here for the signature check and the
+ * handlers; body is body_len bytes, not NUL-terminated. now_s is
+ * wall-clock Unix seconds for auth_timestamp. The checks run in this
+ * order: 404 (path, app id), 413 (body), 400 (query does not parse), the
+ * signature (401/400), 403 (app disabled), then the resource (404, 405,
+ * 400, 413, 500).
  */
-void hub_rest_handle(struct hub_loop *l, const char *method, const char *path,
-                     const char *query, const char *body, size_t body_len,
-                     uint64_t now_s, struct hub_rest_response *out);
+void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
+                     const char *path, const char *query, const char *body,
+                     size_t body_len, uint64_t now_s,
+                     struct hub_rest_response *out);
 
 #endif

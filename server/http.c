@@ -282,9 +282,9 @@ static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 
     if (p->too_big)
         return respond_json_error(wsi, p, 413, "request body too large");
-    hub_rest_handle(l->hub, p->post ? "POST" : "GET", p->path, p->query,
-                    p->body ? p->body : "", p->body_len, (uint64_t)time(NULL),
-                    &r);
+    hub_rest_handle(l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET, p->path,
+                    p->query, p->body ? p->body : "", p->body_len,
+                    (uint64_t)time(NULL), &r);
     rc = respond(wsi, p, (unsigned)r.status, "application/json",
                  r.body ? r.body : "{}", r.body ? r.len : 2);
     free(r.body);

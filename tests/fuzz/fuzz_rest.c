@@ -11,6 +11,8 @@
  *
  *     [!]METHOD\n PATH\n QUERY\n BODY...
  *
+ * METHOD "POST" is POST and anything else GET (the two methods http.c
+ * hands over).
  * Missing lines are empty. A leading '!' on the method line means "sign
  * it": the harness replaces the query with hub_auth_sign_rest()'s output
  * for the same method, path, query and body (for the app the path names,
@@ -130,6 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct hub_rest_response r;
     size_t pos = 0, body_len;
     char *method, *path, *query, *body, *m;
+    enum hub_http_method hm;
     bool sign;
 
     CHECK(fs != NULL);
@@ -158,10 +161,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     sign = method[0] == '!';
     m = method + (sign ? 1 : 0);
+    /* The server only ever hands over GET or POST; any other text is GET. */
+    hm = strcmp(m, "POST") == 0 ? HUB_HTTP_POST : HUB_HTTP_GET;
     if (sign) {
         char signed_query[HUB_QUERY_MAX_BYTES];
 
-        if (hub_auth_sign_rest(signing_app(&fh, path), m, path, query, body,
+        if (hub_auth_sign_rest(signing_app(&fh, path),
+                               hub_http_method_name(hm), path, query, body,
                                body_len, NOW_S, signed_query,
                                sizeof(signed_query)) == 0) {
             free(query);
@@ -170,7 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     /* Alternate the loop that receives the request. */
-    hub_rest_handle(fh.loops[size % 2], m, path, query, body, body_len, NOW_S,
+    hub_rest_handle(fh.loops[size % 2], hm, path, query, body, body_len, NOW_S,
                     &r);
     /* FUZZ_REST_VERBOSE=1 shows each answer (for writing seeds). */
     if (getenv("FUZZ_REST_VERBOSE"))

@@ -1,0 +1,478 @@
+/*
+ * hub/subscribe.c - which channels a Pusher session is in (docs/PROTOCOL.md
+ * section 3): pusher:subscribe for public, private, encrypted and presence
+ * channels, unsubscribe, the #server-to-user- channel of pusher:signin,
+ * leaving everything at disconnect, and the presence member_added /
+ * member_removed events.
+ *
+ * A subscription is a struct hub_sub on two lists: the loop-local channel's
+ * members (delivery walks it) and the session's subs (this file walks it).
+ * Presence identity is counted hub-wide by the directory; its seq travels
+ * with each member event so a subscription only sees changes newer than
+ * its own join.
+ */
+#include "hub/subscribe.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub/auth.h"
+#include "hub/channel.h"
+#include "hub/log.h"
+#include "hub/loop.h"
+#include "hub/protocol.h"
+#include "hub/pusher.h"
+#include "hub/session.h"
+
+#define SUCCEEDED "pusher_internal:subscription_succeeded"
+
+/* A frame of {"event":E,"channel":C,"data":"<text as a JSON string>"}. */
+static struct hub_frame *string_event_frame(const char *event,
+                                            const char *channel,
+                                            const char *text)
+{
+    size_t len = strlen(text);
+    size_t dlen = hub_proto_encode_string(NULL, 0, text, len);
+    char *d = malloc(dlen + 1);
+    struct hub_frame *f;
+
+    if (!d)
+        return NULL;
+    hub_proto_encode_string(d, dlen + 1, text, len);
+    f = hub_proto_event_frame(event, channel, d, dlen, NULL);
+    free(d);
+    return f;
+}
+
+void hub_pusher_send_event_string(struct hub_session *s, const char *event,
+                                  const char *channel, const char *data_text)
+{
+    struct hub_frame *f = string_event_frame(event, channel, data_text);
+
+    if (f) {
+        hub_session_send(s, f);
+        hub_frame_unref(f);
+    }
+}
+
+void hub_pusher_publish(struct hub_session *s, const char *channel,
+                        size_t len, struct hub_frame *f, uint64_t member_seq)
+{
+    struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
+
+    hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f, &ex);
+}
+
+static void send_sub_error(struct hub_session *s, const char *channel,
+                           const char *type, const char *error, int status)
+{
+    char buf[1024];
+    size_t n = hub_proto_encode_subscription_error(buf, sizeof(buf), channel,
+                                                   type, error, status);
+
+    if (n < sizeof(buf))
+        hub_session_send_text(s, buf, n);
+}
+
+struct hub_sub *hub_pusher_find_sub(struct hub_session *s, const char *name,
+                                    size_t len)
+{
+    struct hub_list *pos;
+
+    hub_list_for_each(pos, &s->subs) {
+        struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
+                                               session_link);
+
+        if (sub->ch->name_len == len && memcmp(sub->ch->name, name, len) == 0)
+            return sub;
+    }
+    return NULL;
+}
+
+/*
+ * Whether s already holds max_subscriptions channels (its sign-in user
+ * channel not counted). O(cap): the walk stops at the cap, and
+ * hub_pusher_find_sub() walked the same list just before.
+ */
+static bool over_sub_cap(const struct hub_session *s, uint32_t cap)
+{
+    const struct hub_list *pos;
+    uint32_t n = 0;
+
+    if (!cap)
+        return false;
+    hub_list_for_each(pos, &s->subs) {
+        const struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
+                                                     session_link);
+
+        if (sub->ch->kind != HUB_CHANNEL_USER && ++n >= cap)
+            return true;
+    }
+    return false;
+}
+
+/* Publish member_added/_removed with data {"user_id":U[,"user_info":I]};
+ * seq: the directory seq of the change. Dropped when out of memory. */
+static void member_event(struct hub_session *s, const char *event,
+                         const char *channel, size_t chlen,
+                         const char *user_id, const char *user_info,
+                         uint64_t seq)
+{
+    json_t *o = json_pack("{s:s}", "user_id", user_id);
+    struct hub_frame *f = NULL;
+    char *text;
+
+    if (!o)
+        return;
+    if (user_info) {
+        json_t *info = json_loads(user_info, JSON_DECODE_ANY, NULL);
+
+        json_object_set_new(o, "user_info", info ? info : json_object());
+    }
+    text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (text)
+        f = string_event_frame(event, channel, text);
+    free(text);
+    if (f) {
+        hub_pusher_publish(s, channel, chlen, f, seq);
+        hub_frame_unref(f);
+    }
+}
+
+/* Canonical user id (string or number) and user_info text from
+ * channel_data; -EINVAL or -E2BIG with a reason when unusable, -ENOMEM. */
+static int parse_channel_data(const struct hub_app *app, const char *cd,
+                              size_t cd_len, char **user_id, char **user_info,
+                              const char **why)
+{
+    json_t *root = json_loadb(cd, cd_len, 0, NULL), *uid, *info;
+    char num[32];
+    const char *id;
+    int rc = -EINVAL;
+
+    *user_id = *user_info = NULL;
+    if (!root || !json_is_object(root)) {
+        *why = "channel_data must be a JSON object";
+        goto out;
+    }
+    uid = json_object_get(root, "user_id");
+    if (json_is_string(uid)) {
+        id = json_string_value(uid);
+    } else if (json_is_integer(uid)) {
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(uid));
+        id = num;
+    } else {
+        *why = "channel_data.user_id must be a string or an integer";
+        goto out;
+    }
+    if (!*id || strlen(id) > app->max_user_id_len) {
+        *why = "channel_data.user_id is empty or too long";
+        goto out;
+    }
+    info = json_object_get(root, "user_info");
+    if (info) {
+        *user_info = json_dumps(info, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (*user_info && strlen(*user_info) > app->max_user_info_bytes) {
+            free(*user_info);
+            *user_info = NULL;
+            *why = "channel_data.user_info is too large";
+            rc = -E2BIG;
+            goto out;
+        }
+    }
+    *user_id = strdup(id);
+    rc = *user_id ? 0 : -ENOMEM;
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* One pusher:subscribe on its way through the steps below. */
+struct sub_req {
+    const char *name;
+    size_t len;
+    enum hub_channel_kind kind;
+    struct hub_sub *sub;       /* s's existing subscription, or NULL */
+    char *user_id;             /* presence: owned until sub_link() takes it */
+    char *user_info;           /* presence: owned */
+};
+
+/*
+ * The refusals that need no signature: a bad name (4009) and one channel
+ * over max_subscriptions (4100; resubscribing and the user channel are
+ * never refused). Fills r->kind and r->sub. true = answered.
+ */
+static bool sub_refuse_name(struct hub_session *s, struct sub_req *r)
+{
+    struct hub_loop *l = s->loop;
+    char why[128];
+
+    if (hub_channel_name_check(r->name, r->len, s->app->max_channel_name)) {
+        send_sub_error(s, r->name, "InvalidChannel",
+                       "Invalid channel name (allowed: A-Z a-z 0-9 _ - = @ , . ; "
+                       "and at most the configured length)", 4009);
+        return true;
+    }
+    r->kind = hub_channel_classify(r->name, r->len);
+    r->sub = hub_pusher_find_sub(s, r->name, r->len);
+    if (r->sub || r->kind == HUB_CHANNEL_USER ||
+        !over_sub_cap(s, l->cfg->max_subscriptions))
+        return false;
+    HUB_STAT_ADD(l->stats.subscriptions_refused, 1);
+    snprintf(why, sizeof(why),
+             "Too many subscriptions on this connection (the limit is "
+             "%u); unsubscribe from one first",
+             l->cfg->max_subscriptions);
+    send_sub_error(s, r->name, "LimitReached", why, 4100);
+    return true;
+}
+
+/* #server-to-user-<id> is joined at sign-in; pusher-js then subscribes to
+ * it to confirm, which succeeds only for the signed-in session. */
+static void sub_user_channel(struct hub_session *s, const struct sub_req *r)
+{
+    if (r->sub && s->user_id)
+        hub_pusher_send_event_string(s, SUCCEEDED, r->name, "{}");
+    else
+        send_sub_error(s, r->name, "AuthError",
+                       "#server-to-user- channels need pusher:signin", 403);
+}
+
+/* Private, encrypted and presence channels: check the signature (presence:
+ * over channel_data too). true = refused and answered. */
+static bool sub_authorize(struct hub_session *s, const struct hub_msg *m,
+                          const struct sub_req *r)
+{
+    const char *cd = r->kind == HUB_CHANNEL_PRESENCE ? m->channel_data : NULL;
+    char expect[512];
+    int rc;
+
+    if (r->kind == HUB_CHANNEL_PRESENCE && !cd) {
+        send_sub_error(s, r->name, "AuthError",
+                       "Presence channels need channel_data", 401);
+        return true;
+    }
+    rc = hub_auth_check_channel(s->app, s->socket_id, r->name, cd,
+                                cd ? m->channel_data_len : 0, m->auth, expect,
+                                sizeof(expect));
+    if (!rc)
+        return false;
+    hub_log(HUB_LOG_INFO, s->loop->id,
+            "socket %s: subscribe %s refused: bad signature "
+            "(expected HMAC of \"%s\")",
+            s->socket_id, r->name, expect);
+    send_sub_error(s, r->name, "AuthError",
+                   rc == -EACCES ? "Invalid signature"
+                                 : "Missing or malformed auth",
+                   401);
+    return true;
+}
+
+/* Presence: the user id and info out of channel_data into r. true =
+ * refused (400, or 4301 for user_info over the limit) and answered. */
+static bool sub_presence_identity(struct hub_session *s,
+                                  const struct hub_msg *m, struct sub_req *r)
+{
+    const char *why = "bad channel_data";
+    int rc = parse_channel_data(s->app, m->channel_data, m->channel_data_len,
+                                &r->user_id, &r->user_info, &why);
+
+    if (!rc)
+        return false;
+    send_sub_error(s, r->name, rc == -E2BIG ? "LimitReached" : "AuthError",
+                   why, rc == -E2BIG ? 4301 : 400);
+    return true;
+}
+
+/*
+ * Presence, already subscribed: the same user gets the member list again
+ * (a join and leave of its own, so the counts end where they were);
+ * another user is refused with 409.
+ */
+static void sub_presence_again(struct hub_session *s, const struct sub_req *r)
+{
+    struct hub_loop *l = s->loop;
+    struct hub_presence_join again = { 0 };
+    bool last;
+
+    if (strcmp(r->sub->user_id, r->user_id) != 0) {
+        send_sub_error(s, r->name, "AuthError",
+                       "Already subscribed as another user", 409);
+        return;
+    }
+    again.user_id = r->user_id;
+    again.user_info = r->user_info;
+    if (hub_directory_join(l->hub->dir, s->app->index, r->name, r->len,
+                           &again))
+        return;
+    hub_pusher_send_event_string(s, SUCCEEDED, r->name,
+                                 again.members_json ? again.members_json
+                                                    : "{}");
+    hub_directory_leave(l->hub->dir, s->app->index, r->name, r->len,
+                        r->user_id, &last);
+    free(again.members_json);
+}
+
+/*
+ * A new subscription: the local channel, the directory join (presence:
+ * with the identity and the member limit), both list links, then the
+ * confirmation and, for a presence user's first session, member_added.
+ * Takes r->user_id on success. Out of memory: 500; directory refusal
+ * (full presence channel or no memory): 4100.
+ */
+static void sub_link(struct hub_session *s, struct sub_req *r)
+{
+    const struct hub_app *app = s->app;
+    struct hub_loop *l = s->loop;
+    bool presence = r->kind == HUB_CHANNEL_PRESENCE;
+    struct hub_presence_join join = { 0 };
+    struct hub_lchan *ch;
+    struct hub_sub *sub;
+    int rc;
+
+    assert(!r->sub && r->kind != HUB_CHANNEL_USER);
+    assert(!presence || r->user_id);
+    ch = hub_chanmap_get(l->chans, app->index, r->name, r->len);
+    sub = calloc(1, sizeof(*sub));
+    if (!ch || !sub) {
+        free(sub);
+        if (ch)
+            hub_chanmap_put(l->chans, ch);
+        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+        return;
+    }
+    if (presence) {
+        join.user_id = r->user_id;
+        join.user_info = r->user_info;
+        join.max_members = app->max_presence_members;
+    }
+    rc = hub_directory_join(l->hub->dir, app->index, r->name, r->len,
+                            presence ? &join : NULL);
+    if (rc) {
+        free(sub);
+        hub_chanmap_put(l->chans, ch);
+        send_sub_error(s, r->name, "LimitReached",
+                       rc == -ENOSPC ? "Presence channel is full"
+                                     : "Out of memory",
+                       4100);
+        return;
+    }
+    sub->s = s;
+    sub->ch = ch;
+    sub->user_id = r->user_id;
+    r->user_id = NULL;
+    sub->joined_seq = join.seq;
+    hub_list_link_tail(&ch->members, &sub->chan_link);
+    hub_list_link_tail(&s->subs, &sub->session_link);
+    ch->n_members++;
+    HUB_STAT_ADD(l->stats.subscriptions, 1);
+    hub_pusher_send_event_string(s, SUCCEEDED, r->name,
+                                 join.members_json ? join.members_json : "{}");
+    free(join.members_json);
+    if (presence && join.first)
+        member_event(s, "pusher_internal:member_added", r->name, r->len,
+                     sub->user_id, r->user_info, join.seq);
+}
+
+void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)
+{
+    struct sub_req r = { .name = m->channel, .len = m->channel_len };
+
+    if (sub_refuse_name(s, &r))
+        goto out;
+    if (r.kind == HUB_CHANNEL_USER) {
+        sub_user_channel(s, &r);
+        goto out;
+    }
+    if (r.kind != HUB_CHANNEL_PUBLIC && sub_authorize(s, m, &r))
+        goto out;
+    if (r.kind == HUB_CHANNEL_PRESENCE) {
+        if (sub_presence_identity(s, m, &r))
+            goto out;
+        if (r.sub) {
+            sub_presence_again(s, &r);
+            goto out;
+        }
+    } else if (r.sub) {
+        /* Idempotent: confirm again, change nothing. */
+        hub_pusher_send_event_string(s, SUCCEEDED, r.name, "{}");
+        goto out;
+    }
+    sub_link(s, &r);
+out:
+    free(r.user_id);
+    free(r.user_info);
+}
+
+static void leave(struct hub_session *s, struct hub_sub *sub)
+{
+    struct hub_loop *l = s->loop;
+    struct hub_lchan *ch = sub->ch;
+    bool last = false;
+    uint64_t seq;
+
+    assert(sub->s == s && ch->n_members > 0);
+    hub_list_unlink(&sub->chan_link);
+    hub_list_unlink(&sub->session_link);
+    ch->n_members--;
+    HUB_STAT_ADD(l->stats.subscriptions, -1);
+    hub_directory_leave_seq(l->hub->dir, ch->app, ch->name, ch->name_len,
+                            sub->user_id, &last, &seq);
+    /* ch outlives the event: put() frees it only afterwards. */
+    if (last && sub->user_id)
+        member_event(s, "pusher_internal:member_removed", ch->name,
+                     ch->name_len, sub->user_id, NULL, seq);
+    hub_chanmap_put(l->chans, ch);
+    free(sub->user_id);
+    free(sub);
+}
+
+void hub_pusher_unsubscribe(struct hub_session *s, const char *name,
+                            size_t len)
+{
+    struct hub_sub *sub = hub_pusher_find_sub(s, name, len);
+
+    if (sub)
+        leave(s, sub);
+}
+
+void hub_pusher_leave_all(struct hub_session *s)
+{
+    while (!hub_list_is_empty(&s->subs))
+        leave(s, hub_container_of(s->subs.next, struct hub_sub,
+                                  session_link));
+}
+
+int hub_pusher_join_user_channel(struct hub_session *s, const char *id)
+{
+    struct hub_loop *l = s->loop;
+    struct hub_lchan *ch;
+    struct hub_sub *sub;
+    size_t n = sizeof("#server-to-user-") - 1 + strlen(id);
+    char *name = malloc(n + 1);
+
+    if (!name)
+        return -ENOMEM;
+    snprintf(name, n + 1, "#server-to-user-%s", id);
+    ch = hub_chanmap_get(l->chans, s->app->index, name, n);
+    free(name);
+    sub = calloc(1, sizeof(*sub));
+    if (!ch || !sub) {
+        free(sub);
+        if (ch)
+            hub_chanmap_put(l->chans, ch);
+        return -ENOMEM;
+    }
+    sub->s = s;
+    sub->ch = ch;
+    hub_list_link_tail(&ch->members, &sub->chan_link);
+    hub_list_link_tail(&s->subs, &sub->session_link);
+    ch->n_members++;
+    HUB_STAT_ADD(l->stats.subscriptions, 1);
+    return 0;
+}

@@ -1,0 +1,41 @@
+/*
+ * hub/subscribe.h - channel membership of a Pusher session, private to the
+ * Pusher layer (hub/pusher.c and hub/subscribe.c): subscribe and
+ * unsubscribe, the sign-in user channel, leaving everything, and the
+ * presence member events. hub/pusher.h is the public face.
+ *
+ * Thread: the session's loop only.
+ */
+#ifndef HUB_SUBSCRIBE_H
+#define HUB_SUBSCRIBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hub_frame;
+struct hub_msg;
+struct hub_session;
+struct hub_sub;
+
+/* pusher:subscribe; answers with subscription_succeeded or _error. */
+void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m);
+/* pusher:unsubscribe; a channel s is not in is ignored. */
+void hub_pusher_unsubscribe(struct hub_session *s, const char *name,
+                            size_t len);
+/* s's subscription to name, or NULL. O(subscriptions of s). */
+struct hub_sub *hub_pusher_find_sub(struct hub_session *s, const char *name,
+                                    size_t len);
+/* Join s to #server-to-user-<id> (local index only: REST queries do not
+ * list these channels). 0 or -ENOMEM. */
+int hub_pusher_join_user_channel(struct hub_session *s, const char *id);
+
+/* Send {"event":E,"channel":C,"data":"<data_text as a JSON string>"} to s
+ * alone; channel may be NULL. Dropped when out of memory. */
+void hub_pusher_send_event_string(struct hub_session *s, const char *event,
+                                  const char *channel, const char *data_text);
+/* Publish f to channel on every loop, except s itself; member_seq as in
+ * struct hub_excl (0 for anything but presence member events). */
+void hub_pusher_publish(struct hub_session *s, const char *channel,
+                        size_t len, struct hub_frame *f, uint64_t member_seq);
+
+#endif
