@@ -20,7 +20,9 @@
 #include "hub/version.h"
 #include "server/srv.h"
 
-enum row_fmt { FMT_U64, FMT_NS_MS, FMT_MS_S, FMT_BY_REASON, FMT_LATE, FMT_RATIO };
+enum row_fmt {
+    FMT_U64, FMT_NS_MS, FMT_MS_S, FMT_BY_REASON, FMT_LATE, FMT_RATIO
+};
 enum row_group { GROUP_LOOP, GROUP_HEARTBEAT, GROUP_WHEEL, GROUP_N };
 
 static const char *const group_keys[GROUP_N] = {

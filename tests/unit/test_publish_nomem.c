@@ -24,7 +24,8 @@
 
 static void publish_countdown(bool from_loop)
 {
-    static const char text[] = "{\"event\":\"e\",\"channel\":\"news\",\"data\":\"1\"}";
+    static const char text[] =
+        "{\"event\":\"e\",\"channel\":\"news\",\"data\":\"1\"}";
     struct fake_hub fh;
     struct fake_session fs[LOOPS];
     struct hub_frame *f;
