@@ -5,7 +5,9 @@
  * that turns the inbox from empty to non-empty returns true, and only then
  * does the producer wake the loop (lws_cancel_service). Wakeups coalesce and
  * can be spurious, so the loop drains everything on every wakeup with
- * hub_inbox_take_all(), which returns the nodes oldest first.
+ * hub_inbox_take_all(), which returns the nodes oldest first. Each node
+ * carries its own handlers (struct hub_inbox_ops), so the inbox and the
+ * loop that drains it depend on no node type.
  *
  * Thread: push from any thread; take_all from the owning loop only.
  */
@@ -15,16 +17,28 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdint.h>
 
-enum hub_inbox_kind {
-    HUB_INBOX_PUBLISH,     /* a struct hub_pub for this loop */
-    HUB_INBOX_DRAIN,       /* start the graceful drain */
-    HUB_INBOX_STOP,        /* leave the service loop */
+struct hub_inbox_node;
+struct hub_loop;
+
+/*
+ * What a node does, supplied by whoever owns the node type (the drain in
+ * hub/loop.c, publications and terminate orders in the publication code):
+ * the loop that drains the inbox calls run() without knowing what the node
+ * is. Exactly one of the two is called for each pushed node.
+ */
+struct hub_inbox_ops {
+    /* On l's thread, from hub_loop_drain_inbox(); n may be freed. */
+    void (*run)(struct hub_inbox_node *n, struct hub_loop *l, uint64_t now_ms);
+    /* l is being destroyed with n still queued: release what n holds
+     * (references, memory) without acting on it. */
+    void (*drop)(struct hub_inbox_node *n);
 };
 
 struct hub_inbox_node {
     struct hub_inbox_node *next;
-    enum hub_inbox_kind kind;
+    const struct hub_inbox_ops *ops;
 };
 
 struct hub_inbox {

@@ -8,31 +8,44 @@
  */
 #include "hub/loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "hub/channel.h"
+#include "hub/backplane.h"
+#include "hub/chanmap.h"
 
-struct hub *hub_create(const struct hub_config *cfg,
-                       const struct hub_clock *clock)
+static void backplane_end(const struct hub_backplane *bp)
+{
+    if (bp->dir->destroy)
+        bp->dir->destroy(bp->dir_impl);
+    if (bp->bus->destroy)
+        bp->bus->destroy(bp->bus_impl);
+}
+
+struct hub *hub_create_with(const struct hub_config *cfg,
+                            const struct hub_clock *clock,
+                            const struct hub_backplane *bp)
 {
     struct hub *h = calloc(1, sizeof(*h));
 
     if (!h)
         return NULL;
+    assert(bp && bp->dir && bp->bus);
     h->cfg = cfg;
     h->clock = clock;
-    h->dir = hub_directory_create();
+    h->bp = malloc(sizeof(*h->bp));
     h->app_sessions = calloc(cfg->n_apps ? cfg->n_apps : 1,
                              sizeof(*h->app_sessions));
-    if (!h->dir || !h->app_sessions) {
-        hub_directory_destroy(h->dir);
+    if (!h->bp || !h->app_sessions) {
+        free(h->bp);
         free(h->app_sessions);
         free(h);
         return NULL;
     }
+    *h->bp = *bp;
     for (unsigned i = 0; i < cfg->n_apps; i++)
         atomic_init(&h->app_sessions[i], 0);
     atomic_init(&h->draining, false);
@@ -46,7 +59,8 @@ void hub_destroy(struct hub *h)
 {
     if (!h)
         return;
-    hub_directory_destroy(h->dir);
+    backplane_end(h->bp);
+    free(h->bp);
     free(h->app_sessions);
     free(h);
 }
@@ -130,6 +144,7 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
 }
 
 static void drain_timer_cb(struct hub_timer *t, uint64_t now_ms);
+static const struct hub_inbox_ops drain_ops;
 
 struct hub_loop *hub_loop_create(struct hub *h,
                                  const struct hub_transport_ops *ops,
@@ -161,8 +176,7 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_wheel_set_clock(l->wheel, h->clock);
     hub_shard_init(&l->shard);
     hub_inbox_init(&l->inbox);
-    l->drain_node.kind = HUB_INBOX_DRAIN;
-    l->stop_node.kind = HUB_INBOX_STOP;
+    l->drain_node.ops = &drain_ops;
     l->now_ms = now_ms;
     hub_timer_init(&l->drain_timer, drain_timer_cb);
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
@@ -187,11 +201,12 @@ void hub_loop_destroy(struct hub_loop *l)
         return;
     hub_task_stop(&l->heartbeat);
     hub_wheel_stop(l->wheel, &l->drain_timer);
-    /* Publications still queued hold frame references: release them. */
+    /* Nodes still queued may hold references (a publication's frame):
+     * each releases its own, without running. */
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {
         next = n->next;
-        if (n->kind == HUB_INBOX_PUBLISH)
-            hub_pub_release_node(n);
+        assert(n->ops && n->ops->drop);
+        n->ops->drop(n);
     }
     hub_chanmap_destroy(l->chans);
     hub_shard_fini(&l->shard);
@@ -246,12 +261,6 @@ void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms)
     HUB_STAT_MAX(l->stats.max_stall_ms, gap_ms);
 }
 
-void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n)
-{
-    if (hub_inbox_push(&l->inbox, n) && l->wake)
-        l->wake(l->wake_ctx);
-}
-
 /* Drain: close every session with 4200, jittered over the window, then
  * stop when the shard is empty or the deadline passes. */
 static void start_drain(struct hub_loop *l, uint64_t now_ms)
@@ -293,6 +302,24 @@ static void drain_timer_cb(struct hub_timer *t, uint64_t now_ms)
     hub_wheel_start(l->wheel, t, now_ms, (int64_t)l->cfg->tick_ms);
 }
 
+/* The drain order (hub_start_drain): the node is part of the loop. */
+static void drain_run(struct hub_inbox_node *n, struct hub_loop *l,
+                      uint64_t now_ms)
+{
+    (void)n;
+    start_drain(l, now_ms);
+}
+
+static void drain_drop(struct hub_inbox_node *n)
+{
+    (void)n; /* Embedded in the loop: nothing to release. */
+}
+
+static const struct hub_inbox_ops drain_ops = {
+    .run = drain_run,
+    .drop = drain_drop,
+};
+
 void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
 {
     struct hub_inbox_node *n, *next;
@@ -303,76 +330,13 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {
         next = n->next;
         depth++;
-        switch (n->kind) {
-        case HUB_INBOX_PUBLISH:
-            hub_pub_deliver_node(l, n);
-            break;
-        case HUB_INBOX_DRAIN:
-            start_drain(l, now_ms);
-            break;
-        case HUB_INBOX_STOP:
-            l->stop = true;
-            break;
-        }
+        assert(n->ops && n->ops->run);
+        n->ops->run(n, l, now_ms);
     }
     if (depth) {
         HUB_STAT_SET(l->stats.inbox_depth, depth);
         HUB_STAT_MAX(l->stats.inbox_max, depth);
     }
-}
-
-/*
- * The queue budget (hub_loop_budget). Eviction closes the sessions
- * furthest behind first: one scan of the shard collects the open sessions
- * holding more than an even share of the loop's budget (budget / its
- * sessions, so readers that keep up are not candidates), sorted by queued
- * bytes, and closes them in that order until the loop is down to goal.
- * Rare by construction (past 7/8 of the budget), so one allocation per
- * scan is fine; unforced scans are limited to one a tick.
- */
-struct evict_cand {
-    uint64_t bytes;
-    struct hub_session *s;
-};
-
-static int evict_cmp(const void *a, const void *b)
-{
-    const struct evict_cand *x = a, *y = b;
-
-    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
-}
-
-unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal, bool force)
-{
-    uint64_t budget = hub_loop_budget(l), share;
-    struct evict_cand *c;
-    uint32_t n = 0;
-    unsigned closed = 0;
-
-    if (!budget || hub_loop_queued(l) <= goal || !l->shard.count)
-        return 0;
-    if (!force && l->evict_last_ms &&
-        l->now_ms - l->evict_last_ms < l->cfg->tick_ms)
-        return 0;
-    l->evict_last_ms = l->now_ms ? l->now_ms : 1;
-    share = budget / l->shard.count;
-    c = malloc((size_t)l->shard.count * sizeof(*c));
-    if (!c)
-        return 0;
-    for (uint32_t i = 0; i < l->shard.count; i++) {
-        struct hub_session *s = l->shard.slots[i].s;
-
-        if (s->state == HUB_SESSION_OPEN && s->q.bytes > share)
-            c[n++] = (struct evict_cand){ s->q.bytes, s };
-    }
-    qsort(c, n, sizeof(*c), evict_cmp);
-    for (uint32_t i = 0; i < n && hub_loop_queued(l) > goal; i++) {
-        hub_session_close_behind(c[i].s, "Over the hub's send queue budget",
-                                 HUB_CLOSE_QUEUE_BUDGET);
-        closed++;
-    }
-    free(c);
-    return closed;
 }
 
 void hub_start_drain(struct hub *h)
@@ -382,12 +346,6 @@ void hub_start_drain(struct hub *h)
         return;
     for (unsigned i = 0; i < h->n_loops; i++)
         hub_loop_post(h->loops[i], &h->loops[i]->drain_node);
-}
-
-void hub_stop(struct hub *h)
-{
-    for (unsigned i = 0; i < h->n_loops; i++)
-        hub_loop_post(h->loops[i], &h->loops[i]->stop_node);
 }
 
 const struct hub_app *hub_find_app_by_key(const struct hub *h,

@@ -9,7 +9,8 @@
  * the WebSocket callbacks.
  *
  * The hub holds what is shared: the configuration, the apps, the loops and
- * the channel directory (counts and presence, under one mutex).
+ * the backplane (hub/backplane.h): the channel directory (counts and
+ * presence) and the bus that carries publications between loops.
  *
  * Thread: a loop's functions run on its thread, except hub_loop_post() and
  * hub_publish() (any thread) and the stats reads (relaxed atomics).
@@ -52,7 +53,7 @@ struct hub_config {
     unsigned n_apps;
 };
 
-struct hub_directory;
+struct hub_backplane;
 struct hub_chanmap;
 
 struct hub {
@@ -60,7 +61,7 @@ struct hub {
     const struct hub_clock *clock; /* borrowed */
     struct hub_loop *loops[HUB_MAX_LOOPS];
     unsigned n_loops;
-    struct hub_directory *dir;
+    struct hub_backplane *bp;      /* owned copy; the fronts use it */
     atomic_bool draining;
     atomic_bool stopping;          /* teardown: publish nothing more */
     atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
@@ -83,7 +84,7 @@ struct hub_loop {
     struct hub_shard shard;
     struct hub_chanmap *chans;
     struct hub_inbox inbox;
-    struct hub_inbox_node drain_node, stop_node;
+    struct hub_inbox_node drain_node;
     struct hub_loop_stats stats;
     uint64_t sid_counter;
     uint64_t rng;
@@ -97,9 +98,15 @@ struct hub_loop {
     uint64_t evict_last_ms;        /* the latest eviction scan */
 };
 
-/* Owned; NULL on failure. clock and cfg are borrowed for the hub's life. */
+/*
+ * Owned; NULL on failure. clock and cfg are borrowed for the hub's life.
+ * With the in-process backplane (defined in hub/backplane.c, above both
+ * this file and the backplane's parts); hub_create_with()
+ * (hub/backplane.h) takes another.
+ */
 struct hub *hub_create(const struct hub_config *cfg,
                        const struct hub_clock *clock);
+/* After every loop is destroyed; ends the backplane too. */
 void hub_destroy(struct hub *h);
 
 /* Create loop h->loops[h->n_loops++]; NULL on failure. */
@@ -120,11 +127,13 @@ void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms);
 /* Run everything in the inbox (any wakeup, even a spurious one). */
 void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms);
 /* Any thread: push n and wake the loop if it was idle. */
-void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n);
+static inline void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n)
+{
+    if (hub_inbox_push(&l->inbox, n) && l->wake)
+        l->wake(l->wake_ctx);
+}
 /* Any thread: ask every loop to drain (graceful shutdown). */
 void hub_start_drain(struct hub *h);
-/* Any thread: ask every loop to leave its service loop. */
-void hub_stop(struct hub *h);
 
 /* The heartbeat task's yield hook calls this; the server sets it. */
 void hub_loop_set_heartbeat_yield(struct hub_loop *l, hub_task_yield_fn *fn);
@@ -136,23 +145,8 @@ void hub_loop_publish_stats(struct hub_loop *l);
 const struct hub_app *hub_find_app_by_key(const struct hub *h,
                                           const char *key, size_t len);
 
-/*
- * The queue budget is split evenly between the loops: each loop holds at
- * most max_queued_total / loops queued bytes, so the sum never passes the
- * total. A loop accounts only its own queues, single-threaded (the
- * queued_bytes gauge is the count: no atomic anywhere, and one loop's slow
- * readers can never cost another loop's readers their share). The kernel
- * spreads connections evenly over the loops (SO_REUSEPORT), so even
- * shares lose little. 0 when there is no budget.
- */
-static inline uint64_t hub_loop_budget(const struct hub_loop *l)
-{
-    unsigned n = l->hub->n_loops ? l->hub->n_loops : 1;
-
-    return l->cfg->max_queued_total / n;
-}
-
-/* n bytes joined or left this loop's send queues (loop thread). */
+/* n bytes joined or left this loop's send queues (loop thread): the
+ * queued_bytes gauge, which the queue budget (hub/budget.h) reads. */
 static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
 {
     HUB_STAT_ADD(l->stats.queued_bytes, n);
@@ -166,25 +160,6 @@ static inline void hub_loop_queued_sub(struct hub_loop *l, uint64_t n)
 static inline uint64_t hub_loop_queued(const struct hub_loop *l)
 {
     return l->stats.queued_bytes;
-}
-
-/*
- * Close this loop's sessions furthest behind (most queued bytes, and more
- * than an even share of the loop's budget) with 4100 until the loop holds
- * at most goal queued bytes. Without force, at most one scan per tick.
- * Returns the sessions closed.
- */
-unsigned hub_loop_evict(struct hub_loop *l, uint64_t goal, bool force);
-/* Eviction aims for the low mark, 3/4 of the loop's budget, and starts
- * past the high mark, 7/8. */
-static inline uint64_t hub_budget_low(uint64_t budget)
-{
-    return budget - budget / 4;
-}
-
-static inline uint64_t hub_budget_high(uint64_t budget)
-{
-    return budget - budget / 8;
 }
 
 /* A small per-loop random number (jitter, socket ids). Loop thread. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "hub/auth.h"
-#include "hub/channel.h"
+#include "hub/chanmap.h"
 #include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"

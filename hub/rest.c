@@ -17,10 +17,11 @@
 #include <jansson.h>
 
 #include "hub/auth.h"
-#include "hub/channel.h"
+#include "hub/backplane.h"
+#include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
-#include "hub/log.h"
+#include "hub/publish.h"
 #include "hub/query.h"
 
 static void reply_json(struct hub_rest_response *out, int status, json_t *o)
@@ -215,7 +216,7 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
             struct hub_channel_info ci;
             json_t *o = json_object();
 
-            hub_directory_info(l->hub->dir, app->index, name, len, &ci);
+            hub_dir_info(l->hub, app->index, name, len, &ci);
             if (strstr(r->info, "user_count") &&
                 hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE)
                 json_object_set_new(o, "user_count",
@@ -332,7 +333,7 @@ static void get_channels(struct hub_loop *l, const struct hub_app *app,
                     "info=user_count needs filter_by_prefix=presence-");
         return;
     }
-    list = hub_directory_list(l->hub->dir, app->index, prefix, user_count);
+    list = hub_dir_list(l->hub, app->index, prefix, user_count);
     if (!list) {
         reply_error(out, 500, "out of memory");
         return;
@@ -353,7 +354,7 @@ static void get_channel(struct hub_loop *l, const struct hub_app *app,
         reply_error(out, 400, "user_count is only for presence channels");
         return;
     }
-    hub_directory_info(l->hub->dir, app->index, name, len, &ci);
+    hub_dir_info(l->hub, app->index, name, len, &ci);
     o = json_pack("{s:b}", "occupied", ci.occupied);
     if (info && strstr(info, "user_count"))
         json_object_set_new(o, "user_count", json_integer(ci.user_count));
@@ -373,7 +374,7 @@ static void get_users(struct hub_loop *l, const struct hub_app *app,
         reply_error(out, 400, "users are only listed for presence channels");
         return;
     }
-    users = hub_directory_users(l->hub->dir, app->index, name, len);
+    users = hub_dir_users(l->hub, app->index, name, len);
     if (!users) {
         reply_error(out, 500, "out of memory");
         return;

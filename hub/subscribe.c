@@ -20,10 +20,12 @@
 #include <string.h>
 
 #include "hub/auth.h"
-#include "hub/channel.h"
+#include "hub/backplane.h"
+#include "hub/chanmap.h"
 #include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
+#include "hub/publish.h"
 #include "hub/pusher.h"
 #include "hub/session.h"
 
@@ -307,14 +309,13 @@ static void sub_presence_again(struct hub_session *s, const struct sub_req *r)
     }
     again.user_id = r->user_id;
     again.user_info = r->user_info;
-    if (hub_directory_join(l->hub->dir, s->app->index, r->name, r->len,
-                           &again))
+    if (hub_dir_join(l->hub, s->app->index, r->name, r->len, &again))
         return;
     hub_pusher_send_event_string(s, SUCCEEDED, r->name,
                                  again.members_json ? again.members_json
                                                     : "{}");
-    hub_directory_leave(l->hub->dir, s->app->index, r->name, r->len,
-                        r->user_id, &last);
+    hub_dir_leave(l->hub, s->app->index, r->name, r->len, r->user_id,
+                  &last, NULL);
     free(again.members_json);
 }
 
@@ -351,8 +352,8 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
         join.user_info = r->user_info;
         join.max_members = app->max_presence_members;
     }
-    rc = hub_directory_join(l->hub->dir, app->index, r->name, r->len,
-                            presence ? &join : NULL);
+    rc = hub_dir_join(l->hub, app->index, r->name, r->len,
+                      presence ? &join : NULL);
     if (rc) {
         free(sub);
         hub_chanmap_put(l->chans, ch);
@@ -421,8 +422,8 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
     hub_list_unlink(&sub->session_link);
     ch->n_members--;
     HUB_STAT_ADD(l->stats.subscriptions, -1);
-    hub_directory_leave_seq(l->hub->dir, ch->app, ch->name, ch->name_len,
-                            sub->user_id, &last, &seq);
+    hub_dir_leave(l->hub, ch->app, ch->name, ch->name_len, sub->user_id,
+                  &last, &seq);
     /* ch outlives the event: put() frees it only afterwards. */
     if (last && sub->user_id)
         member_event(s, "pusher_internal:member_removed", ch->name,

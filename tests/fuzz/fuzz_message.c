@@ -260,7 +260,7 @@ static void drive_sessions(const uint8_t *data, size_t size)
     for (unsigned i = 0; i < fh.n_loops; i++)
         CHECK(hub_chanmap_count(fh.loops[i]->chans) == 0);
     {
-        json_t *left = hub_directory_list(fh.hub->dir, 0, NULL, false);
+        json_t *left = hub_dir_list(fh.hub, 0, NULL, false);
 
         CHECK(left != NULL && json_object_size(left) == 0);
         json_decref(left);

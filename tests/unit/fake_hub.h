@@ -17,8 +17,10 @@
 #include <jansson.h>
 
 #include "hub/auth.h"
-#include "hub/channel.h"
+#include "hub/backplane.h"
+#include "hub/chanmap.h"
 #include "hub/loop.h"
+#include "hub/publish.h"
 #include "hub/pusher.h"
 #include "hub/session.h"
 #include "timer/clock.h"

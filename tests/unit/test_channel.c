@@ -95,14 +95,14 @@ static void test_channel_directory_counts_subscriptions(void **state)
     assert_int_equal(ci.user_count, 0);
     hub_directory_info(d, 1, "c", 1, &ci);
     assert_false(ci.occupied);
-    hub_directory_leave(d, 0, "c", 1, NULL, &last);
+    hub_directory_leave_seq(d, 0, "c", 1, NULL, &last, NULL);
     assert_false(last);
-    hub_directory_leave(d, 0, "c", 1, NULL, &last);
+    hub_directory_leave_seq(d, 0, "c", 1, NULL, &last, NULL);
     hub_directory_info(d, 0, "c", 1, &ci);
     assert_false(ci.occupied);
     assert_int_equal(ci.subscription_count, 0);
     /* Leaving an unknown channel is harmless. */
-    hub_directory_leave(d, 0, "zz", 2, NULL, &last);
+    hub_directory_leave_seq(d, 0, "zz", 2, NULL, &last, NULL);
     hub_directory_destroy(d);
 }
 
@@ -160,15 +160,15 @@ static void test_channel_directory_presence_edges_per_user(void **state)
     assert_int_equal(ci.user_count, 2);
     assert_int_equal(ci.subscription_count, 3);
 
-    hub_directory_leave(d, 0, "presence-p", 10, "u1", &last);
+    hub_directory_leave_seq(d, 0, "presence-p", 10, "u1", &last, NULL);
     assert_false(last);
     hub_directory_info(d, 0, "presence-p", 10, &ci);
     assert_int_equal(ci.user_count, 2);
-    hub_directory_leave(d, 0, "presence-p", 10, "u1", &last);
+    hub_directory_leave_seq(d, 0, "presence-p", 10, "u1", &last, NULL);
     assert_true(last);
     hub_directory_info(d, 0, "presence-p", 10, &ci);
     assert_int_equal(ci.user_count, 1);
-    hub_directory_leave(d, 0, "presence-p", 10, "u2", &last);
+    hub_directory_leave_seq(d, 0, "presence-p", 10, "u2", &last, NULL);
     assert_true(last);
     hub_directory_info(d, 0, "presence-p", 10, &ci);
     assert_false(ci.occupied);
@@ -196,7 +196,7 @@ static void test_channel_directory_member_limit(void **state)
     hub_directory_info(d, 0, "presence-l", 10, &ci);
     assert_int_equal(ci.user_count, 2);
     assert_int_equal(ci.subscription_count, 3);
-    hub_directory_leave(d, 0, "presence-l", 10, "b", &last);
+    hub_directory_leave_seq(d, 0, "presence-l", 10, "b", &last, NULL);
     assert_true(last);
     assert_int_equal(join_user(d, "presence-l", "c", NULL, 2, &first, NULL),
                      0);

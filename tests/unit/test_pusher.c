@@ -577,7 +577,7 @@ static struct hub_channel_info dir_info(struct fake_hub *fh, const char *name)
 {
     struct hub_channel_info ci;
 
-    hub_directory_info(fh->hub->dir, 0, name, strlen(name), &ci);
+    hub_dir_info(fh->hub, 0, name, strlen(name), &ci);
     return ci;
 }
 

@@ -1,0 +1,176 @@
+/*
+ * hub/backplane.h - the seam between the hub and where channel state and
+ * publications live.
+ *
+ * Two ops tables: the directory (who is subscribed where, presence
+ * members, the counts REST reports) and the bus (getting a publication or
+ * a terminate order to every loop that has subscribers). The hub holds one
+ * struct hub_backplane and reaches both only through the static inline
+ * fronts below: hub_publish() and hub_terminate_user() keep the signatures
+ * they always had, and the hub_dir_*() fronts take the hub where the
+ * directory calls took h->dir. hub_create() installs the in-process
+ * implementation (hub_backplane_local: hub/directory.c and hub/publish.c);
+ * a scale-out backplane (several processes sharing state through a
+ * broker) passes its own tables to hub_create_with().
+ *
+ * The contract an implementation keeps:
+ *
+ * Threads. Every op may be called from any loop thread, concurrently; the
+ * implementation synchronises itself. The ops are synchronous: they return
+ * with the answer (a join returns the member list and its seq). A loop
+ * thread must never wait on the network inside an op: an implementation
+ * that shares state across processes answers from its own replica and
+ * propagates in the background (or the seam grows an asynchronous join).
+ *
+ * Directory.
+ * - join counts one more subscription of (app, name); for presence it
+ *   takes j and counts the user's connections. j->first is true when this
+ *   is the user's first connection to the channel anywhere the directory
+ *   reaches (the member_added edge); j->members_json is the member list as
+ *   sent in subscription_succeeded, owned by the caller; j->max_members
+ *   (0 = none) refuses a new member with -ENOSPC. 0, -ENOSPC, -ENOMEM; on
+ *   an error nothing was counted.
+ * - leave is the reverse; *last (if not NULL) is true when the user's last
+ *   connection left (the member_removed edge).
+ * - Sequence numbers. Each presence change (a first join, a last leave)
+ *   takes a seq, increasing, so that for one channel the member list a
+ *   join returns with j->seq = J reflects exactly the changes with seq <=
+ *   J. leave gives the seq of the change in *seq (0 when there was none).
+ *   Member events are published with excl->member_seq = the seq of their
+ *   change, and delivery skips subscriptions joined at joined_seq >= it: a
+ *   late event can never contradict a member list already sent. Only the
+ *   order within a channel matters (one counter per channel would do).
+ * - info, list and users answer from the directory's state (never by
+ *   asking each loop or node and waiting); list and users return owned
+ *   JSON, NULL when out of memory.
+ *
+ * Bus.
+ * - publish delivers r->f to every subscriber of (r->app, r->name) on every
+ *   loop, except r->excl (socket id, member_seq). The frame and r are
+ *   borrowed for the call: keep references or copy the bytes. The loops of
+ *   this hub get it through hub_fanout_loops(h, from, r), which delivers on
+ *   from before returning (a client event's sender is excluded on its own
+ *   loop at once); what a bus receives from elsewhere it hands to
+ *   hub_fanout_loops(h, NULL, r). 0, or a negative errno when this hub's
+ *   other loops were not sent it.
+ * - terminate_user closes every session of app signed in as uid, on every
+ *   loop reached, as hub_fanout_terminate() does for this hub's loops.
+ *
+ * Lifetime. hub_create_with() copies *bp; on success the hub owns the impl
+ * pointers and calls the destroy ops (NULL = nothing to free) from
+ * hub_destroy(), after every loop is gone. On failure the caller still
+ * owns them.
+ */
+#ifndef HUB_BACKPLANE_H
+#define HUB_BACKPLANE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "hub/directory.h"
+#include "hub/loop.h"
+#include "hub/publish.h"
+
+struct hub_directory_ops {
+    int (*join)(void *d, unsigned app, const char *name, size_t len,
+                struct hub_presence_join *j);
+    void (*leave)(void *d, unsigned app, const char *name, size_t len,
+                  const char *uid, bool *last, uint64_t *seq);
+    void (*info)(void *d, unsigned app, const char *name, size_t len,
+                 struct hub_channel_info *out);
+    json_t *(*list)(void *d, unsigned app, const char *prefix,
+                    bool user_count);
+    json_t *(*users)(void *d, unsigned app, const char *name, size_t len);
+    void (*destroy)(void *d);
+};
+
+struct hub_bus_ops {
+    int (*publish)(void *b, struct hub *h, struct hub_loop *from,
+                   const struct hub_pub_req *r);
+    int (*terminate_user)(void *b, struct hub *h, struct hub_loop *from,
+                          unsigned app, const char *uid);
+    void (*destroy)(void *b);
+};
+
+struct hub_backplane {
+    const struct hub_directory_ops *dir;
+    void *dir_impl;
+    const struct hub_bus_ops *bus;
+    void *bus_impl;
+};
+
+/* Fill bp with the in-process backplane (a new directory, the local
+ * bus). 0 or -ENOMEM. hub/backplane.c. */
+int hub_backplane_local(struct hub_backplane *bp);
+
+/* hub_create() with bp instead of the in-process backplane. */
+struct hub *hub_create_with(const struct hub_config *cfg,
+                            const struct hub_clock *clock,
+                            const struct hub_backplane *bp);
+
+/* Fronts. */
+
+static inline int hub_dir_join(struct hub *h, unsigned app, const char *name,
+                               size_t len, struct hub_presence_join *j)
+{
+    return h->bp->dir->join(h->bp->dir_impl, app, name, len, j);
+}
+
+static inline void hub_dir_leave(struct hub *h, unsigned app,
+                                 const char *name, size_t len,
+                                 const char *user_id, bool *last,
+                                 uint64_t *seq)
+{
+    h->bp->dir->leave(h->bp->dir_impl, app, name, len, user_id, last, seq);
+}
+
+static inline void hub_dir_info(struct hub *h, unsigned app, const char *name,
+                                size_t len, struct hub_channel_info *out)
+{
+    h->bp->dir->info(h->bp->dir_impl, app, name, len, out);
+}
+
+static inline json_t *hub_dir_list(struct hub *h, unsigned app,
+                                   const char *prefix, bool user_count)
+{
+    return h->bp->dir->list(h->bp->dir_impl, app, prefix, user_count);
+}
+
+static inline json_t *hub_dir_users(struct hub *h, unsigned app,
+                                    const char *name, size_t len)
+{
+    return h->bp->dir->users(h->bp->dir_impl, app, name, len);
+}
+
+/*
+ * Deliver f to every subscriber of (app, name) on every loop, except the
+ * excluded socket. from is the calling loop (delivers synchronously) or
+ * NULL. Takes its own references; the caller keeps its reference.
+ * Returns 0 or -ENOMEM (then nothing was sent to other loops).
+ */
+static inline int hub_publish(struct hub *h, struct hub_loop *from,
+                              unsigned app, const char *name, size_t len,
+                              struct hub_frame *f,
+                              const struct hub_excl *excl)
+{
+    const struct hub_pub_req r = { app, name, len, f, excl };
+
+    return h->bp->bus->publish(h->bp->bus_impl, h, from, &r);
+}
+
+/*
+ * Close every session of app signed in as user_id (pusher:signin), on
+ * every loop, with pusher:error 4009 and close 4009. from as for
+ * hub_publish(). Returns 0 or -ENOMEM (then other loops were not told).
+ */
+static inline int hub_terminate_user(struct hub *h, struct hub_loop *from,
+                                     unsigned app, const char *user_id)
+{
+    return h->bp->bus->terminate_user(h->bp->bus_impl, h, from, app,
+                                      user_id);
+}
+
+#endif

@@ -1,0 +1,348 @@
+/*
+ * hub/directory.c - the in-process directory of hub/directory.h: one
+ * (app, name) table (hub/chantab.h) of channels under one mutex, each
+ * with its subscription count and its presence members.
+ *
+ * Invariants: a channel is in the table while its subscription count is
+ * above zero (a failed first join unlinks it again); a member's connection
+ * count is at least one; seq only grows.
+ */
+#include "hub/directory.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub/backplane.h"
+#include "hub/chantab.h"
+#include "timer/list.h"
+
+struct hub_member {
+    char *user_id;
+    char *user_info;               /* JSON text or NULL */
+    uint32_t conns;
+};
+
+struct hub_gchan {
+    struct hub_chan_node node;     /* key: app, name (points at name[]) */
+    uint32_t subs;
+    struct hub_member *members;
+    uint32_t n_members, cap_members;
+    char name[];
+};
+
+struct hub_directory {
+    pthread_mutex_t mu;
+    struct hub_chantab t;
+    uint64_t seq;                  /* presence changes, hub-wide */
+};
+
+static struct hub_gchan *gchan_of(struct hub_chan_node *n)
+{
+    return n ? hub_container_of(n, struct hub_gchan, node) : NULL;
+}
+
+struct hub_directory *hub_directory_create(void)
+{
+    struct hub_directory *d = calloc(1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    if (hub_chantab_init(&d->t, 256)) {
+        free(d);
+        return NULL;
+    }
+    pthread_mutex_init(&d->mu, NULL);
+    return d;
+}
+
+static void gchan_free(struct hub_gchan *g)
+{
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        free(g->members[i].user_id);
+        free(g->members[i].user_info);
+    }
+    free(g->members);
+    free(g);
+}
+
+void hub_directory_destroy(struct hub_directory *d)
+{
+    struct hub_chan_node *n, *next;
+
+    if (!d)
+        return;
+    for (n = hub_chantab_next(&d->t, NULL); n; n = next) {
+        next = hub_chantab_next(&d->t, n);
+        gchan_free(gchan_of(n));
+    }
+    pthread_mutex_destroy(&d->mu);
+    hub_chantab_fini(&d->t);
+    free(d);
+}
+
+static struct hub_gchan *dir_find(struct hub_directory *d, unsigned app,
+                                  const char *name, size_t len)
+{
+    return gchan_of(hub_chantab_find(&d->t, app, name, len,
+                                     hub_chan_hash(app, name, len)));
+}
+
+static struct hub_member *find_member(struct hub_gchan *g, const char *uid)
+{
+    for (uint32_t i = 0; i < g->n_members; i++)
+        if (strcmp(g->members[i].user_id, uid) == 0)
+            return &g->members[i];
+    return NULL;
+}
+
+/* {"presence":{"ids":[..],"hash":{id:info},"count":n}} as text. */
+static char *members_json(const struct hub_gchan *g)
+{
+    json_t *ids = json_array(), *hash = json_object(), *root;
+    char *out;
+
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        const struct hub_member *m = &g->members[i];
+        json_t *info = NULL;
+
+        if (m->user_info)
+            info = json_loads(m->user_info, JSON_DECODE_ANY, NULL);
+        json_array_append_new(ids, json_string(m->user_id));
+        json_object_set_new(hash, m->user_id, info ? info : json_object());
+    }
+    root = json_pack("{s:{s:o,s:o,s:I}}", "presence", "ids", ids, "hash",
+                     hash, "count", (json_int_t)g->n_members);
+    if (!root)
+        return NULL;
+    out = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return out;
+}
+
+int hub_directory_join(struct hub_directory *d, unsigned app,
+                       const char *name, size_t len,
+                       struct hub_presence_join *join)
+{
+    struct hub_gchan *g;
+    int rc = 0;
+
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len);
+    if (!g) {
+        g = calloc(1, sizeof(*g) + len + 1);
+        if (!g) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        memcpy(g->name, name, len);
+        g->node.hash = hub_chan_hash(app, name, len);
+        g->node.app = app;
+        g->node.name_len = (uint32_t)len;
+        g->node.name = g->name;
+        hub_chantab_insert(&d->t, &g->node);
+    }
+    if (join) {
+        struct hub_member *m = find_member(g, join->user_id);
+
+        join->first = false;
+        if (!m) {
+            if (join->max_members && g->n_members >= join->max_members) {
+                rc = -ENOSPC;
+                goto out_maybe_free;
+            }
+            if (g->n_members == g->cap_members) {
+                uint32_t cap = g->cap_members ? g->cap_members * 2 : 4;
+                struct hub_member *nm =
+                    realloc(g->members, cap * sizeof(*nm));
+
+                if (!nm) {
+                    rc = -ENOMEM;
+                    goto out_maybe_free;
+                }
+                g->members = nm;
+                g->cap_members = cap;
+            }
+            m = &g->members[g->n_members];
+            m->user_id = strdup(join->user_id);
+            m->user_info = join->user_info ? strdup(join->user_info) : NULL;
+            if (!m->user_id || (join->user_info && !m->user_info)) {
+                free(m->user_id);
+                free(m->user_info);
+                rc = -ENOMEM;
+                goto out_maybe_free;
+            }
+            m->conns = 0;
+            g->n_members++;
+            join->first = true;
+            d->seq++;
+        }
+        m->conns++;
+        join->seq = d->seq;
+        join->members_json = members_json(g);
+    }
+    g->subs++;
+    goto out;
+out_maybe_free:
+    /* A channel this failed join created has no subscription: unlink. */
+    if (g->subs == 0 && g->n_members == 0) {
+        hub_chantab_remove(&d->t, &g->node);
+        gchan_free(g);
+    }
+out:
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
+                             const char *name, size_t len,
+                             const char *user_id, bool *last, uint64_t *seq)
+{
+    struct hub_gchan *g;
+
+    if (last)
+        *last = false;
+    if (seq)
+        *seq = 0;
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len);
+    if (!g)
+        goto out;
+    /* Linked channels have a subscription to lose. */
+    assert(g->subs > 0);
+    if (user_id) {
+        struct hub_member *m = find_member(g, user_id);
+
+        assert(!m || m->conns > 0);
+        if (m && --m->conns == 0) {
+            free(m->user_id);
+            free(m->user_info);
+            *m = g->members[--g->n_members];
+            d->seq++;
+            if (seq)
+                *seq = d->seq;
+            if (last)
+                *last = true;
+        }
+    }
+    if (g->subs)
+        g->subs--;
+    if (g->subs == 0) {
+        hub_chantab_remove(&d->t, &g->node);
+        gchan_free(g);
+    }
+out:
+    pthread_mutex_unlock(&d->mu);
+}
+
+void hub_directory_info(struct hub_directory *d, unsigned app,
+                        const char *name, size_t len,
+                        struct hub_channel_info *out)
+{
+    struct hub_gchan *g;
+
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len);
+    if (g) {
+        out->occupied = g->subs > 0;
+        out->subscription_count = g->subs;
+        out->user_count = g->n_members;
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+json_t *hub_directory_list(struct hub_directory *d, unsigned app,
+                           const char *prefix, bool user_count)
+{
+    json_t *out = json_object();
+    size_t plen = prefix ? strlen(prefix) : 0;
+    struct hub_chan_node *n;
+
+    if (!out)
+        return NULL;
+    pthread_mutex_lock(&d->mu);
+    for (n = hub_chantab_next(&d->t, NULL); n;
+         n = hub_chantab_next(&d->t, n)) {
+        struct hub_gchan *g = gchan_of(n);
+        json_t *o;
+
+        if (n->app != app || !g->subs)
+            continue;
+        if (plen && (n->name_len < plen ||
+                     memcmp(g->name, prefix, plen) != 0))
+            continue;
+        o = json_object();
+        if (user_count)
+            json_object_set_new(o, "user_count", json_integer(g->n_members));
+        json_object_set_new(out, g->name, o);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return out;
+}
+
+json_t *hub_directory_users(struct hub_directory *d, unsigned app,
+                            const char *name, size_t len)
+{
+    struct hub_gchan *g;
+    json_t *arr = json_array();
+
+    if (!arr)
+        return NULL;
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len);
+    if (g)
+        for (uint32_t i = 0; i < g->n_members; i++)
+            json_array_append_new(
+                arr, json_pack("{s:s}", "id", g->members[i].user_id));
+    pthread_mutex_unlock(&d->mu);
+    return arr;
+}
+
+/* The backplane's view: the same functions over an opaque impl. */
+
+static int local_join(void *d, unsigned app, const char *name, size_t len,
+                      struct hub_presence_join *j)
+{
+    return hub_directory_join(d, app, name, len, j);
+}
+
+static void local_leave(void *d, unsigned app, const char *name, size_t len,
+                        const char *uid, bool *last, uint64_t *seq)
+{
+    hub_directory_leave_seq(d, app, name, len, uid, last, seq);
+}
+
+static void local_info(void *d, unsigned app, const char *name, size_t len,
+                       struct hub_channel_info *out)
+{
+    hub_directory_info(d, app, name, len, out);
+}
+
+static json_t *local_list(void *d, unsigned app, const char *prefix,
+                          bool user_count)
+{
+    return hub_directory_list(d, app, prefix, user_count);
+}
+
+static json_t *local_users(void *d, unsigned app, const char *name,
+                           size_t len)
+{
+    return hub_directory_users(d, app, name, len);
+}
+
+static void local_destroy(void *d)
+{
+    hub_directory_destroy(d);
+}
+
+const struct hub_directory_ops hub_directory_local_ops = {
+    .join = local_join,
+    .leave = local_leave,
+    .info = local_info,
+    .list = local_list,
+    .users = local_users,
+    .destroy = local_destroy,
+};

@@ -1,0 +1,84 @@
+/*
+ * hub/directory.h - the hub-wide channel directory, in-process: counts
+ * subscriptions per channel across every loop and keeps presence
+ * membership per user (not per connection), so member_added and
+ * member_removed fire on the 0 <-> 1 edges of a user's connection count,
+ * whatever loop the connections are on. Touched on subscribe, unsubscribe
+ * and REST queries, never per message.
+ *
+ * This is the default implementation of the directory side of the
+ * backplane (hub/backplane.h); the hub reaches it only through that seam,
+ * tests may use it directly.
+ *
+ * Thread: any; one mutex per directory.
+ */
+#ifndef HUB_DIRECTORY_H
+#define HUB_DIRECTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct hub_presence_join {
+    const char *user_id;           /* canonical string id */
+    const char *user_info;         /* JSON text or NULL */
+    uint32_t max_members;          /* 0 = unlimited */
+    /* Out: */
+    bool first;                    /* the user's first connection */
+    char *members_json;            /* owned by the caller: {"presence":..} */
+    uint64_t seq;                  /* directory seq after this join */
+};
+
+struct hub_channel_info {
+    bool occupied;
+    uint32_t subscription_count;
+    uint32_t user_count;           /* presence: distinct users */
+};
+
+struct hub_directory;
+
+struct hub_directory *hub_directory_create(void);
+void hub_directory_destroy(struct hub_directory *d);
+
+/*
+ * Count one more subscription of (app, name). For presence channels pass
+ * join (else NULL). Returns 0, -ENOSPC (member limit), -ENOMEM.
+ */
+int hub_directory_join(struct hub_directory *d, unsigned app,
+                       const char *name, size_t len,
+                       struct hub_presence_join *join);
+/*
+ * The reverse; *last (if not NULL) tells whether the user's last
+ * connection left, and then *seq (if not NULL) gets the directory seq of
+ * that change, else 0.
+ *
+ * Sequence: every presence membership change (a user's first join, last
+ * leave) takes the next value of one hub-wide counter, under the
+ * directory's mutex. A member event carries the seq of its change, and a
+ * subscriber joined at seq J gets only events with seq > J: the older ones
+ * are already in (or rightly absent from) the member list it was sent, even
+ * if they reach its loop's inbox after it joined.
+ */
+void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
+                             const char *name, size_t len,
+                             const char *user_id, bool *last, uint64_t *seq);
+
+void hub_directory_info(struct hub_directory *d, unsigned app,
+                        const char *name, size_t len,
+                        struct hub_channel_info *out);
+/* Owned: {"<name>":{} or {"user_count":n}, ...} for occupied channels
+ * whose name starts with prefix (NULL = all). */
+json_t *hub_directory_list(struct hub_directory *d, unsigned app,
+                           const char *prefix, bool user_count);
+/* Owned: [{"id":"1"},...], empty when the channel is unknown; NULL when
+ * out of memory. */
+json_t *hub_directory_users(struct hub_directory *d, unsigned app,
+                            const char *name, size_t len);
+
+/* These functions as the directory ops of the backplane (impl = a struct
+ * hub_directory *; destroy = hub_directory_destroy). */
+extern const struct hub_directory_ops hub_directory_local_ops;
+
+#endif
