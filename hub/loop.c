@@ -17,21 +17,6 @@
 #include "hub/backplane.h"
 #include "hub/chanmap.h"
 
-const uint64_t hub_hist_bounds_us[HUB_HIST_N] = {
-    50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 1000000,
-    UINT64_MAX,
-};
-
-void hub_hist_add(struct hub_hist *h, uint64_t us)
-{
-    unsigned i = 0;
-
-    while (us >= hub_hist_bounds_us[i])
-        i++;
-    HUB_STAT_ADD(h->count[i], 1);
-    HUB_STAT_ADD(h->sum_us, us);
-}
-
 static void backplane_end(const struct hub_backplane *bp)
 {
     if (bp->dir->destroy)

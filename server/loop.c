@@ -497,7 +497,7 @@ static void log_session_end(struct hub_session *s, enum hub_close_reason why,
     if (code)
         srv_log_peer(level, s->loop->id,
                      "socket %s: closed %u (%s, %s) app=%s after %llums",
-                     s->socket_id, code, srv_close_reason_name(why),
+                     s->socket_id, code, hub_close_reason_name(why),
                      s->close_text ? s->close_text : "",
                      s->app ? s->app->id : "-",
                      (unsigned long long)(now_ms - s->connected_ms));

@@ -137,8 +137,6 @@ bool srv_log_enabled(int level);
 /* server/stats.c: /stats JSON and /metrics text (owned, malloc'd). */
 char *srv_stats_json(struct srv *srv, size_t *len);
 char *srv_metrics_text(struct srv *srv, size_t *len);
-/* The label /stats and /metrics use for a close reason ("4201", "peer"). */
-const char *srv_close_reason_name(enum hub_close_reason why);
 
 /* Monotonic ms from the real clock (the one every server-side stamp uses). */
 static inline uint64_t srv_now_ms(void)
