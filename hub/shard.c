@@ -1,8 +1,13 @@
 /*
  * hub/shard.c - dense session array with a scan cursor (see shard.h).
+ *
+ * The assert()s state the invariants each step relies on (live in Debug
+ * and sanitizer builds, free under NDEBUG); hub_shard_check() walks the
+ * whole array and is for tests.
  */
 #include "hub/shard.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -22,6 +27,9 @@ void hub_shard_fini(struct hub_shard *sh)
 
 int hub_shard_add(struct hub_shard *sh, struct hub_session *s, uint64_t now)
 {
+    /* Not linked already (a fresh session's index may be anything). */
+    assert(s->shard_idx >= sh->count || sh->slots[s->shard_idx].s != s);
+    assert(sh->cursor <= sh->count && sh->count <= sh->cap);
     if (sh->count == sh->cap) {
         uint32_t cap = sh->cap ? sh->cap * 2 : 256;
         struct hub_shard_slot *n;
@@ -42,6 +50,7 @@ int hub_shard_add(struct hub_shard *sh, struct hub_session *s, uint64_t now)
 
 static void move_slot(struct hub_shard *sh, uint32_t from, uint32_t to)
 {
+    assert(from < sh->count && to < sh->count && from != to);
     sh->slots[to] = sh->slots[from];
     sh->slots[to].s->shard_idx = to;
 }
@@ -52,6 +61,7 @@ void hub_shard_remove(struct hub_shard *sh, struct hub_session *s)
 
     if (i >= sh->count || sh->slots[i].s != s)
         return;
+    assert(sh->cursor <= sh->count);
     last = sh->count - 1;
     if (i < sh->cursor) {
         /* Fill the hole with the last scanned slot, and that one's place
@@ -68,6 +78,7 @@ void hub_shard_remove(struct hub_shard *sh, struct hub_session *s)
     }
     sh->count = last;
     s->shard_idx = UINT32_MAX;
+    assert(sh->cursor <= sh->count);
 }
 
 int hub_shard_check(const struct hub_shard *sh)

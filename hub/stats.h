@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "hub/stats_table.h"
+
 #define HUB_STAT_GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define HUB_STAT_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define HUB_STAT_ADD(x, n)                                                     \
@@ -52,45 +54,24 @@ struct hub_hist {
 
 void hub_hist_add(struct hub_hist *h, uint64_t us);
 
+/* Storage of one table row by its fmt (hub/stats_table.h). */
+#define HUB_STAT_DECL_U64(f) uint64_t f;
+#define HUB_STAT_DECL_NS_MS(f) uint64_t f;
+#define HUB_STAT_DECL_MS_S(f) uint64_t f;
+#define HUB_STAT_DECL_BY_REASON(f) uint64_t f[HUB_CLOSE_N];
+#define HUB_STAT_DECL_LATE(f) uint64_t f[HUB_LATE_N];
+#define HUB_STAT_DECL_RATIO(f) /* derived, no storage */
+
+/* One loop's counters: the rows of HUB_LOOP_STATS, then the histograms of
+ * HUB_LOOP_HISTS. What each one counts: the help column there. */
 struct hub_loop_stats {
-    uint64_t sessions;          /* live now */
-    uint64_t accepted;          /* sessions established, total */
-    uint64_t closed[HUB_CLOSE_N];
-    uint64_t rejected_http;     /* 400/403/426/431/503 before upgrade */
-    uint64_t pings_sent;
-    uint64_t pongs;             /* WebSocket pongs received */
-    uint64_t pusher_pings;      /* pusher:ping answered */
-    uint64_t msgs_in, bytes_in;
-    uint64_t msgs_out, bytes_out;
-    uint64_t writes;            /* corked writes (deliveries / writes) */
-    uint64_t bad_messages;      /* invalid JSON or shape */
-    uint64_t client_events;
-    uint64_t client_events_dropped; /* rate limited or refused */
-    uint64_t subscriptions;     /* live local memberships */
-    uint64_t publishes;         /* frames delivered to this loop */
-    uint64_t inbox_depth;       /* items drained in the last wakeup */
-    uint64_t inbox_max;
-    uint64_t accept_paused;     /* EMFILE pauses */
-    uint64_t close_timeouts;    /* closes the peer never completed: killed */
-    uint64_t queued_bytes;      /* gauge: outbound bytes queued on this loop */
-    uint64_t queue_budget_drops; /* deliveries refused by the hub's budget */
-    uint64_t subscriptions_refused; /* over max_subscriptions */
-    uint64_t pong_armed;        /* sessions whose pong deadline is in the wheel */
-    /* Heartbeat task. */
-    uint64_t hb_runs, hb_failures, hb_last_scan_ns, hb_max_scan_ns;
-    uint64_t hb_last_slice_ns, hb_max_slice_ns;
-    /* Wheel. */
-    uint64_t wheel_pending, wheel_fired, wheel_cancelled;
-    uint64_t wheel_last_advance_ns, wheel_max_advance_ns, wheel_max_late_ms;
-    /* Fires by lateness (now - deadline), in the wheel's buckets: < tick/4,
-     * < tick/2, < tick, < 2 ticks, more; and their sum. */
-    uint64_t wheel_late[5], wheel_late_sum_ms;
-    /* Stalls: the wheel's driver came more than two ticks late (the loop's
-     * thread did not run), and how long the worst gap was. */
-    uint64_t stalls, max_stall_ms;
-    struct hub_hist pong_rtt;
-    struct hub_hist hb_scan;
-    struct hub_hist wheel_advance;
+#define HUB_STAT_X(field, type, fmt, total, group, key, metric, help)          \
+    HUB_STAT_DECL_##fmt(field)
+    HUB_LOOP_STATS(HUB_STAT_X)
+#undef HUB_STAT_X
+#define HUB_STAT_X(field, metric, help) struct hub_hist field;
+    HUB_LOOP_HISTS(HUB_STAT_X)
+#undef HUB_STAT_X
 };
 
 #endif

@@ -1005,6 +1005,14 @@ static int srv__load_root(struct srv__load *ld, json_t *root,
     int rc = 0;
 
     ld->file = path;
+    /* jansson 2.14 reports some allocation failures with their code, and
+     * the one before parsing starts (its read buffer) with no text at all:
+     * every parse or I/O error has a text. */
+    if (!root && (json_error_code(jerr) == json_error_out_of_memory ||
+                  !jerr->text[0])) {
+        srv__err(ld->err, ld->errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
     if (!root) {
         if (jerr->line > 0)
             srv__err(ld->err, ld->errlen, "%s:%d:%d: %s", path, jerr->line,
@@ -1369,16 +1377,4 @@ void srv_config_print_help(FILE *out)
                      d->def ? d->def : "unset");
         srv__print_wrapped(out, line, 6);
     }
-}
-
-const struct hub_app *srv_config_find_app_by_key(
-    const struct srv_config *cfg, const char *key, size_t key_len)
-{
-    return hub_app_find_by_key(cfg->apps, cfg->n_apps, key, key_len);
-}
-
-const struct hub_app *srv_config_find_app_by_id(
-    const struct srv_config *cfg, const char *id, size_t id_len)
-{
-    return hub_app_find_by_id(cfg->apps, cfg->n_apps, id, id_len);
 }

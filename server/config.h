@@ -169,10 +169,4 @@ void srv_config_print_help(FILE *out);
 /* Free what load allocated; cfg may be reused after defaults(). */
 void srv_config_fini(struct srv_config *cfg);
 
-/* Borrowed from cfg; NULL when no app has that key / id. */
-const struct hub_app *srv_config_find_app_by_key(
-    const struct srv_config *cfg, const char *key, size_t key_len);
-const struct hub_app *srv_config_find_app_by_id(
-    const struct srv_config *cfg, const char *id, size_t id_len);
-
 #endif

@@ -1,5 +1,6 @@
 /*
- * server/stats.c - /stats (JSON) and /metrics (Prometheus text format).
+ * server/stats.c - /stats (JSON) and /metrics (Prometheus text format),
+ * both written from the counter table in hub/stats_table.h.
  *
  * Both read every loop's counters with relaxed atomic loads: a loop writes
  * only its own counters, so a reader sees each value whole, though the set
@@ -8,164 +9,100 @@
  * Thread: any loop (the one serving the request).
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "hub/stats_table.h"
 #include "hub/version.h"
 #include "server/srv.h"
 
-#define G(x) ((json_int_t)HUB_STAT_GET(x))
+enum row_fmt {
+    FMT_U64, FMT_NS_MS, FMT_MS_S, FMT_BY_REASON, FMT_LATE, FMT_RATIO
+};
+enum row_group { GROUP_LOOP, GROUP_HEARTBEAT, GROUP_WHEEL, GROUP_N };
 
-/* Upper bounds of the wheel's lateness buckets, in ticks (hub/stats.h). */
-static const double late_bounds_ticks[4] = { 0.25, 0.5, 1, 2 };
+static const char *const group_keys[GROUP_N] = {
+    [GROUP_LOOP] = NULL, [GROUP_HEARTBEAT] = "heartbeat",
+    [GROUP_WHEEL] = "wheel",
+};
 
-/* wheel.lateness: fires per bucket (upper bound in ms, last unbounded),
- * their summed lateness, and the stalls the driver held the wheel for. */
-static void wheel_lateness_json(json_t *wheel, struct hub_loop_stats *st,
-                                uint64_t tick_ms)
+/* One HUB_LOOP_STATS row, with the offset of its storage. */
+struct row {
+    const char *key, *metric, *type, *help;
+    enum row_fmt fmt;
+    enum row_group group;
+    unsigned total;
+    size_t off;
+};
+
+#define ROW_OFF_U64(f) offsetof(struct hub_loop_stats, f)
+#define ROW_OFF_NS_MS(f) offsetof(struct hub_loop_stats, f)
+#define ROW_OFF_MS_S(f) offsetof(struct hub_loop_stats, f)
+#define ROW_OFF_BY_REASON(f) offsetof(struct hub_loop_stats, f)
+#define ROW_OFF_LATE(f) offsetof(struct hub_loop_stats, f)
+#define ROW_OFF_RATIO(f) 0
+
+static const struct row rows[] = {
+#define X(field, type, fmt, total, group, key, metric, help)                   \
+    { key, metric, #type, help, FMT_##fmt, GROUP_##group, total,               \
+      ROW_OFF_##fmt(field) },
+    HUB_LOOP_STATS(X)
+#undef X
+};
+#define N_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+struct hist_row {
+    const char *metric, *help;
+    size_t off;
+};
+
+static const struct hist_row hist_rows[] = {
+#define X(field, metric, help)                                                 \
+    { metric, help, offsetof(struct hub_loop_stats, field) },
+    HUB_LOOP_HISTS(X)
+#undef X
+};
+
+enum hub_metric_id {
+#define X(id, type, metric, help) HUB_METRIC_##id,
+    HUB_HUB_METRICS(X)
+#undef X
+};
+
+static const struct hub_metric {
+    enum hub_metric_id id;
+    const char *metric, *type, *help;
+} hub_metrics[] = {
+#define X(id, type, metric, help) { HUB_METRIC_##id, metric, #type, help },
+    HUB_HUB_METRICS(X)
+#undef X
+};
+
+/* The uint64 at off in st, element i. */
+static uint64_t stat_at(const struct hub_loop_stats *st, size_t off,
+                        unsigned i)
 {
-    json_t *buckets = json_array();
+    const uint64_t *v =
+        (const uint64_t *)(const void *)((const char *)st + off);
 
-    for (int i = 0; i < 5; i++)
-        json_array_append_new(
-            buckets,
-            json_pack("{s:o,s:I}", "lt_ms",
-                      i < 4 ? json_real(late_bounds_ticks[i] *
-                                        (double)tick_ms)
-                            : json_null(),
-                      "count", G(st->wheel_late[i])));
-    json_object_set_new(wheel, "lateness", buckets);
-    json_object_set_new(wheel, "lateness_sum_ms",
-                        json_integer(G(st->wheel_late_sum_ms)));
-    json_object_set_new(wheel, "stalls", json_integer(G(st->stalls)));
-    json_object_set_new(wheel, "max_stall_ms",
-                        json_integer(G(st->max_stall_ms)));
+    return HUB_STAT_GET(v[i]);
 }
 
-static json_t *loop_json(unsigned id, struct hub_loop_stats *st,
-                         uint64_t tick_ms)
+/* Loop i's counters, NULL for a loop not (or no longer) there. */
+static const struct hub_loop_stats *loop_stats(const struct srv *srv,
+                                               unsigned i)
 {
-    json_t *closed = json_object(), *o;
-    uint64_t writes = HUB_STAT_GET(st->writes);
-
-    for (int r = 0; r < HUB_CLOSE_N; r++)
-        json_object_set_new(closed, hub_close_reason_name(r),
-                            json_integer(G(st->closed[r])));
-    o = json_pack(
-        "{s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,"
-        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-        "s:{s:I,s:I,s:f,s:f,s:f,s:f},"
-        "s:{s:I,s:I,s:I,s:I,s:f,s:f,s:I}}",
-        "loop", (int)id, "sessions", G(st->sessions), "accepted",
-        G(st->accepted), "closed", closed, "close_timeouts",
-        G(st->close_timeouts), "rejected_http", G(st->rejected_http),
-        "pings_sent", G(st->pings_sent), "pongs", G(st->pongs),
-        "pusher_pings", G(st->pusher_pings), "msgs_in", G(st->msgs_in),
-        "bytes_in", G(st->bytes_in), "msgs_out", G(st->msgs_out),
-        "bytes_out", G(st->bytes_out), "writes", (json_int_t)writes,
-        "deliveries_per_write",
-        writes ? (double)HUB_STAT_GET(st->msgs_out) / (double)writes : 0.0,
-        "bad_messages", G(st->bad_messages), "client_events",
-        G(st->client_events), "client_events_dropped",
-        G(st->client_events_dropped), "subscriptions", G(st->subscriptions),
-        "publishes", G(st->publishes), "inbox_depth", G(st->inbox_depth),
-        "inbox_max", G(st->inbox_max), "accept_paused", G(st->accept_paused),
-        "queued_bytes", G(st->queued_bytes), "queue_budget_drops",
-        G(st->queue_budget_drops), "subscriptions_refused",
-        G(st->subscriptions_refused),
-        "heartbeat", "runs", G(st->hb_runs), "failures", G(st->hb_failures),
-        "last_scan_ms", (double)HUB_STAT_GET(st->hb_last_scan_ns) / 1e6,
-        "max_scan_ms", (double)HUB_STAT_GET(st->hb_max_scan_ns) / 1e6,
-        "last_slice_ms", (double)HUB_STAT_GET(st->hb_last_slice_ns) / 1e6,
-        "max_slice_ms", (double)HUB_STAT_GET(st->hb_max_slice_ns) / 1e6,
-        "wheel", "pending", G(st->wheel_pending), "pong_armed",
-        G(st->pong_armed), "fired",
-        G(st->wheel_fired), "cancelled", G(st->wheel_cancelled),
-        "last_advance_ms", (double)HUB_STAT_GET(st->wheel_last_advance_ns) / 1e6,
-        "max_advance_ms", (double)HUB_STAT_GET(st->wheel_max_advance_ns) / 1e6,
-        "max_lateness_ms", G(st->wheel_max_late_ms));
-    if (o)
-        wheel_lateness_json(json_object_get(o, "wheel"), st, tick_ms);
-    return o;
+    return srv->loops[i].hub ? &srv->loops[i].hub->stats : NULL;
 }
 
-char *srv_stats_json(struct srv *srv, size_t *len)
-{
-    json_t *loops = json_array(), *root, *totals, *closed;
-    uint64_t sum_sessions = 0, sum_acc = 0, sum_in = 0, sum_out = 0,
-             sum_pings = 0, sum_pongs = 0, sum_closed[HUB_CLOSE_N] = { 0 },
-             sum_bin = 0, sum_bout = 0, sum_subs = 0, sum_writes = 0,
-             sum_queued = 0, sum_drops = 0, sum_refused = 0;
-    char *text;
+/* Upper bounds of the wheel's lateness buckets, in ticks (HUB_LATE_N). */
+static const double late_bounds_ticks[HUB_LATE_N - 1] = { 0.25, 0.5, 1, 2 };
 
-    for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct hub_loop *hl = srv->loops[i].hub;
-        struct hub_loop_stats *st;
-
-        if (!hl)
-            continue;
-        st = &hl->stats;
-        json_array_append_new(loops, loop_json(i, st, srv->hcfg.tick_ms));
-        sum_sessions += HUB_STAT_GET(st->sessions);
-        sum_acc += HUB_STAT_GET(st->accepted);
-        sum_in += HUB_STAT_GET(st->msgs_in);
-        sum_out += HUB_STAT_GET(st->msgs_out);
-        sum_bin += HUB_STAT_GET(st->bytes_in);
-        sum_bout += HUB_STAT_GET(st->bytes_out);
-        sum_pings += HUB_STAT_GET(st->pings_sent);
-        sum_pongs += HUB_STAT_GET(st->pongs);
-        sum_subs += HUB_STAT_GET(st->subscriptions);
-        sum_writes += HUB_STAT_GET(st->writes);
-        sum_queued += HUB_STAT_GET(st->queued_bytes);
-        sum_drops += HUB_STAT_GET(st->queue_budget_drops);
-        sum_refused += HUB_STAT_GET(st->subscriptions_refused);
-        for (int r = 0; r < HUB_CLOSE_N; r++)
-            sum_closed[r] += HUB_STAT_GET(st->closed[r]);
-    }
-    closed = json_object();
-    for (int r = 0; r < HUB_CLOSE_N; r++)
-        json_object_set_new(closed, hub_close_reason_name(r),
-                            json_integer((json_int_t)sum_closed[r]));
-    totals = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-                       "s:I}",
-                       "sessions", (json_int_t)sum_sessions, "accepted",
-                       (json_int_t)sum_acc, "closed", closed, "msgs_in",
-                       (json_int_t)sum_in, "msgs_out", (json_int_t)sum_out,
-                       "bytes_in", (json_int_t)sum_bin, "bytes_out",
-                       (json_int_t)sum_bout, "pings_sent",
-                       (json_int_t)sum_pings, "pongs", (json_int_t)sum_pongs,
-                       "subscriptions", (json_int_t)sum_subs, "writes",
-                       (json_int_t)sum_writes, "queued_bytes",
-                       (json_int_t)sum_queued, "queue_budget_drops",
-                       (json_int_t)sum_drops, "subscriptions_refused",
-                       (json_int_t)sum_refused);
-    root = json_pack(
-        "{s:s,s:f,s:i,s:b,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
-        "version", hub_version(),
-        "uptime_s",
-        (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0, "loops",
-        (int)srv->n_loops, "draining", atomic_load(&srv->hub->draining),
-        "totals", totals, "per_loop", loops, "config", "ping_interval_ms",
-        (json_int_t)srv->hcfg.ping_interval_ms, "pong_timeout_ms",
-        (json_int_t)srv->hcfg.pong_timeout_ms, "idle_timeout_ms",
-        (json_int_t)srv->hcfg.idle_timeout_ms, "tick_ms",
-        (json_int_t)srv->hcfg.tick_ms, "write_timeout_ms",
-        (json_int_t)srv->hcfg.write_timeout_ms, "max_queued_total",
-        (json_int_t)srv->hcfg.max_queued_total, "max_subscriptions",
-        (json_int_t)srv->hcfg.max_subscriptions);
-    if (!root)
-        return NULL;
-    text = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    if (text)
-        *len = strlen(text);
-    return text;
-}
-
-/* Prometheus text. */
+/* A growing text buffer; once out of memory, it stays so (oom). */
 
 struct buf {
     char *p;
@@ -206,69 +143,306 @@ static void bprintf(struct buf *b, const char *fmt, ...)
     }
 }
 
-typedef uint64_t loop_get_fn(const struct hub_loop_stats *st);
+/* jansson's dump callback: append n bytes. Failures latch, because
+ * jansson 2.14 does not check every callback result (an object key that
+ * failed to go out is followed by its value), so a dump that failed once
+ * must fail to the end. */
+static int buf_put(const char *p, size_t n, void *data)
+{
+    struct buf *b = data;
 
-/* One series per loop of the uint64 counter at off in hub_loop_stats; with
- * ms_as_seconds, a milliseconds value printed in seconds. */
-static void metric_loops(struct buf *b, struct srv *srv, const char *name,
-                         const char *type, const char *help, size_t off,
-                         bool ms_as_seconds)
+    if (!b->oom && b->cap - b->len <= n) {
+        size_t cap = b->cap * 2 + n;
+        char *np = realloc(b->p, cap);
+
+        if (np) {
+            b->p = np;
+            b->cap = cap;
+        } else {
+            b->oom = true;
+        }
+    }
+    if (b->oom)
+        return -1;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+/* /stats */
+
+/* Set obj[key] = v; v is taken (dropped on failure, as jansson drops it
+ * for a NULL obj); false when anything failed. */
+static bool put(json_t *obj, const char *key, json_t *v)
+{
+    return json_object_set_new(obj, key, v) == 0;
+}
+
+static json_t *by_reason_json(const uint64_t *sum)
+{
+    json_t *o = json_object();
+
+    for (int r = 0; r < HUB_CLOSE_N; r++)
+        if (!put(o, hub_close_reason_name(r),
+                 json_integer((json_int_t)sum[r]))) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
+/* wheel.lateness: fires per bucket (upper bound in ms, last unbounded). */
+static json_t *late_json(const struct hub_loop_stats *st, size_t off,
+                         uint64_t tick_ms)
+{
+    json_t *a = json_array();
+
+    for (unsigned i = 0; a && i < HUB_LATE_N; i++) {
+        json_t *b = json_object();
+
+        if (!put(b, "lt_ms",
+                 i < HUB_LATE_N - 1
+                     ? json_real(late_bounds_ticks[i] * (double)tick_ms)
+                     : json_null()) ||
+            !put(b, "count", json_integer((json_int_t)stat_at(st, off, i))) ||
+            json_array_append_new(a, b)) {
+            json_decref(b);
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_t *row_json(const struct row *r, const struct hub_loop_stats *st,
+                        uint64_t tick_ms)
+{
+    uint64_t v[HUB_CLOSE_N];
+
+    switch (r->fmt) {
+    case FMT_U64:
+    case FMT_MS_S:
+        return json_integer((json_int_t)stat_at(st, r->off, 0));
+    case FMT_NS_MS:
+        return json_real((double)stat_at(st, r->off, 0) / 1e6);
+    case FMT_BY_REASON:
+        for (int i = 0; i < HUB_CLOSE_N; i++)
+            v[i] = stat_at(st, r->off, (unsigned)i);
+        return by_reason_json(v);
+    case FMT_LATE:
+        return late_json(st, r->off, tick_ms);
+    case FMT_RATIO: {
+        uint64_t writes = HUB_STAT_GET(st->writes);
+
+        return json_real(writes ? (double)HUB_STAT_GET(st->msgs_out) /
+                                      (double)writes
+                                : 0.0);
+    }
+    }
+    return NULL;
+}
+
+static json_t *loop_json(unsigned id, const struct hub_loop_stats *st,
+                         uint64_t tick_ms)
+{
+    json_t *o = json_object(), *group[GROUP_N] = { o };
+    bool ok = put(o, "loop", json_integer(id));
+
+    for (size_t i = 0; ok && i < N_ROWS; i++) {
+        const struct row *r = &rows[i];
+
+        if (!group[r->group]) {
+            group[r->group] = json_object();
+            ok = put(o, group_keys[r->group], json_incref(group[r->group]));
+            json_decref(group[r->group]); /* o holds it, or it is gone */
+        }
+        ok = ok && put(group[r->group], r->key, row_json(r, st, tick_ms));
+    }
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The rows with a totals position, summed over the loops, in that order. */
+static json_t *totals_json(struct srv *srv)
+{
+    json_t *o = json_object();
+    const struct hub_loop_stats *st;
+
+    for (unsigned pos = 1; o; pos++) {
+        const struct row *r = NULL;
+        uint64_t sum[HUB_CLOSE_N] = { 0 };
+
+        for (size_t i = 0; i < N_ROWS && !r; i++)
+            if (rows[i].total == pos)
+                r = &rows[i];
+        if (!r)
+            break;
+        for (unsigned l = 0; l < srv->n_loops; l++) {
+            unsigned n = r->fmt == FMT_BY_REASON ? HUB_CLOSE_N : 1;
+
+            if (!(st = loop_stats(srv, l)))
+                continue;
+            for (unsigned k = 0; k < n; k++)
+                sum[k] += stat_at(st, r->off, k);
+        }
+        if (!put(o, r->key,
+                 r->fmt == FMT_BY_REASON ? by_reason_json(sum)
+                                         : json_integer((json_int_t)sum[0]))) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+char *srv_stats_json(struct srv *srv, size_t *len)
+{
+    json_t *loops = json_array(), *root = NULL, *totals = totals_json(srv);
+    struct buf out = { malloc(4096), 0, 4096, false };
+    const struct hub_loop_stats *st;
+
+    for (unsigned i = 0; loops && i < srv->n_loops; i++) {
+        if (!(st = loop_stats(srv, i)))
+            continue;
+        if (json_array_append_new(loops,
+                                  loop_json(i, st, srv->hcfg.tick_ms))) {
+            json_decref(loops);
+            loops = NULL;
+        }
+    }
+    if (loops && totals)
+        root = json_pack(
+            "{s:s,s:f,s:i,s:b,s:O,s:O,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+            "version", hub_version(), "uptime_s",
+            (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0, "loops",
+            (int)srv->n_loops, "draining", atomic_load(&srv->hub->draining),
+            "totals", totals, "per_loop", loops, "config", "ping_interval_ms",
+            (json_int_t)srv->hcfg.ping_interval_ms, "pong_timeout_ms",
+            (json_int_t)srv->hcfg.pong_timeout_ms, "idle_timeout_ms",
+            (json_int_t)srv->hcfg.idle_timeout_ms, "tick_ms",
+            (json_int_t)srv->hcfg.tick_ms, "write_timeout_ms",
+            (json_int_t)srv->hcfg.write_timeout_ms, "max_queued_total",
+            (json_int_t)srv->hcfg.max_queued_total, "max_subscriptions",
+            (json_int_t)srv->hcfg.max_subscriptions);
+    json_decref(loops);
+    json_decref(totals);
+    if (!root || !out.p ||
+        json_dump_callback(root, buf_put, &out, JSON_COMPACT))
+        out.oom = true;
+    json_decref(root);
+    if (out.oom) {
+        free(out.p);
+        return NULL;
+    }
+    *len = out.len;
+    return out.p;
+}
+
+static void family(struct buf *b, const char *name, const char *type,
+                   const char *help)
 {
     bprintf(b, "# HELP lubdub_%s %s\n# TYPE lubdub_%s %s\n", name, help, name,
             type);
-    for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct hub_loop *hl = srv->loops[i].hub;
-        uint64_t *v;
+}
 
-        if (!hl)
+/* One series per loop: the integer, or with fmt MS_S the milliseconds
+ * shown in seconds. */
+static void row_series(struct buf *b, struct srv *srv, const struct row *r)
+{
+    const struct hub_loop_stats *st;
+
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        if (!(st = loop_stats(srv, i)))
             continue;
-        v = (uint64_t *)(void *)((char *)&hl->stats + off);
-        if (ms_as_seconds)
-            bprintf(b, "lubdub_%s{loop=\"%u\"} %.3f\n", name, i,
-                    (double)HUB_STAT_GET(*v) / 1e3);
+        if (r->fmt == FMT_MS_S)
+            bprintf(b, "lubdub_%s{loop=\"%u\"} %.3f\n", r->metric, i,
+                    (double)stat_at(st, r->off, 0) / 1e3);
         else
-            bprintf(b, "lubdub_%s{loop=\"%u\"} %llu\n", name, i,
-                    (unsigned long long)HUB_STAT_GET(*v));
+            bprintf(b, "lubdub_%s{loop=\"%u\"} %llu\n", r->metric, i,
+                    (unsigned long long)stat_at(st, r->off, 0));
     }
 }
 
-static void metric(struct buf *b, struct srv *srv, const char *name,
-                   const char *type, const char *help, size_t off)
+static void by_reason_series(struct buf *b, struct srv *srv,
+                             const struct row *r)
 {
-    metric_loops(b, srv, name, type, help, off, false);
-}
+    const struct hub_loop_stats *st;
 
-static void histogram(struct buf *b, struct srv *srv, const char *name,
-                      const char *help, size_t off)
-{
-    bprintf(b, "# HELP lubdub_%s %s\n# TYPE lubdub_%s histogram\n", name, help,
-            name);
     for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct hub_loop *hl = srv->loops[i].hub;
-        struct hub_hist *h;
-        uint64_t cum = 0;
-
-        if (!hl)
+        if (!(st = loop_stats(srv, i)))
             continue;
-        h = (struct hub_hist *)(void *)((char *)&hl->stats + off);
-        for (int k = 0; k < HUB_HIST_N; k++) {
-            cum += HUB_STAT_GET(h->count[k]);
-            if (k == HUB_HIST_N - 1)
-                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"+Inf\"} %llu\n",
-                        name, i, (unsigned long long)cum);
-            else
-                bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"%g\"} %llu\n",
-                        name, i, (double)hub_hist_bounds_us[k] / 1e6,
-                        (unsigned long long)cum);
-        }
-        bprintf(b, "lubdub_%s_sum{loop=\"%u\"} %.6f\n", name, i,
-                (double)HUB_STAT_GET(h->sum_us) / 1e6);
-        bprintf(b, "lubdub_%s_count{loop=\"%u\"} %llu\n", name, i,
-                (unsigned long long)cum);
+        for (int k = 0; k < HUB_CLOSE_N; k++)
+            bprintf(b, "lubdub_%s{loop=\"%u\",reason=\"%s\"} %llu\n",
+                    r->metric, i, hub_close_reason_name(k),
+                    (unsigned long long)stat_at(st, r->off, (unsigned)k));
     }
 }
 
-#define OFF(f) offsetof(struct hub_loop_stats, f)
+/* One loop's series of a Prometheus histogram: n buckets counting values
+ * below le[k] seconds (the last unbounded, le unused), cumulated; the sum
+ * in seconds with its precision. */
+static void buckets(struct buf *b, const char *name, unsigned loop,
+                    const uint64_t *count, unsigned n, const double *le,
+                    double sum, int precision)
+{
+    uint64_t cum = 0;
+
+    for (unsigned k = 0; k < n; k++) {
+        cum += HUB_STAT_GET(count[k]);
+        if (k == n - 1)
+            bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"+Inf\"} %llu\n",
+                    name, loop, (unsigned long long)cum);
+        else
+            bprintf(b, "lubdub_%s_bucket{loop=\"%u\",le=\"%g\"} %llu\n",
+                    name, loop, le[k], (unsigned long long)cum);
+    }
+    bprintf(b, "lubdub_%s_sum{loop=\"%u\"} %.*f\n", name, loop, precision,
+            sum);
+    bprintf(b, "lubdub_%s_count{loop=\"%u\"} %llu\n", name, loop,
+            (unsigned long long)cum);
+}
+
+/* Lateness of every timer fire, in the wheel's tick-relative buckets; the
+ * sum is wheel_late_sum_ms. */
+static void late_series(struct buf *b, struct srv *srv, const struct row *r)
+{
+    const struct hub_loop_stats *st;
+    double le[HUB_LATE_N - 1];
+
+    for (unsigned k = 0; k < HUB_LATE_N - 1; k++)
+        le[k] = late_bounds_ticks[k] * (double)srv->hcfg.tick_ms / 1e3;
+    for (unsigned i = 0; i < srv->n_loops; i++)
+        if ((st = loop_stats(srv, i)))
+            buckets(b, r->metric, i,
+                    (const uint64_t *)(const void *)((const char *)st +
+                                                     r->off),
+                    HUB_LATE_N, le,
+                    (double)HUB_STAT_GET(st->wheel_late_sum_ms) / 1e3, 3);
+}
+
+/* The microsecond histograms (hub_hist_bounds_us). */
+static void hist_series(struct buf *b, struct srv *srv,
+                        const struct hist_row *r)
+{
+    const struct hub_loop_stats *st;
+    double le[HUB_HIST_N - 1];
+
+    for (unsigned k = 0; k < HUB_HIST_N - 1; k++)
+        le[k] = (double)hub_hist_bounds_us[k] / 1e6;
+    for (unsigned i = 0; i < srv->n_loops; i++) {
+        const struct hub_hist *h;
+
+        if (!(st = loop_stats(srv, i)))
+            continue;
+        h = (const struct hub_hist *)(const void *)((const char *)st + r->off);
+        buckets(b, r->metric, i, h->count, HUB_HIST_N, le,
+                (double)HUB_STAT_GET(h->sum_us) / 1e6, 6);
+    }
+}
 
 /* A label value with \\, " and newline escaped, as the text format asks. */
 static void label_value(struct buf *b, const char *s)
@@ -284,20 +458,40 @@ static void label_value(struct buf *b, const char *s)
 }
 
 /*
- * Per-app series come from the hub-wide per-app counter that the quota
- * uses, so they cost nothing on the hot path. The rest stay per loop: they
- * are single-writer loop counters, and splitting them by app as well would
- * multiply the series (apps x loops) for little an operator needs.
+ * The hub-wide series. Per-app sessions come from the hub-wide per-app
+ * counter that the quota uses, so they cost nothing on the hot path. The
+ * rest stay per loop: they are single-writer loop counters, and splitting
+ * them by app as well would multiply the series (apps x loops) for little
+ * an operator needs.
  */
-static void app_metrics(struct buf *b, struct srv *srv)
+static void hub_series(struct buf *b, struct srv *srv,
+                       const struct hub_metric *m)
 {
-    bprintf(b, "# HELP lubdub_app_sessions Live sessions per app (all "
-               "loops).\n# TYPE lubdub_app_sessions gauge\n");
-    for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
-        bprintf(b, "lubdub_app_sessions{app=\"");
-        label_value(b, srv->hcfg.apps[i].id);
-        bprintf(b, "\"} %llu\n",
-                (unsigned long long)atomic_load(&srv->hub->app_sessions[i]));
+    switch (m->id) {
+    case HUB_METRIC_UPTIME:
+        bprintf(b, "lubdub_%s %.3f\n", m->metric,
+                (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0);
+        break;
+    case HUB_METRIC_DRAINING:
+        bprintf(b, "lubdub_%s %d\n", m->metric,
+                atomic_load(&srv->hub->draining) ? 1 : 0);
+        break;
+    case HUB_METRIC_BUILD_INFO:
+        bprintf(b, "lubdub_%s{version=\"%s\"} 1\n", m->metric, hub_version());
+        break;
+    case HUB_METRIC_APP_SESSIONS:
+        for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
+            bprintf(b, "lubdub_%s{app=\"", m->metric);
+            label_value(b, srv->hcfg.apps[i].id);
+            bprintf(b, "\"} %llu\n",
+                    (unsigned long long)atomic_load(
+                        &srv->hub->app_sessions[i]));
+        }
+        break;
+    case HUB_METRIC_QUEUE_BUDGET:
+        bprintf(b, "lubdub_%s %llu\n", m->metric,
+                (unsigned long long)srv->hcfg.max_queued_total);
+        break;
     }
 }
 
@@ -307,145 +501,29 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
 
     if (!b.p)
         return NULL;
-    bprintf(&b, "# HELP lubdub_uptime_seconds Seconds since start.\n"
-                "# TYPE lubdub_uptime_seconds gauge\n"
-                "lubdub_uptime_seconds %.3f\n",
-            (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0);
-    bprintf(&b, "# HELP lubdub_draining 1 while the hub drains.\n"
-                "# TYPE lubdub_draining gauge\nlubdub_draining %d\n",
-            atomic_load(&srv->hub->draining) ? 1 : 0);
-    bprintf(&b, "# HELP lubdub_build_info Version of the running hub.\n"
-                "# TYPE lubdub_build_info gauge\n"
-                "lubdub_build_info{version=\"%s\"} 1\n",
-            hub_version());
-    metric(&b, srv, "sessions", "gauge", "Live WebSocket sessions.",
-           OFF(sessions));
-    app_metrics(&b, srv);
-    metric(&b, srv, "sessions_accepted_total", "counter",
-           "Sessions established.", OFF(accepted));
-    bprintf(&b, "# HELP lubdub_sessions_closed_total Sessions closed, by "
-                "reason.\n# TYPE lubdub_sessions_closed_total counter\n");
-    for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct hub_loop *hl = srv->loops[i].hub;
-
-        if (!hl)
-            continue;
-        for (int r = 0; r < HUB_CLOSE_N; r++)
-            bprintf(&b,
-                    "lubdub_sessions_closed_total{loop=\"%u\",reason=\"%s\"} "
-                    "%llu\n",
-                    i, hub_close_reason_name(r),
-                    (unsigned long long)HUB_STAT_GET(hl->stats.closed[r]));
+    for (size_t i = 0; i < sizeof(hub_metrics) / sizeof(hub_metrics[0]);
+         i++) {
+        family(&b, hub_metrics[i].metric, hub_metrics[i].type,
+               hub_metrics[i].help);
+        hub_series(&b, srv, &hub_metrics[i]);
     }
-    metric(&b, srv, "close_timeouts_total", "counter",
-           "Closes the peer never completed (killed).", OFF(close_timeouts));
-    metric(&b, srv, "http_rejected_total", "counter",
-           "Requests refused before the handshake (400/403/426/431/503).",
-           OFF(rejected_http));
-    metric(&b, srv, "pings_sent_total", "counter",
-           "WebSocket pings sent by the heartbeat.", OFF(pings_sent));
-    metric(&b, srv, "pongs_total", "counter", "WebSocket pongs received.",
-           OFF(pongs));
-    metric(&b, srv, "pusher_pings_total", "counter",
-           "pusher:ping messages answered.", OFF(pusher_pings));
-    metric(&b, srv, "messages_in_total", "counter",
-           "Inbound WebSocket messages.", OFF(msgs_in));
-    metric(&b, srv, "messages_out_total", "counter",
-           "Outbound WebSocket messages (deliveries).", OFF(msgs_out));
-    metric(&b, srv, "bytes_in_total", "counter", "Inbound message bytes.",
-           OFF(bytes_in));
-    metric(&b, srv, "bytes_out_total", "counter", "Outbound bytes written.",
-           OFF(bytes_out));
-    metric(&b, srv, "writes_total", "counter",
-           "Corked writes (deliveries per write = messages_out / writes).",
-           OFF(writes));
-    metric(&b, srv, "bad_messages_total", "counter",
-           "Inbound messages rejected as invalid.", OFF(bad_messages));
-    metric(&b, srv, "client_events_total", "counter",
-           "Client events relayed.", OFF(client_events));
-    metric(&b, srv, "client_events_dropped_total", "counter",
-           "Client events refused (rate limit, not allowed).",
-           OFF(client_events_dropped));
-    metric(&b, srv, "publishes_total", "counter",
-           "Published frames delivered to this loop for fan-out.",
-           OFF(publishes));
-    metric(&b, srv, "subscriptions", "gauge",
-           "Live channel subscriptions.", OFF(subscriptions));
-    metric(&b, srv, "queued_bytes", "gauge",
-           "Outbound bytes waiting in send queues.", OFF(queued_bytes));
-    bprintf(&b, "# HELP lubdub_queue_budget_bytes The hub-wide send queue "
-                "budget (max_queued_total).\n"
-                "# TYPE lubdub_queue_budget_bytes gauge\n"
-                "lubdub_queue_budget_bytes %llu\n",
-            (unsigned long long)srv->hcfg.max_queued_total);
-    metric(&b, srv, "queue_budget_drops_total", "counter",
-           "Deliveries refused by the queue budget (the reader is closed).",
-           OFF(queue_budget_drops));
-    metric(&b, srv, "subscriptions_refused_total", "counter",
-           "Subscriptions refused over max_subscriptions.",
-           OFF(subscriptions_refused));
-    metric(&b, srv, "inbox_max_depth", "gauge",
-           "Most inbox items drained in one wakeup.", OFF(inbox_max));
-    metric(&b, srv, "accept_pauses_total", "counter",
-           "Accept pauses for lack of file descriptors.", OFF(accept_paused));
-    metric(&b, srv, "heartbeat_runs_total", "counter",
-           "Completed heartbeat scans.", OFF(hb_runs));
-    metric(&b, srv, "heartbeat_failures_total", "counter",
-           "Heartbeat scans with a failure.", OFF(hb_failures));
-    metric(&b, srv, "wheel_pending", "gauge", "Timers armed in the wheel.",
-           OFF(wheel_pending));
-    metric(&b, srv, "wheel_pong_armed", "gauge",
-           "Pong deadlines in the wheel (sessions pinged within pong_timeout).",
-           OFF(pong_armed));
-    metric(&b, srv, "wheel_fired_total", "counter", "Timers fired.",
-           OFF(wheel_fired));
-    metric(&b, srv, "wheel_cancelled_total", "counter", "Timers cancelled.",
-           OFF(wheel_cancelled));
-    metric_loops(&b, srv, "wheel_max_lateness_seconds", "gauge",
-                 "Latest a timer has fired after its deadline.",
-                 OFF(wheel_max_late_ms), true);
-    /* Lateness of every timer fire, in the wheel's tick-relative buckets. */
-    bprintf(&b, "# HELP lubdub_wheel_lateness_seconds How late timers fired "
-                "after their deadline (a stalled loop shows in the top "
-                "bucket and the sum).\n"
-                "# TYPE lubdub_wheel_lateness_seconds histogram\n");
-    for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct hub_loop *hl = srv->loops[i].hub;
-        uint64_t cum = 0;
+    for (size_t i = 0; i < N_ROWS; i++) {
+        const struct row *r = &rows[i];
 
-        if (!hl)
+        if (!r->metric[0])
             continue;
-        for (int k = 0; k < 5; k++) {
-            cum += HUB_STAT_GET(hl->stats.wheel_late[k]);
-            if (k == 4)
-                bprintf(&b, "lubdub_wheel_lateness_seconds_bucket{loop=\"%u\","
-                            "le=\"+Inf\"} %llu\n",
-                        i, (unsigned long long)cum);
-            else
-                bprintf(&b, "lubdub_wheel_lateness_seconds_bucket{loop=\"%u\","
-                            "le=\"%g\"} %llu\n",
-                        i, late_bounds_ticks[k] *
-                               (double)srv->hcfg.tick_ms / 1e3,
-                        (unsigned long long)cum);
-        }
-        bprintf(&b, "lubdub_wheel_lateness_seconds_sum{loop=\"%u\"} %.3f\n", i,
-                (double)HUB_STAT_GET(hl->stats.wheel_late_sum_ms) / 1e3);
-        bprintf(&b, "lubdub_wheel_lateness_seconds_count{loop=\"%u\"} %llu\n",
-                i, (unsigned long long)cum);
+        family(&b, r->metric, r->type, r->help);
+        if (r->fmt == FMT_BY_REASON)
+            by_reason_series(&b, srv, r);
+        else if (r->fmt == FMT_LATE)
+            late_series(&b, srv, r);
+        else
+            row_series(&b, srv, r);
     }
-    metric(&b, srv, "loop_stalls_total", "counter",
-           "Times the loop's wheel driver came more than two ticks late "
-           "(the loop did not run); each holds timers for one read pass.",
-           OFF(stalls));
-    metric_loops(&b, srv, "loop_max_stall_seconds", "gauge",
-                 "Longest gap between two wheel advances.", OFF(max_stall_ms),
-                 true);
-    histogram(&b, srv, "pong_rtt_seconds",
-              "WebSocket ping to pong round-trip time.", OFF(pong_rtt));
-    histogram(&b, srv, "heartbeat_scan_seconds",
-              "Duration of one heartbeat scan (all slices).", OFF(hb_scan));
-    histogram(&b, srv, "wheel_advance_seconds",
-              "Duration of one timing-wheel advance.", OFF(wheel_advance));
+    for (size_t i = 0; i < sizeof(hist_rows) / sizeof(hist_rows[0]); i++) {
+        family(&b, hist_rows[i].metric, "histogram", hist_rows[i].help);
+        hist_series(&b, srv, &hist_rows[i]);
+    }
     if (b.oom) {
         free(b.p);
         return NULL;

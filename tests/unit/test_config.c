@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
+#include "fail_alloc.h"
+#include "hub/app.h"
 #include "server/config.h"
 
 #define MAX_ARGS 32
@@ -554,7 +557,7 @@ static void test_config_apps_from_json(void **state)
                      0);
     assert_int_equal(f->cfg.n_apps, 2);
 
-    a = srv_config_find_app_by_key(&f->cfg, "k1", 2);
+    a = hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k1", 2);
     assert_non_null(a);
     assert_string_equal(a->id, "1");
     assert_string_equal(a->secret, "s1");
@@ -563,7 +566,7 @@ static void test_config_apps_from_json(void **state)
     assert_int_equal(a->client_event_rate, 10);
     assert_int_equal(a->max_event_bytes, 10240);
 
-    a = srv_config_find_app_by_id(&f->cfg, "2xx", 1);
+    a = hub_app_find_by_id(f->cfg.apps, f->cfg.n_apps, "2xx", 1);
     assert_non_null(a);
     assert_string_equal(a->key, "k2");
     assert_int_equal(a->index, 1);
@@ -579,9 +582,9 @@ static void test_config_apps_from_json(void **state)
     assert_int_equal(a->max_channel_name, 64);
     assert_int_equal(a->max_user_id_len, 128);
 
-    assert_null(srv_config_find_app_by_key(&f->cfg, "k", 1));
-    assert_null(srv_config_find_app_by_key(&f->cfg, "k1x", 3));
-    assert_null(srv_config_find_app_by_key(&f->cfg, "app-key", 7));
+    assert_null(hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k", 1));
+    assert_null(hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k1x", 3));
+    assert_null(hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "app-key", 7));
 }
 
 static void test_config_app_errors(void **state)
@@ -969,6 +972,82 @@ static void test_config_example_file_has_every_default(void **state)
     free(text);
 }
 
+/* jansson's allocations, noting a failure (free and malloc are fail_alloc's
+ * wrappers, as they are for everything in this test). */
+static bool json_alloc_failed;
+
+static void *json_alloc_noting(size_t n)
+{
+    void *p = malloc(n);
+
+    if (!p)
+        json_alloc_failed = true;
+    return p;
+}
+
+/*
+ * Out of memory at each allocation of loading the example file, with an
+ * environment variable and a flag on top: the load fails with -ENOMEM and
+ * an "out of memory" line, or gets the very config of a clean load; fini
+ * frees everything either way.
+ */
+static void test_config_load_out_of_memory(void **state)
+{
+    char path[512], flag[600], err[512];
+    char *envp[] = { "LUBDUB_LOG_LEVEL=debug", NULL };
+    struct srv_config ref, cfg;
+    unsigned fails = 0;
+    int rc;
+
+    (void)state;
+    source_path(path, sizeof(path), "deploy/lubdub.example.json");
+    snprintf(flag, sizeof(flag), "--config=%s", path);
+    char *argv[] = { "lubdub", flag, "--web-root", "/srv/www", NULL };
+
+    json_set_alloc_funcs(json_alloc_noting, free);
+    srv_config_defaults(&ref);
+    assert_int_equal(srv_config_load(&ref, 4, argv, envp, err, sizeof(err)),
+                     0);
+    assert_string_equal(ref.log_level, "debug");
+    assert_string_equal(ref.web_root, "/srv/www");
+    FAIL_ALLOC_COUNTDOWN(
+        {
+            json_alloc_failed = false;
+            srv_config_defaults(&cfg);
+            err[0] = '\0';
+            rc = srv_config_load(&cfg, 4, argv, envp, err, sizeof(err));
+        },
+        {
+            /* jansson 2.14 reports an allocation failing inside its
+             * parser as a syntax error, or even parses a key short; those
+             * are its to report. Every failure of ours says so. */
+            if (fa_failed && rc != -ENOMEM && !json_alloc_failed)
+                fail_msg("allocation %ld failed: rc %d, \"%s\"", fa_step,
+                         rc, err);
+            if (rc == -ENOMEM)
+                assert_non_null(strstr(err, "out of memory"));
+            if (rc) {
+                assert_true(fa_failed);
+                fails++;
+            } else {
+                assert_string_equal(cfg.bind, ref.bind);
+                assert_string_equal(cfg.web_root, ref.web_root);
+                assert_string_equal(cfg.log_level, ref.log_level);
+                assert_int_equal(cfg.port, ref.port);
+                assert_int_equal(cfg.n_apps, ref.n_apps);
+                assert_string_equal(cfg.apps[0].id, ref.apps[0].id);
+                assert_string_equal(cfg.apps[0].key, ref.apps[0].key);
+                assert_string_equal(cfg.apps[0].secret, ref.apps[0].secret);
+                assert_int_equal(cfg.apps[0].max_event_bytes,
+                                 ref.apps[0].max_event_bytes);
+            }
+            srv_config_fini(&cfg);
+            assert_int_equal(fail_alloc_live(), fa_live_before);
+        });
+    assert_true(fails > 5);
+    srv_config_fini(&ref);
+}
+
 /*
  * docs/CONFIG.md has one table row per option, starting "| `--flag`". The
  * row must name the env var (or "—"), the JSON key (or "—") and the
@@ -1084,6 +1163,7 @@ int main(void)
         T(test_config_option_names),
         T(test_config_help_lists_every_option),
         T(test_config_docs_match_options),
+        T(test_config_load_out_of_memory),
         T(test_config_example_file_has_every_default),
     };
 

@@ -1,0 +1,158 @@
+/*
+ * hub/stats_table.h - the one list of lubdub's counters.
+ *
+ * Every per-loop counter and gauge is one row of HUB_LOOP_STATS; every
+ * per-loop histogram one row of HUB_LOOP_HISTS; the hub-wide /metrics
+ * series one row of HUB_HUB_METRICS. From these rows come struct
+ * hub_loop_stats (hub/stats.h), /stats and /metrics (server/stats.c), and
+ * tests/unit/test_stats.c, which holds docs/OPERATIONS.md to the same
+ * names and types. A new counter is a new row here and nothing else
+ * (plus its HUB_STAT_ADD where it happens, and its docs row).
+ *
+ * X(field, type, fmt, total, group, key, metric, help)
+ *   field   member of struct hub_loop_stats (HUB_STAT_ADD(l->stats.field))
+ *   type    the Prometheus type: counter, gauge or histogram
+ *   fmt     storage and rendering:
+ *           U64        one uint64_t; /stats integer, /metrics integer
+ *           NS_MS      nanoseconds; /stats milliseconds (real)
+ *           MS_S       milliseconds; /stats integer ms, /metrics seconds
+ *           BY_REASON  uint64_t[HUB_CLOSE_N]; /stats object by reason
+ *                      (hub_close_reason_name), /metrics label reason
+ *           LATE       uint64_t[HUB_LATE_N], the wheel's lateness buckets;
+ *                      /stats array of {lt_ms, count}, /metrics a
+ *                      histogram whose _sum is wheel_late_sum_ms
+ *           RATIO      no storage: msgs_out / writes (0 with no writes)
+ *   total   position in /stats "totals" (1, 2, ...: the sum over loops,
+ *           in that order), 0 for per-loop only
+ *   group   the /stats per-loop object the key sits in: LOOP (the loop's
+ *           own object), HEARTBEAT ("heartbeat"), WHEEL ("wheel")
+ *   key     the /stats key
+ *   metric  the /metrics name after "lubdub_", "" for none
+ *   help    the /metrics HELP text (for rows without a metric: what the
+ *           value is)
+ *
+ * Row order is /stats order inside each group (jansson keeps insertion
+ * order), and /metrics order; rows of one group stay together.
+ */
+#ifndef HUB_STATS_TABLE_H
+#define HUB_STATS_TABLE_H
+
+/* Fires by lateness (now - deadline), in the wheel's buckets: < tick/4,
+ * < tick/2, < tick, < 2 ticks, more. */
+#define HUB_LATE_N 5
+
+#define HUB_LOOP_STATS(X)                                                      \
+    X(sessions, gauge, U64, 1, LOOP, "sessions", "sessions",                   \
+      "Live WebSocket sessions.")                                              \
+    X(accepted, counter, U64, 2, LOOP, "accepted", "sessions_accepted_total",  \
+      "Sessions established.")                                                 \
+    X(closed, counter, BY_REASON, 3, LOOP, "closed",                           \
+      "sessions_closed_total", "Sessions closed, by reason.")                  \
+    X(close_timeouts, counter, U64, 0, LOOP, "close_timeouts",                 \
+      "close_timeouts_total", "Closes the peer never completed (killed).")     \
+    X(rejected_http, counter, U64, 0, LOOP, "rejected_http",                   \
+      "http_rejected_total",                                                   \
+      "Requests refused before the handshake (400/403/426/431/503).")          \
+    X(pings_sent, counter, U64, 8, LOOP, "pings_sent", "pings_sent_total",     \
+      "WebSocket pings sent by the heartbeat.")                                \
+    X(pongs, counter, U64, 9, LOOP, "pongs", "pongs_total",                    \
+      "WebSocket pongs received.")                                             \
+    X(pusher_pings, counter, U64, 0, LOOP, "pusher_pings",                     \
+      "pusher_pings_total", "pusher:ping messages answered.")                  \
+    X(msgs_in, counter, U64, 4, LOOP, "msgs_in", "messages_in_total",          \
+      "Inbound WebSocket messages.")                                           \
+    X(bytes_in, counter, U64, 6, LOOP, "bytes_in", "bytes_in_total",           \
+      "Inbound message bytes.")                                                \
+    X(msgs_out, counter, U64, 5, LOOP, "msgs_out", "messages_out_total",       \
+      "Outbound WebSocket messages (deliveries).")                             \
+    X(bytes_out, counter, U64, 7, LOOP, "bytes_out", "bytes_out_total",        \
+      "Outbound bytes written.")                                               \
+    X(writes, counter, U64, 11, LOOP, "writes", "writes_total",                \
+      "Corked writes (deliveries per write = messages_out / writes).")         \
+    X(deliveries_per_write, gauge, RATIO, 0, LOOP, "deliveries_per_write", "", \
+      "msgs_out / writes: deliveries per corked write.")                       \
+    X(bad_messages, counter, U64, 0, LOOP, "bad_messages",                     \
+      "bad_messages_total", "Inbound messages rejected as invalid.")           \
+    X(client_events, counter, U64, 0, LOOP, "client_events",                   \
+      "client_events_total", "Client events relayed.")                         \
+    X(client_events_dropped, counter, U64, 0, LOOP, "client_events_dropped",   \
+      "client_events_dropped_total",                                           \
+      "Client events refused (rate limit, not allowed).")                      \
+    X(subscriptions, gauge, U64, 10, LOOP, "subscriptions", "subscriptions",   \
+      "Live channel subscriptions.")                                           \
+    X(publishes, counter, U64, 0, LOOP, "publishes", "publishes_total",        \
+      "Published frames delivered to this loop for fan-out.")                  \
+    X(inbox_depth, gauge, U64, 0, LOOP, "inbox_depth", "",                     \
+      "Inbox items drained in the last wakeup.")                               \
+    X(inbox_max, gauge, U64, 0, LOOP, "inbox_max", "inbox_max_depth",          \
+      "Most inbox items drained in one wakeup.")                               \
+    X(accept_paused, counter, U64, 0, LOOP, "accept_paused",                   \
+      "accept_pauses_total", "Accept pauses for lack of file descriptors.")    \
+    X(queued_bytes, gauge, U64, 12, LOOP, "queued_bytes", "queued_bytes",      \
+      "Outbound bytes waiting in send queues.")                                \
+    X(queue_budget_drops, counter, U64, 13, LOOP, "queue_budget_drops",        \
+      "queue_budget_drops_total",                                              \
+      "Deliveries refused by the queue budget (the reader is closed).")        \
+    X(subscriptions_refused, counter, U64, 14, LOOP, "subscriptions_refused",  \
+      "subscriptions_refused_total",                                           \
+      "Subscriptions refused over max_subscriptions.")                         \
+    X(hb_runs, counter, U64, 0, HEARTBEAT, "runs", "heartbeat_runs_total",     \
+      "Completed heartbeat scans.")                                            \
+    X(hb_failures, counter, U64, 0, HEARTBEAT, "failures",                     \
+      "heartbeat_failures_total", "Heartbeat scans with a failure.")           \
+    X(hb_last_scan_ns, gauge, NS_MS, 0, HEARTBEAT, "last_scan_ms", "",         \
+      "Duration of the last heartbeat scan.")                                  \
+    X(hb_max_scan_ns, gauge, NS_MS, 0, HEARTBEAT, "max_scan_ms", "",           \
+      "Longest heartbeat scan.")                                               \
+    X(hb_last_slice_ns, gauge, NS_MS, 0, HEARTBEAT, "last_slice_ms", "",       \
+      "Duration of the last heartbeat slice.")                                 \
+    X(hb_max_slice_ns, gauge, NS_MS, 0, HEARTBEAT, "max_slice_ms", "",         \
+      "Longest heartbeat slice.")                                              \
+    X(wheel_pending, gauge, U64, 0, WHEEL, "pending", "wheel_pending",         \
+      "Timers armed in the wheel.")                                            \
+    X(pong_armed, gauge, U64, 0, WHEEL, "pong_armed", "wheel_pong_armed",      \
+      "Pong deadlines in the wheel (sessions pinged within pong_timeout).")    \
+    X(wheel_fired, counter, U64, 0, WHEEL, "fired", "wheel_fired_total",       \
+      "Timers fired.")                                                         \
+    X(wheel_cancelled, counter, U64, 0, WHEEL, "cancelled",                    \
+      "wheel_cancelled_total", "Timers cancelled.")                            \
+    X(wheel_last_advance_ns, gauge, NS_MS, 0, WHEEL, "last_advance_ms", "",    \
+      "Duration of the last wheel advance.")                                   \
+    X(wheel_max_advance_ns, gauge, NS_MS, 0, WHEEL, "max_advance_ms", "",      \
+      "Longest wheel advance.")                                                \
+    X(wheel_max_late_ms, gauge, MS_S, 0, WHEEL, "max_lateness_ms",             \
+      "wheel_max_lateness_seconds",                                            \
+      "Latest a timer has fired after its deadline.")                          \
+    X(wheel_late, histogram, LATE, 0, WHEEL, "lateness",                       \
+      "wheel_lateness_seconds",                                                \
+      "How late timers fired after their deadline (a stalled loop shows in "   \
+      "the top bucket and the sum).")                                          \
+    X(wheel_late_sum_ms, counter, U64, 0, WHEEL, "lateness_sum_ms", "",        \
+      "Summed lateness of every fire (the lateness histogram's sum).")         \
+    X(stalls, counter, U64, 0, WHEEL, "stalls", "loop_stalls_total",           \
+      "Times the loop's wheel driver came more than two ticks late (the "      \
+      "loop did not run); each holds timers for one read pass.")               \
+    X(max_stall_ms, gauge, MS_S, 0, WHEEL, "max_stall_ms",                     \
+      "loop_max_stall_seconds", "Longest gap between two wheel advances.")
+
+/* X(field, metric, help): struct hub_hist members, in microseconds, shown
+ * in /metrics only (seconds). */
+#define HUB_LOOP_HISTS(X)                                                      \
+    X(pong_rtt, "pong_rtt_seconds", "WebSocket ping to pong round-trip time.") \
+    X(hb_scan, "heartbeat_scan_seconds",                                       \
+      "Duration of one heartbeat scan (all slices).")                          \
+    X(wheel_advance, "wheel_advance_seconds",                                  \
+      "Duration of one timing-wheel advance.")
+
+/* X(id, type, metric, help): the hub-wide /metrics series, no loop label;
+ * server/stats.c writes each id's value. */
+#define HUB_HUB_METRICS(X)                                                     \
+    X(UPTIME, gauge, "uptime_seconds", "Seconds since start.")                 \
+    X(DRAINING, gauge, "draining", "1 while the hub drains.")                  \
+    X(BUILD_INFO, gauge, "build_info", "Version of the running hub.")          \
+    X(APP_SESSIONS, gauge, "app_sessions", "Live sessions per app (all "       \
+      "loops).")                                                               \
+    X(QUEUE_BUDGET, gauge, "queue_budget_bytes",                               \
+      "The hub-wide send queue budget (max_queued_total).")
+
+#endif
