@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "fail_alloc.h"
 #include "fake_hub.h"
 
 struct fixture {
@@ -1002,6 +1003,37 @@ static void test_session_size(void **state)
 #endif
 }
 
+/* A reassembly buffer that cannot grow closes 1011 and holds nothing. */
+static void test_session_rx_1011_out_of_memory(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    uint64_t now = fake_now_ms(&fx->fh);
+    const char *msg;
+    size_t len;
+    int rc;
+
+    /* In one piece: nothing to allocate, even with malloc failing. */
+    fail_alloc_after(0);
+    rc = hub_session_rx_append(s, "{}", 2, 0, true, false, now, &msg, &len);
+    assert_int_equal(fail_alloc_hits(), 0);
+    fail_alloc_off();
+    assert_int_equal(rc, 1);
+    hub_session_rx_done(s);
+    /* The first fragment needs the buffer: its realloc fails. */
+    fail_alloc_after(0);
+    rc = hub_session_rx_append(s, "ab", 2, 0, false, false, now, &msg, &len);
+    assert_int_equal(fail_alloc_hits(), 1);
+    fail_alloc_off();
+    assert_int_equal(rc, -1);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 1011);
+    assert_int_equal(s->close_reason_id, HUB_CLOSE_ERROR);
+    assert_null(s->rx_buf);
+    assert_int_equal(s->rx_len, 0);
+    hub_session_rx_done(s);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1023,6 +1055,7 @@ int main(void)
         T(test_session_rx_1009_past_max_message),
         T(test_session_rx_1007_mid_message),
         T(test_session_rx_1007_at_the_end),
+        T(test_session_rx_1011_out_of_memory),
         T(test_session_peer_close_checks_the_payload),
         T(test_session_closed_counts_the_reason),
         T(test_session_queue_ping_skips_and_fails),
