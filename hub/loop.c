@@ -197,8 +197,3 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
     }
 }
 
-const struct hub_app *hub_find_app_by_key(const struct hub *h,
-                                          const char *key, size_t len)
-{
-    return hub_app_find_by_key(h->cfg->apps, h->cfg->n_apps, key, len);
-}

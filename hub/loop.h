@@ -145,10 +145,6 @@ void hub_loop_set_heartbeat_yield(struct hub_loop *l, hub_task_yield_fn *fn);
 /* Copy wheel and heartbeat figures into the loop's stats (loop thread). */
 void hub_loop_publish_stats(struct hub_loop *l);
 
-/* App lookup (any thread). Borrowed; NULL when unknown. */
-const struct hub_app *hub_find_app_by_key(const struct hub *h,
-                                          const char *key, size_t len);
-
 /* n bytes joined or left this loop's send queues (loop thread): the
  * queued_bytes gauge, which the queue budget (hub/budget.h) reads. */
 static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
