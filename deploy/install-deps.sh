@@ -15,7 +15,7 @@ build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libj
 # wall-clock jump test (tests/integration/clock.test.js) preloads it.
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
            iptables chromium prometheus curl openssl procps libtsan2
-           faketime libfaketime sslscan testssl.sh)
+           faketime libfaketime sslscan testssl.sh universal-ctags python3)
 bench_pkgs=(util-linux)
 container_pkgs=(podman runc debootstrap)
 

@@ -1,10 +1,8 @@
 /*
- * hub/loop.c - loops, the hub, the heartbeat scan and the drain.
- *
- * The heartbeat is a guarded fixed-delay task (timer/task.h). One run walks
- * the shard in slices of cfg->heartbeat_slice sessions; between slices the
- * server services I/O. A session silent for >= ping_interval gets a ping
- * queued and its pong deadline armed.
+ * hub/loop.c - loops and the hub: their lifetime, the wheel's service and
+ * the inbox. The heartbeat scan is hub/heartbeat.c, the drain
+ * hub/drain.c, the queue budget hub/budget.c; none of them, nor this file,
+ * writes a session's fields: each asks the session (hub/session.h).
  */
 #include "hub/loop.h"
 
@@ -16,6 +14,8 @@
 
 #include "hub/backplane.h"
 #include "hub/chanmap.h"
+#include "hub/drain.h"
+#include "hub/heartbeat.h"
 
 static void backplane_end(const struct hub_backplane *bp)
 {
@@ -65,87 +65,6 @@ void hub_destroy(struct hub *h)
     free(h);
 }
 
-uint64_t hub_loop_random(struct hub_loop *l)
-{
-    /* xorshift64*: jitter and socket ids need spread, not secrecy. */
-    uint64_t x = l->rng;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    l->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-static uint64_t heartbeat_period(const struct hub_config *cfg)
-{
-    uint64_t p = cfg->heartbeat_interval_ms;
-
-    if (!p) {
-        p = cfg->ping_interval_ms / 5;
-        if (p > 1000)
-            p = 1000;
-    }
-    if (p < cfg->tick_ms)
-        p = cfg->tick_ms;
-    return p;
-}
-
-static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
-                           void *arg)
-{
-    struct hub_loop *l = arg;
-    struct hub_shard *sh = &l->shard;
-    uint32_t n = l->cfg->heartbeat_slice ? l->cfg->heartbeat_slice : 4096;
-    uint32_t end;
-    uint64_t threshold;
-    int failures = 0;
-
-    (void)t;
-    if (slice == 0)
-        sh->cursor = 0;
-    end = sh->cursor + n < sh->count ? sh->cursor + n : sh->count;
-    if (now_ms < l->cfg->ping_interval_ms) {
-        sh->cursor = end;
-        return end < sh->count ? HUB_TASK_MORE : HUB_TASK_DONE;
-    }
-    threshold = now_ms - l->cfg->ping_interval_ms;
-    for (uint32_t i = sh->cursor; i < end; i++) {
-        struct hub_session *s;
-        bool armed;
-
-        if (sh->slots[i].last_rx_ms > threshold)
-            continue;
-        s = sh->slots[i].s;
-        if (s->ping_outstanding || s->state != HUB_SESSION_OPEN)
-            continue;
-        /* Still armed after an earlier pong: re-armed, not one more. */
-        armed = hub_timer_is_armed(&s->pong_timer);
-        if (hub_wheel_start(l->wheel, &s->pong_timer, now_ms,
-                            (int64_t)l->cfg->pong_timeout_ms)) {
-            failures++;
-            continue;
-        }
-        if (!armed)
-            HUB_STAT_ADD(l->stats.pong_armed, 1);
-        s->ping_outstanding = true;
-        s->ping_due = true;
-        s->ping_sent_ms = now_ms;
-        s->ping_sent_ns = hub_clock_now_ns(l->clock);
-        if (!s->want_writable) {
-            s->want_writable = true;
-            l->ops->want_writable(s->conn);
-        }
-    }
-    sh->cursor = end;
-    if (failures)
-        return -EIO;
-    return end < sh->count ? HUB_TASK_MORE : HUB_TASK_DONE;
-}
-
-static void drain_timer_cb(struct hub_timer *t, uint64_t now_ms);
-static const struct hub_inbox_ops drain_ops;
-
 struct hub_loop *hub_loop_create(struct hub *h,
                                  const struct hub_transport_ops *ops,
                                  void (*wake)(void *ctx), void *wake_ctx,
@@ -176,14 +95,11 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_wheel_set_clock(l->wheel, h->clock);
     hub_shard_init(&l->shard);
     hub_inbox_init(&l->inbox);
-    l->drain_node.ops = &drain_ops;
+    hub_drain_init(l);
     l->now_ms = now_ms;
-    hub_timer_init(&l->drain_timer, drain_timer_cb);
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
         l->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)l;
-    hub_task_init(&l->heartbeat, l->wheel, h->clock, heartbeat_slice, l);
-    hub_task_start(&l->heartbeat, now_ms, heartbeat_period(h->cfg),
-                   heartbeat_period(h->cfg));
+    hub_heartbeat_start(l, now_ms);
     h->loops[h->n_loops++] = l;
     return l;
 }
@@ -209,6 +125,7 @@ void hub_loop_destroy(struct hub_loop *l)
         n->ops->drop(n);
     }
     hub_chanmap_destroy(l->chans);
+    hub_pending_fini(&l->pending);
     hub_shard_fini(&l->shard);
     hub_wheel_destroy(l->wheel);
     free(l);
@@ -261,65 +178,6 @@ void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms)
     HUB_STAT_MAX(l->stats.max_stall_ms, gap_ms);
 }
 
-/* Drain: close every session with 4200, jittered over the window, then
- * stop when the shard is empty or the deadline passes. */
-static void start_drain(struct hub_loop *l, uint64_t now_ms)
-{
-    uint64_t spread;
-    const struct hub_config *cfg = l->cfg;
-
-    if (l->draining)
-        return;
-    l->draining = true;
-    hub_task_stop(&l->heartbeat);
-    l->drain_deadline_ms = now_ms + cfg->drain_timeout_ms;
-    /* Leave room for the close handshake (and its timeout) at the end. */
-    spread = cfg->drain_timeout_ms > cfg->close_timeout_ms + 500
-                 ? cfg->drain_timeout_ms - cfg->close_timeout_ms - 500
-                 : 0;
-    for (uint32_t i = 0; i < l->shard.count; i++) {
-        struct hub_session *s = l->shard.slots[i].s;
-
-        if (s->state != HUB_SESSION_OPEN)
-            continue;
-        s->draining = true;
-        hub_wheel_start(l->wheel, &s->idle_timer, now_ms,
-                        spread ? (int64_t)(hub_loop_random(l) % spread) : 0);
-    }
-    hub_wheel_start(l->wheel, &l->drain_timer, now_ms, 0);
-}
-
-static void drain_timer_cb(struct hub_timer *t, uint64_t now_ms)
-{
-    struct hub_loop *l = hub_container_of(t, struct hub_loop, drain_timer);
-
-    if (l->shard.count == 0 || now_ms >= l->drain_deadline_ms) {
-        l->stop = true;
-        if (l->wake)
-            l->wake(l->wake_ctx);
-        return;
-    }
-    hub_wheel_start(l->wheel, t, now_ms, (int64_t)l->cfg->tick_ms);
-}
-
-/* The drain order (hub_start_drain): the node is part of the loop. */
-static void drain_run(struct hub_inbox_node *n, struct hub_loop *l,
-                      uint64_t now_ms)
-{
-    (void)n;
-    start_drain(l, now_ms);
-}
-
-static void drain_drop(struct hub_inbox_node *n)
-{
-    (void)n; /* Embedded in the loop: nothing to release. */
-}
-
-static const struct hub_inbox_ops drain_ops = {
-    .run = drain_run,
-    .drop = drain_drop,
-};
-
 void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
 {
     struct hub_inbox_node *n, *next;
@@ -339,17 +197,3 @@ void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms)
     }
 }
 
-void hub_start_drain(struct hub *h)
-{
-    /* Each loop's drain node may sit in its inbox only once. */
-    if (atomic_exchange(&h->draining, true))
-        return;
-    for (unsigned i = 0; i < h->n_loops; i++)
-        hub_loop_post(h->loops[i], &h->loops[i]->drain_node);
-}
-
-const struct hub_app *hub_find_app_by_key(const struct hub *h,
-                                          const char *key, size_t len)
-{
-    return hub_app_find_by_key(h->cfg->apps, h->cfg->n_apps, key, len);
-}

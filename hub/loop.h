@@ -24,6 +24,7 @@
 
 #include "hub/app.h"
 #include "hub/inbox.h"
+#include "hub/pending.h"
 #include "hub/session.h"
 #include "hub/shard.h"
 #include "hub/stats.h"
@@ -47,8 +48,10 @@ struct hub_config {
     uint64_t write_timeout_ms;     /* queued, nothing written: 4100; 0 = off */
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
-    uint32_t heartbeat_slice;      /* sessions per slice; 0 = 4096 */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    /* What the protocol layer does at a session's fini (hub/pusher.h's
+     * hub_pusher_hooks); NULL = nothing. Borrowed. */
+    const struct hub_session_hooks *session_hooks;
     const struct hub_app *apps;    /* borrowed, n_apps entries */
     unsigned n_apps;
 };
@@ -84,6 +87,7 @@ struct hub_loop {
     struct hub_shard shard;
     struct hub_chanmap *chans;
     struct hub_inbox inbox;
+    struct hub_pending pending;    /* sessions with new output */
     struct hub_inbox_node drain_node;
     struct hub_loop_stats stats;
     uint64_t sid_counter;
@@ -141,10 +145,6 @@ void hub_loop_set_heartbeat_yield(struct hub_loop *l, hub_task_yield_fn *fn);
 /* Copy wheel and heartbeat figures into the loop's stats (loop thread). */
 void hub_loop_publish_stats(struct hub_loop *l);
 
-/* App lookup (any thread). Borrowed; NULL when unknown. */
-const struct hub_app *hub_find_app_by_key(const struct hub *h,
-                                          const char *key, size_t len);
-
 /* n bytes joined or left this loop's send queues (loop thread): the
  * queued_bytes gauge, which the queue budget (hub/budget.h) reads. */
 static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
@@ -162,7 +162,31 @@ static inline uint64_t hub_loop_queued(const struct hub_loop *l)
     return l->stats.queued_bytes;
 }
 
-/* A small per-loop random number (jitter, socket ids). Loop thread. */
-uint64_t hub_loop_random(struct hub_loop *l);
+/*
+ * Write every session of l's pending list: write(ctx, s) for each, the
+ * transport's corked write (server/). Call after the read pass that
+ * flush_soon was asked in.
+ */
+static inline void hub_loop_flush(struct hub_loop *l,
+                                  void (*write)(void *ctx,
+                                                struct hub_session *s),
+                                  void *ctx)
+{
+    hub_pending_flush(&l->pending, write, ctx);
+}
+
+/* A small per-loop random number (jitter, socket ids). Loop thread.
+ * Inline, so that session.c and drain.c use a loop without calling
+ * loop.c. xorshift64*: jitter and socket ids need spread, not secrecy. */
+static inline uint64_t hub_loop_random(struct hub_loop *l)
+{
+    uint64_t x = l->rng;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    l->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
 
 #endif

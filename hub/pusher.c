@@ -265,3 +265,30 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
     hub_msg_fini(&m);
     return 0;
 }
+
+void hub_pusher_connect(struct hub_session *s, const char *uri,
+                        size_t uri_len, int protocol)
+{
+    const struct hub_config *cfg = s->loop->cfg;
+    const struct hub_app *app = NULL;
+
+    if (uri && uri_len > 5 && strncmp(uri, "/app/", 5) == 0)
+        app = hub_app_find_by_key(cfg->apps, cfg->n_apps, uri + 5,
+                                  uri_len - 5);
+    if (!app) {
+        hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: unknown app key in %s",
+                s->socket_id, uri && uri_len ? uri : "?");
+        hub_session_send_error(s, 4001, "App key not in this cluster", true);
+        return;
+    }
+    if (protocol != -1 && (protocol < 5 || protocol > 7)) {
+        hub_session_send_error(s, 4007, "Unsupported protocol version", true);
+        return;
+    }
+    /* hub_pusher_open() enforces the app's max_connections (4004). */
+    hub_pusher_open(s, app);
+}
+
+const struct hub_session_hooks hub_pusher_hooks = {
+    .on_fini = hub_pusher_leave_all,
+};

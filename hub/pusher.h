@@ -9,6 +9,7 @@
 #ifndef HUB_PUSHER_H
 #define HUB_PUSHER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,7 @@
 #include "hub/log.h" /* transitional: callers that only log include hub/log.h */
 
 struct hub_session;
+struct hub_session_hooks;
 
 /* After hub_session_init(): bind the app and send connection_established
  * (or pusher:error + close: 4003 if the app is disabled, 4004 if it is at
@@ -30,7 +32,21 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app);
 int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
                           uint64_t now_ms);
 
+/*
+ * A WebSocket upgrade was accepted: uri is the request path (uri_len
+ * bytes, NUL-terminated; NULL when the transport had none), protocol the
+ * ?protocol= the client asked for (-1 = none). The pusher-js path is
+ * /app/{key}?protocol=7&client=js&version=8.x. Finds the app and opens
+ * (hub_pusher_open), or errors and closes: 4001 for an unknown key (one
+ * rate-limited line), 4007 for a protocol outside 5-7.
+ */
+void hub_pusher_connect(struct hub_session *s, const char *uri,
+                        size_t uri_len, int protocol);
+
 /* Leave every channel (disconnect); emits member_removed where due. */
 void hub_pusher_leave_all(struct hub_session *s);
+
+/* hub_config.session_hooks for a Pusher hub: at fini, leave_all. */
+extern const struct hub_session_hooks hub_pusher_hooks;
 
 #endif

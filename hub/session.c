@@ -1,5 +1,9 @@
 /*
- * hub/session.c - session lifecycle, deadlines and the corked send queue.
+ * hub/session.c - a session's state machine: lifecycle, inbound
+ * reassembly and checks, deadlines, the heartbeat's ping, the drain, the
+ * close, and what the transport pulls to write (next_out / out_done). The
+ * queue's ring itself is hub/sendq.c; the loop's list of sessions with
+ * new output is hub/pending.c, fed only by want_writable() below.
  *
  * Deadlines are lazy: nothing is re-armed per inbound frame. The pong timer
  * checks, when it fires, whether anything arrived since the ping; the idle
@@ -22,8 +26,15 @@
 
 #include "hub/loop.h"
 #include "hub/log.h"
-#include "hub/pusher.h"
 #include "hub/protocol.h"
+#include "hub/ws.h"
+
+/* Per connection, so idle memory: a new field must pay for itself
+ * (docs/BENCHMARKS.md). test_session_size checks the same figure. */
+#if defined(__LP64__)
+_Static_assert(sizeof(struct hub_session) <= 304,
+               "struct hub_session grew");
+#endif
 
 static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms);
 static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms);
@@ -39,6 +50,7 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
 {
     int rc;
 
+    memset(s, 0, sizeof(*s));
     s->loop = l;
     s->conn = conn;
     s->state = HUB_SESSION_OPEN;
@@ -49,8 +61,7 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     hub_timer_init(&s->pong_timer, pong_timer_cb);
     hub_timer_init(&s->idle_timer, idle_timer_cb);
     hub_list_init(&s->subs);
-    s->q.ring = s->q.inline_ring;
-    s->q.cap = HUB_SENDQ_INLINE;
+    hub_sendq_init(&s->q);
     rc = hub_shard_add(&l->shard, s, now_ms);
     if (rc) {
         s->loop = NULL;
@@ -70,19 +81,13 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     return 0;
 }
 
+/* Drop the queue, and its bytes from the loop's queued_bytes. */
 static void sendq_drop(struct hub_session *s)
 {
-    struct hub_sendq *q = &s->q;
+    uint64_t bytes = hub_sendq_drop(&s->q);
 
-    if (q->bytes)
-        hub_loop_queued_sub(s->loop, q->bytes);
-    while (q->count) {
-        hub_frame_unref(q->ring[q->head]);
-        q->head = (q->head + 1) & (q->cap - 1);
-        q->count--;
-    }
-    q->head = q->head_off = 0;
-    q->bytes = 0;
+    if (bytes)
+        hub_loop_queued_sub(s->loop, bytes);
 }
 
 /* Stop the pong deadline, keeping stats.pong_armed exact. */
@@ -100,15 +105,18 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
 
     if (!l)
         return;
-    hub_pusher_leave_all(s);
+    if (l->cfg->session_hooks && l->cfg->session_hooks->on_fini)
+        l->cfg->session_hooks->on_fini(s);
+    /* Off the pending list. Listed means flagged; the list is empty
+     * outside a read pass, so the second test is only a cheap guard. */
+    if (s->want_writable || l->pending.n)
+        hub_pending_forget(&l->pending, s);
+    s->want_writable = false;
     stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
     hub_shard_remove(&l->shard, s);
     sendq_drop(s);
-    if (s->q.ring != s->q.inline_ring)
-        free(s->q.ring);
-    s->q.ring = NULL;
-    s->q.cap = 0;
+    hub_sendq_fini(&s->q);
     free(s->rx_buf);
     s->rx_buf = NULL;
     free(s->user_id);
@@ -123,6 +131,166 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     }
     s->loop = NULL;
     s->conn = NULL;
+}
+
+void hub_session_opened(struct hub_session *s, const char *peer)
+{
+    if (!s->loop || s->state != HUB_SESSION_OPEN)
+        return;
+    hub_log(HUB_LOG_DEBUG, s->loop->id, "socket %s: open app=%s peer=%s",
+            s->socket_id, s->app ? s->app->id : "-", peer);
+}
+
+/*
+ * One line per session end, for the operator. Closes that point at the
+ * network or at a client (4201 no pong, 4100 slow consumer, 1009 too big,
+ * 4004 over quota, 1011 internal) are info; ordinary ends (the peer left,
+ * the drain, idle, other app refusals) are debug. The server's hook puts
+ * both under the peer rate limit, so a partition that drops thousands at
+ * once cannot flood the log.
+ */
+static void log_session_end(struct hub_session *s, enum hub_close_reason why,
+                            uint64_t now_ms)
+{
+    unsigned code = why == HUB_CLOSE_PEER ? 0 : s->close_code;
+    int level = HUB_LOG_DEBUG;
+
+    if (code == 4201 || code == 4100 || code == 1009 || code == 4004 ||
+        code == 1011)
+        level = HUB_LOG_INFO;
+    if (!hub_log_enabled(level))
+        return;
+    if (code)
+        hub_log(level, s->loop->id,
+                "socket %s: closed %u (%s, %s) app=%s after %llums",
+                s->socket_id, code, hub_close_reason_name(why),
+                s->close_text ? s->close_text : "",
+                s->app ? s->app->id : "-",
+                (unsigned long long)(now_ms - s->connected_ms));
+    else
+        hub_log(level, s->loop->id,
+                "socket %s: closed by the peer app=%s after %llums",
+                s->socket_id, s->app ? s->app->id : "-",
+                (unsigned long long)(now_ms - s->connected_ms));
+}
+
+void hub_session_closed(struct hub_session *s, uint64_t now_ms)
+{
+    enum hub_close_reason why;
+
+    if (!s->loop)
+        return;
+    why = s->state == HUB_SESSION_OPEN
+              ? HUB_CLOSE_PEER
+              : (enum hub_close_reason)s->close_reason_id;
+    log_session_end(s, why, now_ms);
+    hub_session_fini(s, why);
+}
+
+/*
+ * RFC 6455 section 8.1: a text message must be UTF-8, and the connection
+ * fails (1007) as soon as its bytes cannot be, in whichever fragment or
+ * read shows it; a character may span fragments. -1 = closing.
+ */
+static int rx_utf8(struct hub_session *s, const void *in, size_t len,
+                   bool last)
+{
+    s->rx_utf8 = hub_utf8_feed(s->rx_utf8, in, len);
+    if (s->rx_utf8 == HUB_UTF8_ACCEPT ||
+        (s->rx_utf8 != HUB_UTF8_REJECT && !last))
+        return 0;
+    s->rx_utf8 = HUB_UTF8_ACCEPT;
+    /* Logs "socket ...: closing 1007 (invalid UTF-8)" (rate-limited). */
+    hub_session_close(s, 1007, "invalid UTF-8", HUB_CLOSE_ERROR, true);
+    return -1;
+}
+
+int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
+                          size_t remaining, bool final, bool binary,
+                          uint64_t now_ms, const char **msg, size_t *msg_len)
+{
+    struct hub_loop *l = s->loop;
+    size_t max;
+    bool last = final && remaining == 0;
+
+    if (!l)
+        return -1;
+    hub_session_stamp_rx(s, now_ms);
+    if (s->state != HUB_SESSION_OPEN)
+        return -1;
+    if (!binary && rx_utf8(s, in, len, last))
+        return -1;
+    max = l->cfg->max_message;
+    if (s->rx_len + len + remaining > max) {
+        /* Counts 1009 via the close reason. */
+        hub_log(HUB_LOG_INFO, l->id,
+                "socket %s: message over %zu bytes: closing 1009",
+                s->socket_id, max);
+        hub_session_close(s, 1009, "message too big", HUB_CLOSE_TOO_BIG,
+                          true);
+        return -1;
+    }
+    if (last && s->rx_len == 0) {
+        /* The common case: the whole message in one piece, not copied. */
+        *msg = in;
+        *msg_len = len;
+    } else {
+        if (s->rx_len + len > s->rx_cap) {
+            size_t cap = s->rx_len + len + remaining;
+            char *n;
+
+            if (cap < 1024)
+                cap = 1024;
+            if (cap > max)
+                cap = max;
+            n = realloc(s->rx_buf, cap);
+            if (!n) {
+                hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR,
+                                  true);
+                return -1;
+            }
+            s->rx_buf = n;
+            s->rx_cap = cap;
+        }
+        memcpy(s->rx_buf + s->rx_len, in, len);
+        s->rx_len += len;
+        if (!last)
+            return 0;
+        *msg = s->rx_buf;
+        *msg_len = s->rx_len;
+    }
+    HUB_STAT_ADD(l->stats.msgs_in, 1);
+    HUB_STAT_ADD(l->stats.bytes_in, *msg_len);
+    return 1;
+}
+
+void hub_session_rx_done(struct hub_session *s)
+{
+    s->rx_len = 0;
+    if (s->rx_buf) {
+        free(s->rx_buf);
+        s->rx_buf = NULL;
+        s->rx_cap = 0;
+    }
+}
+
+unsigned hub_session_on_peer_close(struct hub_session *s,
+                                   const unsigned char *in, size_t len,
+                                   uint64_t now_ms, const char **why)
+{
+    unsigned code;
+
+    if (s->loop)
+        hub_session_stamp_rx(s, now_ms);
+    code = hub_ws_close_payload_check(in, len);
+    if (!code)
+        return 0;
+    *why = code == 1007 ? "invalid UTF-8 in close reason"
+                        : "invalid close frame";
+    /* Logs the close, and counts it as an error, not a peer close. */
+    if (s->loop)
+        hub_session_close(s, (uint16_t)code, *why, HUB_CLOSE_ERROR, true);
+    return code;
 }
 
 void hub_session_stamp_rx(struct hub_session *s, uint64_t now_ms)
@@ -157,12 +325,66 @@ void hub_session_ping_written(struct hub_session *s, uint64_t now_ms)
                         (int64_t)l->cfg->pong_timeout_ms);
 }
 
+/*
+ * Output appeared: ask the transport, once until it serves s. An open
+ * session with nothing but data joins the loop's pending list, written
+ * corked right after the read pass (the first listing asks for that
+ * flush); pings and closes, and a list that cannot grow, take a writable
+ * callback.
+ */
 static void want_writable(struct hub_session *s)
 {
-    if (!s->want_writable) {
-        s->want_writable = true;
-        s->loop->ops->want_writable(s->conn);
+    struct hub_loop *l = s->loop;
+    int rc;
+
+    if (s->want_writable)
+        return;
+    s->want_writable = true;
+    if (s->state == HUB_SESSION_OPEN && !s->ping_due) {
+        rc = hub_pending_add(&l->pending, s);
+        if (rc == 1)
+            l->ops->flush_soon(l->wake_ctx);
+        if (rc >= 0)
+            return;
     }
+    l->ops->want_writable(s->conn);
+}
+
+void hub_session_await_writable(struct hub_session *s)
+{
+    s->want_writable = true;
+    s->loop->ops->want_writable(s->conn);
+}
+
+int hub_session_queue_ping(struct hub_session *s, uint64_t now_ms)
+{
+    struct hub_loop *l = s->loop;
+    bool armed;
+
+    if (s->ping_outstanding || s->state != HUB_SESSION_OPEN)
+        return 1;
+    /* Still armed after an earlier pong: re-armed, not one more. */
+    armed = hub_timer_is_armed(&s->pong_timer);
+    if (hub_wheel_start(l->wheel, &s->pong_timer, now_ms,
+                        (int64_t)l->cfg->pong_timeout_ms))
+        return -EIO;
+    if (!armed)
+        HUB_STAT_ADD(l->stats.pong_armed, 1);
+    s->ping_outstanding = true;
+    s->ping_due = true;
+    s->ping_sent_ms = now_ms;
+    s->ping_sent_ns = hub_clock_now_ns(l->clock);
+    want_writable(s);
+    return 0;
+}
+
+void hub_session_drain(struct hub_session *s, uint64_t now_ms,
+                       uint64_t delay_ms)
+{
+    if (!s->loop || s->state != HUB_SESSION_OPEN)
+        return;
+    s->draining = true;
+    hub_wheel_start(s->loop->wheel, &s->idle_timer, now_ms, (int64_t)delay_ms);
 }
 
 /* Milliseconds since tx_ms (never negative). */
@@ -195,29 +417,10 @@ static void write_deadline_start(struct hub_session *s)
 static int sendq_push(struct hub_session *s, struct hub_frame *f,
                       bool take_ref, bool account)
 {
-    struct hub_sendq *q = &s->q;
-
-    if (q->count == 0)
+    if (s->q.count == 0)
         write_deadline_start(s);
-
-    if (q->count == q->cap) {
-        uint32_t cap = q->cap * 2;
-        struct hub_frame **ring = malloc((size_t)cap * sizeof(*ring));
-
-        if (!ring)
-            return -ENOMEM;
-        for (uint32_t i = 0; i < q->count; i++)
-            ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
-        if (q->ring != q->inline_ring)
-            free(q->ring);
-        q->ring = ring;
-        q->cap = cap;
-        q->head = 0;
-    }
-    q->ring[(q->head + q->count) & (q->cap - 1)] =
-        take_ref ? hub_frame_ref(f) : f;
-    q->count++;
-    q->bytes += f->len;
+    if (hub_sendq_push(&s->q, f, take_ref))
+        return -ENOMEM;
     if (account)
         hub_loop_queued_add(s->loop, f->len);
     want_writable(s);
@@ -347,42 +550,61 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     want_writable(s);
 }
 
-size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
-                        const unsigned char **direct, size_t *direct_len,
-                        unsigned *frames)
+enum hub_out_kind hub_session_peek_out(const struct hub_session *s)
 {
-    struct hub_sendq *q = &s->q;
-    size_t placed = 0;
-    uint32_t off = q->head_off;
-
-    *direct = NULL;
-    *direct_len = 0;
-    *frames = 0;
-    for (uint32_t i = 0; i < q->count; i++) {
-        struct hub_frame *f = q->ring[(q->head + i) & (q->cap - 1)];
-        size_t n = f->len - off;
-
-        if (placed + n > cap) {
-            if (placed == 0) {
-                *direct = hub_frame_data(f) + off;
-                *direct_len = n;
-                *frames = 1;
-            }
-            break;
-        }
-        memcpy(buf + placed, hub_frame_data(f) + off, n);
-        placed += n;
-        (*frames)++;
-        off = 0;
-    }
-    return placed;
+    if (s->ping_due && s->state == HUB_SESSION_OPEN)
+        return HUB_OUT_PING;
+    if (s->q.count)
+        return HUB_OUT_DATA;
+    if (s->state == HUB_SESSION_CLOSING)
+        return HUB_OUT_CLOSE;
+    return HUB_OUT_NONE;
 }
 
-void hub_session_cork_done(struct hub_session *s, size_t sent,
-                           unsigned frames)
+enum hub_out_kind hub_session_next_out(struct hub_session *s,
+                                       unsigned char *cork, size_t cap,
+                                       struct hub_out *out)
 {
-    struct hub_sendq *q = &s->q;
+    size_t n;
+
+    s->want_writable = false;
+    out->kind = hub_session_peek_out(s);
+    switch (out->kind) {
+    case HUB_OUT_PING:
+        /* ASCII payload: lws 4.1.6 never reports an empty pong, and may
+         * UTF-8-check pongs (docs/LWS.md, "Pings and pongs"). */
+        s->ping_due = false;
+        out->len = (size_t)snprintf(out->ping, sizeof(out->ping),
+                                    "lubdub-%u", ++s->ping_seq);
+        out->data = (const unsigned char *)out->ping;
+        break;
+    case HUB_OUT_DATA:
+        n = hub_sendq_cork(&s->q, cork, cap, &out->data, &out->len,
+                           &out->frames);
+        if (n) {
+            out->data = cork;
+            out->len = n;
+        }
+        break;
+    case HUB_OUT_CLOSE:
+        s->state = HUB_SESSION_CLOSE_SENT;
+        out->close_code = s->close_code;
+        out->data = (const unsigned char *)s->close_text;
+        out->len = strlen(s->close_text);
+        if (out->len > 123)
+            out->len = 123; /* RFC 6455 5.5: 125 bytes with the code */
+        break;
+    case HUB_OUT_NONE:
+        break;
+    }
+    return out->kind;
+}
+
+/* The socket took sent bytes of the queue. */
+static void data_written(struct hub_session *s, size_t sent)
+{
     struct hub_loop *l = s->loop;
+    unsigned done;
 
     HUB_STAT_ADD(l->stats.bytes_out, sent);
     HUB_STAT_ADD(l->stats.writes, 1);
@@ -392,37 +614,33 @@ void hub_session_cork_done(struct hub_session *s, size_t sent,
         s->tx_ms = (uint32_t)l->now_ms;
         hub_loop_queued_sub(l, sent);
     }
-    q->bytes -= sent;
-    while (sent && q->count) {
-        struct hub_frame *f = q->ring[q->head];
-        size_t n = f->len - q->head_off;
+    done = hub_sendq_consume(&s->q, sent);
+    if (done)
+        HUB_STAT_ADD(l->stats.msgs_out, done);
+}
 
-        if (sent < n) {
-            q->head_off += (uint32_t)sent;
-            break;
-        }
-        sent -= n;
-        hub_frame_unref(f);
-        q->head = (q->head + 1) & (q->cap - 1);
-        q->count--;
-        q->head_off = 0;
-        HUB_STAT_ADD(l->stats.msgs_out, 1);
+void hub_session_out_done(struct hub_session *s, const struct hub_out *out,
+                          size_t written, uint64_t now_ms)
+{
+    switch (out->kind) {
+    case HUB_OUT_PING:
+        HUB_STAT_ADD(s->loop->stats.pings_sent, 1);
+        hub_session_ping_written(s, now_ms);
+        break;
+    case HUB_OUT_DATA:
+        data_written(s, written);
+        break;
+    case HUB_OUT_CLOSE:
+    case HUB_OUT_NONE:
+        return;
     }
-    (void)frames;
+    if (hub_session_has_output(s))
+        hub_session_await_writable(s);
 }
 
 int hub_session_check(const struct hub_session *s)
 {
-    const struct hub_sendq *q = &s->q;
-    uint64_t bytes = 0;
-
-    if (q->count > q->cap || (q->cap & (q->cap - 1)))
-        return -EFAULT;
-    for (uint32_t i = 0; i < q->count; i++)
-        bytes += q->ring[(q->head + i) & (q->cap - 1)]->len;
-    if (bytes - q->head_off != q->bytes)
-        return -EFAULT;
-    return 0;
+    return hub_sendq_check(&s->q);
 }
 
 /* Deadlines. */

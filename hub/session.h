@@ -7,12 +7,19 @@
  * from everything, stops its timers and drops its queued frames, so nothing
  * can fire on or point at a freed session.
  *
+ * Every state change is made here: inbound data (hub_session_rx_append:
+ * reassembly, UTF-8, size), the heartbeat's ping, the drain, the close,
+ * and what the transport writes. server/ calls functions and names no
+ * field (tests/unit/no_session_fields.sh checks it).
+ *
  * Outbound traffic: data frames wait in a bounded queue of frame references
- * (bytes counted against max_queue; over it the session is closed with
- * 4100, and so is a queue the socket takes nothing of for write_timeout).
- * The transport asks for the next cork with hub_session_cork(): as many
- * queued frames as fit, sent in one write. Control work (a heartbeat
- * ping, a close) is flagged and handled first by the transport.
+ * (hub/sendq.h; bytes counted against max_queue; over it the session is
+ * closed with 4100, and so is a queue the socket takes nothing of for
+ * write_timeout). When output appears, the session asks once (its
+ * want_writable flag): an open session with only data joins the loop's
+ * pending list (hub/pending.h) and is written corked after the read pass;
+ * a ping, a close or a backed-up socket asks for a writable callback. The
+ * transport then pulls with hub_session_next_out() / _out_done().
  *
  * Thread: the owning loop only.
  */
@@ -25,6 +32,7 @@
 
 #include "hub/app.h"
 #include "hub/frame.h"
+#include "hub/sendq.h"
 #include "hub/stats.h"
 #include "timer/list.h"
 #include "timer/wheel.h"
@@ -34,27 +42,30 @@ struct hub_session;
 
 /* How the hub reaches a session's connection; implemented by server/. */
 struct hub_transport_ops {
-    /* Ask for a writable callback (idempotent). */
+    /* Serve the session from a writable callback: control output (ping,
+     * close), or data for a socket the transport must not write to now
+     * (see hub_session_await_writable). */
     void (*want_writable)(void *conn);
+    /* The loop's pending list went non-empty: call hub_loop_flush() soon,
+     * after the current read pass (ctx = the loop's wake_ctx). */
+    void (*flush_soon)(void *ctx);
     /* Drop the connection without a close handshake, soon (not inside). */
     void (*kill)(void *conn);
+};
+
+/*
+ * Upcalls into the layer above the session (the Pusher protocol), so that
+ * session.c calls nothing above it. Installed in hub_config.session_hooks.
+ */
+struct hub_session_hooks {
+    /* First thing in hub_session_fini(): leave every channel. */
+    void (*on_fini)(struct hub_session *s);
 };
 
 enum hub_session_state {
     HUB_SESSION_OPEN,
     HUB_SESSION_CLOSING,   /* close requested; close frame not yet sent */
     HUB_SESSION_CLOSE_SENT,
-};
-
-#define HUB_SENDQ_INLINE 2
-
-struct hub_sendq {
-    struct hub_frame **ring;   /* inline[] until a burst needs more */
-    uint32_t cap;          /* power of two */
-    uint32_t head, count;
-    uint32_t head_off;     /* bytes of ring[head] already sent */
-    uint64_t bytes;        /* queued, unsent */
-    struct hub_frame *inline_ring[HUB_SENDQ_INLINE];
 };
 
 struct hub_session {
@@ -68,7 +79,8 @@ struct hub_session {
     uint8_t close_reason_id;       /* enum hub_close_reason */
     bool ping_due;                 /* a heartbeat ping is waiting to go */
     bool ping_outstanding;         /* a ping went out; pong timer armed */
-    bool want_writable;            /* asked, not yet served */
+    bool want_writable;            /* asked (pending list or writable
+                                      callback), not yet served */
     bool draining;                 /* the idle timer is the drain close */
     bool app_counted;              /* counted in hub->app_sessions */
     uint32_t sid_lo;               /* socket_id = "<hi>.<lo>" */
@@ -101,13 +113,51 @@ struct hub_session {
 };
 
 /*
- * Link s into its loop (shard, timers) as a new connection. s is
- * zero-initialised transport storage. 0, or -ENOMEM / -ENOSPC (shard full).
+ * Link s into its loop (shard, timers) as a new connection. s is transport
+ * storage; init zeroes it first. 0, or -ENOMEM / -ENOSPC (shard full).
  */
 int hub_session_init(struct hub_session *s, struct hub_loop *loop, void *conn,
                      uint64_t now_ms);
 /* Unlink s everywhere; reason counts the close in stats. Idempotent. */
 void hub_session_fini(struct hub_session *s, enum hub_close_reason reason);
+
+/* After the app handshake: the debug "open" line, with the peer address
+ * (only while open; the caller skips it when debug is off). */
+void hub_session_opened(struct hub_session *s, const char *peer);
+/*
+ * The transport is gone: one line for the operator (what ended the
+ * session, after how long), then hub_session_fini() with the reason the
+ * session closed for (HUB_CLOSE_PEER while it was still open). No-op on
+ * a session already finished.
+ */
+void hub_session_closed(struct hub_session *s, uint64_t now_ms);
+
+/*
+ * One inbound data fragment, as the transport read it: len bytes at in,
+ * remaining bytes of this frame still to come, final when it is the
+ * message's last frame, binary for a binary message. Stamps the receive
+ * time, checks UTF-8 as the bytes come (1007, RFC 6455 section 8.1),
+ * closes 1009 past max_message and 1011 when the buffer cannot grow, and
+ * reassembles. Returns 1 with the whole message in *msg / *msg_len
+ * (in itself when it came in one piece; valid until hub_session_rx_done()),
+ * 0 while more is to come, -1 when the session is closing (drop the data).
+ */
+int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
+                          size_t remaining, bool final, bool binary,
+                          uint64_t now_ms, const char **msg, size_t *msg_len);
+/* The message rx_append returned was handled: free the reassembly
+ * buffer (idle sessions hold none). */
+void hub_session_rx_done(struct hub_session *s);
+/*
+ * The peer sent a close frame (payload in/len), before the transport
+ * echoes it. Stamps the receive time. A payload the hub must not echo
+ * (RFC 6455 sections 5.5.1, 7.4) starts a close with 1002 or 1007 (logged,
+ * counted as an error): returns that code with the reason text in *why,
+ * for the transport to send instead. 0 = echo as usual.
+ */
+unsigned hub_session_on_peer_close(struct hub_session *s,
+                                   const unsigned char *in, size_t len,
+                                   uint64_t now_ms, const char **why);
 
 /* Every inbound frame that reaches the hub (data, pong, close) calls this;
  * nothing else. Client pings never do: lws answers them itself. */
@@ -121,6 +171,20 @@ void hub_session_on_pong(struct hub_session *s, uint64_t now_ms);
  * peer cannot answer a ping it was not sent.
  */
 void hub_session_ping_written(struct hub_session *s, uint64_t now_ms);
+
+/*
+ * The heartbeat found s silent for ping_interval: arm the pong deadline
+ * and queue a ping (written first, ahead of data). 0 queued; 1 skipped
+ * (not open, or a ping is already unanswered); -EIO when the deadline
+ * could not be armed (nothing queued).
+ */
+int hub_session_queue_ping(struct hub_session *s, uint64_t now_ms);
+/*
+ * The loop drains: from now, s's idle entry is the drain close (4200)
+ * due in delay_ms. Only while open.
+ */
+void hub_session_drain(struct hub_session *s, uint64_t now_ms,
+                       uint64_t delay_ms);
 
 /*
  * Queue a reference to f (the caller keeps its own). Returns 0, or
@@ -160,16 +224,53 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
                        enum hub_close_reason why, bool drop_queue);
 
 /*
- * Fill buf with as many whole queued frames as fit (a frame larger than
- * cap is returned by pointer in *direct instead, with *direct_len bytes).
- * Returns the bytes placed in buf. Call hub_session_cork_done(s, sent)
- * after writing to drop what was sent.
+ * The transport's side: it pulls what to write, one thing at a time, in
+ * the order the protocol needs (a ping only while open and ahead of data,
+ * data before the close, nothing after it).
  */
-size_t hub_session_cork(struct hub_session *s, unsigned char *buf, size_t cap,
-                        const unsigned char **direct, size_t *direct_len,
-                        unsigned *frames);
-void hub_session_cork_done(struct hub_session *s, size_t sent,
-                           unsigned frames);
+enum hub_out_kind {
+    HUB_OUT_NONE,
+    HUB_OUT_PING,          /* a WebSocket ping; payload data/len (ASCII) */
+    HUB_OUT_DATA,          /* pre-framed bytes: data/len, frames whole ones */
+    HUB_OUT_CLOSE,         /* close_code, reason data/len (<= 123 bytes) */
+};
+
+struct hub_out {
+    enum hub_out_kind kind;
+    const unsigned char *data;
+    size_t len;
+    unsigned frames;
+    uint16_t close_code;
+    char ping[24];         /* a PING's payload (data points here) */
+};
+
+/* What hub_session_next_out() would return; changes nothing. */
+enum hub_out_kind hub_session_peek_out(const struct hub_session *s);
+/*
+ * The next thing to write, in *out (only the fields of its kind are set):
+ * PING when one is due and the session is open (clears ping_due, counts
+ * ping_seq up: "lubdub-<seq>"); else DATA, as many whole queued frames as
+ * fit cork (cap bytes), or a bigger head frame by pointer; else CLOSE when
+ * closing (the session is then CLOSE_SENT: the transport sends the close
+ * and drops the connection when the peer answers); else NONE. Clears the
+ * want_writable flag: the transport is serving s now.
+ */
+enum hub_out_kind hub_session_next_out(struct hub_session *s,
+                                       unsigned char *cork, size_t cap,
+                                       struct hub_out *out);
+/*
+ * out was written (written bytes of a DATA; the transport's write either
+ * took all of out or failed, and then it drops the connection instead).
+ * PING: counted, and a late ping gets its pong timeout from now_ms
+ * (hub_session_ping_written). DATA: counted, the frames written leave the
+ * queue, and the write deadline sees progress (one clock read, not now_ms:
+ * a data write need not read the clock unless it wrote bytes). Then, if
+ * output remains, hub_session_await_writable().
+ */
+void hub_session_out_done(struct hub_session *s, const struct hub_out *out,
+                          size_t written, uint64_t now_ms);
+/* Ask the transport for a writable callback for s (want_writable). */
+void hub_session_await_writable(struct hub_session *s);
 
 static inline bool hub_session_has_output(const struct hub_session *s)
 {
@@ -178,5 +279,22 @@ static inline bool hub_session_has_output(const struct hub_session *s)
 
 /* Check the queue's invariants; 0 or -EFAULT. For tests. */
 int hub_session_check(const struct hub_session *s);
+
+/* The transport's handle the session was created with. */
+static inline void *hub_session_conn(const struct hub_session *s)
+{
+    return s->conn;
+}
+
+static inline bool hub_session_is_open(const struct hub_session *s)
+{
+    return s->state == HUB_SESSION_OPEN;
+}
+
+/* Between hub_session_init() and hub_session_fini(). */
+static inline bool hub_session_live(const struct hub_session *s)
+{
+    return s->loop != NULL;
+}
 
 #endif

@@ -25,6 +25,42 @@
 #include "hub/ws.h"
 #include "server/srv.h"
 
+/* Header budget (server/srv.h): every header token is capped, the
+ * request line's are not. Filled once before the contexts are created. */
+static struct lws_token_limits token_limits;
+
+static bool request_line_token(int t)
+{
+    switch (t) {
+    case WSI_TOKEN_GET_URI:
+    case WSI_TOKEN_POST_URI:
+    case WSI_TOKEN_OPTIONS_URI:
+    case WSI_TOKEN_HEAD_URI:
+    case WSI_TOKEN_PUT_URI:
+    case WSI_TOKEN_PATCH_URI:
+    case WSI_TOKEN_DELETE_URI:
+    case WSI_TOKEN_CONNECT:
+    case WSI_TOKEN_HTTP_COLON_PATH:
+    case WSI_TOKEN_HTTP_URI_ARGS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+unsigned srv_header_limit_of(int t)
+{
+    return t >= 0 && t < WSI_TOKEN_COUNT ? token_limits.token_limit[t] : 0;
+}
+
+const struct lws_token_limits *srv_http_token_limits(void)
+{
+    for (int t = 0; t < WSI_TOKEN_COUNT; t++)
+        token_limits.token_limit[t] =
+            request_line_token(t) ? 0 : SRV_HEADER_ONE_MAX;
+    return &token_limits;
+}
+
 /*
  * Per-connection storage is shared with WebSocket sessions (lws allocates
  * one size for the protocol), so the HTTP side keeps only pointers there:
@@ -386,7 +422,7 @@ static int refuse(struct lws *wsi, struct srv_loop *l, unsigned status,
 
 /*
  * lws stores each header in at most SRV_HEADER_ONE_MAX bytes (the token
- * limits set in server/loop.c) and drops the rest; a header at the limit
+ * limits set in srv_http_token_limits()) and drops the rest; a header at the limit
  * was therefore cut. Method tokens (the URI) have no such limit.
  */
 static bool header_cut(struct lws *wsi)

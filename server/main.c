@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "hub/log.h"
+#include "hub/pusher.h"
 #include "server/srv.h"
 
 /*
@@ -77,6 +78,7 @@ static void fill_hub_config(struct srv *srv)
                                                      srv->n_loops);
     h->max_subscriptions = c->max_subscriptions;
     h->auth_window_s = c->auth_timestamp_window_s;
+    h->session_hooks = &hub_pusher_hooks;
     for (unsigned i = 0; i < c->n_apps; i++)
         srv->cfg->apps[i].index = i;
     h->apps = c->apps;

@@ -37,10 +37,7 @@ struct srv_loop {
     lws_sorted_usec_list_t sul_wheel;     /* drives the timing wheel */
     lws_sorted_usec_list_t sul_heartbeat; /* next heartbeat slice */
     lws_sorted_usec_list_t sul_accept;    /* resume after EMFILE */
-    lws_sorted_usec_list_t sul_flush;     /* corked writes after reads */
-    struct hub_session **flush;           /* sessions with new output */
-    uint32_t n_flush, cap_flush;
-    bool flush_armed;
+    lws_sorted_usec_list_t sul_flush;     /* hub_loop_flush after reads */
     pthread_t thread;
     struct ev_loop *evl;                  /* libev loop, NULL with poll */
     bool accepting;
@@ -76,15 +73,50 @@ struct srv {
     /* Test only: how long a /test/stall sleeps; 0 (the path is a 404)
      * unless LUBDUB_TEST_STALL_MS was set at start. */
     unsigned test_stall_ms;
-    SSL_CTX *client_ctx;                  /* empty, for lws (server/loop.c) */
+    SSL_CTX *client_ctx;                  /* empty, for lws (server/threads.c) */
 };
 
-/* server/loop.c */
+/* server/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);
-/* Test only: arm a stall on loop id (any thread); false if no such loop. */
-bool srv_test_stall_arm(struct srv *srv, unsigned id);
 int srv_loops_start(struct srv *srv);
 void srv_loops_join(struct srv *srv);
+
+/* The loop whose context wsi belongs to. */
+static inline struct srv_loop *srv_loop_of(struct lws *wsi)
+{
+    return lws_context_user(lws_get_context(wsi));
+}
+
+/* server/listen.c: each loop's own SO_REUSEPORT listener. */
+/* Bind and listen on port (0 = any) for l; 0, or -1 with err set. */
+int srv_listen_open(struct srv_loop *l, uint16_t port, char *err,
+                    size_t errlen);
+/* The port l's listener is bound to. */
+uint16_t srv_listen_port(const struct srv_loop *l);
+/* Hand the listener to l's lws context (after it exists); 0 or -1. */
+int srv_listen_adopt(struct srv_loop *l);
+/* The "acceptor" protocol's callback: accept4() on readiness. */
+int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                        void *user, void *in, size_t len);
+/* Draining: accept nothing more (loop thread). */
+void srv_listen_stop(struct srv_loop *l);
+
+/* server/ws.c: the WebSocket callbacks (then HTTP's, for the rest). */
+int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                    void *user, void *in, size_t len);
+/* lws's per-session storage: a hub session or an HTTP request. */
+size_t srv_ws_pss_size(void);
+
+/* server/write.c: the write path. */
+extern const struct hub_transport_ops srv_transport_ops;
+/* SERVER_WRITEABLE: write what the session has next; 0, or -1 to close. */
+int srv_write_one(struct srv_loop *l, struct hub_session *s, struct lws *wsi);
+/* Test only: arm a stall on loop id (any thread); false if no such loop. */
+bool srv_test_stall_arm(struct srv *srv, unsigned id);
+
+/* server/lwslog.c: lws's log lines and the hub's log hook, bridged to
+ * server/log.c; links the _lws_log/_lws_logv overrides in. */
+void srv_lwslog_install(void);
 
 /* server/http.c: HTTP routes of protocol 0. Returns lws callback result. */
 int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
@@ -111,6 +143,8 @@ int srv_http_filter_request(struct srv_loop *l, struct lws *wsi);
 /* The stored limit of token t: SRV_HEADER_ONE_MAX, or 0 (none) for the
  * request line's tokens. */
 unsigned srv_header_limit_of(int t);
+/* The table lws applies (info.token_limits); fills it (main thread). */
+const struct lws_token_limits *srv_http_token_limits(void);
 
 /* server/tls.c: groups, certificate reload on SIGHUP. */
 /* At vhost creation (main thread, LOAD_EXTRA_SERVER_VERIFY_CERTS). */
@@ -138,7 +172,8 @@ bool srv_log_enabled(int level);
 char *srv_stats_json(struct srv *srv, size_t *len);
 char *srv_metrics_text(struct srv *srv, size_t *len);
 
-/* Monotonic ms from the real clock (the one every server-side stamp uses). */
+/* Monotonic ms from the hub's clock. Inline, so that no server/ file
+ * calls the loops' file for the time. */
 static inline uint64_t srv_now_ms(void)
 {
     return hub_clock_now_ms(hub_clock_monotonic());

@@ -10,8 +10,10 @@ acyclic anyway; the knots were in the calls).
 How: universal-ctags lists the functions each .c file defines (and the
 static inline functions each .h defines); every identifier followed by "("
 in a file's code (comments and strings stripped) that names a function
-defined in another file is an edge caller -> callee. Cycles are the
-strongly connected components with more than one file.
+defined in another file is an edge caller -> callee. A header's static
+inline functions are a node of their own, apart from the .c file of the
+same name. Cycles are the strongly connected components with more than
+one node.
 
 Usage: tools/callgraph.py [--edges] [--check] [dir ...]   (default: timer hub server)
   --edges  print every file edge with the functions behind it
@@ -107,13 +109,14 @@ def main(argv):
             callee = public.get(name)
             if not callee or callee == f:
                 continue
-            # a .c file and its own header are one module
-            if os.path.splitext(callee)[0] == os.path.splitext(f)[0]:
-                continue
             edges[(f, callee)].add(name)
 
     def module(p):
-        return os.path.splitext(p)[0]
+        # A .c file is its own node; so is a header's set of static inline
+        # functions: calling one compiles the header's code into the caller
+        # and calls nothing in the .c file (unless the inline does, which is
+        # then an edge of its own).
+        return p
 
     graph = collections.defaultdict(set)
     for (a, b), names in edges.items():

@@ -1,7 +1,7 @@
 /*
  * tests/unit/fake_hub.h - a hub without a network for unit tests: a fake
- * clock, a fake transport that counts want_writable and kill calls, one or
- * more loops, sessions in zeroed test storage, and helpers that read the
+ * clock, a fake transport that counts want_writable, flush_soon and kill
+ * calls, one or more loops, sessions in zeroed test storage, and helpers that read the
  * frames a session has queued.
  *
  * Header-only (static functions) so each test executable gets its own copy.
@@ -42,6 +42,7 @@ struct fake_hub {
     struct hub_loop *loops[4];
     unsigned n_loops;
     unsigned wakes;
+    unsigned flush_soons;          /* a loop's pending list went non-empty */
 };
 
 static inline void fake_want_writable(void *conn)
@@ -54,15 +55,21 @@ static inline void fake_kill(void *conn)
     ((struct fake_conn *)conn)->kills++;
 }
 
-static const struct hub_transport_ops fake_ops = {
-    .want_writable = fake_want_writable,
-    .kill = fake_kill,
-};
-
 static inline void fake_wake(void *ctx)
 {
     ((struct fake_hub *)ctx)->wakes++;
 }
+
+static inline void fake_flush_soon(void *ctx)
+{
+    ((struct fake_hub *)ctx)->flush_soons++;
+}
+
+static const struct hub_transport_ops fake_ops = {
+    .want_writable = fake_want_writable,
+    .flush_soon = fake_flush_soon,
+    .kill = fake_kill,
+};
 
 static inline uint64_t fake_now_ms(const struct fake_hub *fh)
 {
@@ -85,6 +92,7 @@ static inline void fake_hub_init(struct fake_hub *fh, unsigned n_loops)
     fh->cfg.max_message = 65536;
     fh->cfg.max_queue = 1 << 20;
     fh->cfg.auth_window_s = 600;
+    fh->cfg.session_hooks = &hub_pusher_hooks;
     for (unsigned i = 0; i < 2; i++) {
         hub_app_defaults(&fh->apps[i]);
         fh->apps[i].index = i;
@@ -199,18 +207,45 @@ static inline unsigned fake_count(const struct hub_session *s,
     return n;
 }
 
-/* Pretend the transport wrote everything queued. */
+/* The transport's asks for s: writable callbacks plus flushes of its
+ * loop's pending list (tests that count them have one session a loop). */
+static inline unsigned fake_asks(const struct fake_hub *fh,
+                                 const struct fake_session *fs)
+{
+    return fs->conn.writable_calls + fh->flush_soons;
+}
+
+static inline void fake_flush_none(void *ctx, struct hub_session *s)
+{
+    (void)ctx;
+    (void)s;
+}
+
+/*
+ * Pretend the transport wrote everything queued (the data; a due ping or
+ * close stays due). s leaves its loop's pending list; when no other
+ * session is left listed, the list is flushed empty, as the server's
+ * flush would leave it. Other sessions' queues are untouched.
+ */
 static inline void fake_flush(struct hub_session *s)
 {
     static unsigned char buf[256 * 1024];
-    const unsigned char *direct;
-    size_t direct_len, n;
-    unsigned frames;
+    struct hub_loop *l = s->loop;
+    struct hub_pending *p = &l->pending;
+    struct hub_out o;
+    bool others = false;
 
+    hub_pending_forget(p, s);
+    for (uint32_t i = 0; i < p->n; i++)
+        others |= p->v[i] != NULL;
+    if (!others)
+        hub_loop_flush(l, fake_flush_none, NULL);
     while (s->q.count) {
-        n = hub_session_cork(s, buf, sizeof(buf), &direct, &direct_len,
-                             &frames);
-        hub_session_cork_done(s, n ? n : direct_len, frames);
+        size_t n = hub_sendq_cork(&s->q, buf, sizeof(buf), &o.data, &o.len,
+                                  &o.frames);
+
+        o.kind = HUB_OUT_DATA;
+        hub_session_out_done(s, &o, n ? n : o.len, 0);
     }
     s->want_writable = false;
 }
