@@ -265,9 +265,17 @@ static bool sub_refuse_name(struct hub_session *s, struct sub_req *r)
  * it to confirm, which succeeds only for the signed-in session. */
 static void sub_user_channel(struct hub_session *s, const struct sub_req *r)
 {
-    if (r->sub && s->user_id)
-        hub_pusher_send_event_string(s, SUCCEEDED, r->name, "{}");
-    else
+    struct hub_frame *f;
+
+    if (r->sub && s->user_id) {
+        f = string_event_frame(SUCCEEDED, r->name, "{}");
+        if (!f) {
+            send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+            return;
+        }
+        hub_session_send(s, f);
+        hub_frame_unref(f);
+    } else
         send_sub_error(s, r->name, "AuthError",
                        "#server-to-user- channels need pusher:signin", 403);
 }

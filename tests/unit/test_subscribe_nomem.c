@@ -3,7 +3,8 @@
  * failing allocator (fail_alloc.h): allocation 0, 1, ... of one client
  * message fails in turn, on a fresh two-loop fake hub each run, for
  * pusher:subscribe to a public, a private and a presence channel (first
- * join; the same user again; a full channel), a client event and
+ * join; the same user again; a full channel) and to the user channel of
+ * a signed-in socket, a client event and
  * pusher:signin. Then hub_session_fini() of a session in two presence
  * channels and a public one, its leave_all under the same countdown.
  *
@@ -216,6 +217,17 @@ static void setup_a_in_private(struct world *w)
     fake_subscribe(&w->fh, &w->a.s, "private-a", NULL);
 }
 
+static void setup_a_signed_in(struct world *w)
+{
+    setup_b(w);
+    fake_signin(&w->fh, &w->a.s, "{\"id\":\"u9\"}");
+}
+
+static void msg_user_channel(struct world *w, char *buf, size_t len)
+{
+    subscribe_text(&w->a.s, "#server-to-user-u9", NULL, buf, len);
+}
+
 static void msg_news(struct world *w, char *buf, size_t len)
 {
     subscribe_text(&w->a.s, "news", NULL, buf, len);
@@ -396,6 +408,17 @@ static void test_subscribe_nomem_private(void **state)
     message_countdown(&tc);
 }
 
+/* pusher-js confirms the user channel a sign-in joined. */
+static void test_subscribe_nomem_user_channel(void **state)
+{
+    static const struct tcase tc = { "user channel", "#server-to-user-u9",
+                                     0, setup_a_signed_in,
+                                     msg_user_channel };
+
+    (void)state;
+    message_countdown(&tc);
+}
+
 static void test_subscribe_nomem_presence_first(void **state)
 {
     static const struct tcase tc = { "presence, first join",
@@ -515,6 +538,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_subscribe_nomem_public),
         T(test_subscribe_nomem_private),
+        T(test_subscribe_nomem_user_channel),
         T(test_subscribe_nomem_presence_first),
         T(test_subscribe_nomem_presence_again),
         T(test_subscribe_nomem_presence_full),
