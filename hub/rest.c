@@ -337,17 +337,12 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
             /* The batch form reports the single channel's info directly. */
             json_t *only = json_object_iter_value(json_object_iter(info));
 
-            if (json_array_append_new(infos, only ? json_incref(only)
-                                                  : json_object())) {
+            if (!info || json_array_append_new(infos, only ? json_incref(only)
+                                                           : json_object())) {
                 json_decref(infos);
                 infos = NULL;
             }
             json_decref(info);
-            /* No info object at all (not an empty one) is out of memory. */
-            if (!info) {
-                json_decref(infos);
-                infos = NULL;
-            }
         }
         answer = json_pack("{s:o}", "batch", infos);
     } else {
