@@ -50,17 +50,6 @@ static struct hub_frame *string_event_frame(const char *event,
     return f;
 }
 
-void hub_pusher_send_event_string(struct hub_session *s, const char *event,
-                                  const char *channel, const char *data_text)
-{
-    struct hub_frame *f = string_event_frame(event, channel, data_text);
-
-    if (f) {
-        hub_session_send(s, f);
-        hub_frame_unref(f);
-    }
-}
-
 struct hub_frame *hub_pusher_string_frame(const char *event,
                                           const char *channel,
                                           const char *text)
