@@ -62,7 +62,8 @@ int hub_pusher_publish(struct hub_session *s, const char *channel,
 {
     struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
 
-    return hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f, &ex);
+    return hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f,
+                       &ex);
 }
 
 static void send_sub_error(struct hub_session *s, const char *channel,
@@ -142,8 +143,9 @@ static struct hub_frame *member_frame(const char *event, const char *channel,
     return f;
 }
 
-/* Publish member_removed; seq: the directory seq of the change. Dropped
- * when out of memory. */
+/* Publish a member event (member_removed, at a leave, which cannot be
+ * refused); seq: the directory seq of the change. Dropped when out of
+ * memory. */
 static void member_event(struct hub_session *s, const char *event,
                          const char *channel, size_t chlen,
                          const char *user_id, const char *user_info,
@@ -264,9 +266,10 @@ static void sub_user_channel(struct hub_session *s, const struct sub_req *r)
         }
         hub_session_send(s, f);
         hub_frame_unref(f);
-    } else
+    } else {
         send_sub_error(s, r->name, "AuthError",
                        "#server-to-user- channels need pusher:signin", 403);
+    }
 }
 
 /* Private, encrypted and presence channels: check the signature (presence:
@@ -412,9 +415,8 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
         added = member_frame("pusher_internal:member_added", r->name,
                              r->user_id, r->user_info);
         /* hub_publish is all loops or none. */
-        if (!added || hub_publish(l->hub, l, app->index, r->name, r->len,
-                                  added, &(struct hub_excl){
-                                      true, s->sid_hi, s->sid_lo, join.seq })) {
+        if (!added ||
+            hub_pusher_publish(s, r->name, r->len, added, join.seq)) {
             hub_frame_unref(ok);
             ok = NULL;
         }
