@@ -17,6 +17,7 @@
 
 #include "hub/backplane.h"
 #include "hub/chantab.h"
+#include "hub/json.h"
 #include "timer/list.h"
 
 struct hub_member {
@@ -103,21 +104,31 @@ static char *members_json(const struct hub_gchan *g)
 {
     json_t *ids = json_array(), *hash = json_object(), *root;
     char *out;
+    bool ok = ids && hash;
 
-    for (uint32_t i = 0; i < g->n_members; i++) {
+    /* Every insert is checked: jansson drops a value it could not add
+     * (and a NULL one), and a member list short of a member is wrong. */
+    for (uint32_t i = 0; ok && i < g->n_members; i++) {
         const struct hub_member *m = &g->members[i];
-        json_t *info = NULL;
+        json_t *info;
 
-        if (m->user_info)
-            info = json_loads(m->user_info, JSON_DECODE_ANY, NULL);
-        json_array_append_new(ids, json_string(m->user_id));
-        json_object_set_new(hash, m->user_id, info ? info : json_object());
+        /* user_info was checked when the member joined: NULL here is out
+         * of memory (jansson says so as a parse error). */
+        info = m->user_info ? json_loads(m->user_info, JSON_DECODE_ANY, NULL)
+                            : json_object();
+        ok = json_array_append_new(ids, json_string(m->user_id)) == 0;
+        ok = json_object_set_new(hash, m->user_id, info) == 0 && ok;
+    }
+    if (!ok) {
+        json_decref(ids);
+        json_decref(hash);
+        return NULL;
     }
     root = json_pack("{s:{s:o,s:o,s:I}}", "presence", "ids", ids, "hash",
                      hash, "count", (json_int_t)g->n_members);
     if (!root)
         return NULL;
-    out = json_dumps(root, JSON_COMPACT);
+    out = hub_json_dumps(root, JSON_COMPACT);
     json_decref(root);
     return out;
 }
@@ -275,9 +286,15 @@ json_t *hub_directory_list(struct hub_directory *d, unsigned app,
                      memcmp(g->name, prefix, plen) != 0))
             continue;
         o = json_object();
-        if (user_count)
-            json_object_set_new(o, "user_count", json_integer(g->n_members));
-        json_object_set_new(out, g->name, o);
+        if (user_count &&
+            json_object_set_new(o, "user_count", json_integer(g->n_members)))
+            json_decref(o), o = NULL;
+        if (json_object_set_new(out, g->name, o)) {
+            /* A list without the channel would pass for a true one. */
+            json_decref(out);
+            out = NULL;
+            break;
+        }
     }
     pthread_mutex_unlock(&d->mu);
     return out;
@@ -295,8 +312,12 @@ json_t *hub_directory_users(struct hub_directory *d, unsigned app,
     g = dir_find(d, app, name, len);
     if (g)
         for (uint32_t i = 0; i < g->n_members; i++)
-            json_array_append_new(
-                arr, json_pack("{s:s}", "id", g->members[i].user_id));
+            if (json_array_append_new(
+                    arr, json_pack("{s:s}", "id", g->members[i].user_id))) {
+                json_decref(arr);    /* short of a member: not an answer */
+                arr = NULL;
+                break;
+            }
     pthread_mutex_unlock(&d->mu);
     return arr;
 }

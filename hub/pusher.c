@@ -18,6 +18,7 @@
 
 #include "hub/auth.h"
 #include "hub/chanmap.h"
+#include "hub/json.h"
 #include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
@@ -66,6 +67,7 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
 {
     const struct hub_app *app = s->app;
     json_t *ud, *reply;
+    struct hub_frame *f;
     const char *id;
     char *text;
     int rc;
@@ -96,23 +98,29 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
                                true);
         return;
     }
-    if (!s->user_id) {
+    /* The confirmation first: once signed in, the socket gets it. */
+    reply = json_pack("{s:s}", "user_data", m->user_data);
+    text = hub_json_dumps(reply, JSON_COMPACT);
+    json_decref(reply);
+    f = text ? hub_pusher_string_frame("pusher:signin_success", NULL, text)
+             : NULL;
+    free(text);
+    if (f && !s->user_id) {
         s->user_id = strdup(id);
         if (!s->user_id || hub_pusher_join_user_channel(s, id)) {
             free(s->user_id);
             s->user_id = NULL;
-            json_decref(ud);
-            hub_session_send_error(s, 4009, "Out of memory", true);
-            return;
+            hub_frame_unref(f);
+            f = NULL;
         }
     }
     json_decref(ud);
-    reply = json_pack("{s:s}", "user_data", m->user_data);
-    text = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
-    json_decref(reply);
-    if (text)
-        hub_pusher_send_event_string(s, "pusher:signin_success", NULL, text);
-    free(text);
+    if (!f) {
+        hub_session_send_error(s, 4009, "Out of memory", true);
+        return;
+    }
+    hub_session_send(s, f);
+    hub_frame_unref(f);
 }
 
 static bool take_token(struct hub_session *s, uint64_t now_ms)
@@ -143,6 +151,7 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     struct hub_sub *sub;
     char *data;
     struct hub_frame *f;
+    int rc;
 
     if (!app->client_events) {
         hub_session_send_error(s, 4301,
@@ -176,10 +185,10 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
                                false);
         goto dropped;
     }
-    data = m->data ? json_dumps(m->data, JSON_COMPACT | JSON_ENCODE_ANY)
+    data = m->data ? hub_json_dumps(m->data, JSON_COMPACT | JSON_ENCODE_ANY)
                    : strdup("null");
     if (!data)
-        goto dropped;
+        goto nomem;
     if (strlen(data) > app->max_event_bytes) {
         free(data);
         hub_session_send_error(s, -1, "Client event data too large", false);
@@ -188,12 +197,19 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     f = hub_proto_event_frame(m->event, sub->ch->name, data, strlen(data),
                     kind == HUB_CHANNEL_PRESENCE ? sub->user_id : NULL);
     free(data);
-    if (!f)
-        goto dropped;
-    hub_pusher_publish(s, sub->ch->name, sub->ch->name_len, f, 0);
-    hub_frame_unref(f);
+    /* hub_publish reaches every loop or none. */
+    rc = f ? hub_pusher_publish(s, sub->ch->name, sub->ch->name_len, f, 0)
+           : -ENOMEM;
+    if (f)
+        hub_frame_unref(f);
+    if (rc)
+        goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
     return;
+nomem:
+    /* Told, not dropped in silence: the sender may send it again. */
+    hub_session_send_error(s, -1, "Client event dropped: out of memory",
+                           false);
 dropped:
     HUB_STAT_ADD(l->stats.client_events_dropped, 1);
 }

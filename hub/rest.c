@@ -18,16 +18,19 @@
 
 #include "hub/auth.h"
 #include "hub/backplane.h"
+#include "hub/json.h"
 #include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
 #include "hub/publish.h"
 #include "hub/query.h"
 
+/* Answer with the text of o (taken); a 500 when o is NULL or its text
+ * cannot be made. */
 static void reply_json(struct hub_rest_response *out, int status, json_t *o)
 {
     out->status = status;
-    out->body = json_dumps(o, JSON_COMPACT);
+    out->body = hub_json_dumps(o, JSON_COMPACT);
     out->len = out->body ? strlen(out->body) : 0;
     json_decref(o);
     if (!out->body) {
@@ -65,7 +68,7 @@ static char *data_literal(json_t *data, size_t *len, size_t *raw_len)
         s = json_string_value(data);
         n = json_string_length(data);
     } else {
-        tmp = json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
+        tmp = hub_json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
         if (!tmp)
             return NULL;
         s = tmp;
@@ -186,13 +189,54 @@ static int check_event(const struct hub_app *app, json_t *ev,
 }
 
 /*
+ * The info the event asked for, {channel: {...}} (an empty object when it
+ * asked for none), or NULL when out of memory. Made before the event is
+ * published (publishing does not change the counts), so that no
+ * allocation is left to fail once subscribers have it.
+ */
+static json_t *event_info(struct hub_loop *l, const struct hub_app *app,
+                          const struct event_req *r)
+{
+    size_t n_ch = r->channels ? json_array_size(r->channels) : 1;
+    json_t *info = json_object();
+
+    for (size_t i = 0; info && r->info && i < n_ch; i++) {
+        json_t *c = r->channels ? json_array_get(r->channels, i) : r->single;
+        const char *name = json_string_value(c);
+        size_t len = json_string_length(c);
+        struct hub_channel_info ci;
+        json_t *o = json_object();
+        int bad = 0;
+
+        hub_dir_info(l->hub, app->index, name, len, &ci);
+        /* Each insert checked: jansson drops what it cannot add. */
+        if (strstr(r->info, "user_count") &&
+            hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE)
+            bad |= json_object_set_new(o, "user_count",
+                                       json_integer(ci.user_count));
+        if (strstr(r->info, "subscription_count"))
+            bad |= json_object_set_new(o, "subscription_count",
+                                       json_integer(ci.subscription_count));
+        if (bad) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (json_object_set_new(info, name, o)) {
+            json_decref(info);
+            info = NULL;
+        }
+    }
+    return info;
+}
+
+/*
  * Publish one validated event, one frame per channel, each built from the
  * one literal just before it is published (so at most one frame of the
- * request is held at a time); fills info_out (may be NULL). 0 or -ENOMEM:
- * the channels before the failing one got it.
+ * request is held at a time). 0 or -ENOMEM: the channels before the
+ * failing one got it.
  */
 static int publish_event(struct hub_loop *l, const struct hub_app *app,
-                         const struct event_req *r, json_t *info_out)
+                         const struct event_req *r)
 {
     size_t n_ch = r->channels ? json_array_size(r->channels) : 1;
     int rc;
@@ -212,52 +256,51 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
         hub_frame_unref(f);
         if (rc)
             return rc;
-        if (info_out && r->info) {
-            struct hub_channel_info ci;
-            json_t *o = json_object();
-
-            hub_dir_info(l->hub, app->index, name, len, &ci);
-            if (strstr(r->info, "user_count") &&
-                hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE)
-                json_object_set_new(o, "user_count",
-                                    json_integer(ci.user_count));
-            if (strstr(r->info, "subscription_count"))
-                json_object_set_new(o, "subscription_count",
-                                    json_integer(ci.subscription_count));
-            json_object_set_new(info_out, name, o);
-        }
     }
     return 0;
+}
+
+/* Answer 200 with text (taken), made before publishing. */
+static void reply_text(struct hub_rest_response *out, char *text)
+{
+    out->status = 200;
+    out->body = text;
+    out->len = strlen(text);
 }
 
 static void post_events(struct hub_loop *l, const struct hub_app *app,
                         json_t *body, struct hub_rest_response *out)
 {
     struct event_req r;
-    json_t *info;
-    int rc;
+    json_t *answer;
+    char *text;
+    int rc = -ENOMEM;
 
     if (check_event(app, body, &r, out))
         return;
-    info = r.info ? json_object() : NULL;
-    rc = publish_event(l, app, &r, info);
+    /* The answer first: a 500 then means that no channel got the event
+     * (one channel), or only the channels before the one that failed. */
+    answer = r.info ? json_pack("{s:o}", "channels", event_info(l, app, &r))
+                    : json_object();
+    text = hub_json_dumps(answer, JSON_COMPACT);
+    json_decref(answer);
+    if (text)
+        rc = publish_event(l, app, &r);
     event_req_fini(&r);
     if (rc) {
-        json_decref(info);
+        free(text);
         reply_error(out, 500, "out of memory");
         return;
     }
-    if (info)
-        reply_json(out, 200, json_pack("{s:o}", "channels", info));
-    else
-        reply_json(out, 200, json_object());
+    reply_text(out, text);
 }
 
 static void post_batch(struct hub_loop *l, const struct hub_app *app,
                        json_t *body, struct hub_rest_response *out)
 {
-    json_t *batch = json_object_get(body, "batch"), *infos;
+    json_t *batch = json_object_get(body, "batch"), *answer;
     struct event_req *reqs;
+    char *text = NULL;
     size_t n, checked;
     bool any_info = false, failed = false;
 
@@ -285,33 +328,41 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
         if (reqs[checked].info)
             any_info = true;
     }
-    infos = any_info ? json_array() : NULL;
-    failed = any_info && !infos;
+    /* The answer before anything is published (see post_events). */
+    if (any_info) {
+        json_t *infos = json_array();
+
+        for (size_t i = 0; infos && i < n; i++) {
+            json_t *info = event_info(l, app, &reqs[i]);
+            /* The batch form reports the single channel's info directly. */
+            json_t *only = json_object_iter_value(json_object_iter(info));
+
+            if (!info || json_array_append_new(infos, only ? json_incref(only)
+                                                           : json_object())) {
+                json_decref(infos);
+                infos = NULL;
+            }
+            json_decref(info);
+        }
+        answer = json_pack("{s:o}", "batch", infos);
+    } else {
+        answer = json_object();
+    }
+    text = hub_json_dumps(answer, JSON_COMPACT);
+    json_decref(answer);
+    failed = !text;
     /*
      * Out of memory part-way stops here with a 500; the events before
      * were published (holding every frame of a batch first would cost up
      * to max_batch_events x max_channels_per_event frames at once).
      */
-    for (size_t i = 0; i < n && !failed; i++) {
-        json_t *info = any_info ? json_object() : NULL;
-
-        failed = publish_event(l, app, &reqs[i], info) != 0;
-        if (any_info) {
-            /* The batch form reports the single channel's info directly. */
-            json_t *only = json_object_iter_value(json_object_iter(info));
-
-            json_array_append_new(infos,
-                                  only ? json_incref(only) : json_object());
-            json_decref(info);
-        }
-    }
+    for (size_t i = 0; i < n && !failed; i++)
+        failed = publish_event(l, app, &reqs[i]) != 0;
     if (failed) {
-        json_decref(infos);
+        free(text);
         reply_error(out, 500, "out of memory");
-    } else if (infos) {
-        reply_json(out, 200, json_pack("{s:o}", "batch", infos));
     } else {
-        reply_json(out, 200, json_object());
+        reply_text(out, text);
     }
 out:
     for (size_t i = 0; i < checked; i++)
@@ -349,6 +400,7 @@ static void get_channel(struct hub_loop *l, const struct hub_app *app,
     bool presence = hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE;
     struct hub_channel_info ci;
     json_t *o;
+    int bad = 0;
 
     if (info && strstr(info, "user_count") && !presence) {
         reply_error(out, 400, "user_count is only for presence channels");
@@ -356,11 +408,17 @@ static void get_channel(struct hub_loop *l, const struct hub_app *app,
     }
     hub_dir_info(l->hub, app->index, name, len, &ci);
     o = json_pack("{s:b}", "occupied", ci.occupied);
+    /* Each insert checked: jansson drops what it cannot add. */
     if (info && strstr(info, "user_count"))
-        json_object_set_new(o, "user_count", json_integer(ci.user_count));
+        bad |= json_object_set_new(o, "user_count",
+                                   json_integer(ci.user_count));
     if (info && strstr(info, "subscription_count"))
-        json_object_set_new(o, "subscription_count",
-                            json_integer(ci.subscription_count));
+        bad |= json_object_set_new(o, "subscription_count",
+                                   json_integer(ci.subscription_count));
+    if (bad) {
+        json_decref(o);
+        o = NULL;
+    }
     reply_json(out, 200, o);
 }
 

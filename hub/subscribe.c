@@ -22,6 +22,7 @@
 #include "hub/auth.h"
 #include "hub/backplane.h"
 #include "hub/chanmap.h"
+#include "hub/json.h"
 #include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
@@ -49,23 +50,20 @@ static struct hub_frame *string_event_frame(const char *event,
     return f;
 }
 
-void hub_pusher_send_event_string(struct hub_session *s, const char *event,
-                                  const char *channel, const char *data_text)
+struct hub_frame *hub_pusher_string_frame(const char *event,
+                                          const char *channel,
+                                          const char *text)
 {
-    struct hub_frame *f = string_event_frame(event, channel, data_text);
-
-    if (f) {
-        hub_session_send(s, f);
-        hub_frame_unref(f);
-    }
+    return string_event_frame(event, channel, text);
 }
 
-void hub_pusher_publish(struct hub_session *s, const char *channel,
-                        size_t len, struct hub_frame *f, uint64_t member_seq)
+int hub_pusher_publish(struct hub_session *s, const char *channel,
+                       size_t len, struct hub_frame *f, uint64_t member_seq)
 {
     struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
 
-    hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f, &ex);
+    return hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f,
+                       &ex);
 }
 
 static void send_sub_error(struct hub_session *s, const char *channel,
@@ -75,8 +73,12 @@ static void send_sub_error(struct hub_session *s, const char *channel,
     size_t n = hub_proto_encode_subscription_error(buf, sizeof(buf), channel,
                                                    type, error, status);
 
-    if (n < sizeof(buf))
-        hub_session_send_text(s, buf, n);
+    /* A refusal the client cannot be told of would leave it waiting:
+     * out of memory for the frame closes with 1011 instead (the close
+     * frame needs no allocation). */
+    if (n < sizeof(buf) && hub_session_send_text(s, buf, n) == -ENOMEM &&
+        s->state == HUB_SESSION_OPEN)
+        hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
 }
 
 struct hub_sub *hub_pusher_find_sub(struct hub_session *s, const char *name,
@@ -116,29 +118,41 @@ static bool over_sub_cap(const struct hub_session *s, uint32_t cap)
     return false;
 }
 
-/* Publish member_added/_removed with data {"user_id":U[,"user_info":I]};
- * seq: the directory seq of the change. Dropped when out of memory. */
-static void member_event(struct hub_session *s, const char *event,
-                         const char *channel, size_t chlen,
-                         const char *user_id, const char *user_info,
-                         uint64_t seq)
+/* The member_added/_removed frame, data {"user_id":U[,"user_info":I]};
+ * NULL when out of memory (user_info was checked at the join: a parse
+ * that fails now is jansson out of memory). */
+static struct hub_frame *member_frame(const char *event, const char *channel,
+                                      const char *user_id,
+                                      const char *user_info)
 {
     json_t *o = json_pack("{s:s}", "user_id", user_id);
     struct hub_frame *f = NULL;
     char *text;
 
-    if (!o)
-        return;
-    if (user_info) {
-        json_t *info = json_loads(user_info, JSON_DECODE_ANY, NULL);
-
-        json_object_set_new(o, "user_info", info ? info : json_object());
+    if (o && user_info &&
+        json_object_set_new(o, "user_info",
+                            json_loads(user_info, JSON_DECODE_ANY, NULL))) {
+        json_decref(o);
+        o = NULL;
     }
-    text = json_dumps(o, JSON_COMPACT);
+    text = hub_json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (text)
         f = string_event_frame(event, channel, text);
     free(text);
+    return f;
+}
+
+/* Publish a member event (member_removed, at a leave, which cannot be
+ * refused); seq: the directory seq of the change. Dropped when out of
+ * memory. */
+static void member_event(struct hub_session *s, const char *event,
+                         const char *channel, size_t chlen,
+                         const char *user_id, const char *user_info,
+                         uint64_t seq)
+{
+    struct hub_frame *f = member_frame(event, channel, user_id, user_info);
+
     if (f) {
         hub_pusher_publish(s, channel, chlen, f, seq);
         hub_frame_unref(f);
@@ -178,8 +192,12 @@ static int parse_channel_data(const struct hub_app *app, const char *cd,
     }
     info = json_object_get(root, "user_info");
     if (info) {
-        *user_info = json_dumps(info, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (*user_info && strlen(*user_info) > app->max_user_info_bytes) {
+        *user_info = hub_json_dumps(info, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!*user_info) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        if (strlen(*user_info) > app->max_user_info_bytes) {
             free(*user_info);
             *user_info = NULL;
             *why = "channel_data.user_info is too large";
@@ -238,11 +256,20 @@ static bool sub_refuse_name(struct hub_session *s, struct sub_req *r)
  * it to confirm, which succeeds only for the signed-in session. */
 static void sub_user_channel(struct hub_session *s, const struct sub_req *r)
 {
-    if (r->sub && s->user_id)
-        hub_pusher_send_event_string(s, SUCCEEDED, r->name, "{}");
-    else
+    struct hub_frame *f;
+
+    if (r->sub && s->user_id) {
+        f = string_event_frame(SUCCEEDED, r->name, "{}");
+        if (!f) {
+            send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+            return;
+        }
+        hub_session_send(s, f);
+        hub_frame_unref(f);
+    } else {
         send_sub_error(s, r->name, "AuthError",
                        "#server-to-user- channels need pusher:signin", 403);
+    }
 }
 
 /* Private, encrypted and presence channels: check the signature (presence:
@@ -286,8 +313,12 @@ static bool sub_presence_identity(struct hub_session *s,
 
     if (!rc)
         return false;
-    send_sub_error(s, r->name, rc == -E2BIG ? "LimitReached" : "AuthError",
-                   why, rc == -E2BIG ? 4301 : 400);
+    if (rc == -ENOMEM)
+        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+    else
+        send_sub_error(s, r->name,
+                       rc == -E2BIG ? "LimitReached" : "AuthError", why,
+                       rc == -E2BIG ? 4301 : 400);
     return true;
 }
 
@@ -300,6 +331,7 @@ static void sub_presence_again(struct hub_session *s, const struct sub_req *r)
 {
     struct hub_loop *l = s->loop;
     struct hub_presence_join again = { 0 };
+    struct hub_frame *f;
     bool last;
 
     if (strcmp(r->sub->user_id, r->user_id) != 0) {
@@ -309,14 +341,22 @@ static void sub_presence_again(struct hub_session *s, const struct sub_req *r)
     }
     again.user_id = r->user_id;
     again.user_info = r->user_info;
-    if (hub_dir_join(l->hub, s->app->index, r->name, r->len, &again))
+    if (hub_dir_join(l->hub, s->app->index, r->name, r->len, &again)) {
+        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
         return;
-    hub_pusher_send_event_string(s, SUCCEEDED, r->name,
-                                 again.members_json ? again.members_json
-                                                    : "{}");
+    }
+    f = again.members_json
+            ? string_event_frame(SUCCEEDED, r->name, again.members_json)
+            : NULL;
     hub_dir_leave(l->hub, s->app->index, r->name, r->len, r->user_id,
                   &last, NULL);
     free(again.members_json);
+    if (!f) {
+        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+        return;
+    }
+    hub_session_send(s, f);
+    hub_frame_unref(f);
 }
 
 /*
@@ -324,7 +364,10 @@ static void sub_presence_again(struct hub_session *s, const struct sub_req *r)
  * with the identity and the member limit), both list links, then the
  * confirmation and, for a presence user's first session, member_added.
  * Takes r->user_id on success. Out of memory: 500; directory refusal
- * (full presence channel or no memory): 4100.
+ * (full presence channel or no memory): 4100. Both frames are made, and
+ * member_added published, before the subscription is linked: out of
+ * memory there undoes the join and answers 500, so a subscription is
+ * never left without its confirmation or its announcement.
  */
 static void sub_link(struct hub_session *s, struct sub_req *r)
 {
@@ -332,6 +375,7 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
     struct hub_loop *l = s->loop;
     bool presence = r->kind == HUB_CHANNEL_PRESENCE;
     struct hub_presence_join join = { 0 };
+    struct hub_frame *ok = NULL, *added;
     struct hub_lchan *ch;
     struct hub_sub *sub;
     int rc;
@@ -363,6 +407,32 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
                        4100);
         return;
     }
+    if (!presence || join.members_json)
+        ok = string_event_frame(SUCCEEDED, r->name,
+                                presence ? join.members_json : "{}");
+    free(join.members_json);
+    if (ok && presence && join.first) {
+        added = member_frame("pusher_internal:member_added", r->name,
+                             r->user_id, r->user_info);
+        /* hub_publish is all loops or none. */
+        if (!added ||
+            hub_pusher_publish(s, r->name, r->len, added, join.seq)) {
+            hub_frame_unref(ok);
+            ok = NULL;
+        }
+        if (added)
+            hub_frame_unref(added);
+    }
+    if (!ok) {
+        bool last;
+
+        hub_dir_leave(l->hub, app->index, r->name, r->len,
+                      presence ? r->user_id : NULL, &last, NULL);
+        free(sub);
+        hub_chanmap_put(l->chans, ch);
+        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+        return;
+    }
     sub->s = s;
     sub->ch = ch;
     sub->user_id = r->user_id;
@@ -372,12 +442,8 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
     hub_list_link_tail(&s->subs, &sub->session_link);
     ch->n_members++;
     HUB_STAT_ADD(l->stats.subscriptions, 1);
-    hub_pusher_send_event_string(s, SUCCEEDED, r->name,
-                                 join.members_json ? join.members_json : "{}");
-    free(join.members_json);
-    if (presence && join.first)
-        member_event(s, "pusher_internal:member_added", r->name, r->len,
-                     sub->user_id, r->user_info, join.seq);
+    hub_session_send(s, ok);
+    hub_frame_unref(ok);
 }
 
 void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)
@@ -401,7 +467,14 @@ void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)
         }
     } else if (r.sub) {
         /* Idempotent: confirm again, change nothing. */
-        hub_pusher_send_event_string(s, SUCCEEDED, r.name, "{}");
+        struct hub_frame *f = string_event_frame(SUCCEEDED, r.name, "{}");
+
+        if (f) {
+            hub_session_send(s, f);
+            hub_frame_unref(f);
+        } else {
+            send_sub_error(s, r.name, "ServerError", "Out of memory", 500);
+        }
         goto out;
     }
     sub_link(s, &r);

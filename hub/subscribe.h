@@ -29,13 +29,16 @@ struct hub_sub *hub_pusher_find_sub(struct hub_session *s, const char *name,
  * list these channels). 0 or -ENOMEM. */
 int hub_pusher_join_user_channel(struct hub_session *s, const char *id);
 
-/* Send {"event":E,"channel":C,"data":"<data_text as a JSON string>"} to s
- * alone; channel may be NULL. Dropped when out of memory. */
-void hub_pusher_send_event_string(struct hub_session *s, const char *event,
-                                  const char *channel, const char *data_text);
 /* Publish f to channel on every loop, except s itself; member_seq as in
- * struct hub_excl (0 for anything but presence member events). */
-void hub_pusher_publish(struct hub_session *s, const char *channel,
-                        size_t len, struct hub_frame *f, uint64_t member_seq);
+ * struct hub_excl (0 for anything but presence member events). 0, or
+ * -ENOMEM when it reached no loop (hub_publish). */
+int hub_pusher_publish(struct hub_session *s, const char *channel,
+                       size_t len, struct hub_frame *f, uint64_t member_seq);
+
+/* The frame of {"event":E,"channel":C (NULL: none),"data":"<text as a
+ * JSON string>"}, one reference for the caller; NULL when out of memory. */
+struct hub_frame *hub_pusher_string_frame(const char *event,
+                                          const char *channel,
+                                          const char *text);
 
 #endif
