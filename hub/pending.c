@@ -7,22 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int hub_pending_add(struct hub_pending *p, struct hub_session *s)
+int hub_pending_grow(struct hub_pending *p)
 {
-    if (p->n == p->cap) {
-        uint32_t cap = p->cap ? p->cap * 2 : 1024;
-        struct hub_session **v = realloc(p->v, cap * sizeof(*v));
+    uint32_t cap = p->cap ? p->cap * 2 : 1024;
+    struct hub_session **v = realloc(p->v, cap * sizeof(*v));
 
-        if (!v)
-            return -ENOMEM;
-        p->v = v;
-        p->cap = cap;
-    }
-    p->v[p->n++] = s;
-    if (p->armed)
-        return 0;
-    p->armed = true;
-    return 1;
+    if (!v)
+        return -ENOMEM;
+    p->v = v;
+    p->cap = cap;
+    return 0;
 }
 
 void hub_pending_forget(struct hub_pending *p, struct hub_session *s)

@@ -15,6 +15,7 @@
 #ifndef HUB_PENDING_H
 #define HUB_PENDING_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -28,7 +29,19 @@ struct hub_pending {
 
 /* List s. 1 when the list was not armed (the caller asks for a flush),
  * 0 when a flush is already due, -ENOMEM (s not listed). */
-int hub_pending_add(struct hub_pending *p, struct hub_session *s);
+int hub_pending_grow(struct hub_pending *p); /* 0 or -ENOMEM */
+
+/* Inline: once per delivery of a fan-out; growth is rare. */
+static inline int hub_pending_add(struct hub_pending *p, struct hub_session *s)
+{
+    if (p->n == p->cap && hub_pending_grow(p))
+        return -ENOMEM;
+    p->v[p->n++] = s;
+    if (p->armed)
+        return 0;
+    p->armed = true;
+    return 1;
+}
 /* s goes away: clear every entry for it. */
 void hub_pending_forget(struct hub_pending *p, struct hub_session *s);
 /*

@@ -39,26 +39,20 @@ void hub_sendq_fini(struct hub_sendq *q)
     q->cap = 0;
 }
 
-int hub_sendq_push(struct hub_sendq *q, struct hub_frame *f, bool take_ref)
+int hub_sendq_grow(struct hub_sendq *q)
 {
-    if (q->count == q->cap) {
-        uint32_t cap = q->cap * 2;
-        struct hub_frame **ring = malloc((size_t)cap * sizeof(*ring));
+    uint32_t cap = q->cap * 2;
+    struct hub_frame **ring = malloc((size_t)cap * sizeof(*ring));
 
-        if (!ring)
-            return -ENOMEM;
-        for (uint32_t i = 0; i < q->count; i++)
-            ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
-        if (q->ring != q->inline_ring)
-            free(q->ring);
-        q->ring = ring;
-        q->cap = cap;
-        q->head = 0;
-    }
-    q->ring[(q->head + q->count) & (q->cap - 1)] =
-        take_ref ? hub_frame_ref(f) : f;
-    q->count++;
-    q->bytes += f->len;
+    if (!ring)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < q->count; i++)
+        ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
+    if (q->ring != q->inline_ring)
+        free(q->ring);
+    q->ring = ring;
+    q->cap = cap;
+    q->head = 0;
     return 0;
 }
 

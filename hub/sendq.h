@@ -13,6 +13,7 @@
 #ifndef HUB_SENDQ_H
 #define HUB_SENDQ_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,7 +42,20 @@ void hub_sendq_fini(struct hub_sendq *q);
  * (the caller adds it later, see hub_session_push()). 0 or -ENOMEM (the
  * ring could not grow; nothing changed).
  */
-int hub_sendq_push(struct hub_sendq *q, struct hub_frame *f, bool take_ref);
+int hub_sendq_grow(struct hub_sendq *q); /* double the ring; 0 or -ENOMEM */
+
+/* Inline: a fan-out pushes once per recipient, and only growth is rare. */
+static inline int hub_sendq_push(struct hub_sendq *q, struct hub_frame *f,
+                                 bool take_ref)
+{
+    if (q->count == q->cap && hub_sendq_grow(q))
+        return -ENOMEM;
+    q->ring[(q->head + q->count) & (q->cap - 1)] =
+        take_ref ? hub_frame_ref(f) : f;
+    q->count++;
+    q->bytes += f->len;
+    return 0;
+}
 /* Drop every queued frame; returns the unsent bytes dropped. */
 uint64_t hub_sendq_drop(struct hub_sendq *q);
 
