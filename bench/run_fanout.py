@@ -604,8 +604,14 @@ def main():
     results = {s[0]: {p.name: [] for p in peers} for s in scens}
     notes = {p.name: p.unavailable for p in peers}
     for rep in range(a.reps):
-        # Interleave: rotate the peer order every rep.
+        # Interleave: rotate the peer order every rep, and run it backwards
+        # on odd reps, so no peer always follows the same one. A peer's
+        # figures depend on what ran just before it (a REST peer leaves
+        # thousands of TIME_WAIT sockets behind): a --hub-base comparison
+        # moved by ~10% when the two binaries swapped places.
         order = peers[rep % len(peers):] + peers[:rep % len(peers)]
+        if rep % 2:
+            order.reverse()
         for p in order:
             if p.unavailable:
                 continue
