@@ -257,15 +257,15 @@ static inline int fake_recv(struct fake_hub *fh, struct hub_session *s,
     return hub_pusher_on_message(s, text, strlen(text), fake_now_ms(fh));
 }
 
-/* Subscribe with a correct signature (channel_data may be NULL). */
-static inline int fake_subscribe(struct fake_hub *fh, struct hub_session *s,
-                          const char *channel, const char *channel_data)
+/* The channel signature hex of s for channel (channel_data may be NULL);
+ * no allocation, so allocation-failure tests can use it too. */
+static inline void fake_channel_sig(const struct hub_session *s,
+                                    const char *channel,
+                                    const char *channel_data,
+                                    char sig[HUB_SHA256_HEX_LEN + 1])
 {
     const struct hub_app *app = s->app;
-    char tosign[1024], sig[HUB_SHA256_HEX_LEN + 1], auth[256];
-    json_t *data, *msg;
-    char *text;
-    int rc;
+    char tosign[1024];
 
     if (channel_data)
         snprintf(tosign, sizeof(tosign), "%s:%s:%s", s->socket_id, channel,
@@ -274,6 +274,19 @@ static inline int fake_subscribe(struct fake_hub *fh, struct hub_session *s,
         snprintf(tosign, sizeof(tosign), "%s:%s", s->socket_id, channel);
     hub_auth_hmac_hex(app->secret, strlen(app->secret), tosign,
                       strlen(tosign), sig);
+}
+
+/* Subscribe with a correct signature (channel_data may be NULL). */
+static inline int fake_subscribe(struct fake_hub *fh, struct hub_session *s,
+                          const char *channel, const char *channel_data)
+{
+    const struct hub_app *app = s->app;
+    char sig[HUB_SHA256_HEX_LEN + 1], auth[256];
+    json_t *data, *msg;
+    char *text;
+    int rc;
+
+    fake_channel_sig(s, channel, channel_data, sig);
     snprintf(auth, sizeof(auth), "%s:%s", app->key, sig);
     data = json_pack("{s:s,s:s}", "channel", channel, "auth", auth);
     if (channel_data)
