@@ -2,10 +2,12 @@
  * hub/app.c - defaults for an app's switches and limits.
  *
  * The numbers follow Pusher's published limits (docs/PROTOCOL.md section 8), so
- * an app that configures nothing behaves like a Pusher app. Pure: any thread.
+ * an app that configures nothing behaves like a Pusher app. Also the one
+ * copy, compare and free path of an app (see hub/app.h). Any thread.
  */
 #include "hub/app.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void hub_app_defaults(struct hub_app *app)
@@ -22,6 +24,92 @@ void hub_app_defaults(struct hub_app *app)
     app->max_channels_per_event = 100;
     app->max_batch_events = 10;
     app->max_channel_name = 200;
+    app->max_backend_events_per_second = 0;
+    app->max_read_requests_per_second = 0;
+}
+
+/* A copy of s in *out (NULL stays NULL); false when out of memory. */
+static bool dup_str(char **out, const char *s)
+{
+    *out = s ? strdup(s) : NULL;
+    return !s || *out;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+struct hub_app *hub_app_dup(const struct hub_app *a)
+{
+    struct hub_app *c = malloc(sizeof(*c));
+
+    if (!c)
+        return NULL;
+    /* Scalars by value; then every owned pointer is replaced by a copy
+     * of its own (new owned fields: here, in equal() and in free()). */
+    memcpy(c, a, sizeof(*c));
+    c->id = c->key = c->secret = c->allowed_origins = NULL;
+    atomic_init(&c->refs, 1);
+    if (!dup_str(&c->id, a->id) || !dup_str(&c->key, a->key) ||
+        !dup_str(&c->secret, a->secret) ||
+        !dup_str(&c->allowed_origins, a->allowed_origins)) {
+        hub_app_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
+{
+    return str_eq(a->id, b->id) && str_eq(a->key, b->key) &&
+           str_eq(a->secret, b->secret) && a->enabled == b->enabled &&
+           a->client_events == b->client_events &&
+           a->max_connections == b->max_connections &&
+           a->client_event_rate == b->client_event_rate &&
+           a->max_presence_members == b->max_presence_members &&
+           a->max_user_info_bytes == b->max_user_info_bytes &&
+           a->max_user_id_len == b->max_user_id_len &&
+           a->max_event_bytes == b->max_event_bytes &&
+           a->max_event_name == b->max_event_name &&
+           a->max_channels_per_event == b->max_channels_per_event &&
+           a->max_batch_events == b->max_batch_events &&
+           a->max_channel_name == b->max_channel_name &&
+           str_eq(a->allowed_origins, b->allowed_origins) &&
+           a->max_backend_events_per_second ==
+               b->max_backend_events_per_second &&
+           a->max_read_requests_per_second == b->max_read_requests_per_second;
+}
+
+void hub_app_free(struct hub_app *a)
+{
+    if (!a)
+        return;
+    free(a->id);
+    free(a->key);
+    free(a->secret);
+    free(a->allowed_origins);
+    free(a);
+}
+
+void hub_app_ref(const struct hub_app *a)
+{
+    struct hub_app *m = (struct hub_app *)a;
+
+    /* The count is the one mutable part of an app. An owned app's count
+     * cannot be 0 while a caller holds it, so 0 means borrowed. */
+    if (m && atomic_load_explicit(&m->refs, memory_order_relaxed))
+        atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+
+void hub_app_unref(const struct hub_app *a)
+{
+    struct hub_app *m = (struct hub_app *)a;
+
+    if (!m || !atomic_load_explicit(&m->refs, memory_order_relaxed))
+        return;
+    if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+        hub_app_free(m);
 }
 
 static bool equal(const char *field, const char *s, size_t len)

@@ -37,17 +37,14 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     h->cfg = cfg;
     h->clock = clock;
     h->bp = malloc(sizeof(*h->bp));
-    h->app_sessions = calloc(cfg->n_apps ? cfg->n_apps : 1,
-                             sizeof(*h->app_sessions));
-    if (!h->bp || !h->app_sessions) {
+    atomic_init(&h->apps, hub_apptab_borrow(cfg->apps, cfg->n_apps));
+    if (!h->bp || !atomic_load(&h->apps)) {
         free(h->bp);
-        free(h->app_sessions);
+        hub_apptab_free(atomic_load(&h->apps), true);
         free(h);
         return NULL;
     }
     *h->bp = *bp;
-    for (unsigned i = 0; i < cfg->n_apps; i++)
-        atomic_init(&h->app_sessions[i], 0);
     atomic_init(&h->draining, false);
     atomic_init(&h->stopping, false);
     atomic_init(&h->sessions, 0);
@@ -61,7 +58,9 @@ void hub_destroy(struct hub *h)
         return;
     backplane_end(h->bp);
     free(h->bp);
-    free(h->app_sessions);
+    /* Every loop is gone, so every retired table was freed by its last
+     * node; the current one holds every index's live struct. */
+    hub_apptab_free(atomic_load(&h->apps), true);
     free(h);
 }
 

@@ -153,6 +153,9 @@
     X(APP_SESSIONS, gauge, "app_sessions", "Live sessions per app (all "       \
       "loops).")                                                               \
     X(QUEUE_BUDGET, gauge, "queue_budget_bytes",                               \
-      "The hub-wide send queue budget (max_queued_total).")
+      "The hub-wide send queue budget (max_queued_total).")                  \
+    X(APP_REST_LIMITED, counter, "app_rest_rate_limited_total",                \
+      "REST units refused with 429 per app: kind=\"events\" counts events "   \
+      "(a batch counts each), kind=\"reads\" read requests.")
 
 #endif

@@ -74,6 +74,11 @@ struct srv {
      * unless LUBDUB_TEST_STALL_MS was set at start. */
     unsigned test_stall_ms;
     SSL_CTX *client_ctx;                  /* empty, for lws (server/threads.c) */
+    /* The command line and environment, read again by an apps reload
+     * (server/reload.c). */
+    int argc;
+    char **argv;
+    char **envp;
 };
 
 /* server/threads.c: the loops' contexts, threads and teardown. */
@@ -156,6 +161,11 @@ int srv_tls_reload(struct srv *srv);
 void srv_tls_pick_up(struct srv_loop *l);
 /* After the loop's thread is gone. */
 void srv_tls_loop_fini(struct srv_loop *l);
+
+/* server/reload.c: main thread, on SIGHUP: reload the apps from the
+ * --config file; -1 (one error line, the apps unchanged) when it is
+ * unusable. Without --config, one info line and nothing else. */
+int srv_apps_reload(struct srv *srv);
 
 /* server/log.c */
 void srv_log_init(int level, enum srv_log_format fmt);
