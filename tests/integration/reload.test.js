@@ -1,0 +1,134 @@
+'use strict';
+// SIGHUP reloads the apps from --config while clients stay connected
+// (docs/OPERATIONS.md "Reloading apps"): an unchanged app's connections
+// stay open and keep receiving, a removed app's are closed with 4001 and
+// a disabled one's with 4003 (each after a pusher:error), a changed secret
+// refuses the old signature and takes the new one at once, a broken file
+// is refused with one line and the old apps keep being served, and more
+// than 64 apps work. Two loops, so every reload crosses loops.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const { waitFor } = require('./lib/hub');
+const {
+  configFile, twoLoopHub, rawOnLoop, rest, serverSdk,
+} = require('./lib/clients');
+
+const app = (n, extra = {}) => ({ id: `id-${n}`, key: `key-${n}`, secret: `secret-${n}`, ...extra });
+const creds = (a) => ({ secret: a.secret, key: a.key });
+
+// Rewrite the config file and SIGHUP the hub; resolves once the hub has
+// logged the reload's line (the n-th "apps: " line).
+async function reload(hub, file, apps, raw) {
+  const before = (hub.stderr.match(/apps: /g) || []).length;
+  fs.writeFileSync(file, raw !== undefined ? raw : JSON.stringify({ apps }));
+  process.kill(hub.pid, 'SIGHUP');
+  await waitFor(() => (hub.stderr.match(/apps: /g) || []).length > before,
+    'the reload line', 10000);
+  return hub.stderr.split('\n').filter((l) => /apps: /.test(l)).pop();
+}
+
+async function publish(hub, a, channel, name, data) {
+  const r = await rest(hub, 'POST', `/apps/${a.id}/events`, {
+    body: { name, channel, data }, signOpts: creds(a),
+  });
+  return r.status;
+}
+
+test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file, 150 apps', async (t) => {
+  const keep = app(1);
+  const gone = app(2);
+  const off = app(3);
+  const rotate = app(4);
+  const many = Array.from({ length: 150 }, (_, i) => app(100 + i));
+  const apps = [keep, gone, off, rotate, ...many];
+  const file = configFile(t, { apps });
+  const hub = await twoLoopHub(t, { args: ['--config', file] });
+
+  // One client per app of interest on each loop.
+  const clients = {};
+  for (const a of [keep, gone, off, rotate]) {
+    clients[a.id] = [];
+    for (const loop of [0, 1]) {
+      const c = await rawOnLoop(t, hub, loop, a.key);
+      await c.subscribed('news');
+      clients[a.id].push(c);
+    }
+  }
+  // An app past the old 64-app cap works end to end.
+  const last = many[many.length - 1];
+  const lc = await rawOnLoop(t, hub, 1, last.key);
+  await lc.subscribed('news');
+  assert.strictEqual(await publish(hub, last, 'news', 'hello', '149'), 200);
+  await lc.event('hello', 'news');
+
+  // The reload: gone removed, off disabled, rotate with a new secret, a
+  // new app added, the 150 unchanged.
+  const rotated = { ...rotate, secret: 'secret-4-new' };
+  const added = app(9);
+  const line = await reload(hub, file, [keep, { ...off, enabled: false }, rotated, added, ...many]);
+  assert.match(line, /1 added, 1 removed, 2 changed, 151 unchanged \(154 apps\)/);
+
+  for (const c of clients[gone.id]) {
+    const err = await c.event('pusher:error');
+    assert.strictEqual(JSON.parse(JSON.stringify(err.data)).code, 4001);
+    assert.strictEqual((await c.whenClosed()).code, 4001);
+  }
+  for (const c of clients[off.id]) {
+    const err = await c.event('pusher:error');
+    assert.strictEqual(err.data.code, 4003);
+    assert.strictEqual((await c.whenClosed()).code, 4003);
+  }
+  // The unchanged app's clients are still open and keep receiving.
+  assert.strictEqual(await publish(hub, keep, 'news', 'after', 'x'), 200);
+  for (const c of clients[keep.id]) {
+    await c.event('after', 'news');
+    assert.strictEqual(c.closed, null);
+  }
+  // The rotated app: its open clients stay, REST signed with the old
+  // secret is refused and the new one accepted; a private subscription on
+  // an open connection signed with the old secret is refused, with the new
+  // one accepted.
+  assert.strictEqual(await publish(hub, rotate, 'news', 'old', 'x'), 401);
+  assert.strictEqual(await publish(hub, rotated, 'news', 'new', 'x'), 200);
+  for (const c of clients[rotate.id]) {
+    await c.event('new', 'news');
+    assert.strictEqual(c.closed, null);
+    const bad = await c.subscribed('private-a', creds(rotate));
+    assert.strictEqual(bad.event, 'pusher:subscription_error');
+    const good = await c.subscribed('private-b', creds(rotated));
+    assert.strictEqual(good.event, 'pusher_internal:subscription_succeeded');
+  }
+  // The removed app is gone for REST and new connections; the new one
+  // works.
+  assert.strictEqual(await publish(hub, gone, 'news', 'x', 'x'), 404);
+  const ac = await rawOnLoop(t, hub, 0, added.key);
+  await ac.subscribed('news');
+  assert.strictEqual(await publish(hub, added, 'news', 'hi', 'x'), 200);
+  await ac.event('hi', 'news');
+
+  // A broken file: one error line, the old apps still served.
+  const errLine = await reload(hub, file, null, '{"apps": [ {"id": "x", ');
+  assert.match(errLine, /apps: not reloaded, keeping the old ones: /);
+  assert.strictEqual(errLine.split('\n').length, 1);
+  const dupLine = await reload(hub, file, [keep, { ...app(5), key: keep.key }]);
+  assert.match(dupLine, /not reloaded.*already used/);
+  assert.strictEqual(await publish(hub, added, 'news', 'still', 'x'), 200);
+  await ac.event('still', 'news');
+  for (const c of clients[keep.id]) assert.strictEqual(c.closed, null);
+
+  // /stats lists the current apps, not the removed one.
+  const s = await hub.stats();
+  assert.ok(s.apps[keep.id] && s.apps[added.id] && !s.apps[gone.id]);
+  assert.strictEqual(s.apps[keep.id].sessions, 2);
+  // The SDK still works against a reloaded app.
+  await serverSdk(hub, rotated).trigger('news', 'sdk', { ok: true });
+  await clients[rotate.id][0].event('sdk', 'news');
+});
+
+test('reload without --config logs that there is nothing to reload', async (t) => {
+  const hub = await twoLoopHub(t);
+  process.kill(hub.pid, 'SIGHUP');
+  await waitFor(() => /apps: SIGHUP: started without --config/.test(hub.stderr),
+    'the no-config line');
+});
