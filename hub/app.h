@@ -67,7 +67,9 @@ void hub_app_free(struct hub_app *a);
 void hub_app_ref(const struct hub_app *a);
 void hub_app_unref(const struct hub_app *a);
 
-/* The app among apps[0..n) with that key / id (not NUL-terminated);
+/* Linear scans for the configuration's own checks and tests; the hub
+ * finds apps through its hash table (hub/apptab.h). The app among
+ * apps[0..n) with that key / id (not NUL-terminated);
  * borrowed, NULL when none. Apps with a NULL key / id never match. */
 const struct hub_app *hub_app_find_by_key(const struct hub_app *apps,
                                           unsigned n, const char *key,

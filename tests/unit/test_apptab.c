@@ -10,6 +10,7 @@
  * retired table and app is freed exactly once).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -300,6 +301,7 @@ struct loop_thread {
     struct fake_hub *fh;
     unsigned li;
     atomic_bool *stop;
+    atomic_uint rounds;            /* read by the main thread */
     unsigned opened, found;
 };
 
@@ -331,6 +333,7 @@ static void *loop_main(void *arg)
         a = hub_apptab_by_id(hub_apps(lt->fh->hub), "i1", 2);
         lt->found += a && a->max_event_bytes > 0;
         k++;
+        atomic_fetch_add(&lt->rounds, 1);
     }
     hub_loop_drain_inbox(lt->fh->loops[lt->li], fake_now_ms(lt->fh));
     for (unsigned i = 0; i < SESSIONS; i++)
@@ -373,10 +376,16 @@ static void test_apptab_reload_threads(void **state)
         snprintf(keys[i], sizeof(keys[i]), "k%u", i);
     }
     for (unsigned i = 0; i < 2; i++) {
-        lt[i] = (struct loop_thread){&fh, i, &stop, 0, 0};
+        lt[i].fh = &fh;
+        lt[i].li = i;
+        lt[i].stop = &stop;
+        atomic_init(&lt[i].rounds, 0);
+        lt[i].opened = lt[i].found = 0;
         assert_int_equal(pthread_create(&th[i], NULL, loop_main, &lt[i]), 0);
     }
     for (unsigned r = 0; r < ROUNDS; r++) {
+        unsigned seen[2] = {atomic_load(&lt[0].rounds),
+                            atomic_load(&lt[1].rounds)};
         struct hub_app *v[5];
         unsigned n = 0;
         struct hub_apptab *next;
@@ -394,6 +403,11 @@ static void test_apptab_reload_threads(void **state)
         assert_int_equal(hub_apps_publish(fh.hub, next), 0);
         for (unsigned i = 0; i < n; i++)
             hub_app_unref(v[i]);
+        /* Every few publishes, let both loops go round (drain, connect,
+         * look up) so that reloads and loop work overlap. */
+        while (r % 8 == 0 && (atomic_load(&lt[0].rounds) < seen[0] + 2 ||
+                              atomic_load(&lt[1].rounds) < seen[1] + 2))
+            sched_yield();
     }
     atomic_store(&stop, true);
     for (unsigned i = 0; i < 2; i++)
