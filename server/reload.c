@@ -22,8 +22,45 @@
 #include "hub/appswap.h"
 #include "server/srv.h"
 
+/* " (id, id, ...)" for up to 4 ids of the indices that changed as want,
+ * into buf; "" when none. The ids are the operator's own text, but may
+ * hold anything: the log line escapes control characters. */
+static void ids_of(const struct hub_apptab *cur, const struct hub_apptab *next,
+                   enum hub_app_change want, char *buf, size_t len)
+{
+    size_t o = 0;
+    unsigned shown = 0, more = 0;
+
+    buf[0] = '\0';
+    for (unsigned i = 0; i < next->n; i++) {
+        const struct hub_app *a;
+
+        if (hub_apptab_change(cur, next, i) != want)
+            continue;
+        a = want == HUB_APP_REMOVED ? hub_apptab_get(cur, i)
+                                    : hub_apptab_get(next, i);
+        if (shown == 4) {
+            more++;
+            continue;
+        }
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", shown ? ", " : " (",
+                              a->id);
+        if (o >= len - 2)
+            o = len - 2; /* cut: leave room for the ")" */
+        shown++;
+    }
+    if (more) {
+        o += (size_t)snprintf(buf + o, len - o, ", %u more", more);
+        if (o >= len - 2)
+            o = len - 2;
+    }
+    if (shown)
+        snprintf(buf + o, len - o, ")");
+}
+
 int srv_apps_reload(struct srv *srv)
 {
+    char added[160], removed[160], changed[160];
     struct srv_config *tmp = calloc(1, sizeof(*tmp));
     const struct hub_apptab *cur = hub_apps(srv->hub);
     struct hub_apptab *next = NULL;
@@ -70,15 +107,20 @@ int srv_apps_reload(struct srv *srv)
         rc = 0;
         goto out;
     }
+    ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
+    ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
+    ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));
+    /* After the publish cur may be freed at any moment: the names are
+     * copied above. */
     if (hub_apps_publish(srv->hub, next)) {
         srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
                                 "out of memory");
         goto out;
     }
-    srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added, %u removed, "
-                             "%u changed, %u unchanged (%u apps)",
-            srv->cfg->config_file, d.added, d.removed, d.changed,
-            d.unchanged, n);
+    srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
+                             "removed%s, %u changed%s, %u unchanged (%u apps)",
+            srv->cfg->config_file, d.added, added, d.removed, removed,
+            d.changed, changed, d.unchanged, n);
     rc = 0;
 out:
     /* The table holds its own references; these are ours. */

@@ -67,7 +67,7 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
   const rotated = { ...rotate, secret: 'secret-4-new' };
   const added = app(9);
   const line = await reload(hub, file, [keep, { ...off, enabled: false }, rotated, added, ...many]);
-  assert.match(line, /1 added, 1 removed, 2 changed, 151 unchanged \(154 apps\)/);
+  assert.match(line, /1 added \(id-9\), 1 removed \(id-2\), 2 changed \(id-3, id-4\), 151 unchanged \(154 apps\)/);
 
   for (const c of clients[gone.id]) {
     const err = await c.event('pusher:error');
