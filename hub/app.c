@@ -81,14 +81,20 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            a->max_read_requests_per_second == b->max_read_requests_per_second;
 }
 
-void hub_app_free(struct hub_app *a)
+void hub_app_clear(struct hub_app *a)
 {
-    if (!a)
-        return;
     free(a->id);
     free(a->key);
     free(a->secret);
     free(a->allowed_origins);
+    a->id = a->key = a->secret = a->allowed_origins = NULL;
+}
+
+void hub_app_free(struct hub_app *a)
+{
+    if (!a)
+        return;
+    hub_app_clear(a);
     free(a);
 }
 

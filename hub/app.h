@@ -53,14 +53,19 @@ void hub_app_defaults(struct hub_app *app);
  * all three of these functions, and nowhere else: a reload (server/
  * reload.c) copies every app with hub_app_dup(), tells changed apps from
  * unchanged ones with hub_app_equal(), and the last reference frees the
- * copy with hub_app_free().
+ * copy with hub_app_free(), whose hub_app_clear() also frees the
+ * configuration's own apps (server/config.c). A new field set from the
+ * file needs a row in config.c's srv_app_fields[] as well.
  */
 /* A deep, owned copy of a (refs = 1, index copied); NULL when out of
  * memory. */
 struct hub_app *hub_app_dup(const struct hub_app *a);
 /* Every configured field equal (index and refs are not compared). */
 bool hub_app_equal(const struct hub_app *a, const struct hub_app *b);
-/* Free an owned app's strings and the struct; NULL is a no-op. */
+/* Free what the fields of a own (strings, lists) and NULL them; the
+ * struct itself stays (server/config.c's inline apps use this too). */
+void hub_app_clear(struct hub_app *a);
+/* hub_app_clear() and free the struct; NULL is a no-op. */
 void hub_app_free(struct hub_app *a);
 
 /* Any thread. No-ops on borrowed apps (refs 0) and NULL. */

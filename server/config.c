@@ -715,12 +715,14 @@ void srv_config_defaults(struct srv_config *cfg)
     }
 }
 
+/* The default app's id, key and secret may be borrowed table text; the
+ * rest of an app's owned fields go through hub/app.c's one free path. */
 static void srv__app_fini(struct hub_app *app)
 {
     srv__free_string(&app->id);
     srv__free_string(&app->key);
     srv__free_string(&app->secret);
-    srv__free_string(&app->allowed_origins);
+    hub_app_clear(app);
 }
 
 /* Drop the file's apps: the view goes back to the default app. */
