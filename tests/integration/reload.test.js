@@ -11,7 +11,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const { waitFor } = require('./lib/hub');
 const {
-  configFile, twoLoopHub, rawOnLoop, rest, serverSdk,
+  configFile, twoLoopHub, rawOnLoop, rest, serverSdk, RawClient,
 } = require('./lib/clients');
 
 const app = (n, extra = {}) => ({ id: `id-${n}`, key: `key-${n}`, secret: `secret-${n}`, ...extra });
@@ -131,4 +131,46 @@ test('reload without --config logs that there is nothing to reload', async (t) =
   process.kill(hub.pid, 'SIGHUP');
   await waitFor(() => /apps: SIGHUP: started without --config/.test(hub.stderr),
     'the no-config line');
+});
+
+test('reloads in a row while clients connect and the backend publishes', async (t) => {
+  const keep = app(1);
+  const churn = app(2);
+  const file = configFile(t, { apps: [keep, churn] });
+  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const stay = [await rawOnLoop(t, hub, 0, keep.key), await rawOnLoop(t, hub, 1, keep.key)];
+  for (const c of stay) await c.subscribed('news');
+
+  // Background load, bounded: connections to the churning app opening
+  // and closing, and publishes to the kept app, until the reloads end.
+  let done = false;
+  const load = (async () => {
+    let n = 0;
+    while (!done && n < 2000) {
+      n++;
+      const c = new RawClient(hub.wsUrl(churn.key));
+      await Promise.race([c.open().catch(() => {}), c.whenClosed().catch(() => {})]);
+      c.close();
+      await publish(hub, keep, 'news', 'tick', String(n));
+    }
+  })();
+  // Twenty reloads: the churning app's secret changes, it goes and comes
+  // back, other apps come and go.
+  for (let i = 0; i < 20; i++) {
+    const apps = [keep];
+    if (i % 3 !== 1) apps.push({ ...churn, secret: `churn-${i}` });
+    if (i % 2) apps.push(app(50 + i));
+    const line = await reload(hub, file, apps);
+    assert.match(line, /apps: reloaded from .*: \d+ added.*\(\d+ apps\)/);
+  }
+  done = true;
+  await load;
+  // The kept app's connections never noticed.
+  assert.strictEqual(await publish(hub, keep, 'news', 'end', 'x'), 200);
+  for (const c of stay) {
+    await c.event('end', 'news');
+    assert.strictEqual(c.closed, null);
+  }
+  await waitFor(async () => (await hub.stats()).apps[keep.id].sessions === 2,
+    'only the kept sessions left of app 1');
 });
