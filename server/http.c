@@ -336,10 +336,10 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
 
     /* Operator surfaces first (server/ops.c): /metrics, /stats, /console,
      * and everything on the metrics port. */
-    if (srv_ops_route(wsi, l, path, p->post, p->close, &rc)) {
-        p->answered = true;
+    p->answered = true; /* as respond(): answering may free p */
+    if (srv_ops_route(wsi, l, path, p->post, p->close, &rc))
         return rc;
-    }
+    p->answered = false;
     if (strncmp(path, "/apps/", 6) == 0)
         return handle_rest(wsi, l, p);
     if (strcmp(path, "/auth") == 0 && p->post && l->srv->cfg->dev_auth_endpoint)
