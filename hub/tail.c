@@ -141,6 +141,12 @@ struct hub_tail_watcher *hub_tail_watch(struct hub_loop *l,
     w->ctx = ctx;
     w->wake.ops = &wake_ops;
     pthread_mutex_lock(&reg_mu);
+    if (reg_n >= HUB_TAIL_MAX_WATCHERS) {
+        pthread_mutex_unlock(&reg_mu);
+        free(w->lines);
+        free(w);
+        return NULL;
+    }
     hub_list_link_tail(&reg, &w->link);
     reg_n++;
     atomic_store_explicit(&hub_tail_on, true, memory_order_relaxed);

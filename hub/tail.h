@@ -38,6 +38,7 @@ struct hub_frame;
 #define HUB_TAIL_RATE_MAX 1000
 #define HUB_TAIL_QUEUE_DEFAULT 256
 #define HUB_TAIL_MESSAGE_MAX 2048 /* bytes of each event copied */
+#define HUB_TAIL_MAX_WATCHERS 32  /* hub-wide: each costs the matching */
 
 struct hub_tail_filter {
     unsigned app;             /* app index (struct hub_app.index) */
@@ -75,7 +76,8 @@ struct hub_tail_watcher;
  * Watch what passes f, at most rate lines a second (0 = the default, at
  * most HUB_TAIL_RATE_MAX) and queue_cap lines queued (0 = the default).
  * notify(ctx) runs on l's thread when lines were queued and none were
- * waiting. Owned; NULL when out of memory.
+ * waiting. Owned; NULL when out of memory or HUB_TAIL_MAX_WATCHERS
+ * already watch.
  */
 struct hub_tail_watcher *hub_tail_watch(struct hub_loop *l,
                                         const struct hub_tail_filter *f,

@@ -295,8 +295,10 @@ static int on_request(struct console_pss *ps, const char *text, size_t len)
     hub_tail_unwatch(ps->w);
     ps->w = hub_tail_watch(ps->l->hub, &f, (uint32_t)rate, 0, tail_notify,
                            ps);
-    if (!ps->w)
-        return -1;
+    if (!ps->w) {
+        say_error(ps, "too many tails open (or out of memory); close one");
+        return 0;
+    }
     ps->rate = rate ? (rate < HUB_TAIL_RATE_MAX ? (uint32_t)rate
                                                 : HUB_TAIL_RATE_MAX)
                     : HUB_TAIL_RATE_DEFAULT;

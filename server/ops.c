@@ -48,10 +48,15 @@ static int serve_metrics(struct lws *wsi, struct srv_loop *l, bool stats,
                  : srv_metrics_text(l->srv, &len);
     if (!text)
         return -1;
+    /* Open to any origin as before, unless a token guards them. */
     rc = srv_ops_respond(wsi, 200,
                          stats ? "application/json"
                                : "text/plain; version=0.0.4; charset=utf-8",
-                         text, len, close, NULL, NULL);
+                         text, len, close,
+                         l->srv->cfg->metrics_token
+                             ? NULL
+                             : "access-control-allow-origin:",
+                         "*");
     free(text);
     return rc;
 }

@@ -256,6 +256,8 @@ test('console: API, presence, tail, and never a secret', async (t) => {
   for (const s of SECRETS) {
     assert.ok(!all.some((text) => text.includes(s)), `secret ${s} in a console response`);
   }
-  for (const x of [events, conns, capped]) x.ws.close();
+  // `conns` stays open: the hub stops with a watcher registered (and the
+  // ASan build checks that is clean).
+  for (const x of [events, capped]) x.ws.close();
   await waitFor(async () => (await hub.stats()).totals.sessions <= 1, 'clients gone');
 });

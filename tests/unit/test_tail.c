@@ -175,6 +175,29 @@ static void test_watch_across_loops_queue_and_drops(void **state)
     fake_hub_stop(&fh);
 }
 
+static void test_watcher_cap(void **state)
+{
+    struct fake_hub fh;
+    struct hub_tail_filter f = filter(0, HUB_TAIL_EVENTS, "", true);
+    struct hub_tail_watcher *w[HUB_TAIL_MAX_WATCHERS];
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    for (unsigned i = 0; i < HUB_TAIL_MAX_WATCHERS; i++) {
+        w[i] = hub_tail_watch(fh.loops[0], &f, 0, 0, count_notify, NULL);
+        assert_non_null(w[i]);
+    }
+    assert_null(hub_tail_watch(fh.loops[0], &f, 0, 0, count_notify, NULL));
+    hub_tail_unwatch(w[0]);
+    w[0] = hub_tail_watch(fh.loops[0], &f, 0, 0, count_notify, NULL);
+    assert_non_null(w[0]);
+    for (unsigned i = 0; i < HUB_TAIL_MAX_WATCHERS; i++)
+        hub_tail_unwatch(w[i]);
+    assert_false(hub_tail_watched());
+    fake_hub_stop(&fh);
+}
+
 static void test_oversize_message_is_cut(void **state)
 {
     struct fake_hub fh;
@@ -247,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_rate_window),
         cmocka_unit_test(test_watch_across_loops_queue_and_drops),
         cmocka_unit_test(test_oversize_message_is_cut),
+        cmocka_unit_test(test_watcher_cap),
         cmocka_unit_test(test_connection_lines),
     };
 
