@@ -7,7 +7,12 @@
 // app secret in anything the console answers.
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const https = require('node:https');
 const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const { spawn } = require('node:child_process');
 const WebSocket = require('ws');
 const { startHub, request, waitFor, once, BINARY } = require('./lib/hub');
@@ -109,6 +114,31 @@ test('--metrics-port: metrics move off the main port', async (t) => {
   // The main port still works.
   const client = pusherClient(t, hub);
   await connected(client);
+});
+
+test('--metrics-port with TLS: the main port stays https, the metrics port is plain http', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-ops-tls-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
+    '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+  const mport = await freePort();
+  const hub = await startHub(['--loops', '2', '--tls-cert', cert, '--tls-key', key,
+    '--metrics-port', String(mport)]);
+  t.after(async () => {
+    const exit = await hub.stop();
+    assert.equal(exit.code, 0, hub.stderr.slice(-2000));
+  });
+  const get = (p) => new Promise((resolve, reject) => {
+    https.get({ host: '127.0.0.1', port: hub.port, path: p, ca: fs.readFileSync(cert),
+      servername: 'localhost' }, (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
+  });
+  assert.equal(await get('/healthz'), 200);
+  assert.equal(await get('/metrics'), 404);
+  const m = await request('GET', `http://127.0.0.1:${mport}/metrics`);
+  assert.equal(m.status, 200);
+  assert.match(m.body, /^lubdub_/m);
 });
 
 test('config: bad operator options are refused with one line', async () => {
