@@ -140,6 +140,10 @@ static int loop_cb(struct lws *wsi, enum lws_callback_reasons reason,
     l = lws_context_user(lws_get_context(wsi));
     if (!l || !l->hub)
         return 0;
+    /* lws broadcasts the wakeup once per vhost: the metrics vhost
+     * (server/ops_http.c) shares this protocol, and one drain is enough. */
+    if (l->vh_metrics && lws_get_vhost(wsi) == l->vh_metrics)
+        return 0;
     hub_loop_drain_inbox(l->hub, srv_now_ms());
     if (l->srv->test_stall_ms &&
         atomic_exchange_explicit(&l->stall_armed, false,

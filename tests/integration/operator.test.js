@@ -111,9 +111,18 @@ test('--metrics-port: metrics move off the main port', async (t) => {
   const ws = new WebSocket(`ws://127.0.0.1:${mport}/app/app-key?protocol=7`);
   const [err] = await once(ws, 'error');
   assert.match(String(err.message), /404/);
-  // The main port still works.
-  const client = pusherClient(t, hub);
-  await connected(client);
+  // The main port still works, and loop 0 (which also runs the metrics
+  // vhost, and gets each wakeup once per vhost) still drains its inbox:
+  // a publish reaches subscribers on both loops.
+  const got = [];
+  for (const loop of [0, 1]) {
+    const c = await pusherOnLoop(t, hub, loop);
+    const ch = c.subscribe('both');
+    await subscribed(ch);
+    ch.bind('hello', (d) => got.push([loop, d]));
+  }
+  await serverSdk(hub).trigger('both', 'hello', { x: 1 });
+  await waitFor(() => got.length === 2, 'both loops got the publish');
 });
 
 test('--metrics-port with TLS: the main port stays https, the metrics port is plain http', async (t) => {
