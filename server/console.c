@@ -134,7 +134,17 @@ static int serve_page(struct lws *wsi, struct srv_loop *l, const char *file,
              file);
     if (stat(path, &st) || !S_ISREG(st.st_mode))
         return reply_error(wsi, 404, "not found", false);
-    return lws_serve_http_file(wsi, path, mime, NULL, 0) ? -1 : 0;
+    /* Not framed by other sites (the page holds a signed-in token), no
+     * referrer to other origins, never cached. */
+    static const char extra[] =
+        "x-frame-options: DENY\x0d\x0a"
+        "referrer-policy: no-referrer\x0d\x0a"
+        "x-content-type-options: nosniff\x0d\x0a"
+        "cache-control: no-store\x0d\x0a";
+
+    return lws_serve_http_file(wsi, path, mime, extra, sizeof(extra) - 1)
+               ? -1
+               : 0;
 }
 
 int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
