@@ -66,6 +66,9 @@ enum hub_channel_kind {
 
 /* Match in docs/PROTOCOL.md 3.1 order. name need not be NUL-terminated. */
 enum hub_channel_kind hub_channel_classify(const char *name, size_t len);
+/* Whether name is a cache channel: cache-, private-cache-,
+ * private-encrypted-cache- or presence-cache-. */
+bool hub_channel_is_cache(const char *name, size_t len);
 /* Charset ^#?[-a-zA-Z0-9_=@,.;]+$, length 1..max, '#' only for
  * "#server-to-user-". Returns 0 or -EINVAL. */
 int hub_channel_name_check(const char *name, size_t len, size_t max);
