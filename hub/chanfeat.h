@@ -4,7 +4,7 @@
  * hub/subscribe.c and hub/rest.c are one line each, the logic is here,
  * over the stores of hub/cache.h and hub/subcount.h.
  *
- * Cache channels (docs/PROTOCOL.md 3.7): a REST or batch event on a cache
+ * Cache channels (docs/PROTOCOL.md 3.6): a REST or batch event on a cache
  * channel is kept as the channel's last event (client events are not, as
  * on Pusher); a new subscriber gets it right after its
  * pusher_internal:subscription_succeeded, or pusher:cache_miss when there

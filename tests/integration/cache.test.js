@@ -4,7 +4,7 @@
 // pusher SDK publishing and reading info=cache, raw clients for the wire
 // order (the cached event right after subscription_succeeded), expiry with
 // a short TTL, the per-app byte cap (eviction and oversize events), and the
-// counters in /stats and /metrics. docs/PROTOCOL.md 3.7.
+// counters in /stats and /metrics. docs/PROTOCOL.md 3.6.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor, request } = require('./lib/hub');

@@ -6,7 +6,7 @@
 // sub_count_interval on each loop that saw a change. And the per-connection
 // subscription cap: a client asking for 10,000 channels gets
 // max_subscriptions of them and a clear refusal for the rest, and stays
-// connected. docs/PROTOCOL.md 3.8 and 3.6.
+// connected. docs/PROTOCOL.md 3.7 and 3.1.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
