@@ -95,14 +95,20 @@ void hub_chanfeat_published(struct hub_loop *l, const struct hub_app *app,
                             const char *name, size_t len,
                             struct hub_frame *f)
 {
-    struct hub_cache_put put;
+    struct hub_cache_put put = { 0, false };
+    int rc;
 
     if (!hub_channel_is_cache(name, len))
         return;
-    if (hub_cache_store(l->hub->cache, app->index, name, len, f,
-                        hub_clock_now_ms(l->clock),
-                        app_ttl_ms(l, app), app_cap(l, app), &put) == 0 &&
-        !put.oversize)
+    rc = hub_cache_store(l->hub->cache, app->index, name, len, f,
+                         hub_clock_now_ms(l->clock), app_ttl_ms(l, app),
+                         app_cap(l, app), &put);
+    /* The subscribers have the event; only the cache lost it (and the
+     * older one): counted, not answered as a failure, so the publisher
+     * does not send it twice. */
+    if (rc)
+        HUB_STAT_ADD(l->stats.cache_nomem, 1);
+    else if (!put.oversize)
         HUB_STAT_ADD(l->stats.cache_stores, 1);
     if (put.oversize)
         HUB_STAT_ADD(l->stats.cache_oversize, 1);

@@ -109,6 +109,8 @@
     X(cache_oversize, counter, U64, 0, LOOP, "cache_oversize",                 \
       "cache_oversize_total",                                                  \
       "Events not cached: bigger than the app's cache_max_bytes.")             \
+    X(cache_nomem, counter, U64, 0, LOOP, "cache_nomem", "cache_nomem_total",  \
+      "Events not cached for lack of memory (delivered all the same).")       \
     X(subscription_count_events, counter, U64, 19, LOOP,                       \
       "subscription_count_events", "subscription_count_events_total",          \
       "pusher_internal:subscription_count events published (coalesced).")     \

@@ -329,6 +329,34 @@ static void test_subcount_coalesced(void **state)
     fake_hub_stop(&fh);
 }
 
+/* A cache store that cannot allocate is counted; the loop's counters say
+ * which way each run went. */
+static void test_cache_published_out_of_memory(void **state)
+{
+    struct fake_hub fh;
+    struct hub_frame *f;
+
+    (void)state;
+    start(&fh);
+    f = hub_proto_event_frame("st", "cache-x", "\"v\"", 3, NULL);
+    assert_non_null(f);
+    FAIL_ALLOC_COUNTDOWN(
+        {
+            hub_chanfeat_published(fh.loops[0], &fh.apps[0], "cache-x", 7, f);
+        },
+        {
+            struct hub_loop_stats *st = &fh.loops[0]->stats;
+
+            assert_int_equal(HUB_STAT_GET(st->cache_nomem) +
+                                 HUB_STAT_GET(st->cache_stores),
+                             (uint64_t)fa_step + 1);
+            assert_int_equal(HUB_STAT_GET(st->cache_nomem), fa_failed ? fa_step + 1 : fa_step);
+            assert_int_equal(hub_cache_check(fh.hub->cache), 0);
+        });
+    hub_frame_unref(f);
+    fake_hub_stop(&fh);
+}
+
 static void test_subcount_frame(void **state)
 {
     struct hub_frame *f = hub_subcount_frame("room", 42);
@@ -376,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_cache_out_of_memory),
         cmocka_unit_test(test_cache_channel_first_event),
         cmocka_unit_test(test_subcount_coalesced),
+        cmocka_unit_test(test_cache_published_out_of_memory),
         cmocka_unit_test(test_subcount_frame),
         cmocka_unit_test(test_subcount_out_of_memory),
     };
