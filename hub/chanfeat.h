@@ -10,7 +10,7 @@
  * pusher_internal:subscription_succeeded, or pusher:cache_miss when there
  * is none. Subscription counts: for an app with subscription_count on,
  * every subscribe and leave of a public, private or encrypted channel is
- * marked for the coalescer.
+ * marked for the coalescer (hub/subcount.h).
  *
  * Thread: the loop's.
  */

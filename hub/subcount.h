@@ -3,15 +3,15 @@
  *
  * For an app with subscription_count on, every subscribe and unsubscribe
  * of a non-presence channel marks the channel changed. The first mark
- * puts the channel in a hub-wide pending set and on the marking loop's
- * list, and arms that loop's one coalescing timer for
- * subscription_count_interval; later marks, from any loop, find the
- * channel pending and do nothing. When the timer fires, the loop takes
- * each of its channels out of the set, reads the hub-wide count from the
- * directory, and publishes one event to the channel's subscribers on
- * every loop. So a channel gets at most one event per interval, however
- * many subscriptions came and went, and it carries the count as of the
- * send, not of the first change.
+ * puts the channel in a hub-wide set, owned by the marking loop, due one
+ * sub_count_interval later on that loop's list (one wheel timer per loop,
+ * armed for the list's head). Later marks, from any loop, only flag it.
+ * When it is due and flagged, the owner reads the hub-wide count from the
+ * directory, publishes one event to the channel's subscribers on every
+ * loop, and keeps the channel one more interval; due and not flagged, it
+ * leaves the set. So a channel's events are at least an interval apart
+ * hub-wide however many subscriptions come and go, and each carries the
+ * count as of its send.
  *
  * A mark that cannot allocate is dropped (counted in
  * subscription_count_dropped); the next change of that channel sends the
