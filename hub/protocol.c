@@ -280,17 +280,6 @@ enum hub_channel_kind hub_channel_classify(const char *name, size_t len)
     return HUB_CHANNEL_PUBLIC;
 }
 
-bool hub_channel_is_cache(const char *name, size_t len)
-{
-    /* The first byte rules out most names without a compare. */
-    if (len < 6 || (name[0] != 'c' && name[0] != 'p'))
-        return false;
-    return has_prefix(name, len, "cache-") ||
-           has_prefix(name, len, "private-cache-") ||
-           has_prefix(name, len, "private-encrypted-cache-") ||
-           has_prefix(name, len, "presence-cache-");
-}
-
 static bool name_char_ok(unsigned char c)
 {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -37,6 +37,25 @@ static unsigned refs(struct hub_frame *f)
     return atomic_load(&f->refs);
 }
 
+static void test_cache_channel_names(void **state)
+{
+    static const char *yes[] = { "cache-a", "private-cache-a",
+                                 "private-encrypted-cache-a",
+                                 "presence-cache-a", "cache-" };
+    static const char *no[] = { "cache", "caches-a", "private-a",
+                                "presence-a", "private-encrypted-a",
+                                "xcache-a", "#server-to-user-cache-",
+                                "public-cache-a", "" };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        assert_true(hub_channel_is_cache(yes[i], strlen(yes[i])));
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        assert_false(hub_channel_is_cache(no[i], strlen(no[i])));
+    /* The length bounds the compare: a name is not NUL-terminated. */
+    assert_false(hub_channel_is_cache("cache-a", 5));
+}
+
 static void test_cache_store_get_replace_expire(void **state)
 {
     struct hub_cache *c = hub_cache_create(2);
@@ -404,6 +423,7 @@ static void test_subcount_out_of_memory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cache_channel_names),
         cmocka_unit_test(test_cache_store_get_replace_expire),
         cmocka_unit_test(test_cache_reclaim_stops_at_first_live),
         cmocka_unit_test(test_cache_cap_evicts_oldest_and_refuses_oversize),
