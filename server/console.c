@@ -289,6 +289,8 @@ static int on_request(struct console_pss *ps, const char *text, size_t len)
     ch = json_string_value(json_object_get(o, "channel"));
     kinds = kinds_of(json_object_get(o, "kinds"));
     rate = json_integer_value(json_object_get(o, "rate"));
+    if (rate > HUB_TAIL_RATE_MAX)
+        rate = HUB_TAIL_RATE_MAX;
     if (!app || kinds < 0 || (ch && strlen(ch) > HUB_TAIL_CHANNEL_MAX) ||
         rate < 0) {
         json_decref(o);
@@ -309,9 +311,7 @@ static int on_request(struct console_pss *ps, const char *text, size_t len)
         say_error(ps, "too many tails open (or out of memory); close one");
         return 0;
     }
-    ps->rate = rate ? (rate < HUB_TAIL_RATE_MAX ? (uint32_t)rate
-                                                : HUB_TAIL_RATE_MAX)
-                    : HUB_TAIL_RATE_DEFAULT;
+    ps->rate = rate ? (uint32_t)rate : HUB_TAIL_RATE_DEFAULT;
     ps->sent_rate_drops = ps->sent_queue_drops = 0;
     ps->send_ready = true;
     lws_callback_on_writable(ps->wsi);
