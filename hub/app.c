@@ -75,6 +75,10 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            a->max_channels_per_event == b->max_channels_per_event &&
            a->max_batch_events == b->max_batch_events &&
            a->max_channel_name == b->max_channel_name &&
+           a->cache_ttl_ms == b->cache_ttl_ms &&
+           a->cache_max_bytes == b->cache_max_bytes &&
+           a->max_subscriptions == b->max_subscriptions &&
+           a->subscription_count == b->subscription_count &&
            str_eq(a->allowed_origins, b->allowed_origins) &&
            a->max_backend_events_per_second ==
                b->max_backend_events_per_second &&

@@ -34,6 +34,12 @@ struct hub_app {
     uint32_t max_channels_per_event; /* default 100 */
     uint32_t max_batch_events;       /* default 10 */
     uint32_t max_channel_name;       /* default 200 */
+    /* Cache channels, subscription counts, the subscription cap: 0 takes
+     * the hub-wide value (struct hub_config). */
+    uint64_t cache_ttl_ms;
+    uint64_t cache_max_bytes;
+    uint32_t max_subscriptions;      /* channels per connection */
+    bool subscription_count;         /* pusher_internal:subscription_count */
     /* Per-app limits and origins (issue 13, item 6). */
     char *allowed_origins;           /* comma list; NULL = the hub-wide one */
     uint32_t max_backend_events_per_second; /* REST events; 0 = off */
