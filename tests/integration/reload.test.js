@@ -106,6 +106,14 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
   await ac.subscribed('news');
   assert.strictEqual(await publish(hub, added, 'news', 'hi', 'x'), 200);
   await ac.event('hi', 'news');
+  // Its index is new, past those at start: cache channels keep its last
+  // event too.
+  await ac.subscribed('cache-score');
+  await ac.event('pusher:cache_miss', 'cache-score');
+  assert.strictEqual(await publish(hub, added, 'cache-score', 'goal', '1-0'), 200);
+  const late = await rawOnLoop(t, hub, 1, added.key);
+  await late.subscribed('cache-score');
+  assert.strictEqual((await late.event('goal', 'cache-score')).data, '1-0');
 
   // A broken file: one error line, the old apps still served.
   const errLine = await reload(hub, file, null, '{"apps": [ {"id": "x", ');
