@@ -190,7 +190,7 @@ test('watchlist: malformed and over-limit lists are refused, the signin stands',
 test('authorized connections: no signin in time is closed 4009, a signin in time stays', async (t) => {
   const other = { id: 'other-id', key: 'other-key', secret: 'other-secret' };
   const hub = await twoLoopHub(t, {
-    apps: [{ ...APP, enable_user_authentication: true, user_authentication_timeout: '1s' },
+    apps: [{ ...APP, enable_user_authentication: true, user_authentication_timeout: '2s' },
       other],
   });
   // An app without the option: never closed for not signing in.
