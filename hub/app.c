@@ -25,6 +25,7 @@ void hub_app_defaults(struct hub_app *app)
     /* Authorized connections: off, and Pusher's 30 s when on. */
     app->enable_user_authentication = false;
     app->user_auth_timeout_ms = 30000;
+    app->watchlist_events = true;
     app->max_watchlist = 100;
     app->max_watchers = 1000;
 }

@@ -31,6 +31,7 @@ struct hub_app {
     /* Authorized connections and watchlists (hub/watchlist.c). */
     bool enable_user_authentication; /* close unsigned sessions; false */
     uint64_t user_auth_timeout_ms;   /* signin deadline, default 30 s */
+    bool watchlist_events;           /* watchlists honoured; default true */
     uint32_t max_watchlist;          /* ids in one watchlist, default 100 */
     uint32_t max_watchers;           /* watchers of one user, default 1000,
                                         0 = unlimited */

@@ -190,7 +190,8 @@ int hub_watchlist_signin(struct hub_session *s, json_t *ud)
     size_t over = 0;
     int rc;
 
-    if (!o || !s->user_id)
+    /* An app without watchlists keeps nobody in the registry. */
+    if (!o || !s->user_id || !s->app->watchlist_events)
         return 0;
     rc = parse(s, ud, &w, &ids);
     if (rc == -ENOMEM) {

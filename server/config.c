@@ -232,6 +232,8 @@ static const struct srv_option_desc srv_app_fields[] = {
      NULL, NULL, 0, 0, 0, SRV_APP(enable_user_authentication)},
     {"user_authentication_timeout", SRV_OPT_DURATION, SRV_SRC_FILE, 0, NULL,
      NULL, NULL, NULL, 1, SRV_MS_PER_DAY, 0, SRV_APP(user_auth_timeout_ms)},
+    {"watchlist_events", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(watchlist_events)},
     {"max_watchlist", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
      NULL, 0, 100000, 0, SRV_APP(max_watchlist)},
     {"max_watchers", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,

@@ -645,6 +645,7 @@ static void test_config_app_signin_options(void **state)
                   "{\"id\": \"2\", \"key\": \"k2\", \"secret\": \"s2\","
                   " \"enable_user_authentication\": true,"
                   " \"user_authentication_timeout\": \"5s\","
+                  " \"watchlist_events\": false,"
                   " \"max_watchlist\": 7, \"max_watchers\": 0}]}");
     snprintf(flag, sizeof(flag), "--config=%s", f->path);
     assert_int_equal(load(f, NULL, flag, NULL), 0);
@@ -652,12 +653,14 @@ static void test_config_app_signin_options(void **state)
     assert_non_null(a);
     assert_false(a->enable_user_authentication);
     assert_int_equal(a->user_auth_timeout_ms, 30000);
+    assert_true(a->watchlist_events);
     assert_int_equal(a->max_watchlist, 100);
     assert_int_equal(a->max_watchers, 1000);
     a = hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k2", 2);
     assert_non_null(a);
     assert_true(a->enable_user_authentication);
     assert_int_equal(a->user_auth_timeout_ms, 5000);
+    assert_false(a->watchlist_events);
     assert_int_equal(a->max_watchlist, 7);
     assert_int_equal(a->max_watchers, 0);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

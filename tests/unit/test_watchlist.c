@@ -269,6 +269,27 @@ static void test_watched_fini_nomem(void **state)
     assert_true(lost >= 1);
 }
 
+/* watchlist_events off: the watchlist is ignored silently, nobody is
+ * tracked. */
+static void test_watchlist_events_off(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a;
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    fh.apps[0].watchlist_events = false;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
+    fake_flush(&a.s);
+    fake_signin(&fh, &a.s, "{\"id\":\"w\",\"watchlist\":7}");
+    assert_int_equal(a.s.q.count, 1);
+    assert_true(fake_find(&a.s, "signin_success") == 0);
+    assert_int_equal(hub_online_records(fh.hub->online), 0);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_signin_deadline_with_idle),
         cmocka_unit_test(test_watcher_signin_nomem),
         cmocka_unit_test(test_watched_fini_nomem),
+        cmocka_unit_test(test_watchlist_events_off),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
