@@ -148,7 +148,7 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
     }
     hub_session_send(s, f);
     hub_frame_unref(f);
-    hub_session_signed_in(s);
+    hub_session_authorized(s);
     if (hub_watchlist_signin(s, ud))
         hub_session_send_error(s, 4009, "Out of memory", true);
     json_decref(ud);

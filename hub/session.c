@@ -682,8 +682,9 @@ static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
         }
         due = now_ms + (cfg->write_timeout_ms - stalled);
     }
-    /* Authorized connections: a session not signed in by its deadline. */
-    if (s->app && s->app->enable_user_authentication && !s->user_id) {
+    /* Authorized connections: a session neither signed in nor on a
+     * private or presence channel by its deadline. */
+    if (s->app && s->app->enable_user_authentication && !s->authorized) {
         uint64_t dl = s->connected_ms + s->app->user_auth_timeout_ms;
 
         if (now_ms >= dl) {
@@ -716,7 +717,7 @@ void hub_session_arm_signin_deadline(struct hub_session *s)
     uint64_t due;
 
     if (!l || s->state != HUB_SESSION_OPEN || s->draining || !s->app ||
-        !s->app->enable_user_authentication || s->user_id)
+        !s->app->enable_user_authentication || s->authorized)
         return;
     due = s->connected_ms + s->app->user_auth_timeout_ms;
     if (!hub_timer_is_armed(&s->idle_timer) ||
@@ -724,13 +725,17 @@ void hub_session_arm_signin_deadline(struct hub_session *s)
         hub_wheel_start_at(l->wheel, &s->idle_timer, due);
 }
 
-void hub_session_signed_in(struct hub_session *s)
+void hub_session_authorized(struct hub_session *s)
 {
     struct hub_loop *l = s->loop;
 
+    if (s->authorized)
+        return;
+    s->authorized = true;
     /* The entry re-arms itself for the idle and write deadlines when it
      * fires; with neither in play nothing else is waiting on it. */
-    if (!l || s->state != HUB_SESSION_OPEN || s->draining ||
+    if (!l || !s->app || !s->app->enable_user_authentication ||
+        s->state != HUB_SESSION_OPEN || s->draining ||
         l->cfg->idle_timeout_ms || (l->cfg->write_timeout_ms && s->q.count))
         return;
     hub_wheel_stop(l->wheel, &s->idle_timer);

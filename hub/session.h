@@ -86,6 +86,9 @@ struct hub_session {
     bool app_counted;              /* counted in hub->app_sessions */
     bool online_counted;           /* counted in the hub's online registry
                                       (hub/watchlist.c); in padding */
+    bool authorized;               /* signed in, or subscribed to a private
+                                      or presence channel (authorized
+                                      connections); in padding */
     uint32_t sid_lo;               /* socket_id = "<hi>.<lo>" */
     uint32_t ping_seq;
     uint64_t sid_hi;
@@ -286,13 +289,15 @@ static inline bool hub_session_has_output(const struct hub_session *s)
  * Authorized connections (the app's enable_user_authentication): arm the
  * session's idle entry for the signin deadline, connected_ms +
  * user_authentication_timeout, when that is earlier than what it holds.
- * The entry's callback closes a session still not signed in then with
+ * The entry's callback closes a session still not authorized then with
  * pusher:error 4009 and close 4009. No-op for other apps.
  */
 void hub_session_arm_signin_deadline(struct hub_session *s);
-/* s just signed in (user_id set): the signin deadline is void; the idle
- * entry is stopped when no other deadline needs it. */
-void hub_session_signed_in(struct hub_session *s);
+/* s signed in, or a private or presence subscription of s succeeded (what
+ * Pusher counts as an authorized connection): the signin deadline is void
+ * for good; the idle entry is stopped when no other deadline needs it.
+ * Cheap when already authorized. */
+void hub_session_authorized(struct hub_session *s);
 
 /* The signed-in user's user_info (JSON text), NULL when none. */
 static inline const char *hub_session_user_info(const struct hub_session *s)

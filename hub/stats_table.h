@@ -98,7 +98,7 @@
       "Subscriptions refused over max_subscriptions.")                         \
     X(unauthorized_closes, counter, U64, 0, LOOP, "unauthorized_closes",       \
       "unauthorized_closes_total",                                             \
-      "Sessions closed 4009 for not signing in in time.")                      \
+      "Sessions closed 4009 for not being authorized in time.")                \
     X(watchlist_events, counter, U64, 0, LOOP, "watchlist_events",             \
       "watchlist_events_total",                                                \
       "pusher_internal:watchlist_events published (per watcher).")             \

@@ -475,6 +475,9 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
     HUB_STAT_ADD(l->stats.subscriptions, 1);
     hub_session_send(s, ok);
     hub_frame_unref(ok);
+    /* Authorized connections: a private or presence channel counts. */
+    if (r->kind != HUB_CHANNEL_PUBLIC)
+        hub_session_authorized(s);
 }
 
 void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)

@@ -187,7 +187,7 @@ test('watchlist: malformed and over-limit lists are refused, the signin stands',
   assert.equal(d.count('pusher:error'), 0);
 });
 
-test('authorized connections: no signin in time is closed 4009, a signin in time stays', async (t) => {
+test('authorized connections: closed 4009 unless signed in or on a private channel in time', async (t) => {
   const other = { id: 'other-id', key: 'other-key', secret: 'other-secret' };
   const hub = await twoLoopHub(t, {
     apps: [{ ...APP, enable_user_authentication: true, user_authentication_timeout: '2s' },
@@ -202,17 +202,25 @@ test('authorized connections: no signin in time is closed 4009, a signin in time
   // Signs in in time; opened before the one that never does, so its
   // deadline has passed by the time that one is closed.
   const ok = await rawSignin(t, hub, { id: 'u' });
+  // Pusher's rule: a private channel authorizes the connection too.
+  const priv = await rawClient(t, hub);
+  assert.equal((await priv.subscribed('private-p')).event, 'pusher_internal:subscription_succeeded');
+  // A public channel does not.
+  const pub = await rawClient(t, hub);
+  assert.equal((await pub.subscribed('news')).event, 'pusher_internal:subscription_succeeded');
   const lazy = await rawClient(t, hub);
   const e = await lazy.event('pusher:error');
   assert.equal(e.data.code, 4009);
   assert.match(e.data.message, /not authorized within timeout/);
   assert.equal((await lazy.whenClosed()).code, 4009);
+  assert.equal((await pub.whenClosed()).code, 4009);
   assert.equal(ok.closed, null);
+  assert.equal(priv.closed, null);
   assert.equal(free.closed, null);
   await serverSdk(hub).sendToUser('u', 'still-here', {});
   await ok.event('still-here');
   const stats = await hub.stats();
-  assert.equal(statSum(stats, 'unauthorized_closes'), 1);
+  assert.equal(statSum(stats, 'unauthorized_closes'), 2);
 
   // pusher-js signing in at once is never closed.
   const p = await signedIn(t, hub, 0, { id: 'pjs' });

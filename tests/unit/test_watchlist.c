@@ -42,7 +42,7 @@ static uint64_t stat_sum(struct fake_hub *fh, size_t off)
 static void test_signin_deadline(void **state)
 {
     struct fake_hub fh;
-    struct fake_session a, b, c;
+    struct fake_session a, b, c, d, e;
 
     (void)state;
     fake_hub_init(&fh, 2);
@@ -52,6 +52,15 @@ static void test_signin_deadline(void **state)
     assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
     assert_int_equal(fake_session_open(&fh, &b, 1, &fh.apps[0]), 0);
     assert_int_equal(fake_session_open(&fh, &c, 1, &fh.apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &d, 0, &fh.apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &e, 0, &fh.apps[0]), 0);
+    /* Pusher's rule: a private (or presence) subscription authorizes as
+     * well as a signin; a public one does not. */
+    fake_subscribe(&fh, &d.s, "private-p", NULL);
+    assert_true(d.s.authorized);
+    assert_false(hub_timer_is_armed(&d.s.idle_timer));
+    fake_subscribe(&fh, &e.s, "news", NULL);
+    assert_false(e.s.authorized);
     /* Another app's session: no deadline at all (idle_timeout is 0). */
     {
         struct fake_session o;
@@ -76,10 +85,15 @@ static void test_signin_deadline(void **state)
     assert_int_equal(a.s.close_code, 4009);
     assert_true(fake_find(&a.s, "not authorized within timeout") >= 0);
     assert_int_equal(b.s.state, HUB_SESSION_OPEN);
-    assert_int_equal(STAT(&fh, unauthorized_closes), 1);
+    assert_int_equal(d.s.state, HUB_SESSION_OPEN);
+    assert_int_equal(e.s.close_code, 4009);
+    assert_int_equal(STAT(&fh, unauthorized_closes), 2);
     fake_hub_advance(&fh, 5000);
     assert_int_equal(b.s.state, HUB_SESSION_OPEN);
-    assert_int_equal(STAT(&fh, unauthorized_closes), 1);
+    assert_int_equal(d.s.state, HUB_SESSION_OPEN);
+    assert_int_equal(STAT(&fh, unauthorized_closes), 2);
+    hub_session_fini(&d.s, HUB_CLOSE_PEER);
+    hub_session_fini(&e.s, HUB_CLOSE_APP);
     hub_session_fini(&a.s, HUB_CLOSE_APP);
     hub_session_fini(&b.s, HUB_CLOSE_PEER);
     assert_int_equal(hub_online_records(fh.hub->online), 0);
