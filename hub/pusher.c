@@ -24,6 +24,7 @@
 #include "hub/protocol.h"
 #include "hub/session.h"
 #include "hub/subscribe.h"
+#include "hub/tail.h"
 #include "hub/watchlist.h"
 
 void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
@@ -57,6 +58,8 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
     hub_session_send_text(s, buf, n);
     /* Authorized connections: sign in by the app's deadline, or 4009. */
     hub_session_arm_signin_deadline(s);
+    if (hub_tail_watched())
+        hub_tail_connection(s->loop->hub, app->index, true, s->socket_id, 0);
 }
 
 /* "<id>\0<user_info JSON or empty>\0" for s->user_id; NULL when out of
@@ -321,11 +324,15 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
 }
 
 /* At fini: offline edges first (the user channel is still joined), then
- * every channel. */
+ * every channel; the console's tail sees the close of a connection it saw
+ * open. */
 static void pusher_fini(struct hub_session *s)
 {
     hub_watchlist_signout(s);
     hub_pusher_leave_all(s);
+    if (hub_tail_watched() && s->app_counted)
+        hub_tail_connection(s->loop->hub, s->app->index, false, s->socket_id,
+                            s->close_code);
 }
 
 const struct hub_session_hooks hub_pusher_hooks = {
