@@ -24,6 +24,12 @@ void hub_app_defaults(struct hub_app *app)
     app->max_channels_per_event = 100;
     app->max_batch_events = 10;
     app->max_channel_name = 200;
+    /* Authorized connections: off, and Pusher's 30 s when on. */
+    app->enable_user_authentication = false;
+    app->user_auth_timeout_ms = 30000;
+    app->watchlist_events = true;
+    app->max_watchlist = 100;
+    app->max_watchers = 1000;
     app->max_backend_events_per_second = 0;
     app->max_read_requests_per_second = 0;
 }
@@ -79,6 +85,11 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            a->cache_max_bytes == b->cache_max_bytes &&
            a->max_subscriptions == b->max_subscriptions &&
            a->subscription_count == b->subscription_count &&
+           a->enable_user_authentication == b->enable_user_authentication &&
+           a->user_auth_timeout_ms == b->user_auth_timeout_ms &&
+           a->watchlist_events == b->watchlist_events &&
+           a->max_watchlist == b->max_watchlist &&
+           a->max_watchers == b->max_watchers &&
            str_eq(a->allowed_origins, b->allowed_origins) &&
            a->max_backend_events_per_second ==
                b->max_backend_events_per_second &&

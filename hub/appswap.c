@@ -59,6 +59,10 @@ static void session_reloaded(struct hub_session *s,
     hub_app_ref(na);
     s->app = na;
     hub_app_unref(old);
+    /* Authorized connections switched on: the deadline counts from the
+     * connection's start, as for a new one (nothing when off or when the
+     * session is authorized already). */
+    hub_session_arm_signin_deadline(s);
 }
 
 static void swap_run(struct hub_inbox_node *n, struct hub_loop *l,

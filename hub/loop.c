@@ -15,6 +15,7 @@
 #include "hub/backplane.h"
 #include "hub/cache.h"
 #include "hub/chanmap.h"
+#include "hub/online.h"
 #include "hub/drain.h"
 #include "hub/heartbeat.h"
 
@@ -39,7 +40,9 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     h->clock = clock;
     h->bp = malloc(sizeof(*h->bp));
     atomic_init(&h->apps, hub_apptab_borrow(cfg->apps, cfg->n_apps));
-    if (!h->bp || !atomic_load(&h->apps)) {
+    h->online = hub_online_create();
+    if (!h->bp || !atomic_load(&h->apps) || !h->online) {
+        hub_online_destroy(h->online);
         free(h->bp);
         hub_apptab_free(atomic_load(&h->apps), true);
         free(h);
@@ -51,6 +54,7 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     if (!h->cache || !h->subcount) {
         hub_cache_destroy(h->cache);
         hub_subcount_destroy(h->subcount);
+        hub_online_destroy(h->online);
         free(h->bp);
         hub_apptab_free(atomic_load(&h->apps), true);
         free(h);
@@ -74,6 +78,7 @@ void hub_destroy(struct hub *h)
     /* Every loop is gone, so every retired table was freed by its last
      * node; the current one holds every index's live struct. */
     hub_apptab_free(atomic_load(&h->apps), true);
+    hub_online_destroy(h->online);
     free(h);
 }
 
