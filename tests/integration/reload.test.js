@@ -182,3 +182,20 @@ test('reloads in a row while clients connect and the backend publishes', async (
   await waitFor(async () => (await hub.stats()).apps[keep.id].sessions === 2,
     'only the kept sessions left of app 1');
 });
+
+test('switching authorized connections on by reload applies to open connections', async (t) => {
+  const a = app(1);
+  const file = configFile(t, { apps: [a] });
+  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const anon = await rawOnLoop(t, hub, 0, a.key);
+  const authed = await rawOnLoop(t, hub, 1, a.key);
+  assert.strictEqual((await authed.subscribed('private-x', creds(a))).event,
+    'pusher_internal:subscription_succeeded');
+  await reload(hub, file, [{ ...a, enable_user_authentication: true, user_authentication_timeout: '200ms' }]);
+  // Open for longer than the timeout and never signed in: closed 4009.
+  assert.strictEqual((await anon.whenClosed()).code, 4009);
+  // Authorized: stays, and keeps receiving.
+  assert.strictEqual(await publish(hub, a, 'private-x', 'still', 'x'), 200);
+  await authed.event('still', 'private-x');
+  assert.strictEqual(authed.closed, null);
+});
