@@ -73,6 +73,7 @@
 #include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/publish.h"
+#include "hub/stats.h"
 
 struct hub_directory_ops {
     int (*join)(void *d, unsigned app, const char *name, size_t len,
@@ -100,6 +101,9 @@ struct hub_backplane {
     void *dir_impl;
     const struct hub_bus_ops *bus;
     void *bus_impl;
+    /* A backplane that reaches other processes: its counters (/stats,
+     * /metrics), owned by the impl; NULL for the in-process one. */
+    struct hub_backplane_stats *stats;
 };
 
 /* Fill bp with the in-process backplane (a new directory, the local

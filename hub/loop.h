@@ -49,6 +49,9 @@ struct hub_config {
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    /* Scale-out: 16 bits from the node id, folded into socket ids so that
+     * they stay unique across nodes; 0 = one node (ids as before). */
+    uint32_t node_tag;
     /* What the protocol layer does at a session's fini (hub/pusher.h's
      * hub_pusher_hooks); NULL = nothing. Borrowed. */
     const struct hub_session_hooks *session_hooks;

@@ -74,7 +74,20 @@ struct srv {
      * unless LUBDUB_TEST_STALL_MS was set at start. */
     unsigned test_stall_ms;
     SSL_CTX *client_ctx;                  /* empty, for lws (server/threads.c) */
+    /* Scale-out (--redis; server/cluster.c): NULL for one node. */
+    struct hub_cluster *cluster;
+    struct srv_redis *redis;
+    char *node_id;                        /* derived or --node-id */
 };
+
+/* server/cluster.c: with --redis, the cluster backplane and its thread
+ * (before the loops start); without, the in-process hub. NULL = out of
+ * memory or the thread would not start (logged). */
+struct hub *srv_cluster_hub_create(struct srv *srv);
+/* After every loop is gone, before hub_destroy(). */
+void srv_cluster_stop(struct srv *srv);
+/* /readyz's and /stats's view: NULL without --redis, else "up"/"down". */
+const char *srv_cluster_state(const struct srv *srv);
 
 /* server/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);
