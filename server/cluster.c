@@ -41,7 +41,7 @@ static char *derive_node_id(void)
             host[j++] = c;
     }
     host[j] = '\0';
-    snprintf(out, sizeof(out), "%s-%ld-%04x", j ? host : "node",
+    snprintf(out, sizeof(out), "%.40s-%ld-%04x", j ? host : "node",
              (long)getpid(), rnd & 0xffff);
     return strdup(out);
 }
