@@ -98,11 +98,6 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
     }
     hub_cluster_set_hub(srv->cluster, h);
     srv_redis_attach(srv->redis, srv->cluster);
-    if (srv_redis_start(srv->redis)) {
-        srv_log(HUB_LOG_ERR, 0, "backplane: cannot start its thread");
-        srv->redis = NULL; /* leaked on purpose: we exit */
-        return NULL;
-    }
     srv_log(HUB_LOG_INFO, 0,
             "backplane: node %s, redis %s:%d db %d, prefix %s; connecting",
             srv->node_id, url.host, url.port, url.db, cfg->redis_prefix);
@@ -112,6 +107,17 @@ fail:
     srv_redis_stop(srv->redis);
     srv->redis = NULL;
     return NULL;
+}
+
+int srv_cluster_start(struct srv *srv)
+{
+    if (!srv->redis)
+        return 0;
+    if (srv_redis_start(srv->redis)) {
+        srv_log(HUB_LOG_ERR, 0, "backplane: cannot start its thread");
+        return -1;
+    }
+    return 0;
 }
 
 void srv_cluster_stop(struct srv *srv)

@@ -207,7 +207,8 @@ int main(int argc, char **argv, char **envp)
         srv_log(HUB_LOG_ERR, 0, "out of memory");
         return 1;
     }
-    if (srv_loops_create(&srv) || srv_loops_start(&srv)) {
+    if (srv_loops_create(&srv) || srv_cluster_start(&srv) ||
+        srv_loops_start(&srv)) {
         srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
         return 1;
     }

@@ -6,12 +6,24 @@
 // killed and restarted mid-traffic, and a node started before its Redis.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const { startHub, waitFor, request, BINARY } = require('./lib/hub');
 const {
   RawClient, APP, sign, serverSdk, rest, closeTracked, trackClient,
 } = require('./lib/clients');
 const { startRedis, freePort, numsub } = require('./lib/redis');
+
+function promtool(text) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out }));
+    child.stdin.end(text);
+  });
+}
 
 async function startNode(t, redisUrl, id, extra = []) {
   const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
@@ -177,6 +189,16 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     assert.equal(other.count('notice'), 0);
   });
 
+  await t.test('/metrics carries the backplane series and passes promtool', async () => {
+    const r = await request('GET', nodes[0].url('/metrics'));
+    assert.equal(r.status, 200);
+    assert.match(r.body, /^lubdub_backplane_up 1$/m);
+    assert.match(r.body, /^lubdub_backplane_published_total [1-9]\d*$/m);
+    assert.match(r.body, /^lubdub_backplane_rtt_seconds_count \d+$/m);
+    const p = await promtool(r.body);
+    assert.equal(p.code, 0, p.out);
+  });
+
   await t.test('a node without subscribers of a channel receives nothing', async () => {
     const ch = 'quiet-1';
     const a = await subscriber(t, nodes[0], ch);
@@ -227,7 +249,8 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   const s1 = await bp(n1);
   assert.ok(s1.reconnects >= 1);
   for (; i < 40; i++) await publish(n1, ch, i);
-  await waitFor(() => ids(remote, ch).includes(39), 'cross-node delivery resumed');
+  await waitFor(() => ids(remote, ch).includes(39) && ids(local, ch).includes(39),
+    'cross-node delivery resumed');
   assert.deepEqual(ids(local, ch), Array.from({ length: 40 }, (_, k) => k));
   const got = ids(remote, ch);
   assert.deepEqual(got, [...Array.from({ length: 10 }, (_, k) => k), ...Array.from({ length: 10 }, (_, k) => 30 + k)]);
