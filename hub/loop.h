@@ -28,6 +28,7 @@
 #include "hub/session.h"
 #include "hub/shard.h"
 #include "hub/stats.h"
+#include "hub/subcount.h"
 #include "timer/clock.h"
 #include "timer/task.h"
 #include "timer/wheel.h"
@@ -52,6 +53,11 @@ struct hub_config {
     /* Scale-out: 16 bits from the node id, folded into socket ids so that
      * they stay unique across nodes; 0 = one node (ids as before). */
     uint32_t node_tag;
+    /* Cache channels and subscription counts (hub/cache.h,
+     * hub/subcount.h): the defaults an app's own value (0) falls back to. */
+    uint64_t cache_ttl_ms;         /* a cached event's life */
+    uint64_t cache_max_bytes;      /* per app; 0 = no cap */
+    uint64_t subscription_count_interval_ms; /* coalescing window */
     /* What the protocol layer does at a session's fini (hub/pusher.h's
      * hub_pusher_hooks); NULL = nothing. Borrowed. */
     const struct hub_session_hooks *session_hooks;
@@ -60,6 +66,7 @@ struct hub_config {
 };
 
 struct hub_backplane;
+struct hub_cache;
 struct hub_chanmap;
 
 struct hub {
@@ -75,6 +82,8 @@ struct hub {
      * max_connections quota; counted when the app key matched. */
     atomic_uint_fast32_t *app_sessions;
     uint64_t started_ms;
+    struct hub_cache *cache;       /* cache channels' last events; owned */
+    struct hub_subcount *subcount; /* subscription_count pending set */
 };
 
 struct hub_loop {
@@ -103,6 +112,7 @@ struct hub_loop {
      * delivery, write): coarse, for stamps that must not read the clock. */
     uint64_t now_ms;
     uint64_t evict_last_ms;        /* the latest eviction scan */
+    struct hub_subcount_loop subcount; /* coalesced subscription counts */
 };
 
 /*
