@@ -121,9 +121,11 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     for (let i = N; i < N + 10; i++) batch.push({ name: 'ev', channel: ch, data: JSON.stringify({ i }) });
     const r = await rest(nodes[2], 'POST', `/apps/${APP.id}/batch_events`, { body: { batch } });
     assert.equal(r.status, 200, r.body);
-    // A marker from every origin: once each subscriber has all three, every
-    // earlier event of that origin has arrived (pub/sub keeps one
-    // publisher's order on one channel).
+    // Every event on every subscriber, then a marker from every origin: a
+    // duplicate from any node would have arrived before its marker (one
+    // publisher's order holds on one channel through Redis).
+    await waitFor(() => subs.every((c) => ids(c, ch).length >= N + 10),
+      'every event on every subscriber', 20000);
     for (const n of nodes) await publish(n, ch, -1);
     await waitFor(() => subs.every((c) => ids(c, ch).filter((i) => i === -1).length === 3),
       'markers on every subscriber', 20000);
@@ -148,11 +150,12 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     await heardBy(redis, ch, 3);
     await publish(nodes[0], ch, 1, { socket_id: b.socketId });
     await publish(nodes[1], ch, 2, { socket_id: b.socketId });
+    await waitFor(() => [a, c].every((x) => ids(x, ch).length === 2), 'a and c have both');
     for (const n of nodes) await publish(n, ch, -1);
     await waitFor(() => [a, b, c].every((x) => ids(x, ch).filter((i) => i === -1).length === 3),
       'markers');
-    assert.deepEqual(ids(a, ch).filter((i) => i > 0), [1, 2]);
-    assert.deepEqual(ids(c, ch).filter((i) => i > 0), [1, 2]);
+    assert.deepEqual(ids(a, ch).filter((i) => i > 0).sort(), [1, 2]);
+    assert.deepEqual(ids(c, ch).filter((i) => i > 0).sort(), [1, 2]);
     assert.deepEqual(ids(b, ch).filter((i) => i > 0), []);
   });
 
@@ -240,7 +243,7 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   assert.equal(ready.body, 'ready; backplane down\n');
   // Local delivery goes on, every message.
   for (; i < 30; i++) await publish(n1, ch, i);
-  await waitFor(() => ids(local, ch).length === 30, 'local delivery during the outage');
+  await waitFor(() => ids(local, ch).length >= 30, 'local delivery during the outage');
   assert.ok((await bp(n1)).lost >= 1, 'cross-node messages counted lost');
 
   redis = await startRedis(t, { port });
@@ -249,9 +252,11 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   const s1 = await bp(n1);
   assert.ok(s1.reconnects >= 1);
   for (; i < 40; i++) await publish(n1, ch, i);
-  await waitFor(() => ids(remote, ch).includes(39) && ids(local, ch).includes(39),
+  await waitFor(() => ids(remote, ch).includes(39) && ids(local, ch).length >= 40,
     'cross-node delivery resumed');
-  assert.deepEqual(ids(local, ch), Array.from({ length: 40 }, (_, k) => k));
+  // The local subscriber may sit on the other loop: order across REST
+  // requests is not promised, every message once is.
+  assert.deepEqual(ids(local, ch).sort((x, y) => x - y), Array.from({ length: 40 }, (_, k) => k));
   const got = ids(remote, ch);
   assert.deepEqual(got, [...Array.from({ length: 10 }, (_, k) => k), ...Array.from({ length: 10 }, (_, k) => 30 + k)]);
   // The envelopes lost in the outage show as a gap on the receiver.
