@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "fake_hub.h"
 #include "hub/backplane.h"
 #include "hub/cluster.h"
 #include "hub/envelope.h"
@@ -323,6 +324,163 @@ static void test_cluster_encode_carries_the_frame(void **state)
     hub_cluster_destroy(c);
 }
 
+/* A hub of two loops on the cluster backplane, no network: what the loops
+ * hand the backplane thread, and what it hands back. */
+
+static size_t count_kind(struct hub_cluster_op **ops, size_t n,
+                         enum hub_cluster_op_kind k)
+{
+    size_t c = 0;
+
+    for (size_t i = 0; i < n; i++)
+        c += ops[i]->kind == k;
+    return c;
+}
+
+static size_t take_ops(struct hub_cluster *c, struct hub_cluster_op **out,
+                       size_t cap)
+{
+    size_t n = 0;
+
+    for (struct hub_cluster_op *op = hub_cluster_take(c); op; op = op->next)
+        if (n < cap)
+            out[n++] = op;
+    return n;
+}
+
+static void free_ops(struct hub_cluster_op **ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        hub_cluster_op_free(ops[i]);
+}
+
+static void test_cluster_hub_publish_and_receive(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b, d;
+    struct hub_cluster_cfg cfg;
+    struct hub_cluster *c;
+    struct hub_backplane bp;
+    struct hub_backplane_stats *st;
+    struct hub_cluster_op *ops[16];
+    struct hub_frame *f;
+    struct hub_excl ex = { 0 };
+    struct hub_envelope e;
+    unsigned char buf[512];
+    size_t n;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.cfg.node_tag = 0x1234;
+    cfg = (struct hub_cluster_cfg){ .node_id = "n1", .prefix = "lubdub",
+                                    .apps = fh.apps, .n_apps = 2,
+                                    .max_queue = 3 };
+    c = hub_cluster_create(&cfg);
+    assert_non_null(c);
+    st = hub_cluster_stats(c);
+    hub_cluster_backplane(c, &bp);
+    fh.hub = hub_create_with(&fh.cfg, &fh.clock, &bp);
+    assert_non_null(fh.hub);
+    hub_cluster_set_hub(c, fh.hub);
+    for (unsigned i = 0; i < fh.n_loops; i++) {
+        fh.loops[i] = hub_loop_create(fh.hub, &fake_ops, fake_wake, &fh,
+                                      fake_now_ms(&fh));
+        assert_non_null(fh.loops[i]);
+    }
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 1, &fh.apps[0]);
+    /* The node's tag is in every socket id, which stays \d+\.\d+. */
+    assert_int_equal(a.s.sid_hi & 0xffff, 0x1234);
+    assert_true(a.s.sid_hi != b.s.sid_hi);
+
+    fake_subscribe(&fh, &a.s, "private-c", NULL);
+    fake_subscribe(&fh, &b.s, "private-c", NULL);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 1); /* one SUB for two local subscribers */
+    assert_int_equal(ops[0]->kind, HUB_COP_SUB);
+    assert_string_equal(ops[0]->rchan, "lubdub:app-id:private-c");
+    free_ops(ops, n);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+
+    /* A publish: b gets it through its loop at once, the backplane gets
+     * the same frame once. */
+    f = hub_frame_create_text("{\"event\":\"ev\"}", 14);
+    ex.set = true;
+    ex.hi = a.s.sid_hi;
+    ex.lo = a.s.sid_lo;
+    assert_int_equal(hub_publish(fh.hub, fh.loops[1], 0, "private-c", 9, f,
+                                 &ex), 0);
+    assert_int_equal(b.s.q.count, 1);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_EVENT);
+    assert_ptr_equal(ops[0]->f, f);
+    assert_true(ops[0]->excl.set && ops[0]->excl.hi == a.s.sid_hi);
+    free_ops(ops, n);
+    /* A member event stays on this node. */
+    ex = (struct hub_excl){ .member_seq = 7 };
+    hub_publish(fh.hub, fh.loops[1], 0, "private-c", 9, f, &ex);
+    assert_null(hub_cluster_take(c));
+    /* A full hand-off queue counts the rest lost. */
+    for (int i = 0; i < 5; i++)
+        hub_publish(fh.hub, fh.loops[1], 0, "private-c", 9, f, NULL);
+    assert_int_equal(st->lost, 2);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 3);
+    free_ops(ops, n);
+    hub_frame_unref(f);
+    fake_hub_drain(&fh);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+
+    /* Signin subscribes the node to the user's channel; terminate goes to
+     * the backplane too. */
+    fake_signin(&fh, &a.s, "{\"id\":\"u9\"}");
+    n = take_ops(c, ops, 16);
+    assert_int_equal(count_kind(ops, n, HUB_COP_SUB), 1);
+    assert_string_equal(ops[0]->rchan, "lubdub:app-id:#server-to-user-u9");
+    free_ops(ops, n);
+    assert_int_equal(hub_terminate_user(fh.hub, fh.loops[1], 0, "u9"), 0);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_TERMINATE);
+    free_ops(ops, n);
+    fake_hub_drain(&fh);
+
+    /* From another node: delivered on both loops, b excluded by id. */
+    fake_session_open(&fh, &d, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &d.s, "private-c", NULL);
+    assert_null(hub_cluster_take(c)); /* the node already listens */
+    fake_flush(&d.s);
+    fake_flush(&b.s);
+    e = sample();
+    e.origin = "n2";
+    e.app = "app-id";
+    e.channel = "private-c";
+    e.channel_len = 9;
+    e.excl_hi = b.s.sid_hi;
+    e.excl_lo = b.s.sid_lo;
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    assert_int_equal(hub_cluster_receive(c, NULL, buf, n), 0);
+    fake_hub_drain(&fh);
+    assert_int_equal(b.s.q.count, 0);
+    assert_int_equal(d.s.q.count, 1);
+    assert_non_null(strstr(fake_frame_text(&d.s, 0), "\"event\":\"ev\""));
+    assert_int_equal(st->received, 1);
+    fake_flush(&d.s);
+    /* After close, nothing more reaches the loops. */
+    hub_cluster_close(c);
+    assert_int_equal(hub_cluster_receive(c, NULL, buf, n), 0);
+    fake_hub_drain(&fh);
+    assert_int_equal(d.s.q.count, 0);
+
+    hub_session_fini(&d.s, HUB_CLOSE_APP);
+    hub_session_fini(&a.s, HUB_CLOSE_APP);
+    hub_session_fini(&b.s, HUB_CLOSE_APP);
+    fake_hub_stop(&fh); /* frees the cluster with its queued UNSUBs */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_cluster_subscribes_on_first_and_last),
         cmocka_unit_test(test_cluster_receive_rules),
         cmocka_unit_test(test_cluster_encode_carries_the_frame),
+        cmocka_unit_test(test_cluster_hub_publish_and_receive),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
