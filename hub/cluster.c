@@ -520,13 +520,30 @@ static void track(struct hub_cluster *c, struct hub_cluster_rx *rx,
         o->last = e->seq;
 }
 
+/* rchan (NULL = not checked) is "<prefix>:<app>:<channel>" of e. */
+static bool rchan_matches(const struct hub_cluster *c, const char *rchan,
+                          size_t rlen, const struct hub_envelope *e)
+{
+    size_t plen = strlen(c->prefix);
+
+    if (!rchan)
+        return true;
+    return rlen == plen + 1 + e->app_len + 1 + e->channel_len &&
+           !memcmp(rchan, c->prefix, plen) && rchan[plen] == ':' &&
+           !memcmp(rchan + plen + 1, e->app, e->app_len) &&
+           rchan[plen + 1 + e->app_len] == ':' &&
+           !memcmp(rchan + plen + 2 + e->app_len, e->channel, e->channel_len);
+}
+
 int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
+                        const char *rchan, size_t rchan_len,
                         const void *data, size_t len)
 {
     struct hub_envelope e;
     const struct hub_app *app;
 
     if (hub_envelope_decode(&e, data, len) ||
+        !rchan_matches(c, rchan, rchan_len, &e) ||
         !(app = hub_app_find_by_id(c->apps, c->n_apps, e.app, e.app_len))) {
         stat_add(&c->stats.bad, 1);
         return -EINVAL;

@@ -111,11 +111,14 @@ void hub_cluster_op_free(struct hub_cluster_op *op);
 unsigned char *hub_cluster_encode(struct hub_cluster *c,
                                   const struct hub_cluster_op *op,
                                   uint64_t epoch, uint64_t seq, size_t *len);
-/* A message from the broker. rx: the channel's receive state, NULL when
- * the channel is not (or no longer) subscribed. Returns 0 when delivered,
- * 1 when ignored (own origin), -EINVAL when malformed or for an unknown
- * app (counted bad). */
+/* A message from the broker on channel rchan (NULL: not checked). rx:
+ * the channel's receive state, NULL when the channel is not (or no
+ * longer) subscribed. Returns 0 when delivered, 1 when ignored (own
+ * origin), -EINVAL when malformed, for an unknown app, or when the
+ * envelope's app and channel are not the broker channel's (counted bad:
+ * an envelope only ever reaches the channel it was published on). */
 int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
+                        const char *rchan, size_t rchan_len,
                         const void *data, size_t len);
 void hub_cluster_rx_fini(struct hub_cluster_rx *rx);
 

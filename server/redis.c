@@ -536,8 +536,9 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
             stat_add(&r->st->bad, 1);
             return;
         }
-        hub_cluster_receive(r->c, x && x->want ? &x->rx : NULL,
-                            rep->element[2]->str, rep->element[2]->len);
+        hub_cluster_receive(r->c, x && x->want ? &x->rx : NULL, ch->str,
+                            ch->len, rep->element[2]->str,
+                            rep->element[2]->len);
     } else if (!strcasecmp(kind->str, "subscribe") && x) {
         if (x->subscribed)
             x->confirmed = true;

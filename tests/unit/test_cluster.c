@@ -259,34 +259,34 @@ static void test_cluster_receive_rules(void **state)
 
     (void)state;
     n = envelope(buf, sizeof(buf), "n1", 1, 1, "app-id");
-    assert_int_equal(hub_cluster_receive(c, &rx, buf, n), 1);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 1);
     assert_int_equal(st->own_ignored, 1);
     n = envelope(buf, sizeof(buf), "n2", 7, 5, "app-id");
-    assert_int_equal(hub_cluster_receive(c, &rx, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
     n = envelope(buf, sizeof(buf), "n2", 7, 6, "app-id");
-    assert_int_equal(hub_cluster_receive(c, &rx, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
     assert_int_equal(st->gaps, 0);
     /* 7 and 8 missing. */
     n = envelope(buf, sizeof(buf), "n2", 7, 9, "app-id");
-    assert_int_equal(hub_cluster_receive(c, &rx, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
     assert_int_equal(st->gaps, 2);
     /* A restarted origin (new epoch) starts over without a gap. */
     n = envelope(buf, sizeof(buf), "n2", 8, 1, "app-id");
-    assert_int_equal(hub_cluster_receive(c, &rx, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
     assert_int_equal(st->gaps, 2);
     /* A second origin is tracked apart. */
     n = envelope(buf, sizeof(buf), "n3", 1, 100, "app-id");
-    assert_int_equal(hub_cluster_receive(c, &rx, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
     assert_int_equal(rx.n, 2);
     assert_int_equal(st->received, 5);
     /* An unknown app, garbage. */
     n = envelope(buf, sizeof(buf), "n2", 8, 2, "other");
-    assert_int_equal(hub_cluster_receive(c, &rx, buf, n), -EINVAL);
-    assert_int_equal(hub_cluster_receive(c, &rx, "junk", 4), -EINVAL);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), -EINVAL);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, "junk", 4), -EINVAL);
     assert_int_equal(st->bad, 2);
     /* Not subscribed (rx NULL): received, not tracked. */
     n = envelope(buf, sizeof(buf), "n2", 8, 50, "app-id");
-    assert_int_equal(hub_cluster_receive(c, NULL, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, NULL, NULL, 0, buf, n), 0);
     assert_int_equal(st->gaps, 2);
     hub_cluster_rx_fini(&rx);
     hub_cluster_destroy(c);
@@ -462,7 +462,14 @@ static void test_cluster_hub_publish_and_receive(void **state)
     e.excl_hi = b.s.sid_hi;
     e.excl_lo = b.s.sid_lo;
     n = hub_envelope_encode(&e, buf, sizeof(buf));
-    assert_int_equal(hub_cluster_receive(c, NULL, buf, n), 0);
+    /* Not the broker channel it names: refused. */
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:app-id:other", 19,
+                                         buf, n), -EINVAL);
+    assert_int_equal(hub_cluster_receive(c, NULL, "x:app-id:private-c", 18,
+                                         buf, n), -EINVAL);
+    assert_int_equal(st->bad, 2);
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:app-id:private-c",
+                                         23, buf, n), 0);
     fake_hub_drain(&fh);
     assert_int_equal(b.s.q.count, 0);
     assert_int_equal(d.s.q.count, 1);
@@ -471,7 +478,7 @@ static void test_cluster_hub_publish_and_receive(void **state)
     fake_flush(&d.s);
     /* After close, nothing more reaches the loops. */
     hub_cluster_close(c);
-    assert_int_equal(hub_cluster_receive(c, NULL, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, NULL, NULL, 0, buf, n), 0);
     fake_hub_drain(&fh);
     assert_int_equal(d.s.q.count, 0);
 
