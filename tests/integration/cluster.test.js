@@ -266,6 +266,29 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   assert.equal(downs.length, 1, n1.stderr);
 });
 
+test('Redis stopped (SIGSTOP): nodes notice by PING, local delivery never waits', async (t) => {
+  const redis = await startRedis(t);
+  const n1 = await startNode(t, redis.url(), 's1');
+  const n2 = await startNode(t, redis.url(), 's2');
+  await allUp([n1, n2]);
+  const ch = 'stall-1';
+  const local = await subscriber(t, n1, ch);
+  const remote = await subscriber(t, n2, ch);
+  await heardBy(redis, ch, 2);
+  process.kill(redis.pid, 'SIGSTOP');
+  t.after(() => { try { process.kill(redis.pid, 'SIGCONT'); } catch (_) { /* gone */ } });
+  // Redis takes nothing now; publishing and local delivery go on.
+  for (let i = 0; i < 20; i++) await publish(n1, ch, i);
+  await waitFor(() => ids(local, ch).length >= 20, 'local delivery while Redis hangs');
+  await waitFor(async () => (await bp(n1)).state === 'down', 'n1 sees Redis down (no PING reply)', 20000);
+  process.kill(redis.pid, 'SIGCONT');
+  await allUp([n1, n2]);
+  await heardBy(redis, ch, 2);
+  await publish(n1, ch, 100);
+  await waitFor(() => ids(remote, ch).includes(100), 'cross-node delivery after SIGCONT');
+  assert.ok(n1.stderr.includes('no reply to PING'), n1.stderr);
+});
+
 test('a node started before its Redis serves locally, then joins', async (t) => {
   const port = await freePort();
   const n1 = await startNode(t, `redis://127.0.0.1:${port}/0`, 'early');
