@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -66,6 +67,7 @@ struct srv_redis {
     uint64_t epoch, rng;
     struct hub_chantab tx, rx;
     size_t inflight;
+    uint64_t n_confirmed;          /* rx records with confirmed set */
     uint64_t ping_at_ns;
     bool ping_out;
 };
@@ -125,8 +127,11 @@ static void *tab_add(struct hub_chantab *t, size_t sz, size_t name_off,
     return p;
 }
 
+static void set_confirmed(struct srv_redis *r, struct rxrec *x, bool on);
+
 static void rx_remove(struct srv_redis *r, struct rxrec *x)
 {
+    set_confirmed(r, x, false);
     hub_chantab_remove(&r->rx, &x->node);
     hub_cluster_rx_fini(&x->rx);
     free(x);
@@ -143,14 +148,18 @@ static void tx_clear(struct srv_redis *r)
     }
 }
 
-static void count_channels(struct srv_redis *r)
+/* The channels gauge follows every change of a record's confirmed flag,
+ * so nothing walks the table per wakeup. */
+static void set_confirmed(struct srv_redis *r, struct rxrec *x, bool on)
 {
-    uint64_t k = 0;
-
-    for (struct hub_chan_node *n = hub_chantab_next(&r->rx, NULL); n;
-         n = hub_chantab_next(&r->rx, n))
-        k += ((struct rxrec *)(void *)n)->confirmed;
-    stat_set(&r->st->channels, k);
+    if (x->confirmed == on)
+        return;
+    x->confirmed = on;
+    if (on)
+        r->n_confirmed++;
+    else
+        r->n_confirmed--;
+    stat_set(&r->st->channels, r->n_confirmed);
 }
 
 static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv);
@@ -210,12 +219,12 @@ static void go_down(struct srv_redis *r, const char *why)
         struct rxrec *x = (struct rxrec *)(void *)n;
 
         nn = hub_chantab_next(&r->rx, n);
-        x->subscribed = x->confirmed = false;
+        x->subscribed = false;
+        set_confirmed(r, x, false);
         x->unsub_inflight = 0;
         if (!x->want)
             rx_remove(r, x);
     }
-    count_channels(r);
     shift = r->attempts < 6 ? r->attempts : 6;
     delay = (double)BACKOFF_MIN_MS * (double)(1u << shift);
     if (delay > BACKOFF_MAX_MS)
@@ -249,7 +258,6 @@ static void go_up(struct srv_redis *r)
             k++;
         }
     }
-    count_channels(r);
     srv_log(HUB_LOG_INFO, 0,
             "backplane: up, redis %s:%d db %d, node %s, %u channels "
             "subscribed", r->url.host, r->url.port, r->url.db, r->node_id, k);
@@ -303,13 +311,18 @@ static void disconnect_cb(const redisAsyncContext *ac, int status)
     go_down(r, ac->errstr[0] ? ac->errstr : "connection closed");
 }
 
-static redisAsyncContext *open_one(struct srv_redis *r, bool select)
+/* why (160 bytes) gets hiredis's reason when this returns NULL. */
+static redisAsyncContext *open_one(struct srv_redis *r, bool select,
+                                   char *why)
 {
     redisAsyncContext *ac = redisAsyncConnect(r->url.host, r->url.port);
 
-    if (!ac)
+    if (!ac) {
+        snprintf(why, 160, "out of memory");
         return NULL;
+    }
     if (ac->err) {
+        snprintf(why, 160, "%s", ac->errstr);
         redisAsyncFree(ac);
         return NULL;
     }
@@ -336,11 +349,13 @@ static redisAsyncContext *open_one(struct srv_redis *r, bool select)
 
 static void start_connect(struct srv_redis *r)
 {
+    char why[160] = "cannot connect";
+
     r->setup_left = 0;
-    r->cmd = open_one(r, true);
-    r->sub = r->cmd ? open_one(r, false) : NULL;
+    r->cmd = open_one(r, true, why);
+    r->sub = r->cmd ? open_one(r, false, why) : NULL;
     if (!r->cmd || !r->sub) {
-        go_down(r, "cannot create a connection");
+        go_down(r, why);
         return;
     }
     ev_timer_set(&r->connect_w, CONNECT_TIMEOUT_S, 0.);
@@ -466,7 +481,7 @@ static void do_unsub(struct srv_redis *r, const struct hub_cluster_op *op)
     if (!x)
         return;
     x->want = false;
-    x->confirmed = false;
+    set_confirmed(r, x, false);
     hub_cluster_rx_fini(&x->rx);
     if (x->subscribed && r->up && r->sub &&
         redisAsyncCommand(r->sub, subscribe_cb, r, "UNSUBSCRIBE %b", x->name,
@@ -503,7 +518,6 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
         }
         hub_cluster_op_free(op);
     }
-    count_channels(r);
 }
 
 /* Receiving. */
@@ -541,8 +555,7 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
                             rep->element[2]->len);
     } else if (!strcasecmp(kind->str, "subscribe") && x) {
         if (x->subscribed)
-            x->confirmed = true;
-        count_channels(r);
+            set_confirmed(r, x, true);
     } else if (!strcasecmp(kind->str, "unsubscribe") && x) {
         if (x->unsub_inflight)
             x->unsub_inflight--;
@@ -552,7 +565,6 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
             else if (!x->want)
                 rx_remove(r, x);
         }
-        count_channels(r);
     }
 }
 
