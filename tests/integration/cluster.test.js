@@ -192,6 +192,20 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     assert.equal(other.count('notice'), 0);
   });
 
+  await t.test('garbage published on a lubdub channel is counted, never delivered', async () => {
+    const ch = 'hostile-1';
+    const a = await subscriber(t, nodes[0], ch);
+    await heardBy(redis, ch, 1);
+    const before = (await bp(nodes[0])).bad;
+    await redis.cli('PUBLISH', `lubdub:${APP.id}:${ch}`, 'LDB1\x01garbage');
+    await redis.cli('PUBLISH', `lubdub:${APP.id}:${ch}`, '');
+    await waitFor(async () => (await bp(nodes[0])).bad === before + 2, 'bad counted');
+    await publish(nodes[1], ch, 1);
+    await waitFor(() => ids(a, ch).length === 1, 'the node still serves');
+    assert.equal(a.msgs.filter((m) => m.channel === ch && m.event !== 'ev' &&
+      !m.event.startsWith('pusher_internal:')).length, 0);
+  });
+
   await t.test('/metrics carries the backplane series and passes promtool', async () => {
     const r = await request('GET', nodes[0].url('/metrics'));
     assert.equal(r.status, 200);
