@@ -28,6 +28,7 @@
 #define PING_EVERY_S 1.0
 #define PING_DEADLINE_NS (3ull * 1000000000ull)
 #define MAX_INFLIGHT 100000     /* PUBLISHes awaiting their reply */
+#define MAX_INFLIGHT_BYTES (64u * 1024 * 1024) /* and their envelope bytes */
 #define MAX_TX_CHANNELS 65536   /* then the seq table restarts (new epoch) */
 
 /* Sending side: the next seq per broker channel. */
@@ -66,7 +67,12 @@ struct srv_redis {
     unsigned attempts;
     uint64_t epoch, rng;
     struct hub_chantab tx, rx;
-    size_t inflight;
+    /* PUBLISHes awaiting Redis's reply, oldest first: their envelope
+     * sizes in a ring (replies come back in order), so that a slow Redis
+     * never makes hiredis's output buffer grow past MAX_INFLIGHT_BYTES. */
+    uint32_t *ring;
+    size_t ring_head, inflight;
+    uint64_t inflight_bytes;
     uint64_t n_confirmed;          /* rx records with confirmed set */
     uint64_t ping_at_ns;
     bool ping_out;
@@ -412,8 +418,11 @@ static void publish_cb(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
 
     (void)ac;
-    if (r->inflight)
+    if (r->inflight) {
+        r->inflight_bytes -= r->ring[r->ring_head];
+        r->ring_head = (r->ring_head + 1) % MAX_INFLIGHT;
         r->inflight--;
+    }
     if (rep && rep->type == REDIS_REPLY_INTEGER)
         stat_add(&r->st->published, 1);
     else
@@ -448,15 +457,19 @@ static void send_event(struct srv_redis *r, const struct hub_cluster_op *op)
         return;
     }
     env = hub_cluster_encode(r->c, op, r->epoch, seq, &len);
-    if (!env) {
+    if (!env || r->inflight_bytes + len > MAX_INFLIGHT_BYTES) {
+        free(env);
         stat_add(&r->st->lost, 1);
         return;
     }
     if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
-                          op->rchan_len, env, len) == REDIS_OK)
+                          op->rchan_len, env, len) == REDIS_OK) {
+        r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
         r->inflight++;
-    else
+        r->inflight_bytes += len;
+    } else {
         stat_add(&r->st->lost, 1);
+    }
     free(env);
 }
 
@@ -603,12 +616,14 @@ struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
     r->url = *u;
     r->node_id = strdup(node_id);
     r->loop = ev_loop_new(EVFLAG_AUTO);
-    if (!r->node_id || !r->loop || hub_chantab_init(&r->tx, 64) ||
+    r->ring = calloc(MAX_INFLIGHT, sizeof(*r->ring));
+    if (!r->node_id || !r->loop || !r->ring || hub_chantab_init(&r->tx, 64) ||
         hub_chantab_init(&r->rx, 64)) {
         if (r->loop)
             ev_loop_destroy(r->loop);
         hub_chantab_fini(&r->tx);
         hub_chantab_fini(&r->rx);
+        free(r->ring);
         free(r->node_id);
         free(r);
         return NULL;
@@ -681,6 +696,7 @@ void srv_redis_stop(struct srv_redis *r)
     hub_chantab_fini(&r->tx);
     hub_chantab_fini(&r->rx);
     ev_loop_destroy(r->loop);
+    free(r->ring);
     free(r->node_id);
     free(r);
 }
