@@ -88,6 +88,11 @@ struct srv_config {
     enum srv_log_format log_format;
     enum srv_event_loop event_loop; /* libev (epoll) or lws's poll() */
 
+    /* Scale-out (docs/SCALING.md). */
+    char *redis;               /* redis://[user:pass@]host:port/db; NULL = one node */
+    char *node_id;             /* NULL = derived: host-pid-random */
+    char *redis_prefix;        /* Redis channel prefix, default "lubdub" */
+
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */
     bool help;                 /* --help */
@@ -135,6 +140,8 @@ struct srv_option_desc {
     /* Private to config.c: where the value lives in its struct. */
     size_t offset_;
     size_t size_;
+    /* The environment variable when it is not LUBDUB_<NAME>; NULL = that. */
+    const char *env;
 };
 
 /* *out gets the table (borrowed, static); returns the number of rows. */

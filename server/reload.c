@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "hub/appswap.h"
+#include "hub/cluster.h"
 #include "server/srv.h"
 
 /* " (id, id, ...)" for up to 4 ids of the indices that changed as want,
@@ -106,6 +107,17 @@ int srv_apps_reload(struct srv *srv)
                                  "apps)", srv->cfg->config_file, n);
         rc = 0;
         goto out;
+    }
+    /* With --redis the cluster must know a new app's id before any loop
+     * can see the app (hub/cluster.h). */
+    for (i = cur->n; srv->cluster && i < next->n; i++) {
+        if (next->apps[i] &&
+            hub_cluster_app_added(srv->cluster, i, next->apps[i]->id)) {
+            hub_apptab_discard(next);
+            srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old "
+                                    "ones: out of memory");
+            goto out;
+        }
     }
     ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
     ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));

@@ -84,7 +84,23 @@ struct srv {
     int argc;
     char **argv;
     char **envp;
+    /* Scale-out (--redis; server/cluster.c): NULL for one node. */
+    struct hub_cluster *cluster;
+    struct srv_redis *redis;
+    char *node_id;                        /* derived or --node-id */
 };
+
+/* server/cluster.c: with --redis, the hub on the cluster backplane;
+ * without, the in-process hub. NULL = out of memory. */
+struct hub *srv_cluster_hub_create(struct srv *srv);
+/* Start the backplane thread, after the loops' listeners exist (so that
+ * it never holds a descriptor number a listener reuses) and before the
+ * loops run; 0 without --redis. -1 when the thread would not start. */
+int srv_cluster_start(struct srv *srv);
+/* After every loop is gone, before hub_destroy(). */
+void srv_cluster_stop(struct srv *srv);
+/* /readyz's and /stats's view: NULL without --redis, else "up"/"down". */
+const char *srv_cluster_state(const struct srv *srv);
 
 /* server/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);

@@ -11,7 +11,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const { waitFor } = require('./lib/hub');
 const {
-  configFile, twoLoopHub, rawOnLoop, rest, serverSdk, RawClient,
+  configFile, twoLoopHub, rawOnLoop, rawClient, rest, serverSdk, RawClient,
 } = require('./lib/clients');
 
 const app = (n, extra = {}) => ({ id: `id-${n}`, key: `key-${n}`, secret: `secret-${n}`, ...extra });
@@ -198,4 +198,38 @@ test('switching authorized connections on by reload applies to open connections'
   assert.strictEqual(await publish(hub, a, 'private-x', 'still', 'x'), 200);
   await authed.event('still', 'private-x');
   assert.strictEqual(authed.closed, null);
+});
+
+test('with --redis, an app added by a reload is carried between nodes', async (t) => {
+  const { startRedis, numsub } = require('./lib/redis');
+  const { startHub } = require('./lib/hub');
+  const { closeTracked } = require('./lib/clients');
+  const redis = await startRedis(t);
+  const a = app(1);
+  const added = app(7);
+  const nodes = [];
+  for (const id of ['r1', 'r2']) {
+    const file = configFile(t, { apps: [a] });
+    const hub = await startHub(['--loops', '2', '--drain-timeout', '1s', '--config', file,
+      '--redis', redis.url(), '--node-id', id]);
+    hub.file = file;
+    t.after(async () => {
+      await closeTracked(hub);
+      const exit = await hub.stop();
+      if (exit.code !== 0) throw new Error(`node ${id} exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
+    });
+    nodes.push(hub);
+  }
+  await waitFor(async () => {
+    for (const n of nodes) if ((await n.stats()).backplane.state !== 'up') return false;
+    return true;
+  }, 'both nodes up', 20000, 50);
+  for (const n of nodes) await reload(n, n.file, [a, added]);
+  // (With --redis socket ids carry a node tag: no loop placement.)
+  const sub = await rawClient(t, nodes[0], added.key);
+  await sub.subscribed('news');
+  await waitFor(async () => (await numsub(redis, `lubdub:${added.id}:news`)) === 1,
+    'node r1 subscribed in Redis for the new app', 15000, 30);
+  assert.strictEqual(await publish(nodes[1], added, 'news', 'across', 'x'), 200);
+  await sub.event('across', 'news');
 });
