@@ -22,6 +22,7 @@ void hub_app_defaults(struct hub_app *app)
     app->max_channels_per_event = 100;
     app->max_batch_events = 10;
     app->max_channel_name = 200;
+    app->webhook_batching = true;
 }
 
 static bool equal(const char *field, const char *s, size_t len)

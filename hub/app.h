@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hub_webhook_conf;
+
 struct hub_app {
     char *id;                        /* "app-id" */
     char *key;                       /* "app-key" */
@@ -28,6 +30,12 @@ struct hub_app {
     uint32_t max_channels_per_event; /* default 100 */
     uint32_t max_batch_events;       /* default 10 */
     uint32_t max_channel_name;       /* default 200 */
+    /* Webhooks (hub/webhook.h): owned by the app, freed in one place,
+     * hub_app_webhooks_free(), so a reloaded app brings its own. */
+    struct hub_webhook_conf *webhooks;
+    unsigned n_webhooks;
+    unsigned webhook_types;          /* union of the webhooks' types */
+    bool webhook_batching;           /* default true (Pusher batches) */
     unsigned index;                  /* position in the app table */
 };
 

@@ -58,6 +58,7 @@ struct hub_config {
 
 struct hub_backplane;
 struct hub_chanmap;
+struct hub_whq;
 
 struct hub {
     const struct hub_config *cfg;  /* borrowed */
@@ -72,6 +73,9 @@ struct hub {
      * max_connections quota; counted when the app key matched. */
     atomic_uint_fast32_t *app_sessions;
     uint64_t started_ms;
+    /* The webhook queue (hub/webhook.h), set by server/ before the loops
+     * start when an app has webhooks; NULL = none. Borrowed. */
+    struct hub_whq *webhooks;
 };
 
 struct hub_loop {

@@ -19,6 +19,7 @@
 #include "hub/stats_table.h"
 #include "hub/version.h"
 #include "server/srv.h"
+#include "server/webhook.h"
 
 enum row_fmt {
     FMT_U64, FMT_NS_MS, FMT_MS_S, FMT_BY_REASON, FMT_LATE, FMT_RATIO
@@ -330,6 +331,15 @@ char *srv_stats_json(struct srv *srv, size_t *len)
             (json_int_t)srv->hcfg.max_subscriptions);
     json_decref(loops);
     json_decref(totals);
+    if (root) {
+        /* server/webhook_send.c; absent when no app has webhooks. */
+        json_t *wh = srv_webhooks_stats_json(srv);
+
+        if (wh && json_object_set_new(root, "webhooks", wh)) {
+            json_decref(root);
+            root = NULL;
+        }
+    }
     if (!root || !out.p ||
         json_dump_callback(root, buf_put, &out, JSON_COMPACT))
         out.oom = true;
@@ -495,6 +505,11 @@ static void hub_series(struct buf *b, struct srv *srv,
     }
 }
 
+static void put_text(void *b, const char *text)
+{
+    bprintf(b, "%s", text);
+}
+
 char *srv_metrics_text(struct srv *srv, size_t *len)
 {
     struct buf b = { malloc(16384), 0, 16384, false };
@@ -524,6 +539,7 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
         family(&b, hist_rows[i].metric, "histogram", hist_rows[i].help);
         hist_series(&b, srv, &hist_rows[i]);
     }
+    srv_webhooks_metrics(srv, put_text, &b);
     if (b.oom) {
         free(b.p);
         return NULL;
