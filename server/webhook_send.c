@@ -84,11 +84,15 @@ struct srv_wh {
     unsigned n_eps;
     unsigned *ep_base;              /* per app: its first endpoint */
     uint64_t held_bytes;
+    atomic_uint_fast64_t held_bytes_pub;
     bool dropping;                  /* logged the current drop episode */
     uint64_t rng;
     uint64_t last_checkpoint_ms, last_replay_ms;
     bool dirty;                     /* written since the last checkpoint */
     atomic_uint_fast64_t store_errors, orphans;
+    /* The engine's figures, copied each round for /stats. */
+    atomic_uint_fast64_t edges_cancelled, edges_delayed, events_batched,
+        events_oom;
 };
 
 static uint64_t wall_ms(void)
@@ -437,6 +441,15 @@ static void *sender_main(void *arg)
         due = hub_wh_engine_advance(wh->eng, now, wall);
         if (due < wait)
             wait = due;
+        {
+            struct hub_wh_engine_stats es;
+
+            hub_wh_engine_get_stats(wh->eng, &es);
+            atomic_store(&wh->edges_cancelled, es.cancelled);
+            atomic_store(&wh->edges_delayed, es.delayed);
+            atomic_store(&wh->events_batched, es.events);
+            atomic_store(&wh->events_oom, es.oom);
+        }
         if (stopping) {
             hub_wh_engine_flush(wh->eng, wall);
             break;
@@ -471,6 +484,7 @@ static void *sender_main(void *arg)
                 wh->dirty = false;
             }
         }
+        atomic_store(&wh->held_bytes_pub, wh->held_bytes);
         /* A send made ready by a finish above starts next round. */
         for (unsigned i = 0; i < wh->n_eps; i++)
             if (!wh->eps[i].in_flight && wh->eps[i].head &&
@@ -680,10 +694,17 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
     }
     if (!eps)
         return NULL;
-    root = json_pack("{s:b,s:I,s:I,s:I,s:I,s:o}", "durable", wh->store != NULL,
-                     "events_enqueued", LD(wh->q.enqueued), "events_dropped",
-                     LD(wh->q.dropped), "store_errors", LD(wh->store_errors),
-                     "orphan_rows", LD(wh->orphans), "endpoints", eps);
+    root = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "durable",
+                     wh->store != NULL, "events_enqueued", LD(wh->q.enqueued),
+                     "events_dropped",
+                     LD(wh->q.dropped) + LD(wh->events_oom),
+                     "events_batched", LD(wh->events_batched),
+                     "edges_delayed", LD(wh->edges_delayed),
+                     "edges_cancelled", LD(wh->edges_cancelled),
+                     "store_errors", LD(wh->store_errors), "orphan_rows",
+                     LD(wh->orphans), "pending_bytes",
+                     (json_int_t)atomic_load(&wh->held_bytes_pub),
+                     "endpoints", eps);
     return root;
 }
 
@@ -787,7 +808,7 @@ void srv_webhooks_metrics(struct srv *srv,
            "Webhook events dropped before batching (queue full, no memory)")
     snprintf(line, sizeof(line), "lubdub_webhook_events_dropped_total %" PRIu64
                                  "\n",
-             (uint64_t)LD(wh->q.dropped));
+             (uint64_t)(LD(wh->q.dropped) + LD(wh->events_oom)));
     put(b, line);
 #undef FAMILY
 #undef SERIES
