@@ -535,11 +535,12 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
         else
             row_series(&b, srv, r);
     }
+    /* server/webhook_send.c: per app and endpoint. */
+    srv_webhooks_metrics(srv, put_text, &b);
     for (size_t i = 0; i < sizeof(hist_rows) / sizeof(hist_rows[0]); i++) {
         family(&b, hist_rows[i].metric, "histogram", hist_rows[i].help);
         hist_series(&b, srv, &hist_rows[i]);
     }
-    srv_webhooks_metrics(srv, put_text, &b);
     if (b.oom) {
         free(b.p);
         return NULL;

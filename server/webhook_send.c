@@ -735,15 +735,17 @@ void srv_webhooks_metrics(struct srv *srv,
     char line[10240], lab[4096];
     uint64_t wall = wall_ms();
 
+    unsigned n_eps = wh ? wh->n_eps : 0;
+
+    /* The families are declared even with no webhooks (no series then),
+     * so /metrics always lists the same families. */
     (void)srv;
-    if (!wh)
-        return;
 #define FAMILY(name, type, help)                                               \
     snprintf(line, sizeof(line), "# HELP lubdub_%s %s\n# TYPE lubdub_%s %s\n", \
              #name, help, #name, #type);                                       \
     put(b, line);
 #define SERIES(name, value)                                                    \
-    for (unsigned i = 0; i < wh->n_eps; i++) {                                 \
+    for (unsigned i = 0; i < n_eps; i++) {                                 \
         struct endpoint *ep = &wh->eps[i];                                     \
         label(lab, sizeof(lab), ep);                                           \
         snprintf(line, sizeof(line), "lubdub_%s{%s} %" PRIu64 "\n", #name,     \
@@ -777,7 +779,7 @@ void srv_webhooks_metrics(struct srv *srv,
     SERIES(webhook_endpoint_up, atomic_load(&ep->up) ? 1 : 0)
     FAMILY(webhook_delivery_latency_seconds, histogram,
            "From a batch's creation to its delivery")
-    for (unsigned i = 0; i < wh->n_eps; i++) {
+    for (unsigned i = 0; i < n_eps; i++) {
         struct endpoint *ep = &wh->eps[i];
         uint64_t cum = 0;
 
@@ -806,10 +808,12 @@ void srv_webhooks_metrics(struct srv *srv,
     }
     FAMILY(webhook_events_dropped_total, counter,
            "Webhook events dropped before batching (queue full, no memory)")
-    snprintf(line, sizeof(line), "lubdub_webhook_events_dropped_total %" PRIu64
-                                 "\n",
-             (uint64_t)(LD(wh->q.dropped) + LD(wh->events_oom)));
-    put(b, line);
+    if (wh) {
+        snprintf(line, sizeof(line),
+                 "lubdub_webhook_events_dropped_total %" PRIu64 "\n",
+                 (uint64_t)(LD(wh->q.dropped) + LD(wh->events_oom)));
+        put(b, line);
+    }
 #undef FAMILY
 #undef SERIES
 }

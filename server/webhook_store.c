@@ -44,94 +44,94 @@ static const char schema[] =
     " url TEXT NOT NULL, idem TEXT NOT NULL, n_events INTEGER NOT NULL,"
     " body BLOB NOT NULL);";
 
-static int prep(struct srv_wh_store *s, const char *sql, sqlite3_stmt **st)
+static int prep(struct srv_wh_store *ws, const char *sql, sqlite3_stmt **st)
 {
-    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
+    return sqlite3_prepare_v2(ws->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
 }
 
 int srv_wh_store_open(const char *dir, struct srv_wh_store **out, char *err,
                       size_t errlen)
 {
-    struct srv_wh_store *s = calloc(1, sizeof(*s));
+    struct srv_wh_store *ws = calloc(1, sizeof(*ws));
     char path[PATH_MAX];
     char *msg = NULL;
 
     *out = NULL;
-    if (!s) {
+    if (!ws) {
         snprintf(err, errlen, "webhook store: out of memory");
         return -1;
     }
     if (snprintf(path, sizeof(path), "%s/webhooks.db", dir) >=
         (int)sizeof(path)) {
         snprintf(err, errlen, "--state-dir: path too long");
-        free(s);
+        free(ws);
         return -1;
     }
-    if (sqlite3_open_v2(path, &s->db,
+    if (sqlite3_open_v2(path, &ws->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                             SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
         snprintf(err, errlen, "webhook store %s: %s", path,
-                 s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        sqlite3_close(s->db);
-        free(s);
+                 ws->db ? sqlite3_errmsg(ws->db) : "out of memory");
+        sqlite3_close(ws->db);
+        free(ws);
         return -1;
     }
     /* The admin command may run beside a live hub: wait, never fail. */
-    sqlite3_busy_timeout(s->db, 5000);
-    if (sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
-        prep(s, "INSERT INTO pending (app, url, idem, created_ms, n_events,"
-                " body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s->add) ||
-        prep(s, "DELETE FROM pending WHERE id = ?1", &s->done) ||
-        prep(s, "INSERT INTO dead (app, url, idem, created_ms, died_ms,"
+    sqlite3_busy_timeout(ws->db, 5000);
+    if (sqlite3_exec(ws->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+        prep(ws, "INSERT INTO pending (app, url, idem, created_ms, n_events,"
+                " body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &ws->add) ||
+        prep(ws, "DELETE FROM pending WHERE id = ?1", &ws->done) ||
+        prep(ws, "INSERT INTO dead (app, url, idem, created_ms, died_ms,"
                 " attempts, why, n_events, body) SELECT app, url, idem,"
                 " created_ms, ?2, ?3, ?4, n_events, body FROM pending"
-                " WHERE id = ?1", &s->dead_ins) ||
-        prep(s, "DELETE FROM pending WHERE id = ?1", &s->dead_del) ||
-        prep(s, "SELECT id, app, url, idem, created_ms, n_events, body"
-                " FROM pending WHERE id > ?1 ORDER BY id", &s->load)) {
+                " WHERE id = ?1", &ws->dead_ins) ||
+        prep(ws, "DELETE FROM pending WHERE id = ?1", &ws->dead_del) ||
+        prep(ws, "SELECT id, app, url, idem, created_ms, n_events, body"
+                " FROM pending WHERE id > ?1 ORDER BY id", &ws->load)) {
         snprintf(err, errlen, "webhook store %s: %s", path,
-                 msg ? msg : sqlite3_errmsg(s->db));
+                 msg ? msg : sqlite3_errmsg(ws->db));
         sqlite3_free(msg);
-        srv_wh_store_close(s);
+        srv_wh_store_close(ws);
         return -1;
     }
-    *out = s;
+    *out = ws;
     return 0;
 }
 
-void srv_wh_store_close(struct srv_wh_store *s)
+void srv_wh_store_close(struct srv_wh_store *ws)
 {
-    if (!s)
+    if (!ws)
         return;
-    if (s->in_tx)
-        srv_wh_store_commit(s);
-    sqlite3_finalize(s->add);
-    sqlite3_finalize(s->done);
-    sqlite3_finalize(s->dead_ins);
-    sqlite3_finalize(s->dead_del);
-    sqlite3_finalize(s->load);
-    sqlite3_close(s->db);
-    free(s);
+    if (ws->in_tx)
+        srv_wh_store_commit(ws);
+    sqlite3_finalize(ws->add);
+    sqlite3_finalize(ws->done);
+    sqlite3_finalize(ws->dead_ins);
+    sqlite3_finalize(ws->dead_del);
+    sqlite3_finalize(ws->load);
+    sqlite3_close(ws->db);
+    free(ws);
 }
 
-int srv_wh_store_begin(struct srv_wh_store *s)
+int srv_wh_store_begin(struct srv_wh_store *ws)
 {
-    if (s->in_tx)
+    if (ws->in_tx)
         return 0;
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+    if (sqlite3_exec(ws->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
         SQLITE_OK)
         return -1;
-    s->in_tx = true;
+    ws->in_tx = true;
     return 0;
 }
 
-int srv_wh_store_commit(struct srv_wh_store *s)
+int srv_wh_store_commit(struct srv_wh_store *ws)
 {
-    if (!s->in_tx)
+    if (!ws->in_tx)
         return 0;
-    s->in_tx = false;
-    return sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0
+    ws->in_tx = false;
+    return sqlite3_exec(ws->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0
                                                                       : -1;
 }
 
@@ -144,9 +144,9 @@ static int step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int64_t srv_wh_store_add(struct srv_wh_store *s, const struct srv_wh_row *r)
+int64_t srv_wh_store_add(struct srv_wh_store *ws, const struct srv_wh_row *r)
 {
-    sqlite3_stmt *st = s->add;
+    sqlite3_stmt *st = ws->add;
 
     sqlite3_bind_text(st, 1, r->app, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->url, -1, SQLITE_STATIC);
@@ -156,38 +156,38 @@ int64_t srv_wh_store_add(struct srv_wh_store *s, const struct srv_wh_row *r)
     sqlite3_bind_blob(st, 6, r->body, (int)r->len, SQLITE_STATIC);
     if (step_done(st))
         return -1;
-    return sqlite3_last_insert_rowid(s->db);
+    return sqlite3_last_insert_rowid(ws->db);
 }
 
-int srv_wh_store_done(struct srv_wh_store *s, int64_t id)
+int srv_wh_store_done(struct srv_wh_store *ws, int64_t id)
 {
-    sqlite3_bind_int64(s->done, 1, id);
-    return step_done(s->done);
+    sqlite3_bind_int64(ws->done, 1, id);
+    return step_done(ws->done);
 }
 
-int srv_wh_store_dead(struct srv_wh_store *s, int64_t id, uint64_t died_ms,
+int srv_wh_store_dead(struct srv_wh_store *ws, int64_t id, uint64_t died_ms,
                       unsigned attempts, const char *why)
 {
-    sqlite3_bind_int64(s->dead_ins, 1, id);
-    sqlite3_bind_int64(s->dead_ins, 2, (sqlite3_int64)died_ms);
-    sqlite3_bind_int(s->dead_ins, 3, (int)attempts);
-    sqlite3_bind_text(s->dead_ins, 4, why, -1, SQLITE_STATIC);
-    if (step_done(s->dead_ins))
+    sqlite3_bind_int64(ws->dead_ins, 1, id);
+    sqlite3_bind_int64(ws->dead_ins, 2, (sqlite3_int64)died_ms);
+    sqlite3_bind_int(ws->dead_ins, 3, (int)attempts);
+    sqlite3_bind_text(ws->dead_ins, 4, why, -1, SQLITE_STATIC);
+    if (step_done(ws->dead_ins))
         return -1;
-    sqlite3_bind_int64(s->dead_del, 1, id);
-    if (step_done(s->dead_del))
+    sqlite3_bind_int64(ws->dead_del, 1, id);
+    if (step_done(ws->dead_del))
         return -1;
     /* Bounded: the oldest dead letters go past SRV_WH_MAX_DEAD. */
-    return sqlite3_exec(s->db,
+    return sqlite3_exec(ws->db,
                         "DELETE FROM dead WHERE id <= (SELECT MAX(id) FROM "
                         "dead) - " SRV_WH_MAX_DEAD_TEXT, NULL, NULL,
                         NULL) == SQLITE_OK ? 0 : -1;
 }
 
-int srv_wh_store_load(struct srv_wh_store *s, int64_t after,
+int srv_wh_store_load(struct srv_wh_store *ws, int64_t after,
                       srv_wh_row_fn *fn, void *ctx)
 {
-    sqlite3_stmt *st = s->load;
+    sqlite3_stmt *st = ws->load;
     int rc;
 
     sqlite3_bind_int64(st, 1, after);
@@ -210,13 +210,13 @@ int srv_wh_store_load(struct srv_wh_store *s, int64_t after,
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int srv_wh_store_list_dead(struct srv_wh_store *s, srv_wh_row_fn *fn,
+int srv_wh_store_list_dead(struct srv_wh_store *ws, srv_wh_row_fn *fn,
                            void *ctx)
 {
     sqlite3_stmt *st;
     int rc;
 
-    if (prep(s, "SELECT id, app, url, idem, created_ms, died_ms, attempts,"
+    if (prep(ws, "SELECT id, app, url, idem, created_ms, died_ms, attempts,"
                 " why, n_events, body FROM dead ORDER BY id", &st))
         return -1;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -241,7 +241,7 @@ int srv_wh_store_list_dead(struct srv_wh_store *s, srv_wh_row_fn *fn,
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int srv_wh_store_replay(struct srv_wh_store *s, const char *which,
+int srv_wh_store_replay(struct srv_wh_store *ws, const char *which,
                         unsigned *n)
 {
     bool all = !strcmp(which, "all");
@@ -257,26 +257,26 @@ int srv_wh_store_replay(struct srv_wh_store *s, const char *which,
      * moves them to pending itself, so only it writes pending rows. The
      * idempotency key and body stay, so a receiver that did get a batch
      * once can tell. */
-    if (prep(s, "INSERT INTO replay (app, url, idem, n_events, body)"
+    if (prep(ws, "INSERT INTO replay (app, url, idem, n_events, body)"
                 " SELECT app, url, idem, n_events, body FROM dead"
                 " WHERE ?1 = 0 OR id = ?1 ORDER BY id", &ins) ||
-        prep(s, "DELETE FROM dead WHERE ?1 = 0 OR id = ?1", &del))
+        prep(ws, "DELETE FROM dead WHERE ?1 = 0 OR id = ?1", &del))
         goto out;
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+    if (sqlite3_exec(ws->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         goto out;
     sqlite3_bind_int64(ins, 1, id);
     sqlite3_bind_int64(del, 1, id);
     if (sqlite3_step(ins) != SQLITE_DONE) {
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(ws->db, "ROLLBACK", NULL, NULL, NULL);
         goto out;
     }
-    *n = (unsigned)sqlite3_changes(s->db);
+    *n = (unsigned)sqlite3_changes(ws->db);
     if (sqlite3_step(del) != SQLITE_DONE) {
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(ws->db, "ROLLBACK", NULL, NULL, NULL);
         *n = 0;
         goto out;
     }
-    rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0
+    rc = sqlite3_exec(ws->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0
                                                                      : -1;
 out:
     sqlite3_finalize(ins);
@@ -284,14 +284,14 @@ out:
     return rc;
 }
 
-int srv_wh_store_take_replays(struct srv_wh_store *s, uint64_t now_wall,
+int srv_wh_store_take_replays(struct srv_wh_store *ws, uint64_t now_wall,
                               srv_wh_row_fn *fn, void *ctx)
 {
     sqlite3_stmt *st;
     int64_t max = 0;
     int rc;
 
-    if (prep(s, "SELECT id, app, url, idem, n_events, body FROM replay"
+    if (prep(ws, "SELECT id, app, url, idem, n_events, body FROM replay"
                 " ORDER BY id", &st))
         return -1;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -309,7 +309,7 @@ int srv_wh_store_take_replays(struct srv_wh_store *s, uint64_t now_wall,
         if (!r.app || !r.url || !r.idem || !r.body)
             continue;
         /* A new retry window from now. */
-        r.id = srv_wh_store_add(s, &r);
+        r.id = srv_wh_store_add(ws, &r);
         if (r.id > 0)
             fn(ctx, &r);
     }
@@ -318,7 +318,7 @@ int srv_wh_store_take_replays(struct srv_wh_store *s, uint64_t now_wall,
         return -1;
     if (!max)
         return 0;
-    if (prep(s, "DELETE FROM replay WHERE id <= ?1", &st))
+    if (prep(ws, "DELETE FROM replay WHERE id <= ?1", &st))
         return -1;
     sqlite3_bind_int64(st, 1, max);
     rc = sqlite3_step(st);
@@ -326,13 +326,13 @@ int srv_wh_store_take_replays(struct srv_wh_store *s, uint64_t now_wall,
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int count(struct srv_wh_store *s, const char *sql, uint64_t *out)
+static int count(struct srv_wh_store *ws, const char *sql, uint64_t *out)
 {
     sqlite3_stmt *st;
     int rc;
 
     *out = 0;
-    if (prep(s, sql, &st))
+    if (prep(ws, sql, &st))
         return -1;
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
@@ -341,15 +341,15 @@ static int count(struct srv_wh_store *s, const char *sql, uint64_t *out)
     return rc == SQLITE_ROW ? 0 : -1;
 }
 
-int srv_wh_store_counts(struct srv_wh_store *s, uint64_t *pending,
+int srv_wh_store_counts(struct srv_wh_store *ws, uint64_t *pending,
                         uint64_t *dead)
 {
-    return count(s, "SELECT COUNT(*) FROM pending", pending) |
-           count(s, "SELECT COUNT(*) FROM dead", dead);
+    return count(ws, "SELECT COUNT(*) FROM pending", pending) |
+           count(ws, "SELECT COUNT(*) FROM dead", dead);
 }
 
-void srv_wh_store_checkpoint(struct srv_wh_store *s)
+void srv_wh_store_checkpoint(struct srv_wh_store *ws)
 {
-    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+    sqlite3_wal_checkpoint_v2(ws->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
                               NULL);
 }
