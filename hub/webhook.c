@@ -96,13 +96,14 @@ struct hub_wh_event *hub_wh_event_new(unsigned app, unsigned type,
     size_t le = event ? strlen(event) + 1 : 0;
     size_t ld = data ? strlen(data) + 1 : 0;
     size_t ls = socket_id ? strlen(socket_id) + 1 : 0;
-    struct hub_wh_event *ev =
-        malloc(sizeof(*ev) + len + 1 + lu + le + ld + ls);
+    size_t size = sizeof(struct hub_wh_event) + len + 1 + lu + le + ld + ls;
+    struct hub_wh_event *ev = malloc(size);
     char *p;
 
     if (!ev)
         return NULL;
     memset(ev, 0, sizeof(*ev));
+    ev->size = size;
     ev->app = app;
     ev->type = (uint8_t)type;
     p = (char *)(ev + 1);
@@ -134,6 +135,7 @@ int hub_whq_init(struct hub_whq *q, uint32_t cap, const struct hub_app *apps,
         return -ENOMEM;
     q->tail = &q->head;
     q->cap = cap ? cap : 1;
+    q->max_bytes = HUB_WH_QUEUE_BYTES;
     q->apps = apps;
     q->n_apps = n_apps;
     atomic_init(&q->enqueued, 0);
@@ -170,7 +172,7 @@ int hub_whq_push(struct hub_whq *q, struct hub_wh_event *ev)
 
     ev->next = NULL;
     pthread_mutex_lock(&q->mu);
-    if (q->len >= q->cap) {
+    if (q->len >= q->cap || q->bytes + ev->size > q->max_bytes) {
         pthread_mutex_unlock(&q->mu);
         free(ev);
         atomic_fetch_add_explicit(&q->dropped, 1, memory_order_relaxed);
@@ -180,6 +182,7 @@ int hub_whq_push(struct hub_whq *q, struct hub_wh_event *ev)
     *q->tail = ev;
     q->tail = &ev->next;
     q->len++;
+    q->bytes += ev->size;
     pthread_mutex_unlock(&q->mu);
     atomic_fetch_add_explicit(&q->enqueued, 1, memory_order_relaxed);
     if (was_empty && q->wake)
@@ -196,6 +199,7 @@ struct hub_wh_event *hub_whq_pop_all(struct hub_whq *q)
     q->head = NULL;
     q->tail = &q->head;
     q->len = 0;
+    q->bytes = 0;
     pthread_mutex_unlock(&q->mu);
     return list;
 }

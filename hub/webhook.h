@@ -54,6 +54,9 @@ enum hub_wh_type {
 /* Pusher's batch window: 250 ms or 20 events. */
 #define HUB_WH_BATCH_MS 250
 #define HUB_WH_BATCH_EVENTS 20
+/* The queue from the loops to the sender: events and bytes at most. */
+#define HUB_WH_QUEUE_EVENTS 100000
+#define HUB_WH_QUEUE_BYTES (32u << 20)
 
 /* The Pusher name of a type ("channel_occupied"); NULL when out of range. */
 const char *hub_wh_type_name(unsigned type);
@@ -80,6 +83,7 @@ void hub_app_webhooks_free(struct hub_app *app);
 /* One event as generated. One allocation: the strings follow it. */
 struct hub_wh_event {
     struct hub_wh_event *next;
+    size_t size;                   /* of the allocation */
     unsigned app;              /* app index */
     uint8_t type;
     const char *channel;
@@ -98,13 +102,14 @@ struct hub_wh_event *hub_wh_event_new(unsigned app, unsigned type,
 
 /*
  * The queue between the loops (and the directory) and the sender thread.
- * Bounded by cap events; a push past it frees the event and counts it in
- * dropped.
+ * Bounded by cap events and max_bytes bytes (HUB_WH_QUEUE_BYTES); a push
+ * past either frees the event and counts it in dropped.
  */
 struct hub_whq {
     pthread_mutex_t mu;
     struct hub_wh_event *head, **tail;
-    uint32_t len, cap;
+    uint32_t len, cap;             /* events queued, and at most */
+    size_t bytes, max_bytes;       /* their size, and at most */
     const struct hub_app *apps;    /* borrowed: types wanted per app */
     unsigned n_apps;
     void (*wake)(void *ctx);       /* any thread; must not block */

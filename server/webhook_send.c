@@ -552,7 +552,7 @@ int srv_webhooks_start(struct srv *srv)
         return -1;
     }
     wh = calloc(1, sizeof(*wh));
-    if (!wh || hub_whq_init(&wh->q, 100000, cfg->apps, cfg->n_apps)) {
+    if (!wh || hub_whq_init(&wh->q, HUB_WH_QUEUE_EVENTS, cfg->apps, cfg->n_apps)) {
         free(wh);
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
         return -1;

@@ -169,8 +169,23 @@ static void test_queue_bounded(void **state)
     }
     assert_int_equal(n, 3);
     assert_null(hub_whq_pop_all(&q));
-    hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1, NULL,
-                                      NULL, NULL, NULL));
+    /* The byte bound too. */
+    q.max_bytes = 2 * sizeof(struct hub_wh_event) + 100;
+    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                                       "c", 1, NULL, NULL,
+                                                       NULL, NULL)),
+                     0);
+    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                                       "c", 1, NULL, NULL,
+                                                       NULL, NULL)),
+                     0);
+    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                                       "cccccccccccccccccccc"
+                                                       "cccccccccccccccccccc"
+                                                       "cccccccccccccccccccc",
+                                                       60, NULL, NULL, NULL,
+                                                       NULL)),
+                     -ENOSPC);
     hub_whq_fini(&q);              /* frees what is left */
 }
 
