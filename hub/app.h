@@ -36,6 +36,12 @@ struct hub_app {
     unsigned n_webhooks;
     unsigned webhook_types;          /* union of the webhooks' types */
     bool webhook_batching;           /* default true (Pusher batches) */
+    /* Cache channels, subscription counts, the subscription cap: 0 takes
+     * the hub-wide value (struct hub_config). */
+    uint64_t cache_ttl_ms;
+    uint64_t cache_max_bytes;
+    uint32_t max_subscriptions;      /* channels per connection */
+    bool subscription_count;         /* pusher_internal:subscription_count */
     unsigned index;                  /* position in the app table */
 };
 

@@ -461,6 +461,13 @@ static void batch_add(struct hub_wh_engine *e, struct hub_wh_event *ev,
         free(ev);                 /* the other half of a wanted pair */
         return;
     }
+    if (ev->type == HUB_WH_CACHE_MISS)
+        for (unsigned i = 0; i < b->n; i++)
+            if (b->evs[i]->type == HUB_WH_CACHE_MISS &&
+                !strcmp(b->evs[i]->channel, ev->channel)) {
+                free(ev);         /* clients that missed together: one */
+                return;
+            }
     b->evs[b->n] = ev;
     b->seqs[b->n] = ++e->seq;
     b->n++;

@@ -131,6 +131,19 @@ static const struct srv_option_desc srv_options[] = {
      "Channels one connection may subscribe to; more are refused with "
      "pusher:subscription_error. 0 is unlimited.",
      NULL, 0, UINT32_MAX, 0, SRV_CFG(max_subscriptions)},
+    {"cache_ttl", SRV_OPT_DURATION, SRV_ALL, 0, "30m", NULL,
+     "How long a cache channel keeps its last event (Pusher's 30 minutes); "
+     "an app's own cache_ttl wins.",
+     NULL, 1, SRV_MS_PER_DAY, 0, SRV_CFG(cache_ttl_ms)},
+    {"cache_max_bytes", SRV_OPT_SIZE, SRV_ALL, 0, "16MiB", NULL,
+     "Memory for cached events per app; past it the oldest are evicted. "
+     "0 is no cap; an app's own cache_max_bytes wins.",
+     NULL, 0, UINT64_C(1) << 40, 0, SRV_CFG(cache_max_bytes)},
+    {"sub_count_interval", SRV_OPT_DURATION, SRV_ALL, 0, "1s",
+     NULL,
+     "At most one pusher_internal:subscription_count per channel this "
+     "often (apps with subscription_count on).",
+     NULL, 1, 600000, 0, SRV_CFG(subscription_count_interval_ms)},
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "
@@ -266,6 +279,14 @@ static const struct srv_option_desc srv_app_fields[] = {
      NULL, 0, UINT32_MAX, 0, SRV_APP(max_channel_name)},
     {"webhook_batching", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
      NULL, 0, 0, 0, SRV_APP(webhook_batching)},
+    {"cache_ttl", SRV_OPT_DURATION, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_APP(cache_ttl_ms)},
+    {"cache_max_bytes", SRV_OPT_SIZE, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT64_C(1) << 40, 0, SRV_APP(cache_max_bytes)},
+    {"max_subscriptions", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_subscriptions)},
+    {"subscription_count", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(subscription_count)},
 };
 
 #define SRV_N_APP_FIELDS (sizeof(srv_app_fields) / sizeof(srv_app_fields[0]))

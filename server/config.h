@@ -57,6 +57,10 @@ struct srv_config {
     uint64_t write_timeout_ms; /* queued, nothing written: 4100; default 10s */
     uint64_t max_queued_total; /* hub-wide send queues; 0 = derived from RAM */
     uint32_t max_subscriptions; /* channels per connection; default 100 */
+    /* Cache channels and subscription counts (hub/cache.h, hub/subcount.h) */
+    uint64_t cache_ttl_ms;      /* default 30 min */
+    uint64_t cache_max_bytes;   /* per app; default 16 MiB; 0 = no cap */
+    uint64_t subscription_count_interval_ms; /* default 1 s */
     uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
 
     /* REST. */

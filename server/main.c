@@ -78,6 +78,9 @@ static void fill_hub_config(struct srv *srv)
                               : derived_queue_budget(c->max_queue,
                                                      srv->n_loops);
     h->max_subscriptions = c->max_subscriptions;
+    h->cache_ttl_ms = c->cache_ttl_ms;
+    h->cache_max_bytes = c->cache_max_bytes;
+    h->subscription_count_interval_ms = c->subscription_count_interval_ms;
     h->auth_window_s = c->auth_timestamp_window_s;
     h->session_hooks = &hub_pusher_hooks;
     for (unsigned i = 0; i < c->n_apps; i++)

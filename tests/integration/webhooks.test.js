@@ -99,6 +99,22 @@ test('every event type with exactly its fields, signed for the pusher SDK', asyn
   ]);
 });
 
+test('cache_miss: a subscription to an empty cache channel, one per channel per batch', async (t) => {
+  const rx = await startReceiver(t, APP);
+  const hub = await hubWith(t, [{ url: rx.url(), event_types: ['cache_miss'] }]);
+  const a = await client(t, hub);
+  const b = await client(t, hub);
+  // Both misses at once: one event when they share a batch window (a
+  // loaded machine may split them; never more than one each).
+  await Promise.all([sub(a, 'cache-news'), sub(b, 'cache-news')]);
+  await rx.waitEvents(() => true, 1, 'cache_miss');
+  await waitFor(async () => (await hub.stats()).webhooks.endpoints[0].queue_depth === 0, 'sent');
+  const got = rx.delivered().map(strip);
+  assert.ok(got.length >= 1 && got.length <= 2, JSON.stringify(got));
+  for (const e of got) assert.deepStrictEqual(e, { name: 'cache_miss', channel: 'cache-news' });
+  assert.equal(rx.invalid, 0);
+});
+
 test('filters apply per event: each webhook gets only what matches it', async (t) => {
   const rx = await startReceiver(t, APP);
   const hub = await hubWith(t, [
