@@ -344,6 +344,8 @@ void hub_wh_engine_destroy(struct hub_wh_engine *e)
 {
     if (!e)
         return;
+    /* The wheel first: it disarms entries that live in what follows. */
+    hub_wheel_destroy(e->wheel);
     for (size_t i = 0; e->buckets && i < e->n_buckets; i++) {
         struct wh_state *s = e->buckets[i], *next;
 
@@ -356,7 +358,6 @@ void hub_wh_engine_destroy(struct hub_wh_engine *e)
     for (unsigned i = 0; e->batches && i < e->n_apps; i++)
         for (unsigned j = 0; j < e->batches[i].n; j++)
             free(e->batches[i].evs[j]);
-    hub_wheel_destroy(e->wheel);
     free(e->buckets);
     free(e->batches);
     free(e);

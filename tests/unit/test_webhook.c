@@ -343,6 +343,20 @@ static void test_engine_delay_and_cancel(void **state)
     assert_int_equal(out.n, 4);
     assert_string_equal(names(2, buf, sizeof(buf)), "member_removed:c");
     assert_string_equal(names(3, buf, sizeof(buf)), "channel_vacated:c");
+    /* Destroyed with a delay armed and a batch open: nothing leaks or
+     * fires (ASan checks). */
+    {
+        struct hub_wh_engine *e2 =
+            hub_wh_engine_create(&app, 1, 3000, 1, now, emit, NULL);
+
+        app.webhook_batching = true;
+        hub_wh_engine_feed(e2, ev(HUB_WH_CHANNEL_OCCUPIED, "d", NULL), now);
+        hub_wh_engine_feed(e2, ev(HUB_WH_CHANNEL_VACATED, "d", NULL), now);
+        hub_wh_engine_feed(e2, ev(HUB_WH_CHANNEL_OCCUPIED, "e", NULL), now);
+        hub_wh_engine_destroy(e2);
+        app.webhook_batching = false;
+        assert_int_equal(out.n, 4);
+    }
     /* A close whose open was never seen (lost to a full queue): nothing. */
     hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "never", NULL), now);
     hub_wh_engine_advance(e, now + 10000, 5);

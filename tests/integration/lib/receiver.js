@@ -89,9 +89,13 @@ async function startReceiver(t, app, { tls } = {}) {
   };
   rx.waitEvents = (pred, n, what, timeoutMs = 20000) =>
     waitFor(() => rx.delivered(pred).length >= n && rx.delivered(pred), what, timeoutMs);
+  // Never hangs: live connections are cut, and a close that still waits
+  // gives up after 2 s (a hub that died mid-test must not hold the file).
   rx.close = () => new Promise((resolve) => {
     for (const s of rx.sockets) s.destroy();
-    server.close(() => resolve());
+    if (server.closeAllConnections) server.closeAllConnections();
+    const timer = setTimeout(resolve, 2000);
+    server.close(() => { clearTimeout(timer); resolve(); });
   });
   t.after(() => rx.close());
   return rx;
