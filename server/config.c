@@ -1233,6 +1233,34 @@ static int srv__check_readable(const char *name, const char *path, char *err,
     return 0;
 }
 
+/* 0 when dir is a writable directory, or does not exist and its parent
+ * is one (the hub makes it at start); else -1 with errno set. */
+static int srv__state_dir_usable(const char *dir)
+{
+    char parent[4096];
+    const char *slash;
+    size_t n;
+
+    if (access(dir, F_OK) == 0)
+        return access(dir, R_OK | W_OK | X_OK);
+    if (errno != ENOENT)
+        return -1;
+    slash = strrchr(dir, '/');
+    if (!slash)
+        return access(".", W_OK | X_OK);
+    n = slash == dir ? 1 : (size_t)(slash - dir);
+    if (n >= sizeof(parent)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(parent, dir, n);
+    parent[n] = '\0';
+    if (access(parent, W_OK | X_OK))
+        return -1;
+    errno = ENOENT;
+    return 0;
+}
+
 static int srv__validate_apps(const struct srv_config *cfg, char *err,
                               size_t errlen)
 {
@@ -1336,6 +1364,13 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
                                  err, errlen);
         if (rc)
             return rc;
+    }
+    if (cfg->state_dir && srv__state_dir_usable(cfg->state_dir)) {
+        srv__err(err, errlen, "%s: \"%s\" is not a writable directory "
+                 "(nor can it be made): %s",
+                 srv__flag("state_dir", a, sizeof(a)), cfg->state_dir,
+                 strerror(errno));
+        return -EINVAL;
     }
     if (cfg->tick_ms > cfg->ping_interval_ms) {
         srv__fmt_ms(cfg->tick_ms, va, sizeof(va));

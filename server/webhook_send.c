@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "hub/auth.h"
@@ -589,6 +590,13 @@ int srv_webhooks_start(struct srv *srv)
     }
     wh->n_eps = n;
     if (cfg->state_dir) {
+        /* One level, as --check-config allowed (its parent exists). */
+        if (mkdir(cfg->state_dir, 0700) && errno != EEXIST) {
+            srv_log(HUB_LOG_ERR, 0, "--state-dir %s: %s", cfg->state_dir,
+                    strerror(errno));
+            wh_free(wh);
+            return -1;
+        }
         if (srv_wh_store_open(cfg->state_dir, &wh->store, err,
                               sizeof(err))) {
             srv_log(HUB_LOG_ERR, 0, "%s", err);

@@ -144,6 +144,20 @@ static void test_config_errors(void **state)
     assert_int_equal(srv_config_validate(&cfg, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "--webhook-ca-file"));
     srv_config_fini(&cfg);
+    /* So must the state directory be usable. */
+    assert_int_equal(load("{\"state_dir\":\"/nonexistent/a/state\"}", &cfg,
+                          err, sizeof(err)),
+                     0);
+    assert_int_equal(srv_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--state-dir: \"/nonexistent/a/state\" is "
+                                "not a writable directory"));
+    srv_config_fini(&cfg);
+    /* A missing directory whose parent is writable is made at start. */
+    assert_int_equal(load("{\"state_dir\":\"/tmp/lubdub-not-yet-made\"}",
+                          &cfg, err, sizeof(err)),
+                     0);
+    assert_int_equal(srv_config_validate(&cfg, err, sizeof(err)), 0);
+    srv_config_fini(&cfg);
 }
 
 /* The store, in a temporary directory. */
