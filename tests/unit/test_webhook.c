@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fail_alloc.h"
 #include "hub/app.h"
 #include "hub/directory.h"
 #include "hub/webhook.h"
@@ -416,6 +417,73 @@ static void test_engine_batching_and_filters(void **state)
     out_reset();
 }
 
+/* One engine run: edges, a delay, a batch, a flush, teardown. */
+static void engine_run(const struct hub_app *app)
+{
+    struct hub_wh_engine *e =
+        hub_wh_engine_create(app, 1, 100, 1, 0, emit, NULL);
+    struct hub_wh_event *l = NULL, **tail = &l;
+    static const struct {
+        unsigned type;
+        const char *ch, *uid;
+    } evs[] = {
+        { HUB_WH_CHANNEL_OCCUPIED, "presence-a", NULL },
+        { HUB_WH_MEMBER_ADDED, "presence-a", "u1" },
+        { HUB_WH_CLIENT_EVENT, "presence-a", "u1" },
+        { HUB_WH_MEMBER_REMOVED, "presence-a", "u1" },
+        { HUB_WH_CHANNEL_OCCUPIED, "b", NULL },
+        { HUB_WH_CHANNEL_VACATED, "b", NULL },
+        { HUB_WH_CACHE_MISS, "cache-c", NULL },
+    };
+
+    if (!e)
+        return;
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+        struct hub_wh_event *x = hub_wh_event_new(
+            0, evs[i].type, evs[i].ch, strlen(evs[i].ch), evs[i].uid,
+            evs[i].type == HUB_WH_CLIENT_EVENT ? "client-x" : NULL,
+            evs[i].type == HUB_WH_CLIENT_EVENT ? "{}" : NULL,
+            evs[i].type == HUB_WH_CLIENT_EVENT ? "1.1" : NULL);
+
+        if (x) {
+            *tail = x;
+            tail = &x->next;
+        }
+    }
+    hub_wh_engine_advance(e, 0, 1);
+    hub_wh_engine_feed(e, l, 0);
+    hub_wh_engine_advance(e, 300, 1);
+    /* The member_removed and vacated delays are armed: destroy frees them. */
+    hub_wh_engine_feed(e, hub_wh_event_new(0, HUB_WH_CHANNEL_VACATED,
+                                           "presence-a", 10, NULL, NULL,
+                                           NULL, NULL),
+                       300);
+    hub_wh_engine_flush(e, 1);
+    hub_wh_engine_destroy(e);
+}
+
+static void test_engine_nomem(void **state)
+{
+    struct hub_webhook_conf w[2] = {
+        conf(HUB_WH_ALL_TYPES, NULL, NULL),
+        conf(HUB_WH_ALL_TYPES, "presence-", NULL),
+    };
+    struct hub_app app = { 0 };
+
+    (void)state;
+    out_reset();
+    app.webhooks = w;
+    app.n_webhooks = 2;
+    app.webhook_types = HUB_WH_ALL_TYPES;
+    app.webhook_batching = true;
+    FAIL_ALLOC_COUNTDOWN(
+        {
+            engine_run(&app);
+            out_reset();
+        },
+        { assert_int_equal(fail_alloc_live(), fa_live_before); });
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_directory_edges),
         cmocka_unit_test(test_engine_delay_and_cancel),
         cmocka_unit_test(test_engine_batching_and_filters),
+        cmocka_unit_test(test_engine_nomem),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fail_alloc.h"
 #include "hub/webhook.h"
 #include "server/config.h"
 #include "server/webhook.h"
@@ -160,6 +161,36 @@ static void test_config_errors(void **state)
     srv_config_fini(&cfg);
 }
 
+/* Out of memory anywhere in the webhooks key: an error or the whole list,
+ * never a leak. */
+static void test_config_nomem(void **state)
+{
+    static const char text[] =
+        "{\"apps\":[{" APP ",\"webhooks\":["
+        "{\"url\":\"https://h/x\",\"event_types\":[\"channel_occupied\","
+        "\"member_added\"],\"filter\":{\"channel_name_starts_with\":\"p\","
+        "\"channel_name_ends_with\":\"q\"},\"headers\":{\"X-A\":\"b\","
+        "\"X-B\":\"c\"}},{\"url\":\"http://h/\",\"event_types\":"
+        "[\"cache_miss\"]}]}]}";
+
+    (void)state;
+    FAIL_ALLOC_COUNTDOWN(
+        {
+            struct srv_config cfg;
+            char err[512];
+            int rc = load(text, &cfg, err, sizeof(err));
+
+            if (!rc) {
+                assert_int_equal(cfg.apps[0].n_webhooks, 2);
+                assert_int_equal(cfg.apps[0].webhooks[0].n_headers, 2);
+            } else {
+                assert_true(rc == -ENOMEM || rc == -EINVAL);
+            }
+            srv_config_fini(&cfg);
+        },
+        { assert_int_equal(fail_alloc_live(), fa_live_before); });
+}
+
 /* The store, in a temporary directory. */
 static struct {
     int64_t id[16];
@@ -268,6 +299,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_good),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_nomem),
         cmocka_unit_test(test_store),
     };
 
