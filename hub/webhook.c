@@ -602,6 +602,25 @@ uint64_t hub_wh_engine_advance(struct hub_wh_engine *e, uint64_t now_ms,
 
 void hub_wh_engine_flush(struct hub_wh_engine *e, uint64_t wall_ms)
 {
+    e->wall_ms = wall_ms;
+    /* Closing edges still in their delay go now: the hub is going away,
+     * nobody can rejoin it, and a receiver must not be left believing a
+     * channel occupied. Each goes into its app's batch (which may flush). */
+    for (size_t i = 0; i < e->n_buckets; i++) {
+        struct wh_state *s = e->buckets[i], *next;
+
+        for (; s; s = next) {
+            struct hub_wh_event *ev = s->ev;
+
+            next = s->next;
+            if (!s->pending)
+                continue;
+            s->ev = NULL;
+            e->st.delayed--;
+            state_remove(e, s);
+            batch_add(e, ev, 0);
+        }
+    }
     for (unsigned i = 0; i < e->n_apps; i++)
         batch_flush(&e->batches[i], wall_ms);
 }

@@ -182,7 +182,8 @@ void hub_wh_engine_feed(struct hub_wh_engine *e, struct hub_wh_event *list,
  * (UINT64_MAX when none). */
 uint64_t hub_wh_engine_advance(struct hub_wh_engine *e, uint64_t now_ms,
                                uint64_t wall_ms);
-/* Flush every open batch now (shutdown); pending delays are dropped. */
+/* Shutdown: closing edges still in their delay are released, then every
+ * open batch is flushed. */
 void hub_wh_engine_flush(struct hub_wh_engine *e, uint64_t wall_ms);
 
 struct hub_wh_engine_stats {

@@ -76,8 +76,9 @@ void srv_wh_store_checkpoint(struct srv_wh_store *s);
 /* Start the sender when an app has webhooks (logs once whether pending
  * webhooks are durable). Sets srv->hub->webhooks. 0 or -1 (logged). */
 int srv_webhooks_start(struct srv *srv);
-/* Flush open batches into the store (or try a last send without one),
- * stop the thread, free everything. */
+/* After the loops are gone: release delayed edges, flush open batches
+ * (into the store when durable), send for up to 2 s, stop the thread,
+ * free everything. */
 void srv_webhooks_stop(struct srv *srv);
 
 /* /stats: the "webhooks" object (new reference; NULL when none). */

@@ -426,9 +426,25 @@ static uint64_t mono_ms(void)
     return srv_now_ms();
 }
 
+/* Shutdown: how long the sender keeps sending after the loops are gone. */
+#define SRV_WH_STOP_GRACE_MS 2000
+
+/* Is a batch in flight, or due and not failing (worth the grace)? */
+static bool any_ready(const struct srv_wh *wh)
+{
+    for (unsigned i = 0; i < wh->n_eps; i++) {
+        const struct endpoint *ep = &wh->eps[i];
+
+        if (ep->in_flight || (ep->head && !ep->failing))
+            return true;
+    }
+    return false;
+}
+
 static void *sender_main(void *arg)
 {
     struct srv_wh *wh = arg;
+    uint64_t stop_deadline = 0;
 
     for (;;) {
         uint64_t now = mono_ms(), wall = wall_ms(), due, wait = 1000;
@@ -451,10 +467,14 @@ static void *sender_main(void *arg)
             atomic_store(&wh->events_batched, es.events);
             atomic_store(&wh->events_oom, es.oom);
         }
-        if (stopping) {
+        if (stopping && !stop_deadline) {
+            /* Everything the engine holds becomes batches (stored when
+             * durable), then a short grace to send what can be sent. */
             hub_wh_engine_flush(wh->eng, wall);
-            break;
+            stop_deadline = now + SRV_WH_STOP_GRACE_MS;
         }
+        if (stop_deadline && (now >= stop_deadline || !any_ready(wh)))
+            break;
         if (wh->store && now - wh->last_replay_ms >= 2000) {
             /* Dead letters an operator replayed (--webhook-replay). */
             wh->last_replay_ms = now;

@@ -192,6 +192,20 @@ test('the 3 s delay: a refresh sends nothing, a real leave sends exactly one', a
   assert.equal(rx.invalid, 0);
 });
 
+test('SIGTERM: a vacated still in its delay is sent before the hub exits', async (t) => {
+  const rx = await startReceiver(t, APP);
+  const hub = await hubWith(t, [{ url: rx.url(), event_types: ['channel_occupied', 'channel_vacated'] }]);
+  const a = await client(t, hub);
+  await sub(a, 'bye');
+  await rx.waitEvents(() => true, 1, 'occupied');
+  a.close();
+  await waitFor(async () => (await hub.stats()).webhooks.edges_delayed === 1, 'the vacate waiting');
+  const exit = await hub.stop();
+  assert.equal(exit.code, 0);
+  assert.deepStrictEqual(rx.delivered().map((e) => e.name), ['channel_occupied', 'channel_vacated']);
+  assert.equal(rx.invalid, 0);
+});
+
 test('a receiver failing for 20 s then recovering gets every event exactly once by id', async (t) => {
   const rx = await startReceiver(t, APP);
   rx.mode = 'status';
