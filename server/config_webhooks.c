@@ -16,6 +16,7 @@
  * Thread: main thread, while the configuration loads.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,37 @@
 #include "hub/app.h"
 #include "hub/webhook.h"
 #include "server/config.h"
+
+/* One line whatever the input: control characters (from keys, names or
+ * values quoted back) are written as \xNN, as the rest of the loader does. */
+static void wh_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void wh_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    char raw[1024];
+    size_t o = 0;
+    va_list ap;
+
+    if (!err || !errlen)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; raw[i] && o + 1 < errlen; i++) {
+        unsigned char c = (unsigned char)raw[i];
+
+        if (c >= 0x20 && c != 0x7f) {
+            err[o++] = (char)c;
+        } else if (o + 4 < errlen) {
+            snprintf(err + o, 5, "\\x%02x", c);
+            o += 4;
+        } else {
+            break;
+        }
+    }
+    err[o] = '\0';
+}
 
 static const char *const reserved[] = {
     "content-type", "content-length", "host", "x-pusher-key",
@@ -50,22 +82,22 @@ static int check_url(const char *url, const char *label, char *err,
     else if (!strncasecmp(url, "https://", 8))
         host = url + 8;
     else {
-        snprintf(err, errlen, "%s: \"%s\" must start with http:// or "
+        wh_err(err, errlen, "%s: \"%s\" must start with http:// or "
                               "https://", label, url);
         return -EINVAL;
     }
     if (n > HUB_WH_MAX_URL) {
-        snprintf(err, errlen, "%s: longer than %d bytes", label,
+        wh_err(err, errlen, "%s: longer than %d bytes", label,
                  HUB_WH_MAX_URL);
         return -EINVAL;
     }
     if (!*host || *host == '/' || *host == ':' || *host == '?') {
-        snprintf(err, errlen, "%s: \"%s\" has no host", label, url);
+        wh_err(err, errlen, "%s: \"%s\" has no host", label, url);
         return -EINVAL;
     }
     for (const unsigned char *p = (const unsigned char *)url; *p; p++)
         if (*p <= ' ' || *p == 0x7f) {
-            snprintf(err, errlen, "%s: must not contain spaces or control "
+            wh_err(err, errlen, "%s: must not contain spaces or control "
                                   "characters", label);
             return -EINVAL;
         }
@@ -78,14 +110,14 @@ static int dup_opt(json_t *v, char **out, const char *label, char *err,
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_string(v)) {
-        snprintf(err, errlen, "%s: must be a string", label);
+        wh_err(err, errlen, "%s: must be a string", label);
         return -EINVAL;
     }
     if (!*json_string_value(v))
         return 0;                 /* "" filters nothing */
     *out = strdup(json_string_value(v));
     if (!*out) {
-        snprintf(err, errlen, "%s: out of memory", label);
+        wh_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     return 0;
@@ -98,18 +130,18 @@ static int parse_headers(struct hub_webhook_conf *w, json_t *h,
     json_t *v;
 
     if (!json_is_object(h)) {
-        snprintf(err, errlen, "%s.headers: must be an object of strings",
+        wh_err(err, errlen, "%s.headers: must be an object of strings",
                  label);
         return -EINVAL;
     }
     if (json_object_size(h) > HUB_WH_MAX_HEADERS) {
-        snprintf(err, errlen, "%s.headers: %zu headers; at most %d",
+        wh_err(err, errlen, "%s.headers: %zu headers; at most %d",
                  label, json_object_size(h), HUB_WH_MAX_HEADERS);
         return -EINVAL;
     }
     w->headers = calloc(json_object_size(h) + 1, sizeof(*w->headers));
     if (!w->headers) {
-        snprintf(err, errlen, "%s: out of memory", label);
+        wh_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     json_object_foreach(h, name, v) {
@@ -117,50 +149,50 @@ static int parse_headers(struct hub_webhook_conf *w, json_t *h,
         size_t len;
 
         if (!*name) {
-            snprintf(err, errlen, "%s.headers: an empty header name",
+            wh_err(err, errlen, "%s.headers: an empty header name",
                      label);
             return -EINVAL;
         }
         for (const char *p = name; *p; p++)
             if (!is_tchar((unsigned char)*p)) {
-                snprintf(err, errlen, "%s.headers: \"%.64s\" is not a "
+                wh_err(err, errlen, "%s.headers: \"%.64s\" is not a "
                                       "valid header name", label, name);
                 return -EINVAL;
             }
         for (unsigned r = 0; reserved[r]; r++)
             if (!strcasecmp(name, reserved[r])) {
-                snprintf(err, errlen, "%s.headers: \"%s\" is set by lubdub "
+                wh_err(err, errlen, "%s.headers: \"%s\" is set by lubdub "
                                       "and cannot be overridden", label,
                          name);
                 return -EINVAL;
             }
         if (!json_is_string(v)) {
-            snprintf(err, errlen, "%s.headers.%s: must be a string", label,
+            wh_err(err, errlen, "%s.headers.%s: must be a string", label,
                      name);
             return -EINVAL;
         }
         val = json_string_value(v);
         len = json_string_length(v);
         if (strlen(val) != len) {
-            snprintf(err, errlen, "%s.headers.%s: must not contain NUL",
+            wh_err(err, errlen, "%s.headers.%s: must not contain NUL",
                      label, name);
             return -EINVAL;
         }
         for (const unsigned char *p = (const unsigned char *)val; *p; p++)
             if ((*p < ' ' && *p != '\t') || *p == 0x7f) {
-                snprintf(err, errlen, "%s.headers.%s: must not contain CR, "
+                wh_err(err, errlen, "%s.headers.%s: must not contain CR, "
                                       "LF or other control characters",
                          label, name);
                 return -EINVAL;
             }
         if (strlen(name) + 2 + len > HUB_WH_MAX_HEADER_BYTES) {
-            snprintf(err, errlen, "%s.headers.%s: longer than %d bytes",
+            wh_err(err, errlen, "%s.headers.%s: longer than %d bytes",
                      label, name, HUB_WH_MAX_HEADER_BYTES);
             return -EINVAL;
         }
         w->headers[w->n_headers] = malloc(strlen(name) + 2 + len + 1);
         if (!w->headers[w->n_headers]) {
-            snprintf(err, errlen, "%s: out of memory", label);
+            wh_err(err, errlen, "%s: out of memory", label);
             return -ENOMEM;
         }
         sprintf(w->headers[w->n_headers], "%s: %s", name, val);
@@ -179,13 +211,13 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
     int rc;
 
     if (!json_is_object(o)) {
-        snprintf(err, errlen, "%s: must be an object", label);
+        wh_err(err, errlen, "%s: must be an object", label);
         return -EINVAL;
     }
     json_object_foreach(o, key, v) {
         if (strcmp(key, "url") && strcmp(key, "event_types") &&
             strcmp(key, "filter") && strcmp(key, "headers")) {
-            snprintf(err, errlen, "%s.%s: unknown key (a webhook has url, "
+            wh_err(err, errlen, "%s.%s: unknown key (a webhook has url, "
                                   "event_types, filter, headers)", label,
                      key);
             return -EINVAL;
@@ -193,7 +225,7 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
     }
     v = json_object_get(o, "url");
     if (!json_is_string(v)) {
-        snprintf(err, errlen, "%s.url: %s", label,
+        wh_err(err, errlen, "%s.url: %s", label,
                  v ? "must be a string" : "is missing");
         return -EINVAL;
     }
@@ -202,12 +234,12 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
         return rc;
     w->url = strdup(json_string_value(v));
     if (!w->url) {
-        snprintf(err, errlen, "%s: out of memory", label);
+        wh_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     types = json_object_get(o, "event_types");
     if (!json_is_array(types) || !json_array_size(types)) {
-        snprintf(err, errlen, "%s.event_types: %s", label,
+        wh_err(err, errlen, "%s.event_types: %s", label,
                  types ? "must be a non-empty array of event names"
                        : "is missing");
         return -EINVAL;
@@ -219,7 +251,7 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
         if (t < 0) {
             char *d = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 
-            snprintf(err, errlen, "%s.event_types[%zu]: %.64s is not an "
+            wh_err(err, errlen, "%s.event_types[%zu]: %.64s is not an "
                                   "event type (channel_occupied, "
                                   "channel_vacated, member_added, "
                                   "member_removed, client_event, "
@@ -233,13 +265,13 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
     filter = json_object_get(o, "filter");
     if (filter && !json_is_null(filter)) {
         if (!json_is_object(filter)) {
-            snprintf(err, errlen, "%s.filter: must be an object", label);
+            wh_err(err, errlen, "%s.filter: must be an object", label);
             return -EINVAL;
         }
         json_object_foreach(filter, key, v) {
             if (strcmp(key, "channel_name_starts_with") &&
                 strcmp(key, "channel_name_ends_with")) {
-                snprintf(err, errlen, "%s.filter.%s: unknown key (a filter "
+                wh_err(err, errlen, "%s.filter.%s: unknown key (a filter "
                                       "has channel_name_starts_with, "
                                       "channel_name_ends_with)",
                          label, key);
@@ -276,12 +308,12 @@ int srv_config_webhooks(struct hub_app *app, json_t *val, const char *label,
     if (json_is_null(val))
         return 0;
     if (!json_is_array(val)) {
-        snprintf(err, errlen, "%s: must be an array of webhooks", label);
+        wh_err(err, errlen, "%s: must be an array of webhooks", label);
         return -EINVAL;
     }
     n = json_array_size(val);
     if (n > HUB_WH_MAX_WEBHOOKS) {
-        snprintf(err, errlen, "%s: %zu webhooks; at most %d per app", label,
+        wh_err(err, errlen, "%s: %zu webhooks; at most %d per app", label,
                  n, HUB_WH_MAX_WEBHOOKS);
         return -EINVAL;
     }
@@ -289,7 +321,7 @@ int srv_config_webhooks(struct hub_app *app, json_t *val, const char *label,
         return 0;
     app->webhooks = calloc(n, sizeof(*app->webhooks));
     if (!app->webhooks) {
-        snprintf(err, errlen, "%s: out of memory", label);
+        wh_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     for (i = 0; i < n; i++) {
