@@ -36,6 +36,13 @@ struct hub_app {
     unsigned n_webhooks;
     unsigned webhook_types;          /* union of the webhooks' types */
     bool webhook_batching;           /* default true (Pusher batches) */
+    /* Authorized connections and watchlists (hub/watchlist.c). */
+    bool enable_user_authentication; /* close unsigned sessions; false */
+    uint64_t user_auth_timeout_ms;   /* signin deadline, default 30 s */
+    bool watchlist_events;           /* watchlists honoured; default true */
+    uint32_t max_watchlist;          /* ids in one watchlist, default 100 */
+    uint32_t max_watchers;           /* watchers of one user, default 1000,
+                                        0 = unlimited */
     /* Cache channels, subscription counts, the subscription cap: 0 takes
      * the hub-wide value (struct hub_config). */
     uint64_t cache_ttl_ms;

@@ -66,6 +66,7 @@ struct hub_backplane;
 struct hub_cache;
 struct hub_chanmap;
 struct hub_whq;
+struct hub_online;
 
 struct hub {
     const struct hub_config *cfg;  /* borrowed */
@@ -73,6 +74,7 @@ struct hub {
     struct hub_loop *loops[HUB_MAX_LOOPS];
     unsigned n_loops;
     struct hub_backplane *bp;      /* owned copy; the fronts use it */
+    struct hub_online *online;     /* signed-in users, watchlists; owned */
     atomic_bool draining;
     atomic_bool stopping;          /* teardown: publish nothing more */
     atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */

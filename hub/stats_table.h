@@ -96,6 +96,15 @@
     X(subscriptions_refused, counter, U64, 14, LOOP, "subscriptions_refused",  \
       "subscriptions_refused_total",                                           \
       "Subscriptions refused over max_subscriptions.")                         \
+    X(unauthorized_closes, counter, U64, 0, LOOP, "unauthorized_closes",       \
+      "unauthorized_closes_total",                                             \
+      "Sessions closed 4009 for not being authorized in time.")                \
+    X(watchlist_events, counter, U64, 0, LOOP, "watchlist_events",             \
+      "watchlist_events_total",                                                \
+      "pusher_internal:watchlist_events published (per watcher).")             \
+    X(watchlist_events_dropped, counter, U64, 0, LOOP,                         \
+      "watchlist_events_dropped", "watchlist_events_dropped_total",            \
+      "Watchlist events lost for lack of memory.")                             \
     X(cache_hits, counter, U64, 15, LOOP, "cache_hits", "cache_hits_total",    \
       "Cache channel subscribers sent the cached event.")                      \
     X(cache_misses, counter, U64, 16, LOOP, "cache_misses",                    \

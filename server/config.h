@@ -41,6 +41,12 @@ struct srv_config {
     char *allowed_origins;     /* comma list; NULL = any */
     uint32_t max_connections;  /* hub-wide, 0 = unlimited (default 0) */
 
+    /* Operator surfaces (server/metrics_listen.c, server/console.c). */
+    uint16_t metrics_port;     /* 0 = /metrics and /stats on --port */
+    char *metrics_bind;        /* NULL = --bind */
+    char *metrics_token;       /* NULL = no bearer token asked */
+    char *admin_token;         /* NULL = the console is off (404) */
+
     /* Liveness (milliseconds). */
     uint64_t tick_ms;              /* wheel tick, default 100 */
     uint64_t ping_interval_ms;     /* default 25000 */

@@ -231,6 +231,14 @@ int main(int argc, char **argv, char **envp)
             (unsigned long long)cfg.pong_timeout_ms,
             (unsigned long long)srv.hcfg.max_queued_total);
     printf("lubdub: listening on %s:%u\n", cfg.bind, srv.port);
+    if (cfg.metrics_port)
+        srv_log(HUB_LOG_INFO, 0,
+                "metrics and stats on http://%s:%u only (not on %u)%s",
+                cfg.metrics_bind ? cfg.metrics_bind : cfg.bind,
+                (unsigned)cfg.metrics_port, srv.port,
+                cfg.metrics_token ? ", bearer token required" : "");
+    if (cfg.admin_token)
+        srv_log(HUB_LOG_INFO, 0, "operator console at /console");
     fflush(stdout);
 
     for (;;) {
