@@ -332,6 +332,28 @@ test('https with a self-signed CA given by --webhook-ca-file; hostile answers st
   assert.equal(rx.invalid + bad.invalid, 0);
 });
 
+test('memory stays bounded: past --webhook-max-pending new batches are dropped, counted, logged once', async (t) => {
+  const rx = await startReceiver(t, APP);
+  rx.mode = 'status';
+  const hub = await hubWith(t, [{ url: rx.url(), event_types: ['channel_occupied'] }],
+    { app: { webhook_batching: false },
+      args: ['--webhook-max-pending', '64KiB', '--max-subscriptions', '0', '--webhook-backoff-max', '5s'] });
+  const a = await client(t, hub);
+  for (let i = 0; i < 1500; i++) a.subscribe(`m-${i}`);
+  const st = await waitFor(async () => {
+    const w = (await hub.stats()).webhooks;
+    const e = w.endpoints[0];
+    return e.queue_depth + e.dropped === 1500 && w;
+  }, 'every batch held or dropped', 30000);
+  const e = st.endpoints[0];
+  assert.ok(e.dropped > 0, JSON.stringify(e));
+  assert.ok(st.pending_bytes <= 65536, `pending ${st.pending_bytes}`);
+  assert.equal((hub.stderr.match(/reached --webhook-max-pending/g) || []).length, 1);
+  // The loops never waited: the hub still answers at once.
+  const b = await client(t, hub);
+  assert.equal((await sub(b, 'still-here')).event, 'pusher_internal:subscription_succeeded');
+});
+
 test('--check-config refuses bad webhooks with one line each', async (t) => {
   const bad = [
     [{ url: 'ftp://x/', event_types: ['channel_occupied'] }, /must start with http:\/\/ or https:\/\//],
