@@ -58,6 +58,8 @@ struct endpoint {
     struct srv_wh *wh;
     const struct hub_app *app;
     const struct hub_webhook_conf *conf;
+    char *shown;                    /* the URL for logs and stats: no
+                                       user:password@, no ?query */
     struct batch *head, **tail;
     CURL *easy;
     struct curl_slist *hdrs;
@@ -334,7 +336,7 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         latency(ep, wall > b->created_ms ? wall - b->created_ms : 0);
         if (ep->failing)
             srv_log(HUB_LOG_INFO, 0, "webhook %s (app %s): up again",
-                    ep->conf->url, ep->app->id);
+                    ep->shown, ep->app->id);
         ep->failing = false;
         atomic_store(&ep->up, true);
         if (wh->store && b->id) {
@@ -355,7 +357,7 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
     if (!ep->failing)
         srv_log(HUB_LOG_WARN, 0,
                 "webhook %s (app %s): failing (%s); retrying with backoff",
-                ep->conf->url, ep->app->id, ep->last_err);
+                ep->shown, ep->app->id, ep->last_err);
     ep->failing = true;
     b->attempts++;
     if (wall >= b->created_ms + wh->cfg->webhook_retry_window_ms) {
@@ -363,7 +365,7 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         srv_log(HUB_LOG_WARN, 0,
                 "webhook %s (app %s): batch %s dead-lettered after %u "
                 "attempts (%s)",
-                ep->conf->url, ep->app->id, b->idem, b->attempts,
+                ep->shown, ep->app->id, b->idem, b->attempts,
                 ep->last_err);
         if (wh->store && b->id) {
             store_tx(wh);
@@ -380,6 +382,37 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
                                              : 1000,
                                          wh->cfg->webhook_backoff_max_ms,
                                          rnd(wh));
+}
+
+/* url without its userinfo and query, which often carry secrets: what
+ * logs, /stats and /metrics show. Owned; NULL when out of memory. */
+static char *shown_url(const char *url)
+{
+    const char *host = strstr(url, "://"), *at, *end;
+    size_t n = strlen(url);
+    char *out = malloc(n + 8), *o = out;
+
+    if (!out)
+        return NULL;
+    host = host ? host + 3 : url;
+    end = host + strcspn(host, "/?#");
+    at = memchr(host, '@', (size_t)(end - host));
+    memcpy(o, url, (size_t)(host - url));
+    o += host - url;
+    if (at) {
+        memcpy(o, "***@", 4);
+        o += 4;
+        host = at + 1;
+    }
+    n = strcspn(host, "?#");
+    memcpy(o, host, n);
+    o += n;
+    if (host[n] == '?') {
+        memcpy(o, "?***", 4);
+        o += 4;
+    }
+    *o = '\0';
+    return out;
 }
 
 static struct endpoint *find_ep(struct srv_wh *wh, const char *app,
@@ -539,6 +572,7 @@ static void wh_free(struct srv_wh *wh)
         curl_slist_free_all(ep->hdrs);
         while (ep->head)
             ep_pop(ep);
+        free(ep->shown);
     }
     hub_wh_engine_destroy(wh->eng);
     if (wh->multi)
@@ -604,11 +638,18 @@ int srv_webhooks_start(struct srv *srv)
             ep->wh = wh;
             ep->app = &cfg->apps[i];
             ep->conf = &cfg->apps[i].webhooks[j];
+            ep->shown = shown_url(ep->conf->url);
             ep->tail = &ep->head;
             atomic_init(&ep->up, true);
         }
     }
     wh->n_eps = n;
+    for (unsigned i = 0; i < n; i++)
+        if (!wh->eps[i].shown) {
+            wh_free(wh);
+            srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+            return -1;
+        }
     if (cfg->state_dir) {
         /* One level, as --check-config allowed (its parent exists). */
         if (mkdir(cfg->state_dir, 0700) && errno != EEXIST) {
@@ -706,7 +747,7 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
         for (unsigned j = 0; hist && j <= N_LAT; j++)
             json_array_append_new(hist, json_integer(LD(ep->lat[j])));
         o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o?}",
-                      "app", ep->app->id, "url", ep->conf->url, "up",
+                      "app", ep->app->id, "url", ep->shown, "up",
                       atomic_load(&ep->up), "sent", LD(ep->sent), "failed",
                       LD(ep->failed), "retried", LD(ep->retried),
                       "dead_lettered", LD(ep->dead), "dropped",
@@ -739,7 +780,7 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
 static void label(char *out, size_t n, const struct endpoint *ep)
 {
     size_t k = 0;
-    const char *parts[2] = { ep->app->id, ep->conf->url };
+    const char *parts[2] = { ep->app->id, ep->shown };
     const char *names[2] = { "app", "url" };
 
     for (unsigned p = 0; p < 2 && k + 8 < n; p++) {
