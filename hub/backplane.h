@@ -30,6 +30,10 @@
  *   sent in subscription_succeeded, owned by the caller; j->max_members
  *   (0 = none) refuses a new member with -ENOSPC. 0, -ENOSPC, -ENOMEM; on
  *   an error nothing was counted.
+ * - '#' channels (#server-to-user-<id>, joined at pusher:signin with j
+ *   NULL, left with the session) go through join and leave too, so that a
+ *   backplane learns which nodes serve a user; they are never counted,
+ *   listed or given presence (the in-process directory ignores them).
  * - leave is the reverse; *last (if not NULL) is true when the user's last
  *   connection left (the member_removed edge).
  * - Sequence numbers. Each presence change (a first join, a last leave)
@@ -67,6 +71,12 @@
  * - terminate_user closes every session of app signed in as uid, on every
  *   loop reached, as hub_fanout_terminate() does for this hub's loops.
  *
+ * Scale-out. hub/cluster.h is the backplane of several processes sharing
+ * Redis (docs/SCALING.md): its directory wraps the in-process one (counts
+ * stay per process in that step), its bus delivers locally and hands the
+ * rest to a backplane thread. Such a backplane sets stats (its counters,
+ * shown by /stats and /metrics).
+ *
  * Lifetime. hub_create_with() copies *bp; on success the hub owns the impl
  * pointers and calls the destroy ops (NULL = nothing to free) from
  * hub_destroy(), after every loop is gone. On failure the caller still
@@ -84,6 +94,7 @@
 #include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/publish.h"
+#include "hub/stats.h"
 
 struct hub_directory_ops {
     int (*join)(void *d, unsigned app, const char *name, size_t len,
@@ -112,6 +123,9 @@ struct hub_backplane {
     void *dir_impl;
     const struct hub_bus_ops *bus;
     void *bus_impl;
+    /* A backplane that reaches other processes: its counters (/stats,
+     * /metrics), owned by the impl; NULL for the in-process one. */
+    struct hub_backplane_stats *stats;
 };
 
 /* Fill bp with the in-process backplane (a new directory, the local

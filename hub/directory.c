@@ -162,6 +162,10 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
     struct hub_gchan *g;
     int rc = 0;
 
+    /* '#' channels (#server-to-user-) are the hub's own: joined so that a
+     * backplane sees them, never counted or listed. */
+    if (len && name[0] == '#' && !join)
+        return 0;
     pthread_mutex_lock(&d->mu);
     g = dir_find(d, app, name, len);
     if (!g) {

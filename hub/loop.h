@@ -50,6 +50,9 @@ struct hub_config {
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    /* Scale-out: 16 bits from the node id, folded into socket ids so that
+     * they stay unique across nodes; 0 = one node (ids as before). */
+    uint32_t node_tag;
     /* Cache channels and subscription counts (hub/cache.h,
      * hub/subcount.h): the defaults an app's own value (0) falls back to. */
     uint64_t cache_ttl_ms;         /* a cached event's life */

@@ -69,6 +69,9 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     }
     /* Unique: the counter is per loop and the loop id is folded in. */
     s->sid_hi = ++l->sid_counter * HUB_MAX_LOOPS + l->id;
+    /* In a cluster the node's tag is folded in too (hub_config). */
+    if (l->cfg->node_tag)
+        s->sid_hi = s->sid_hi << 16 | (l->cfg->node_tag & 0xffff);
     s->sid_lo = (uint32_t)hub_loop_random(l);
     snprintf(s->socket_id, sizeof(s->socket_id), "%" PRIu64 ".%" PRIu32,
              s->sid_hi, s->sid_lo);

@@ -578,14 +578,18 @@ int hub_pusher_join_user_channel(struct hub_session *s, const char *id)
         return -ENOMEM;
     snprintf(name, n + 1, "#server-to-user-%s", id);
     ch = hub_chanmap_get(l->chans, s->app->index, name, n);
-    free(name);
     sub = calloc(1, sizeof(*sub));
-    if (!ch || !sub) {
+    /* The directory does not count '#' channels; a backplane hears of
+     * it (a cluster subscribes the node to the user's channel). */
+    if (!ch || !sub ||
+        hub_dir_join(l->hub, s->app->index, name, n, NULL)) {
+        free(name);
         free(sub);
         if (ch)
             hub_chanmap_put(l->chans, ch);
         return -ENOMEM;
     }
+    free(name);
     sub->s = s;
     sub->ch = ch;
     hub_list_link_tail(&ch->members, &sub->chan_link);

@@ -18,6 +18,7 @@
  */
 #include "server/config.h"
 #include "hub/webhook.h"
+#include "server/redis_url.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -47,9 +48,12 @@ static const char *const srv__log_formats[] = {"text", "json", NULL};
 static const char *const srv__event_loops[] = {"libev", "poll", NULL};
 
 #define SRV_CFG(field) offsetof(struct srv_config, field), \
-    sizeof(((struct srv_config *)0)->field)
+    sizeof(((struct srv_config *)0)->field), NULL
+/* A row whose environment variable is not LUBDUB_<NAME>. */
+#define SRV_CFG_ENV(field, env) offsetof(struct srv_config, field), \
+    sizeof(((struct srv_config *)0)->field), env
 #define SRV_APP(field) offsetof(struct hub_app, field), \
-    sizeof(((struct hub_app *)0)->field)
+    sizeof(((struct hub_app *)0)->field), NULL
 
 #define SRV_ALL (SRV_SRC_FLAG | SRV_SRC_ENV | SRV_SRC_FILE)
 
@@ -244,6 +248,18 @@ static const struct srv_option_desc srv_options[] = {
      "Secret of the default app; prefer the environment, since flags show "
      "in ps. Not with \"apps\" in the file.",
      NULL, 0, 0, 0, SRV_CFG(apps[0].secret)},
+    {"redis", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "URL",
+     "Redis of a cluster of nodes, redis://[user:pass@]host:port/db; unset "
+     "runs one standalone node (docs/SCALING.md).",
+     NULL, 0, 0, 0, SRV_CFG_ENV(redis, "LUBDUB_REDIS_URL")},
+    {"node_id", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "NAME",
+     "This node's name in the cluster (1-64 of A-Z a-z 0-9 . _ -), unique "
+     "per process; unset derives hostname-pid-random.",
+     NULL, 0, 0, 0, SRV_CFG(node_id)},
+    {"redis_prefix", SRV_OPT_STRING, SRV_ALL, 0, "lubdub", "TEXT",
+     "Prefix of this cluster's Redis channels, so that several clusters "
+     "can share one Redis (1-64 of A-Z a-z 0-9 . _ - :).",
+     NULL, 0, 0, 0, SRV_CFG(redis_prefix)},
     {"config", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV, SRV_OPTF_NULLABLE,
      NULL, "FILE",
      "JSON file read before the environment and the flags.",
@@ -396,6 +412,12 @@ int srv_config_option_name(const struct srv_option_desc *d, unsigned source,
 
     if (!(d->sources & source))
         return -ENOENT;
+    if (source == SRV_SRC_ENV && d->env) {
+        if (strlen(d->env) + 1 > len)
+            return -ENOSPC;
+        memcpy(buf, d->env, strlen(d->env) + 1);
+        return 0;
+    }
     if (source == SRV_SRC_FLAG)
         prefix = "--";
     else if (source == SRV_SRC_ENV)
@@ -1339,6 +1361,51 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
     return 0;
 }
 
+/* 1..64 characters of A-Z a-z 0-9 and extra. */
+static bool srv__name_ok(const char *s, const char *extra)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (!n || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr(extra, c)))
+            return false;
+    }
+    return true;
+}
+
+/* --redis, --node-id, --redis-prefix (server/redis_url.h). */
+static int srv__validate_cluster(const struct srv_config *cfg, char *err,
+                                 size_t errlen)
+{
+    struct srv_redis_url u;
+    char a[64], why[200];
+
+    if (cfg->redis &&
+        srv_redis_url_parse(cfg->redis, &u, why, sizeof(why))) {
+        srv__err(err, errlen, "%s: %s", srv__flag("redis", a, sizeof(a)),
+                 why);
+        return -EINVAL;
+    }
+    if (cfg->node_id && !srv__name_ok(cfg->node_id, "._-")) {
+        srv__err(err, errlen,
+                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ -",
+                 srv__flag("node_id", a, sizeof(a)));
+        return -EINVAL;
+    }
+    if (!srv__name_ok(cfg->redis_prefix, "._-:")) {
+        srv__err(err, errlen,
+                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ - :",
+                 srv__flag("redis_prefix", a, sizeof(a)));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 /* Tokens go in an HTTP header: printable ASCII, no spaces, long enough
  * not to be guessed. */
 static int srv__check_token(const char *name, const char *tok, char *err,
@@ -1449,6 +1516,9 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
                  strerror(errno));
         return -EINVAL;
     }
+    rc = srv__validate_cluster(cfg, err, errlen);
+    if (rc)
+        return rc;
     rc = srv__check_operator(cfg, err, errlen);
     if (rc)
         return rc;

@@ -94,6 +94,10 @@ struct srv_config {
     uint64_t webhook_max_pending;  /* bytes of batches held, default 64MiB */
     bool webhook_dead_letters;     /* --webhook-dead-letters: list, exit */
     char *webhook_replay;          /* --webhook-replay ID|all: then exit */
+    /* Scale-out (docs/SCALING.md). */
+    char *redis;               /* redis://[user:pass@]host:port/db; NULL = one node */
+    char *node_id;             /* NULL = derived: host-pid-random */
+    char *redis_prefix;        /* Redis channel prefix, default "lubdub" */
 
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */
@@ -142,6 +146,8 @@ struct srv_option_desc {
     /* Private to config.c: where the value lives in its struct. */
     size_t offset_;
     size_t size_;
+    /* The environment variable when it is not LUBDUB_<NAME>; NULL = that. */
+    const char *env;
 };
 
 /* *out gets the table (borrowed, static); returns the number of rows. */

@@ -211,7 +211,7 @@ int main(int argc, char **argv, char **envp)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-    srv.hub = hub_create(&srv.hcfg, hub_clock_monotonic());
+    srv.hub = srv_cluster_hub_create(&srv);
     /* From here on stderr carries only log lines (JSON with
      * --log-format json); the listening line goes to stdout. */
     if (!srv.hub) {
@@ -219,6 +219,7 @@ int main(int argc, char **argv, char **envp)
         return 1;
     }
     if (srv_webhooks_start(&srv) || srv_loops_create(&srv) ||
+        srv_cluster_start(&srv) ||
         srv_loops_start(&srv)) {
         srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
         return 1;
@@ -267,6 +268,7 @@ int main(int argc, char **argv, char **envp)
     }
     srv_loops_join(&srv);
     srv_webhooks_stop(&srv);
+    srv_cluster_stop(&srv);
     srv_log(HUB_LOG_INFO, 0, "drained; bye");
     hub_destroy(srv.hub);
     srv_config_fini(&cfg);

@@ -85,6 +85,14 @@ static size_t families(struct family *out, size_t cap)
         out[n++] = (struct family){ #metric, #type, false, false };
     SRV_WEBHOOK_METRICS(X)
 #undef X
+#define X(field, type, key, metric, help)                                      \
+    if (n < cap)                                                               \
+        out[n++] = (struct family){ metric, #type, false, false };
+    HUB_BACKPLANE_STATS(X)
+#undef X
+    if (n < cap)
+        out[n++] = (struct family){ HUB_BACKPLANE_RTT_METRIC, "histogram",
+                                    false, false };
     assert_true(n < cap);
     return n;
 }
