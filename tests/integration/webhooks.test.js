@@ -13,6 +13,7 @@ const path = require('node:path');
 const { startHub, waitFor, BINARY } = require('./lib/hub');
 const { RawClient, configFile, trackClient } = require('./lib/clients');
 const { startReceiver } = require('./lib/receiver');
+const { startRedis } = require('./lib/redis');
 
 const APP = { id: 'wh-app', key: 'wh-key', secret: 'wh-secret' };
 const ALL = ['channel_occupied', 'channel_vacated', 'member_added',
@@ -352,6 +353,21 @@ test('memory stays bounded: past --webhook-max-pending new batches are dropped, 
   // The loops never waited: the hub still answers at once.
   const b = await client(t, hub);
   assert.equal((await sub(b, 'still-here')).event, 'pusher_internal:subscription_succeeded');
+});
+
+test('with --redis each node sends the edges its own directory counts', async (t) => {
+  const redis = await startRedis(t);
+  const rx = await startReceiver(t, APP);
+  const hooks = [{ url: rx.url(), event_types: ['channel_occupied', 'member_added'] }];
+  const hub = await hubWith(t, hooks, { args: ['--redis', redis.url(), '--node-id', 'wh-1'] });
+  assert.doesNotMatch(hub.stderr, /reports no channel edges/);
+  const a = await client(t, hub);
+  await sub(a, 'presence-x', { channelData: { user_id: 'u' } });
+  await rx.waitEvents(() => true, 2, 'occupied and added through the cluster directory');
+  assert.deepStrictEqual(rx.delivered().map(strip), [
+    { name: 'channel_occupied', channel: 'presence-x' },
+    { name: 'member_added', channel: 'presence-x', user_id: 'u' },
+  ]);
 });
 
 test('--check-config refuses bad webhooks with one line each', async (t) => {
