@@ -206,7 +206,7 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
 {
     const char *key;
     json_t *v, *types, *filter, *headers;
-    char sub[600];
+    char sub[700]; /* the caller's label (at most 600) and a key path */
     size_t i;
     int rc;
 
