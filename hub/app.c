@@ -24,6 +24,7 @@ void hub_app_defaults(struct hub_app *app)
     app->max_channels_per_event = 100;
     app->max_batch_events = 10;
     app->max_channel_name = 200;
+    app->webhook_batching = true;
     /* Authorized connections: off, and Pusher's 30 s when on. */
     app->enable_user_authentication = false;
     app->user_auth_timeout_ms = 30000;
@@ -56,6 +57,12 @@ struct hub_app *hub_app_dup(const struct hub_app *a)
      * of its own (new owned fields: here, in equal() and in free()). */
     memcpy(c, a, sizeof(*c));
     c->id = c->key = c->secret = c->allowed_origins = NULL;
+    /* Webhooks are configured at start: the sender thread keeps the
+     * start apps' lists (server/webhook_send.c) and reads nothing of a
+     * reloaded copy, so the copy carries none (nothing to share, nothing
+     * to free twice). */
+    c->webhooks = NULL;
+    c->n_webhooks = 0;
     atomic_init(&c->refs, 1);
     if (!dup_str(&c->id, a->id) || !dup_str(&c->key, a->key) ||
         !dup_str(&c->secret, a->secret) ||
@@ -85,6 +92,8 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            a->cache_max_bytes == b->cache_max_bytes &&
            a->max_subscriptions == b->max_subscriptions &&
            a->subscription_count == b->subscription_count &&
+           /* Not the webhook list: a reloaded copy has none (see dup);
+            * changing webhooks needs a restart. */
            a->enable_user_authentication == b->enable_user_authentication &&
            a->user_auth_timeout_ms == b->user_auth_timeout_ms &&
            a->watchlist_events == b->watchlist_events &&

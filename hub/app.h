@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hub_webhook_conf;
+
 struct hub_app {
     char *id;                        /* "app-id" */
     char *key;                       /* "app-key" */
@@ -34,6 +36,12 @@ struct hub_app {
     uint32_t max_channels_per_event; /* default 100 */
     uint32_t max_batch_events;       /* default 10 */
     uint32_t max_channel_name;       /* default 200 */
+    /* Webhooks (hub/webhook.h): owned by the app, freed in one place,
+     * hub_app_webhooks_free(), so a reloaded app brings its own. */
+    struct hub_webhook_conf *webhooks;
+    unsigned n_webhooks;
+    unsigned webhook_types;          /* union of the webhooks' types */
+    bool webhook_batching;           /* default true (Pusher batches) */
     /* Authorized connections and watchlists (hub/watchlist.c). */
     bool enable_user_authentication; /* close unsigned sessions; false */
     uint64_t user_auth_timeout_ms;   /* signin deadline, default 30 s */
@@ -68,7 +76,10 @@ void hub_app_defaults(struct hub_app *app);
  * unchanged ones with hub_app_equal(), and the last reference frees the
  * copy with hub_app_free(), whose hub_app_clear() also frees the
  * configuration's own apps (server/config.c). A new field set from the
- * file needs a row in config.c's srv_app_fields[] as well.
+ * file needs a row in config.c's srv_app_fields[] as well. Exception: the
+ * webhook list is freed by hub_app_webhooks_free() (hub/webhook.c) for
+ * the configuration's apps, and a reloaded copy has none (webhooks are
+ * read from the start apps only).
  */
 /* A deep, owned copy of a (refs = 1, index copied); NULL when out of
  * memory. */

@@ -44,6 +44,17 @@
  *   change, and delivery skips subscriptions joined at joined_seq >= it: a
  *   late event can never contradict a member list already sent. Only the
  *   order within a channel matters (one counter per channel would do).
+ * - Edges. set_edge_hook installs fn (NULL removes it); the directory
+ *   then calls fn for every 0 <-> 1 move of a channel's subscription count
+ *   (HUB_DIR_CHANNEL_FIRST / _LAST: channel_occupied / vacated) and of a
+ *   presence user's connection count (HUB_DIR_MEMBER_FIRST / _LAST:
+ *   member_added / removed), once per move wherever the directory reaches
+ *   (for a shared directory: decided once, by whoever moved the global
+ *   count; other nodes report nothing), in the order the moves happened,
+ *   from the thread that made the move, while it decides it (fn must not
+ *   block or call back in). Within one join the channel edge comes before
+ *   the member edge; within one leave the member edge comes first. The
+ *   webhooks (hub/webhook.h) listen here. NULL op: edges not reported.
  * - info, list and users answer from the directory's state (never by
  *   asking each loop or node and waiting); list and users return owned
  *   JSON, NULL when out of memory.
@@ -95,6 +106,7 @@ struct hub_directory_ops {
     json_t *(*list)(void *d, unsigned app, const char *prefix,
                     bool user_count);
     json_t *(*users)(void *d, unsigned app, const char *name, size_t len);
+    void (*set_edge_hook)(void *d, hub_dir_edge_fn *fn, void *ctx);
     void (*destroy)(void *d);
 };
 
@@ -157,6 +169,16 @@ static inline json_t *hub_dir_users(struct hub *h, unsigned app,
                                     const char *name, size_t len)
 {
     return h->bp->dir->users(h->bp->dir_impl, app, name, len);
+}
+
+/* Install the directory's edge hook; false when it reports no edges. */
+static inline bool hub_dir_set_edge_hook(struct hub *h, hub_dir_edge_fn *fn,
+                                         void *ctx)
+{
+    if (!h->bp->dir->set_edge_hook)
+        return false;
+    h->bp->dir->set_edge_hook(h->bp->dir_impl, fn, ctx);
+    return true;
 }
 
 /*

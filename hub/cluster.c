@@ -416,12 +416,21 @@ static json_t *cdir_users(void *d, unsigned app, const char *name, size_t len)
     return hub_directory_users(((struct hub_cluster *)d)->dir, app, name, len);
 }
 
+/* Edges are this node's, as its counts are (the wrapped directory): until
+ * the directory is cluster-wide, each node reports its own 0 <-> 1 moves
+ * (docs/WEBHOOKS.md, "In a cluster"). */
+static void cdir_set_edge_hook(void *d, hub_dir_edge_fn *fn, void *ctx)
+{
+    hub_directory_set_edge_hook(((struct hub_cluster *)d)->dir, fn, ctx);
+}
+
 static const struct hub_directory_ops cluster_dir_ops = {
     .join = cdir_join,
     .leave = cdir_leave,
     .info = cdir_info,
     .list = cdir_list,
     .users = cdir_users,
+    .set_edge_hook = cdir_set_edge_hook,
     .destroy = NULL, /* the bus's destroy frees the whole cluster */
 };
 

@@ -72,6 +72,7 @@ struct hub_config {
 struct hub_backplane;
 struct hub_cache;
 struct hub_chanmap;
+struct hub_whq;
 struct hub_online;
 
 struct hub {
@@ -90,6 +91,9 @@ struct hub {
      * app key matched) and its REST rate buckets. */
     _Atomic(struct hub_apptab *) apps;
     uint64_t started_ms;
+    /* The webhook queue (hub/webhook.h), set by server/ before the loops
+     * start when an app has webhooks; NULL = none. Borrowed. */
+    struct hub_whq *webhooks;
     struct hub_cache *cache;       /* cache channels' last events; owned */
     struct hub_subcount *subcount; /* subscription_count pending set */
 };

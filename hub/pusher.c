@@ -24,6 +24,7 @@
 #include "hub/protocol.h"
 #include "hub/session.h"
 #include "hub/subscribe.h"
+#include "hub/webhook.h"
 #include "hub/tail.h"
 #include "hub/watchlist.h"
 
@@ -242,6 +243,23 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     if (rc)
         goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
+    if (l->hub->webhooks) {
+        /* user_id: the presence member, else the signed-in user. */
+        const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
+                                                       : s->user_id;
+        char *text = NULL;
+        const char *d = json_is_string(m->data)
+                            ? json_string_value(m->data)
+                            : (text = m->data ? hub_json_dumps(
+                                                    m->data, JSON_COMPACT |
+                                                                 JSON_ENCODE_ANY)
+                                              : NULL);
+
+        hub_webhook_client_event(l->hub, app->index, sub->ch->name,
+                                 sub->ch->name_len, m->event,
+                                 d ? d : "null", s->socket_id, uid);
+        free(text);
+    }
     return;
 nomem:
     /* Told, not dropped in silence: the sender may send it again. */

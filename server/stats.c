@@ -21,6 +21,7 @@
 #include "hub/stats_table.h"
 #include "hub/version.h"
 #include "server/srv.h"
+#include "server/webhook.h"
 
 enum row_fmt {
     FMT_U64, FMT_NS_MS, FMT_MS_S, FMT_BY_REASON, FMT_LATE, FMT_RATIO
@@ -413,6 +414,15 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     json_decref(apps);
     json_decref(loops);
     json_decref(totals);
+    if (root) {
+        /* server/webhook_send.c; absent when no app has webhooks. */
+        json_t *wh = srv_webhooks_stats_json(srv);
+
+        if (wh && json_object_set_new(root, "webhooks", wh)) {
+            json_decref(root);
+            root = NULL;
+        }
+    }
     if (root && (!backplane_json(srv, root) ||
                  json_object_set_new(root, "cache", cache_json(srv)))) {
         json_decref(root);
@@ -618,6 +628,11 @@ static void hub_series(struct buf *b, struct srv *srv,
     }
 }
 
+static void put_text(void *b, const char *text)
+{
+    bprintf(b, "%s", text);
+}
+
 /* The backplane's families, always declared; series only with --redis. */
 static void backplane_series(struct buf *b, struct srv *srv)
 {
@@ -677,6 +692,8 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
         else
             row_series(&b, srv, r);
     }
+    /* server/webhook_send.c: per app and endpoint. */
+    srv_webhooks_metrics(srv, put_text, &b);
     backplane_series(&b, srv);
     for (size_t i = 0; i < sizeof(hist_rows) / sizeof(hist_rows[0]); i++) {
         family(&b, hist_rows[i].metric, "histogram", hist_rows[i].help);
