@@ -233,3 +233,16 @@ test('with --redis, an app added by a reload is carried between nodes', async (t
   assert.strictEqual(await publish(nodes[1], added, 'news', 'across', 'x'), 200);
   await sub.event('across', 'news');
 });
+
+test('apps with webhooks reload without touching them', async (t) => {
+  const a = { ...app(1), webhooks: [{ url: 'http://127.0.0.1:9/hook', event_types: ['channel_occupied'] }] };
+  const file = configFile(t, { apps: [a] });
+  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const c = await rawOnLoop(t, hub, 0, a.key);
+  assert.match(await reload(hub, file, [a]), /no change \(1 apps\)/);
+  const b = app(2);
+  assert.match(await reload(hub, file, [{ ...a, secret: 'rotated' }, b]),
+    /1 added \(id-2\), 0 removed, 1 changed \(id-1\), 0 unchanged \(2 apps\)/);
+  assert.strictEqual(await publish(hub, b, 'news', 'x', 'y'), 200);
+  assert.strictEqual(c.closed, null);
+});
