@@ -216,7 +216,16 @@
       "Redis channels this node is subscribed to (channels with local "       \
       "subscribers).")                                                        \
     X(queue, gauge, "queue", "backplane_queue",                               \
-      "Items waiting in the loops-to-backplane hand-off queue.")
+      "Items waiting in the loops-to-backplane hand-off queue.")              \
+    X(cache_received, counter, "cache_received",                             \
+      "backplane_cache_received_total",                                      \
+      "Cache-channel events other nodes published, kept in this node's "     \
+      "cache replica (every node receives them).")                           \
+    X(cache_loaded, counter, "cache_loaded", "backplane_cache_loaded_total",  \
+      "Cache entries read from Redis when the backplane came up.")           \
+    X(cache_write_failed, counter, "cache_write_failed",                     \
+      "backplane_cache_write_failed_total",                                  \
+      "Cache entries this node could not write to Redis.")
 
 /* The backplane's Redis PING round-trip histogram (microseconds, shown in
  * seconds), /metrics only. */
