@@ -41,3 +41,23 @@ int hub_ccache_apply(struct hub *h, const struct hub_app *app,
     hub_frame_unref(f);
     return rc;
 }
+
+int hub_ccache_load(struct hub *h, const struct hub_app *app,
+                    const struct hub_envelope *e, uint64_t pttl_ms)
+{
+    uint64_t left = 0;
+    struct hub_frame *f;
+    int rc;
+
+    if (!h->cache)
+        return -EINVAL;
+    f = hub_cache_get(h->cache, app->index, e->channel, e->channel_len,
+                      hub_clock_now_ms(h->clock), &left);
+    if (f) {
+        hub_frame_unref(f);
+        if (left >= pttl_ms)
+            return 0;
+    }
+    rc = hub_ccache_apply(h, app, e, pttl_ms, false);
+    return rc ? rc : 1;
+}

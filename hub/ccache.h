@@ -15,7 +15,8 @@
  * they came, no re-encode) under the app's byte cap, for the remaining
  * life the envelope carries: the writer's TTL, less the time it waited
  * in the writer's queue; a loaded entry lives what Redis's PTTL says. No
- * clock is compared across nodes.
+ * clock is compared across nodes (a replica may outlive the writer's
+ * entry by the bus latency, never by a clock skew).
  *
  * Thread: the backplane thread (with the cluster's delivery lock held).
  */
@@ -38,5 +39,15 @@ struct hub_app;
 int hub_ccache_apply(struct hub *h, const struct hub_app *app,
                      const struct hub_envelope *e, uint64_t ttl_ms,
                      bool deliver);
+
+/*
+ * e read from Redis with pttl_ms left: kept unless the replica already
+ * holds an entry of the channel that lives at least as long (a newer
+ * event, received while the load was under way: every entry of an app
+ * has the same TTL, so the later store expires later). 1 when kept, 0
+ * when the replica's was, -ENOMEM.
+ */
+int hub_ccache_load(struct hub *h, const struct hub_app *app,
+                    const struct hub_envelope *e, uint64_t pttl_ms);
 
 #endif

@@ -741,7 +741,7 @@ int hub_cluster_load(struct hub_cluster *c, const void *data, size_t len,
     /* This node's own entries too: with a fixed --node-id, a restarted
      * node finds what it wrote before. */
     pthread_mutex_lock(&c->deliver_mu);
-    if (!c->closed && !hub_ccache_apply(c->hub, app, &e, pttl_ms, false))
+    if (!c->closed && hub_ccache_load(c->hub, app, &e, pttl_ms) == 1)
         stat_add(&c->stats.cache_loaded, 1);
     pthread_mutex_unlock(&c->deliver_mu);
     return 0;
