@@ -542,7 +542,7 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
         uint64_t left = hub_cluster_op_ttl(c, op);
 
         if (!left)
-            return NULL;
+            left = 1; /* still news for the subscribers */
         e.ttl_ms = (uint32_t)(left > HUB_ENV_MAX_TTL ? HUB_ENV_MAX_TTL : left);
     }
     if ((op->kind == HUB_COP_EVENT || op->kind == HUB_COP_CACHE) && op->f) {
@@ -724,14 +724,29 @@ uint64_t hub_cluster_op_ttl(const struct hub_cluster *c,
     return op->expire_ms > now ? op->expire_ms - now : 0;
 }
 
-int hub_cluster_load(struct hub_cluster *c, const void *data, size_t len,
-                     uint64_t pttl_ms)
+/* key is "<prefix>:cache:<app>:<channel>" of e. */
+static bool key_matches(const struct hub_cluster *c, const char *key,
+                        size_t klen, const struct hub_envelope *e)
+{
+    size_t n = c->cache_chan_len;
+
+    return key && klen == n + 1 + e->app_len + 1 + e->channel_len &&
+           !memcmp(key, c->cache_chan, n) && key[n] == ':' &&
+           !memcmp(key + n + 1, e->app, e->app_len) &&
+           key[n + 1 + e->app_len] == ':' &&
+           !memcmp(key + n + 2 + e->app_len, e->channel, e->channel_len);
+}
+
+int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
+                     const void *data, size_t len, uint64_t pttl_ms)
 {
     struct hub_envelope e;
     const struct hub_app *app;
+    int rc = 0;
 
     if (hub_envelope_decode(&e, data, len) || e.kind != HUB_ENV_CACHE ||
         !hub_channel_is_cache(e.channel, e.channel_len) ||
+        !key_matches(c, key, key_len, &e) ||
         !(app = hub_app_find_by_id(c->apps, c->n_apps, e.app, e.app_len))) {
         stat_add(&c->stats.bad, 1);
         return -EINVAL;
@@ -741,8 +756,10 @@ int hub_cluster_load(struct hub_cluster *c, const void *data, size_t len,
     /* This node's own entries too: with a fixed --node-id, a restarted
      * node finds what it wrote before. */
     pthread_mutex_lock(&c->deliver_mu);
-    if (!c->closed && hub_ccache_load(c->hub, app, &e, pttl_ms) == 1)
+    if (!c->closed && hub_ccache_load(c->hub, app, &e, pttl_ms) == 1) {
         stat_add(&c->stats.cache_loaded, 1);
+        rc = 1;
+    }
     pthread_mutex_unlock(&c->deliver_mu);
-    return 0;
+    return rc;
 }

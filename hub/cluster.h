@@ -133,14 +133,16 @@ void hub_cluster_rx_fini(struct hub_cluster_rx *rx);
 const char *hub_cluster_cache_channel(const struct hub_cluster *c,
                                       size_t *len);
 const char *hub_cluster_cache_pattern(const struct hub_cluster *c);
-/* The remaining life (ms, >= 1) of a CACHE op now; 0 when it has
- * expired (then it is not sent). */
+/* The remaining life (ms) of a CACHE op now; 0 when it has expired
+ * (then it is still sent, for delivery, with 1 ms, and not stored). */
 uint64_t hub_cluster_op_ttl(const struct hub_cluster *c,
                             const struct hub_cluster_op *op);
-/* A cache entry read from Redis (value, with pttl_ms left): kept in the
- * replica, not delivered (it is no news). 0, or -EINVAL (counted bad)
- * when it is not a cache envelope of a known app. */
-int hub_cluster_load(struct hub_cluster *c, const void *data, size_t len,
-                     uint64_t pttl_ms);
+/* A cache entry read from Redis (key, value, with pttl_ms left): kept in
+ * the replica, not delivered (it is no news). 1 when kept, 0 when not
+ * (the replica's lives longer, or expired), -EINVAL (counted bad) when it
+ * is not a cache envelope of a known app stored under its own key
+ * (another cluster's prefix may share the pattern). */
+int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
+                     const void *data, size_t len, uint64_t pttl_ms);
 
 #endif

@@ -76,6 +76,7 @@ struct srv_redis {
     uint64_t n_confirmed;          /* rx records with confirmed set */
     uint64_t ping_at_ns;
     bool ping_out;
+    uint64_t n_loaded;             /* cache entries kept by this load */
 };
 
 static uint64_t now_ns(void)
@@ -520,8 +521,6 @@ static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
     unsigned char *env = NULL;
     size_t len = 0;
 
-    if (!ttl)
-        return; /* expired in the queue: nothing to keep */
     if (!seq || !r->up || !r->cmd || r->inflight + 2 > MAX_INFLIGHT ||
         !(env = hub_cluster_encode(r->c, op, r->epoch, seq, &len)) ||
         r->inflight_bytes + 2 * (uint64_t)len > MAX_INFLIGHT_BYTES) {
@@ -530,9 +529,13 @@ static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
         stat_add(&r->st->cache_write_failed, 1);
         return;
     }
-    if (redisAsyncCommand(r->cmd, cache_set_cb, r, "SET %b %b PX %llu",
-                          op->rchan, op->rchan_len, env, len,
-                          (unsigned long long)ttl) == REDIS_OK) {
+    /* Expired in the queue: the other nodes still deliver it (and keep it
+     * for the 1 ms the envelope says), but there is nothing to store. */
+    if (!ttl) {
+        /* nothing */
+    } else if (redisAsyncCommand(r->cmd, cache_set_cb, r, "SET %b %b PX %llu",
+                                 op->rchan, op->rchan_len, env, len,
+                                 (unsigned long long)ttl) == REDIS_OK) {
         r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
         r->inflight++;
         r->inflight_bytes += len;
@@ -550,8 +553,9 @@ static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
     free(env);
 }
 
-/* One SCAN step over the cache keys with each key's value and remaining
- * life, in one round trip: the reply is {cursor, value, pttl, ...}. */
+/* One SCAN step over the cache keys with each key's name, value and
+ * remaining life, in one round trip: the reply is {cursor, key, value,
+ * pttl, ...}. */
 static const char cache_scan_lua[] =
     "local s = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 200) "
     "local r = {s[1]} "
@@ -559,7 +563,7 @@ static const char cache_scan_lua[] =
     "  local v = redis.pcall('GET', k) "
     "  local t = redis.call('PTTL', k) "
     "  if type(v) == 'string' and t > 0 then "
-    "    r[#r + 1] = v; r[#r + 1] = t "
+    "    r[#r + 1] = k; r[#r + 1] = v; r[#r + 1] = t "
     "  end "
     "end "
     "return r";
@@ -580,24 +584,34 @@ static void cache_load_cb(redisAsyncContext *ac, void *reply, void *priv)
                                                            : "bad reply");
         return;
     }
-    for (size_t i = 1; i + 1 < rep->elements; i += 2) {
-        const redisReply *v = rep->element[i], *t = rep->element[i + 1];
+    for (size_t i = 1; i + 2 < rep->elements; i += 3) {
+        const redisReply *k = rep->element[i], *v = rep->element[i + 1],
+                         *t = rep->element[i + 2];
 
-        if (v->type != REDIS_REPLY_STRING || t->type != REDIS_REPLY_INTEGER ||
-            t->integer <= 0) {
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+            t->type != REDIS_REPLY_INTEGER || t->integer <= 0) {
             stat_add(&r->st->bad, 1);
             continue;
         }
-        hub_cluster_load(r->c, v->str, v->len, (uint64_t)t->integer);
+        if (hub_cluster_load(r->c, k->str, k->len, v->str, v->len,
+                             (uint64_t)t->integer) == 1)
+            r->n_loaded++;
     }
     cur = rep->element[0];
-    if (!(cur->len == 1 && cur->str[0] == '0'))
+    if (!(cur->len == 1 && cur->str[0] == '0')) {
         cache_load(r, cur->str, cur->len);
+        return;
+    }
+    srv_log(HUB_LOG_INFO, 0, "backplane: %llu cache entries loaded from "
+            "redis", (unsigned long long)r->n_loaded);
 }
 
 static void cache_load(struct srv_redis *r, const char *cursor, size_t len)
 {
     const char *pat = hub_cluster_cache_pattern(r->c);
+
+    if (len == 1 && cursor[0] == '0')
+        r->n_loaded = 0;
 
     if (!r->cmd ||
         redisAsyncCommand(r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",

@@ -608,10 +608,14 @@ static void test_cluster_cache(void **state)
     assert_int_equal(e.ttl_ms, 9000);
     assert_int_equal(e.data_len, 26);
     free(env);
-    /* Expired in the queue: not encoded. */
+    /* Expired in the queue: still news for remote subscribers (1 ms). */
     fake_hub_advance(&fh, 9000);
     assert_int_equal(hub_cluster_op_ttl(c, ops[0]), 0);
-    assert_null(hub_cluster_encode(c, ops[0], 1, 2, &len));
+    env = hub_cluster_encode(c, ops[0], 1, 2, &len);
+    assert_non_null(env);
+    assert_int_equal(hub_envelope_decode(&e, env, len), 0);
+    assert_int_equal(e.ttl_ms, 1);
+    free(env);
     free_ops(ops, n);
     /* A plain channel through the same front is an ordinary EVENT. */
     hub_publish_cache(fh.hub, fh.loops[0], 0, "plain", 5, f, NULL);
@@ -666,16 +670,27 @@ static void test_cluster_cache(void **state)
     n = hub_envelope_encode(&e, buf, sizeof(buf));
     assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:cache", 12, buf, n),
                      -EINVAL);
-    assert_int_equal(hub_cluster_load(c, buf, n, 100), -EINVAL);
-    assert_int_equal(hub_cluster_load(c, "junk", 4, 100), -EINVAL);
+#define KEY "lubdub:cache:app-id:cache-y"
+    assert_int_equal(hub_cluster_load(c, "lubdub:cache:app-id:plain-y", 27,
+                                      buf, n, 100), -EINVAL);
+    assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, "junk", 4,
+                                      100), -EINVAL);
     assert_int_equal(st->bad, 4);
 
     /* From Redis: kept unless the replica's entry lives longer. */
     e.channel = "cache-y";
     n = hub_envelope_encode(&e, buf, sizeof(buf));
-    assert_int_equal(hub_cluster_load(c, buf, n, 400), 0);
+    /* Under another key (another cluster's prefix, or moved): refused. */
+    assert_int_equal(hub_cluster_load(c, "lubdub:cache:app-id:cache-z", 27,
+                                      buf, n, 800), -EINVAL);
+    assert_int_equal(hub_cluster_load(c, "lubdub:cache:x:cache:app-id:cache-y",
+                                      35, buf, n, 800), -EINVAL);
+    assert_int_equal(st->bad, 6);
+    assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, buf, n, 400),
+                     0);
     assert_int_equal(st->cache_loaded, 0); /* the replica's is newer */
-    assert_int_equal(hub_cluster_load(c, buf, n, 800), 0);
+    assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, buf, n, 800),
+                     1);
     assert_int_equal(st->cache_loaded, 1);
     got = hub_cache_get(fh.hub->cache, 0, "cache-y", 7, fake_now_ms(&fh),
                         &left);
