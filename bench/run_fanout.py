@@ -640,6 +640,9 @@ def main():
         for p in order:
             if p.unavailable:
                 continue
+            if p.only is not None and not any(sc[0] in p.only
+                                              for sc in scens):
+                continue  # none of its scenarios selected
             log("bench-fanout: rep %d/%d %s" % (rep + 1, a.reps, p.name))
             srv = Server(p)
             try:

@@ -53,9 +53,6 @@
     X(rejected_http, counter, U64, 0, LOOP, "rejected_http",                   \
       "http_rejected_total",                                                   \
       "Requests refused before the handshake (400/403/426/431/503).")          \
-    X(http_post_closes, counter, U64, 0, LOOP, "http_post_closes",             \
-      "http_post_closes_total",                                                \
-      "POST answers that closed keep-alive: input behind the body.")          \
     X(pings_sent, counter, U64, 8, LOOP, "pings_sent", "pings_sent_total",     \
       "WebSocket pings sent by the heartbeat.")                                \
     X(pongs, counter, U64, 9, LOOP, "pongs", "pongs_total",                    \
@@ -99,6 +96,9 @@
     X(subscriptions_refused, counter, U64, 14, LOOP, "subscriptions_refused",  \
       "subscriptions_refused_total",                                           \
       "Subscriptions refused over max_subscriptions.")                         \
+    X(http_post_closes, counter, U64, 0, LOOP, "http_post_closes",             \
+      "http_post_closes_total",                                                \
+      "POST answers that closed keep-alive: input behind the body.")          \
     X(hb_runs, counter, U64, 0, HEARTBEAT, "runs", "heartbeat_runs_total",     \
       "Completed heartbeat scans.")                                            \
     X(hb_failures, counter, U64, 0, HEARTBEAT, "failures",                     \
