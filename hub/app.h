@@ -28,6 +28,12 @@ struct hub_app {
     uint32_t max_channels_per_event; /* default 100 */
     uint32_t max_batch_events;       /* default 10 */
     uint32_t max_channel_name;       /* default 200 */
+    /* Cache channels, subscription counts, the subscription cap: 0 takes
+     * the hub-wide value (struct hub_config). */
+    uint64_t cache_ttl_ms;
+    uint64_t cache_max_bytes;
+    uint32_t max_subscriptions;      /* channels per connection */
+    bool subscription_count;         /* pusher_internal:subscription_count */
     unsigned index;                  /* position in the app table */
 };
 

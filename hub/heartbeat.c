@@ -9,6 +9,7 @@
 
 #include <errno.h>
 
+#include "hub/cache.h"
 #include "hub/loop.h"
 
 /* heartbeat_interval, or a fifth of the ping interval up to 1 s; never
@@ -37,8 +38,13 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
     int failures = 0;
 
     (void)t;
-    if (slice == 0)
+    if (slice == 0) {
         sh->cursor = 0;
+        /* Once a run, on one loop: free the cache channels' expired
+         * events (a read checks expiry too; this returns the memory). */
+        if (l->id == 0 && l->hub->cache)
+            hub_cache_reclaim(l->hub->cache, now_ms);
+    }
     end = sh->cursor + HUB_HEARTBEAT_SLICE < sh->count
               ? sh->cursor + HUB_HEARTBEAT_SLICE
               : sh->count;

@@ -13,6 +13,7 @@
 #include <sys/random.h>
 
 #include "hub/backplane.h"
+#include "hub/cache.h"
 #include "hub/chanmap.h"
 #include "hub/drain.h"
 #include "hub/heartbeat.h"
@@ -46,6 +47,16 @@ struct hub *hub_create_with(const struct hub_config *cfg,
         return NULL;
     }
     *h->bp = *bp;
+    h->cache = hub_cache_create(cfg->n_apps);
+    h->subcount = hub_subcount_create();
+    if (!h->cache || !h->subcount) {
+        hub_cache_destroy(h->cache);
+        hub_subcount_destroy(h->subcount);
+        free(h->bp);
+        free(h->app_sessions);
+        free(h);
+        return NULL;
+    }
     for (unsigned i = 0; i < cfg->n_apps; i++)
         atomic_init(&h->app_sessions[i], 0);
     atomic_init(&h->draining, false);
@@ -60,6 +71,8 @@ void hub_destroy(struct hub *h)
     if (!h)
         return;
     backplane_end(h->bp);
+    hub_cache_destroy(h->cache);
+    hub_subcount_destroy(h->subcount);
     free(h->bp);
     free(h->app_sessions);
     free(h);
@@ -96,6 +109,7 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_shard_init(&l->shard);
     hub_inbox_init(&l->inbox);
     hub_drain_init(l);
+    hub_subcount_loop_init(l);
     l->now_ms = now_ms;
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
         l->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)l;
@@ -117,6 +131,7 @@ void hub_loop_destroy(struct hub_loop *l)
         return;
     hub_task_stop(&l->heartbeat);
     hub_wheel_stop(l->wheel, &l->drain_timer);
+    hub_subcount_loop_fini(l);
     /* Nodes still queued may hold references (a publication's frame):
      * each releases its own, without running. */
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {

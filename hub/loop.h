@@ -28,6 +28,7 @@
 #include "hub/session.h"
 #include "hub/shard.h"
 #include "hub/stats.h"
+#include "hub/subcount.h"
 #include "timer/clock.h"
 #include "timer/task.h"
 #include "timer/wheel.h"
@@ -49,6 +50,11 @@ struct hub_config {
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    /* Cache channels and subscription counts (hub/cache.h,
+     * hub/subcount.h): the defaults an app's own value (0) falls back to. */
+    uint64_t cache_ttl_ms;         /* a cached event's life */
+    uint64_t cache_max_bytes;      /* per app; 0 = no cap */
+    uint64_t subscription_count_interval_ms; /* coalescing window */
     /* What the protocol layer does at a session's fini (hub/pusher.h's
      * hub_pusher_hooks); NULL = nothing. Borrowed. */
     const struct hub_session_hooks *session_hooks;
@@ -57,6 +63,7 @@ struct hub_config {
 };
 
 struct hub_backplane;
+struct hub_cache;
 struct hub_chanmap;
 
 struct hub {
@@ -72,6 +79,8 @@ struct hub {
      * max_connections quota; counted when the app key matched. */
     atomic_uint_fast32_t *app_sessions;
     uint64_t started_ms;
+    struct hub_cache *cache;       /* cache channels' last events; owned */
+    struct hub_subcount *subcount; /* subscription_count pending set */
 };
 
 struct hub_loop {
@@ -100,6 +109,7 @@ struct hub_loop {
      * delivery, write): coarse, for stamps that must not read the clock. */
     uint64_t now_ms;
     uint64_t evict_last_ms;        /* the latest eviction scan */
+    struct hub_subcount_loop subcount; /* coalesced subscription counts */
 };
 
 /*

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -66,6 +67,25 @@ enum hub_channel_kind {
 
 /* Match in docs/PROTOCOL.md 3.1 order. name need not be NUL-terminated. */
 enum hub_channel_kind hub_channel_classify(const char *name, size_t len);
+/* Whether name is a cache channel: cache-, private-cache-,
+ * private-encrypted-cache- or presence-cache-. Inline: the HTTP API's
+ * publish asks it once per channel, and the first byte answers for most
+ * names. */
+static inline bool hub_channel_has_prefix(const char *name, size_t len,
+                                          const char *prefix, size_t n)
+{
+    return len >= n && memcmp(name, prefix, n) == 0;
+}
+
+static inline bool hub_channel_is_cache(const char *name, size_t len)
+{
+    if (len < 6 || (name[0] != 'c' && name[0] != 'p'))
+        return false;
+    return hub_channel_has_prefix(name, len, "cache-", 6) ||
+           hub_channel_has_prefix(name, len, "private-cache-", 14) ||
+           hub_channel_has_prefix(name, len, "private-encrypted-cache-", 24) ||
+           hub_channel_has_prefix(name, len, "presence-cache-", 15);
+}
 /* Charset ^#?[-a-zA-Z0-9_=@,.;]+$, length 1..max, '#' only for
  * "#server-to-user-". Returns 0 or -EINVAL. */
 int hub_channel_name_check(const char *name, size_t len, size_t max);

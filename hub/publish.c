@@ -16,6 +16,7 @@
 #include "hub/chanmap.h"
 #include "hub/loop.h"
 #include "hub/session.h"
+#include "hub/tail.h"
 
 int hub_excl_parse(struct hub_excl *ex, const char *sid)
 {
@@ -185,6 +186,9 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
     assert(r->f);
     if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
         return 0;
+    /* The console's tail: one relaxed load when nobody watches. */
+    if (hub_tail_watched())
+        hub_tail_publication(h, r->app, name, len, r->f);
     if (others) {
         p = malloc(sizeof(*p) + others * sizeof(p->nodes[0]) + len + 1);
         if (!p)

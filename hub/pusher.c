@@ -24,6 +24,7 @@
 #include "hub/protocol.h"
 #include "hub/session.h"
 #include "hub/subscribe.h"
+#include "hub/tail.h"
 
 void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
 {
@@ -54,6 +55,8 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
     n = hub_proto_encode_established(buf, sizeof(buf), s->socket_id,
                                      s->loop->cfg->activity_timeout_s);
     hub_session_send_text(s, buf, n);
+    if (hub_tail_watched())
+        hub_tail_connection(s->loop->hub, app->index, true, s->socket_id, 0);
 }
 
 /*
@@ -289,6 +292,16 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
     hub_pusher_open(s, app);
 }
 
+/* At fini: leave every channel; the console's tail sees the close of a
+ * connection it saw open. */
+static void pusher_fini(struct hub_session *s)
+{
+    hub_pusher_leave_all(s);
+    if (hub_tail_watched() && s->app_counted)
+        hub_tail_connection(s->loop->hub, s->app->index, false, s->socket_id,
+                            s->close_code);
+}
+
 const struct hub_session_hooks hub_pusher_hooks = {
-    .on_fini = hub_pusher_leave_all,
+    .on_fini = pusher_fini,
 };

@@ -18,6 +18,7 @@
 
 #include "hub/auth.h"
 #include "hub/backplane.h"
+#include "hub/chanfeat.h"
 #include "hub/json.h"
 #include "hub/log.h"
 #include "hub/loop.h"
@@ -253,6 +254,10 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
             return -ENOMEM;
         rc = hub_publish(l->hub, l, app->index, name, len, f,
                          r->excl.set ? &r->excl : NULL);
+        /* After the fan-out: a subscriber joining in between gets the
+         * older event first, then this one. */
+        if (!rc && hub_channel_is_cache(name, len))
+            hub_chanfeat_published(l, app, name, len, f);
         hub_frame_unref(f);
         if (rc)
             return rc;
@@ -406,6 +411,10 @@ static void get_channel(struct hub_loop *l, const struct hub_app *app,
         reply_error(out, 400, "user_count is only for presence channels");
         return;
     }
+    if (info && strstr(info, "cache") && !hub_channel_is_cache(name, len)) {
+        reply_error(out, 400, "cache is only for cache channels");
+        return;
+    }
     hub_dir_info(l->hub, app->index, name, len, &ci);
     o = json_pack("{s:b}", "occupied", ci.occupied);
     /* Each insert checked: jansson drops what it cannot add. */
@@ -415,6 +424,9 @@ static void get_channel(struct hub_loop *l, const struct hub_app *app,
     if (info && strstr(info, "subscription_count"))
         bad |= json_object_set_new(o, "subscription_count",
                                    json_integer(ci.subscription_count));
+    if (info && strstr(info, "cache"))
+        bad |= json_object_set_new(o, "cache",
+                                   hub_chanfeat_cache_info(l, app, name, len));
     if (bad) {
         json_decref(o);
         o = NULL;

@@ -96,6 +96,27 @@
     X(subscriptions_refused, counter, U64, 14, LOOP, "subscriptions_refused",  \
       "subscriptions_refused_total",                                           \
       "Subscriptions refused over max_subscriptions.")                         \
+    X(cache_hits, counter, U64, 15, LOOP, "cache_hits", "cache_hits_total",    \
+      "Cache channel subscribers sent the cached event.")                      \
+    X(cache_misses, counter, U64, 16, LOOP, "cache_misses",                    \
+      "cache_misses_total",                                                    \
+      "Cache channel subscribers sent pusher:cache_miss.")                     \
+    X(cache_stores, counter, U64, 17, LOOP, "cache_stores",                    \
+      "cache_stores_total", "Events kept as a cache channel's last event.")    \
+    X(cache_evictions, counter, U64, 18, LOOP, "cache_evictions",              \
+      "cache_evictions_total",                                                 \
+      "Cached events evicted to keep an app under cache_max_bytes.")           \
+    X(cache_oversize, counter, U64, 0, LOOP, "cache_oversize",                 \
+      "cache_oversize_total",                                                  \
+      "Events not cached: bigger than the app's cache_max_bytes.")             \
+    X(cache_nomem, counter, U64, 0, LOOP, "cache_nomem", "cache_nomem_total",  \
+      "Events not cached for lack of memory (delivered all the same).")       \
+    X(subscription_count_events, counter, U64, 19, LOOP,                       \
+      "subscription_count_events", "subscription_count_events_total",          \
+      "pusher_internal:subscription_count events published (coalesced).")     \
+    X(subscription_count_dropped, counter, U64, 0, LOOP,                       \
+      "subscription_count_dropped", "subscription_count_dropped_total",        \
+      "Subscription count updates lost to out of memory.")                     \
     X(http_post_closes, counter, U64, 0, LOOP, "http_post_closes",             \
       "http_post_closes_total",                                                \
       "POST answers that closed keep-alive: input behind the body.")          \
@@ -156,6 +177,10 @@
     X(APP_SESSIONS, gauge, "app_sessions", "Live sessions per app (all "       \
       "loops).")                                                               \
     X(QUEUE_BUDGET, gauge, "queue_budget_bytes",                               \
-      "The hub-wide send queue budget (max_queued_total).")
+      "The hub-wide send queue budget (max_queued_total).")                    \
+    X(CACHE_ENTRIES, gauge, "cache_entries", "Cached events per app (cache "   \
+      "channels).")                                                            \
+    X(CACHE_BYTES, gauge, "cache_bytes", "Bytes charged to cached events per " \
+      "app (against cache_max_bytes).")
 
 #endif

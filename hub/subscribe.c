@@ -21,6 +21,7 @@
 
 #include "hub/auth.h"
 #include "hub/backplane.h"
+#include "hub/chanfeat.h"
 #include "hub/chanmap.h"
 #include "hub/json.h"
 #include "hub/log.h"
@@ -116,6 +117,13 @@ static bool over_sub_cap(const struct hub_session *s, uint32_t cap)
             return true;
     }
     return false;
+}
+
+/* The app's max_subscriptions, else the hub-wide one; 0 = unlimited. */
+static uint32_t sub_cap(const struct hub_session *s)
+{
+    return s->app->max_subscriptions ? s->app->max_subscriptions
+                                     : s->loop->cfg->max_subscriptions;
 }
 
 /* The member_added/_removed frame, data {"user_id":U[,"user_info":I]};
@@ -241,13 +249,13 @@ static bool sub_refuse_name(struct hub_session *s, struct sub_req *r)
     r->kind = hub_channel_classify(r->name, r->len);
     r->sub = hub_pusher_find_sub(s, r->name, r->len);
     if (r->sub || r->kind == HUB_CHANNEL_USER ||
-        !over_sub_cap(s, l->cfg->max_subscriptions))
+        !over_sub_cap(s, sub_cap(s)))
         return false;
     HUB_STAT_ADD(l->stats.subscriptions_refused, 1);
     snprintf(why, sizeof(why),
              "Too many subscriptions on this connection (the limit is "
              "%u); unsubscribe from one first",
-             l->cfg->max_subscriptions);
+             sub_cap(s));
     send_sub_error(s, r->name, "LimitReached", why, 4100);
     return true;
 }
@@ -444,6 +452,7 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
     HUB_STAT_ADD(l->stats.subscriptions, 1);
     hub_session_send(s, ok);
     hub_frame_unref(ok);
+    hub_chanfeat_joined(s, ch->name, ch->name_len, r->kind);
 }
 
 void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)
@@ -501,6 +510,7 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
     if (last && sub->user_id)
         member_event(s, "pusher_internal:member_removed", ch->name,
                      ch->name_len, sub->user_id, NULL, seq);
+    hub_chanfeat_left(l, s->app, ch->name, ch->name_len, ch->kind);
     hub_chanmap_put(l->chans, ch);
     free(sub->user_id);
     free(sub);

@@ -82,6 +82,22 @@ static const struct srv_option_desc srv_options[] = {
     {"max_connections", SRV_OPT_UINT, SRV_ALL, 0, "0", "N",
      "Connections across the whole hub; 0 is unlimited.",
      NULL, 0, UINT32_MAX, 0, SRV_CFG(max_connections)},
+    {"metrics_port", SRV_OPT_UINT, SRV_ALL, 0, "0", "PORT",
+     "Serve /metrics and /stats on this port only (plain HTTP, on the "
+     "first loop); 0 serves them on --port.",
+     NULL, 0, 65535, 0, SRV_CFG(metrics_port)},
+    {"metrics_bind", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "ADDR",
+     "Address for --metrics-port; unset uses --bind.",
+     NULL, 0, 0, 0, SRV_CFG(metrics_bind)},
+    {"metrics_token", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "TOKEN",
+     "Require \"Authorization: Bearer TOKEN\" on /metrics and /stats "
+     "(16 or more printable characters); unset asks for none.",
+     NULL, 0, 0, 0, SRV_CFG(metrics_token)},
+    {"admin_token", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "TOKEN",
+     "Token of the operator console at /console (16 or more printable "
+     "characters); unset turns the console off (404).",
+     NULL, 0, 0, 0, SRV_CFG(admin_token)},
     {"tick", SRV_OPT_DURATION, SRV_ALL, 0, "100ms", NULL,
      "Timing wheel resolution; deadlines fire up to one tick late.",
      NULL, 1, 60000, 0, SRV_CFG(tick_ms)},
@@ -130,6 +146,19 @@ static const struct srv_option_desc srv_options[] = {
      "Channels one connection may subscribe to; more are refused with "
      "pusher:subscription_error. 0 is unlimited.",
      NULL, 0, UINT32_MAX, 0, SRV_CFG(max_subscriptions)},
+    {"cache_ttl", SRV_OPT_DURATION, SRV_ALL, 0, "30m", NULL,
+     "How long a cache channel keeps its last event (Pusher's 30 minutes); "
+     "an app's own cache_ttl wins.",
+     NULL, 1, SRV_MS_PER_DAY, 0, SRV_CFG(cache_ttl_ms)},
+    {"cache_max_bytes", SRV_OPT_SIZE, SRV_ALL, 0, "16MiB", NULL,
+     "Memory for cached events per app; past it the oldest are evicted. "
+     "0 is no cap; an app's own cache_max_bytes wins.",
+     NULL, 0, UINT64_C(1) << 40, 0, SRV_CFG(cache_max_bytes)},
+    {"sub_count_interval", SRV_OPT_DURATION, SRV_ALL, 0, "1s",
+     NULL,
+     "At most one pusher_internal:subscription_count per channel this "
+     "often (apps with subscription_count on).",
+     NULL, 1, 600000, 0, SRV_CFG(subscription_count_interval_ms)},
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "
@@ -227,6 +256,14 @@ static const struct srv_option_desc srv_app_fields[] = {
      NULL, 0, UINT32_MAX, 0, SRV_APP(max_batch_events)},
     {"max_channel_name", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
      NULL, 0, UINT32_MAX, 0, SRV_APP(max_channel_name)},
+    {"cache_ttl", SRV_OPT_DURATION, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_APP(cache_ttl_ms)},
+    {"cache_max_bytes", SRV_OPT_SIZE, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT64_C(1) << 40, 0, SRV_APP(cache_max_bytes)},
+    {"max_subscriptions", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_subscriptions)},
+    {"subscription_count", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(subscription_count)},
 };
 
 #define SRV_N_APP_FIELDS (sizeof(srv_app_fields) / sizeof(srv_app_fields[0]))
@@ -1215,6 +1252,56 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
     return 0;
 }
 
+/* Tokens go in an HTTP header: printable ASCII, no spaces, long enough
+ * not to be guessed. */
+static int srv__check_token(const char *name, const char *tok, char *err,
+                            size_t errlen)
+{
+    char a[64];
+    size_t n = tok ? strlen(tok) : 0;
+
+    if (!tok)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tok[i] <= ' ' || tok[i] > '~') {
+            srv__err(err, errlen, "%s: only printable characters, no spaces",
+                     srv__flag(name, a, sizeof(a)));
+            return -EINVAL;
+        }
+    }
+    if (n < 16 || n > 256) {
+        srv__err(err, errlen, "%s: %zu characters, need 16 to 256",
+                 srv__flag(name, a, sizeof(a)), n);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* --metrics-port, --metrics-bind, --metrics-token, --admin-token. */
+static int srv__check_operator(const struct srv_config *cfg, char *err,
+                               size_t errlen)
+{
+    char a[64], b[64];
+    int rc;
+
+    if (cfg->metrics_bind && !cfg->metrics_port) {
+        srv__err(err, errlen, "%s: needs %s",
+                 srv__flag("metrics_bind", a, sizeof(a)),
+                 srv__flag("metrics_port", b, sizeof(b)));
+        return -EINVAL;
+    }
+    if (cfg->metrics_port && cfg->metrics_port == cfg->port) {
+        srv__err(err, errlen, "%s: %u is --port too",
+                 srv__flag("metrics_port", a, sizeof(a)),
+                 (unsigned)cfg->metrics_port);
+        return -EINVAL;
+    }
+    rc = srv__check_token("metrics_token", cfg->metrics_token, err, errlen);
+    if (!rc)
+        rc = srv__check_token("admin_token", cfg->admin_token, err, errlen);
+    return rc;
+}
+
 int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
 {
     char a[64], b[64], va[32], vb[32];
@@ -1262,6 +1349,9 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
         if (rc)
             return rc;
     }
+    rc = srv__check_operator(cfg, err, errlen);
+    if (rc)
+        return rc;
     if (cfg->tick_ms > cfg->ping_interval_ms) {
         srv__fmt_ms(cfg->tick_ms, va, sizeof(va));
         srv__fmt_ms(cfg->ping_interval_ms, vb, sizeof(vb));

@@ -41,6 +41,12 @@ struct srv_config {
     char *allowed_origins;     /* comma list; NULL = any */
     uint32_t max_connections;  /* hub-wide, 0 = unlimited (default 0) */
 
+    /* Operator surfaces (server/metrics_listen.c, server/console.c). */
+    uint16_t metrics_port;     /* 0 = /metrics and /stats on --port */
+    char *metrics_bind;        /* NULL = --bind */
+    char *metrics_token;       /* NULL = no bearer token asked */
+    char *admin_token;         /* NULL = the console is off (404) */
+
     /* Liveness (milliseconds). */
     uint64_t tick_ms;              /* wheel tick, default 100 */
     uint64_t ping_interval_ms;     /* default 25000 */
@@ -57,6 +63,10 @@ struct srv_config {
     uint64_t write_timeout_ms; /* queued, nothing written: 4100; default 10s */
     uint64_t max_queued_total; /* hub-wide send queues; 0 = derived from RAM */
     uint32_t max_subscriptions; /* channels per connection; default 100 */
+    /* Cache channels and subscription counts (hub/cache.h, hub/subcount.h) */
+    uint64_t cache_ttl_ms;      /* default 30 min */
+    uint64_t cache_max_bytes;   /* per app; default 16 MiB; 0 = no cap */
+    uint64_t subscription_count_interval_ms; /* default 1 s */
     uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
 
     /* REST. */

@@ -1,7 +1,8 @@
 /*
  * server/http.c - plain HTTP on the hub's port: the Pusher REST API under
- * /apps/, /stats, /metrics, /healthz, /readyz, the development auth
- * endpoint, and the static web pages (/ and /dashboard).
+ * /apps/, /healthz, /readyz, the development auth endpoint, and the
+ * static web pages (/ and /dashboard); /stats, /metrics and /console go
+ * to server/ops.c first.
  *
  * Responses are built whole in memory and written at once, headers and
  * body together, and the connection stays open for keep-alive unless the
@@ -334,10 +335,14 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
                           struct http_req *p)
 {
     const char *path = p->path;
-    char *text;
-    size_t len;
     int rc;
 
+    /* Operator surfaces first (server/ops.c): /metrics, /stats, /console,
+     * and everything on the metrics port. */
+    p->answered = true; /* as respond(): answering may free p */
+    if (srv_ops_route(wsi, l, path, p->post, p->close, &rc))
+        return rc;
+    p->answered = false;
     if (strncmp(path, "/apps/", 6) == 0)
         return handle_rest(wsi, l, p);
     if (strcmp(path, "/auth") == 0 && p->post && l->srv->cfg->dev_auth_endpoint)
@@ -351,14 +356,6 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
             return respond_text(wsi, p, 503, "draining\n");
         return respond_text(wsi, p, 200, "ready\n");
     }
-    if (strcmp(path, "/stats") == 0) {
-        text = srv_stats_json(l->srv, &len);
-        if (!text)
-            return -1;
-        rc = respond(wsi, p, 200, "application/json", text, len);
-        free(text);
-        return rc;
-    }
     if (l->srv->test_stall_ms && strcmp(path, "/test/stall") == 0) {
         /* Test only: a 404 like any unknown path unless
          * LUBDUB_TEST_STALL_MS was set at start (server/main.c). */
@@ -370,15 +367,6 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
         if (!v || !srv_test_stall_arm(l->srv, (unsigned)atoi(v + 5)))
             return respond_json_error(wsi, p, 400, "loop=N, N a loop id");
         return respond_text(wsi, p, 200, "armed\n");
-    }
-    if (strcmp(path, "/metrics") == 0) {
-        text = srv_metrics_text(l->srv, &len);
-        if (!text)
-            return -1;
-        rc = respond(wsi, p, 200, "text/plain; version=0.0.4; charset=utf-8",
-                     text, len);
-        free(text);
-        return rc;
     }
     return serve_static(wsi, l, p, path);
 }

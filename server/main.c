@@ -77,6 +77,9 @@ static void fill_hub_config(struct srv *srv)
                               : derived_queue_budget(c->max_queue,
                                                      srv->n_loops);
     h->max_subscriptions = c->max_subscriptions;
+    h->cache_ttl_ms = c->cache_ttl_ms;
+    h->cache_max_bytes = c->cache_max_bytes;
+    h->subscription_count_interval_ms = c->subscription_count_interval_ms;
     h->auth_window_s = c->auth_timestamp_window_s;
     h->session_hooks = &hub_pusher_hooks;
     for (unsigned i = 0; i < c->n_apps; i++)
@@ -219,6 +222,14 @@ int main(int argc, char **argv, char **envp)
             (unsigned long long)cfg.pong_timeout_ms,
             (unsigned long long)srv.hcfg.max_queued_total);
     printf("lubdub: listening on %s:%u\n", cfg.bind, srv.port);
+    if (cfg.metrics_port)
+        srv_log(HUB_LOG_INFO, 0,
+                "metrics and stats on http://%s:%u only (not on %u)%s",
+                cfg.metrics_bind ? cfg.metrics_bind : cfg.bind,
+                (unsigned)cfg.metrics_port, srv.port,
+                cfg.metrics_token ? ", bearer token required" : "");
+    if (cfg.admin_token)
+        srv_log(HUB_LOG_INFO, 0, "operator console at /console");
     fflush(stdout);
 
     for (;;) {

@@ -50,6 +50,11 @@ struct srv_loop {
      * and sleeps right after writing its next heartbeat ping. */
     atomic_bool stall_armed;
     bool stall_after_ping;
+    /* --metrics-port, first loop only (server/ops.c): its own vhost. */
+    int metrics_fd;                       /* -1 = none */
+    struct lws_vhost *vh_metrics;
+    struct lws *metrics_acceptor;         /* paused after EMFILE */
+    lws_sorted_usec_list_t sul_metrics;   /* resume it */
     unsigned char *cork;                  /* SRV_CORK_BYTES */
     SSL_CTX *ssl_ctx;                     /* the vhost's, with TLS */
     struct srv_tls_creds *tls_current;    /* reloaded cert, NULL = lws's */
@@ -167,6 +172,41 @@ void srv_log_peer(int level, unsigned loop, const char *fmt, ...)
 int srv_log_level_parse(const char *s);
 /* Would a line at this level be written? Guards costly arguments. */
 bool srv_log_enabled(int level);
+
+/* server/ops.c: /metrics and /stats (token, own port), /console routing. */
+/* Main thread, loop 0, before its context: bind --metrics-port if set. */
+int srv_ops_metrics_open(struct srv_loop *l, char *err, size_t errlen);
+/* After l's context exists: the metrics vhost and its acceptor. */
+int srv_ops_metrics_start(struct srv_loop *l,
+                          const struct lws_protocols *protocols);
+/* After the loop's thread is gone. */
+void srv_ops_metrics_close(struct srv_loop *l);
+/* The "metrics-acceptor" protocol's callback. */
+int srv_ops_metrics_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                             void *user, void *in, size_t len);
+/* Does wsi belong to the metrics vhost? */
+bool srv_ops_is_metrics(struct lws *wsi);
+/* First thing for every HTTP request: true when the path is an operator
+ * surface's (or anything on the metrics vhost); *rc is then the lws result
+ * of the answer written. */
+bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
+                   bool post, bool close, int *rc);
+/* One whole response, with one optional extra header ("name:", value). */
+int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
+                    const char *body, size_t len, bool close,
+                    const char *hname, const char *hval);
+/* "Authorization: Bearer <token>" present and right (NULL token: true). */
+bool srv_ops_bearer_ok(struct lws *wsi, const char *token);
+/* Constant time in want's length. */
+bool srv_ops_token_equal(const char *given, size_t len, const char *want);
+
+/* server/console.c: the operator console (--admin-token). */
+int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
+                     bool close);
+/* The "lubdub-console" WebSocket protocol (the live tail). */
+int srv_console_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                         void *user, void *in, size_t len);
+size_t srv_console_pss_size(void);
 
 /* server/stats.c: /stats JSON and /metrics text (owned, malloc'd). */
 char *srv_stats_json(struct srv *srv, size_t *len);

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "hub/cache.h"
 #include "hub/stats_table.h"
 #include "hub/version.h"
 #include "server/srv.h"
@@ -299,6 +300,23 @@ static json_t *totals_json(struct srv *srv)
     return o;
 }
 
+/* The cache channels' store, hub-wide: {"entries":N,"bytes":B}, summed
+ * over the apps (/metrics has them per app). */
+static json_t *cache_json(struct srv *srv)
+{
+    uint64_t entries = 0, bytes = 0;
+
+    for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
+        struct hub_cache_usage u;
+
+        hub_cache_app_usage(srv->hub->cache, i, &u);
+        entries += u.entries;
+        bytes += u.bytes;
+    }
+    return json_pack("{s:I,s:I}", "entries", (json_int_t)entries, "bytes",
+                     (json_int_t)bytes);
+}
+
 char *srv_stats_json(struct srv *srv, size_t *len)
 {
     json_t *loops = json_array(), *root = NULL, *totals = totals_json(srv);
@@ -330,6 +348,10 @@ char *srv_stats_json(struct srv *srv, size_t *len)
             (json_int_t)srv->hcfg.max_subscriptions);
     json_decref(loops);
     json_decref(totals);
+    if (root && json_object_set_new(root, "cache", cache_json(srv))) {
+        json_decref(root);
+        root = NULL;
+    }
     if (!root || !out.p ||
         json_dump_callback(root, buf_put, &out, JSON_COMPACT))
         out.oom = true;
@@ -491,6 +513,20 @@ static void hub_series(struct buf *b, struct srv *srv,
     case HUB_METRIC_QUEUE_BUDGET:
         bprintf(b, "lubdub_%s %llu\n", m->metric,
                 (unsigned long long)srv->hcfg.max_queued_total);
+        break;
+    case HUB_METRIC_CACHE_ENTRIES:
+    case HUB_METRIC_CACHE_BYTES:
+        for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
+            struct hub_cache_usage u;
+
+            hub_cache_app_usage(srv->hub->cache, i, &u);
+            bprintf(b, "lubdub_%s{app=\"", m->metric);
+            label_value(b, srv->hcfg.apps[i].id);
+            bprintf(b, "\"} %llu\n",
+                    (unsigned long long)(m->id == HUB_METRIC_CACHE_ENTRIES
+                                             ? u.entries
+                                             : u.bytes));
+        }
         break;
     }
 }

@@ -140,6 +140,10 @@ static int loop_cb(struct lws *wsi, enum lws_callback_reasons reason,
     l = lws_context_user(lws_get_context(wsi));
     if (!l || !l->hub)
         return 0;
+    /* lws broadcasts the wakeup once per vhost: the metrics vhost
+     * (server/ops_http.c) shares this protocol, and one drain is enough. */
+    if (l->vh_metrics && lws_get_vhost(wsi) == l->vh_metrics)
+        return 0;
     hub_loop_drain_inbox(l->hub, srv_now_ms());
     if (l->srv->test_stall_ms &&
         atomic_exchange_explicit(&l->stall_armed, false,
@@ -164,6 +168,8 @@ static int loop_cb(struct lws *wsi, enum lws_callback_reasons reason,
 static struct lws_protocols protocols[] = {
     { "lubdub", loop_cb, 0, 128, 0, NULL, SRV_CORK_BYTES + 1024 },
     { "acceptor", srv_listen_callback, 0, 0, 0, NULL, 0 },
+    { "metrics-acceptor", srv_ops_metrics_callback, 0, 0, 0, NULL, 0 },
+    { "lubdub-console", srv_console_callback, 0, 4096, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
 
@@ -177,6 +183,7 @@ int srv_loops_create(struct srv *srv)
 
     protocols[0].per_session_data_size = srv_ws_pss_size();
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
+    protocols[3].per_session_data_size = srv_console_pss_size();
     srv_lwslog_install();
     json_object_seed(0);
     srv->loops = calloc(srv->n_loops, sizeof(*srv->loops));
@@ -195,6 +202,10 @@ int srv_loops_create(struct srv *srv)
         if (i == 0) {
             port = srv_listen_port(l);
             srv->port = port;
+        }
+        if (srv_ops_metrics_open(l, err, sizeof(err))) {
+            srv_log(HUB_LOG_ERR, i, "%s", err);
+            return -EADDRINUSE;
         }
         l->cork = malloc(SRV_CORK_BYTES);
         l->hub = hub_loop_create(srv->hub, &srv_transport_ops, wake_loop, l,
@@ -276,6 +287,10 @@ int srv_loops_create(struct srv *srv)
             srv_log(HUB_LOG_ERR, i, "cannot adopt the listen socket");
             return -EIO;
         }
+        if (srv_ops_metrics_start(l, protocols)) {
+            srv_log(HUB_LOG_ERR, i, "cannot start the metrics listener");
+            return -EIO;
+        }
     }
     return 0;
 }
@@ -336,6 +351,7 @@ void srv_loops_join(struct srv *srv)
     for (unsigned i = 0; i < srv->n_loops; i++) {
         if (srv->loops[i].listen_fd >= 0)
             close(srv->loops[i].listen_fd);
+        srv_ops_metrics_close(&srv->loops[i]);
         free(srv->loops[i].cork);
         srv_tls_loop_fini(&srv->loops[i]);
     }

@@ -55,6 +55,11 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         /* user is the vhost's SSL_CTX; main thread, context creation. */
         return srv_tls_vhost_init(srv_loop_of(wsi), (SSL_CTX *)user) ? 1 : 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        if (srv_ops_is_metrics(wsi)) {
+            /* The metrics port serves no WebSocket. */
+            lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
+            return 1;
+        }
         return srv_http_filter_upgrade(srv_loop_of(wsi), wsi);
     case LWS_CALLBACK_ESTABLISHED:
         l = srv_loop_of(wsi);

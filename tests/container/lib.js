@@ -13,7 +13,7 @@
 // The containers.conf suits this machine: runc (crun rejects the host's
 // cgroup layout), cgroupfs, file events, and ulimits within the sandbox's
 // hard caps. Everything is removed at the end of the test, even on failure.
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const net = require('node:net');
@@ -93,16 +93,25 @@ function freePort() {
   });
 }
 
-// Unmount anything still mounted below dir (deepest first), then remove it.
-async function removeTree(dir) {
-  let mounts = [];
+// Mount points at or below dir, deepest first.
+function mountsBelow(dir) {
   try {
-    mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+    return fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
       .map((l) => l.split(' ')[4])
       .filter((m) => m && (m === dir || m.startsWith(`${dir}/`)))
       .sort((a, b) => b.length - a.length);
-  } catch (_) { /* no /proc */ }
-  for (const m of mounts) await run('umount', ['-l', m]);
+  } catch (_) { return []; /* no /proc */ }
+}
+
+// Unmount anything still mounted below dir, then remove it.
+async function removeTree(dir) {
+  for (const m of mountsBelow(dir)) await run('umount', ['-l', m]);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+// removeTree() for a signal handler, where nothing asynchronous runs.
+function removeTreeSync(dir) {
+  for (const m of mountsBelow(dir)) spawnSync('umount', ['-l', m], { stdio: 'ignore' });
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
@@ -148,11 +157,32 @@ async function podmanSandbox(t) {
     '--storage-driver', process.env.LUBDUB_CI_STORAGE_DRIVER || 'overlay'];
   const podman = (args, opts = {}) => run('podman', [...podmanArgs, ...args], { env, ...opts });
   const sandbox = { tmp, tag, podman, cleanups: [] };
+  // A signal (ctest's kill, a person's Ctrl-C) skips t.after: the signal
+  // handlers (here, and hub.js's) call process.exit(), and the 'exit'
+  // listener removes the sandbox synchronously, where nothing async runs.
+  let cleaned = false;
+  const onExit = () => {
+    if (cleaned) return;
+    cleaned = true;
+    spawnSync('podman', [...podmanArgs, 'rm', '--all', '--force', '--time', '0'],
+      { env, stdio: 'ignore', timeout: 60000 });
+    spawnSync('podman', [...podmanArgs, 'system', 'reset', '--force'],
+      { env, stdio: 'ignore', timeout: 60000 });
+    removeTreeSync(tmp);
+    if (!hadVarLibContainers) fs.rmSync('/var/lib/containers', { recursive: true, force: true });
+  };
+  const onSignal = () => process.exit(1);
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+  process.on('exit', onExit);
+  for (const s of signals) process.on(s, onSignal);
   t.after(async () => {
     for (const c of sandbox.cleanups.reverse()) await c();
     await podman(['rmi', '--all', '--force']);
     await removeTree(tmp);
     if (!hadVarLibContainers) fs.rmSync('/var/lib/containers', { recursive: true, force: true });
+    cleaned = true;
+    process.removeListener('exit', onExit);
+    for (const s of signals) process.removeListener(s, onSignal);
   });
   return sandbox;
 }

@@ -29,6 +29,7 @@
 
 #include "fail_alloc.h"
 #include "fake_hub.h"
+#include "hub/chanfeat.h"
 #include "hub/query.h"
 #include "hub/rest.h"
 
@@ -69,6 +70,7 @@ static struct fixture *fixture_start(void)
     assert_non_null(fx);
     fh = &fx->fh;
     fake_hub_init(fh, 2);
+    fh->cfg.cache_ttl_ms = 60000;
     assert_int_equal(fake_hub_start(fh), 0);
     for (unsigned i = 0; i < N_SESSIONS; i++)
         assert_int_equal(fake_session_open(fh, &fx->s[i], i % 2,
@@ -431,6 +433,33 @@ static void test_rest_nomem_get_channel(void **state)
     assert_non_null(strstr(rq.answer, "\"user_count\":2"));
 }
 
+/* info=cache reads the cached frame back (a cache channel, no
+ * subscriber). */
+static void test_rest_nomem_get_channel_cache(void **state)
+{
+    struct fixture *fx = fixture_start();
+    struct hub_frame *f = hub_proto_event_frame("st", "cache-x", "\"v1\"", 4,
+                                                NULL);
+    struct req rq = {
+        .m = HUB_HTTP_GET,
+        .path = "/apps/app-id/channels/cache-x",
+        .extra = "info=cache",
+    };
+    long runs;
+
+    (void)state;
+    assert_non_null(f);
+    hub_chanfeat_published(fx->fh.loops[0], &fx->fh.apps[0], "cache-x", 7,
+                           f);
+    hub_frame_unref(f);
+    runs = rest_countdown(fx, &rq);
+    print_message("GET channel, info=cache: %ld steps\n", runs);
+    assert_string_equal(rq.answer,
+                        "{\"occupied\":false,\"cache\":{\"data\":\"v1\","
+                        "\"ttl\":60}}");
+    fixture_stop(fx);
+}
+
 static void test_rest_nomem_get_channels(void **state)
 {
     struct req rq = {
@@ -477,6 +506,7 @@ int main(void)
         T(test_rest_nomem_event_three_channels),
         T(test_rest_nomem_batch),
         T(test_rest_nomem_get_channel),
+        T(test_rest_nomem_get_channel_cache),
         T(test_rest_nomem_get_channels),
         T(test_rest_nomem_get_channels_user_count),
         T(test_rest_nomem_get_users),

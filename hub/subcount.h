@@ -1,0 +1,58 @@
+/*
+ * hub/subcount.h - pusher_internal:subscription_count, coalesced.
+ *
+ * For an app with subscription_count on, every subscribe and unsubscribe
+ * of a non-presence channel marks the channel changed. The first mark
+ * puts the channel in a hub-wide set, owned by the marking loop, due one
+ * sub_count_interval later on that loop's list (one wheel timer per loop,
+ * armed for the list's head). Later marks, from any loop, only flag it.
+ * When it is due and flagged, the owner reads the hub-wide count from the
+ * directory, publishes one event to the channel's subscribers on every
+ * loop, and keeps the channel one more interval; due and not flagged, it
+ * leaves the set. So a channel's events are at least an interval apart
+ * hub-wide however many subscriptions come and go, and each carries the
+ * count as of its send.
+ *
+ * A mark that cannot allocate is dropped (counted in
+ * subscription_count_dropped); the next change of that channel sends the
+ * count again.
+ *
+ * Thread: hub_subcount_create/_destroy on the main thread; the rest on
+ * the loop's thread; the pending set has its own mutex.
+ */
+#ifndef HUB_SUBCOUNT_H
+#define HUB_SUBCOUNT_H
+
+#include <stddef.h>
+
+#include "timer/list.h"
+#include "timer/wheel.h"
+
+struct hub;
+struct hub_loop;
+struct hub_subcount;
+
+/* A loop's share: its timer and the channels it will send. */
+struct hub_subcount_loop {
+    struct hub_timer timer;
+    struct hub_list pending;       /* struct sc_node.link */
+};
+
+/* Owned; NULL when out of memory. */
+struct hub_subcount *hub_subcount_create(void);
+/* After every loop is gone (their pending nodes freed). */
+void hub_subcount_destroy(struct hub_subcount *sc);
+
+void hub_subcount_loop_init(struct hub_loop *l);
+/* Stops the timer and frees the loop's pending channels unsent. */
+void hub_subcount_loop_fini(struct hub_loop *l);
+
+/* The subscription count of (app, name) changed on loop l. */
+void hub_subcount_changed(struct hub_loop *l, unsigned app, const char *name,
+                          size_t len);
+
+/* Build the event for count (tests). Owned frame, NULL when out of
+ * memory. */
+struct hub_frame *hub_subcount_frame(const char *channel, unsigned count);
+
+#endif
