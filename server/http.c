@@ -340,7 +340,9 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
     /* Operator surfaces first (server/ops.c): /metrics, /stats, /console,
      * and everything on the metrics port. */
     p->answered = true; /* as respond(): answering may free p */
-    if (srv_ops_route(wsi, l, path, p->post, p->close, &rc))
+    /* A POST there (a 404) closes after its answer: srv_ops_respond()
+     * would finish the transaction inside lws's read path. */
+    if (srv_ops_route(wsi, l, path, p->post, p->close || p->post, &rc))
         return rc;
     p->answered = false;
     if (strncmp(path, "/apps/", 6) == 0)
@@ -641,6 +643,15 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
         switch (srv_http_post_body_complete(&ps->req->post_state,
                                             ps->req->answered)) {
         case SRV_HTTP_POST_WAIT:
+            if (ps->req->close || srv_http_post_peer_done(wsi)) {
+                /* The connection ends after this answer anyway (the
+                 * client asked, or already sent its FIN, which lws would
+                 * read before HTTP_WRITEABLE): answer now, as before
+                 * keep-alive for POST, and close. */
+                ps->req->close = true;
+                (void)handle_request(wsi, loop_of(wsi), ps->req);
+                return -1;
+            }
             lws_callback_on_writable(wsi);
             return 0;
         case SRV_HTTP_POST_ANSWER_CLOSE:

@@ -16,6 +16,9 @@
  *     answered at once with "Connection: close" and the connection closed
  *     (ANSWER_CLOSE), so those bytes are never parsed and nothing loops;
  *   - any BODY_COMPLETION after an answer closes (CLOSE);
+ *   - a POST that asked for "Connection: close", or whose client already
+ *     half-closed (srv_http_post_peer_done()), is answered at once and
+ *     closed, as before keep-alive: nothing follows it to misparse;
  *   - at HTTP_WRITEABLE the answer still says "Connection: close" when lws
  *     holds input that it read but has not parsed yet
  *     (srv_http_post_rx_pending()): bytes sent behind the body in the same
@@ -70,5 +73,15 @@ bool srv_http_post_writeable(struct srv_http_post *p);
  * connection and nothing else. Each loop has one service thread (tsi 0).
  */
 bool srv_http_post_rx_pending(struct lws *wsi);
+
+/*
+ * True when the peer has already finished sending (its FIN is queued on
+ * the socket with no data before it: a client that half-closed after its
+ * request). Such a POST is answered at once with "Connection: close": lws
+ * would read the FIN and close before HTTP_WRITEABLE. A peek, nothing is
+ * consumed; a FIN that arrives later than the body's read still loses the
+ * answer (the connection closes unanswered, as for any request cut short).
+ */
+bool srv_http_post_peer_done(struct lws *wsi);
 
 #endif
