@@ -16,7 +16,7 @@ CMAKE_ARGS ?=
 # Everywhere else it stays off (the flag defaults to false).
 RUN_ARGS   ?= --dev-auth-endpoint
 
-.PHONY: all build build-tests run test test-unit test-e2e test-asan test-tsan test-fuzz \
+.PHONY: all build build-tests run run-cluster test test-unit test-e2e test-asan test-tsan test-fuzz \
         fuzz-build fuzz-long deps deps-test \
         clean image test-container bench-timers bench-scan bench-idle \
         bench-fanout soak
@@ -44,6 +44,13 @@ build-tests:
 
 run: deps build
 	$(BUILD)/lubdub $(RUN_ARGS)
+
+# Three nodes on 127.0.0.1:6001-6003 sharing a local Redis (docs/SCALING.md);
+# REDIS_PORT picks Redis's port (default 6390). Ctrl-C stops all of them.
+run-cluster:
+	deploy/install-deps.sh cluster
+	$(MAKE) build
+	tools/run-cluster.sh $(BUILD)/lubdub $(RUN_ARGS)
 
 # Every test through ctest, then the unit tests once more under ASan+UBSan,
 # then the multi-loop integration tests under ThreadSanitizer, then the

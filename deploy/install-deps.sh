@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what lubdub needs from Debian's apt (and, for tests, npm), skipping
-# what is already there. Usage: deploy/install-deps.sh build|test|bench|container
+# what is already there. Usage: deploy/install-deps.sh build|test|bench|container|cluster
+# (cluster: build plus redis-server, for make run-cluster)
 # (container: what tests/container needs to build and run the image without
 # a registry or a Docker engine; test includes it).
 # Idempotent and quiet when nothing is missing; safe under CI (no stdin).
@@ -9,13 +10,18 @@ set -euo pipefail
 profile=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
 
+# libcurl4-openssl-dev and libsqlite3-dev: webhook delivery and its store.
 build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libjansson-dev
-            libssl-dev)
+            libssl-dev libhiredis-dev libcurl4-openssl-dev libsqlite3-dev)
 # libtsan2: gcc's ThreadSanitizer runtime (make test-tsan); faketime: the
 # wall-clock jump test (tests/integration/clock.test.js) preloads it.
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
            iptables chromium prometheus curl openssl procps libtsan2
-           faketime libfaketime sslscan testssl.sh universal-ctags python3)
+           faketime libfaketime sslscan testssl.sh universal-ctags python3
+           redis-server)
+# redis-server (with redis-tools' redis-cli): the cluster tests start
+# their own (tests/integration/lib/redis.js).
+cluster_pkgs=(redis-server)
 bench_pkgs=(util-linux)
 container_pkgs=(podman runc debootstrap)
 
@@ -24,10 +30,11 @@ case "$profile" in
     test) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${container_pkgs[@]}") ;;
     bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
     container) want=("${container_pkgs[@]}") ;;
-    *) echo "usage: $0 build|test|bench|container" >&2; exit 2 ;;
+    cluster) want=("${build_pkgs[@]}" "${cluster_pkgs[@]}") ;;
+    *) echo "usage: $0 build|test|bench|container|cluster" >&2; exit 2 ;;
 esac
 if ! command -v node >/dev/null 2>&1 && [ "$profile" != build ] &&
-   [ "$profile" != container ]; then
+   [ "$profile" != container ] && [ "$profile" != cluster ]; then
     want+=(nodejs npm)
 fi
 
@@ -52,7 +59,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Test clients come from npm, pinned by the lockfiles under tests/.
-if [ "$profile" != build ] && [ "$profile" != container ]; then
+if [ "$profile" != build ] && [ "$profile" != container ] &&
+   [ "$profile" != cluster ]; then
     for dir in tests/integration; do
         [ -f "$here/$dir/package-lock.json" ] || continue
         if [ ! -d "$here/$dir/node_modules" ] ||

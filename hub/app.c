@@ -22,6 +22,13 @@ void hub_app_defaults(struct hub_app *app)
     app->max_channels_per_event = 100;
     app->max_batch_events = 10;
     app->max_channel_name = 200;
+    app->webhook_batching = true;
+    /* Authorized connections: off, and Pusher's 30 s when on. */
+    app->enable_user_authentication = false;
+    app->user_auth_timeout_ms = 30000;
+    app->watchlist_events = true;
+    app->max_watchlist = 100;
+    app->max_watchers = 1000;
 }
 
 static bool equal(const char *field, const char *s, size_t len)

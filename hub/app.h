@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hub_webhook_conf;
+
 struct hub_app {
     char *id;                        /* "app-id" */
     char *key;                       /* "app-key" */
@@ -28,6 +30,19 @@ struct hub_app {
     uint32_t max_channels_per_event; /* default 100 */
     uint32_t max_batch_events;       /* default 10 */
     uint32_t max_channel_name;       /* default 200 */
+    /* Webhooks (hub/webhook.h): owned by the app, freed in one place,
+     * hub_app_webhooks_free(), so a reloaded app brings its own. */
+    struct hub_webhook_conf *webhooks;
+    unsigned n_webhooks;
+    unsigned webhook_types;          /* union of the webhooks' types */
+    bool webhook_batching;           /* default true (Pusher batches) */
+    /* Authorized connections and watchlists (hub/watchlist.c). */
+    bool enable_user_authentication; /* close unsigned sessions; false */
+    uint64_t user_auth_timeout_ms;   /* signin deadline, default 30 s */
+    bool watchlist_events;           /* watchlists honoured; default true */
+    uint32_t max_watchlist;          /* ids in one watchlist, default 100 */
+    uint32_t max_watchers;           /* watchers of one user, default 1000,
+                                        0 = unlimited */
     /* Cache channels, subscription counts, the subscription cap: 0 takes
      * the hub-wide value (struct hub_config). */
     uint64_t cache_ttl_ms;

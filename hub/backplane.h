@@ -30,6 +30,10 @@
  *   sent in subscription_succeeded, owned by the caller; j->max_members
  *   (0 = none) refuses a new member with -ENOSPC. 0, -ENOSPC, -ENOMEM; on
  *   an error nothing was counted.
+ * - '#' channels (#server-to-user-<id>, joined at pusher:signin with j
+ *   NULL, left with the session) go through join and leave too, so that a
+ *   backplane learns which nodes serve a user; they are never counted,
+ *   listed or given presence (the in-process directory ignores them).
  * - leave is the reverse; *last (if not NULL) is true when the user's last
  *   connection left (the member_removed edge).
  * - Sequence numbers. Each presence change (a first join, a last leave)
@@ -40,6 +44,17 @@
  *   change, and delivery skips subscriptions joined at joined_seq >= it: a
  *   late event can never contradict a member list already sent. Only the
  *   order within a channel matters (one counter per channel would do).
+ * - Edges. set_edge_hook installs fn (NULL removes it); the directory
+ *   then calls fn for every 0 <-> 1 move of a channel's subscription count
+ *   (HUB_DIR_CHANNEL_FIRST / _LAST: channel_occupied / vacated) and of a
+ *   presence user's connection count (HUB_DIR_MEMBER_FIRST / _LAST:
+ *   member_added / removed), once per move wherever the directory reaches
+ *   (for a shared directory: decided once, by whoever moved the global
+ *   count; other nodes report nothing), in the order the moves happened,
+ *   from the thread that made the move, while it decides it (fn must not
+ *   block or call back in). Within one join the channel edge comes before
+ *   the member edge; within one leave the member edge comes first. The
+ *   webhooks (hub/webhook.h) listen here. NULL op: edges not reported.
  * - info, list and users answer from the directory's state (never by
  *   asking each loop or node and waiting); list and users return owned
  *   JSON, NULL when out of memory.
@@ -55,6 +70,12 @@
  *   other loops were not sent it.
  * - terminate_user closes every session of app signed in as uid, on every
  *   loop reached, as hub_fanout_terminate() does for this hub's loops.
+ *
+ * Scale-out. hub/cluster.h is the backplane of several processes sharing
+ * Redis (docs/SCALING.md): its directory wraps the in-process one (counts
+ * stay per process in that step), its bus delivers locally and hands the
+ * rest to a backplane thread. Such a backplane sets stats (its counters,
+ * shown by /stats and /metrics).
  *
  * Lifetime. hub_create_with() copies *bp; on success the hub owns the impl
  * pointers and calls the destroy ops (NULL = nothing to free) from
@@ -73,6 +94,7 @@
 #include "hub/directory.h"
 #include "hub/loop.h"
 #include "hub/publish.h"
+#include "hub/stats.h"
 
 struct hub_directory_ops {
     int (*join)(void *d, unsigned app, const char *name, size_t len,
@@ -84,6 +106,7 @@ struct hub_directory_ops {
     json_t *(*list)(void *d, unsigned app, const char *prefix,
                     bool user_count);
     json_t *(*users)(void *d, unsigned app, const char *name, size_t len);
+    void (*set_edge_hook)(void *d, hub_dir_edge_fn *fn, void *ctx);
     void (*destroy)(void *d);
 };
 
@@ -100,6 +123,9 @@ struct hub_backplane {
     void *dir_impl;
     const struct hub_bus_ops *bus;
     void *bus_impl;
+    /* A backplane that reaches other processes: its counters (/stats,
+     * /metrics), owned by the impl; NULL for the in-process one. */
+    struct hub_backplane_stats *stats;
 };
 
 /* Fill bp with the in-process backplane (a new directory, the local
@@ -143,6 +169,16 @@ static inline json_t *hub_dir_users(struct hub *h, unsigned app,
                                     const char *name, size_t len)
 {
     return h->bp->dir->users(h->bp->dir_impl, app, name, len);
+}
+
+/* Install the directory's edge hook; false when it reports no edges. */
+static inline bool hub_dir_set_edge_hook(struct hub *h, hub_dir_edge_fn *fn,
+                                         void *ctx)
+{
+    if (!h->bp->dir->set_edge_hook)
+        return false;
+    h->bp->dir->set_edge_hook(h->bp->dir_impl, fn, ctx);
+    return true;
 }
 
 /*

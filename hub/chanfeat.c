@@ -12,6 +12,7 @@
 #include "hub/loop.h"
 #include "hub/session.h"
 #include "hub/subcount.h"
+#include "hub/webhook.h"
 #include "timer/clock.h"
 
 static uint64_t app_ttl_ms(const struct hub_loop *l, const struct hub_app *a)
@@ -32,18 +33,14 @@ static bool counted(const struct hub_app *app, enum hub_channel_kind kind)
 
 /*
  * The cache_miss webhook (Pusher sends one when a client subscribes to a
- * cache channel with nothing cached, de-duplicated across the clients
- * that miss together). A no-op until webhooks exist: TODO(issue 12) post
- * {"name":"cache_miss","channel":C} here, through the webhook queue (never
- * from this loop thread), at most once per channel per short window.
+ * cache channel with nothing cached): queued for the webhook sender
+ * (hub/webhook.h; nothing happens unless the app wants it), which drops a
+ * second miss of the same channel within one batch window.
  */
 static void cache_miss_webhook(struct hub_loop *l, const struct hub_app *app,
                                const char *name, size_t len)
 {
-    (void)l;
-    (void)app;
-    (void)name;
-    (void)len;
+    hub_webhook_cache_miss(l->hub, app->index, name, len);
 }
 
 /* The cached event, or pusher:cache_miss, as s's first event on name. */

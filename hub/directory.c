@@ -38,7 +38,29 @@ struct hub_directory {
     pthread_mutex_t mu;
     struct hub_chantab t;
     uint64_t seq;                  /* presence changes, hub-wide */
+    hub_dir_edge_fn *edge;         /* NULL = edges not reported */
+    void *edge_ctx;
 };
+
+void hub_directory_set_edge_hook(struct hub_directory *d, hub_dir_edge_fn *fn,
+                                 void *ctx)
+{
+    pthread_mutex_lock(&d->mu);
+    d->edge = fn;
+    d->edge_ctx = ctx;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Under d->mu. */
+static void report(struct hub_directory *d, enum hub_dir_edge_kind kind,
+                   unsigned app, const char *name, size_t len,
+                   const char *uid)
+{
+    const struct hub_dir_edge e = { kind, app, name, len, uid };
+
+    if (d->edge)
+        d->edge(d->edge_ctx, &e);
+}
 
 static struct hub_gchan *gchan_of(struct hub_chan_node *n)
 {
@@ -140,6 +162,10 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
     struct hub_gchan *g;
     int rc = 0;
 
+    /* '#' channels (#server-to-user-) are the hub's own: joined so that a
+     * backplane sees them, never counted or listed. */
+    if (len && name[0] == '#' && !join)
+        return 0;
     pthread_mutex_lock(&d->mu);
     g = dir_find(d, app, name, len);
     if (!g) {
@@ -194,7 +220,10 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
         join->seq = d->seq;
         join->members_json = members_json(g);
     }
-    g->subs++;
+    if (g->subs++ == 0)
+        report(d, HUB_DIR_CHANNEL_FIRST, app, name, len, NULL);
+    if (join && join->first)
+        report(d, HUB_DIR_MEMBER_FIRST, app, name, len, join->user_id);
     goto out;
 out_maybe_free:
     /* A channel this failed join created has no subscription: unlink. */
@@ -228,6 +257,7 @@ void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
 
         assert(!m || m->conns > 0);
         if (m && --m->conns == 0) {
+            report(d, HUB_DIR_MEMBER_LAST, app, name, len, user_id);
             free(m->user_id);
             free(m->user_info);
             *m = g->members[--g->n_members];
@@ -241,6 +271,7 @@ void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
     if (g->subs)
         g->subs--;
     if (g->subs == 0) {
+        report(d, HUB_DIR_CHANNEL_LAST, app, g->name, len, NULL);
         hub_chantab_remove(&d->t, &g->node);
         gchan_free(g);
     }
@@ -354,6 +385,11 @@ static json_t *local_users(void *d, unsigned app, const char *name,
     return hub_directory_users(d, app, name, len);
 }
 
+static void local_set_edge_hook(void *d, hub_dir_edge_fn *fn, void *ctx)
+{
+    hub_directory_set_edge_hook(d, fn, ctx);
+}
+
 static void local_destroy(void *d)
 {
     hub_directory_destroy(d);
@@ -365,5 +401,6 @@ const struct hub_directory_ops hub_directory_local_ops = {
     .info = local_info,
     .list = local_list,
     .users = local_users,
+    .set_edge_hook = local_set_edge_hook,
     .destroy = local_destroy,
 };

@@ -39,6 +39,34 @@ struct hub_channel_info {
 
 struct hub_directory;
 
+/*
+ * Edges: the 0 <-> 1 moves of a channel's subscription count and of a
+ * presence user's connection count. The directory calls its edge hook for
+ * each, under its lock, in the order the counts moved, so whoever listens
+ * sees one ordered stream whatever loops moved them. The hook must not
+ * block or call back into the directory.
+ */
+enum hub_dir_edge_kind {
+    HUB_DIR_CHANNEL_FIRST,         /* first subscription: occupied */
+    HUB_DIR_CHANNEL_LAST,          /* last one left: vacated */
+    HUB_DIR_MEMBER_FIRST,          /* user's first connection: added */
+    HUB_DIR_MEMBER_LAST,           /* user's last one left: removed */
+};
+
+struct hub_dir_edge {
+    enum hub_dir_edge_kind kind;
+    unsigned app;
+    const char *name;              /* borrowed for the call */
+    size_t len;
+    const char *user_id;           /* member edges; borrowed */
+};
+
+typedef void hub_dir_edge_fn(void *ctx, const struct hub_dir_edge *e);
+
+/* Install (fn NULL: remove) the edge hook. Before the loops start. */
+void hub_directory_set_edge_hook(struct hub_directory *d, hub_dir_edge_fn *fn,
+                                 void *ctx);
+
 struct hub_directory *hub_directory_create(void);
 void hub_directory_destroy(struct hub_directory *d);
 

@@ -15,6 +15,7 @@
 #include "hub/backplane.h"
 #include "hub/cache.h"
 #include "hub/chanmap.h"
+#include "hub/online.h"
 #include "hub/drain.h"
 #include "hub/heartbeat.h"
 
@@ -40,7 +41,9 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     h->bp = malloc(sizeof(*h->bp));
     h->app_sessions = calloc(cfg->n_apps ? cfg->n_apps : 1,
                              sizeof(*h->app_sessions));
-    if (!h->bp || !h->app_sessions) {
+    h->online = hub_online_create();
+    if (!h->bp || !h->app_sessions || !h->online) {
+        hub_online_destroy(h->online);
         free(h->bp);
         free(h->app_sessions);
         free(h);
@@ -75,6 +78,7 @@ void hub_destroy(struct hub *h)
     hub_subcount_destroy(h->subcount);
     free(h->bp);
     free(h->app_sessions);
+    hub_online_destroy(h->online);
     free(h);
 }
 

@@ -50,6 +50,9 @@ struct hub_config {
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    /* Scale-out: 16 bits from the node id, folded into socket ids so that
+     * they stay unique across nodes; 0 = one node (ids as before). */
+    uint32_t node_tag;
     /* Cache channels and subscription counts (hub/cache.h,
      * hub/subcount.h): the defaults an app's own value (0) falls back to. */
     uint64_t cache_ttl_ms;         /* a cached event's life */
@@ -65,6 +68,8 @@ struct hub_config {
 struct hub_backplane;
 struct hub_cache;
 struct hub_chanmap;
+struct hub_whq;
+struct hub_online;
 
 struct hub {
     const struct hub_config *cfg;  /* borrowed */
@@ -72,6 +77,7 @@ struct hub {
     struct hub_loop *loops[HUB_MAX_LOOPS];
     unsigned n_loops;
     struct hub_backplane *bp;      /* owned copy; the fronts use it */
+    struct hub_online *online;     /* signed-in users, watchlists; owned */
     atomic_bool draining;
     atomic_bool stopping;          /* teardown: publish nothing more */
     atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
@@ -79,6 +85,9 @@ struct hub {
      * max_connections quota; counted when the app key matched. */
     atomic_uint_fast32_t *app_sessions;
     uint64_t started_ms;
+    /* The webhook queue (hub/webhook.h), set by server/ before the loops
+     * start when an app has webhooks; NULL = none. Borrowed. */
+    struct hub_whq *webhooks;
     struct hub_cache *cache;       /* cache channels' last events; owned */
     struct hub_subcount *subcount; /* subscription_count pending set */
 };

@@ -24,7 +24,9 @@
 #include "hub/protocol.h"
 #include "hub/session.h"
 #include "hub/subscribe.h"
+#include "hub/webhook.h"
 #include "hub/tail.h"
+#include "hub/watchlist.h"
 
 void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
 {
@@ -55,8 +57,34 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
     n = hub_proto_encode_established(buf, sizeof(buf), s->socket_id,
                                      s->loop->cfg->activity_timeout_s);
     hub_session_send_text(s, buf, n);
+    /* Authorized connections: sign in by the app's deadline, or 4009. */
+    hub_session_arm_signin_deadline(s);
     if (hub_tail_watched())
         hub_tail_connection(s->loop->hub, app->index, true, s->socket_id, 0);
+}
+
+/* "<id>\0<user_info JSON or empty>\0" for s->user_id; NULL when out of
+ * memory. user_info is the user_data's "user_info", the identity a presence
+ * subscription without channel_data takes. */
+static char *user_record(const char *id, json_t *ud)
+{
+    json_t *info = json_object_get(ud, "user_info");
+    char *text = info ? hub_json_dumps(info, JSON_COMPACT | JSON_ENCODE_ANY)
+                      : NULL;
+    size_t il = strlen(id), tl = text ? strlen(text) : 0;
+    char *rec;
+
+    if (info && !text)
+        return NULL;
+    rec = malloc(il + tl + 2);
+    if (rec) {
+        memcpy(rec, id, il + 1);
+        if (text)
+            memcpy(rec + il + 1, text, tl);
+        rec[il + 1 + tl] = '\0';
+    }
+    free(text);
+    return rec;
 }
 
 /*
@@ -64,7 +92,7 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
  * "<socket_id>::user::<user_data>", require a non-empty string id, join
  * the user's channel so REST events to #server-to-user-<id> and
  * terminate_connections reach this socket, and confirm. Failures close
- * with 4009, as soketi does. Watchlists are not implemented.
+ * with 4009, as soketi does. Then the watchlist (hub/watchlist.c).
  */
 static void signin(struct hub_session *s, const struct hub_msg *m)
 {
@@ -109,7 +137,7 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
              : NULL;
     free(text);
     if (f && !s->user_id) {
-        s->user_id = strdup(id);
+        s->user_id = user_record(id, ud);
         if (!s->user_id || hub_pusher_join_user_channel(s, id)) {
             free(s->user_id);
             s->user_id = NULL;
@@ -117,13 +145,17 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
             f = NULL;
         }
     }
-    json_decref(ud);
     if (!f) {
+        json_decref(ud);
         hub_session_send_error(s, 4009, "Out of memory", true);
         return;
     }
     hub_session_send(s, f);
     hub_frame_unref(f);
+    hub_session_authorized(s);
+    if (hub_watchlist_signin(s, ud))
+        hub_session_send_error(s, 4009, "Out of memory", true);
+    json_decref(ud);
 }
 
 static bool take_token(struct hub_session *s, uint64_t now_ms)
@@ -208,6 +240,23 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     if (rc)
         goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
+    if (l->hub->webhooks) {
+        /* user_id: the presence member, else the signed-in user. */
+        const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
+                                                       : s->user_id;
+        char *text = NULL;
+        const char *d = json_is_string(m->data)
+                            ? json_string_value(m->data)
+                            : (text = m->data ? hub_json_dumps(
+                                                    m->data, JSON_COMPACT |
+                                                                 JSON_ENCODE_ANY)
+                                              : NULL);
+
+        hub_webhook_client_event(l->hub, app->index, sub->ch->name,
+                                 sub->ch->name_len, m->event,
+                                 d ? d : "null", s->socket_id, uid);
+        free(text);
+    }
     return;
 nomem:
     /* Told, not dropped in silence: the sender may send it again. */
@@ -292,10 +341,12 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
     hub_pusher_open(s, app);
 }
 
-/* At fini: leave every channel; the console's tail sees the close of a
- * connection it saw open. */
+/* At fini: offline edges first (the user channel is still joined), then
+ * every channel; the console's tail sees the close of a connection it saw
+ * open. */
 static void pusher_fini(struct hub_session *s)
 {
+    hub_watchlist_signout(s);
     hub_pusher_leave_all(s);
     if (hub_tail_watched() && s->app_counted)
         hub_tail_connection(s->loop->hub, s->app->index, false, s->socket_id,

@@ -69,6 +69,9 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     }
     /* Unique: the counter is per loop and the loop id is folded in. */
     s->sid_hi = ++l->sid_counter * HUB_MAX_LOOPS + l->id;
+    /* In a cluster the node's tag is folded in too (hub_config). */
+    if (l->cfg->node_tag)
+        s->sid_hi = s->sid_hi << 16 | (l->cfg->node_tag & 0xffff);
     s->sid_lo = (uint32_t)hub_loop_random(l);
     snprintf(s->socket_id, sizeof(s->socket_id), "%" PRIu64 ".%" PRIu32,
              s->sid_hi, s->sid_lo);
@@ -682,6 +685,21 @@ static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
         }
         due = now_ms + (cfg->write_timeout_ms - stalled);
     }
+    /* Authorized connections: a session neither signed in nor on a
+     * private or presence channel by its deadline. */
+    if (s->app && s->app->enable_user_authentication && !s->authorized) {
+        uint64_t dl = s->connected_ms + s->app->user_auth_timeout_ms;
+
+        if (now_ms >= dl) {
+            HUB_STAT_ADD(l->stats.unauthorized_closes, 1);
+            hub_session_send_error(s, 4009,
+                                   "Connection not authorized within timeout",
+                                   true);
+            return;
+        }
+        if (dl < due)
+            due = dl;
+    }
     if (cfg->idle_timeout_ms) {
         uint64_t idle = now_ms - s->last_data_ms;
 
@@ -694,6 +712,36 @@ static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
     }
     if (due != UINT64_MAX)
         hub_wheel_start_at(l->wheel, t, due);
+}
+
+void hub_session_arm_signin_deadline(struct hub_session *s)
+{
+    struct hub_loop *l = s->loop;
+    uint64_t due;
+
+    if (!l || s->state != HUB_SESSION_OPEN || s->draining || !s->app ||
+        !s->app->enable_user_authentication || s->authorized)
+        return;
+    due = s->connected_ms + s->app->user_auth_timeout_ms;
+    if (!hub_timer_is_armed(&s->idle_timer) ||
+        hub_timer_deadline_ms(&s->idle_timer) > due)
+        hub_wheel_start_at(l->wheel, &s->idle_timer, due);
+}
+
+void hub_session_authorized(struct hub_session *s)
+{
+    struct hub_loop *l = s->loop;
+
+    if (s->authorized)
+        return;
+    s->authorized = true;
+    /* The entry re-arms itself for the idle and write deadlines when it
+     * fires; with neither in play nothing else is waiting on it. */
+    if (!l || !s->app || !s->app->enable_user_authentication ||
+        s->state != HUB_SESSION_OPEN || s->draining ||
+        l->cfg->idle_timeout_ms || (l->cfg->write_timeout_ms && s->q.count))
+        return;
+    hub_wheel_stop(l->wheel, &s->idle_timer);
 }
 
 static void close_timer_cb(struct hub_timer *t, uint64_t now_ms)

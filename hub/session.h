@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "hub/app.h"
 #include "hub/frame.h"
@@ -83,6 +84,11 @@ struct hub_session {
                                       callback), not yet served */
     bool draining;                 /* the idle timer is the drain close */
     bool app_counted;              /* counted in hub->app_sessions */
+    bool online_counted;           /* counted in the hub's online registry
+                                      (hub/watchlist.c); in padding */
+    bool authorized;               /* signed in, or subscribed to a private
+                                      or presence channel (authorized
+                                      connections); in padding */
     uint32_t sid_lo;               /* socket_id = "<hi>.<lo>" */
     uint32_t ping_seq;
     uint64_t sid_hi;
@@ -105,7 +111,9 @@ struct hub_session {
     struct hub_timer idle_timer;
     struct hub_sendq q;
     struct hub_list subs;          /* struct hub_sub.session_link */
-    char *user_id;                 /* pusher:signin id; owned, NULL if none */
+    /* pusher:signin: "<id>\0<user_info JSON or empty>\0" in one owned
+     * allocation (hub_session_user_info()); NULL until signed in. */
+    char *user_id;
     /* Inbound fragments being reassembled; NULL when none. */
     char *rx_buf;
     size_t rx_len, rx_cap;
@@ -275,6 +283,31 @@ void hub_session_await_writable(struct hub_session *s);
 static inline bool hub_session_has_output(const struct hub_session *s)
 {
     return s->q.count > 0 || s->ping_due || s->state == HUB_SESSION_CLOSING;
+}
+
+/*
+ * Authorized connections (the app's enable_user_authentication): arm the
+ * session's idle entry for the signin deadline, connected_ms +
+ * user_authentication_timeout, when that is earlier than what it holds.
+ * The entry's callback closes a session still not authorized then with
+ * pusher:error 4009 and close 4009. No-op for other apps.
+ */
+void hub_session_arm_signin_deadline(struct hub_session *s);
+/* s signed in, or a private or presence subscription of s succeeded (what
+ * Pusher counts as an authorized connection): the signin deadline is void
+ * for good; the idle entry is stopped when no other deadline needs it.
+ * Cheap when already authorized. */
+void hub_session_authorized(struct hub_session *s);
+
+/* The signed-in user's user_info (JSON text), NULL when none. */
+static inline const char *hub_session_user_info(const struct hub_session *s)
+{
+    const char *p;
+
+    if (!s->user_id)
+        return NULL;
+    p = s->user_id + strlen(s->user_id) + 1;
+    return *p ? p : NULL;
 }
 
 /* Check the queue's invariants; 0 or -EFAULT. For tests. */

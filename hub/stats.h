@@ -74,4 +74,13 @@ struct hub_loop_stats {
 #undef HUB_STAT_X
 };
 
+/* The scale-out backplane's counters (HUB_BACKPLANE_STATS) and its Redis
+ * round-trip histogram. */
+struct hub_backplane_stats {
+#define HUB_STAT_X(field, type, key, metric, help) uint64_t field;
+    HUB_BACKPLANE_STATS(HUB_STAT_X)
+#undef HUB_STAT_X
+    struct hub_hist rtt;
+};
+
 #endif

@@ -96,6 +96,15 @@
     X(subscriptions_refused, counter, U64, 14, LOOP, "subscriptions_refused",  \
       "subscriptions_refused_total",                                           \
       "Subscriptions refused over max_subscriptions.")                         \
+    X(unauthorized_closes, counter, U64, 0, LOOP, "unauthorized_closes",       \
+      "unauthorized_closes_total",                                             \
+      "Sessions closed 4009 for not being authorized in time.")                \
+    X(watchlist_events, counter, U64, 0, LOOP, "watchlist_events",             \
+      "watchlist_events_total",                                                \
+      "pusher_internal:watchlist_events published (per watcher).")             \
+    X(watchlist_events_dropped, counter, U64, 0, LOOP,                         \
+      "watchlist_events_dropped", "watchlist_events_dropped_total",            \
+      "Watchlist events lost for lack of memory.")                             \
     X(cache_hits, counter, U64, 15, LOOP, "cache_hits", "cache_hits_total",    \
       "Cache channel subscribers sent the cached event.")                      \
     X(cache_misses, counter, U64, 16, LOOP, "cache_misses",                    \
@@ -182,5 +191,39 @@
       "channels).")                                                            \
     X(CACHE_BYTES, gauge, "cache_bytes", "Bytes charged to cached events per " \
       "app (against cache_max_bytes).")
+
+/* X(field, type, key, metric, help): the scale-out backplane's hub-wide
+ * counters (struct hub_backplane_stats, hub/stats.h), written by the
+ * backplane thread (and, for lost, by loops whose hand-off queue is full).
+ * /stats shows them under "backplane" when --redis is set; /metrics
+ * always declares them and writes their series only with --redis. */
+#define HUB_BACKPLANE_STATS(X)                                                 \
+    X(up, gauge, "up", "backplane_up",                                        \
+      "1 while the Redis backplane is connected, 0 while it is down.")        \
+    X(reconnects, counter, "reconnects", "backplane_reconnects_total",        \
+      "Times the backplane came back up after being down.")                   \
+    X(published, counter, "published", "backplane_published_total",          \
+      "Envelopes published to Redis (events and terminate orders).")          \
+    X(received, counter, "received", "backplane_received_total",             \
+      "Envelopes from other nodes received and handed to the loops.")         \
+    X(own_ignored, counter, "own_ignored", "backplane_own_ignored_total",     \
+      "Envelopes from this node itself, ignored on receipt.")                 \
+    X(lost, counter, "lost", "backplane_lost_total",                          \
+      "Cross-node envelopes not sent: Redis down, or the hand-off queue "     \
+      "full.")                                                                \
+    X(gaps, counter, "gaps", "backplane_gaps_total",                          \
+      "Envelopes missing in another node's per-channel sequence.")            \
+    X(bad, counter, "bad", "backplane_bad_total",                             \
+      "Messages from Redis that were not a valid envelope (dropped).")        \
+    X(channels, gauge, "channels", "backplane_channels",                      \
+      "Redis channels this node is subscribed to (channels with local "       \
+      "subscribers).")                                                        \
+    X(queue, gauge, "queue", "backplane_queue",                               \
+      "Items waiting in the loops-to-backplane hand-off queue.")
+
+/* The backplane's Redis PING round-trip histogram (microseconds, shown in
+ * seconds), /metrics only. */
+#define HUB_BACKPLANE_RTT_METRIC "backplane_rtt_seconds"
+#define HUB_BACKPLANE_RTT_HELP "Redis PING round-trip time (once a second)."
 
 #endif

@@ -90,8 +90,14 @@ static void send_count(struct hub_loop *l, const struct sc_node *n)
     if (!ci.subscription_count)
         return;                    /* nobody left to tell */
     f = hub_subcount_frame(n->name, ci.subscription_count);
-    if (f && hub_publish(h, l, n->node.app, n->name, n->node.name_len, f,
-                         NULL) == 0)
+    /* This process's loops only, not the bus: the count is this
+     * process's directory's, and with several nodes (docs/SCALING.md)
+     * each node's would reach every node and contradict the others'.
+     * With the in-process backplane this is what hub_publish() does. */
+    const struct hub_pub_req r = { n->node.app, n->name, n->node.name_len,
+                                   f, NULL };
+
+    if (f && hub_fanout_loops(h, l, &r) == 0)
         HUB_STAT_ADD(l->stats.subscription_count_events, 1);
     else
         HUB_STAT_ADD(l->stats.subscription_count_dropped, 1);

@@ -220,6 +220,29 @@ out:
     return rc;
 }
 
+/* The signed-in user as a presence identity (no channel_data): its id and
+ * the user_info of its signin, held to the same limits. */
+static int signed_in_identity(struct hub_session *s, char **user_id,
+                              char **user_info, const char **why)
+{
+    const char *info = hub_session_user_info(s);
+
+    *user_id = *user_info = NULL;
+    if (info && strlen(info) > s->app->max_user_info_bytes) {
+        *why = "the signed-in user's user_info is too large";
+        return -E2BIG;
+    }
+    *user_id = strdup(s->user_id);
+    *user_info = info ? strdup(info) : NULL;
+    if (!*user_id || (info && !*user_info)) {
+        free(*user_id);
+        free(*user_info);
+        *user_id = *user_info = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 /* One pusher:subscribe on its way through the steps below. */
 struct sub_req {
     const char *name;
@@ -289,9 +312,13 @@ static bool sub_authorize(struct hub_session *s, const struct hub_msg *m,
     char expect[512];
     int rc;
 
-    if (r->kind == HUB_CHANNEL_PRESENCE && !cd) {
+    /* Without channel_data a signed-in session subscribes as its user
+     * (sub_presence_identity); the signature is then over
+     * "<socket_id>:<channel>", as for a private channel. */
+    if (r->kind == HUB_CHANNEL_PRESENCE && !cd && !s->user_id) {
         send_sub_error(s, r->name, "AuthError",
-                       "Presence channels need channel_data", 401);
+                       "Presence channels need channel_data (or "
+                       "pusher:signin first)", 401);
         return true;
     }
     rc = hub_auth_check_channel(s->app, s->socket_id, r->name, cd,
@@ -316,9 +343,13 @@ static bool sub_presence_identity(struct hub_session *s,
                                   const struct hub_msg *m, struct sub_req *r)
 {
     const char *why = "bad channel_data";
-    int rc = parse_channel_data(s->app, m->channel_data, m->channel_data_len,
-                                &r->user_id, &r->user_info, &why);
+    int rc;
 
+    if (!m->channel_data && s->user_id)
+        rc = signed_in_identity(s, &r->user_id, &r->user_info, &why);
+    else
+        rc = parse_channel_data(s->app, m->channel_data, m->channel_data_len,
+                                &r->user_id, &r->user_info, &why);
     if (!rc)
         return false;
     if (rc == -ENOMEM)
@@ -453,6 +484,9 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
     hub_session_send(s, ok);
     hub_frame_unref(ok);
     hub_chanfeat_joined(s, ch->name, ch->name_len, r->kind);
+    /* Authorized connections: a private or presence channel counts. */
+    if (r->kind != HUB_CHANNEL_PUBLIC)
+        hub_session_authorized(s);
 }
 
 void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)
@@ -544,14 +578,18 @@ int hub_pusher_join_user_channel(struct hub_session *s, const char *id)
         return -ENOMEM;
     snprintf(name, n + 1, "#server-to-user-%s", id);
     ch = hub_chanmap_get(l->chans, s->app->index, name, n);
-    free(name);
     sub = calloc(1, sizeof(*sub));
-    if (!ch || !sub) {
+    /* The directory does not count '#' channels; a backplane hears of
+     * it (a cluster subscribes the node to the user's channel). */
+    if (!ch || !sub ||
+        hub_dir_join(l->hub, s->app->index, name, n, NULL)) {
+        free(name);
         free(sub);
         if (ch)
             hub_chanmap_put(l->chans, ch);
         return -ENOMEM;
     }
+    free(name);
     sub->s = s;
     sub->ch = ch;
     hub_list_link_tail(&ch->members, &sub->chan_link);

@@ -17,6 +17,8 @@
  * Thread: main thread only, before any loop starts.
  */
 #include "server/config.h"
+#include "hub/webhook.h"
+#include "server/redis_url.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -46,9 +48,12 @@ static const char *const srv__log_formats[] = {"text", "json", NULL};
 static const char *const srv__event_loops[] = {"libev", "poll", NULL};
 
 #define SRV_CFG(field) offsetof(struct srv_config, field), \
-    sizeof(((struct srv_config *)0)->field)
+    sizeof(((struct srv_config *)0)->field), NULL
+/* A row whose environment variable is not LUBDUB_<NAME>. */
+#define SRV_CFG_ENV(field, env) offsetof(struct srv_config, field), \
+    sizeof(((struct srv_config *)0)->field), env
 #define SRV_APP(field) offsetof(struct hub_app, field), \
-    sizeof(((struct hub_app *)0)->field)
+    sizeof(((struct hub_app *)0)->field), NULL
 
 #define SRV_ALL (SRV_SRC_FLAG | SRV_SRC_ENV | SRV_SRC_FILE)
 
@@ -192,6 +197,42 @@ static const struct srv_option_desc srv_options[] = {
      "follows the ready sockets) or poll (lws's built-in poll(), cost "
      "follows all sockets).",
      srv__event_loops, 0, 0, 0, SRV_CFG(event_loop)},
+    {"state_dir", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "DIR",
+     "Directory for durable state (pending webhooks, in webhooks.db); "
+     "unset keeps them in memory only.",
+     NULL, 0, 0, 0, SRV_CFG(state_dir)},
+    {"webhook_ca_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "PEM CA bundle that verifies https webhook receivers; unset uses the "
+     "system's.",
+     NULL, 0, 0, 0, SRV_CFG(webhook_ca_file)},
+    {"webhook_delay", SRV_OPT_DURATION, SRV_ALL, 0, "3s", NULL,
+     "How long channel_vacated and member_removed wait; a rejoin within it "
+     "sends nothing. 0 sends them at once.",
+     NULL, 0, 60000, 0, SRV_CFG(webhook_delay_ms)},
+    {"webhook_timeout", SRV_OPT_DURATION, SRV_ALL, 0, "4s", NULL,
+     "Time a webhook receiver gets to answer one request.",
+     NULL, 100, 60000, 0, SRV_CFG(webhook_timeout_ms)},
+    {"webhook_retry_window", SRV_OPT_DURATION, SRV_ALL, 0, "5m", NULL,
+     "How long a failing webhook batch is retried before it becomes a "
+     "dead letter.",
+     NULL, 0, SRV_MS_PER_DAY, 0, SRV_CFG(webhook_retry_window_ms)},
+    {"webhook_backoff_max", SRV_OPT_DURATION, SRV_ALL, 0, "60s", NULL,
+     "Longest wait between two retries (exponential from 1s, jittered).",
+     NULL, 10, 3600000, 0, SRV_CFG(webhook_backoff_max_ms)},
+    {"webhook_max_pending", SRV_OPT_SIZE, SRV_ALL, 0, "64MiB", NULL,
+     "Bytes of webhook batches held (and stored) at once; past it new "
+     "batches are dropped and counted.",
+     NULL, 65536, UINT64_C(1) << 34, 0, SRV_CFG(webhook_max_pending)},
+    {"webhook_dead_letters", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
+     "Print the dead-lettered webhook batches in --state-dir as JSON lines, "
+     "then exit.",
+     NULL, 0, 0, 0, SRV_CFG(webhook_dead_letters)},
+    {"webhook_replay", SRV_OPT_STRING, SRV_SRC_FLAG, SRV_OPTF_NULLABLE, NULL,
+     "ID|all",
+     "Queue one dead letter (by id) or all of them for delivery again, "
+     "then exit; a running hub picks them up within seconds.",
+     NULL, 0, 0, 0, SRV_CFG(webhook_replay)},
     {"app_id", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
      SRV_OPTF_DEFAULT_APP, "app-id", "ID",
      "Id of the single default app (REST /apps/ID); not with \"apps\" in "
@@ -207,6 +248,18 @@ static const struct srv_option_desc srv_options[] = {
      "Secret of the default app; prefer the environment, since flags show "
      "in ps. Not with \"apps\" in the file.",
      NULL, 0, 0, 0, SRV_CFG(apps[0].secret)},
+    {"redis", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "URL",
+     "Redis of a cluster of nodes, redis://[user:pass@]host:port/db; unset "
+     "runs one standalone node (docs/SCALING.md).",
+     NULL, 0, 0, 0, SRV_CFG_ENV(redis, "LUBDUB_REDIS_URL")},
+    {"node_id", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "NAME",
+     "This node's name in the cluster (1-64 of A-Z a-z 0-9 . _ -), unique "
+     "per process; unset derives hostname-pid-random.",
+     NULL, 0, 0, 0, SRV_CFG(node_id)},
+    {"redis_prefix", SRV_OPT_STRING, SRV_ALL, 0, "lubdub", "TEXT",
+     "Prefix of this cluster's Redis channels, so that several clusters "
+     "can share one Redis (1-64 of A-Z a-z 0-9 . _ - :).",
+     NULL, 0, 0, 0, SRV_CFG(redis_prefix)},
     {"config", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV, SRV_OPTF_NULLABLE,
      NULL, "FILE",
      "JSON file read before the environment and the flags.",
@@ -256,6 +309,19 @@ static const struct srv_option_desc srv_app_fields[] = {
      NULL, 0, UINT32_MAX, 0, SRV_APP(max_batch_events)},
     {"max_channel_name", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
      NULL, 0, UINT32_MAX, 0, SRV_APP(max_channel_name)},
+    {"webhook_batching", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(webhook_batching)},
+    /* Authorized connections and watchlists (hub/watchlist.c). */
+    {"enable_user_authentication", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL,
+     NULL, NULL, 0, 0, 0, SRV_APP(enable_user_authentication)},
+    {"user_authentication_timeout", SRV_OPT_DURATION, SRV_SRC_FILE, 0, NULL,
+     NULL, NULL, NULL, 1, SRV_MS_PER_DAY, 0, SRV_APP(user_auth_timeout_ms)},
+    {"watchlist_events", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(watchlist_events)},
+    {"max_watchlist", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 100000, 0, SRV_APP(max_watchlist)},
+    {"max_watchers", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, UINT32_MAX, 0, SRV_APP(max_watchers)},
     {"cache_ttl", SRV_OPT_DURATION, SRV_SRC_FILE, 0, NULL, NULL, NULL,
      NULL, 0, SRV_MS_PER_DAY, 0, SRV_APP(cache_ttl_ms)},
     {"cache_max_bytes", SRV_OPT_SIZE, SRV_SRC_FILE, 0, NULL, NULL, NULL,
@@ -346,6 +412,12 @@ int srv_config_option_name(const struct srv_option_desc *d, unsigned source,
 
     if (!(d->sources & source))
         return -ENOENT;
+    if (source == SRV_SRC_ENV && d->env) {
+        if (strlen(d->env) + 1 > len)
+            return -ENOSPC;
+        memcpy(buf, d->env, strlen(d->env) + 1);
+        return 0;
+    }
     if (source == SRV_SRC_FLAG)
         prefix = "--";
     else if (source == SRV_SRC_ENV)
@@ -748,6 +820,7 @@ static void srv__app_fini(struct hub_app *app)
     srv__free_string(&app->id);
     srv__free_string(&app->key);
     srv__free_string(&app->secret);
+    hub_app_webhooks_free(app);
 }
 
 void srv_config_fini(struct srv_config *cfg)
@@ -1020,6 +1093,14 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
 
             snprintf(label, sizeof(label), "%s: apps[%zu].%s", ld->file, i,
                      key);
+            if (!strcmp(key, "webhooks")) {
+                /* server/config_webhooks.c: the app owns the list. */
+                rc = srv_config_webhooks(app, val, label, ld->err,
+                                         ld->errlen);
+                if (rc)
+                    return rc;
+                continue;
+            }
             if (!d) {
                 srv__err(ld->err, ld->errlen, "%s: unknown key", label);
                 return -EINVAL;
@@ -1201,6 +1282,34 @@ static int srv__check_readable(const char *name, const char *path, char *err,
     return 0;
 }
 
+/* 0 when dir is a writable directory, or does not exist and its parent
+ * is one (the hub makes it at start); else -1 with errno set. */
+static int srv__state_dir_usable(const char *dir)
+{
+    char parent[4096];
+    const char *slash;
+    size_t n;
+
+    if (access(dir, F_OK) == 0)
+        return access(dir, R_OK | W_OK | X_OK);
+    if (errno != ENOENT)
+        return -1;
+    slash = strrchr(dir, '/');
+    if (!slash)
+        return access(".", W_OK | X_OK);
+    n = slash == dir ? 1 : (size_t)(slash - dir);
+    if (n >= sizeof(parent)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(parent, dir, n);
+    parent[n] = '\0';
+    if (access(parent, W_OK | X_OK))
+        return -1;
+    errno = ENOENT;
+    return 0;
+}
+
 static int srv__validate_apps(const struct srv_config *cfg, char *err,
                               size_t errlen)
 {
@@ -1247,6 +1356,51 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
                  "LUBDUB_APP_SECRET (or \"secret\" in the config file's "
                  "\"apps\"), or pass --allow-default-secret for a throwaway "
                  "setup", cfg->apps[i].id, SRV_DEFAULT_SECRET, cfg->bind);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* 1..64 characters of A-Z a-z 0-9 and extra. */
+static bool srv__name_ok(const char *s, const char *extra)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (!n || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr(extra, c)))
+            return false;
+    }
+    return true;
+}
+
+/* --redis, --node-id, --redis-prefix (server/redis_url.h). */
+static int srv__validate_cluster(const struct srv_config *cfg, char *err,
+                                 size_t errlen)
+{
+    struct srv_redis_url u;
+    char a[64], why[200];
+
+    if (cfg->redis &&
+        srv_redis_url_parse(cfg->redis, &u, why, sizeof(why))) {
+        srv__err(err, errlen, "%s: %s", srv__flag("redis", a, sizeof(a)),
+                 why);
+        return -EINVAL;
+    }
+    if (cfg->node_id && !srv__name_ok(cfg->node_id, "._-")) {
+        srv__err(err, errlen,
+                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ -",
+                 srv__flag("node_id", a, sizeof(a)));
+        return -EINVAL;
+    }
+    if (!srv__name_ok(cfg->redis_prefix, "._-:")) {
+        srv__err(err, errlen,
+                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ - :",
+                 srv__flag("redis_prefix", a, sizeof(a)));
         return -EINVAL;
     }
     return 0;
@@ -1349,6 +1503,22 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
         if (rc)
             return rc;
     }
+    if (cfg->webhook_ca_file) {
+        rc = srv__check_readable("webhook_ca_file", cfg->webhook_ca_file,
+                                 err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (cfg->state_dir && srv__state_dir_usable(cfg->state_dir)) {
+        srv__err(err, errlen, "%s: \"%s\" is not a writable directory "
+                 "(nor can it be made): %s",
+                 srv__flag("state_dir", a, sizeof(a)), cfg->state_dir,
+                 strerror(errno));
+        return -EINVAL;
+    }
+    rc = srv__validate_cluster(cfg, err, errlen);
+    if (rc)
+        return rc;
     rc = srv__check_operator(cfg, err, errlen);
     if (rc)
         return rc;

@@ -84,6 +84,21 @@ struct srv_config {
     enum srv_log_format log_format;
     enum srv_event_loop event_loop; /* libev (epoll) or lws's poll() */
 
+    /* Webhooks (docs/WEBHOOKS.md); the webhooks themselves are per app. */
+    char *state_dir;               /* durable state; NULL = memory only */
+    char *webhook_ca_file;         /* CA bundle for https; NULL = system */
+    uint64_t webhook_delay_ms;     /* vacated / member_removed, default 3s */
+    uint64_t webhook_timeout_ms;   /* per request, default 4s */
+    uint64_t webhook_retry_window_ms; /* then dead letter, default 5m */
+    uint64_t webhook_backoff_max_ms;  /* retry backoff cap, default 60s */
+    uint64_t webhook_max_pending;  /* bytes of batches held, default 64MiB */
+    bool webhook_dead_letters;     /* --webhook-dead-letters: list, exit */
+    char *webhook_replay;          /* --webhook-replay ID|all: then exit */
+    /* Scale-out (docs/SCALING.md). */
+    char *redis;               /* redis://[user:pass@]host:port/db; NULL = one node */
+    char *node_id;             /* NULL = derived: host-pid-random */
+    char *redis_prefix;        /* Redis channel prefix, default "lubdub" */
+
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */
     bool help;                 /* --help */
@@ -131,6 +146,8 @@ struct srv_option_desc {
     /* Private to config.c: where the value lives in its struct. */
     size_t offset_;
     size_t size_;
+    /* The environment variable when it is not LUBDUB_<NAME>; NULL = that. */
+    const char *env;
 };
 
 /* *out gets the table (borrowed, static); returns the number of rows. */
@@ -172,6 +189,15 @@ int srv_config_load_buffer(struct srv_config *cfg, const char *text,
 
 /* Cross-option checks (TLS pair, default secret on non-loopback, ...). */
 int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen);
+
+/*
+ * server/config_webhooks.c: parse an app's "webhooks" array (val) into
+ * app->webhooks (owned by the app; hub_app_webhooks_free). label names the
+ * key in errors. 0, or -EINVAL / -ENOMEM with one line in err.
+ */
+struct json_t;
+int srv_config_webhooks(struct hub_app *app, struct json_t *val,
+                        const char *label, char *err, size_t errlen);
 
 /* Print --help: every option with flag, env var, JSON key, default. */
 void srv_config_print_help(FILE *out);

@@ -354,8 +354,14 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
     if (strcmp(path, "/healthz") == 0)
         return respond_text(wsi, p, 200, "ok\n");
     if (strcmp(path, "/readyz") == 0) {
+        const char *bp = srv_cluster_state(l->srv);
+
         if (atomic_load(&l->srv->hub->draining))
             return respond_text(wsi, p, 503, "draining\n");
+        /* Redis down: still ready, the node serves its own clients
+         * (docs/SCALING.md: one Redis outage must not empty the pool). */
+        if (bp && strcmp(bp, "down") == 0)
+            return respond_text(wsi, p, 200, "ready; backplane down\n");
         return respond_text(wsi, p, 200, "ready\n");
     }
     if (l->srv->test_stall_ms && strcmp(path, "/test/stall") == 0) {

@@ -26,6 +26,7 @@
 #include "hub/log.h"
 #include "hub/pusher.h"
 #include "server/srv.h"
+#include "server/webhook.h"
 
 /*
  * The default queue budget: 1/8 of the memory this process may use (the
@@ -183,6 +184,13 @@ int main(int argc, char **argv, char **envp)
         printf("lubdub: configuration is valid\n");
         return 0;
     }
+    if (cfg.webhook_dead_letters || cfg.webhook_replay) {
+        /* The operator's webhook commands (docs/WEBHOOKS.md). */
+        int code = srv_webhooks_admin(&cfg, stdout);
+
+        srv_config_fini(&cfg);
+        return code;
+    }
     resolve_web_root(&cfg);
     level = srv_log_level_parse(cfg.log_level);
     srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg.log_format);
@@ -203,14 +211,16 @@ int main(int argc, char **argv, char **envp)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-    srv.hub = hub_create(&srv.hcfg, hub_clock_monotonic());
+    srv.hub = srv_cluster_hub_create(&srv);
     /* From here on stderr carries only log lines (JSON with
      * --log-format json); the listening line goes to stdout. */
     if (!srv.hub) {
         srv_log(HUB_LOG_ERR, 0, "out of memory");
         return 1;
     }
-    if (srv_loops_create(&srv) || srv_loops_start(&srv)) {
+    if (srv_webhooks_start(&srv) || srv_loops_create(&srv) ||
+        srv_cluster_start(&srv) ||
+        srv_loops_start(&srv)) {
         srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
         return 1;
     }
@@ -257,6 +267,8 @@ int main(int argc, char **argv, char **envp)
         }
     }
     srv_loops_join(&srv);
+    srv_webhooks_stop(&srv);
+    srv_cluster_stop(&srv);
     srv_log(HUB_LOG_INFO, 0, "drained; bye");
     hub_destroy(srv.hub);
     srv_config_fini(&cfg);

@@ -79,7 +79,23 @@ struct srv {
      * unless LUBDUB_TEST_STALL_MS was set at start. */
     unsigned test_stall_ms;
     SSL_CTX *client_ctx;                  /* empty, for lws (server/threads.c) */
+    /* Scale-out (--redis; server/cluster.c): NULL for one node. */
+    struct hub_cluster *cluster;
+    struct srv_redis *redis;
+    char *node_id;                        /* derived or --node-id */
 };
+
+/* server/cluster.c: with --redis, the hub on the cluster backplane;
+ * without, the in-process hub. NULL = out of memory. */
+struct hub *srv_cluster_hub_create(struct srv *srv);
+/* Start the backplane thread, after the loops' listeners exist (so that
+ * it never holds a descriptor number a listener reuses) and before the
+ * loops run; 0 without --redis. -1 when the thread would not start. */
+int srv_cluster_start(struct srv *srv);
+/* After every loop is gone, before hub_destroy(). */
+void srv_cluster_stop(struct srv *srv);
+/* /readyz's and /stats's view: NULL without --redis, else "up"/"down". */
+const char *srv_cluster_state(const struct srv *srv);
 
 /* server/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);

@@ -16,10 +16,12 @@
 
 #include <jansson.h>
 
+#include "hub/backplane.h"
 #include "hub/cache.h"
 #include "hub/stats_table.h"
 #include "hub/version.h"
 #include "server/srv.h"
+#include "server/webhook.h"
 
 enum row_fmt {
     FMT_U64, FMT_NS_MS, FMT_MS_S, FMT_BY_REASON, FMT_LATE, FMT_RATIO
@@ -98,6 +100,12 @@ static const struct hub_loop_stats *loop_stats(const struct srv *srv,
                                                unsigned i)
 {
     return srv->loops[i].hub ? &srv->loops[i].hub->stats : NULL;
+}
+
+/* The backplane's counters, NULL for one node. */
+static const struct hub_backplane_stats *backplane_stats(const struct srv *srv)
+{
+    return srv->hub && srv->hub->bp ? srv->hub->bp->stats : NULL;
 }
 
 /* Upper bounds of the wheel's lateness buckets, in ticks (HUB_LATE_N). */
@@ -300,6 +308,29 @@ static json_t *totals_json(struct srv *srv)
     return o;
 }
 
+/* With --redis: root["backplane"] = {node, state, the counters}. */
+static bool backplane_json(struct srv *srv, json_t *root)
+{
+    const struct hub_backplane_stats *st = backplane_stats(srv);
+    json_t *o;
+
+    if (!st)
+        return true;
+    o = json_object();
+    if (!put(o, "node", json_string(srv->node_id ? srv->node_id : "")) ||
+        !put(o, "state", json_string(srv_cluster_state(srv))))
+        goto fail;
+#define X(field, type, key, metric, help)                                      \
+    if (!put(o, key, json_integer((json_int_t)HUB_STAT_GET(st->field))))      \
+        goto fail;
+    HUB_BACKPLANE_STATS(X)
+#undef X
+    return put(root, "backplane", o);
+fail:
+    json_decref(o);
+    return false;
+}
+
 /* The cache channels' store, hub-wide: {"entries":N,"bytes":B}, summed
  * over the apps (/metrics has them per app). */
 static json_t *cache_json(struct srv *srv)
@@ -348,7 +379,17 @@ char *srv_stats_json(struct srv *srv, size_t *len)
             (json_int_t)srv->hcfg.max_subscriptions);
     json_decref(loops);
     json_decref(totals);
-    if (root && json_object_set_new(root, "cache", cache_json(srv))) {
+    if (root) {
+        /* server/webhook_send.c; absent when no app has webhooks. */
+        json_t *wh = srv_webhooks_stats_json(srv);
+
+        if (wh && json_object_set_new(root, "webhooks", wh)) {
+            json_decref(root);
+            root = NULL;
+        }
+    }
+    if (root && (!backplane_json(srv, root) ||
+                 json_object_set_new(root, "cache", cache_json(srv)))) {
         json_decref(root);
         root = NULL;
     }
@@ -531,6 +572,45 @@ static void hub_series(struct buf *b, struct srv *srv,
     }
 }
 
+static void put_text(void *b, const char *text)
+{
+    bprintf(b, "%s", text);
+}
+
+/* The backplane's families, always declared; series only with --redis. */
+static void backplane_series(struct buf *b, struct srv *srv)
+{
+    const struct hub_backplane_stats *st = backplane_stats(srv);
+
+#define X(field, type, key, metric, help)                                      \
+    family(b, metric, #type, help);                                            \
+    if (st)                                                                    \
+        bprintf(b, "lubdub_%s %llu\n", metric,                                \
+                (unsigned long long)HUB_STAT_GET(st->field));
+    HUB_BACKPLANE_STATS(X)
+#undef X
+    family(b, HUB_BACKPLANE_RTT_METRIC, "histogram", HUB_BACKPLANE_RTT_HELP);
+    if (st) {
+        uint64_t cum = 0;
+
+        for (unsigned k = 0; k < HUB_HIST_N; k++) {
+            cum += HUB_STAT_GET(st->rtt.count[k]);
+            if (k == HUB_HIST_N - 1)
+                bprintf(b, "lubdub_%s_bucket{le=\"+Inf\"} %llu\n",
+                        HUB_BACKPLANE_RTT_METRIC, (unsigned long long)cum);
+            else
+                bprintf(b, "lubdub_%s_bucket{le=\"%g\"} %llu\n",
+                        HUB_BACKPLANE_RTT_METRIC,
+                        (double)hub_hist_bounds_us[k] / 1e6,
+                        (unsigned long long)cum);
+        }
+        bprintf(b, "lubdub_%s_sum %.6f\n", HUB_BACKPLANE_RTT_METRIC,
+                (double)HUB_STAT_GET(st->rtt.sum_us) / 1e6);
+        bprintf(b, "lubdub_%s_count %llu\n", HUB_BACKPLANE_RTT_METRIC,
+                (unsigned long long)cum);
+    }
+}
+
 char *srv_metrics_text(struct srv *srv, size_t *len)
 {
     struct buf b = { malloc(16384), 0, 16384, false };
@@ -556,6 +636,9 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
         else
             row_series(&b, srv, r);
     }
+    /* server/webhook_send.c: per app and endpoint. */
+    srv_webhooks_metrics(srv, put_text, &b);
+    backplane_series(&b, srv);
     for (size_t i = 0; i < sizeof(hist_rows) / sizeof(hist_rows[0]); i++) {
         family(&b, hist_rows[i].metric, "histogram", hist_rows[i].help);
         hist_series(&b, srv, &hist_rows[i]);

@@ -21,6 +21,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "hub/cluster.h"
 #include "server/srv.h"
 
 static const lws_retry_bo_t no_validity = {
@@ -311,6 +312,9 @@ static void *loop_thread(void *arg)
      * late lws_cancel_service() into a destroyed context would be a
      * use-after-free (docs/LWS.md, "Cross-thread wakeup"). */
     pthread_barrier_wait(&l->srv->barrier);
+    /* Nothing from other nodes reaches a loop from here on. */
+    if (l->srv->cluster)
+        hub_cluster_close(l->srv->cluster);
     atomic_store(&l->srv->stopping, true);
     atomic_store(&l->srv->hub->stopping, true);
     lws_context_destroy(l->ctx);

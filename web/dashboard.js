@@ -215,6 +215,46 @@ function renderTable(d) {
     });
 }
 
+// /stats has "webhooks" only when an app has webhooks (docs/WEBHOOKS.md).
+function renderWebhooks(d) {
+    const wh = d.webhooks;
+    $('webhooks-panel').hidden = !wh;
+    if (!wh) {
+        return;
+    }
+    setText('webhooks-durable', wh.durable ? 'durable (--state-dir)' :
+        'memory only');
+    setText('webhooks-delayed', compact(wh.edges_delayed));
+    setText('webhooks-cancelled', compact(wh.edges_cancelled));
+    setText('webhooks-dropped', compact(wh.events_dropped));
+    const body = $('webhooks-body');
+    while (body.children.length > wh.endpoints.length) {
+        body.lastElementChild.remove();
+    }
+    wh.endpoints.forEach((e, i) => {
+        let tr = body.children[i];
+        if (!tr) {
+            tr = document.createElement('tr');
+            for (let k = 0; k < 10; k++) {
+                tr.append(document.createElement('td'));
+            }
+            body.append(tr);
+        }
+        const cells = [
+            e.app, e.url, e.up ? 'up' : 'failing', e.sent, e.failed,
+            e.retried, e.dead_lettered, e.dropped, e.queue_depth,
+            e.oldest_pending_age_ms ? duration(e.oldest_pending_age_ms / 1000) : '–',
+        ];
+        cells.forEach((c, k) => {
+            const text = typeof c === 'number' ? compact(c) : String(c);
+            if (tr.children[k].textContent !== text) {
+                tr.children[k].textContent = text;
+            }
+        });
+        tr.children[2].style.color = e.up ? '' : 'var(--bad)';
+    });
+}
+
 let nLoops = -1;
 function render(d) {
     if (d.per_loop.length !== nLoops) {
@@ -230,6 +270,7 @@ function render(d) {
     const s = samples[samples.length - 1];
     renderNumbers(d, s);
     renderTable(d);
+    renderWebhooks(d);
     for (const c of Object.values(charts)) {
         c.update(samples);
     }

@@ -620,6 +620,63 @@ static void test_config_app_errors(void **state)
     }
 }
 
+/* Authorized connections and watchlists: the per-app keys, their
+ * defaults and their ranges. */
+static void test_config_app_signin_options(void **state)
+{
+    static const struct {
+        const char *field;
+        const char *want;
+    } bad[] = {
+        {"\"user_authentication_timeout\": 0",
+         "apps[0].user_authentication_timeout"},
+        {"\"user_authentication_timeout\": \"2d\"",
+         "apps[0].user_authentication_timeout"},
+        {"\"max_watchlist\": 100001", "apps[0].max_watchlist"},
+        {"\"enable_user_authentication\": 1",
+         "apps[0].enable_user_authentication"},
+    };
+    struct fixture *f = *state;
+    const struct hub_app *a;
+    char flag[96], json[512];
+
+    write_json(f, "{\"apps\": ["
+                  "{\"id\": \"1\", \"key\": \"k1\", \"secret\": \"s1\"},"
+                  "{\"id\": \"2\", \"key\": \"k2\", \"secret\": \"s2\","
+                  " \"enable_user_authentication\": true,"
+                  " \"user_authentication_timeout\": \"5s\","
+                  " \"watchlist_events\": false,"
+                  " \"max_watchlist\": 7, \"max_watchers\": 0}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, NULL), 0);
+    a = hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k1", 2);
+    assert_non_null(a);
+    assert_false(a->enable_user_authentication);
+    assert_int_equal(a->user_auth_timeout_ms, 30000);
+    assert_true(a->watchlist_events);
+    assert_int_equal(a->max_watchlist, 100);
+    assert_int_equal(a->max_watchers, 1000);
+    a = hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k2", 2);
+    assert_non_null(a);
+    assert_true(a->enable_user_authentication);
+    assert_int_equal(a->user_auth_timeout_ms, 5000);
+    assert_false(a->watchlist_events);
+    assert_int_equal(a->max_watchlist, 7);
+    assert_int_equal(a->max_watchers, 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        unlink(f->path);
+        f->path[0] = '\0';
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+        snprintf(json, sizeof(json),
+                 "{\"apps\": [{\"id\": \"1\", \"key\": \"k\","
+                 " \"secret\": \"s\", %s}]}", bad[i].field);
+        write_json(f, json);
+        snprintf(flag, sizeof(flag), "--config=%s", f->path);
+        expect_error(f, load(f, NULL, flag, NULL), bad[i].want, f->path);
+    }
+}
+
 static void test_config_too_many_apps_rejected(void **state)
 {
     struct fixture *f = *state;
@@ -1142,6 +1199,7 @@ int main(void)
         T(test_config_json_numbers_and_strings),
         T(test_config_empty_env_is_unset),
         T(test_config_check_config_sets_check_only),
+        T(test_config_app_signin_options),
         T(test_config_help_skips_file_and_env),
         T(test_config_unknown_flag_rejected),
         T(test_config_missing_value_rejected),

@@ -254,7 +254,7 @@ static void test_publish_recording_backplane_sees_calls(void **state)
     struct fake_hub fh;
     struct fake_session a, b;
     struct rec r = { 0 };
-    struct hub_backplane bp = { &rec_dir_ops, &r, &rec_bus_ops, &r };
+    struct hub_backplane bp = { &rec_dir_ops, &r, &rec_bus_ops, &r, NULL };
     struct hub_rest_response resp = { 0 };
     const char *ev = "{\"name\":\"ev\",\"channel\":\"private-c\","
                      "\"data\":\"{}\"}";

@@ -26,6 +26,7 @@
 #include "fail_alloc.h"
 #include "hub/stats_table.h"
 #include "server/srv.h"
+#include "server/webhook.h"
 
 /* The table again, as the test sees it. */
 enum fmt { U64, NS_MS, MS_S, BY_REASON, LATE, RATIO };
@@ -78,6 +79,20 @@ static size_t families(struct family *out, size_t cap)
         out[n++] = (struct family){ metric, "histogram", true, false };
     HUB_LOOP_HISTS(X)
 #undef X
+    /* server/webhook.h: per app and endpoint, not per loop. */
+#define X(metric, type, help)                                                  \
+    if (n < cap)                                                               \
+        out[n++] = (struct family){ #metric, #type, false, false };
+    SRV_WEBHOOK_METRICS(X)
+#undef X
+#define X(field, type, key, metric, help)                                      \
+    if (n < cap)                                                               \
+        out[n++] = (struct family){ metric, #type, false, false };
+    HUB_BACKPLANE_STATS(X)
+#undef X
+    if (n < cap)
+        out[n++] = (struct family){ HUB_BACKPLANE_RTT_METRIC, "histogram",
+                                    false, false };
     assert_true(n < cap);
     return n;
 }

@@ -282,5 +282,5 @@ async function bothLoopsBusy(hub) {
 module.exports = {
   APP, MASTER_KEY, loopOf, configFile, twoLoopHub, serverSdk, pusherClient,
   connected, pusherOnLoop, RawClient, rawClient, rawOnLoop, sign, signedPath,
-  rest, bothLoopsBusy, onLoop, trackClient,
+  rest, bothLoopsBusy, onLoop, trackClient, closeTracked,
 };

@@ -1,0 +1,612 @@
+/*
+ * hub/cluster.c - the scale-out backplane's node-local half (hub/cluster.h):
+ * the wrapped directory with its per-channel refcount, the bus that serves
+ * local subscribers at once and queues the rest for the backplane thread,
+ * and the receiving side's checks.
+ */
+#include "hub/cluster.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "hub/chantab.h"
+#include "hub/directory.h"
+#include "hub/envelope.h"
+#include "hub/frame.h"
+#include "hub/loop.h"
+
+#define USER_PREFIX "#server-to-user-"
+
+/* A channel with local subscribers: how many, and its UNSUB, made when
+ * the record was, so that the last leave can always queue it. */
+struct crec {
+    struct hub_chan_node node;
+    uint32_t refs;
+    struct hub_cluster_op *unsub;
+    char name[];
+};
+
+struct hub_cluster_origin {
+    struct hub_cluster_origin *next;
+    uint64_t epoch, last;
+    size_t len;
+    char id[];
+};
+
+struct hub_cluster {
+    char *node_id;
+    size_t node_len;
+    char *prefix;
+    const struct hub_app *apps;
+    unsigned n_apps;
+    size_t max_queue;
+    void (*wake)(void *ctx);
+    void *wake_ctx;
+    struct hub *hub;
+    struct hub_directory *dir;
+
+    pthread_mutex_t mu;            /* the table and the queue */
+    struct hub_chantab chans;
+    struct hub_cluster_op *head, **tail;
+    size_t queued;                 /* events in the queue */
+
+    /* Delivery from the backplane thread against the loops' teardown:
+     * hub_cluster_close() sets closed under it, after which nothing is
+     * delivered. */
+    pthread_mutex_t deliver_mu;
+    bool closed;
+
+    struct hub_backplane_stats stats;
+};
+
+static void stat_add(uint64_t *v, uint64_t n)
+{
+    __atomic_fetch_add(v, n, __ATOMIC_RELAXED);
+}
+
+struct hub_cluster *hub_cluster_create(const struct hub_cluster_cfg *cfg)
+{
+    struct hub_cluster *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return NULL;
+    c->node_id = strdup(cfg->node_id ? cfg->node_id : "");
+    c->prefix = strdup(cfg->prefix ? cfg->prefix : "lubdub");
+    c->dir = hub_directory_create();
+    if (!c->node_id || !c->prefix || !c->dir ||
+        hub_chantab_init(&c->chans, 64)) {
+        free(c->node_id);
+        free(c->prefix);
+        hub_directory_destroy(c->dir);
+        free(c);
+        return NULL;
+    }
+    c->node_len = strlen(c->node_id);
+    c->apps = cfg->apps;
+    c->n_apps = cfg->n_apps;
+    c->max_queue = cfg->max_queue ? cfg->max_queue : 65536;
+    c->wake = cfg->wake;
+    c->wake_ctx = cfg->wake_ctx;
+    c->tail = &c->head;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->deliver_mu, NULL);
+    return c;
+}
+
+void hub_cluster_set_hub(struct hub_cluster *c, struct hub *h)
+{
+    c->hub = h;
+}
+
+void hub_cluster_close(struct hub_cluster *c)
+{
+    pthread_mutex_lock(&c->deliver_mu);
+    c->closed = true;
+    pthread_mutex_unlock(&c->deliver_mu);
+}
+
+void hub_cluster_set_wake(struct hub_cluster *c, void (*fn)(void *ctx),
+                          void *ctx)
+{
+    pthread_mutex_lock(&c->mu);
+    c->wake = fn;
+    c->wake_ctx = ctx;
+    pthread_mutex_unlock(&c->mu);
+}
+
+struct hub_backplane_stats *hub_cluster_stats(struct hub_cluster *c)
+{
+    return &c->stats;
+}
+
+const char *hub_cluster_node_id(const struct hub_cluster *c)
+{
+    return c->node_id;
+}
+
+void hub_cluster_op_free(struct hub_cluster_op *op)
+{
+    if (!op)
+        return;
+    if (op->f)
+        hub_frame_unref(op->f);
+    free(op);
+}
+
+void hub_cluster_destroy(struct hub_cluster *c)
+{
+    struct hub_cluster_op *op, *next;
+    struct hub_chan_node *n, *nn;
+
+    if (!c)
+        return;
+    for (op = c->head; op; op = next) {
+        next = op->next;
+        hub_cluster_op_free(op);
+    }
+    for (n = hub_chantab_next(&c->chans, NULL); n; n = nn) {
+        struct crec *r = hub_container_of(n, struct crec, node);
+
+        nn = hub_chantab_next(&c->chans, n);
+        hub_chantab_remove(&c->chans, n);
+        hub_cluster_op_free(r->unsub);
+        free(r);
+    }
+    hub_chantab_fini(&c->chans);
+    hub_directory_destroy(c->dir);
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->deliver_mu);
+    free(c->node_id);
+    free(c->prefix);
+    free(c);
+}
+
+/* An op for (app, name) with its broker channel name; NULL out of memory
+ * or for an app index out of range. */
+static struct hub_cluster_op *op_new(struct hub_cluster *c,
+                                     enum hub_cluster_op_kind kind,
+                                     unsigned app, const char *name,
+                                     size_t len)
+{
+    const char *id;
+    size_t plen = strlen(c->prefix), ilen, total;
+    struct hub_cluster_op *op;
+
+    if (app >= c->n_apps)
+        return NULL;
+    id = c->apps[app].id;
+    ilen = strlen(id);
+    total = plen + 1 + ilen + 1 + len;
+    op = malloc(sizeof(*op) + total + 1);
+    if (!op)
+        return NULL;
+    memset(op, 0, sizeof(*op));
+    op->kind = kind;
+    op->app = app;
+    op->rchan = (char *)(op + 1);
+    memcpy(op->rchan, c->prefix, plen);
+    op->rchan[plen] = ':';
+    memcpy(op->rchan + plen + 1, id, ilen);
+    op->rchan[plen + 1 + ilen] = ':';
+    memcpy(op->rchan + plen + 2 + ilen, name, len);
+    op->rchan[total] = '\0';
+    op->rchan_len = total;
+    op->name_off = plen + 2 + ilen;
+    return op;
+}
+
+/* Under c->mu. */
+static void push_locked(struct hub_cluster *c, struct hub_cluster_op *op,
+                        bool *wake)
+{
+    *wake = !c->head;
+    op->next = NULL;
+    *c->tail = op;
+    c->tail = &op->next;
+    HUB_STAT_SET(c->stats.queue, HUB_STAT_GET(c->stats.queue) + 1);
+}
+
+/* Under c->mu (so that hub_cluster_set_wake() can take the function
+ * away); the wake is a non-blocking eventfd write. */
+static void wake_locked(struct hub_cluster *c, bool edge)
+{
+    if (edge && c->wake)
+        c->wake(c->wake_ctx);
+}
+
+struct hub_cluster_op *hub_cluster_take(struct hub_cluster *c)
+{
+    struct hub_cluster_op *all;
+
+    pthread_mutex_lock(&c->mu);
+    all = c->head;
+    c->head = NULL;
+    c->tail = &c->head;
+    c->queued = 0;
+    HUB_STAT_SET(c->stats.queue, 0);
+    pthread_mutex_unlock(&c->mu);
+    return all;
+}
+
+/* Directory: the local one, plus the node's refcount per channel. */
+
+static int cdir_join(void *d, unsigned app, const char *name, size_t len,
+                     struct hub_presence_join *j)
+{
+    struct hub_cluster *c = d;
+    uint64_t hash = hub_chan_hash(app, name, len);
+    struct hub_chan_node *n;
+    struct crec *r = NULL;
+    struct hub_cluster_op *sub = NULL, *unsub = NULL;
+    bool edge = false;
+    int rc;
+
+    pthread_mutex_lock(&c->mu);
+    n = hub_chantab_find(&c->chans, app, name, len, hash);
+    if (!n) {
+        /* Everything the first subscription needs, before counting it. */
+        r = malloc(sizeof(*r) + len + 1);
+        sub = op_new(c, HUB_COP_SUB, app, name, len);
+        unsub = op_new(c, HUB_COP_UNSUB, app, name, len);
+        if (!r || !sub || !unsub) {
+            pthread_mutex_unlock(&c->mu);
+            free(r);
+            hub_cluster_op_free(sub);
+            hub_cluster_op_free(unsub);
+            return -ENOMEM;
+        }
+    }
+    rc = hub_directory_join(c->dir, app, name, len, j);
+    if (rc) {
+        pthread_mutex_unlock(&c->mu);
+        free(r);
+        hub_cluster_op_free(sub);
+        hub_cluster_op_free(unsub);
+        return rc;
+    }
+    if (n) {
+        hub_container_of(n, struct crec, node)->refs++;
+    } else {
+        memcpy(r->name, name, len);
+        r->name[len] = '\0';
+        r->node.app = app;
+        r->node.name = r->name;
+        r->node.name_len = (uint32_t)len;
+        r->node.hash = hash;
+        r->refs = 1;
+        r->unsub = unsub;
+        hub_chantab_insert(&c->chans, &r->node);
+        push_locked(c, sub, &edge);
+    }
+    wake_locked(c, edge);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+static void cdir_leave(void *d, unsigned app, const char *name, size_t len,
+                       const char *uid, bool *last, uint64_t *seq)
+{
+    struct hub_cluster *c = d;
+    struct hub_chan_node *n;
+    bool edge = false;
+
+    pthread_mutex_lock(&c->mu);
+    hub_directory_leave_seq(c->dir, app, name, len, uid, last, seq);
+    n = hub_chantab_find(&c->chans, app, name, len,
+                         hub_chan_hash(app, name, len));
+    if (n) {
+        struct crec *r = hub_container_of(n, struct crec, node);
+
+        if (--r->refs == 0) {
+            hub_chantab_remove(&c->chans, n);
+            push_locked(c, r->unsub, &edge);
+            free(r);
+        }
+    }
+    wake_locked(c, edge);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void cdir_info(void *d, unsigned app, const char *name, size_t len,
+                      struct hub_channel_info *out)
+{
+    hub_directory_info(((struct hub_cluster *)d)->dir, app, name, len, out);
+}
+
+static json_t *cdir_list(void *d, unsigned app, const char *prefix,
+                         bool user_count)
+{
+    return hub_directory_list(((struct hub_cluster *)d)->dir, app, prefix,
+                              user_count);
+}
+
+static json_t *cdir_users(void *d, unsigned app, const char *name, size_t len)
+{
+    return hub_directory_users(((struct hub_cluster *)d)->dir, app, name, len);
+}
+
+/* Edges are this node's, as its counts are (the wrapped directory): until
+ * the directory is cluster-wide, each node reports its own 0 <-> 1 moves
+ * (docs/WEBHOOKS.md, "In a cluster"). */
+static void cdir_set_edge_hook(void *d, hub_dir_edge_fn *fn, void *ctx)
+{
+    hub_directory_set_edge_hook(((struct hub_cluster *)d)->dir, fn, ctx);
+}
+
+static const struct hub_directory_ops cluster_dir_ops = {
+    .join = cdir_join,
+    .leave = cdir_leave,
+    .info = cdir_info,
+    .list = cdir_list,
+    .users = cdir_users,
+    .set_edge_hook = cdir_set_edge_hook,
+    .destroy = NULL, /* the bus's destroy frees the whole cluster */
+};
+
+/* Bus. */
+
+/* Queue an event or terminate op, or count it lost when the queue is
+ * full. */
+static void enqueue(struct hub_cluster *c, struct hub_cluster_op *op)
+{
+    bool edge = false;
+
+    pthread_mutex_lock(&c->mu);
+    if (c->queued >= c->max_queue) {
+        pthread_mutex_unlock(&c->mu);
+        stat_add(&c->stats.lost, 1);
+        hub_cluster_op_free(op);
+        return;
+    }
+    c->queued++;
+    push_locked(c, op, &edge);
+    wake_locked(c, edge);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static int cbus_publish(void *b, struct hub *h, struct hub_loop *from,
+                        const struct hub_pub_req *r)
+{
+    struct hub_cluster *c = b;
+    struct hub_cluster_op *op;
+    int rc;
+
+    /* This node's subscribers first, never through the broker. */
+    rc = hub_fanout_loops(h, from, r);
+    if (r->excl && r->excl->member_seq)
+        return rc;
+    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return rc;
+    op = op_new(c, HUB_COP_EVENT, r->app, r->name, r->len);
+    if (!op) {
+        stat_add(&c->stats.lost, 1);
+        return rc;
+    }
+    if (r->excl)
+        op->excl = *r->excl;
+    op->f = hub_frame_ref(r->f);
+    enqueue(c, op);
+    return rc;
+}
+
+static int cbus_terminate(void *b, struct hub *h, struct hub_loop *from,
+                          unsigned app, const char *uid)
+{
+    struct hub_cluster *c = b;
+    size_t plen = sizeof(USER_PREFIX) - 1, ulen = strlen(uid);
+    struct hub_cluster_op *op;
+    char *name;
+    int rc;
+
+    rc = hub_fanout_terminate(h, from, app, uid);
+    if (rc)
+        return rc;
+    name = malloc(plen + ulen + 1);
+    op = name ? op_new(c, HUB_COP_TERMINATE, app,
+                       (memcpy(name, USER_PREFIX, plen),
+                        memcpy(name + plen, uid, ulen), name),
+                       plen + ulen)
+              : NULL;
+    free(name);
+    if (!op) {
+        stat_add(&c->stats.lost, 1);
+        return 0;
+    }
+    enqueue(c, op);
+    return 0;
+}
+
+static void cbus_destroy(void *b)
+{
+    hub_cluster_destroy(b);
+}
+
+static const struct hub_bus_ops cluster_bus_ops = {
+    .publish = cbus_publish,
+    .terminate_user = cbus_terminate,
+    .destroy = cbus_destroy,
+};
+
+int hub_cluster_backplane(struct hub_cluster *c, struct hub_backplane *bp)
+{
+    *bp = (struct hub_backplane){
+        .dir = &cluster_dir_ops,
+        .dir_impl = c,
+        .bus = &cluster_bus_ops,
+        .bus_impl = c,
+        .stats = &c->stats,
+    };
+    return 0;
+}
+
+/* Backplane thread. */
+
+unsigned char *hub_cluster_encode(struct hub_cluster *c,
+                                  const struct hub_cluster_op *op,
+                                  uint64_t epoch, uint64_t seq, size_t *len)
+{
+    const char *app = c->apps[op->app].id;
+    struct hub_envelope e = {
+        .kind = op->kind == HUB_COP_EVENT ? HUB_ENV_EVENT : HUB_ENV_TERMINATE,
+        .origin = c->node_id,
+        .origin_len = c->node_len,
+        .epoch = epoch,
+        .seq = seq,
+        .app = app,
+        .app_len = strlen(app),
+        .channel = op->rchan + op->name_off,
+        .channel_len = op->rchan_len - op->name_off,
+        .excl_set = op->excl.set,
+        .excl_hi = op->excl.hi,
+        .excl_lo = op->excl.lo,
+        .member_seq = 0,
+    };
+    unsigned char *out;
+    size_t n;
+
+    if (op->kind == HUB_COP_EVENT && op->f) {
+        e.data = hub_frame_data(op->f) + (op->f->len - op->f->payload_len);
+        e.data_len = op->f->payload_len;
+    }
+    n = hub_envelope_size(&e);
+    if (!n || !(out = malloc(n)))
+        return NULL;
+    *len = hub_envelope_encode(&e, out, n);
+    return out;
+}
+
+void hub_cluster_rx_fini(struct hub_cluster_rx *rx)
+{
+    struct hub_cluster_origin *o, *next;
+
+    for (o = rx->origins; o; o = next) {
+        next = o->next;
+        free(o);
+    }
+    rx->origins = NULL;
+    rx->n = 0;
+}
+
+static void deliver(struct hub_cluster *c, const struct hub_app *app,
+                    const struct hub_envelope *e);
+
+/* Count what is missing between the origin's last seq and e's. */
+static void track(struct hub_cluster *c, struct hub_cluster_rx *rx,
+                  const struct hub_envelope *e)
+{
+    struct hub_cluster_origin *o;
+
+    for (o = rx->origins; o; o = o->next)
+        if (o->len == e->origin_len && !memcmp(o->id, e->origin, o->len))
+            break;
+    if (!o) {
+        if (rx->n >= HUB_CLUSTER_MAX_ORIGINS)
+            return;
+        o = malloc(sizeof(*o) + e->origin_len);
+        if (!o)
+            return;
+        o->len = e->origin_len;
+        memcpy(o->id, e->origin, o->len);
+        o->epoch = e->epoch;
+        o->last = e->seq;
+        o->next = rx->origins;
+        rx->origins = o;
+        rx->n++;
+        return;
+    }
+    if (o->epoch != e->epoch) {
+        /* The origin restarted or reset its numbering. */
+        o->epoch = e->epoch;
+        o->last = e->seq;
+        return;
+    }
+    if (e->seq > o->last + 1)
+        stat_add(&c->stats.gaps, e->seq - o->last - 1);
+    if (e->seq > o->last)
+        o->last = e->seq;
+}
+
+/* rchan (NULL = not checked) is "<prefix>:<app>:<channel>" of e. */
+static bool rchan_matches(const struct hub_cluster *c, const char *rchan,
+                          size_t rlen, const struct hub_envelope *e)
+{
+    size_t plen = strlen(c->prefix);
+
+    if (!rchan)
+        return true;
+    return rlen == plen + 1 + e->app_len + 1 + e->channel_len &&
+           !memcmp(rchan, c->prefix, plen) && rchan[plen] == ':' &&
+           !memcmp(rchan + plen + 1, e->app, e->app_len) &&
+           rchan[plen + 1 + e->app_len] == ':' &&
+           !memcmp(rchan + plen + 2 + e->app_len, e->channel, e->channel_len);
+}
+
+int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
+                        const char *rchan, size_t rchan_len,
+                        const void *data, size_t len)
+{
+    struct hub_envelope e;
+    const struct hub_app *app;
+
+    if (hub_envelope_decode(&e, data, len) ||
+        !rchan_matches(c, rchan, rchan_len, &e) ||
+        !(app = hub_app_find_by_id(c->apps, c->n_apps, e.app, e.app_len))) {
+        stat_add(&c->stats.bad, 1);
+        return -EINVAL;
+    }
+    if (e.origin_len == c->node_len && !memcmp(e.origin, c->node_id,
+                                               c->node_len)) {
+        stat_add(&c->stats.own_ignored, 1);
+        return 1;
+    }
+    if (rx)
+        track(c, rx, &e);
+    stat_add(&c->stats.received, 1);
+    if (!c->hub)
+        return 0;
+    pthread_mutex_lock(&c->deliver_mu);
+    if (!c->closed)
+        deliver(c, app, &e);
+    pthread_mutex_unlock(&c->deliver_mu);
+    return 0;
+}
+
+static void deliver(struct hub_cluster *c, const struct hub_app *app,
+                    const struct hub_envelope *ep)
+{
+    const struct hub_envelope e = *ep;
+    struct hub_frame *f;
+
+    if (e.kind == HUB_ENV_TERMINATE) {
+        size_t plen = sizeof(USER_PREFIX) - 1;
+        char uid[HUB_ENV_MAX_CHANNEL + 1];
+
+        if (e.channel_len <= plen || memcmp(e.channel, USER_PREFIX, plen)) {
+            stat_add(&c->stats.bad, 1);
+            return;
+        }
+        memcpy(uid, e.channel + plen, e.channel_len - plen);
+        uid[e.channel_len - plen] = '\0';
+        if (strlen(uid) != e.channel_len - plen) {
+            stat_add(&c->stats.bad, 1);
+            return;
+        }
+        hub_fanout_terminate(c->hub, NULL, app->index, uid);
+        return;
+    }
+    f = hub_frame_create_text(e.data, e.data_len);
+    if (!f)
+        return;
+    {
+        struct hub_excl ex = { .set = e.excl_set, .hi = e.excl_hi,
+                               .lo = e.excl_lo, .member_seq = 0 };
+        const struct hub_pub_req r = { app->index, e.channel, e.channel_len,
+                                       f, &ex };
+
+        hub_fanout_loops(c->hub, NULL, &r);
+    }
+    hub_frame_unref(f);
+}

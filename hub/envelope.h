@@ -1,0 +1,65 @@
+/*
+ * hub/envelope.h - what one node sends another through the broker: a
+ * publication (a sealed frame's payload) or a terminate order, with what
+ * the receiver needs to deliver it exactly as the origin would have.
+ *
+ * Wire layout (all integers big-endian, every length checked on decode):
+ *   "LDB1"            magic and version (4 bytes)
+ *   u8  kind          1 = event, 2 = terminate
+ *   u8  flags         bit 0: excl socket id set
+ *   u16 origin_len    then origin bytes (the node id, 1..255)
+ *   u64 epoch         the origin's run (changes on restart or seq reset)
+ *   u64 seq           per (origin, epoch, channel), from 1
+ *   u16 app_len       then the app id bytes (1..255)
+ *   u16 chan_len      then the channel name bytes (1..1024)
+ *   u64 excl_hi, u32 excl_lo   the excluded socket id ("hi.lo")
+ *   u64 member_seq    the origin's member_seq (0 = none)
+ *   u32 data_len      then data_len payload bytes (kind 1), 0 for kind 2
+ * Nothing may follow. Decoding borrows pointers into the input.
+ *
+ * Thread: none (pure functions).
+ */
+#ifndef HUB_ENVELOPE_H
+#define HUB_ENVELOPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HUB_ENV_EVENT 1
+#define HUB_ENV_TERMINATE 2
+
+#define HUB_ENV_MAX_ORIGIN 255
+#define HUB_ENV_MAX_APP 255
+#define HUB_ENV_MAX_CHANNEL 1024
+#define HUB_ENV_MAX_DATA (16u * 1024 * 1024)
+
+struct hub_envelope {
+    uint8_t kind;
+    const char *origin;
+    size_t origin_len;
+    uint64_t epoch, seq;
+    const char *app;
+    size_t app_len;
+    const char *channel;
+    size_t channel_len;
+    bool excl_set;
+    uint64_t excl_hi;
+    uint32_t excl_lo;
+    uint64_t member_seq;
+    const unsigned char *data;
+    size_t data_len;
+};
+
+/* Bytes hub_envelope_encode() writes for e, 0 when e is out of bounds. */
+size_t hub_envelope_size(const struct hub_envelope *e);
+/* Write e into out (cap bytes); the length written, 0 when it does not
+ * fit or e is out of bounds. */
+size_t hub_envelope_encode(const struct hub_envelope *e, unsigned char *out,
+                           size_t cap);
+/* Parse p[0..len) into e (pointers into p). 0, or -EINVAL for anything
+ * malformed: wrong magic, unknown kind, a length out of bounds or past
+ * the end, trailing bytes. */
+int hub_envelope_decode(struct hub_envelope *e, const void *p, size_t len);
+
+#endif

@@ -1,0 +1,707 @@
+/*
+ * hub/webhook.c - webhook events, their queue and the sender thread's
+ * engine (hub/webhook.h).
+ *
+ * The edge delay. The directory reports edges under its lock, so the
+ * queue holds them in the order the counts moved, whichever loop moved
+ * them. The engine keeps, per (app, channel) and per (app, channel, user),
+ * what the receiver has been told: "reported" (occupied / present). An
+ * occupied edge on a reported key can only follow a vacated edge that is
+ * still waiting: both cancel, nothing is sent (a page refresh). A vacated
+ * edge on a reported key waits delay_ms on the engine's own timing wheel
+ * and is sent when it expires; an edge on a key never reported (its
+ * opening edge was dropped by a full queue) is dropped too, so the
+ * receiver never sees a vacated without its occupied. The state lives
+ * only on the sender thread: no cross-thread cancellation, no generation
+ * to compare, because the one ordered stream is the truth.
+ */
+#include "hub/webhook.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "hub/app.h"
+#include "hub/directory.h"
+#include "hub/json.h"
+#include "hub/loop.h"
+#include "timer/list.h"
+
+static const char *const type_names[HUB_WH_N_TYPES] = {
+    "channel_occupied", "channel_vacated", "member_added",
+    "member_removed",   "client_event",    "cache_miss",
+};
+
+const char *hub_wh_type_name(unsigned type)
+{
+    return type < HUB_WH_N_TYPES ? type_names[type] : NULL;
+}
+
+int hub_wh_type_parse(const char *name)
+{
+    for (unsigned i = 0; i < HUB_WH_N_TYPES; i++)
+        if (!strcmp(name, type_names[i]))
+            return (int)i;
+    return -1;
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+
+    return a >= b && memcmp(s + a - b, suf, b) == 0;
+}
+
+bool hub_webhook_matches(const struct hub_webhook_conf *w, unsigned type,
+                         const char *channel)
+{
+    if (type >= HUB_WH_N_TYPES || !(w->types & HUB_WH_BIT(type)))
+        return false;
+    if (w->starts_with &&
+        strncmp(channel, w->starts_with, strlen(w->starts_with)) != 0)
+        return false;
+    if (w->ends_with && !has_suffix(channel, w->ends_with))
+        return false;
+    return true;
+}
+
+void hub_app_webhooks_free(struct hub_app *app)
+{
+    for (unsigned i = 0; i < app->n_webhooks; i++) {
+        struct hub_webhook_conf *w = &app->webhooks[i];
+
+        free(w->url);
+        free(w->starts_with);
+        free(w->ends_with);
+        for (unsigned j = 0; j < w->n_headers; j++)
+            free(w->headers[j]);
+        free(w->headers);
+    }
+    free(app->webhooks);
+    app->webhooks = NULL;
+    app->n_webhooks = 0;
+    app->webhook_types = 0;
+}
+
+struct hub_wh_event *hub_wh_event_new(unsigned app, unsigned type,
+                                      const char *channel, size_t len,
+                                      const char *user_id, const char *event,
+                                      const char *data, const char *socket_id)
+{
+    size_t lu = user_id ? strlen(user_id) + 1 : 0;
+    size_t le = event ? strlen(event) + 1 : 0;
+    size_t ld = data ? strlen(data) + 1 : 0;
+    size_t ls = socket_id ? strlen(socket_id) + 1 : 0;
+    size_t size = sizeof(struct hub_wh_event) + len + 1 + lu + le + ld + ls;
+    struct hub_wh_event *ev = malloc(size);
+    char *p;
+
+    if (!ev)
+        return NULL;
+    memset(ev, 0, sizeof(*ev));
+    ev->size = size;
+    ev->app = app;
+    ev->type = (uint8_t)type;
+    p = (char *)(ev + 1);
+    memcpy(p, channel, len);
+    p[len] = '\0';
+    ev->channel = p;
+    p += len + 1;
+#define COPY(field, src, l)                                                    \
+    if (src) {                                                                 \
+        memcpy(p, src, l);                                                     \
+        ev->field = p;                                                         \
+        p += l;                                                                \
+    }
+    COPY(user_id, user_id, lu)
+    COPY(event, event, le)
+    COPY(data, data, ld)
+    COPY(socket_id, socket_id, ls)
+#undef COPY
+    return ev;
+}
+
+/* The queue. */
+
+int hub_whq_init(struct hub_whq *q, uint32_t cap, const struct hub_app *apps,
+                 unsigned n_apps)
+{
+    memset(q, 0, sizeof(*q));
+    if (pthread_mutex_init(&q->mu, NULL))
+        return -ENOMEM;
+    q->tail = &q->head;
+    q->cap = cap ? cap : 1;
+    q->max_bytes = HUB_WH_QUEUE_BYTES;
+    q->apps = apps;
+    q->n_apps = n_apps;
+    atomic_init(&q->enqueued, 0);
+    atomic_init(&q->dropped, 0);
+    return 0;
+}
+
+static void free_list(struct hub_wh_event *ev)
+{
+    while (ev) {
+        struct hub_wh_event *next = ev->next;
+
+        free(ev);
+        ev = next;
+    }
+}
+
+void hub_whq_fini(struct hub_whq *q)
+{
+    free_list(q->head);
+    q->head = NULL;
+    pthread_mutex_destroy(&q->mu);
+}
+
+bool hub_whq_wants(const struct hub_whq *q, unsigned app, unsigned type)
+{
+    return q && app < q->n_apps &&
+           (q->apps[app].webhook_types & HUB_WH_BIT(type));
+}
+
+int hub_whq_push(struct hub_whq *q, struct hub_wh_event *ev)
+{
+    bool was_empty;
+
+    ev->next = NULL;
+    pthread_mutex_lock(&q->mu);
+    if (q->len >= q->cap || q->bytes + ev->size > q->max_bytes) {
+        pthread_mutex_unlock(&q->mu);
+        free(ev);
+        atomic_fetch_add_explicit(&q->dropped, 1, memory_order_relaxed);
+        return -ENOSPC;
+    }
+    was_empty = q->len == 0;
+    *q->tail = ev;
+    q->tail = &ev->next;
+    q->len++;
+    q->bytes += ev->size;
+    pthread_mutex_unlock(&q->mu);
+    atomic_fetch_add_explicit(&q->enqueued, 1, memory_order_relaxed);
+    if (was_empty && q->wake)
+        q->wake(q->wake_ctx);
+    return 0;
+}
+
+struct hub_wh_event *hub_whq_pop_all(struct hub_whq *q)
+{
+    struct hub_wh_event *list;
+
+    pthread_mutex_lock(&q->mu);
+    list = q->head;
+    q->head = NULL;
+    q->tail = &q->head;
+    q->len = 0;
+    q->bytes = 0;
+    pthread_mutex_unlock(&q->mu);
+    return list;
+}
+
+static void push_new(struct hub_whq *q, unsigned app, unsigned type,
+                     const char *channel, size_t len, const char *uid,
+                     const char *event, const char *data, const char *sid)
+{
+    struct hub_wh_event *ev =
+        hub_wh_event_new(app, type, channel, len, uid, event, data, sid);
+
+    if (!ev) {
+        atomic_fetch_add_explicit(&q->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    hub_whq_push(q, ev);
+}
+
+void hub_webhook_dir_edge(void *ctx, const struct hub_dir_edge *e)
+{
+    struct hub_whq *q = ctx;
+    unsigned open, close;
+    bool member = e->kind == HUB_DIR_MEMBER_FIRST ||
+                  e->kind == HUB_DIR_MEMBER_LAST;
+    bool first = e->kind == HUB_DIR_CHANNEL_FIRST ||
+                 e->kind == HUB_DIR_MEMBER_FIRST;
+
+    open = member ? HUB_WH_MEMBER_ADDED : HUB_WH_CHANNEL_OCCUPIED;
+    close = member ? HUB_WH_MEMBER_REMOVED : HUB_WH_CHANNEL_VACATED;
+    /* Both halves of a pair pass when either is wanted: the engine needs
+     * the opening edge to know a closing one may be sent. */
+    if (!hub_whq_wants(q, e->app, open) && !hub_whq_wants(q, e->app, close))
+        return;
+    push_new(q, e->app, first ? open : close, e->name, e->len,
+             member ? e->user_id : NULL, NULL, NULL, NULL);
+}
+
+void hub_webhook_client_event(struct hub *h, unsigned app,
+                              const char *channel, size_t len,
+                              const char *event, const char *data,
+                              const char *socket_id, const char *user_id)
+{
+    if (!hub_whq_wants(h->webhooks, app, HUB_WH_CLIENT_EVENT))
+        return;
+    push_new(h->webhooks, app, HUB_WH_CLIENT_EVENT, channel, len, user_id,
+             event, data ? data : "", socket_id);
+}
+
+void hub_webhook_cache_miss(struct hub *h, unsigned app, const char *channel,
+                            size_t len)
+{
+    if (!hub_whq_wants(h->webhooks, app, HUB_WH_CACHE_MISS))
+        return;
+    push_new(h->webhooks, app, HUB_WH_CACHE_MISS, channel, len, NULL, NULL,
+             NULL, NULL);
+}
+
+/* The engine. */
+
+struct wh_state {
+    struct wh_state *next;         /* hash chain */
+    struct hub_wh_engine *e;
+    uint64_t hash;
+    unsigned app;
+    bool member;
+    bool pending;                  /* a closing edge waits on t */
+    struct hub_timer t;
+    struct hub_wh_event *ev;       /* the waiting closing edge */
+    size_t klen;
+    char key[];                    /* channel '\0' user_id */
+};
+
+struct wh_batch {
+    struct hub_wh_engine *e;
+    unsigned app;
+    unsigned n;
+    struct hub_timer t;
+    struct hub_wh_event *evs[HUB_WH_BATCH_EVENTS];
+    uint64_t seqs[HUB_WH_BATCH_EVENTS];
+};
+
+struct hub_wh_engine {
+    const struct hub_app *apps;
+    unsigned n_apps;
+    uint64_t delay_ms, boot, seq, batch_seq, wall_ms;
+    struct hub_wheel *wheel;
+    hub_wh_emit_fn *emit;
+    void *ctx;
+    struct wh_state **buckets;
+    size_t n_buckets, n_states;
+    struct wh_batch *batches;      /* one per app */
+    struct hub_wh_engine_stats st;
+};
+
+static uint64_t key_hash(unsigned app, bool member, const char *k, size_t n)
+{
+    uint64_t h = 1469598103934665603ull ^ (app * 2u + member);
+
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)k[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static void batch_fire(struct hub_timer *t, uint64_t now_ms);
+static void state_fire(struct hub_timer *t, uint64_t now_ms);
+
+struct hub_wh_engine *hub_wh_engine_create(const struct hub_app *apps,
+                                           unsigned n_apps, uint64_t delay_ms,
+                                           uint64_t boot, uint64_t now_ms,
+                                           hub_wh_emit_fn *emit, void *ctx)
+{
+    struct hub_wh_engine *e = calloc(1, sizeof(*e));
+
+    if (!e)
+        return NULL;
+    e->apps = apps;
+    e->n_apps = n_apps;
+    e->delay_ms = delay_ms;
+    e->boot = boot;
+    e->emit = emit;
+    e->ctx = ctx;
+    e->n_buckets = 64;
+    e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
+    e->batches = calloc(n_apps ? n_apps : 1, sizeof(*e->batches));
+    /* 10 ms ticks: the batch window and the delay are hundreds of ms. */
+    e->wheel = hub_wheel_create(10, 10, now_ms);
+    if (!e->buckets || !e->batches || !e->wheel) {
+        hub_wh_engine_destroy(e);
+        return NULL;
+    }
+    for (unsigned i = 0; i < n_apps; i++) {
+        e->batches[i].e = e;
+        e->batches[i].app = i;
+        hub_timer_init(&e->batches[i].t, batch_fire);
+    }
+    return e;
+}
+
+void hub_wh_engine_destroy(struct hub_wh_engine *e)
+{
+    if (!e)
+        return;
+    /* The wheel first: it disarms entries that live in what follows. */
+    hub_wheel_destroy(e->wheel);
+    for (size_t i = 0; e->buckets && i < e->n_buckets; i++) {
+        struct wh_state *s = e->buckets[i], *next;
+
+        for (; s; s = next) {
+            next = s->next;
+            free(s->ev);
+            free(s);
+        }
+    }
+    for (unsigned i = 0; e->batches && i < e->n_apps; i++)
+        for (unsigned j = 0; j < e->batches[i].n; j++)
+            free(e->batches[i].evs[j]);
+    free(e->buckets);
+    free(e->batches);
+    free(e);
+}
+
+static struct wh_state **state_slot(struct hub_wh_engine *e, unsigned app,
+                                    bool member, const char *k, size_t n,
+                                    uint64_t h)
+{
+    struct wh_state **pp = &e->buckets[h & (e->n_buckets - 1)];
+
+    for (; *pp; pp = &(*pp)->next) {
+        struct wh_state *s = *pp;
+
+        if (s->hash == h && s->app == app && s->member == member &&
+            s->klen == n && !memcmp(s->key, k, n))
+            break;
+    }
+    return pp;
+}
+
+static void state_grow(struct hub_wh_engine *e)
+{
+    size_t n = e->n_buckets * 2;
+    struct wh_state **b = calloc(n, sizeof(*b));
+
+    if (!b)
+        return;                   /* longer chains, still correct */
+    for (size_t i = 0; i < e->n_buckets; i++) {
+        struct wh_state *s = e->buckets[i], *next;
+
+        for (; s; s = next) {
+            next = s->next;
+            s->next = b[s->hash & (n - 1)];
+            b[s->hash & (n - 1)] = s;
+        }
+    }
+    free(e->buckets);
+    e->buckets = b;
+    e->n_buckets = n;
+}
+
+static void state_remove(struct hub_wh_engine *e, struct wh_state *s)
+{
+    struct wh_state **pp =
+        state_slot(e, s->app, s->member, s->key, s->klen, s->hash);
+
+    *pp = s->next;
+    e->n_states--;
+    hub_wheel_stop(e->wheel, &s->t);
+    free(s->ev);
+    free(s);
+}
+
+static void batch_flush(struct wh_batch *b, uint64_t wall_ms)
+{
+    struct hub_wh_engine *e = b->e;
+    const struct hub_app *app = &e->apps[b->app];
+
+    hub_wheel_stop(e->wheel, &b->t);
+    if (!b->n)
+        return;
+    for (unsigned i = 0; i < app->n_webhooks; i++) {
+        struct hub_wh_out out = { .app = b->app, .hook = i };
+        char id[48];
+
+        out.body = hub_wh_encode((const struct hub_wh_event *const *)b->evs,
+                                 b->seqs, b->n, &app->webhooks[i], e->boot,
+                                 wall_ms, &out.len, &out.n_events);
+        if (!out.body) {
+            if (out.n_events == 0)
+                continue;         /* nothing for this webhook */
+            e->st.oom += out.n_events;
+            continue;
+        }
+        snprintf(id, sizeof(id), "%016" PRIx64 "-b%" PRIu64, e->boot,
+                 ++e->batch_seq);
+        out.batch_id = id;
+        e->emit(e->ctx, &out);
+    }
+    for (unsigned j = 0; j < b->n; j++)
+        free(b->evs[j]);
+    b->n = 0;
+}
+
+static void batch_fire(struct hub_timer *t, uint64_t now_ms)
+{
+    struct wh_batch *b = hub_container_of(t, struct wh_batch, t);
+
+    (void)now_ms;
+    batch_flush(b, b->e->wall_ms);
+}
+
+/* Put ev (taken) into its app's batch. */
+static void batch_add(struct hub_wh_engine *e, struct hub_wh_event *ev,
+                      uint64_t now_ms)
+{
+    struct wh_batch *b = &e->batches[ev->app];
+    const struct hub_app *app = &e->apps[ev->app];
+
+    if (!(app->webhook_types & HUB_WH_BIT(ev->type))) {
+        free(ev);                 /* the other half of a wanted pair */
+        return;
+    }
+    if (ev->type == HUB_WH_CACHE_MISS)
+        for (unsigned i = 0; i < b->n; i++)
+            if (b->evs[i]->type == HUB_WH_CACHE_MISS &&
+                !strcmp(b->evs[i]->channel, ev->channel)) {
+                free(ev);         /* clients that missed together: one */
+                return;
+            }
+    b->evs[b->n] = ev;
+    b->seqs[b->n] = ++e->seq;
+    b->n++;
+    e->st.events++;
+    if (!app->webhook_batching || b->n == HUB_WH_BATCH_EVENTS)
+        batch_flush(b, e->wall_ms);
+    else if (!hub_timer_is_armed(&b->t))
+        hub_wheel_start(e->wheel, &b->t, now_ms, HUB_WH_BATCH_MS);
+}
+
+static void state_fire(struct hub_timer *t, uint64_t now_ms)
+{
+    struct wh_state *s = hub_container_of(t, struct wh_state, t);
+    struct hub_wh_engine *e = s->e;
+    struct hub_wh_event *ev = s->ev;
+
+    s->ev = NULL;
+    e->st.delayed--;
+    state_remove(e, s);
+    batch_add(e, ev, now_ms);
+}
+
+/* An edge event (taken). */
+static void edge(struct hub_wh_engine *e, struct hub_wh_event *ev,
+                 uint64_t now_ms)
+{
+    bool member = ev->type == HUB_WH_MEMBER_ADDED ||
+                  ev->type == HUB_WH_MEMBER_REMOVED;
+    bool open = ev->type == HUB_WH_CHANNEL_OCCUPIED ||
+                ev->type == HUB_WH_MEMBER_ADDED;
+    size_t lc = strlen(ev->channel);
+    size_t lu = member && ev->user_id ? strlen(ev->user_id) : 0;
+    size_t n = lc + 1 + lu;
+    char stackkey[512], *k = n <= sizeof(stackkey) ? stackkey : malloc(n);
+    uint64_t h;
+    struct wh_state **pp, *s;
+
+    if (!k) {
+        e->st.oom++;
+        free(ev);
+        return;
+    }
+    memcpy(k, ev->channel, lc + 1);
+    if (lu)
+        memcpy(k + lc + 1, ev->user_id, lu);
+    h = key_hash(ev->app, member, k, n);
+    pp = state_slot(e, ev->app, member, k, n, h);
+    s = *pp;
+    if (open) {
+        if (s) {
+            /* Reported already: a closing edge must be waiting (the
+             * refresh case). Both go. */
+            if (s->pending) {
+                hub_wheel_stop(e->wheel, &s->t);
+                free(s->ev);
+                s->ev = NULL;
+                s->pending = false;
+                e->st.delayed--;
+                e->st.cancelled++;
+            }
+            free(ev);
+            goto out;
+        }
+        s = malloc(sizeof(*s) + n);
+        if (!s) {
+            e->st.oom++;
+            free(ev);
+            goto out;
+        }
+        memset(s, 0, sizeof(*s));
+        s->e = e;
+        s->hash = h;
+        s->app = ev->app;
+        s->member = member;
+        s->klen = n;
+        memcpy(s->key, k, n);
+        hub_timer_init(&s->t, state_fire);
+        s->next = *pp;
+        *pp = s;
+        if (++e->n_states > e->n_buckets)
+            state_grow(e);
+        batch_add(e, ev, now_ms);
+        goto out;
+    }
+    if (!s || s->pending) {
+        /* Never reported (its opening edge was lost), or already
+         * closing: nothing to tell. */
+        free(ev);
+        goto out;
+    }
+    if (!e->delay_ms) {
+        state_remove(e, s);
+        batch_add(e, ev, now_ms);
+        goto out;
+    }
+    s->ev = ev;
+    s->pending = true;
+    e->st.delayed++;
+    hub_wheel_start(e->wheel, &s->t, now_ms, (int64_t)e->delay_ms);
+out:
+    if (k != stackkey)
+        free(k);
+}
+
+void hub_wh_engine_feed(struct hub_wh_engine *e, struct hub_wh_event *list,
+                        uint64_t now_ms)
+{
+    while (list) {
+        struct hub_wh_event *ev = list;
+
+        list = ev->next;
+        ev->next = NULL;
+        if (ev->app >= e->n_apps) {
+            free(ev);
+            continue;
+        }
+        if (ev->type <= HUB_WH_MEMBER_REMOVED)
+            edge(e, ev, now_ms);
+        else
+            batch_add(e, ev, now_ms);
+    }
+}
+
+uint64_t hub_wh_engine_advance(struct hub_wh_engine *e, uint64_t now_ms,
+                               uint64_t wall_ms)
+{
+    e->wall_ms = wall_ms;
+    hub_wheel_advance(e->wheel, now_ms);
+    return hub_wheel_next_due_ms(e->wheel, now_ms);
+}
+
+void hub_wh_engine_flush(struct hub_wh_engine *e, uint64_t wall_ms)
+{
+    e->wall_ms = wall_ms;
+    /* Closing edges still in their delay go now: the hub is going away,
+     * nobody can rejoin it, and a receiver must not be left believing a
+     * channel occupied. Each goes into its app's batch (which may flush). */
+    for (size_t i = 0; i < e->n_buckets; i++) {
+        struct wh_state *s = e->buckets[i], *next;
+
+        for (; s; s = next) {
+            struct hub_wh_event *ev = s->ev;
+
+            next = s->next;
+            if (!s->pending)
+                continue;
+            s->ev = NULL;
+            e->st.delayed--;
+            state_remove(e, s);
+            batch_add(e, ev, 0);
+        }
+    }
+    for (unsigned i = 0; i < e->n_apps; i++)
+        batch_flush(&e->batches[i], wall_ms);
+}
+
+void hub_wh_engine_get_stats(const struct hub_wh_engine *e,
+                             struct hub_wh_engine_stats *out)
+{
+    *out = e->st;
+}
+
+static json_t *event_json(const struct hub_wh_event *ev, uint64_t boot,
+                          uint64_t seq)
+{
+    json_t *o = json_object();
+    char id[48];
+    bool ok;
+
+    if (!o)
+        return NULL;
+    snprintf(id, sizeof(id), "%016" PRIx64 "-%" PRIu64, boot, seq);
+    ok = !json_object_set_new(o, "name",
+                              json_string(type_names[ev->type])) &&
+         !json_object_set_new(o, "channel", json_string(ev->channel));
+    if (ok && ev->type == HUB_WH_CLIENT_EVENT)
+        ok = !json_object_set_new(o, "event", json_string(ev->event)) &&
+             !json_object_set_new(o, "data", json_string(ev->data)) &&
+             !json_object_set_new(o, "socket_id",
+                                  json_string(ev->socket_id));
+    if (ok && ev->user_id)
+        ok = !json_object_set_new(o, "user_id", json_string(ev->user_id));
+    if (ok)
+        ok = !json_object_set_new(o, "id", json_string(id));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+char *hub_wh_encode(const struct hub_wh_event *const *evs,
+                    const uint64_t *seqs, unsigned n,
+                    const struct hub_webhook_conf *w, uint64_t boot,
+                    uint64_t wall_ms, size_t *len, unsigned *n_out)
+{
+    json_t *root = NULL, *arr = json_array();
+    char *body = NULL;
+    unsigned m = 0;
+    bool ok = arr != NULL;
+
+    for (unsigned i = 0; ok && i < n; i++) {
+        if (w && !hub_webhook_matches(w, evs[i]->type, evs[i]->channel))
+            continue;
+        m++;
+        ok = !json_array_append_new(arr, event_json(evs[i], boot, seqs[i]));
+    }
+    *n_out = m;
+    *len = 0;
+    if (!m || !ok) {
+        json_decref(arr);
+        return NULL;
+    }
+    root = json_object();
+    if (root &&
+        !json_object_set_new(root, "time_ms", json_integer((json_int_t)wall_ms)) &&
+        !json_object_set(root, "events", arr))
+        body = hub_json_dumps(root, JSON_COMPACT);
+    json_decref(arr);
+    json_decref(root);
+    if (body)
+        *len = strlen(body);
+    return body;
+}
+
+uint64_t hub_wh_backoff_ms(unsigned attempt, uint64_t base_ms, uint64_t max_ms,
+                           uint64_t rnd)
+{
+    uint64_t d = base_ms ? base_ms : 1;
+
+    for (unsigned i = 1; i < attempt && d < max_ms; i++)
+        d *= 2;
+    if (d > max_ms)
+        d = max_ms;
+    return d / 2 + (d - d / 2 ? rnd % (d - d / 2 + 1) : 0);
+}

@@ -1,0 +1,942 @@
+/*
+ * server/webhook_send.c - the webhook sender thread (server/webhook.h).
+ *
+ * One thread, never a loop: it pops the hub's webhook queue, runs the
+ * engine (hub/webhook.h: delay, batching, filters, encoding), keeps one
+ * FIFO of batches per endpoint (an endpoint is one webhook of one app),
+ * and sends the head of each FIFO with libcurl's multi interface: at most
+ * one request in flight per endpoint, so per-endpoint order holds, and
+ * any number of endpoints in parallel, so a slow one holds up only
+ * itself. Each endpoint keeps its easy handle, so its connection is kept
+ * alive between requests.
+ *
+ * A batch is written to the store (when there is one) the moment the
+ * engine makes it and deleted when a 2xx answers it; a failure retries
+ * after hub_wh_backoff_ms() until the retry window since its creation is
+ * over, then the batch moves to the dead letters. Response bodies are
+ * read and thrown away up to a cap; past it the transfer is cut (the
+ * status already read decides). Memory: the batches held are bounded by
+ * --webhook-max-pending bytes; a batch past it is dropped, counted and
+ * logged once per episode.
+ */
+#include "server/webhook.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "hub/auth.h"
+#include "hub/backplane.h"
+#include "hub/webhook.h"
+#include "server/srv.h"
+
+#define BODY_CAP (64 * 1024)        /* response bytes read, then cut */
+#define N_LAT 10
+static const double lat_bounds_s[N_LAT] = {
+    0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30, 300,
+};
+
+struct batch {
+    struct batch *next;
+    int64_t id;                     /* store row; 0 without a store */
+    char *body;
+    size_t len;
+    char idem[48];
+    unsigned n_events, attempts;
+    uint64_t created_ms;            /* wall clock */
+    uint64_t next_ms;               /* monotonic: not before */
+};
+
+struct endpoint {
+    struct srv_wh *wh;
+    const struct hub_app *app;
+    const struct hub_webhook_conf *conf;
+    char *shown;                    /* the URL for logs and stats: no
+                                       user:password@, no ?query */
+    struct batch *head, **tail;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    bool in_flight;
+    bool failing;
+    size_t body_seen;
+    char last_err[128];
+    /* Read by /stats from any thread. */
+    atomic_uint_fast64_t sent, failed, retried, dead, dropped, depth;
+    atomic_uint_fast64_t oldest_ms;  /* wall clock of the head; 0 none */
+    atomic_bool up;
+    atomic_uint_fast64_t lat[N_LAT + 1], lat_sum_ms, lat_count;
+};
+
+struct srv_wh {
+    struct srv *srv;
+    const struct srv_config *cfg;
+    struct hub_whq q;
+    struct hub_wh_engine *eng;
+    struct srv_wh_store *store;
+    CURLM *multi;
+    pthread_t thread;
+    atomic_bool stop;
+    struct endpoint *eps;
+    unsigned n_eps;
+    unsigned *ep_base;              /* per app: its first endpoint */
+    uint64_t held_bytes;
+    atomic_uint_fast64_t held_bytes_pub;
+    bool dropping;                  /* logged the current drop episode */
+    uint64_t rng;
+    uint64_t last_checkpoint_ms, last_replay_ms;
+    bool dirty;                     /* written since the last checkpoint */
+    atomic_uint_fast64_t store_errors, orphans;
+    /* The engine's figures, copied each round for /stats. */
+    atomic_uint_fast64_t edges_cancelled, edges_delayed, events_batched,
+        events_oom;
+};
+
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t rnd(struct srv_wh *wh)
+{
+    uint64_t x = wh->rng;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    wh->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static void store_tx(struct srv_wh *wh)
+{
+    if (wh->store && srv_wh_store_begin(wh->store))
+        atomic_fetch_add(&wh->store_errors, 1);
+    wh->dirty = true;
+}
+
+static void depth_update(struct endpoint *ep)
+{
+    atomic_store_explicit(&ep->oldest_ms, ep->head ? ep->head->created_ms : 0,
+                          memory_order_relaxed);
+}
+
+static void batch_free(struct srv_wh *wh, struct batch *b)
+{
+    wh->held_bytes -= b->len;
+    free(b->body);
+    free(b);
+}
+
+/* Hold b (taken) at the tail of ep, or drop it when the cap is reached. */
+static bool ep_push(struct endpoint *ep, struct batch *b)
+{
+    struct srv_wh *wh = ep->wh;
+
+    if (wh->held_bytes + b->len > wh->cfg->webhook_max_pending) {
+        atomic_fetch_add(&ep->dropped, 1);
+        if (!wh->dropping)
+            srv_log(HUB_LOG_WARN, 0,
+                    "webhooks: pending batches reached --webhook-max-pending "
+                    "(%" PRIu64 " bytes); new batches are dropped (counted "
+                    "in webhook_dropped_total) until it drains",
+                    (uint64_t)wh->cfg->webhook_max_pending);
+        wh->dropping = true;
+        free(b->body);
+        free(b);
+        return false;
+    }
+    wh->held_bytes += b->len;
+    b->next = NULL;
+    *ep->tail = b;
+    ep->tail = &b->next;
+    atomic_fetch_add(&ep->depth, 1);
+    depth_update(ep);
+    return true;
+}
+
+static void ep_pop(struct endpoint *ep)
+{
+    struct batch *b = ep->head;
+
+    ep->head = b->next;
+    if (!ep->head)
+        ep->tail = &ep->head;
+    atomic_fetch_sub(&ep->depth, 1);
+    depth_update(ep);
+    batch_free(ep->wh, b);
+    if (ep->wh->dropping && ep->wh->held_bytes <
+                                ep->wh->cfg->webhook_max_pending / 2) {
+        srv_log(HUB_LOG_INFO, 0, "webhooks: pending batches below half of "
+                                 "--webhook-max-pending; no longer dropping");
+        ep->wh->dropping = false;
+    }
+}
+
+/* The engine made a body for (app, hook). */
+static void on_emit(void *ctx, struct hub_wh_out *out)
+{
+    struct srv_wh *wh = ctx;
+    struct endpoint *ep = &wh->eps[wh->ep_base[out->app] + out->hook];
+    struct batch *b = calloc(1, sizeof(*b));
+
+    if (!b) {
+        free(out->body);
+        atomic_fetch_add(&ep->dropped, 1);
+        return;
+    }
+    b->body = out->body;
+    b->len = out->len;
+    b->n_events = out->n_events;
+    snprintf(b->idem, sizeof(b->idem), "%s", out->batch_id);
+    b->created_ms = wall_ms();
+    if (!ep_push(ep, b))
+        return;
+    if (wh->store) {
+        const struct srv_wh_row r = {
+            .app = ep->app->id, .url = ep->conf->url, .idem = b->idem,
+            .created_ms = b->created_ms, .n_events = b->n_events,
+            .body = b->body, .len = b->len,
+        };
+
+        store_tx(wh);
+        b->id = srv_wh_store_add(wh->store, &r);
+        if (b->id < 0) {
+            b->id = 0;
+            atomic_fetch_add(&wh->store_errors, 1);
+        }
+    }
+}
+
+static size_t discard(char *p, size_t sz, size_t n, void *ctx)
+{
+    struct endpoint *ep = ctx;
+
+    (void)p;
+    ep->body_seen += sz * n;
+    /* Past the cap: a short count makes curl stop (CURLE_WRITE_ERROR). */
+    return ep->body_seen > BODY_CAP ? 0 : sz * n;
+}
+
+static void start_send(struct endpoint *ep, uint64_t now)
+{
+    struct srv_wh *wh = ep->wh;
+    struct batch *b = ep->head;
+    char sig[65], line[HUB_WH_MAX_HEADER_BYTES + 64];
+    struct curl_slist *h = NULL, *t;
+    bool ok = true;
+
+    (void)now;
+    hub_auth_hmac_hex(ep->app->secret, strlen(ep->app->secret), b->body,
+                      b->len, sig);
+#define ADD(text)                                                              \
+    if (ok && (t = curl_slist_append(h, text)) != NULL)                        \
+        h = t;                                                                 \
+    else                                                                       \
+        ok = false;
+    ADD("Content-Type: application/json")
+    ADD("Expect:")
+    snprintf(line, sizeof(line), "X-Pusher-Key: %s", ep->app->key);
+    ADD(line)
+    snprintf(line, sizeof(line), "X-Pusher-Signature: %s", sig);
+    ADD(line)
+    snprintf(line, sizeof(line), "X-Lubdub-Idempotency-Key: %s", b->idem);
+    ADD(line)
+    snprintf(line, sizeof(line), "Idempotency-Key: %s", b->idem);
+    ADD(line)
+    for (unsigned i = 0; i < ep->conf->n_headers; i++) {
+        ADD(ep->conf->headers[i])
+    }
+#undef ADD
+    if (!ok) {
+        curl_slist_free_all(h);
+        b->next_ms = now + 1000;   /* out of memory: try again later */
+        return;
+    }
+    if (!ep->easy) {
+        ep->easy = curl_easy_init();
+        if (!ep->easy) {
+            curl_slist_free_all(h);
+            b->next_ms = now + 1000;
+            return;
+        }
+    }
+    curl_easy_reset(ep->easy);
+    curl_easy_setopt(ep->easy, CURLOPT_URL, ep->conf->url);
+    curl_easy_setopt(ep->easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(ep->easy, CURLOPT_POSTFIELDS, b->body);
+    curl_easy_setopt(ep->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                     (curl_off_t)b->len);
+    curl_easy_setopt(ep->easy, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(ep->easy, CURLOPT_USERAGENT, "lubdub-webhooks");
+    curl_easy_setopt(ep->easy, CURLOPT_TIMEOUT_MS,
+                     (long)wh->cfg->webhook_timeout_ms);
+    curl_easy_setopt(ep->easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)wh->cfg->webhook_timeout_ms);
+    curl_easy_setopt(ep->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(ep->easy, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(ep->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(ep->easy, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(ep->easy, CURLOPT_WRITEDATA, ep);
+    curl_easy_setopt(ep->easy, CURLOPT_PRIVATE, ep);
+    curl_easy_setopt(ep->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (wh->cfg->webhook_ca_file)
+        curl_easy_setopt(ep->easy, CURLOPT_CAINFO, wh->cfg->webhook_ca_file);
+    ep->hdrs = h;
+    ep->body_seen = 0;
+    if (b->attempts)
+        atomic_fetch_add(&ep->retried, 1);
+    if (curl_multi_add_handle(wh->multi, ep->easy) != CURLM_OK) {
+        curl_slist_free_all(h);
+        ep->hdrs = NULL;
+        b->next_ms = now + 1000;
+        return;
+    }
+    ep->in_flight = true;
+}
+
+static void latency(struct endpoint *ep, uint64_t ms)
+{
+    unsigned i = 0;
+
+    while (i < N_LAT && (double)ms / 1000.0 > lat_bounds_s[i])
+        i++;
+    atomic_fetch_add(&ep->lat[i], 1);
+    atomic_fetch_add(&ep->lat_sum_ms, ms);
+    atomic_fetch_add(&ep->lat_count, 1);
+}
+
+static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
+                     uint64_t now)
+{
+    struct endpoint *ep = NULL;
+    struct batch *b;
+    long code = 0;
+    uint64_t wall = wall_ms();
+
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&ep);
+    curl_multi_remove_handle(wh->multi, easy);
+    curl_slist_free_all(ep->hdrs);
+    ep->hdrs = NULL;
+    ep->in_flight = false;
+    b = ep->head;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+    if ((res == CURLE_OK || res == CURLE_WRITE_ERROR) && code >= 200 &&
+        code < 300) {
+        atomic_fetch_add(&ep->sent, 1);
+        latency(ep, wall > b->created_ms ? wall - b->created_ms : 0);
+        if (ep->failing)
+            srv_log(HUB_LOG_INFO, 0, "webhook %s (app %s): up again",
+                    ep->shown, ep->app->id);
+        ep->failing = false;
+        atomic_store(&ep->up, true);
+        if (wh->store && b->id) {
+            store_tx(wh);
+            if (srv_wh_store_done(wh->store, b->id))
+                atomic_fetch_add(&wh->store_errors, 1);
+        }
+        ep_pop(ep);
+        return;
+    }
+    if (res != CURLE_OK && res != CURLE_WRITE_ERROR)
+        snprintf(ep->last_err, sizeof(ep->last_err), "%s",
+                 curl_easy_strerror(res));
+    else
+        snprintf(ep->last_err, sizeof(ep->last_err), "HTTP %ld", code);
+    atomic_fetch_add(&ep->failed, 1);
+    atomic_store(&ep->up, false);
+    if (!ep->failing)
+        srv_log(HUB_LOG_WARN, 0,
+                "webhook %s (app %s): failing (%s); retrying with backoff",
+                ep->shown, ep->app->id, ep->last_err);
+    ep->failing = true;
+    b->attempts++;
+    if (wall >= b->created_ms + wh->cfg->webhook_retry_window_ms) {
+        atomic_fetch_add(&ep->dead, 1);
+        srv_log(HUB_LOG_WARN, 0,
+                "webhook %s (app %s): batch %s dead-lettered after %u "
+                "attempts (%s)",
+                ep->shown, ep->app->id, b->idem, b->attempts,
+                ep->last_err);
+        if (wh->store && b->id) {
+            store_tx(wh);
+            if (srv_wh_store_dead(wh->store, b->id, wall, b->attempts,
+                                  ep->last_err))
+                atomic_fetch_add(&wh->store_errors, 1);
+        }
+        ep_pop(ep);
+        return;
+    }
+    b->next_ms = now + hub_wh_backoff_ms(b->attempts,
+                                         wh->cfg->webhook_backoff_max_ms < 1000
+                                             ? wh->cfg->webhook_backoff_max_ms
+                                             : 1000,
+                                         wh->cfg->webhook_backoff_max_ms,
+                                         rnd(wh));
+}
+
+/* url without its userinfo and query, which often carry secrets: what
+ * logs, /stats and /metrics show. Owned; NULL when out of memory. */
+static char *shown_url(const char *url)
+{
+    const char *host = strstr(url, "://"), *at, *end;
+    size_t n = strlen(url);
+    char *out = malloc(n + 8), *o = out;
+
+    if (!out)
+        return NULL;
+    host = host ? host + 3 : url;
+    end = host + strcspn(host, "/?#");
+    at = memchr(host, '@', (size_t)(end - host));
+    memcpy(o, url, (size_t)(host - url));
+    o += host - url;
+    if (at) {
+        memcpy(o, "***@", 4);
+        o += 4;
+        host = at + 1;
+    }
+    n = strcspn(host, "?#");
+    memcpy(o, host, n);
+    o += n;
+    if (host[n] == '?') {
+        memcpy(o, "?***", 4);
+        o += 4;
+    }
+    *o = '\0';
+    return out;
+}
+
+static struct endpoint *find_ep(struct srv_wh *wh, const char *app,
+                                const char *url)
+{
+    for (unsigned i = 0; i < wh->n_eps; i++)
+        if (!strcmp(wh->eps[i].app->id, app) &&
+            !strcmp(wh->eps[i].conf->url, url))
+            return &wh->eps[i];
+    return NULL;
+}
+
+/* A row of the store, at start or from a replay. */
+static void on_row(void *ctx, const struct srv_wh_row *r)
+{
+    struct srv_wh *wh = ctx;
+    struct endpoint *ep = find_ep(wh, r->app, r->url);
+    struct batch *b;
+
+    if (!ep) {
+        atomic_fetch_add(&wh->orphans, 1);
+        return;
+    }
+    b = calloc(1, sizeof(*b));
+    if (b)
+        b->body = malloc(r->len + 1);
+    if (!b || !b->body) {
+        free(b);
+        atomic_fetch_add(&ep->dropped, 1);
+        return;
+    }
+    memcpy(b->body, r->body, r->len);
+    b->body[r->len] = '\0';
+    b->len = r->len;
+    b->id = r->id;
+    b->n_events = r->n_events;
+    b->created_ms = r->created_ms;
+    snprintf(b->idem, sizeof(b->idem), "%s", r->idem);
+    ep_push(ep, b);
+}
+
+static uint64_t mono_ms(void)
+{
+    return srv_now_ms();
+}
+
+/* Shutdown: how long the sender keeps sending after the loops are gone. */
+#define SRV_WH_STOP_GRACE_MS 2000
+
+/* Is a batch in flight, or due and not failing (worth the grace)? */
+static bool any_ready(const struct srv_wh *wh)
+{
+    for (unsigned i = 0; i < wh->n_eps; i++) {
+        const struct endpoint *ep = &wh->eps[i];
+
+        if (ep->in_flight || (ep->head && !ep->failing))
+            return true;
+    }
+    return false;
+}
+
+static void *sender_main(void *arg)
+{
+    struct srv_wh *wh = arg;
+    uint64_t stop_deadline = 0;
+
+    for (;;) {
+        uint64_t now = mono_ms(), wall = wall_ms(), due, wait = 1000;
+        struct hub_wh_event *list = hub_whq_pop_all(&wh->q);
+        bool stopping = atomic_load(&wh->stop);
+        int running = 0, left;
+        CURLMsg *msg;
+
+        hub_wh_engine_advance(wh->eng, now, wall);
+        hub_wh_engine_feed(wh->eng, list, now);
+        due = hub_wh_engine_advance(wh->eng, now, wall);
+        if (due < wait)
+            wait = due;
+        {
+            struct hub_wh_engine_stats es;
+
+            hub_wh_engine_get_stats(wh->eng, &es);
+            atomic_store(&wh->edges_cancelled, es.cancelled);
+            atomic_store(&wh->edges_delayed, es.delayed);
+            atomic_store(&wh->events_batched, es.events);
+            atomic_store(&wh->events_oom, es.oom);
+        }
+        if (stopping && !stop_deadline) {
+            /* Everything the engine holds becomes batches (stored when
+             * durable), then a short grace to send what can be sent. */
+            hub_wh_engine_flush(wh->eng, wall);
+            stop_deadline = now + SRV_WH_STOP_GRACE_MS;
+        }
+        if (stop_deadline && (now >= stop_deadline || !any_ready(wh)))
+            break;
+        if (wh->store && now - wh->last_replay_ms >= 2000) {
+            /* Dead letters an operator replayed (--webhook-replay). */
+            wh->last_replay_ms = now;
+            store_tx(wh);
+            if (srv_wh_store_take_replays(wh->store, wall_ms(), on_row, wh))
+                atomic_fetch_add(&wh->store_errors, 1);
+        }
+        for (unsigned i = 0; i < wh->n_eps; i++) {
+            struct endpoint *ep = &wh->eps[i];
+
+            if (ep->in_flight || !ep->head)
+                continue;
+            if (ep->head->next_ms <= now)
+                start_send(ep, now);
+            else if (ep->head->next_ms - now < wait)
+                wait = ep->head->next_ms - now;
+        }
+        curl_multi_perform(wh->multi, &running);
+        while ((msg = curl_multi_info_read(wh->multi, &left)))
+            if (msg->msg == CURLMSG_DONE)
+                finished(wh, msg->easy_handle, msg->data.result, now);
+        if (wh->store) {
+            if (srv_wh_store_commit(wh->store))
+                atomic_fetch_add(&wh->store_errors, 1);
+            if (wh->dirty && now - wh->last_checkpoint_ms >= 1000) {
+                srv_wh_store_checkpoint(wh->store);
+                wh->last_checkpoint_ms = now;
+                wh->dirty = false;
+            }
+        }
+        atomic_store(&wh->held_bytes_pub, wh->held_bytes);
+        /* A send made ready by a finish above starts next round. */
+        for (unsigned i = 0; i < wh->n_eps; i++)
+            if (!wh->eps[i].in_flight && wh->eps[i].head &&
+                wh->eps[i].head->next_ms <= now)
+                wait = 0;
+        curl_multi_poll(wh->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait),
+                        NULL);
+    }
+    if (wh->store) {
+        srv_wh_store_commit(wh->store);
+        srv_wh_store_checkpoint(wh->store);
+    }
+    return NULL;
+}
+
+static void wake(void *ctx)
+{
+    curl_multi_wakeup(ctx);
+}
+
+static void wh_free(struct srv_wh *wh)
+{
+    for (unsigned i = 0; i < wh->n_eps; i++) {
+        struct endpoint *ep = &wh->eps[i];
+
+        if (ep->easy) {
+            if (ep->in_flight)
+                curl_multi_remove_handle(wh->multi, ep->easy);
+            curl_easy_cleanup(ep->easy);
+        }
+        curl_slist_free_all(ep->hdrs);
+        while (ep->head)
+            ep_pop(ep);
+        free(ep->shown);
+    }
+    hub_wh_engine_destroy(wh->eng);
+    if (wh->multi)
+        curl_multi_cleanup(wh->multi);
+    srv_wh_store_close(wh->store);
+    hub_whq_fini(&wh->q);
+    free(wh->eps);
+    free(wh->ep_base);
+    free(wh);
+}
+
+static struct srv_wh *the_wh;      /* for /stats; set once at start */
+
+int srv_webhooks_start(struct srv *srv)
+{
+    const struct srv_config *cfg = srv->cfg;
+    struct srv_wh *wh;
+    unsigned n = 0, k = 0;
+    uint64_t boot = 0;
+    char err[512];
+
+    for (unsigned i = 0; i < cfg->n_apps; i++)
+        n += cfg->apps[i].n_webhooks;
+    if (!n) {
+        if (cfg->state_dir)
+            srv_log(HUB_LOG_INFO, 0, "webhooks: none configured; "
+                                     "--state-dir is not used");
+        return 0;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        srv_log(HUB_LOG_ERR, 0, "webhooks: libcurl did not initialise");
+        return -1;
+    }
+    wh = calloc(1, sizeof(*wh));
+    if (!wh || hub_whq_init(&wh->q, HUB_WH_QUEUE_EVENTS, cfg->apps, cfg->n_apps)) {
+        free(wh);
+        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+        return -1;
+    }
+    wh->srv = srv;
+    wh->cfg = cfg;
+    atomic_init(&wh->stop, false);
+    if (getrandom(&boot, sizeof(boot), 0) != sizeof(boot))
+        boot = wall_ms() ^ (uint64_t)getpid() << 32;
+    wh->rng = boot | 1;
+    wh->eps = calloc(n, sizeof(*wh->eps));
+    wh->ep_base = calloc(cfg->n_apps, sizeof(*wh->ep_base));
+    wh->multi = curl_multi_init();
+    wh->eng = hub_wh_engine_create(cfg->apps, cfg->n_apps,
+                                   cfg->webhook_delay_ms, boot, mono_ms(),
+                                   on_emit, wh);
+    if (!wh->eps || !wh->ep_base || !wh->multi || !wh->eng) {
+        wh_free(wh);
+        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+        return -1;
+    }
+    curl_multi_setopt(wh->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
+    for (unsigned i = 0; i < cfg->n_apps; i++) {
+        wh->ep_base[i] = k;
+        for (unsigned j = 0; j < cfg->apps[i].n_webhooks; j++, k++) {
+            struct endpoint *ep = &wh->eps[k];
+
+            ep->wh = wh;
+            ep->app = &cfg->apps[i];
+            ep->conf = &cfg->apps[i].webhooks[j];
+            ep->shown = shown_url(ep->conf->url);
+            ep->tail = &ep->head;
+            atomic_init(&ep->up, true);
+        }
+    }
+    wh->n_eps = n;
+    for (unsigned i = 0; i < n; i++)
+        if (!wh->eps[i].shown) {
+            wh_free(wh);
+            srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+            return -1;
+        }
+    if (cfg->state_dir) {
+        /* One level, as --check-config allowed (its parent exists). */
+        if (mkdir(cfg->state_dir, 0700) && errno != EEXIST) {
+            srv_log(HUB_LOG_ERR, 0, "--state-dir %s: %s", cfg->state_dir,
+                    strerror(errno));
+            wh_free(wh);
+            return -1;
+        }
+        if (srv_wh_store_open(cfg->state_dir, &wh->store, err,
+                              sizeof(err))) {
+            srv_log(HUB_LOG_ERR, 0, "%s", err);
+            wh_free(wh);
+            return -1;
+        }
+        if (srv_wh_store_load(wh->store, 0, on_row, wh) ||
+            srv_wh_store_begin(wh->store) ||
+            srv_wh_store_take_replays(wh->store, wall_ms(), on_row, wh) ||
+            srv_wh_store_commit(wh->store)) {
+            srv_log(HUB_LOG_ERR, 0, "webhooks: cannot read the store in %s",
+                    cfg->state_dir);
+            wh_free(wh);
+            return -1;
+        }
+        srv_log(HUB_LOG_INFO, 0,
+                "webhooks: %u endpoints; pending batches are kept in "
+                "%s/webhooks.db (%" PRIu64 " bytes loaded%s)",
+                n, cfg->state_dir, wh->held_bytes,
+                atomic_load(&wh->orphans)
+                    ? "; rows for endpoints no longer configured stay in "
+                      "the store"
+                    : "");
+    } else {
+        srv_log(HUB_LOG_WARN, 0,
+                "webhooks: %u endpoints; no --state-dir, so pending "
+                "webhooks are kept in memory only and lost on restart",
+                n);
+    }
+    wh->q.wake = wake;
+    wh->q.wake_ctx = wh->multi;
+    if (!hub_dir_set_edge_hook(srv->hub, hub_webhook_dir_edge, &wh->q))
+        srv_log(HUB_LOG_WARN, 0, "webhooks: this backplane reports no "
+                                 "channel edges; occupied, vacated and "
+                                 "member events are not sent");
+    if (pthread_create(&wh->thread, NULL, sender_main, wh)) {
+        hub_dir_set_edge_hook(srv->hub, NULL, NULL);
+        wh_free(wh);
+        srv_log(HUB_LOG_ERR, 0, "webhooks: cannot start the sender thread");
+        return -1;
+    }
+    srv->hub->webhooks = &wh->q;
+    the_wh = wh;
+    return 0;
+}
+
+void srv_webhooks_stop(struct srv *srv)
+{
+    struct srv_wh *wh = the_wh;
+    uint64_t lost = 0;
+
+    if (!wh)
+        return;
+    hub_dir_set_edge_hook(srv->hub, NULL, NULL);
+    srv->hub->webhooks = NULL;
+    atomic_store(&wh->stop, true);
+    curl_multi_wakeup(wh->multi);
+    pthread_join(wh->thread, NULL);
+    if (!wh->store)
+        for (unsigned i = 0; i < wh->n_eps; i++)
+            lost += atomic_load(&wh->eps[i].depth);
+    if (lost)
+        srv_log(HUB_LOG_WARN, 0, "webhooks: %" PRIu64 " undelivered batches "
+                                 "lost at exit (no --state-dir)", lost);
+    the_wh = NULL;
+    wh_free(wh);
+    curl_global_cleanup();
+}
+
+#define LD(x) ((json_int_t)atomic_load_explicit(&(x), memory_order_relaxed))
+
+json_t *srv_webhooks_stats_json(struct srv *srv)
+{
+    struct srv_wh *wh = the_wh;
+    json_t *eps, *root;
+    uint64_t wall = wall_ms();
+
+    (void)srv;
+    if (!wh)
+        return NULL;
+    eps = json_array();
+    for (unsigned i = 0; eps && i < wh->n_eps; i++) {
+        struct endpoint *ep = &wh->eps[i];
+        uint64_t oldest = atomic_load(&ep->oldest_ms);
+        json_t *hist = json_array(), *o;
+
+        for (unsigned j = 0; hist && j <= N_LAT; j++)
+            json_array_append_new(hist, json_integer(LD(ep->lat[j])));
+        o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o?}",
+                      "app", ep->app->id, "url", ep->shown, "up",
+                      atomic_load(&ep->up), "sent", LD(ep->sent), "failed",
+                      LD(ep->failed), "retried", LD(ep->retried),
+                      "dead_lettered", LD(ep->dead), "dropped",
+                      LD(ep->dropped), "queue_depth", LD(ep->depth),
+                      "oldest_pending_age_ms",
+                      (json_int_t)(oldest && wall > oldest ? wall - oldest
+                                                           : 0),
+                      "latency_buckets", hist);
+        if (json_array_append_new(eps, o)) {
+            json_decref(eps);
+            eps = NULL;
+        }
+    }
+    if (!eps)
+        return NULL;
+    root = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "durable",
+                     wh->store != NULL, "events_enqueued", LD(wh->q.enqueued),
+                     "events_dropped",
+                     LD(wh->q.dropped) + LD(wh->events_oom),
+                     "events_batched", LD(wh->events_batched),
+                     "edges_delayed", LD(wh->edges_delayed),
+                     "edges_cancelled", LD(wh->edges_cancelled),
+                     "store_errors", LD(wh->store_errors), "orphan_rows",
+                     LD(wh->orphans), "pending_bytes",
+                     (json_int_t)atomic_load(&wh->held_bytes_pub),
+                     "endpoints", eps);
+    return root;
+}
+
+static void label(char *out, size_t n, const struct endpoint *ep)
+{
+    size_t k = 0;
+    const char *parts[2] = { ep->app->id, ep->shown };
+    const char *names[2] = { "app", "url" };
+
+    for (unsigned p = 0; p < 2 && k + 8 < n; p++) {
+        k += (size_t)snprintf(out + k, n - k, "%s%s=\"", p ? "," : "",
+                              names[p]);
+        for (const char *s = parts[p]; *s && k + 4 < n; s++) {
+            if (*s == '"' || *s == '\\')
+                out[k++] = '\\';
+            out[k++] = *s;
+        }
+        if (k + 2 < n)
+            out[k++] = '"';
+    }
+    out[k < n ? k : n - 1] = '\0';
+}
+
+void srv_webhooks_metrics(struct srv *srv,
+                          void (*put)(void *b, const char *text), void *b)
+{
+    struct srv_wh *wh = the_wh;
+    char line[10240], lab[4096];
+    uint64_t wall = wall_ms();
+
+    unsigned n_eps = wh ? wh->n_eps : 0;
+
+    /* The families are declared even with no webhooks (no series then),
+     * so /metrics always lists the same families. */
+    (void)srv;
+#define FAMILY(name, type, help)                                               \
+    snprintf(line, sizeof(line), "# HELP lubdub_%s %s\n# TYPE lubdub_%s %s\n", \
+             #name, help, #name, #type);                                       \
+    put(b, line);
+#define SERIES(name, value)                                                    \
+    for (unsigned i = 0; i < n_eps; i++) {                                 \
+        struct endpoint *ep = &wh->eps[i];                                     \
+        label(lab, sizeof(lab), ep);                                           \
+        snprintf(line, sizeof(line), "lubdub_%s{%s} %" PRIu64 "\n", #name,     \
+                 lab, (uint64_t)(value));                                      \
+        put(b, line);                                                          \
+    }
+    FAMILY(webhook_sent_total, counter, "Webhook batches delivered (2xx)")
+    SERIES(webhook_sent_total, LD(ep->sent))
+    FAMILY(webhook_failed_total, counter, "Webhook attempts that failed")
+    SERIES(webhook_failed_total, LD(ep->failed))
+    FAMILY(webhook_retried_total, counter,
+           "Webhook attempts that were retries")
+    SERIES(webhook_retried_total, LD(ep->retried))
+    FAMILY(webhook_dead_lettered_total, counter,
+           "Webhook batches given up and kept as dead letters")
+    SERIES(webhook_dead_lettered_total, LD(ep->dead))
+    FAMILY(webhook_dropped_total, counter,
+           "Webhook batches dropped because the pending store was full")
+    SERIES(webhook_dropped_total, LD(ep->dropped))
+    FAMILY(webhook_queue_depth, gauge, "Webhook batches pending per endpoint")
+    SERIES(webhook_queue_depth, LD(ep->depth))
+    FAMILY(webhook_oldest_pending_age_seconds, gauge,
+           "Age of the oldest pending webhook batch per endpoint")
+    SERIES(webhook_oldest_pending_age_seconds,
+           (atomic_load(&ep->oldest_ms) &&
+                    wall > atomic_load(&ep->oldest_ms)
+                ? (wall - atomic_load(&ep->oldest_ms)) / 1000
+                : 0))
+    FAMILY(webhook_endpoint_up, gauge,
+           "1 when the endpoint's last attempt succeeded")
+    SERIES(webhook_endpoint_up, atomic_load(&ep->up) ? 1 : 0)
+    FAMILY(webhook_delivery_latency_seconds, histogram,
+           "From a batch's creation to its delivery")
+    for (unsigned i = 0; i < n_eps; i++) {
+        struct endpoint *ep = &wh->eps[i];
+        uint64_t cum = 0;
+
+        label(lab, sizeof(lab), ep);
+        for (unsigned j = 0; j <= N_LAT; j++) {
+            char le[32];
+
+            cum += (uint64_t)LD(ep->lat[j]);
+            if (j < N_LAT)
+                snprintf(le, sizeof(le), "%g", lat_bounds_s[j]);
+            else
+                snprintf(le, sizeof(le), "+Inf");
+            snprintf(line, sizeof(line),
+                     "lubdub_webhook_delivery_latency_seconds_bucket{%s,"
+                     "le=\"%s\"} %" PRIu64 "\n",
+                     lab, le, cum);
+            put(b, line);
+        }
+        snprintf(line, sizeof(line),
+                 "lubdub_webhook_delivery_latency_seconds_sum{%s} %.3f\n"
+                 "lubdub_webhook_delivery_latency_seconds_count{%s} %" PRIu64
+                 "\n",
+                 lab, (double)LD(ep->lat_sum_ms) / 1000.0, lab,
+                 (uint64_t)LD(ep->lat_count));
+        put(b, line);
+    }
+    FAMILY(webhook_events_dropped_total, counter,
+           "Webhook events dropped before batching (queue full, no memory)")
+    if (wh) {
+        snprintf(line, sizeof(line),
+                 "lubdub_webhook_events_dropped_total %" PRIu64 "\n",
+                 (uint64_t)(LD(wh->q.dropped) + LD(wh->events_oom)));
+        put(b, line);
+    }
+#undef FAMILY
+#undef SERIES
+}
+
+static void print_dead(void *ctx, const struct srv_wh_row *r)
+{
+    FILE *out = ctx;
+    json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I,s:I,s:i,s:s,s:i,s:s%}", "id",
+                          (json_int_t)r->id, "app", r->app, "url", r->url,
+                          "idempotency_key", r->idem, "created_ms",
+                          (json_int_t)r->created_ms, "died_ms",
+                          (json_int_t)r->died_ms, "attempts",
+                          (int)r->attempts, "last_error", r->why, "events",
+                          (int)r->n_events, "body", r->body, r->len);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+    if (text)
+        fprintf(out, "%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+int srv_webhooks_admin(const struct srv_config *cfg, FILE *out)
+{
+    struct srv_wh_store *s;
+    char err[512];
+    unsigned n = 0;
+    int rc = 0;
+
+    if (!cfg->state_dir) {
+        fprintf(stderr, "lubdub: --webhook-dead-letters and "
+                        "--webhook-replay need --state-dir\n");
+        return 2;
+    }
+    if (srv_wh_store_open(cfg->state_dir, &s, err, sizeof(err))) {
+        fprintf(stderr, "lubdub: %s\n", err);
+        return 1;
+    }
+    if (cfg->webhook_replay) {
+        rc = srv_wh_store_replay(s, cfg->webhook_replay, &n);
+        if (rc == -EINVAL)
+            fprintf(stderr, "lubdub: --webhook-replay: \"%s\" is neither "
+                            "\"all\" nor a dead letter id\n",
+                    cfg->webhook_replay);
+        else if (rc)
+            fprintf(stderr, "lubdub: --webhook-replay failed\n");
+        else
+            fprintf(out, "lubdub: %u dead letters queued for delivery again\n",
+                    n);
+    } else {
+        rc = srv_wh_store_list_dead(s, print_dead, out);
+        if (rc)
+            fprintf(stderr, "lubdub: cannot read the dead letters\n");
+    }
+    srv_wh_store_close(s);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,355 @@
+'use strict';
+// Scale-out through Redis (docs/SCALING.md): a redis-server of our own and
+// three nodes, clients spread over them. Every message is counted (exactly
+// once per subscriber), socket_id exclusion, client events, sendToUser and
+// terminate across nodes, a node without subscribers hears nothing, Redis
+// killed and restarted mid-traffic, and a node started before its Redis.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, spawnSync } = require('node:child_process');
+const { startHub, waitFor, request, BINARY } = require('./lib/hub');
+const {
+  RawClient, APP, sign, serverSdk, rest, closeTracked, trackClient,
+} = require('./lib/clients');
+const { startRedis, freePort, numsub } = require('./lib/redis');
+
+function promtool(text) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out }));
+    child.stdin.end(text);
+  });
+}
+
+async function startNode(t, redisUrl, id, extra = []) {
+  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
+    '--redis', redisUrl, '--node-id', id, ...extra]);
+  t.after(async () => {
+    await closeTracked(hub);
+    const exit = await hub.stop();
+    if (exit.code !== 0) {
+      throw new Error(`node ${id} exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
+    }
+  });
+  return hub;
+}
+
+const bp = async (hub) => (await hub.stats()).backplane;
+
+async function allUp(nodes) {
+  await waitFor(async () => {
+    for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
+    return true;
+  }, 'every node up', 20000, 50);
+}
+
+async function client(t, hub) {
+  const c = new RawClient(hub.wsUrl());
+  t.after(() => c.close());
+  trackClient(hub, () => c.close());
+  await c.open();
+  return c;
+}
+
+async function subscriber(t, hub, channel) {
+  const c = await client(t, hub);
+  const r = await c.subscribed(channel);
+  assert.equal(r.event, 'pusher_internal:subscription_succeeded');
+  return c;
+}
+
+// Wait until n nodes hold a Redis subscription for the channel (app-id).
+async function heardBy(redis, channel, n) {
+  await waitFor(async () => (await numsub(redis, `lubdub:${APP.id}:${channel}`)) === n,
+    `${n} nodes subscribed to ${channel}`, 15000, 30);
+}
+
+function ids(c, channel) {
+  return c.msgs.filter((m) => m.channel === channel && m.event === 'ev')
+    .map((m) => JSON.parse(m.data).i);
+}
+
+async function publish(hub, channel, i, extra = {}) {
+  const r = await rest(hub, 'POST', `/apps/${APP.id}/events`, {
+    body: { name: 'ev', channel, data: JSON.stringify({ i }), ...extra },
+  });
+  assert.equal(r.status, 200, r.body);
+}
+
+async function signedIn(t, hub, user) {
+  const c = await client(t, hub);
+  const ud = JSON.stringify({ id: user });
+  c.send({ event: 'pusher:signin', data: {
+    auth: `${APP.key}:${sign(APP.secret, `${c.socketId}::user::${ud}`)}`, user_data: ud,
+  } });
+  await c.event('pusher:signin_success');
+  return c;
+}
+
+test('three nodes: delivery, exclusion, client events, users, silence', async (t) => {
+  const redis = await startRedis(t);
+  const nodes = [];
+  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `n${k}`));
+  await allUp(nodes);
+
+  await t.test('socket ids are unique and keep the Pusher format', async () => {
+    const seen = new Set();
+    for (const n of nodes) {
+      for (let i = 0; i < 3; i++) {
+        const c = await client(t, n);
+        assert.match(c.socketId, /^\d+\.\d+$/);
+        assert.ok(!seen.has(c.socketId));
+        seen.add(c.socketId);
+        c.close();
+      }
+    }
+  });
+
+  await t.test('REST and batch events reach every node exactly once', async () => {
+    const ch = 'cross-1';
+    const subs = [];
+    for (const n of nodes) for (let i = 0; i < 2; i++) subs.push(await subscriber(t, n, ch));
+    await heardBy(redis, ch, 3);
+    const N = 60;
+    for (let i = 0; i < N; i++) await publish(nodes[i % 3], ch, i);
+    // A batch through the third node.
+    const batch = [];
+    for (let i = N; i < N + 10; i++) batch.push({ name: 'ev', channel: ch, data: JSON.stringify({ i }) });
+    const r = await rest(nodes[2], 'POST', `/apps/${APP.id}/batch_events`, { body: { batch } });
+    assert.equal(r.status, 200, r.body);
+    // Every event on every subscriber, then a marker from every origin: a
+    // duplicate from any node would have arrived before its marker (one
+    // publisher's order holds on one channel through Redis).
+    await waitFor(() => subs.every((c) => ids(c, ch).length >= N + 10),
+      'every event on every subscriber', 20000);
+    for (const n of nodes) await publish(n, ch, -1);
+    await waitFor(() => subs.every((c) => ids(c, ch).filter((i) => i === -1).length === 3),
+      'markers on every subscriber', 20000);
+    for (const c of subs) {
+      const got = ids(c, ch).filter((i) => i >= 0).sort((a, b) => a - b);
+      assert.deepEqual(got, Array.from({ length: N + 10 }, (_, i) => i));
+    }
+    const st = await Promise.all(nodes.map(bp));
+    for (const s of st) {
+      assert.equal(s.gaps, 0);
+      assert.equal(s.lost, 0);
+      assert.equal(s.bad, 0);
+      assert.ok(s.own_ignored > 0, 'each node hears its own envelopes and drops them');
+    }
+  });
+
+  await t.test('socket_id exclusion across nodes', async () => {
+    const ch = 'excl-1';
+    const a = await subscriber(t, nodes[0], ch);
+    const b = await subscriber(t, nodes[1], ch);
+    const c = await subscriber(t, nodes[2], ch);
+    await heardBy(redis, ch, 3);
+    await publish(nodes[0], ch, 1, { socket_id: b.socketId });
+    await publish(nodes[1], ch, 2, { socket_id: b.socketId });
+    await waitFor(() => [a, c].every((x) => ids(x, ch).length === 2), 'a and c have both');
+    for (const n of nodes) await publish(n, ch, -1);
+    await waitFor(() => [a, b, c].every((x) => ids(x, ch).filter((i) => i === -1).length === 3),
+      'markers');
+    assert.deepEqual(ids(a, ch).filter((i) => i > 0).sort(), [1, 2]);
+    assert.deepEqual(ids(c, ch).filter((i) => i > 0).sort(), [1, 2]);
+    assert.deepEqual(ids(b, ch).filter((i) => i > 0), []);
+  });
+
+  await t.test('client events cross nodes, the sender excluded', async () => {
+    const ch = 'private-chat-1';
+    const a = await subscriber(t, nodes[0], ch);
+    const b = await subscriber(t, nodes[1], ch);
+    const c = await subscriber(t, nodes[2], ch);
+    await heardBy(redis, ch, 3);
+    for (let i = 0; i < 5; i++) a.send({ event: 'client-typing', channel: ch, data: { i } });
+    await waitFor(() => b.count('client-typing', ch) === 5 && c.count('client-typing', ch) === 5,
+      'client events on the other nodes');
+    // The sender never gets its own; a marker from its node proves it.
+    await publish(nodes[0], ch, -1);
+    await a.next((m) => m.event === 'ev' && m.channel === ch, 'marker');
+    assert.equal(a.count('client-typing', ch), 0);
+    assert.equal(b.count('client-typing', ch), 5);
+  });
+
+  await t.test('sendToUser and terminate_connections across nodes', async () => {
+    const u1 = await signedIn(t, nodes[1], 'user-7');
+    const u2 = await signedIn(t, nodes[2], 'user-7');
+    const other = await signedIn(t, nodes[2], 'user-8');
+    await heardBy(redis, '#server-to-user-user-7', 2);
+    const sdk = serverSdk(nodes[0]);
+    const res = await sdk.sendToUser('user-7', 'notice', { n: 1 });
+    assert.equal(res.status, 200);
+    await waitFor(() => u1.count('notice') === 1 && u2.count('notice') === 1, 'both sockets of the user');
+    const term = await sdk.terminateUserConnections('user-7');
+    assert.equal(term.status, 200);
+    assert.equal((await u1.whenClosed()).code, 4009);
+    assert.equal((await u2.whenClosed()).code, 4009);
+    assert.equal(other.closed, null);
+    assert.equal(other.count('notice'), 0);
+  });
+
+  await t.test('garbage published on a lubdub channel is counted, never delivered', async () => {
+    const ch = 'hostile-1';
+    const a = await subscriber(t, nodes[0], ch);
+    await heardBy(redis, ch, 1);
+    const before = (await bp(nodes[0])).bad;
+    await redis.cli('PUBLISH', `lubdub:${APP.id}:${ch}`, 'LDB1\x01garbage');
+    await redis.cli('PUBLISH', `lubdub:${APP.id}:${ch}`, '');
+    await waitFor(async () => (await bp(nodes[0])).bad === before + 2, 'bad counted');
+    await publish(nodes[1], ch, 1);
+    await waitFor(() => ids(a, ch).length === 1, 'the node still serves');
+    assert.equal(a.msgs.filter((m) => m.channel === ch && m.event !== 'ev' &&
+      !m.event.startsWith('pusher_internal:')).length, 0);
+  });
+
+  await t.test('/metrics carries the backplane series and passes promtool', async () => {
+    const r = await request('GET', nodes[0].url('/metrics'));
+    assert.equal(r.status, 200);
+    assert.match(r.body, /^lubdub_backplane_up 1$/m);
+    assert.match(r.body, /^lubdub_backplane_published_total [1-9]\d*$/m);
+    assert.match(r.body, /^lubdub_backplane_rtt_seconds_count \d+$/m);
+    const p = await promtool(r.body);
+    assert.equal(p.code, 0, p.out);
+  });
+
+  await t.test('a node without subscribers of a channel receives nothing', async () => {
+    const ch = 'quiet-1';
+    const a = await subscriber(t, nodes[0], ch);
+    const b = await subscriber(t, nodes[1], ch);
+    await heardBy(redis, ch, 2);
+    const before = await Promise.all(nodes.map(bp));
+    for (let i = 0; i < 20; i++) await publish(nodes[0], ch, i);
+    await waitFor(() => ids(b, ch).length === 20 && ids(a, ch).length === 20, 'b has all 20');
+    const after = await Promise.all(nodes.map(bp));
+    assert.equal(after[1].received - before[1].received, 20);
+    assert.equal(after[2].received - before[2].received, 0, 'node 3 heard nothing');
+    assert.equal(after[2].own_ignored - before[2].own_ignored, 0);
+    // The last local subscriber leaving unsubscribes the node.
+    a.close();
+    b.close();
+    await heardBy(redis, ch, 0);
+  });
+});
+
+test('Redis killed and restarted mid-traffic', async (t) => {
+  let redis = await startRedis(t);
+  const port = redis.port;
+  const n1 = await startNode(t, redis.url(), 'r1');
+  const n2 = await startNode(t, redis.url(), 'r2');
+  await allUp([n1, n2]);
+  const ch = 'restart-1';
+  const local = await subscriber(t, n1, ch);
+  const remote = await subscriber(t, n2, ch);
+  await heardBy(redis, ch, 2);
+  let i = 0;
+  for (; i < 10; i++) await publish(n1, ch, i);
+  await waitFor(() => ids(remote, ch).length === 10, 'remote before the outage');
+
+  await redis.stop('SIGKILL');
+  await waitFor(async () => (await bp(n1)).state === 'down' && (await bp(n2)).state === 'down',
+    'both nodes see Redis down');
+  const ready = await request('GET', n1.url('/readyz'));
+  assert.equal(ready.status, 200, 'a Redis outage keeps nodes in the load balancer');
+  assert.equal(ready.body, 'ready; backplane down\n');
+  // Local delivery goes on, every message.
+  for (; i < 30; i++) await publish(n1, ch, i);
+  await waitFor(() => ids(local, ch).length >= 30, 'local delivery during the outage');
+  assert.ok((await bp(n1)).lost >= 1, 'cross-node messages counted lost');
+
+  redis = await startRedis(t, { port });
+  await allUp([n1, n2]);
+  await heardBy(redis, ch, 2);
+  const s1 = await bp(n1);
+  assert.ok(s1.reconnects >= 1);
+  for (; i < 40; i++) await publish(n1, ch, i);
+  await waitFor(() => ids(remote, ch).includes(39) && ids(local, ch).length >= 40,
+    'cross-node delivery resumed');
+  // The local subscriber may sit on the other loop: order across REST
+  // requests is not promised, every message once is.
+  assert.deepEqual(ids(local, ch).sort((x, y) => x - y), Array.from({ length: 40 }, (_, k) => k));
+  const got = ids(remote, ch);
+  assert.deepEqual(got, [...Array.from({ length: 10 }, (_, k) => k), ...Array.from({ length: 10 }, (_, k) => 30 + k)]);
+  // The envelopes lost in the outage show as a gap on the receiver.
+  assert.ok((await bp(n2)).gaps >= 1);
+  // One line per state change, not one per failed retry.
+  const downs = n1.stderr.split('\n').filter((l) => /backplane: down/.test(l));
+  assert.equal(downs.length, 1, n1.stderr);
+});
+
+test('Redis stopped (SIGSTOP): nodes notice by PING, local delivery never waits', async (t) => {
+  const redis = await startRedis(t);
+  const n1 = await startNode(t, redis.url(), 's1');
+  const n2 = await startNode(t, redis.url(), 's2');
+  await allUp([n1, n2]);
+  const ch = 'stall-1';
+  const local = await subscriber(t, n1, ch);
+  const remote = await subscriber(t, n2, ch);
+  await heardBy(redis, ch, 2);
+  process.kill(redis.pid, 'SIGSTOP');
+  t.after(() => { try { process.kill(redis.pid, 'SIGCONT'); } catch (_) { /* gone */ } });
+  // Redis takes nothing now; publishing and local delivery go on.
+  for (let i = 0; i < 20; i++) await publish(n1, ch, i);
+  await waitFor(() => ids(local, ch).length >= 20, 'local delivery while Redis hangs');
+  await waitFor(async () => (await bp(n1)).state === 'down', 'n1 sees Redis down (no PING reply)', 20000);
+  process.kill(redis.pid, 'SIGCONT');
+  await allUp([n1, n2]);
+  await heardBy(redis, ch, 2);
+  await publish(n1, ch, 100);
+  await waitFor(() => ids(remote, ch).includes(100), 'cross-node delivery after SIGCONT');
+  assert.ok(n1.stderr.includes('no reply to PING'), n1.stderr);
+});
+
+test('a node started before its Redis serves locally, then joins', async (t) => {
+  const port = await freePort();
+  const n1 = await startNode(t, `redis://127.0.0.1:${port}/0`, 'early');
+  const s = await bp(n1);
+  assert.equal(s.state, 'down');
+  assert.equal(s.up, 0);
+  const a = await subscriber(t, n1, 'early-1');
+  await publish(n1, 'early-1', 1);
+  await waitFor(() => ids(a, 'early-1').length === 1, 'local delivery without Redis');
+  await waitFor(() => /backplane: redis 127\.0\.0\.1:\d+ unreachable/.test(n1.stderr), 'the one log line');
+  const redis = await startRedis(t, { port });
+  await allUp([n1]);
+  await heardBy(redis, 'early-1', 1);
+  assert.equal(n1.stderr.split('\n').filter((l) => /unreachable/.test(l)).length, 1);
+});
+
+test('a refused password: degraded, one line; the right one connects', async (t) => {
+  const redis = await startRedis(t, { extra: ['--requirepass', 's3cret'] });
+  const bad = await startNode(t, `redis://:wrong@127.0.0.1:${redis.port}/0`, 'badpass');
+  await waitFor(() => /backplane: redis .* unreachable \(.*(WRONGPASS|invalid|password).*\)/i.test(bad.stderr),
+    'auth failure logged');
+  assert.equal((await bp(bad)).state, 'down');
+  const good = await startNode(t, `redis://:s3cret@127.0.0.1:${redis.port}/0`, 'goodpass');
+  await allUp([good]);
+});
+
+test('--check-config refuses a bad Redis URL in one line', () => {
+  for (const [url, re] of [
+    ['http://x:1/0', /--redis: not a redis:\/\/ URL/],
+    ['redis://127.0.0.1:99999/0', /--redis: port must be 1\.\.65535/],
+    ['redis://127.0.0.1:6379/x', /--redis: db must be/],
+    ['redis://:6379/0', /--redis: no host/],
+  ]) {
+    const r = spawnSync(BINARY, ['--check-config', '--redis', url], { encoding: 'utf8' });
+    assert.equal(r.status, 2, url);
+    assert.match(r.stderr, re);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  }
+  const env = spawnSync(BINARY, ['--check-config'], {
+    encoding: 'utf8', env: { ...process.env, LUBDUB_REDIS_URL: 'redis//nope' },
+  });
+  assert.equal(env.status, 2);
+  assert.match(env.stderr, /--redis: not a redis:\/\/ URL/);
+  const ok = spawnSync(BINARY, ['--check-config', '--redis', 'redis://u:p%40ss@[::1]:6380/3',
+    '--node-id', 'n1', '--redis-prefix', 'blue:lubdub'], { encoding: 'utf8' });
+  assert.equal(ok.status, 0, ok.stderr);
+  const id = spawnSync(BINARY, ['--check-config', '--node-id', 'bad id'], { encoding: 'utf8' });
+  assert.equal(id.status, 2);
+  assert.match(id.stderr, /--node-id: 1 to 64 characters/);
+});

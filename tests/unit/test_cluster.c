@@ -1,0 +1,504 @@
+/*
+ * tests/unit/test_cluster.c - the node-to-node envelope (hub/envelope.h)
+ * and the cluster backplane's node-local half (hub/cluster.h) without a
+ * network: encode/decode round trips, every truncation and hostile bytes
+ * refused without reading out of bounds, the directory wrapper queueing a
+ * SUB on a channel's first local subscriber and an UNSUB on its last, and
+ * the receiving side's own-origin, gap and epoch rules.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_hub.h"
+#include "hub/backplane.h"
+#include "hub/cluster.h"
+#include "hub/envelope.h"
+#include "hub/frame.h"
+
+static const unsigned char payload[] = "{\"event\":\"ev\",\"data\":\"x\"}";
+
+static struct hub_envelope sample(void)
+{
+    return (struct hub_envelope){
+        .kind = HUB_ENV_EVENT, .origin = "n1", .origin_len = 2,
+        .epoch = 0x1122334455667788ull, .seq = 42, .app = "app-id",
+        .app_len = 6, .channel = "private-a", .channel_len = 9,
+        .excl_set = true, .excl_hi = 123456, .excl_lo = 789,
+        .member_seq = 0, .data = payload, .data_len = sizeof(payload) - 1,
+    };
+}
+
+static void test_envelope_round_trip(void **state)
+{
+    struct hub_envelope e = sample(), d;
+    unsigned char buf[512];
+    size_t n = hub_envelope_encode(&e, buf, sizeof(buf));
+
+    (void)state;
+    assert_int_equal(n, hub_envelope_size(&e));
+    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_ENV_EVENT);
+    assert_memory_equal(d.origin, "n1", 2);
+    assert_int_equal(d.epoch, e.epoch);
+    assert_int_equal(d.seq, 42);
+    assert_memory_equal(d.app, "app-id", 6);
+    assert_int_equal(d.channel_len, 9);
+    assert_memory_equal(d.channel, "private-a", 9);
+    assert_true(d.excl_set);
+    assert_int_equal(d.excl_hi, 123456);
+    assert_int_equal(d.excl_lo, 789);
+    assert_int_equal(d.data_len, sizeof(payload) - 1);
+    assert_memory_equal(d.data, payload, d.data_len);
+    /* Too small a buffer: nothing written. */
+    assert_int_equal(hub_envelope_encode(&e, buf, n - 1), 0);
+}
+
+static void test_envelope_refuses_out_of_bounds_input(void **state)
+{
+    struct hub_envelope e = sample();
+    unsigned char buf[2048];
+
+    (void)state;
+    e.origin_len = 0;
+    assert_int_equal(hub_envelope_size(&e), 0);
+    e = sample();
+    e.channel_len = HUB_ENV_MAX_CHANNEL + 1;
+    assert_int_equal(hub_envelope_encode(&e, buf, sizeof(buf)), 0);
+    e = sample();
+    e.kind = 9;
+    assert_int_equal(hub_envelope_size(&e), 0);
+    e = sample();
+    e.kind = HUB_ENV_TERMINATE; /* a terminate order carries no data */
+    assert_int_equal(hub_envelope_size(&e), 0);
+}
+
+/* Each decode gets its own exact-size heap copy, so that ASan sees any
+ * read past the end. */
+static int decode_copy(const unsigned char *p, size_t n)
+{
+    struct hub_envelope d;
+    unsigned char *copy = malloc(n ? n : 1);
+    int rc;
+
+    assert_non_null(copy);
+    memcpy(copy, p, n);
+    rc = hub_envelope_decode(&d, copy, n);
+    if (rc == 0) {
+        assert_true(d.origin_len >= 1 && d.origin_len <= HUB_ENV_MAX_ORIGIN);
+        assert_true(d.channel_len >= 1 &&
+                    d.channel_len <= HUB_ENV_MAX_CHANNEL);
+        assert_true((const unsigned char *)d.data + d.data_len <=
+                    copy + n);
+    }
+    free(copy);
+    return rc;
+}
+
+static void test_envelope_hostile_bytes(void **state)
+{
+    struct hub_envelope e = sample();
+    unsigned char buf[512], m[512];
+    size_t n = hub_envelope_encode(&e, buf, sizeof(buf));
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+
+    (void)state;
+    assert_int_equal(hub_envelope_decode(&e, NULL, 0), -EINVAL);
+    /* Every truncation, and one byte too many, are refused. */
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(decode_copy(buf, k), -EINVAL);
+    memcpy(m, buf, n);
+    m[n] = 0;
+    assert_int_equal(decode_copy(m, n + 1), -EINVAL);
+    /* Wrong magic; unknown flag bits. */
+    memcpy(m, buf, n);
+    m[0] = 'X';
+    assert_int_equal(decode_copy(m, n), -EINVAL);
+    memcpy(m, buf, n);
+    m[5] = 0x81;
+    assert_int_equal(decode_copy(m, n), -EINVAL);
+    /* A length field claiming more than there is. */
+    memcpy(m, buf, n);
+    m[6] = 0xff;
+    m[7] = 0xff;
+    assert_int_equal(decode_copy(m, n), -EINVAL);
+    /* Random flips and random garbage: never a crash or a bad read. */
+    for (int round = 0; round < 20000; round++) {
+        size_t len;
+
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(m, buf, n);
+        len = round % 2 ? n : (size_t)(x % (n + 1));
+        for (int f = 0; f < 1 + (int)(x % 4); f++)
+            m[(x >> (8 * f)) % n] ^= (unsigned char)(x >> (8 * f + 3));
+        (void)decode_copy(m, len);
+        for (size_t k = 0; k < sizeof(m); k++)
+            m[k] = (unsigned char)(x >> (k % 57));
+        (void)decode_copy(m, (size_t)(x % sizeof(m)));
+    }
+}
+
+/* The cluster, no hub: receiving counts but delivers nowhere. */
+
+static int wakes;
+
+static void count_wake(void *ctx)
+{
+    (void)ctx;
+    wakes++;
+}
+
+static struct hub_app apps[1] = { { .id = "app-id", .key = "app-key",
+                                    .index = 0 } };
+
+static struct hub_cluster *cluster(const char *node)
+{
+    struct hub_cluster_cfg cfg = {
+        .node_id = node, .prefix = "pfx", .apps = apps, .n_apps = 1,
+        .max_queue = 4, .wake = count_wake,
+    };
+    struct hub_cluster *c = hub_cluster_create(&cfg);
+
+    assert_non_null(c);
+    return c;
+}
+
+static size_t take_all(struct hub_cluster *c, enum hub_cluster_op_kind *kinds,
+                       char names[][64], size_t cap)
+{
+    struct hub_cluster_op *op, *next;
+    size_t n = 0;
+
+    for (op = hub_cluster_take(c); op; op = next) {
+        next = op->next;
+        if (n < cap) {
+            kinds[n] = op->kind;
+            snprintf(names[n], 64, "%s", op->rchan);
+        }
+        n++;
+        hub_cluster_op_free(op);
+    }
+    return n;
+}
+
+static void test_cluster_subscribes_on_first_and_last(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane bp;
+    enum hub_cluster_op_kind k[8];
+    char names[8][64];
+    bool last;
+    uint64_t seq;
+    struct hub_channel_info info;
+
+    (void)state;
+    hub_cluster_backplane(c, &bp);
+    wakes = 0;
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "c1", 2, NULL), 0);
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "c1", 2, NULL), 0);
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "c2", 2, NULL), 0);
+    /* The user channel: subscribed to, not counted by the directory. */
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "#server-to-user-u", 17,
+                                  NULL), 0);
+    assert_int_equal(wakes, 1); /* once, on the empty queue's edge */
+    assert_int_equal(take_all(c, k, names, 8), 3);
+    assert_int_equal(k[0], HUB_COP_SUB);
+    assert_string_equal(names[0], "pfx:app-id:c1");
+    assert_string_equal(names[1], "pfx:app-id:c2");
+    assert_string_equal(names[2], "pfx:app-id:#server-to-user-u");
+    bp.dir->info(bp.dir_impl, 0, "c1", 2, &info);
+    assert_int_equal(info.subscription_count, 2);
+    bp.dir->info(bp.dir_impl, 0, "#server-to-user-u", 17, &info);
+    assert_int_equal(info.subscription_count, 0);
+    bp.dir->leave(bp.dir_impl, 0, "c1", 2, NULL, &last, &seq);
+    assert_int_equal(take_all(c, k, names, 8), 0);
+    bp.dir->leave(bp.dir_impl, 0, "c1", 2, NULL, &last, &seq);
+    bp.dir->leave(bp.dir_impl, 0, "#server-to-user-u", 17, NULL, &last,
+                  &seq);
+    assert_int_equal(take_all(c, k, names, 8), 2);
+    assert_int_equal(k[0], HUB_COP_UNSUB);
+    assert_string_equal(names[0], "pfx:app-id:c1");
+    assert_string_equal(names[1], "pfx:app-id:#server-to-user-u");
+    /* A leave of a channel never joined changes nothing. */
+    bp.dir->leave(bp.dir_impl, 0, "zz", 2, NULL, &last, &seq);
+    assert_int_equal(take_all(c, k, names, 8), 0);
+    bp.dir->leave(bp.dir_impl, 0, "c2", 2, NULL, &last, &seq);
+    hub_cluster_destroy(c); /* frees the queued UNSUB of c2 */
+}
+
+static size_t envelope(unsigned char *buf, size_t cap, const char *origin,
+                       uint64_t epoch, uint64_t seq, const char *app)
+{
+    struct hub_envelope e = sample();
+
+    e.origin = origin;
+    e.origin_len = strlen(origin);
+    e.epoch = epoch;
+    e.seq = seq;
+    e.app = app;
+    e.app_len = strlen(app);
+    return hub_envelope_encode(&e, buf, cap);
+}
+
+static void test_cluster_receive_rules(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane_stats *st = hub_cluster_stats(c);
+    struct hub_cluster_rx rx = { 0 };
+    unsigned char buf[512];
+    size_t n;
+
+    (void)state;
+    n = envelope(buf, sizeof(buf), "n1", 1, 1, "app-id");
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 1);
+    assert_int_equal(st->own_ignored, 1);
+    n = envelope(buf, sizeof(buf), "n2", 7, 5, "app-id");
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+    n = envelope(buf, sizeof(buf), "n2", 7, 6, "app-id");
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+    assert_int_equal(st->gaps, 0);
+    /* 7 and 8 missing. */
+    n = envelope(buf, sizeof(buf), "n2", 7, 9, "app-id");
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+    assert_int_equal(st->gaps, 2);
+    /* A restarted origin (new epoch) starts over without a gap. */
+    n = envelope(buf, sizeof(buf), "n2", 8, 1, "app-id");
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+    assert_int_equal(st->gaps, 2);
+    /* A second origin is tracked apart. */
+    n = envelope(buf, sizeof(buf), "n3", 1, 100, "app-id");
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+    assert_int_equal(rx.n, 2);
+    assert_int_equal(st->received, 5);
+    /* An unknown app, garbage. */
+    n = envelope(buf, sizeof(buf), "n2", 8, 2, "other");
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), -EINVAL);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, "junk", 4), -EINVAL);
+    assert_int_equal(st->bad, 2);
+    /* Not subscribed (rx NULL): received, not tracked. */
+    n = envelope(buf, sizeof(buf), "n2", 8, 50, "app-id");
+    assert_int_equal(hub_cluster_receive(c, NULL, NULL, 0, buf, n), 0);
+    assert_int_equal(st->gaps, 2);
+    hub_cluster_rx_fini(&rx);
+    hub_cluster_destroy(c);
+}
+
+static void test_cluster_encode_carries_the_frame(void **state)
+{
+    struct hub_cluster *c = cluster("node-a");
+    struct hub_cluster_op *op;
+    struct hub_envelope d;
+    struct hub_backplane bp;
+    unsigned char *env;
+    size_t len = 0;
+
+    (void)state;
+    hub_cluster_backplane(c, &bp);
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "c1", 2, NULL), 0);
+    op = hub_cluster_take(c);
+    assert_non_null(op);
+    assert_null(op->next);
+    op->kind = HUB_COP_EVENT; /* reuse the SUB's channel name */
+    op->f = hub_frame_create_text(payload, sizeof(payload) - 1);
+    op->excl = (struct hub_excl){ .set = true, .hi = 5, .lo = 6 };
+    env = hub_cluster_encode(c, op, 3, 4, &len);
+    assert_non_null(env);
+    assert_int_equal(hub_envelope_decode(&d, env, len), 0);
+    assert_memory_equal(d.origin, "node-a", 6);
+    assert_int_equal(d.seq, 4);
+    assert_memory_equal(d.channel, "c1", 2);
+    assert_int_equal(d.data_len, sizeof(payload) - 1);
+    assert_memory_equal(d.data, payload, d.data_len);
+    assert_true(d.excl_set && d.excl_hi == 5 && d.excl_lo == 6);
+    free(env);
+    hub_cluster_op_free(op);
+    hub_cluster_destroy(c);
+}
+
+/* A hub of two loops on the cluster backplane, no network: what the loops
+ * hand the backplane thread, and what it hands back. */
+
+static size_t count_kind(struct hub_cluster_op **ops, size_t n,
+                         enum hub_cluster_op_kind k)
+{
+    size_t c = 0;
+
+    for (size_t i = 0; i < n; i++)
+        c += ops[i]->kind == k;
+    return c;
+}
+
+static size_t take_ops(struct hub_cluster *c, struct hub_cluster_op **out,
+                       size_t cap)
+{
+    size_t n = 0;
+
+    for (struct hub_cluster_op *op = hub_cluster_take(c); op; op = op->next)
+        if (n < cap)
+            out[n++] = op;
+    return n;
+}
+
+static void free_ops(struct hub_cluster_op **ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        hub_cluster_op_free(ops[i]);
+}
+
+static void test_cluster_hub_publish_and_receive(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a, b, d;
+    struct hub_cluster_cfg cfg;
+    struct hub_cluster *c;
+    struct hub_backplane bp;
+    struct hub_backplane_stats *st;
+    struct hub_cluster_op *ops[16];
+    struct hub_frame *f;
+    struct hub_excl ex = { 0 };
+    struct hub_envelope e;
+    unsigned char buf[512];
+    size_t n;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.cfg.node_tag = 0x1234;
+    cfg = (struct hub_cluster_cfg){ .node_id = "n1", .prefix = "lubdub",
+                                    .apps = fh.apps, .n_apps = 2,
+                                    .max_queue = 3 };
+    c = hub_cluster_create(&cfg);
+    assert_non_null(c);
+    st = hub_cluster_stats(c);
+    hub_cluster_backplane(c, &bp);
+    fh.hub = hub_create_with(&fh.cfg, &fh.clock, &bp);
+    assert_non_null(fh.hub);
+    hub_cluster_set_hub(c, fh.hub);
+    for (unsigned i = 0; i < fh.n_loops; i++) {
+        fh.loops[i] = hub_loop_create(fh.hub, &fake_ops, fake_wake, &fh,
+                                      fake_now_ms(&fh));
+        assert_non_null(fh.loops[i]);
+    }
+    fake_session_open(&fh, &a, 0, &fh.apps[0]);
+    fake_session_open(&fh, &b, 1, &fh.apps[0]);
+    /* The node's tag is in every socket id, which stays \d+\.\d+. */
+    assert_int_equal(a.s.sid_hi & 0xffff, 0x1234);
+    assert_true(a.s.sid_hi != b.s.sid_hi);
+
+    fake_subscribe(&fh, &a.s, "private-c", NULL);
+    fake_subscribe(&fh, &b.s, "private-c", NULL);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 1); /* one SUB for two local subscribers */
+    assert_int_equal(ops[0]->kind, HUB_COP_SUB);
+    assert_string_equal(ops[0]->rchan, "lubdub:app-id:private-c");
+    free_ops(ops, n);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+
+    /* A publish: b gets it through its loop at once, the backplane gets
+     * the same frame once. */
+    f = hub_frame_create_text("{\"event\":\"ev\"}", 14);
+    ex.set = true;
+    ex.hi = a.s.sid_hi;
+    ex.lo = a.s.sid_lo;
+    assert_int_equal(hub_publish(fh.hub, fh.loops[1], 0, "private-c", 9, f,
+                                 &ex), 0);
+    assert_int_equal(b.s.q.count, 1);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_EVENT);
+    assert_ptr_equal(ops[0]->f, f);
+    assert_true(ops[0]->excl.set && ops[0]->excl.hi == a.s.sid_hi);
+    free_ops(ops, n);
+    /* A member event stays on this node. */
+    ex = (struct hub_excl){ .member_seq = 7 };
+    hub_publish(fh.hub, fh.loops[1], 0, "private-c", 9, f, &ex);
+    assert_null(hub_cluster_take(c));
+    /* A full hand-off queue counts the rest lost. */
+    for (int i = 0; i < 5; i++)
+        hub_publish(fh.hub, fh.loops[1], 0, "private-c", 9, f, NULL);
+    assert_int_equal(st->lost, 2);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 3);
+    free_ops(ops, n);
+    hub_frame_unref(f);
+    fake_hub_drain(&fh);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+
+    /* Signin subscribes the node to the user's channel; terminate goes to
+     * the backplane too. */
+    fake_signin(&fh, &a.s, "{\"id\":\"u9\"}");
+    n = take_ops(c, ops, 16);
+    assert_int_equal(count_kind(ops, n, HUB_COP_SUB), 1);
+    assert_string_equal(ops[0]->rchan, "lubdub:app-id:#server-to-user-u9");
+    free_ops(ops, n);
+    assert_int_equal(hub_terminate_user(fh.hub, fh.loops[1], 0, "u9"), 0);
+    n = take_ops(c, ops, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_TERMINATE);
+    free_ops(ops, n);
+    fake_hub_drain(&fh);
+
+    /* From another node: delivered on both loops, b excluded by id. */
+    fake_session_open(&fh, &d, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &d.s, "private-c", NULL);
+    assert_null(hub_cluster_take(c)); /* the node already listens */
+    fake_flush(&d.s);
+    fake_flush(&b.s);
+    e = sample();
+    e.origin = "n2";
+    e.app = "app-id";
+    e.channel = "private-c";
+    e.channel_len = 9;
+    e.excl_hi = b.s.sid_hi;
+    e.excl_lo = b.s.sid_lo;
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    /* Not the broker channel it names: refused. */
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:app-id:other", 19,
+                                         buf, n), -EINVAL);
+    assert_int_equal(hub_cluster_receive(c, NULL, "x:app-id:private-c", 18,
+                                         buf, n), -EINVAL);
+    assert_int_equal(st->bad, 2);
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:app-id:private-c",
+                                         23, buf, n), 0);
+    fake_hub_drain(&fh);
+    assert_int_equal(b.s.q.count, 0);
+    assert_int_equal(d.s.q.count, 1);
+    assert_non_null(strstr(fake_frame_text(&d.s, 0), "\"event\":\"ev\""));
+    assert_int_equal(st->received, 1);
+    fake_flush(&d.s);
+    /* After close, nothing more reaches the loops. */
+    hub_cluster_close(c);
+    assert_int_equal(hub_cluster_receive(c, NULL, NULL, 0, buf, n), 0);
+    fake_hub_drain(&fh);
+    assert_int_equal(d.s.q.count, 0);
+
+    hub_session_fini(&d.s, HUB_CLOSE_APP);
+    hub_session_fini(&a.s, HUB_CLOSE_APP);
+    hub_session_fini(&b.s, HUB_CLOSE_APP);
+    fake_hub_stop(&fh); /* frees the cluster with its queued UNSUBs */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_envelope_round_trip),
+        cmocka_unit_test(test_envelope_refuses_out_of_bounds_input),
+        cmocka_unit_test(test_envelope_hostile_bytes),
+        cmocka_unit_test(test_cluster_subscribes_on_first_and_last),
+        cmocka_unit_test(test_cluster_receive_rules),
+        cmocka_unit_test(test_cluster_encode_carries_the_frame),
+        cmocka_unit_test(test_cluster_hub_publish_and_receive),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

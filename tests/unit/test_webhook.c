@@ -1,0 +1,517 @@
+/*
+ * tests/unit/test_webhook.c - hub/webhook.h: filter matching, the body
+ * encoding, the backoff schedule, the bounded queue, the directory's edge
+ * hook, and the engine's delay, cancellation and batching, on a clock
+ * driven by hand. Single-threaded.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fail_alloc.h"
+#include "hub/app.h"
+#include "hub/directory.h"
+#include "hub/webhook.h"
+
+static struct hub_webhook_conf conf(unsigned types, const char *pre,
+                                    const char *suf)
+{
+    struct hub_webhook_conf w = { 0 };
+
+    w.url = "http://x/";
+    w.types = types;
+    w.starts_with = (char *)pre;
+    w.ends_with = (char *)suf;
+    return w;
+}
+
+static void test_type_names(void **state)
+{
+    (void)state;
+    for (unsigned i = 0; i < HUB_WH_N_TYPES; i++)
+        assert_int_equal(hub_wh_type_parse(hub_wh_type_name(i)), (int)i);
+    assert_string_equal(hub_wh_type_name(HUB_WH_CACHE_MISS), "cache_miss");
+    assert_int_equal(hub_wh_type_parse("channel_opened"), -1);
+    assert_null(hub_wh_type_name(HUB_WH_N_TYPES));
+}
+
+static void test_filter_matching(void **state)
+{
+    struct hub_webhook_conf any = conf(HUB_WH_ALL_TYPES, NULL, NULL);
+    struct hub_webhook_conf pre =
+        conf(HUB_WH_BIT(HUB_WH_CHANNEL_OCCUPIED), "presence-", NULL);
+    struct hub_webhook_conf both = conf(HUB_WH_ALL_TYPES, "a", "-z");
+
+    (void)state;
+    assert_true(hub_webhook_matches(&any, HUB_WH_CLIENT_EVENT, "x"));
+    assert_false(hub_webhook_matches(&any, HUB_WH_N_TYPES, "x"));
+    assert_true(hub_webhook_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
+                                    "presence-1"));
+    assert_false(hub_webhook_matches(&pre, HUB_WH_CHANNEL_VACATED,
+                                     "presence-1"));
+    assert_false(hub_webhook_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
+                                     "private-1"));
+    assert_false(hub_webhook_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
+                                     "presence"));
+    assert_true(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "a-z"));
+    assert_true(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "abc-z"));
+    assert_false(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "abc-y"));
+    assert_false(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "-z"));
+    assert_false(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "z"));
+}
+
+static void test_encode(void **state)
+{
+    struct hub_wh_event *e[3];
+    uint64_t seqs[3] = { 7, 8, 9 };
+    struct hub_webhook_conf only_ce = conf(HUB_WH_BIT(HUB_WH_CLIENT_EVENT),
+                                           NULL, NULL);
+    struct hub_webhook_conf none = conf(HUB_WH_BIT(HUB_WH_CACHE_MISS), NULL,
+                                        NULL);
+    size_t len;
+    unsigned n;
+    char *body;
+
+    (void)state;
+    e[0] = hub_wh_event_new(0, HUB_WH_CHANNEL_OCCUPIED, "ch-1xx", 4, NULL,
+                            NULL, NULL, NULL);
+    e[1] = hub_wh_event_new(0, HUB_WH_MEMBER_ADDED, "presence-p", 10, "u\"1",
+                            NULL, NULL, NULL);
+    e[2] = hub_wh_event_new(0, HUB_WH_CLIENT_EVENT, "private-p", 9, NULL,
+                            "client-x", "{\"a\":1}", "1.2");
+    body = hub_wh_encode((const struct hub_wh_event *const *)e, seqs, 3, NULL,
+                         0xabcull, 1234, &len, &n);
+    assert_non_null(body);
+    assert_int_equal(n, 3);
+    assert_int_equal(len, strlen(body));
+    assert_string_equal(
+        body,
+        "{\"time_ms\":1234,\"events\":["
+        "{\"name\":\"channel_occupied\",\"channel\":\"ch-1\","
+        "\"id\":\"0000000000000abc-7\"},"
+        "{\"name\":\"member_added\",\"channel\":\"presence-p\","
+        "\"user_id\":\"u\\\"1\",\"id\":\"0000000000000abc-8\"},"
+        "{\"name\":\"client_event\",\"channel\":\"private-p\","
+        "\"event\":\"client-x\",\"data\":\"{\\\"a\\\":1}\","
+        "\"socket_id\":\"1.2\",\"id\":\"0000000000000abc-9\"}]}");
+    free(body);
+    body = hub_wh_encode((const struct hub_wh_event *const *)e, seqs, 3,
+                         &only_ce, 1, 1, &len, &n);
+    assert_non_null(body);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(body, "client_event"));
+    assert_null(strstr(body, "occupied"));
+    free(body);
+    body = hub_wh_encode((const struct hub_wh_event *const *)e, seqs, 3,
+                         &none, 1, 1, &len, &n);
+    assert_null(body);
+    assert_int_equal(n, 0);
+    for (int i = 0; i < 3; i++)
+        free(e[i]);
+}
+
+static void test_backoff_schedule(void **state)
+{
+    (void)state;
+    /* Exponential from base, capped, jittered into [d/2, d]. */
+    assert_int_equal(hub_wh_backoff_ms(1, 1000, 60000, 0), 500);
+    assert_int_equal(hub_wh_backoff_ms(1, 1000, 60000, 500), 1000);
+    assert_int_equal(hub_wh_backoff_ms(2, 1000, 60000, 0), 1000);
+    assert_int_equal(hub_wh_backoff_ms(3, 1000, 60000, 0), 2000);
+    assert_int_equal(hub_wh_backoff_ms(7, 1000, 60000, 0), 30000);
+    assert_int_equal(hub_wh_backoff_ms(8, 1000, 60000, 0), 30000);
+    assert_int_equal(hub_wh_backoff_ms(100, 1000, 60000, 30000), 60000);
+    for (uint64_t r = 0; r < 5000; r += 37) {
+        for (unsigned a = 1; a < 40; a++) {
+            uint64_t d = hub_wh_backoff_ms(a, 1000, 60000, r * 7919);
+            uint64_t full = a > 7 ? 60000 : 1000ull << (a - 1);
+
+            if (full > 60000)
+                full = 60000;
+            assert_true(d >= full / 2 && d <= full);
+        }
+    }
+    assert_true(hub_wh_backoff_ms(1, 0, 10, 0) <= 1);
+}
+
+static void test_queue_bounded(void **state)
+{
+    struct hub_app app = { 0 };
+    struct hub_whq q;
+    struct hub_wh_event *l;
+    unsigned n = 0;
+
+    (void)state;
+    app.webhook_types = HUB_WH_BIT(HUB_WH_CACHE_MISS);
+    assert_int_equal(hub_whq_init(&q, 3, &app, 1), 0);
+    assert_true(hub_whq_wants(&q, 0, HUB_WH_CACHE_MISS));
+    assert_false(hub_whq_wants(&q, 0, HUB_WH_CLIENT_EVENT));
+    assert_false(hub_whq_wants(&q, 1, HUB_WH_CACHE_MISS));
+    for (int i = 0; i < 5; i++)
+        hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1, NULL,
+                                          NULL, NULL, NULL));
+    assert_int_equal(atomic_load(&q.dropped), 2);
+    assert_int_equal(atomic_load(&q.enqueued), 3);
+    l = hub_whq_pop_all(&q);
+    while (l) {
+        struct hub_wh_event *next = l->next;
+
+        free(l);
+        l = next;
+        n++;
+    }
+    assert_int_equal(n, 3);
+    assert_null(hub_whq_pop_all(&q));
+    /* The byte bound too. */
+    q.max_bytes = 2 * sizeof(struct hub_wh_event) + 100;
+    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                                       "c", 1, NULL, NULL,
+                                                       NULL, NULL)),
+                     0);
+    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                                       "c", 1, NULL, NULL,
+                                                       NULL, NULL)),
+                     0);
+    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                                       "cccccccccccccccccccc"
+                                                       "cccccccccccccccccccc"
+                                                       "cccccccccccccccccccc",
+                                                       60, NULL, NULL, NULL,
+                                                       NULL)),
+                     -ENOSPC);
+    hub_whq_fini(&q);              /* frees what is left */
+}
+
+/* The directory reports edges in order, under its lock. */
+static struct {
+    enum hub_dir_edge_kind kind[32];
+    char name[32][16];
+    char uid[32][16];
+    unsigned n;
+} seen;
+
+static void record(void *ctx, const struct hub_dir_edge *e)
+{
+    (void)ctx;
+    seen.kind[seen.n] = e->kind;
+    snprintf(seen.name[seen.n], 16, "%.*s", (int)e->len, e->name);
+    snprintf(seen.uid[seen.n], 16, "%s", e->user_id ? e->user_id : "");
+    seen.n++;
+}
+
+static void test_directory_edges(void **state)
+{
+    struct hub_directory *d = hub_directory_create();
+    struct hub_presence_join j = { .user_id = "u1" };
+    bool last;
+
+    (void)state;
+    memset(&seen, 0, sizeof(seen));
+    hub_directory_set_edge_hook(d, record, NULL);
+    assert_int_equal(hub_directory_join(d, 0, "pubX", 3, NULL), 0);
+    assert_int_equal(hub_directory_join(d, 0, "pub", 3, NULL), 0);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.kind[0], HUB_DIR_CHANNEL_FIRST);
+    assert_string_equal(seen.name[0], "pub");
+    assert_int_equal(hub_directory_join(d, 0, "presence-a", 10, &j), 0);
+    free(j.members_json);
+    j = (struct hub_presence_join){ .user_id = "u1" };
+    assert_int_equal(hub_directory_join(d, 0, "presence-a", 10, &j), 0);
+    free(j.members_json);
+    assert_int_equal(seen.n, 3);
+    assert_int_equal(seen.kind[1], HUB_DIR_CHANNEL_FIRST);
+    assert_int_equal(seen.kind[2], HUB_DIR_MEMBER_FIRST);
+    assert_string_equal(seen.uid[2], "u1");
+    hub_directory_leave_seq(d, 0, "presence-a", 10, "u1", &last, NULL);
+    assert_false(last);
+    assert_int_equal(seen.n, 3);
+    hub_directory_leave_seq(d, 0, "presence-a", 10, "u1", &last, NULL);
+    assert_true(last);
+    assert_int_equal(seen.n, 5);
+    assert_int_equal(seen.kind[3], HUB_DIR_MEMBER_LAST);
+    assert_int_equal(seen.kind[4], HUB_DIR_CHANNEL_LAST);
+    assert_string_equal(seen.name[4], "presence-a");
+    hub_directory_leave_seq(d, 0, "pub", 3, NULL, NULL, NULL);
+    hub_directory_leave_seq(d, 0, "pub", 3, NULL, NULL, NULL);
+    assert_int_equal(seen.n, 6);
+    assert_int_equal(seen.kind[5], HUB_DIR_CHANNEL_LAST);
+    hub_directory_set_edge_hook(d, NULL, NULL);
+    assert_int_equal(hub_directory_join(d, 0, "pub", 3, NULL), 0);
+    assert_int_equal(seen.n, 6);
+    hub_directory_destroy(d);
+}
+
+/* The engine: what it emits, per webhook. */
+static struct {
+    char *body[64];
+    unsigned hook[64];
+    unsigned n;
+} out;
+
+static void emit(void *ctx, struct hub_wh_out *o)
+{
+    (void)ctx;
+    assert_true(out.n < 64);
+    assert_non_null(o->batch_id);
+    out.body[out.n] = o->body;
+    out.hook[out.n] = o->hook;
+    out.n++;
+}
+
+static void out_reset(void)
+{
+    for (unsigned i = 0; i < out.n; i++)
+        free(out.body[i]);
+    memset(&out, 0, sizeof(out));
+}
+
+/* The event names of body i, comma-joined, in buf. */
+static const char *names(unsigned i, char *buf, size_t len)
+{
+    json_t *root = json_loads(out.body[i], 0, NULL), *ev;
+    size_t k;
+
+    assert_non_null(root);
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(root, "events"), k, ev) {
+        size_t at = strlen(buf);
+
+        snprintf(buf + at, len - at, "%s%s:%s", k ? "," : "",
+                 json_string_value(json_object_get(ev, "name")),
+                 json_string_value(json_object_get(ev, "channel")));
+    }
+    json_decref(root);
+    return buf;
+}
+
+static struct hub_wh_event *ev(unsigned type, const char *ch,
+                               const char *uid)
+{
+    return hub_wh_event_new(0, type, ch, strlen(ch), uid, NULL, NULL, NULL);
+}
+
+static void test_engine_delay_and_cancel(void **state)
+{
+    struct hub_webhook_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
+    struct hub_app app = { 0 };
+    struct hub_wh_engine *e;
+    struct hub_wh_engine_stats st;
+    uint64_t now = 1000;
+    char buf[512];
+
+    (void)state;
+    out_reset();
+    app.webhooks = &w;
+    app.n_webhooks = 1;
+    app.webhook_types = HUB_WH_ALL_TYPES;
+    app.webhook_batching = false;
+    e = hub_wh_engine_create(&app, 1, 3000, 1, now, emit, NULL);
+    assert_non_null(e);
+    hub_wh_engine_advance(e, now, 5);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "c", NULL), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_MEMBER_ADDED, "c", "u"), now);
+    assert_int_equal(out.n, 2);
+    /* A refresh: both closes wait, both opens cancel them. */
+    hub_wh_engine_feed(e, ev(HUB_WH_MEMBER_REMOVED, "c", "u"), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "c", NULL), now);
+    hub_wh_engine_get_stats(e, &st);
+    assert_int_equal(st.delayed, 2);
+    now += 2900;
+    hub_wh_engine_advance(e, now, 5);
+    assert_int_equal(out.n, 2);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "c", NULL), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_MEMBER_ADDED, "c", "u"), now);
+    hub_wh_engine_get_stats(e, &st);
+    assert_int_equal(st.delayed, 0);
+    assert_int_equal(st.cancelled, 2);
+    now += 10000;
+    hub_wh_engine_advance(e, now, 5);
+    assert_int_equal(out.n, 2);
+    /* A real leave: sent once the delay is over, not before. */
+    hub_wh_engine_feed(e, ev(HUB_WH_MEMBER_REMOVED, "c", "u"), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "c", NULL), now);
+    hub_wh_engine_advance(e, now + 2990, 5);
+    assert_int_equal(out.n, 2);
+    hub_wh_engine_advance(e, now + 3020, 5);
+    assert_int_equal(out.n, 4);
+    assert_string_equal(names(2, buf, sizeof(buf)), "member_removed:c");
+    assert_string_equal(names(3, buf, sizeof(buf)), "channel_vacated:c");
+    /* Destroyed with a delay armed and a batch open: nothing leaks or
+     * fires (ASan checks). */
+    {
+        struct hub_wh_engine *e2 =
+            hub_wh_engine_create(&app, 1, 3000, 1, now, emit, NULL);
+
+        app.webhook_batching = true;
+        hub_wh_engine_feed(e2, ev(HUB_WH_CHANNEL_OCCUPIED, "d", NULL), now);
+        hub_wh_engine_feed(e2, ev(HUB_WH_CHANNEL_VACATED, "d", NULL), now);
+        hub_wh_engine_feed(e2, ev(HUB_WH_CHANNEL_OCCUPIED, "e", NULL), now);
+        hub_wh_engine_destroy(e2);
+        app.webhook_batching = false;
+        assert_int_equal(out.n, 4);
+    }
+    /* At shutdown a waiting close is released, not lost. */
+    {
+        struct hub_wh_engine *e3 =
+            hub_wh_engine_create(&app, 1, 3000, 1, now, emit, NULL);
+
+        hub_wh_engine_feed(e3, ev(HUB_WH_CHANNEL_OCCUPIED, "f", NULL), now);
+        hub_wh_engine_feed(e3, ev(HUB_WH_CHANNEL_VACATED, "f", NULL), now);
+        assert_int_equal(out.n, 5);
+        hub_wh_engine_flush(e3, 5);
+        assert_int_equal(out.n, 6);
+        assert_string_equal(names(5, buf, sizeof(buf)), "channel_vacated:f");
+        hub_wh_engine_get_stats(e3, &st);
+        assert_int_equal(st.delayed, 0);
+        hub_wh_engine_destroy(e3);
+    }
+    /* A close whose open was never seen (lost to a full queue): nothing. */
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "never", NULL), now);
+    hub_wh_engine_advance(e, now + 10000, 5);
+    assert_int_equal(out.n, 6);
+    hub_wh_engine_destroy(e);
+    out_reset();
+}
+
+static void test_engine_batching_and_filters(void **state)
+{
+    struct hub_webhook_conf w[2] = {
+        conf(HUB_WH_BIT(HUB_WH_CHANNEL_OCCUPIED), NULL, NULL),
+        conf(HUB_WH_BIT(HUB_WH_CHANNEL_OCCUPIED) |
+                 HUB_WH_BIT(HUB_WH_CACHE_MISS),
+             "b", NULL),
+    };
+    struct hub_app app = { 0 };
+    struct hub_wh_engine *e;
+    uint64_t now = 0;
+    char buf[2048], name[8];
+
+    (void)state;
+    out_reset();
+    app.webhooks = w;
+    app.n_webhooks = 2;
+    app.webhook_types = w[0].types | w[1].types;
+    app.webhook_batching = true;
+    e = hub_wh_engine_create(&app, 1, 0, 1, now, emit, NULL);
+    hub_wh_engine_advance(e, now, 5);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "a1", NULL), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "b1", NULL), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_CACHE_MISS, "b2", NULL), now);
+    /* Not wanted by anyone: the other half of a pair, dropped. */
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "a1", NULL), now);
+    assert_true(hub_wh_engine_advance(e, now + 100, 5) <= 160);
+    assert_int_equal(out.n, 0);
+    hub_wh_engine_advance(e, now + 260, 5);
+    assert_int_equal(out.n, 2);
+    assert_int_equal(out.hook[0], 0);
+    assert_string_equal(names(0, buf, sizeof(buf)),
+                        "channel_occupied:a1,channel_occupied:b1");
+    assert_int_equal(out.hook[1], 1);
+    assert_string_equal(names(1, buf, sizeof(buf)),
+                        "channel_occupied:b1,cache_miss:b2");
+    out_reset();
+    /* 20 events flush at once, the 21st waits for the window. */
+    for (int i = 0; i < 21; i++) {
+        snprintf(name, sizeof(name), "c%d", i);
+        hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, name, NULL),
+                           now + 300);
+    }
+    assert_int_equal(out.n, 1);
+    hub_wh_engine_flush(e, 5);
+    assert_int_equal(out.n, 2);
+    assert_string_equal(names(1, buf, sizeof(buf)), "channel_occupied:c20");
+    hub_wh_engine_destroy(e);
+    out_reset();
+}
+
+/* One engine run: edges, a delay, a batch, a flush, teardown. */
+static void engine_run(const struct hub_app *app)
+{
+    struct hub_wh_engine *e =
+        hub_wh_engine_create(app, 1, 100, 1, 0, emit, NULL);
+    struct hub_wh_event *l = NULL, **tail = &l;
+    static const struct {
+        unsigned type;
+        const char *ch, *uid;
+    } evs[] = {
+        { HUB_WH_CHANNEL_OCCUPIED, "presence-a", NULL },
+        { HUB_WH_MEMBER_ADDED, "presence-a", "u1" },
+        { HUB_WH_CLIENT_EVENT, "presence-a", "u1" },
+        { HUB_WH_MEMBER_REMOVED, "presence-a", "u1" },
+        { HUB_WH_CHANNEL_OCCUPIED, "b", NULL },
+        { HUB_WH_CHANNEL_VACATED, "b", NULL },
+        { HUB_WH_CACHE_MISS, "cache-c", NULL },
+    };
+
+    if (!e)
+        return;
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+        struct hub_wh_event *x = hub_wh_event_new(
+            0, evs[i].type, evs[i].ch, strlen(evs[i].ch), evs[i].uid,
+            evs[i].type == HUB_WH_CLIENT_EVENT ? "client-x" : NULL,
+            evs[i].type == HUB_WH_CLIENT_EVENT ? "{}" : NULL,
+            evs[i].type == HUB_WH_CLIENT_EVENT ? "1.1" : NULL);
+
+        if (x) {
+            *tail = x;
+            tail = &x->next;
+        }
+    }
+    hub_wh_engine_advance(e, 0, 1);
+    hub_wh_engine_feed(e, l, 0);
+    hub_wh_engine_advance(e, 300, 1);
+    /* The member_removed and vacated delays are armed: destroy frees them. */
+    hub_wh_engine_feed(e, hub_wh_event_new(0, HUB_WH_CHANNEL_VACATED,
+                                           "presence-a", 10, NULL, NULL,
+                                           NULL, NULL),
+                       300);
+    hub_wh_engine_flush(e, 1);
+    hub_wh_engine_destroy(e);
+}
+
+static void test_engine_nomem(void **state)
+{
+    struct hub_webhook_conf w[2] = {
+        conf(HUB_WH_ALL_TYPES, NULL, NULL),
+        conf(HUB_WH_ALL_TYPES, "presence-", NULL),
+    };
+    struct hub_app app = { 0 };
+
+    (void)state;
+    out_reset();
+    app.webhooks = w;
+    app.n_webhooks = 2;
+    app.webhook_types = HUB_WH_ALL_TYPES;
+    app.webhook_batching = true;
+    FAIL_ALLOC_COUNTDOWN(
+        {
+            engine_run(&app);
+            out_reset();
+        },
+        { assert_int_equal(fail_alloc_live(), fa_live_before); });
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_filter_matching),
+        cmocka_unit_test(test_encode),
+        cmocka_unit_test(test_backoff_schedule),
+        cmocka_unit_test(test_queue_bounded),
+        cmocka_unit_test(test_directory_edges),
+        cmocka_unit_test(test_engine_delay_and_cancel),
+        cmocka_unit_test(test_engine_batching_and_filters),
+        cmocka_unit_test(test_engine_nomem),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
