@@ -126,6 +126,9 @@
     X(subscription_count_dropped, counter, U64, 0, LOOP,                       \
       "subscription_count_dropped", "subscription_count_dropped_total",        \
       "Subscription count updates lost to out of memory.")                     \
+    X(http_post_closes, counter, U64, 0, LOOP, "http_post_closes",             \
+      "http_post_closes_total",                                                \
+      "POST answers that closed keep-alive: input behind the body.")          \
     X(hb_runs, counter, U64, 0, HEARTBEAT, "runs", "heartbeat_runs_total",     \
       "Completed heartbeat scans.")                                            \
     X(hb_failures, counter, U64, 0, HEARTBEAT, "failures",                     \
