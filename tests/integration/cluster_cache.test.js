@@ -5,6 +5,7 @@
 // event of a pusher-js subscriber on another node; a node started after
 // the publish loads it from Redis; a short TTL expires on every node;
 // cache_miss stays right; hostile cache envelopes are counted, not kept.
+const net = require('node:net');
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
@@ -50,6 +51,36 @@ async function cacheInfo(hub, channel) {
     { params: { info: 'cache' } });
   assert.equal(r.status, 200, r.body);
   return r.json.cache;
+}
+
+// A cache envelope (hub/envelope.h, kind 3) as another node writes it.
+function cacheEnvelope({ origin, app, channel, payload, ttlMs }) {
+  const u16 = (n) => { const b = Buffer.alloc(2); b.writeUInt16BE(n); return b; };
+  const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+  const str = (x) => Buffer.from(x);
+  const data = str(payload);
+  return Buffer.concat([str('LDB1'), Buffer.from([3, 0]), u16(origin.length), str(origin),
+    Buffer.alloc(8, 1), Buffer.alloc(8, 0), u16(app.length), str(app),
+    u16(channel.length), str(channel), Buffer.alloc(8 + 4 + 8, 0),
+    u32(data.length), data, u32(ttlMs)]);
+}
+
+// One command with binary arguments over RESP (redis-cli takes argv only).
+function respCommand(port, args) {
+  return new Promise((resolve, reject) => {
+    const parts = [Buffer.from(`*${args.length}\r\n`)];
+    for (const a of args) {
+      const b = Buffer.isBuffer(a) ? a : Buffer.from(String(a));
+      parts.push(Buffer.from(`$${b.length}\r\n`), b, Buffer.from('\r\n'));
+    }
+    const sock = net.connect(port, '127.0.0.1', () => sock.write(Buffer.concat(parts)));
+    let out = '';
+    sock.on('data', (d) => {
+      out += d;
+      if (out.endsWith('\r\n')) { sock.end(); resolve(out.trim()); }
+    });
+    sock.on('error', reject);
+  });
 }
 
 // A pusher-js subscriber recording every event bound on the channel.
@@ -166,6 +197,37 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
     assert.equal(await cacheInfo(late, 'cache-junk'), null);
     assert.deepEqual((await cacheInfo(late, 'cache-score')).data, JSON.stringify({ home: 2 }));
   });
+});
+
+test('a node whose Redis connections drop loads the entries again', async (t) => {
+  const redis = await startRedis(t);
+  const nodes = [];
+  for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `r${k}`));
+  await allUp(redis, nodes);
+  // An entry another node wrote while these two were not listening.
+  const channel = 'cache-injected';
+  const payload = JSON.stringify({ event: 'score', channel, data: JSON.stringify({ v: 7 }) });
+  const env = cacheEnvelope({ origin: 'elsewhere', app: APP.id, channel, payload, ttlMs: 60000 });
+  assert.equal(await respCommand(redis.port,
+    ['SET', `lubdub:cache:${APP.id}:${channel}`, env, 'PX', 60000]), '+OK');
+  assert.equal(await cacheInfo(nodes[0], channel), null);
+  const before = await Promise.all(nodes.map(bp));
+  await redis.cli('CLIENT', 'KILL', 'TYPE', 'pubsub');
+  await waitFor(async () => {
+    for (let i = 0; i < nodes.length; i++) {
+      const b = await bp(nodes[i]);
+      if (b.reconnects <= before[i].reconnects || b.cache_loaded < before[i].cache_loaded + 1) return false;
+    }
+    return true;
+  }, 'both nodes reconnected and loaded the entry', 20000, 50);
+  for (const n of nodes) {
+    const c = await raw(t, n);
+    const m = await firstAfterSucceeded(c, channel);
+    assert.equal(m.event, 'score');
+    assert.deepEqual(JSON.parse(m.data), { v: 7 });
+    const x = await cacheInfo(n, channel);
+    assert.ok(x.ttl > 0 && x.ttl <= 60, `ttl ${x.ttl}`);
+  }
 });
 
 test('a short TTL expires on every node, Redis included', async (t) => {
