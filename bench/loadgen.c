@@ -124,6 +124,7 @@ static struct {
     enum mode mode;
     enum publish publish; /* pusher mode only */
     int subs, pubs, rooms, size, window, batch, src_ips, churn;
+    int rest_inflight; /* REST requests in flight per connection; 0: window */
     double rate, warmup, duration, setup_timeout, slow_pct, msg_timeout;
     uint64_t t0; /* absolute CLOCK_MONOTONIC ns; 0 = when ready */
     int server_pid;
@@ -984,7 +985,10 @@ static void publish_more(struct conn *c, uint64_t now)
      * earlier bytes are still waiting. */
     while (c->outstanding < (uint64_t)opt.window && c->out_len < (1u << 20) &&
            (c->kind != K_PUB_REST ||
-            (c->http_pending < (uint64_t)opt.window && !c->http_closing))) {
+            (c->http_pending < (uint64_t)(opt.rest_inflight > 0
+                                              ? opt.rest_inflight
+                                              : opt.window) &&
+             !c->http_closing))) {
         /* A server that closes after each response (soketi does) gets one
          * request per connection; the publisher reconnects. */
         if (c->kind == K_PUB_REST && rest_mode != REST_KEEPALIVE &&
@@ -1190,7 +1194,12 @@ static void usage(void)
             "[--src-ips K]\n"
             "  [--slow-pct P] [--churn N] [--server-pid PID] "
             "[--setup-timeout S]\n"
-            "  [--msg-timeout S] [--publish rest|ws] [--quiet]\n"
+            "  [--msg-timeout S] [--publish rest|ws] [--rest-inflight N] "
+            "[--quiet]\n"
+            "  --rest-inflight N: at most N REST requests in flight per "
+            "keep-alive\n"
+            "  connection (1: no pipelining, like an HTTP agent; default: "
+            "the window)\n"
             "  --publish ws (pusher mode): client events on private-bench "
             "from WebSocket\n"
             "  publishers; the server must allow client events without a "
@@ -1212,6 +1221,7 @@ static void parse_args(int argc, char **argv)
         {"churn", 1, 0, 'c'},     {"server-pid", 1, 0, 'S'},
         {"setup-timeout", 1, 0, 'o'}, {"quiet", 0, 0, 'q'},
         {"msg-timeout", 1, 0, 'M'}, {"publish", 1, 0, 'B'},
+        {"rest-inflight", 1, 0, 'I'},
         {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1244,6 +1254,7 @@ static void parse_args(int argc, char **argv)
         case 'o': opt.setup_timeout = atof(optarg); break;
         case 'q': opt.quiet = 1; break;
         case 'M': opt.msg_timeout = atof(optarg); break;
+        case 'I': opt.rest_inflight = atoi(optarg); break;
         case 'B':
             if (!strcmp(optarg, "ws"))
                 opt.publish = PUB_WS;

@@ -7,16 +7,18 @@ bench/results/latest.md (tables) and latest.json (every raw loader result).
 The last line printed is the one-line summary:
 
   fanout: hub=H hub_rest=R uws=U raw_cork=C lws=L nodews=N soketi=S
-          vs_uws=H/U ...
+          vs_uws=H/U ... cpu_vs_uws=... churn_vs_uws=...
 
-deliveries/s medians at 1,000 subscribers and 32 B; the ratios are medians of
-per-rep ratios. A peer that cannot run, or whose run is invalid (deliveries
+deliveries/s medians at 1,000 subscribers and 32 B, then server CPU per
+delivery ratios (bench/README.md, "The summary line"); the ratios are
+medians of per-rep ratios. A peer that cannot run, or whose run is invalid (deliveries
 missing, uWS fell back to its NodeJS shim), reports 0 and its ratios n/a.
 
 Scenarios:
   S3  1 publisher -> N subscribers (100, 1000, 10000) x (32 B, 1 KiB)
   S4  2,000 rooms x 8 members, publisher round-robin over rooms
-      (Pusher peers only: the raw peers have no rooms)
+      (Pusher peers only: the raw peers have no rooms; uws_rooms is the
+      uWebSockets.js topic pub/sub anchor, bench/peers/uws_rooms.js)
   S5  churn: connect -> (subscribe) -> one round trip -> close, 64 in flight
   S7  S3 at 1,000 x 1 KiB with 1% subscribers that never read: the server
       should close them (slow-consumer policy); reported as closed/total
@@ -133,6 +135,10 @@ def ensure_node_modules(peers):
     return None
 
 
+# Scenarios the hub_rest (and hub_base_rest) rows run.
+REST_SCENARIOS = {"S3-1000-32", "S4"}
+
+
 def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
     b = os.path.join(BUILD, "bench")
     hub_argv = [HUB, "--config", write_hub_config(), "--port", "{port}",
@@ -156,6 +162,14 @@ def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
                                                  "uws_server.js"),
                             "--port", "{port}"],
              fallback_marker="Falling back to a NodeJS implementation"),
+        # The S4 anchor: uWS topic pub/sub with a Pusher-protocol subset
+        # (bench/peers/uws_rooms.js), fed by the same client-event
+        # publishers and Pusher subscribers as the hub.
+        Peer("uws_rooms", "pusher", ["node", os.path.join(
+            BENCH, "peers", "uws_rooms.js"), "--port", "{port}"],
+             path="/app/app-key", pusher=True,
+             fallback_marker="Falling back to a NodeJS implementation",
+             publish="ws", only={"S4"}),
         Peer("soketi", "pusher",
              ["node", os.path.join(BENCH, "node_modules", "@soketi", "soketi",
                                    "bin", "server.js"), "start"],
@@ -164,11 +178,12 @@ def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
              publish=soketi_publish),
     ]
     if hub_publish == "ws":
-        # The hub again, published to through REST, in the headline
-        # scenario only: both publish paths side by side.
+        # The hub again, published to through REST on keep-alive
+        # connections, in the headline scenario and in the small rooms:
+        # both publish paths side by side.
         peers.insert(1, Peer("hub_rest", "pusher", hub_argv,
                              path="/app/app-key", pusher=True,
-                             publish="rest", only={"S3-1000-32"}))
+                             publish="rest", only=REST_SCENARIOS))
     if hub_base:
         # Another lubdub build (e.g. the commit before a change), same
         # config and publishers, interleaved with the hub rep by rep: the
@@ -181,12 +196,15 @@ def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
         if hub_publish == "ws":
             peers.insert(at + 1, Peer("hub_base_rest", "pusher", base_argv,
                                       path="/app/app-key", pusher=True,
-                                      publish="rest", only={"S3-1000-32"}))
+                                      publish="rest", only=REST_SCENARIOS))
     for p in peers:
         exe = p.argv[0]
         if exe == "node":
             if not node_ok():
                 p.unavailable = "node not installed"
+            elif (p.argv[1].startswith(os.path.join(BENCH, "peers")) and
+                  not os.path.exists(p.argv[1])):
+                p.unavailable = "%s missing" % os.path.relpath(p.argv[1], ROOT)
         elif not os.access(exe, os.X_OK):
             p.unavailable = "%s not built" % os.path.relpath(exe, ROOT)
     for p in peers:
@@ -374,16 +392,21 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
             args = args[:i] + args[i + 2:] + ["--window", max(1, w // npub),
                                               "--pubs", npub]
     elif p.pusher and "--window" in args and "--churn" not in args:
-        # REST publishing: the hub and soketi answer "Connection: close", so
-        # one connection carries one request at a time. Spread the window
-        # over 32 publisher connections (one request each) to keep the
-        # same number of messages in flight as the single ws publisher of
-        # the raw peers.
+        # REST publishing: the window is spread over 32 publisher
+        # connections with one request in flight on each, the way a
+        # backend's HTTP agent pool publishes (no pipelining), so the same
+        # number of messages is in flight as with the single ws publisher
+        # of the raw peers. Each connection is kept alive and reused for
+        # every request when the server allows it (the hub since REST
+        # keep-alive for POST; "REST reconnects" in the tables shows it);
+        # a server that answers "Connection: close" (soketi, older hubs)
+        # costs a reconnect per request.
         i = args.index("--window")
         w = int(args[i + 1])
         npub = min(32, w)
         args = args[:i] + args[i + 2:] + ["--window", max(1, w // npub),
-                                          "--pubs", npub]
+                                          "--pubs", npub,
+                                          "--rest-inflight", 1]
     rest = [str(a) for a in args]
     if "--subs" in args:
         i = args.index("--subs")
@@ -576,6 +599,8 @@ def main():
         want = set(a.peers.split(","))
         if "hub" in want:
             want.add("hub_rest")
+        if "uws" in want:
+            want.add("uws_rooms")
         if a.hub_base:
             want |= {"hub_base", "hub_base_rest"}
         peers = [p for p in peers if p.name in want]
@@ -615,6 +640,9 @@ def main():
         for p in order:
             if p.unavailable:
                 continue
+            if p.only is not None and not any(sc[0] in p.only
+                                              for sc in scens):
+                continue  # none of its scenarios selected
             log("bench-fanout: rep %d/%d %s" % (rep + 1, a.reps, p.name))
             srv = Server(p)
             try:
@@ -669,6 +697,30 @@ def main():
               if v.get("n") and v.get("d")]
         return median(rs)
 
+    def med_cpu_ratio(sid, num, den):
+        """Median over reps of num's server CPU per delivery / den's."""
+        by_rep = {}
+        for name, k in ((num, "n"), (den, "d")):
+            for d in valid_runs(sid, name):
+                if d.get("server_cpu_s_per_M"):
+                    by_rep.setdefault(d["rep"], {})[k] = d["server_cpu_s_per_M"]
+        return median([v["n"] / v["d"] for v in by_rep.values()
+                       if v.get("n") and v.get("d")])
+
+    def med_churn_ratio(num, den):
+        by_rep = {}
+        for name, k in ((num, "n"), (den, "d")):
+            for d in valid_runs("S5", name):
+                by_rep.setdefault(d["rep"], {})[k] = d["churn_per_s"]
+        return median([v["n"] / v["d"] for v in by_rep.values()
+                       if v.get("n") and v.get("d")])
+
+    # Loader saturation: the deliveries/s ratios of such measurements
+    # understate the faster server; CPU per delivery does not depend on it.
+    bound = sorted({"%s/%s" % (sid, name) for sid in results
+                    for name in results[sid]
+                    for d in valid_runs(sid, name) if d.get("loader_bound")})
+
     load1 = open("/proc/loadavg").read().split()[:3]
     lines = ["# Fan-out results (make bench-fanout%s)" % (
         " --quick" if a.quick else ""), "",
@@ -686,6 +738,11 @@ def main():
     for p in peers:
         if notes.get(p.name):
             lines.append("- %s: %s" % (p.name, notes[p.name]))
+    if bound:
+        lines.append("- LOADER SATURATED its core (>= 95%% busy, server "
+                     "< 90%%) in: %s. Deliveries/s ratios there understate "
+                     "the faster server: judge by server CPU s per M "
+                     "deliveries (the cpu_vs_* ratios)." % ", ".join(bound))
     lines.append("")
     for sid, label, args, pusher_only in scens:
         lines += ["## %s" % label, ""]
@@ -697,9 +754,10 @@ def main():
             lines.append("| peer | deliveries/s | vs raw_cork | p50 µs | "
                          "p99 µs | p99.9 µs | server CPU s / M deliveries | "
                          "loader % | server % | foreign % cpu0/cpu1 | slow closed | "
-                         "hub deliveries/write | valid reps |")
+                         "hub deliveries/write | REST reconnects / request | "
+                         "valid reps |")
             lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|"
-                         "---|")
+                         "---|---|")
         for p in peers:
             runs = results[sid].get(p.name, [])
             if not runs:
@@ -720,8 +778,10 @@ def main():
                     fmt(median([100 * d["server_util"] for d in v])), vr))
                 continue
             dpw = median([d.get("hub_deliveries_per_write") for d in v])
+            rpr = median([d["rest_reconnects"] / d["http_ok"] for d in v
+                          if d.get("publish") == "rest" and d.get("http_ok")])
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-                         "| %s | %s | %s |" % (
+                         "| %s | %s | %s | %s |" % (
                 p.label(), fmt(med_rate(sid, p.name)),
                 fmt(med_ratio(sid, p.name, "raw_cork"), 2),
                 fmt(median([d["lat_us"]["p50"] for d in v])),
@@ -737,7 +797,8 @@ def main():
                 "%s/%s" % (fmt(median([d["slow_closed"] for d in runs])),
                            fmt(median([d["slow_total"] for d in runs])))
                 if sid == "S7" else "-",
-                fmt(dpw, 1) if dpw is not None else "-", vr))
+                fmt(dpw, 1) if dpw is not None else "-",
+                fmt(rpr, 3) if rpr is not None else "-", vr))
         lines.append("")
     with open(os.path.join(RESULTS, "latest.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -757,11 +818,34 @@ def main():
         r = med_ratio(headline, num, den)
         return "%.3f" % r if r else "n/a"
 
+    def cpu(sid, num, den):
+        r = med_cpu_ratio(sid, num, den)
+        return "%.3f" % r if r else "n/a"
+
+    churn = med_churn_ratio("hub", "uws")
+    if bound:
+        log("bench-fanout: the loader saturated its core in %d "
+            "measurement(s) (%s): their deliveries/s ratios understate the "
+            "faster server; judge by CPU per delivery (cpu_vs_*)" % (
+                len(bound), ", ".join(bound)))
+    # cpu_vs_X: X's server CPU per delivery / the hub's (above 1: the hub
+    # spends less); rest_vs_ws: the hub's client-event CPU per delivery /
+    # its REST one; churn_vs_uws: S5 cycles/s hub / uws. Medians of
+    # per-rep ratios.
     print("fanout: hub=%s hub_rest=%s uws=%s raw_cork=%s lws=%s nodews=%s "
-          "soketi=%s vs_uws=%s vs_raw_cork=%s vs_soketi=%s" % (
+          "soketi=%s vs_uws=%s vs_raw_cork=%s vs_soketi=%s "
+          "cpu_vs_uws=%s cpu_vs_raw_cork=%s cpu_vs_uws_100x1k=%s "
+          "cpu_vs_uws_10k=%s cpu_vs_uws_rooms=%s rest_vs_ws=%s "
+          "churn_vs_uws=%s" % (
               rate("hub"), rate("hub_rest"), rate("uws"), rate("raw_cork"),
               rate("lws"), rate("nodews"), rate("soketi"), ratio("hub", "uws"),
-              ratio("hub", "raw_cork"), ratio("hub", "soketi")), flush=True)
+              ratio("hub", "raw_cork"), ratio("hub", "soketi"),
+              cpu(headline, "uws", "hub"), cpu(headline, "raw_cork", "hub"),
+              cpu("S3-100-1024", "uws", "hub"),
+              cpu("S3-10000-32", "uws", "hub"),
+              cpu("S4", "uws_rooms", "hub"),
+              cpu(headline, "hub", "hub_rest"),
+              "%.3f" % churn if churn else "n/a"), flush=True)
     if a.hub_base:
         # Before/after: deliveries/s ratio (median of per-rep ratios) and
         # server CPU s per million deliveries, per scenario.

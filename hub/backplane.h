@@ -116,6 +116,11 @@ struct hub_bus_ops {
     int (*terminate_user)(void *b, struct hub *h, struct hub_loop *from,
                           unsigned app, const char *uid);
     void (*destroy)(void *b);
+    /* Optional (NULL: publish is used): an HTTP API event on a cache
+     * channel, which the bus also hands to the other processes as the
+     * channel's last event (hub/ccache.h). */
+    int (*publish_cache)(void *b, struct hub *h, struct hub_loop *from,
+                         const struct hub_pub_req *r);
 };
 
 struct hub_backplane {
@@ -194,6 +199,21 @@ static inline int hub_publish(struct hub *h, struct hub_loop *from,
 {
     const struct hub_pub_req r = { app, name, len, f, excl };
 
+    return h->bp->bus->publish(h->bp->bus_impl, h, from, &r);
+}
+
+/* hub_publish() of an HTTP API event on a cache channel (the caller keeps
+ * it in h->cache after): with a backplane that reaches other processes,
+ * they keep it too. */
+static inline int hub_publish_cache(struct hub *h, struct hub_loop *from,
+                                    unsigned app, const char *name,
+                                    size_t len, struct hub_frame *f,
+                                    const struct hub_excl *excl)
+{
+    const struct hub_pub_req r = { app, name, len, f, excl };
+
+    if (h->bp->bus->publish_cache)
+        return h->bp->bus->publish_cache(h->bp->bus_impl, h, from, &r);
     return h->bp->bus->publish(h->bp->bus_impl, h, from, &r);
 }
 

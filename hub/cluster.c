@@ -12,11 +12,14 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "hub/ccache.h"
 #include "hub/chantab.h"
 #include "hub/directory.h"
 #include "hub/envelope.h"
 #include "hub/frame.h"
 #include "hub/loop.h"
+#include "hub/protocol.h"
+#include "timer/clock.h"
 
 #define USER_PREFIX "#server-to-user-"
 
@@ -51,6 +54,13 @@ struct hub_cluster {
      * cluster): kept until destroy, since a reader may hold one. */
     char **retired;
     unsigned n_retired;
+    char *cache_chan, *cache_pattern; /* "<prefix>:cache", ...":cache:*" */
+    size_t cache_chan_len;
+    /* The apps at start (borrowed, never freed): the cluster-wide cache
+     * reads their cache settings; an app a reload added publishes its
+     * cache channels as plain events across nodes. */
+    const struct hub_app *apps;
+    unsigned n_apps;
     size_t max_queue;
     void (*wake)(void *ctx);
     void *wake_ctx;
@@ -85,15 +95,32 @@ struct hub_cluster *hub_cluster_create(const struct hub_cluster_cfg *cfg)
     c->node_id = strdup(cfg->node_id ? cfg->node_id : "");
     c->prefix = strdup(cfg->prefix ? cfg->prefix : "lubdub");
     c->dir = hub_directory_create();
-    if (!c->node_id || !c->prefix || !c->dir ||
-        hub_chantab_init(&c->chans, 64)) {
+    if (c->prefix) {
+        size_t plen = strlen(c->prefix);
+
+        c->cache_chan = malloc(plen + sizeof(":cache:*"));
+        c->cache_pattern = malloc(plen + sizeof(":cache:*"));
+        if (c->cache_chan && c->cache_pattern) {
+            memcpy(c->cache_chan, c->prefix, plen);
+            memcpy(c->cache_chan + plen, ":cache", sizeof(":cache"));
+            memcpy(c->cache_pattern, c->prefix, plen);
+            memcpy(c->cache_pattern + plen, ":cache:*", sizeof(":cache:*"));
+            c->cache_chan_len = plen + sizeof(":cache") - 1;
+        }
+    }
+    if (!c->node_id || !c->prefix || !c->dir || !c->cache_chan ||
+        !c->cache_pattern || hub_chantab_init(&c->chans, 64)) {
         free(c->node_id);
         free(c->prefix);
+        free(c->cache_chan);
+        free(c->cache_pattern);
         hub_directory_destroy(c->dir);
         free(c);
         return NULL;
     }
     c->node_len = strlen(c->node_id);
+    c->apps = cfg->apps;
+    c->n_apps = cfg->n_apps;
     pthread_mutex_init(&c->ids_mu, NULL);
     c->max_queue = cfg->max_queue ? cfg->max_queue : 65536;
     c->wake = cfg->wake;
@@ -249,18 +276,21 @@ void hub_cluster_destroy(struct hub_cluster *c)
     pthread_mutex_destroy(&c->deliver_mu);
     free(c->node_id);
     free(c->prefix);
+    free(c->cache_chan);
+    free(c->cache_pattern);
     free(c);
 }
 
-/* An op for (app, name) with its broker channel name; NULL out of memory
- * or for an app index out of range. */
-static struct hub_cluster_op *op_new(struct hub_cluster *c,
-                                     enum hub_cluster_op_kind kind,
-                                     unsigned app, const char *name,
-                                     size_t len)
+/* An op for (app, name) with its broker channel name,
+ * "<prefix>:<mid><app id>:<name>"; NULL out of memory or for an app index
+ * out of range. */
+static struct hub_cluster_op *op_new_mid(struct hub_cluster *c,
+                                         enum hub_cluster_op_kind kind,
+                                         unsigned app, const char *name,
+                                         size_t len, const char *mid)
 {
     const char *id;
-    size_t plen = strlen(c->prefix), ilen, total;
+    size_t mlen = strlen(mid), plen = strlen(c->prefix) + mlen, ilen, total;
     struct hub_cluster_op *op;
 
     id = id_of(c, app);
@@ -275,8 +305,9 @@ static struct hub_cluster_op *op_new(struct hub_cluster *c,
     op->kind = kind;
     op->app = app;
     op->rchan = (char *)(op + 1);
-    memcpy(op->rchan, c->prefix, plen);
-    op->rchan[plen] = ':';
+    memcpy(op->rchan, c->prefix, plen - mlen);
+    op->rchan[plen - mlen] = ':';
+    memcpy(op->rchan + plen - mlen + 1, mid, mlen);
     memcpy(op->rchan + plen + 1, id, ilen);
     op->rchan[plen + 1 + ilen] = ':';
     memcpy(op->rchan + plen + 2 + ilen, name, len);
@@ -284,6 +315,14 @@ static struct hub_cluster_op *op_new(struct hub_cluster *c,
     op->rchan_len = total;
     op->name_off = plen + 2 + ilen;
     return op;
+}
+
+static struct hub_cluster_op *op_new(struct hub_cluster *c,
+                                     enum hub_cluster_op_kind kind,
+                                     unsigned app, const char *name,
+                                     size_t len)
+{
+    return op_new_mid(c, kind, app, name, len, "");
 }
 
 /* Under c->mu. */
@@ -507,6 +546,42 @@ static int cbus_terminate(void *b, struct hub *h, struct hub_loop *from,
     return 0;
 }
 
+/* An HTTP API event on a cache channel: this node's subscribers at once,
+ * then one CACHE op, which tells every other node (delivering it and
+ * keeping it) and writes the entry to Redis (hub/ccache.h). */
+static int cbus_publish_cache(void *b, struct hub *h, struct hub_loop *from,
+                              const struct hub_pub_req *r)
+{
+    struct hub_cluster *c = b;
+    const struct hub_app *app;
+    struct hub_cluster_op *op;
+    uint64_t ttl;
+    int rc;
+
+    if (r->app >= c->n_apps || !hub_channel_is_cache(r->name, r->len) ||
+        (r->excl && r->excl->member_seq))
+        return cbus_publish(b, h, from, r);
+    rc = hub_fanout_loops(h, from, r);
+    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return rc;
+    app = &c->apps[r->app];
+    ttl = app->cache_ttl_ms ? app->cache_ttl_ms : h->cfg->cache_ttl_ms;
+    op = ttl ? op_new_mid(c, HUB_COP_CACHE, r->app, r->name, r->len,
+                          "cache:")
+             : NULL;
+    if (!op) {
+        stat_add(&c->stats.lost, 1);
+        return rc;
+    }
+    op->bus_len = c->cache_chan_len;
+    op->expire_ms = hub_clock_now_ms(h->clock) + ttl;
+    if (r->excl)
+        op->excl = *r->excl;
+    op->f = hub_frame_ref(r->f);
+    enqueue(c, op);
+    return rc;
+}
+
 static void cbus_destroy(void *b)
 {
     hub_cluster_destroy(b);
@@ -516,6 +591,7 @@ static const struct hub_bus_ops cluster_bus_ops = {
     .publish = cbus_publish,
     .terminate_user = cbus_terminate,
     .destroy = cbus_destroy,
+    .publish_cache = cbus_publish_cache,
 };
 
 int hub_cluster_backplane(struct hub_cluster *c, struct hub_backplane *bp)
@@ -538,7 +614,9 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
 {
     const char *app = id_of(c, op->app);
     struct hub_envelope e = {
-        .kind = op->kind == HUB_COP_EVENT ? HUB_ENV_EVENT : HUB_ENV_TERMINATE,
+        .kind = op->kind == HUB_COP_EVENT   ? HUB_ENV_EVENT
+                : op->kind == HUB_COP_CACHE ? HUB_ENV_CACHE
+                                            : HUB_ENV_TERMINATE,
         .origin = c->node_id,
         .origin_len = c->node_len,
         .epoch = epoch,
@@ -555,7 +633,14 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
     unsigned char *out;
     size_t n;
 
-    if (op->kind == HUB_COP_EVENT && op->f) {
+    if (op->kind == HUB_COP_CACHE) {
+        uint64_t left = hub_cluster_op_ttl(c, op);
+
+        if (!left)
+            left = 1; /* still news for the subscribers */
+        e.ttl_ms = (uint32_t)(left > HUB_ENV_MAX_TTL ? HUB_ENV_MAX_TTL : left);
+    }
+    if ((op->kind == HUB_COP_EVENT || op->kind == HUB_COP_CACHE) && op->f) {
         e.data = hub_frame_data(op->f) + (op->f->len - op->f->payload_len);
         e.data_len = op->f->payload_len;
     }
@@ -617,12 +702,18 @@ static void track(struct hub_cluster *c, struct hub_cluster_rx *rx,
         o->last = e->seq;
 }
 
-/* rchan (NULL = not checked) is "<prefix>:<app>:<channel>" of e. */
+/* rchan (NULL = not checked) is "<prefix>:<app>:<channel>" of e, or the
+ * cache channel for a cache envelope (and only for one). */
 static bool rchan_matches(const struct hub_cluster *c, const char *rchan,
                           size_t rlen, const struct hub_envelope *e)
 {
     size_t plen = strlen(c->prefix);
+    bool cache_chan = rchan && rlen == c->cache_chan_len &&
+                      !memcmp(rchan, c->cache_chan, rlen);
 
+    if (e->kind == HUB_ENV_CACHE)
+        return (!rchan || cache_chan) &&
+               hub_channel_is_cache(e->channel, e->channel_len);
     if (!rchan)
         return true;
     return rlen == plen + 1 + e->app_len + 1 + e->channel_len &&
@@ -653,10 +744,14 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
     if (rx)
         track(c, rx, &e);
     stat_add(&c->stats.received, 1);
+    if (e.kind == HUB_ENV_CACHE)
+        stat_add(&c->stats.cache_received, 1);
     if (!c->hub)
         return 0;
     pthread_mutex_lock(&c->deliver_mu);
-    if (!c->closed)
+    if (!c->closed && e.kind == HUB_ENV_CACHE && (unsigned)app < c->n_apps)
+        hub_ccache_apply(c->hub, &c->apps[app], &e, e.ttl_ms, true);
+    else if (!c->closed)
         deliver(c, (unsigned)app, &e);
     pthread_mutex_unlock(&c->deliver_mu);
     return 0;
@@ -697,4 +792,69 @@ static void deliver(struct hub_cluster *c, unsigned app,
         hub_fanout_loops(c->hub, NULL, &r);
     }
     hub_frame_unref(f);
+}
+
+/* Cache channels across nodes (hub/ccache.h). */
+
+const char *hub_cluster_cache_channel(const struct hub_cluster *c,
+                                      size_t *len)
+{
+    *len = c->cache_chan_len;
+    return c->cache_chan;
+}
+
+const char *hub_cluster_cache_pattern(const struct hub_cluster *c)
+{
+    return c->cache_pattern;
+}
+
+uint64_t hub_cluster_op_ttl(const struct hub_cluster *c,
+                            const struct hub_cluster_op *op)
+{
+    uint64_t now;
+
+    if (!c->hub)
+        return op->expire_ms ? op->expire_ms : 0;
+    now = hub_clock_now_ms(c->hub->clock);
+    return op->expire_ms > now ? op->expire_ms - now : 0;
+}
+
+/* key is "<prefix>:cache:<app>:<channel>" of e. */
+static bool key_matches(const struct hub_cluster *c, const char *key,
+                        size_t klen, const struct hub_envelope *e)
+{
+    size_t n = c->cache_chan_len;
+
+    return key && klen == n + 1 + e->app_len + 1 + e->channel_len &&
+           !memcmp(key, c->cache_chan, n) && key[n] == ':' &&
+           !memcmp(key + n + 1, e->app, e->app_len) &&
+           key[n + 1 + e->app_len] == ':' &&
+           !memcmp(key + n + 2 + e->app_len, e->channel, e->channel_len);
+}
+
+int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
+                     const void *data, size_t len, uint64_t pttl_ms)
+{
+    struct hub_envelope e;
+    const struct hub_app *app;
+    int rc = 0;
+
+    if (hub_envelope_decode(&e, data, len) || e.kind != HUB_ENV_CACHE ||
+        !hub_channel_is_cache(e.channel, e.channel_len) ||
+        !key_matches(c, key, key_len, &e) ||
+        !(app = hub_app_find_by_id(c->apps, c->n_apps, e.app, e.app_len))) {
+        stat_add(&c->stats.bad, 1);
+        return -EINVAL;
+    }
+    if (!pttl_ms || !c->hub)
+        return 0;
+    /* This node's own entries too: with a fixed --node-id, a restarted
+     * node finds what it wrote before. */
+    pthread_mutex_lock(&c->deliver_mu);
+    if (!c->closed && hub_ccache_load(c->hub, app, &e, pttl_ms) == 1) {
+        stat_add(&c->stats.cache_loaded, 1);
+        rc = 1;
+    }
+    pthread_mutex_unlock(&c->deliver_mu);
+    return rc;
 }

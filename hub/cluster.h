@@ -56,11 +56,14 @@ enum hub_cluster_op_kind {
     HUB_COP_UNSUB,
     HUB_COP_EVENT,
     HUB_COP_TERMINATE,
+    HUB_COP_CACHE,                 /* an event kept cluster-wide */
 };
 
 /* One item for the backplane thread. rchan is the broker channel,
  * "<prefix>:<app id>:<channel>", NUL-terminated; the Pusher channel name
- * starts at rchan + name_off. */
+ * starts at rchan + name_off. CACHE: rchan is the Redis key
+ * "<prefix>:cache:<app id>:<channel>" and its first bus_len bytes the
+ * broker channel "<prefix>:cache" (hub/ccache.h). */
 struct hub_cluster_op {
     struct hub_cluster_op *next;
     enum hub_cluster_op_kind kind;
@@ -68,6 +71,8 @@ struct hub_cluster_op {
     struct hub_excl excl;
     struct hub_frame *f;           /* EVENT: one reference */
     size_t rchan_len, name_off;
+    size_t bus_len;                /* CACHE */
+    uint64_t expire_ms;            /* CACHE: on the hub's clock */
     char *rchan;
 };
 
@@ -129,5 +134,23 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
                         const char *rchan, size_t rchan_len,
                         const void *data, size_t len);
 void hub_cluster_rx_fini(struct hub_cluster_rx *rx);
+
+/* The broker channel every node subscribes to for cache entries,
+ * "<prefix>:cache" (NUL-terminated, *len bytes), and the pattern of their
+ * Redis keys, "<prefix>:cache:*" (owned by the cluster). */
+const char *hub_cluster_cache_channel(const struct hub_cluster *c,
+                                      size_t *len);
+const char *hub_cluster_cache_pattern(const struct hub_cluster *c);
+/* The remaining life (ms) of a CACHE op now; 0 when it has expired
+ * (then it is still sent, for delivery, with 1 ms, and not stored). */
+uint64_t hub_cluster_op_ttl(const struct hub_cluster *c,
+                            const struct hub_cluster_op *op);
+/* A cache entry read from Redis (key, value, with pttl_ms left): kept in
+ * the replica, not delivered (it is no news). 1 when kept, 0 when not
+ * (the replica's lives longer, or expired), -EINVAL (counted bad) when it
+ * is not a cache envelope of a known app stored under its own key
+ * (another cluster's prefix may share the pattern). */
+int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
+                     const void *data, size_t len, uint64_t pttl_ms);
 
 #endif

@@ -16,7 +16,11 @@ static const unsigned char magic[4] = { 'L', 'D', 'B', '1' };
 
 static bool in_bounds(const struct hub_envelope *e)
 {
-    if (e->kind != HUB_ENV_EVENT && e->kind != HUB_ENV_TERMINATE)
+    if (e->kind != HUB_ENV_EVENT && e->kind != HUB_ENV_TERMINATE &&
+        e->kind != HUB_ENV_CACHE)
+        return false;
+    if ((e->kind == HUB_ENV_CACHE) != (e->ttl_ms != 0) ||
+        e->ttl_ms > HUB_ENV_MAX_TTL)
         return false;
     if (!e->origin_len || e->origin_len > HUB_ENV_MAX_ORIGIN ||
         !e->app_len || e->app_len > HUB_ENV_MAX_APP || !e->channel_len ||
@@ -31,7 +35,8 @@ size_t hub_envelope_size(const struct hub_envelope *e)
 {
     if (!in_bounds(e))
         return 0;
-    return FIXED + e->origin_len + e->app_len + e->channel_len + e->data_len;
+    return FIXED + e->origin_len + e->app_len + e->channel_len + e->data_len +
+           (e->kind == HUB_ENV_CACHE ? 4 : 0);
 }
 
 static unsigned char *put_be(unsigned char *p, uint64_t v, unsigned n)
@@ -72,6 +77,8 @@ size_t hub_envelope_encode(const struct hub_envelope *e, unsigned char *out,
     p = put_be(p, e->member_seq, 8);
     p = put_be(p, e->data_len, 4);
     p = put_bytes(p, e->data, e->data_len);
+    if (e->kind == HUB_ENV_CACHE)
+        p = put_be(p, e->ttl_ms, 4);
     return (size_t)(p - out);
 }
 
@@ -138,6 +145,8 @@ int hub_envelope_decode(struct hub_envelope *e, const void *p, size_t len)
     if (c.bad || e->data_len > HUB_ENV_MAX_DATA)
         goto bad;
     e->data = get_bytes(&c, e->data_len);
+    if (e->kind == HUB_ENV_CACHE)
+        e->ttl_ms = (uint32_t)get_be(&c, 4);
     if (c.bad || c.left || (flags & ~1ull))
         goto bad;
     e->excl_set = flags & 1;

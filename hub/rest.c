@@ -252,8 +252,12 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
 
         if (!f)
             return -ENOMEM;
-        rc = hub_publish(l->hub, l, app->index, name, len, f,
-                         r->excl.set ? &r->excl : NULL);
+        if (hub_channel_is_cache(name, len))
+            rc = hub_publish_cache(l->hub, l, app->index, name, len, f,
+                                   r->excl.set ? &r->excl : NULL);
+        else
+            rc = hub_publish(l->hub, l, app->index, name, len, f,
+                             r->excl.set ? &r->excl : NULL);
         /* After the fan-out: a subscriber joining in between gets the
          * older event first, then this one. */
         if (!rc && hub_channel_is_cache(name, len))

@@ -126,6 +126,9 @@
     X(subscription_count_dropped, counter, U64, 0, LOOP,                       \
       "subscription_count_dropped", "subscription_count_dropped_total",        \
       "Subscription count updates lost to out of memory.")                     \
+    X(http_post_closes, counter, U64, 0, LOOP, "http_post_closes",             \
+      "http_post_closes_total",                                                \
+      "POST answers that closed keep-alive: input behind the body.")          \
     X(hb_runs, counter, U64, 0, HEARTBEAT, "runs", "heartbeat_runs_total",     \
       "Completed heartbeat scans.")                                            \
     X(hb_failures, counter, U64, 0, HEARTBEAT, "failures",                     \
@@ -219,7 +222,16 @@
       "Redis channels this node is subscribed to (channels with local "       \
       "subscribers).")                                                        \
     X(queue, gauge, "queue", "backplane_queue",                               \
-      "Items waiting in the loops-to-backplane hand-off queue.")
+      "Items waiting in the loops-to-backplane hand-off queue.")              \
+    X(cache_received, counter, "cache_received",                             \
+      "backplane_cache_received_total",                                      \
+      "Cache-channel events other nodes published, kept in this node's "     \
+      "cache replica (every node receives them).")                           \
+    X(cache_loaded, counter, "cache_loaded", "backplane_cache_loaded_total",  \
+      "Cache entries read from Redis when the backplane came up.")           \
+    X(cache_write_failed, counter, "cache_write_failed",                     \
+      "backplane_cache_write_failed_total",                                  \
+      "Cache entries this node could not write to Redis.")
 
 /* The backplane's Redis PING round-trip histogram (microseconds, shown in
  * seconds), /metrics only. */

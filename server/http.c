@@ -5,8 +5,11 @@
  * to server/ops.c first.
  *
  * Responses are built whole in memory and written at once, headers and
- * body together, and the connection stays open for keep-alive except
- * after a POST or a request that sent "Connection: close" (respond()).
+ * body together, and the connection stays open for keep-alive unless the
+ * request sent "Connection: close" (respond()). A POST with a body is
+ * answered from HTTP_WRITEABLE, outside lws's read path, and a connection
+ * that sent anything behind a POST body before its answer is closed after
+ * it (srv_http_post_*() in server/http_post.c: the lws 4.1.6 trap).
  * Unknown paths get a prompt 404. Before the handshake, RFC 6455 upgrade
  * checks answer 426/400 and an over-long header 431 (refuse()).
  *
@@ -24,6 +27,7 @@
 #include "hub/query.h"
 #include "hub/rest.h"
 #include "hub/ws.h"
+#include "server/http_post.h"
 #include "server/srv.h"
 
 /* Header budget (server/srv.h): every header token is capped, the
@@ -75,6 +79,7 @@ struct http_req {
     bool too_big;
     bool answered;               /* the response is written */
     uint32_t retry_after;        /* 429: the Retry-After seconds; 0 = none */
+    struct srv_http_post post_state; /* body completion (server/http_post.h) */
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
 };
@@ -108,13 +113,11 @@ static void req_free(struct http_pss *ps)
  * request. Writing outside HTTP_WRITEABLE is fine for HTTP/1.1 here: lws
  * keeps what the socket does not take and flushes it before anything else.
  *
- * A POST is answered with "Connection: close" and the connection closes:
- * lws 4.1.6 miscounts the bytes it consumed with a request body, so a
- * request pipelined behind a body is re-fed forever (BODY_COMPLETION
- * repeats, and after a close the loop spins in its rx-flow list). Closing
- * right after the answer drops such input before lws can buffer it.
- * A request that asked for "Connection: close" (RFC 9112 9.6) gets the
- * same: the option in the answer, then the close.
+ * A POST with a body is not answered here from inside lws's read path
+ * (see server/http_post.h for why and for the close after pipelined
+ * bytes). A request that asked for "Connection: close" (RFC 9112 9.6), or
+ * one whose connection must close, gets the option in the answer, then
+ * the close.
  * Returns -1 when the connection must close.
  */
 static int respond(struct lws *wsi, struct http_req *p, unsigned status,
@@ -351,7 +354,9 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
     /* Operator surfaces first (server/ops.c): /metrics, /stats, /console,
      * and everything on the metrics port. */
     p->answered = true; /* as respond(): answering may free p */
-    if (srv_ops_route(wsi, l, path, p->post, p->close, &rc))
+    /* A POST there (a 404) closes after its answer: srv_ops_respond()
+     * would finish the transaction inside lws's read path. */
+    if (srv_ops_route(wsi, l, path, p->post, p->close || p->post, &rc))
         return rc;
     p->answered = false;
     if (strncmp(path, "/apps/", 6) == 0)
@@ -602,10 +607,9 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
             char conn[128];
             size_t conn_len;
 
-            p->close = p->post ||
-                       (hdr_value(wsi, WSI_TOKEN_CONNECTION, conn, sizeof(conn),
-                                  &conn_len) &&
-                        hub_ws_list_has_token(conn, conn_len, "close"));
+            p->close = hdr_value(wsi, WSI_TOKEN_CONNECTION, conn,
+                                 sizeof(conn), &conn_len) &&
+                       hub_ws_list_has_token(conn, conn_len, "close");
         }
         if (p->post) {
             char cl[32];
@@ -613,6 +617,8 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                                       WSI_TOKEN_HTTP_CONTENT_LENGTH);
             unsigned long long want = cl_len > 0 ? strtoull(cl, NULL, 10) : 0;
 
+            /* Answered before its body is read: close after. */
+            p->close = p->close || want > HUB_REST_MAX_BODY;
             if (want > HUB_REST_MAX_BODY)
                 return respond_json_error(wsi, p, 413,
                                           "request body too large")
@@ -627,13 +633,18 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
             if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 &&
                 lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) >
                     0) {
+                p->close = true;
                 return respond_json_error(wsi, p, 411,
                                           "Content-Length required")
                            ? -1
                            : 0;
             }
-            if (want == 0)
+            if (want == 0) {
+                /* lws would still call BODY_COMPLETION after this
+                 * answer: close, as before keep-alive for POST. */
+                p->close = true;
                 return handle_request(wsi, l, p) ? -1 : 0;
+            }
             return 0; /* The body follows. */
         }
         return handle_request(wsi, l, p) ? -1 : 0;
@@ -661,11 +672,44 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         if (!ps->req)
             return -1;
-        if (ps->req->answered)
-            return -1; /* See respond(): a POST closes after its answer. */
-        return handle_request(wsi, loop_of(wsi), ps->req) ? -1 : 0;
+        switch (srv_http_post_body_complete(&ps->req->post_state,
+                                            ps->req->answered)) {
+        case SRV_HTTP_POST_WAIT:
+            if (ps->req->close || srv_http_post_peer_done(wsi)) {
+                /* The connection ends after this answer anyway (the
+                 * client asked, or already sent its FIN, which lws would
+                 * read before HTTP_WRITEABLE): answer now, as before
+                 * keep-alive for POST, and close. */
+                ps->req->close = true;
+                (void)handle_request(wsi, loop_of(wsi), ps->req);
+                return -1;
+            }
+            lws_callback_on_writable(wsi);
+            return 0;
+        case SRV_HTTP_POST_ANSWER_CLOSE:
+            /* Bytes behind the body: answer it now and close. */
+            l = loop_of(wsi);
+            HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
+            ps->req->close = true;
+            (void)handle_request(wsi, l, ps->req);
+            return -1;
+        default:
+            return -1;
+        }
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        return 0; /* Responses are written whole by respond(). */
+        /* A complete POST body waits for its answer here; every other
+         * response was written whole by respond(). */
+        if (ps->req && !ps->req->answered &&
+            srv_http_post_writeable(&ps->req->post_state)) {
+            l = loop_of(wsi);
+            if (!ps->req->close && srv_http_post_rx_pending(wsi)) {
+                /* Maybe bytes behind the body: never parse them. */
+                HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
+                ps->req->close = true;
+            }
+            return handle_request(wsi, l, ps->req) ? -1 : 0;
+        }
+        return 0;
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
         /* lws drops (and frees) the storage at the end of a keep-alive

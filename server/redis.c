@@ -76,6 +76,7 @@ struct srv_redis {
     uint64_t n_confirmed;          /* rx records with confirmed set */
     uint64_t ping_at_ns;
     bool ping_out;
+    uint64_t n_loaded;             /* cache entries kept by this load */
 };
 
 static uint64_t now_ns(void)
@@ -242,6 +243,10 @@ static void go_down(struct srv_redis *r, const char *why)
     ev_timer_start(r->loop, &r->retry_w);
 }
 
+static bool is_str(const redisReply *e);
+static void cache_rx_want(struct srv_redis *r);
+static void cache_load(struct srv_redis *r, const char *cursor, size_t len);
+
 static void go_up(struct srv_redis *r)
 {
     unsigned k = 0;
@@ -255,6 +260,7 @@ static void go_up(struct srv_redis *r)
     r->ever_up = true;
     r->told_down = false;
     r->attempts = 0;
+    cache_rx_want(r);
     for (struct hub_chan_node *n = hub_chantab_next(&r->rx, NULL); n;
          n = hub_chantab_next(&r->rx, n)) {
         struct rxrec *x = (struct rxrec *)(void *)n;
@@ -268,6 +274,8 @@ static void go_up(struct srv_redis *r)
             "backplane: up, redis %s:%d db %d, node %s, %u channels "
             "subscribed", r->url.host, r->url.port, r->url.db, r->node_id, k);
     ev_timer_again(r->loop, &r->ping_w);
+    /* After the SUBSCRIBEs: what is published from now on arrives. */
+    cache_load(r, "0", 1);
 }
 
 static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
@@ -473,6 +481,145 @@ static void send_event(struct srv_redis *r, const struct hub_cluster_op *op)
     free(env);
 }
 
+/* Cache channels across nodes (hub/ccache.h). */
+
+/* Every node listens to the cache channel, whatever its subscribers. */
+static void cache_rx_want(struct srv_redis *r)
+{
+    size_t len;
+    const char *ch = hub_cluster_cache_channel(r->c, &len);
+    struct rxrec *x = tab_find(&r->rx, ch, len);
+
+    if (!x)
+        x = tab_add(&r->rx, sizeof(*x), offsetof(struct rxrec, name), ch,
+                    len);
+    if (x)
+        x->want = true;
+}
+
+static void cache_set_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct srv_redis *r = priv;
+    redisReply *rep = reply;
+
+    (void)ac;
+    if (r->inflight) {
+        r->inflight_bytes -= r->ring[r->ring_head];
+        r->ring_head = (r->ring_head + 1) % MAX_INFLIGHT;
+        r->inflight--;
+    }
+    if (!rep || rep->type != REDIS_REPLY_STATUS)
+        stat_add(&r->st->cache_write_failed, 1);
+}
+
+/* SET before PUBLISH: a node loading the keys while this goes out reads
+ * this entry or a later one, never one older than what it receives. */
+static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
+{
+    uint64_t seq = next_seq(r, op->rchan, op->bus_len);
+    uint64_t ttl = hub_cluster_op_ttl(r->c, op);
+    unsigned char *env = NULL;
+    size_t len = 0;
+
+    if (!seq || !r->up || !r->cmd || r->inflight + 2 > MAX_INFLIGHT ||
+        !(env = hub_cluster_encode(r->c, op, r->epoch, seq, &len)) ||
+        r->inflight_bytes + 2 * (uint64_t)len > MAX_INFLIGHT_BYTES) {
+        free(env);
+        stat_add(&r->st->lost, 1);
+        stat_add(&r->st->cache_write_failed, 1);
+        return;
+    }
+    /* Expired in the queue: the other nodes still deliver it (and keep it
+     * for the 1 ms the envelope says), but there is nothing to store. */
+    if (!ttl) {
+        /* nothing */
+    } else if (redisAsyncCommand(r->cmd, cache_set_cb, r, "SET %b %b PX %llu",
+                                 op->rchan, op->rchan_len, env, len,
+                                 (unsigned long long)ttl) == REDIS_OK) {
+        r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
+        r->inflight++;
+        r->inflight_bytes += len;
+    } else {
+        stat_add(&r->st->cache_write_failed, 1);
+    }
+    if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
+                          op->bus_len, env, len) == REDIS_OK) {
+        r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
+        r->inflight++;
+        r->inflight_bytes += len;
+    } else {
+        stat_add(&r->st->lost, 1);
+    }
+    free(env);
+}
+
+/* One SCAN step over the cache keys with each key's name, value and
+ * remaining life, in one round trip: the reply is {cursor, key, value,
+ * pttl, ...}. */
+static const char cache_scan_lua[] =
+    "local s = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 200) "
+    "local r = {s[1]} "
+    "for _, k in ipairs(s[2]) do "
+    "  local v = redis.pcall('GET', k) "
+    "  local t = redis.call('PTTL', k) "
+    "  if type(v) == 'string' and t > 0 then "
+    "    r[#r + 1] = k; r[#r + 1] = v; r[#r + 1] = t "
+    "  end "
+    "end "
+    "return r";
+
+static void cache_load_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct srv_redis *r = priv;
+    redisReply *rep = reply;
+    const redisReply *cur;
+
+    if (!rep || !ac->data || ac != r->cmd)
+        return; /* the connection went: the next go_up loads again */
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+        !is_str(rep->element[0])) {
+        srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
+                "entries from redis (%s)",
+                rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
+                                                           : "bad reply");
+        return;
+    }
+    for (size_t i = 1; i + 2 < rep->elements; i += 3) {
+        const redisReply *k = rep->element[i], *v = rep->element[i + 1],
+                         *t = rep->element[i + 2];
+
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+            t->type != REDIS_REPLY_INTEGER || t->integer <= 0) {
+            stat_add(&r->st->bad, 1);
+            continue;
+        }
+        if (hub_cluster_load(r->c, k->str, k->len, v->str, v->len,
+                             (uint64_t)t->integer) == 1)
+            r->n_loaded++;
+    }
+    cur = rep->element[0];
+    if (!(cur->len == 1 && cur->str[0] == '0')) {
+        cache_load(r, cur->str, cur->len);
+        return;
+    }
+    srv_log(HUB_LOG_INFO, 0, "backplane: %llu cache entries loaded from "
+            "redis", (unsigned long long)r->n_loaded);
+}
+
+static void cache_load(struct srv_redis *r, const char *cursor, size_t len)
+{
+    const char *pat = hub_cluster_cache_pattern(r->c);
+
+    if (len == 1 && cursor[0] == '0')
+        r->n_loaded = 0;
+
+    if (!r->cmd ||
+        redisAsyncCommand(r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
+                          cache_scan_lua, cursor, len, pat) != REDIS_OK)
+        srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
+                "entries from redis");
+}
+
 static void do_sub(struct srv_redis *r, const struct hub_cluster_op *op)
 {
     struct rxrec *x = tab_find(&r->rx, op->rchan, op->rchan_len);
@@ -527,6 +674,9 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
         case HUB_COP_EVENT:
         case HUB_COP_TERMINATE:
             send_event(r, op);
+            break;
+        case HUB_COP_CACHE:
+            send_cache(r, op);
             break;
         }
         hub_cluster_op_free(op);

@@ -19,6 +19,7 @@
 
 #include "fake_hub.h"
 #include "hub/backplane.h"
+#include "hub/cache.h"
 #include "hub/cluster.h"
 #include "hub/envelope.h"
 #include "hub/frame.h"
@@ -144,6 +145,67 @@ static void test_envelope_hostile_bytes(void **state)
         for (size_t k = 0; k < sizeof(m); k++)
             m[k] = (unsigned char)(x >> (k % 57));
         (void)decode_copy(m, (size_t)(x % sizeof(m)));
+    }
+}
+
+/* Kind 3, a cache event: the same layout plus its remaining life. */
+static void test_envelope_cache_kind(void **state)
+{
+    struct hub_envelope e = sample(), d;
+    unsigned char buf[512], m[512];
+    size_t n;
+    uint64_t x = 0xD1B54A32D192ED03ull;
+
+    (void)state;
+    e.kind = HUB_ENV_CACHE;
+    e.channel = "cache-a";
+    e.channel_len = 7;
+    assert_int_equal(hub_envelope_size(&e), 0); /* no ttl */
+    e.ttl_ms = HUB_ENV_MAX_TTL + 1;
+    assert_int_equal(hub_envelope_size(&e), 0);
+    e.ttl_ms = 1234;
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    d = sample();
+    assert_int_equal(n, hub_envelope_size(&d) - 2 + 4);
+    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_ENV_CACHE);
+    assert_int_equal(d.ttl_ms, 1234);
+    assert_int_equal(d.data_len, sizeof(payload) - 1);
+    assert_memory_equal(d.data, payload, d.data_len);
+    /* Only kind 3 carries a ttl. */
+    d = sample();
+    d.ttl_ms = 5;
+    assert_int_equal(hub_envelope_size(&d), 0);
+    /* A zero ttl on the wire, every truncation, one byte more. */
+    memcpy(m, buf, n);
+    memset(m + n - 4, 0, 4);
+    assert_int_equal(decode_copy(m, n), -EINVAL);
+    memset(m + n - 4, 0xff, 4);
+    assert_int_equal(decode_copy(m, n), -EINVAL);
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(decode_copy(buf, k), -EINVAL);
+    memcpy(m, buf, n);
+    m[n] = 1;
+    assert_int_equal(decode_copy(m, n + 1), -EINVAL);
+    /* An event envelope relabelled kind 3 lacks its ttl. */
+    e = sample();
+    n = hub_envelope_encode(&e, m, sizeof(m));
+    m[4] = HUB_ENV_CACHE;
+    assert_int_equal(decode_copy(m, n), -EINVAL);
+    /* Random flips: never a crash or a bad read. */
+    n = hub_envelope_encode(&(struct hub_envelope){ .kind = HUB_ENV_CACHE,
+        .origin = "n1", .origin_len = 2, .app = "a", .app_len = 1,
+        .channel = "cache-a", .channel_len = 7, .data = payload,
+        .data_len = sizeof(payload) - 1, .ttl_ms = 9 }, buf, sizeof(buf));
+    assert_true(n > 0);
+    for (int round = 0; round < 20000; round++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(m, buf, n);
+        for (int f = 0; f < 1 + (int)(x % 4); f++)
+            m[(x >> (8 * f)) % n] ^= (unsigned char)(x >> (8 * f + 3));
+        (void)decode_copy(m, round % 2 ? n : (size_t)(x % (n + 1)));
     }
 }
 
@@ -488,16 +550,175 @@ static void test_cluster_hub_publish_and_receive(void **state)
     fake_hub_stop(&fh); /* frees the cluster with its queued UNSUBs */
 }
 
+/* A cache channel across nodes: one CACHE op per HTTP API event, its
+ * envelope, what a replica keeps from the bus and from Redis. */
+static void test_cluster_cache(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session d;
+    struct hub_cluster_cfg cfg;
+    struct hub_cluster *c;
+    struct hub_backplane bp;
+    struct hub_backplane_stats *st;
+    struct hub_cluster_op *ops[8];
+    struct hub_frame *f, *got;
+    struct hub_envelope e;
+    unsigned char *env, buf[512];
+    size_t n, len = 0, clen;
+    uint64_t left = 0;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.cfg.cache_ttl_ms = 10000;
+    cfg = (struct hub_cluster_cfg){ .node_id = "n1", .prefix = "lubdub",
+                                    .apps = fh.apps, .n_apps = 2 };
+    c = hub_cluster_create(&cfg);
+    assert_non_null(c);
+    st = hub_cluster_stats(c);
+    assert_string_equal(hub_cluster_cache_channel(c, &clen), "lubdub:cache");
+    assert_int_equal(clen, 12);
+    assert_string_equal(hub_cluster_cache_pattern(c), "lubdub:cache:*");
+    hub_cluster_backplane(c, &bp);
+    fh.hub = hub_create_with(&fh.cfg, &fh.clock, &bp);
+    assert_non_null(fh.hub);
+    hub_cluster_set_hub(c, fh.hub);
+    for (unsigned i = 0; i < fh.n_loops; i++) {
+        fh.loops[i] = hub_loop_create(fh.hub, &fake_ops, fake_wake, &fh,
+                                      fake_now_ms(&fh));
+        assert_non_null(fh.loops[i]);
+    }
+
+    /* An HTTP API event on a cache channel: one CACHE op, nothing on the
+     * channel's own broker channel. */
+    f = hub_frame_create_text("{\"event\":\"ev\",\"data\":\"1\"}", 26);
+    assert_int_equal(hub_publish_cache(fh.hub, fh.loops[0], 0, "cache-x", 7,
+                                       f, NULL), 0);
+    n = take_ops(c, ops, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_CACHE);
+    assert_string_equal(ops[0]->rchan, "lubdub:cache:app-id:cache-x");
+    assert_int_equal(ops[0]->bus_len, 12);
+    assert_string_equal(ops[0]->rchan + ops[0]->name_off, "cache-x");
+    fake_hub_advance(&fh, 1000);
+    assert_int_equal(hub_cluster_op_ttl(c, ops[0]), 9000);
+    env = hub_cluster_encode(c, ops[0], 1, 1, &len);
+    assert_non_null(env);
+    assert_int_equal(hub_envelope_decode(&e, env, len), 0);
+    assert_int_equal(e.kind, HUB_ENV_CACHE);
+    assert_int_equal(e.ttl_ms, 9000);
+    assert_int_equal(e.data_len, 26);
+    free(env);
+    /* Expired in the queue: still news for remote subscribers (1 ms). */
+    fake_hub_advance(&fh, 9000);
+    assert_int_equal(hub_cluster_op_ttl(c, ops[0]), 0);
+    env = hub_cluster_encode(c, ops[0], 1, 2, &len);
+    assert_non_null(env);
+    assert_int_equal(hub_envelope_decode(&e, env, len), 0);
+    assert_int_equal(e.ttl_ms, 1);
+    free(env);
+    free_ops(ops, n);
+    /* A plain channel through the same front is an ordinary EVENT. */
+    hub_publish_cache(fh.hub, fh.loops[0], 0, "plain", 5, f, NULL);
+    n = take_ops(c, ops, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_EVENT);
+    free_ops(ops, n);
+    hub_frame_unref(f);
+    fake_hub_drain(&fh);
+
+    /* From another node, on the cache channel: delivered to this node's
+     * subscriber, then kept with the envelope's ttl. */
+    fake_session_open(&fh, &d, 1, &fh.apps[0]);
+    fake_subscribe(&fh, &d.s, "cache-y", NULL);
+    free_ops(ops, take_ops(c, ops, 8));
+    fake_flush(&d.s);
+    e = sample();
+    e.kind = HUB_ENV_CACHE;
+    e.origin = "n2";
+    e.app = "app-id";
+    e.channel = "cache-y";
+    e.channel_len = 7;
+    e.excl_set = false;
+    e.excl_hi = e.excl_lo = 0;
+    e.ttl_ms = 500;
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    assert_true(n > 0);
+    /* Only on the cache channel. */
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:app-id:cache-y", 21,
+                                         buf, n), -EINVAL);
+    assert_int_equal(st->bad, 1);
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:cache", 12, buf, n),
+                     0);
+    assert_int_equal(st->cache_received, 1);
+    fake_hub_drain(&fh);
+    assert_int_equal(d.s.q.count, 1);
+    got = hub_cache_get(fh.hub->cache, 0, "cache-y", 7, fake_now_ms(&fh),
+                        &left);
+    assert_non_null(got);
+    assert_int_equal(left, 500);
+    assert_int_equal(got->payload_len, sizeof(payload) - 1);
+    assert_memory_equal(hub_frame_payload(got), payload, got->payload_len);
+    hub_frame_unref(got);
+    /* This node's own: ignored. */
+    e.origin = "n1";
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:cache", 12, buf, n),
+                     1);
+    /* A cache envelope naming a channel that is not a cache channel. */
+    e.origin = "n2";
+    e.channel = "plain-y";
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:cache", 12, buf, n),
+                     -EINVAL);
+#define KEY "lubdub:cache:app-id:cache-y"
+    assert_int_equal(hub_cluster_load(c, "lubdub:cache:app-id:plain-y", 27,
+                                      buf, n, 100), -EINVAL);
+    assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, "junk", 4,
+                                      100), -EINVAL);
+    assert_int_equal(st->bad, 4);
+
+    /* From Redis: kept unless the replica's entry lives longer. */
+    e.channel = "cache-y";
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    /* Under another key (another cluster's prefix, or moved): refused. */
+    assert_int_equal(hub_cluster_load(c, "lubdub:cache:app-id:cache-z", 27,
+                                      buf, n, 800), -EINVAL);
+    assert_int_equal(hub_cluster_load(c, "lubdub:cache:x:cache:app-id:cache-y",
+                                      35, buf, n, 800), -EINVAL);
+    assert_int_equal(st->bad, 6);
+    assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, buf, n, 400),
+                     0);
+    assert_int_equal(st->cache_loaded, 0); /* the replica's is newer */
+    assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, buf, n, 800),
+                     1);
+    assert_int_equal(st->cache_loaded, 1);
+    got = hub_cache_get(fh.hub->cache, 0, "cache-y", 7, fake_now_ms(&fh),
+                        &left);
+    assert_non_null(got);
+    assert_int_equal(left, 800);
+    hub_frame_unref(got);
+    /* A loaded entry expires on this node's clock. */
+    fake_hub_advance(&fh, 801);
+    assert_null(hub_cache_get(fh.hub->cache, 0, "cache-y", 7,
+                              fake_now_ms(&fh), NULL));
+    assert_int_equal(d.s.q.count, 1); /* a load delivers nothing */
+
+    hub_session_fini(&d.s, HUB_CLOSE_APP);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_envelope_round_trip),
         cmocka_unit_test(test_envelope_refuses_out_of_bounds_input),
         cmocka_unit_test(test_envelope_hostile_bytes),
+        cmocka_unit_test(test_envelope_cache_kind),
         cmocka_unit_test(test_cluster_subscribes_on_first_and_last),
         cmocka_unit_test(test_cluster_receive_rules),
         cmocka_unit_test(test_cluster_encode_carries_the_frame),
         cmocka_unit_test(test_cluster_hub_publish_and_receive),
+        cmocka_unit_test(test_cluster_cache),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,87 @@
+/*
+ * server/http_post.h - when a POST body is answered, and when its
+ * connection must close: keep-alive for POST without the lws 4.1.6
+ * pipelined-body busy loop.
+ *
+ * The trap (docs/LWS.md, "A request pipelined behind a POST body"): a
+ * response finished (lws_http_transaction_completed()) from inside
+ * HTTP_BODY_COMPLETION runs while lws is still in its read path, before it
+ * has put the bytes it read past the body in its buffer list; lws then
+ * re-feeds those bytes in a state that consumes nothing, forever. So:
+ *
+ *   - the first BODY_COMPLETION only asks for HTTP_WRITEABLE (WAIT), and
+ *     the answer, with keep-alive, is written there, outside the read path;
+ *   - a second BODY_COMPLETION before that answer means lws is re-feeding
+ *     bytes sent behind the body (a pipelined request): the POST is
+ *     answered at once with "Connection: close" and the connection closed
+ *     (ANSWER_CLOSE), so those bytes are never parsed and nothing loops;
+ *   - any BODY_COMPLETION after an answer closes (CLOSE);
+ *   - a POST that asked for "Connection: close", or whose client already
+ *     half-closed (srv_http_post_peer_done()), is answered at once and
+ *     closed, as before keep-alive: nothing follows it to misparse;
+ *   - at HTTP_WRITEABLE the answer still says "Connection: close" when lws
+ *     holds input that it read but has not parsed yet
+ *     (srv_http_post_rx_pending()): bytes sent behind the body in the same
+ *     read wait there, and lws 4.1.6 mangles a request parsed from them
+ *     (a pipelined POST got a wrong 401 in tests/integration
+ *     rest_keepalive.test.js before this check).
+ *
+ * A client that waits for each answer before its next request (every HTTP
+ * agent, the Pusher SDKs) keeps its connection; one that pipelines behind
+ * a POST body gets its first answer and a close, and resends the rest.
+ *
+ * Thread: the connection's loop. No allocation; the state lives in the
+ * request (server/http.c).
+ */
+#ifndef SERVER_HTTP_POST_H
+#define SERVER_HTTP_POST_H
+
+#include <stdbool.h>
+
+struct lws;
+
+enum srv_http_post_phase {
+    SRV_HTTP_POST_READING = 0, /* body not complete yet */
+    SRV_HTTP_POST_PENDING,     /* body complete, answer waits for WRITEABLE */
+    SRV_HTTP_POST_DONE,        /* answered, or being answered */
+};
+
+struct srv_http_post {
+    enum srv_http_post_phase phase;
+};
+
+enum srv_http_post_action {
+    SRV_HTTP_POST_WAIT,         /* ask for WRITEABLE, return 0 */
+    SRV_HTTP_POST_ANSWER_CLOSE, /* answer now with Connection: close, close */
+    SRV_HTTP_POST_CLOSE,        /* close, no answer */
+};
+
+/* On HTTP_BODY_COMPLETION; answered: a response was already written. */
+enum srv_http_post_action srv_http_post_body_complete(struct srv_http_post *p,
+                                                      bool answered);
+
+/* On HTTP_WRITEABLE: true when the pending POST is to be answered now
+ * (once; the phase moves to DONE). */
+bool srv_http_post_writeable(struct srv_http_post *p);
+
+/*
+ * True when the connection's lws context has input read and not yet parsed
+ * on any connection (lws_service_adjust_timeout() returns 0 then: its
+ * public test for buffered rx). lws does not say which connection holds
+ * it, so this is conservative: a POST answered while another connection
+ * of the loop has such input closes too, which costs the client a new
+ * connection and nothing else. Each loop has one service thread (tsi 0).
+ */
+bool srv_http_post_rx_pending(struct lws *wsi);
+
+/*
+ * True when the peer has already finished sending (its FIN is queued on
+ * the socket with no data before it: a client that half-closed after its
+ * request). Such a POST is answered at once with "Connection: close": lws
+ * would read the FIN and close before HTTP_WRITEABLE. A peek, nothing is
+ * consumed; a FIN that arrives later than the body's read still loses the
+ * answer (the connection closes unanswered, as for any request cut short).
+ */
+bool srv_http_post_peer_done(struct lws *wsi);
+
+#endif
