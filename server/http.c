@@ -122,35 +122,11 @@ static void req_free(struct http_pss *ps)
 static int respond(struct lws *wsi, struct http_req *p, unsigned status,
                    const char *ctype, const char *body, size_t len)
 {
-    unsigned char *buf = malloc(LWS_PRE + 1024 + len), *start, *q, *end;
-    int n;
-
     p->answered = true;
-    if (!buf)
-        return -1;
-    start = q = buf + LWS_PRE;
-    end = start + 1024;
-    if (lws_add_http_common_headers(wsi, status, ctype, (lws_filepos_t)len, &q,
-                                    end) ||
-        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
-                                     (unsigned char *)"no-store", 8, &q, end) ||
-        lws_add_http_header_by_name(wsi,
-                                    (unsigned char *)"access-control-allow-origin:",
-                                    (unsigned char *)"*", 1, &q, end) ||
-        (p->close && lws_add_http_header_by_token(
-                        wsi, WSI_TOKEN_CONNECTION, (unsigned char *)"close", 5,
-                        &q, end)) ||
-        lws_finalize_http_header(wsi, &q, end)) {
-        free(buf);
-        return -1;
-    }
-    memcpy(q, body, len);
-    q += len;
-    n = lws_write(wsi, start, (size_t)(q - start), LWS_WRITE_HTTP_FINAL);
-    free(buf);
-    if (n < 0 || p->close)
-        return -1;
-    return lws_http_transaction_completed(wsi) ? -1 : 0;
+    /* The one writer of a whole response (server/ops_http.c), with the
+     * CORS header the REST and page routes send. */
+    return srv_ops_respond(wsi, status, ctype, body, len, p->close,
+                           "access-control-allow-origin:", "*");
 }
 
 static int respond_text(struct lws *wsi, struct http_req *p, unsigned status,
