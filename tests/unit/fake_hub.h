@@ -108,12 +108,10 @@ static inline void fake_hub_init(struct fake_hub *fh, unsigned n_loops)
     fh->n_loops = n_loops;
 }
 
-/* Create the hub and its loops (after the test adjusted cfg and apps). */
-static inline int fake_hub_start(struct fake_hub *fh)
+/* Create the loops of fh->hub on the fake transport (a test that builds
+ * its hub itself, e.g. with hub_create_with() and a backplane). */
+static inline int fake_hub_loops_start(struct fake_hub *fh)
 {
-    fh->hub = hub_create(&fh->cfg, &fh->clock);
-    if (!fh->hub)
-        return -1;
     for (unsigned i = 0; i < fh->n_loops; i++) {
         fh->loops[i] = hub_loop_create(fh->hub, &fake_ops, fake_wake, fh,
                                        fake_now_ms(fh));
@@ -121,6 +119,15 @@ static inline int fake_hub_start(struct fake_hub *fh)
             return -1;
     }
     return 0;
+}
+
+/* Create the hub and its loops (after the test adjusted cfg and apps). */
+static inline int fake_hub_start(struct fake_hub *fh)
+{
+    fh->hub = hub_create(&fh->cfg, &fh->clock);
+    if (!fh->hub)
+        return -1;
+    return fake_hub_loops_start(fh);
 }
 
 static inline void fake_hub_stop(struct fake_hub *fh)
