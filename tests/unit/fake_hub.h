@@ -306,15 +306,15 @@ static inline int fake_subscribe(struct fake_hub *fh, struct hub_session *s,
     return rc;
 }
 
-/* pusher:signin with a correct signature over user_data. */
-static inline int fake_signin(struct fake_hub *fh, struct hub_session *s,
-                              const char *user_data)
+/* The text of a pusher:signin of s with a correct signature over
+ * user_data (allocated; the caller frees it). */
+static inline char *fake_signin_text(const struct hub_session *s,
+                                     const char *user_data)
 {
     const struct hub_app *app = s->app;
     char tosign[1024], sig[HUB_SHA256_HEX_LEN + 1], auth[256];
     json_t *msg;
     char *text;
-    int rc;
 
     snprintf(tosign, sizeof(tosign), "%s::user::%s", s->socket_id,
              user_data);
@@ -325,7 +325,16 @@ static inline int fake_signin(struct fake_hub *fh, struct hub_session *s,
                     "auth", auth, "user_data", user_data);
     text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
-    rc = fake_recv(fh, s, text);
+    return text;
+}
+
+/* pusher:signin with a correct signature over user_data. */
+static inline int fake_signin(struct fake_hub *fh, struct hub_session *s,
+                              const char *user_data)
+{
+    char *text = fake_signin_text(s, user_data);
+    int rc = fake_recv(fh, s, text);
+
     free(text);
     return rc;
 }
