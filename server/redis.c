@@ -19,6 +19,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hub/chantab.h"
+#include "hub/rng.h"
 #include "hub/stats.h"
 #include "server/srv.h"
 
@@ -89,11 +90,8 @@ static uint64_t now_ns(void)
 
 static uint64_t rnd(struct srv_redis *r)
 {
-    /* xorshift64*: jitter and epochs, nothing secret. */
-    r->rng ^= r->rng >> 12;
-    r->rng ^= r->rng << 25;
-    r->rng ^= r->rng >> 27;
-    return r->rng * 2685821657736338717ull;
+    /* Jitter and epochs, nothing secret. */
+    return hub_xorshift64s(&r->rng);
 }
 
 static void new_epoch(struct srv_redis *r)
