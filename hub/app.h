@@ -1,13 +1,19 @@
 /*
  * hub/app.h - one Pusher app: credentials, switches and limits.
  *
- * Apps are loaded by server/ at start and are read-only afterwards, so any
- * thread may read them. Strings are owned by whoever filled the struct
- * (server/config.c) and live for the process.
+ * An app is immutable once a hub table holds it (hub/apptab.h), so any
+ * loop may read it. Two kinds exist:
+ * - borrowed: the apps of hub_config (server/config.c fills them, tests
+ *   use static ones); refs stays 0, they live for the hub and ref/unref
+ *   do nothing;
+ * - owned: made by hub_app_dup() (a reload, server/reload.c), refcounted:
+ *   the table that lists it and every session that points at it hold a
+ *   reference; the last hub_app_unref() frees it with hub_app_free().
  */
 #ifndef HUB_APP_H
 #define HUB_APP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,13 +55,50 @@ struct hub_app {
     uint64_t cache_max_bytes;
     uint32_t max_subscriptions;      /* channels per connection */
     bool subscription_count;         /* pusher_internal:subscription_count */
-    unsigned index;                  /* position in the app table */
+    /* Per-app limits and origins (issue 13, item 6). */
+    char *allowed_origins;           /* comma list; NULL = the hub-wide one */
+    uint32_t max_backend_events_per_second; /* REST events; 0 = off */
+    uint32_t max_read_requests_per_second;  /* REST GETs; 0 = off */
+    /* Position in the app table: stable across reloads (the same id keeps
+     * it, removed ones are never reused; hub/apptab.h). */
+    unsigned index;
+    atomic_uint refs;                /* 0 = borrowed; see the top */
 };
 
 /* Fill the limits and switches with their defaults; strings untouched. */
 void hub_app_defaults(struct hub_app *app);
 
-/* The app among apps[0..n) with that key / id (not NUL-terminated);
+/*
+ * THE ONE COPY / COMPARE / FREE PATH. A field added to struct hub_app that
+ * owns memory (a string, a list) or that a reload must notice goes into
+ * all three of these functions, and nowhere else: a reload (server/
+ * reload.c) copies every app with hub_app_dup(), tells changed apps from
+ * unchanged ones with hub_app_equal(), and the last reference frees the
+ * copy with hub_app_free(), whose hub_app_clear() also frees the
+ * configuration's own apps (server/config.c). A new field set from the
+ * file needs a row in config.c's srv_app_fields[] as well. Exception: the
+ * webhook list is freed by hub_app_webhooks_free() (hub/webhook.c) for
+ * the configuration's apps, and a reloaded copy has none (webhooks are
+ * read from the start apps only).
+ */
+/* A deep, owned copy of a (refs = 1, index copied); NULL when out of
+ * memory. */
+struct hub_app *hub_app_dup(const struct hub_app *a);
+/* Every configured field equal (index and refs are not compared). */
+bool hub_app_equal(const struct hub_app *a, const struct hub_app *b);
+/* Free what the fields of a own (strings, lists) and NULL them; the
+ * struct itself stays (server/config.c's inline apps use this too). */
+void hub_app_clear(struct hub_app *a);
+/* hub_app_clear() and free the struct; NULL is a no-op. */
+void hub_app_free(struct hub_app *a);
+
+/* Any thread. No-ops on borrowed apps (refs 0) and NULL. */
+void hub_app_ref(const struct hub_app *a);
+void hub_app_unref(const struct hub_app *a);
+
+/* Linear scans for the configuration's own checks and tests; the hub
+ * finds apps through its hash table (hub/apptab.h). The app among
+ * apps[0..n) with that key / id (not NUL-terminated);
  * borrowed, NULL when none. Apps with a NULL key / id never match. */
 const struct hub_app *hub_app_find_by_key(const struct hub_app *apps,
                                           unsigned n, const char *key,

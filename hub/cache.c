@@ -1,7 +1,10 @@
 /*
  * hub/cache.c - the cache channels' store of hub/cache.h: one (app, name)
  * table (hub/chantab.h) of entries under one mutex, and per app a list of
- * its entries in store order with its entry and byte counts.
+ * its entries in store order with its entry and byte counts. The per-app
+ * accounts grow (under the mutex) when a reload adds apps: app indices
+ * only grow (hub/apptab.h), and each account is its own allocation, so
+ * growing moves no list head.
  */
 #include "hub/cache.h"
 
@@ -30,14 +33,36 @@ struct cache_app {
 struct hub_cache {
     pthread_mutex_t mu;
     struct hub_chantab t;
-    unsigned n_apps;
-    struct cache_app apps[];
+    unsigned n_apps;               /* accounts in apps[] (under mu) */
+    struct cache_app **apps;
 };
+
+/* Under mu (or before the cache is shared): accounts for indices below
+ * n; 0 or -ENOMEM (then nothing changed). */
+static int grow(struct hub_cache *c, unsigned n)
+{
+    struct cache_app **apps;
+
+    if (n <= c->n_apps)
+        return 0;
+    apps = realloc(c->apps, n * sizeof(*apps));
+    if (!apps)
+        return -ENOMEM;
+    c->apps = apps;
+    for (; c->n_apps < n; c->n_apps++) {
+        struct cache_app *a = calloc(1, sizeof(*a));
+
+        if (!a)
+            return -ENOMEM;
+        hub_list_init(&a->entries);
+        c->apps[c->n_apps] = a;
+    }
+    return 0;
+}
 
 struct hub_cache *hub_cache_create(unsigned n_apps)
 {
-    unsigned n = n_apps ? n_apps : 1;
-    struct hub_cache *c = calloc(1, sizeof(*c) + n * sizeof(c->apps[0]));
+    struct hub_cache *c = calloc(1, sizeof(*c));
 
     if (!c)
         return NULL;
@@ -45,9 +70,14 @@ struct hub_cache *hub_cache_create(unsigned n_apps)
         free(c);
         return NULL;
     }
-    c->n_apps = n;
-    for (unsigned i = 0; i < n; i++)
-        hub_list_init(&c->apps[i].entries);
+    if (grow(c, n_apps ? n_apps : 1)) {
+        for (unsigned i = 0; i < c->n_apps; i++)
+            free(c->apps[i]);
+        free(c->apps);
+        hub_chantab_fini(&c->t);
+        free(c);
+        return NULL;
+    }
     pthread_mutex_init(&c->mu, NULL);
     return c;
 }
@@ -55,7 +85,7 @@ struct hub_cache *hub_cache_create(unsigned n_apps)
 /* Under mu: unlink e from the table and its list, uncharge, free. */
 static void drop(struct hub_cache *c, struct cache_entry *e)
 {
-    struct cache_app *a = &c->apps[e->node.app];
+    struct cache_app *a = c->apps[e->node.app];
 
     hub_chantab_remove(&c->t, &e->node);
     hub_list_unlink(&e->link);
@@ -69,10 +99,13 @@ void hub_cache_destroy(struct hub_cache *c)
 {
     if (!c)
         return;
-    for (unsigned i = 0; i < c->n_apps; i++)
-        while (!hub_list_is_empty(&c->apps[i].entries))
-            drop(c, hub_container_of(c->apps[i].entries.next,
+    for (unsigned i = 0; i < c->n_apps; i++) {
+        while (!hub_list_is_empty(&c->apps[i]->entries))
+            drop(c, hub_container_of(c->apps[i]->entries.next,
                                      struct cache_entry, link));
+        free(c->apps[i]);
+    }
+    free(c->apps);
     hub_chantab_fini(&c->t);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -97,12 +130,17 @@ int hub_cache_store(struct hub_cache *c, unsigned app, const char *name,
     struct cache_app *a;
     int rc = 0;
 
-    if (app >= c->n_apps)
+    if (app >= UINT32_MAX / 2)
         return -EINVAL;
-    a = &c->apps[app];
     /* Allocated before the lock; freed unused when the event is too big. */
     e = cap && need > cap ? NULL : malloc(sizeof(*e) + len + 1);
     pthread_mutex_lock(&c->mu);
+    if (grow(c, app + 1)) {
+        pthread_mutex_unlock(&c->mu);
+        free(e);
+        return -ENOMEM;
+    }
+    a = c->apps[app];
     old = find(c, app, name, len, hash);
     if (old)
         drop(c, old);
@@ -146,10 +184,8 @@ struct hub_frame *hub_cache_get(struct hub_cache *c, unsigned app,
     struct hub_frame *f = NULL;
     struct cache_entry *e;
 
-    if (app >= c->n_apps)
-        return NULL;
     pthread_mutex_lock(&c->mu);
-    e = find(c, app, name, len, hash);
+    e = app < c->n_apps ? find(c, app, name, len, hash) : NULL;
     if (e && now_ms >= e->expires_ms) {
         drop(c, e);
     } else if (e) {
@@ -167,7 +203,7 @@ unsigned hub_cache_reclaim(struct hub_cache *c, uint64_t now_ms)
 
     pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < c->n_apps; i++) {
-        struct hub_list *head = &c->apps[i].entries;
+        struct hub_list *head = &c->apps[i]->entries;
 
         /* Store order is expiry order within an app (one TTL per app);
          * a TTL changed by a reload only delays an entry to the next
@@ -190,11 +226,13 @@ void hub_cache_app_usage(struct hub_cache *c, unsigned app,
                          struct hub_cache_usage *out)
 {
     out->entries = out->bytes = 0;
-    if (!c || app >= c->n_apps)
+    if (!c)
         return;
     pthread_mutex_lock(&c->mu);
-    out->entries = c->apps[app].n;
-    out->bytes = c->apps[app].bytes;
+    if (app < c->n_apps) {
+        out->entries = c->apps[app]->n;
+        out->bytes = c->apps[app]->bytes;
+    }
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -207,7 +245,7 @@ int hub_cache_check(struct hub_cache *c)
     if (hub_chantab_check(&c->t))
         rc = -EFAULT;
     for (unsigned i = 0; i < c->n_apps && !rc; i++) {
-        const struct cache_app *a = &c->apps[i];
+        const struct cache_app *a = c->apps[i];
         const struct hub_list *pos;
         uint64_t n = 0, bytes = 0;
 

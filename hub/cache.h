@@ -52,7 +52,9 @@ struct hub_cache_put {
     bool oversize;                 /* not cached: bigger than the cap */
 };
 
-/* Owned; n_apps per-app accounts. NULL when out of memory. */
+/* Owned; n_apps per-app accounts to start with (more are added when an
+ * app index past them stores: a reload added apps). NULL when out of
+ * memory. */
 struct hub_cache *hub_cache_create(unsigned n_apps);
 /* Drops every entry's frame reference. */
 void hub_cache_destroy(struct hub_cache *c);

@@ -43,8 +43,22 @@ struct hub_cluster {
     char *node_id;
     size_t node_len;
     char *prefix;
+    /* App ids by index: append-only (a reload adds apps, hub/apptab.h;
+     * an index keeps its id forever), so a string found here stays valid
+     * until destroy. Loops and the backplane thread read it, the main
+     * thread adds to it (hub_cluster_app_added). */
+    pthread_mutex_t ids_mu;
+    char **ids;                    /* owned; NULL = no app at that index */
+    unsigned n_ids;
+    /* Ids replaced at their index (a reload refused after it told the
+     * cluster): kept until destroy, since a reader may hold one. */
+    char **retired;
+    unsigned n_retired;
     char *cache_chan, *cache_pattern; /* "<prefix>:cache", ...":cache:*" */
     size_t cache_chan_len;
+    /* The apps at start (borrowed, never freed): the cluster-wide cache
+     * reads their cache settings; an app a reload added publishes its
+     * cache channels as plain events across nodes. */
     const struct hub_app *apps;
     unsigned n_apps;
     size_t max_queue;
@@ -107,13 +121,87 @@ struct hub_cluster *hub_cluster_create(const struct hub_cluster_cfg *cfg)
     c->node_len = strlen(c->node_id);
     c->apps = cfg->apps;
     c->n_apps = cfg->n_apps;
+    pthread_mutex_init(&c->ids_mu, NULL);
     c->max_queue = cfg->max_queue ? cfg->max_queue : 65536;
     c->wake = cfg->wake;
     c->wake_ctx = cfg->wake_ctx;
     c->tail = &c->head;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->deliver_mu, NULL);
+    /* The apps at start: index i is apps[i] (hub_config's rule). */
+    for (unsigned i = 0; i < cfg->n_apps; i++) {
+        if (hub_cluster_app_added(c, i, cfg->apps[i].id)) {
+            hub_cluster_destroy(c);
+            return NULL;
+        }
+    }
     return c;
+}
+
+int hub_cluster_app_added(struct hub_cluster *c, unsigned index,
+                          const char *id)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&c->ids_mu);
+    if (index >= c->n_ids) {
+        char **ids = realloc(c->ids, (index + 1) * sizeof(*ids));
+
+        if (!ids) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        memset(ids + c->n_ids, 0, (index + 1 - c->n_ids) * sizeof(*ids));
+        c->ids = ids;
+        c->n_ids = index + 1;
+    }
+    if (c->ids[index] && strcmp(c->ids[index], id) != 0) {
+        /* Only after a reload that told the cluster and then failed:
+         * the index goes to the next table's app. */
+        char **r = realloc(c->retired, (c->n_retired + 1) * sizeof(*r));
+        char *copy = strdup(id);
+
+        if (r)
+            c->retired = r;
+        if (!r || !copy) {
+            free(copy);
+            rc = -ENOMEM;
+            goto out;
+        }
+        c->retired[c->n_retired++] = c->ids[index];
+        c->ids[index] = copy;
+    } else if (!c->ids[index] && !(c->ids[index] = strdup(id))) {
+        rc = -ENOMEM;
+    }
+out:
+    pthread_mutex_unlock(&c->ids_mu);
+    return rc;
+}
+
+/* The id of app index (valid until destroy), or NULL. */
+static const char *id_of(struct hub_cluster *c, unsigned index)
+{
+    const char *id;
+
+    pthread_mutex_lock(&c->ids_mu);
+    id = index < c->n_ids ? c->ids[index] : NULL;
+    pthread_mutex_unlock(&c->ids_mu);
+    return id;
+}
+
+/* The index of the app id[0..len), or -1. A scan: the backplane thread
+ * calls it once per message received. */
+static int index_of(struct hub_cluster *c, const char *id, size_t len)
+{
+    int found = -1;
+
+    pthread_mutex_lock(&c->ids_mu);
+    for (unsigned i = 0; i < c->n_ids && found < 0; i++)
+        if (c->ids[i] && strlen(c->ids[i]) == len &&
+            !memcmp(c->ids[i], id, len))
+            found = (int)i;
+    pthread_mutex_unlock(&c->ids_mu);
+    return found;
 }
 
 void hub_cluster_set_hub(struct hub_cluster *c, struct hub *h)
@@ -177,6 +265,13 @@ void hub_cluster_destroy(struct hub_cluster *c)
     }
     hub_chantab_fini(&c->chans);
     hub_directory_destroy(c->dir);
+    for (unsigned i = 0; i < c->n_ids; i++)
+        free(c->ids[i]);
+    free(c->ids);
+    for (unsigned i = 0; i < c->n_retired; i++)
+        free(c->retired[i]);
+    free(c->retired);
+    pthread_mutex_destroy(&c->ids_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->deliver_mu);
     free(c->node_id);
@@ -198,9 +293,9 @@ static struct hub_cluster_op *op_new_mid(struct hub_cluster *c,
     size_t mlen = strlen(mid), plen = strlen(c->prefix) + mlen, ilen, total;
     struct hub_cluster_op *op;
 
-    if (app >= c->n_apps)
+    id = id_of(c, app);
+    if (!id)
         return NULL;
-    id = c->apps[app].id;
     ilen = strlen(id);
     total = plen + 1 + ilen + 1 + len;
     op = malloc(sizeof(*op) + total + 1);
@@ -517,7 +612,7 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
                                   const struct hub_cluster_op *op,
                                   uint64_t epoch, uint64_t seq, size_t *len)
 {
-    const char *app = c->apps[op->app].id;
+    const char *app = id_of(c, op->app);
     struct hub_envelope e = {
         .kind = op->kind == HUB_COP_EVENT   ? HUB_ENV_EVENT
                 : op->kind == HUB_COP_CACHE ? HUB_ENV_CACHE
@@ -568,7 +663,7 @@ void hub_cluster_rx_fini(struct hub_cluster_rx *rx)
     rx->n = 0;
 }
 
-static void deliver(struct hub_cluster *c, const struct hub_app *app,
+static void deliver(struct hub_cluster *c, unsigned app,
                     const struct hub_envelope *e);
 
 /* Count what is missing between the origin's last seq and e's. */
@@ -633,11 +728,11 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
                         const void *data, size_t len)
 {
     struct hub_envelope e;
-    const struct hub_app *app;
+    int app = -1;
 
     if (hub_envelope_decode(&e, data, len) ||
         !rchan_matches(c, rchan, rchan_len, &e) ||
-        !(app = hub_app_find_by_id(c->apps, c->n_apps, e.app, e.app_len))) {
+        (app = index_of(c, e.app, e.app_len)) < 0) {
         stat_add(&c->stats.bad, 1);
         return -EINVAL;
     }
@@ -654,15 +749,15 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
     if (!c->hub)
         return 0;
     pthread_mutex_lock(&c->deliver_mu);
-    if (!c->closed && e.kind == HUB_ENV_CACHE)
-        hub_ccache_apply(c->hub, app, &e, e.ttl_ms, true);
+    if (!c->closed && e.kind == HUB_ENV_CACHE && (unsigned)app < c->n_apps)
+        hub_ccache_apply(c->hub, &c->apps[app], &e, e.ttl_ms, true);
     else if (!c->closed)
-        deliver(c, app, &e);
+        deliver(c, (unsigned)app, &e);
     pthread_mutex_unlock(&c->deliver_mu);
     return 0;
 }
 
-static void deliver(struct hub_cluster *c, const struct hub_app *app,
+static void deliver(struct hub_cluster *c, unsigned app,
                     const struct hub_envelope *ep)
 {
     const struct hub_envelope e = *ep;
@@ -682,7 +777,7 @@ static void deliver(struct hub_cluster *c, const struct hub_app *app,
             stat_add(&c->stats.bad, 1);
             return;
         }
-        hub_fanout_terminate(c->hub, NULL, app->index, uid);
+        hub_fanout_terminate(c->hub, NULL, app, uid);
         return;
     }
     f = hub_frame_create_text(e.data, e.data_len);
@@ -691,8 +786,8 @@ static void deliver(struct hub_cluster *c, const struct hub_app *app,
     {
         struct hub_excl ex = { .set = e.excl_set, .hi = e.excl_hi,
                                .lo = e.excl_lo, .member_seq = 0 };
-        const struct hub_pub_req r = { app->index, e.channel, e.channel_len,
-                                       f, &ex };
+        const struct hub_pub_req r = { app, e.channel, e.channel_len, f,
+                                       &ex };
 
         hub_fanout_loops(c->hub, NULL, &r);
     }

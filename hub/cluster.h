@@ -44,7 +44,7 @@
 struct hub_cluster_cfg {
     const char *node_id;           /* copied; 1..255 bytes */
     const char *prefix;            /* copied; broker channel prefix */
-    const struct hub_app *apps;    /* borrowed */
+    const struct hub_app *apps;    /* the apps at start: ids copied */
     unsigned n_apps;
     size_t max_queue;              /* events waiting; 0 = 65536 */
     void (*wake)(void *ctx);       /* any thread; the backplane thread */
@@ -88,6 +88,14 @@ struct hub_cluster_rx {
 struct hub_cluster;
 
 struct hub_cluster *hub_cluster_create(const struct hub_cluster_cfg *cfg);
+/*
+ * A reload added app index with id (copied): the cluster can carry its
+ * channels from now on. Call before the table that holds it is published
+ * (server/reload.c). 0 or -ENOMEM. Any thread; an index already known is
+ * left as it is (an index keeps its id for the hub's life).
+ */
+int hub_cluster_app_added(struct hub_cluster *c, unsigned index,
+                          const char *id);
 /* Fill bp with the cluster's directory and bus (the cluster is their impl
  * and is freed by the bus's destroy; the dir destroy is NULL). 0. */
 int hub_cluster_backplane(struct hub_cluster *c, struct hub_backplane *bp);

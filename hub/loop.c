@@ -39,13 +39,12 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     h->cfg = cfg;
     h->clock = clock;
     h->bp = malloc(sizeof(*h->bp));
-    h->app_sessions = calloc(cfg->n_apps ? cfg->n_apps : 1,
-                             sizeof(*h->app_sessions));
+    atomic_init(&h->apps, hub_apptab_borrow(cfg->apps, cfg->n_apps));
     h->online = hub_online_create();
-    if (!h->bp || !h->app_sessions || !h->online) {
+    if (!h->bp || !atomic_load(&h->apps) || !h->online) {
         hub_online_destroy(h->online);
         free(h->bp);
-        free(h->app_sessions);
+        hub_apptab_free(atomic_load(&h->apps), true);
         free(h);
         return NULL;
     }
@@ -55,13 +54,12 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     if (!h->cache || !h->subcount) {
         hub_cache_destroy(h->cache);
         hub_subcount_destroy(h->subcount);
+        hub_online_destroy(h->online);
         free(h->bp);
-        free(h->app_sessions);
+        hub_apptab_free(atomic_load(&h->apps), true);
         free(h);
         return NULL;
     }
-    for (unsigned i = 0; i < cfg->n_apps; i++)
-        atomic_init(&h->app_sessions[i], 0);
     atomic_init(&h->draining, false);
     atomic_init(&h->stopping, false);
     atomic_init(&h->sessions, 0);
@@ -77,7 +75,9 @@ void hub_destroy(struct hub *h)
     hub_cache_destroy(h->cache);
     hub_subcount_destroy(h->subcount);
     free(h->bp);
-    free(h->app_sessions);
+    /* Every loop is gone, so every retired table was freed by its last
+     * node; the current one holds every index's live struct. */
+    hub_apptab_free(atomic_load(&h->apps), true);
     hub_online_destroy(h->online);
     free(h);
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "hub/app.h"
+#include "hub/apptab.h"
 #include "hub/inbox.h"
 #include "hub/pending.h"
 #include "hub/rng.h"
@@ -62,7 +63,10 @@ struct hub_config {
     /* What the protocol layer does at a session's fini (hub/pusher.h's
      * hub_pusher_hooks); NULL = nothing. Borrowed. */
     const struct hub_session_hooks *session_hooks;
-    const struct hub_app *apps;    /* borrowed, n_apps entries */
+    /* The apps at start: borrowed for the hub's life, n_apps entries,
+     * apps[i].index == i. The hub's table starts from them; a reload
+     * replaces the table (hub/appswap.h), never these. */
+    const struct hub_app *apps;
     unsigned n_apps;
 };
 
@@ -82,9 +86,11 @@ struct hub {
     atomic_bool draining;
     atomic_bool stopping;          /* teardown: publish nothing more */
     atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
-    /* Live sessions per app (cfg->n_apps entries), for the per-app
-     * max_connections quota; counted when the app key matched. */
-    atomic_uint_fast32_t *app_sessions;
+    /* The app table (hub/apptab.h): read with hub_apps(), replaced by
+     * hub_apps_publish() (hub/appswap.h). Each index's live struct holds
+     * its sessions (the per-app max_connections quota; counted when the
+     * app key matched) and its REST rate buckets. */
+    _Atomic(struct hub_apptab *) apps;
     uint64_t started_ms;
     /* The webhook queue (hub/webhook.h), set by server/ before the loops
      * start when an app has webhooks; NULL = none. Borrowed. */
@@ -92,6 +98,21 @@ struct hub {
     struct hub_cache *cache;       /* cache channels' last events; owned */
     struct hub_subcount *subcount; /* subscription_count pending set */
 };
+
+/* The current app table. Use it within one callback and keep no pointer
+ * into it past the callback (hub/appswap.h says why that is enough). */
+static inline const struct hub_apptab *hub_apps(const struct hub *h)
+{
+    return atomic_load_explicit(&((struct hub *)h)->apps,
+                                memory_order_acquire);
+}
+
+/* The live struct of an app index (stable for the hub's life). */
+static inline struct hub_app_live *hub_app_live_of(const struct hub *h,
+                                                   unsigned index)
+{
+    return hub_apps(h)->live[index];
+}
 
 struct hub_loop {
     struct hub *hub;

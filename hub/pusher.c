@@ -35,6 +35,9 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
     size_t n;
 
     s->app = app;
+    /* The session's reference: the app outlives a reload while s can
+     * read it (dropped in hub_session_fini()). */
+    hub_app_ref(app);
     if (!app->enabled) {
         hub_session_send_error(s, 4003, "Application is disabled", true);
         return;
@@ -43,7 +46,7 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
      * Per-app quota, hub-wide: take a slot first and give it back when
      * over, so two loops racing for the last slot cannot both get it.
      */
-    live = &s->loop->hub->app_sessions[app->index];
+    live = &hub_app_live_of(s->loop->hub, app->index)->sessions;
     if (atomic_fetch_add(live, 1) >= app->max_connections &&
         app->max_connections) {
         atomic_fetch_sub(live, 1);
@@ -321,12 +324,11 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
 void hub_pusher_connect(struct hub_session *s, const char *uri,
                         size_t uri_len, int protocol)
 {
-    const struct hub_config *cfg = s->loop->cfg;
     const struct hub_app *app = NULL;
 
     if (uri && uri_len > 5 && strncmp(uri, "/app/", 5) == 0)
-        app = hub_app_find_by_key(cfg->apps, cfg->n_apps, uri + 5,
-                                  uri_len - 5);
+        app = hub_apptab_by_key(hub_apps(s->loop->hub), uri + 5,
+                                uri_len - 5);
     if (!app) {
         hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: unknown app key in %s",
                 s->socket_id, uri && uri_len ? uri : "?");

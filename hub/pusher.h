@@ -21,7 +21,7 @@ struct hub_session_hooks;
 
 /* After hub_session_init(): bind the app and send connection_established
  * (or pusher:error + close: 4003 if the app is disabled, 4004 if it is at
- * its max_connections, counted hub-wide in hub->app_sessions). */
+ * its max_connections, counted hub-wide in the index's hub_app_live). */
 void hub_pusher_open(struct hub_session *s, const struct hub_app *app);
 
 /*

@@ -456,6 +456,41 @@ static void get_users(struct hub_loop *l, const struct hub_app *app,
     reply_json(out, 200, json_pack("{s:o}", "users", users));
 }
 
+/* Events in a batch_events body (1 when it is not an array: the handler
+ * then answers 400, and the request still counts as one). */
+static uint32_t batch_size(json_t *root)
+{
+    json_t *b = json_object_get(root, "batch");
+    size_t n = json_is_array(b) ? json_array_size(b) : 1;
+
+    return n ? (uint32_t)(n < UINT32_MAX ? n : UINT32_MAX) : 1;
+}
+
+/*
+ * The app's REST rate limits (hub/ratelimit.h): true, with a 429 and its
+ * Retry-After in out, when n more backend events (events) or one more
+ * read request (!events) do not fit; counted per app.
+ */
+static bool over_limit(struct hub_loop *l, const struct hub_app *app,
+                       bool events, uint32_t n, struct hub_rest_response *out)
+{
+    struct hub_app_live *v = hub_app_live_of(l->hub, app->index);
+    uint32_t rate = events ? app->max_backend_events_per_second
+                           : app->max_read_requests_per_second;
+    uint32_t retry = 1;
+
+    if (!rate || hub_bucket_take(events ? &v->events : &v->reads, rate, n,
+                                 hub_clock_now_ms(l->clock), &retry))
+        return false;
+    atomic_fetch_add_explicit(events ? &v->events_limited : &v->reads_limited,
+                              events ? n : 1, memory_order_relaxed);
+    reply_error(out, 429, "rate limit exceeded: at most %u %s per second "
+                "for this app; retry after %u s", rate,
+                events ? "events" : "read requests", retry);
+    out->retry_after_s = retry;
+    return true;
+}
+
 void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
                      const char *path, const char *query, const char *body,
                      size_t body_len, uint64_t now_s,
@@ -478,8 +513,7 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
         reply_error(out, 404, "not found");
         return;
     }
-    app = hub_app_find_by_id(l->cfg->apps, l->cfg->n_apps, id,
-                             (size_t)(rest - id));
+    app = hub_apptab_by_id(hub_apps(l->hub), id, (size_t)(rest - id));
     if (!app) {
         reply_error(out, 404, "unknown app");
         return;
@@ -534,13 +568,20 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
             reply_error(out, 400, "body must be a JSON object");
             return;
         }
-        if (res[0] == 'e')
-            post_events(l, app, root, out);
-        else
-            post_batch(l, app, root, out);
+        if (!over_limit(l, app, true,
+                        res[0] == 'e' ? 1 : batch_size(root), out)) {
+            if (res[0] == 'e')
+                post_events(l, app, root, out);
+            else
+                post_batch(l, app, root, out);
+        }
         json_decref(root);
         return;
     }
+    if (is_get && (strcmp(res, "channels") == 0 ||
+                   strncmp(res, "channels/", 9) == 0) &&
+        over_limit(l, app, false, 1, out))
+        return;
     if (strcmp(res, "channels") == 0 && is_get) {
         get_channels(l, app, &q, out);
         return;

@@ -4,8 +4,9 @@
  * users/{user_id}/terminate_connections.
  *
  * Every request is authenticated (hub/auth.h). Answers are 200 with a JSON
- * object body, or 400/401/403/404/405/413 with {"error": "..."} (405: a
- * GET on a POST-only path), or 500 when out of memory.
+ * object body, or 400/401/403/404/405/413/429 with {"error": "..."} (405:
+ * a GET on a POST-only path; 429: over the app's rate limit), or 500 when
+ * out of memory.
  *
  * Thread: the loop that received the request (publishing reaches the other
  * loops through their inboxes).
@@ -24,6 +25,7 @@ struct hub_rest_response {
     int status;
     char *body;              /* owned: free() it */
     size_t len;
+    uint32_t retry_after_s;  /* with 429: the Retry-After header's value */
 };
 
 /* Largest request body the API accepts (bigger: 413 before parsing). */
@@ -36,7 +38,10 @@ struct hub_rest_response {
  * wall-clock Unix seconds for auth_timestamp. The checks run in this
  * order: 404 (path, app id), 413 (body), 400 (query does not parse), the
  * signature (401/400), 403 (app disabled), then the resource (404, 405,
- * 400, 413, 500).
+ * 400, 413, 500), with the app's REST rate limits (429 with
+ * retry_after_s) checked once the request is known to be valid enough to
+ * count: events once the body parsed (a batch counts its events), reads
+ * (GET) before they are answered.
  */
 void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
                      const char *path, const char *query, const char *body,

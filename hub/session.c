@@ -129,9 +129,12 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     HUB_STAT_ADD(l->stats.closed[reason], 1);
     atomic_fetch_sub(&l->hub->sessions, 1);
     if (s->app_counted) {
-        atomic_fetch_sub(&l->hub->app_sessions[s->app->index], 1);
+        atomic_fetch_sub(&hub_app_live_of(l->hub, s->app->index)->sessions,
+                         1);
         s->app_counted = false;
     }
+    hub_app_unref(s->app);
+    s->app = NULL;
     s->loop = NULL;
     s->conn = NULL;
 }

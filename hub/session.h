@@ -72,7 +72,9 @@ enum hub_session_state {
 struct hub_session {
     struct hub_loop *loop;
     void *conn;                    /* borrowed transport handle (wsi) */
-    const struct hub_app *app;     /* borrowed; NULL until the key matched */
+    const struct hub_app *app;     /* a reference (hub/app.h); NULL until
+                                      the key matched; a reload may move it
+                                      to the app's new settings */
     uint32_t shard_idx;
     uint8_t state;                 /* enum hub_session_state (one byte) */
     uint8_t rx_utf8;               /* hub/ws.h state of the text message */
@@ -83,7 +85,7 @@ struct hub_session {
     bool want_writable;            /* asked (pending list or writable
                                       callback), not yet served */
     bool draining;                 /* the idle timer is the drain close */
-    bool app_counted;              /* counted in hub->app_sessions */
+    bool app_counted;              /* counted in the app's live sessions */
     bool online_counted;           /* counted in the hub's online registry
                                       (hub/watchlist.c); in padding */
     bool authorized;               /* signed in, or subscribed to a private

@@ -190,7 +190,10 @@
     X(CACHE_ENTRIES, gauge, "cache_entries", "Cached events per app (cache "   \
       "channels).")                                                            \
     X(CACHE_BYTES, gauge, "cache_bytes", "Bytes charged to cached events per " \
-      "app (against cache_max_bytes).")
+      "app (against cache_max_bytes).")                                        \
+    X(APP_REST_LIMITED, counter, "app_rest_rate_limited_total",                \
+      "REST units refused with 429 per app: kind=\"events\" counts events "   \
+      "(a batch counts each), kind=\"reads\" read requests.")
 
 /* X(field, type, key, metric, help): the scale-out backplane's hub-wide
  * counters (struct hub_backplane_stats, hub/stats.h), written by the

@@ -237,17 +237,17 @@ static const struct srv_option_desc srv_options[] = {
      SRV_OPTF_DEFAULT_APP, "app-id", "ID",
      "Id of the single default app (REST /apps/ID); not with \"apps\" in "
      "the file.",
-     NULL, 0, 0, 0, SRV_CFG(apps[0].id)},
+     NULL, 0, 0, 0, SRV_CFG(app0.id)},
     {"app_key", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
      SRV_OPTF_DEFAULT_APP, "app-key", "KEY",
      "Key of the default app (WebSocket /app/KEY); not with \"apps\" in "
      "the file.",
-     NULL, 0, 0, 0, SRV_CFG(apps[0].key)},
+     NULL, 0, 0, 0, SRV_CFG(app0.key)},
     {"app_secret", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
      SRV_OPTF_DEFAULT_APP, SRV_DEFAULT_SECRET, "SECRET",
      "Secret of the default app; prefer the environment, since flags show "
      "in ps. Not with \"apps\" in the file.",
-     NULL, 0, 0, 0, SRV_CFG(apps[0].secret)},
+     NULL, 0, 0, 0, SRV_CFG(app0.secret)},
     {"redis", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "URL",
      "Redis of a cluster of nodes, redis://[user:pass@]host:port/db; unset "
      "runs one standalone node (docs/SCALING.md).",
@@ -330,6 +330,14 @@ static const struct srv_option_desc srv_app_fields[] = {
      NULL, 0, UINT32_MAX, 0, SRV_APP(max_subscriptions)},
     {"subscription_count", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
      NULL, 0, 0, 0, SRV_APP(subscription_count)},
+    /* Issue 13 item 6: per-app REST rate limits and origins. A JSON array
+     * of strings is also taken for allowed_origins (srv__load_apps). */
+    {"max_backend_events_per_second", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL,
+     NULL, NULL, NULL, 0, 1000000, 0, SRV_APP(max_backend_events_per_second)},
+    {"max_read_requests_per_second", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL,
+     NULL, NULL, NULL, 0, 1000000, 0, SRV_APP(max_read_requests_per_second)},
+    {"allowed_origins", SRV_OPT_STRING, SRV_SRC_FILE, SRV_OPTF_NULLABLE,
+     NULL, NULL, NULL, NULL, 0, 0, 0, SRV_APP(allowed_origins)},
 };
 
 #define SRV_N_APP_FIELDS (sizeof(srv_app_fields) / sizeof(srv_app_fields[0]))
@@ -766,8 +774,9 @@ void srv_config_defaults(struct srv_config *cfg)
     int rc;
 
     memset(cfg, 0, sizeof(*cfg));
-    hub_app_defaults(&cfg->apps[0]);
-    cfg->apps[0].index = 0;
+    hub_app_defaults(&cfg->app0);
+    cfg->app0.index = 0;
+    cfg->apps = &cfg->app0;
     cfg->n_apps = 1;
     for (i = 0; i < SRV_N_OPTIONS; i++) {
         const struct srv_option_desc *d = &srv_options[i];
@@ -781,12 +790,27 @@ void srv_config_defaults(struct srv_config *cfg)
     }
 }
 
+/* The default app's id, key and secret may be borrowed table text; the
+ * rest of an app's owned fields go through hub/app.c's one free path. */
 static void srv__app_fini(struct hub_app *app)
 {
     srv__free_string(&app->id);
     srv__free_string(&app->key);
     srv__free_string(&app->secret);
     hub_app_webhooks_free(app);
+    hub_app_clear(app);
+}
+
+/* Drop the file's apps: the view goes back to the default app. */
+static void srv__file_apps_fini(struct srv_config *cfg)
+{
+    for (unsigned i = 0; i < cfg->n_file_apps; i++)
+        srv__app_fini(&cfg->file_apps[i]);
+    free(cfg->file_apps);
+    cfg->file_apps = NULL;
+    cfg->n_file_apps = 0;
+    cfg->apps = &cfg->app0;
+    cfg->n_apps = 1;
 }
 
 void srv_config_fini(struct srv_config *cfg)
@@ -801,8 +825,8 @@ void srv_config_fini(struct srv_config *cfg)
             !(d->flags & SRV_OPTF_DEFAULT_APP))
             srv__free_string(srv__field(cfg, d));
     }
-    for (i = 0; i < cfg->n_apps && i < SRV_MAX_APPS; i++)
-        srv__app_fini(&cfg->apps[i]);
+    srv__file_apps_fini(cfg);
+    srv__app_fini(&cfg->app0);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -1007,6 +1031,49 @@ static int srv__apply_json(struct srv__load *ld, void *base,
     return rc;
 }
 
+/*
+ * An app's "allowed_origins" as a JSON array of strings: joined with
+ * commas into the same list the string form gives (issue 13, item 6).
+ */
+static int srv__apply_origin_list(struct srv__load *ld, struct hub_app *app,
+                                  const struct srv_option_desc *d,
+                                  json_t *val, const char *label)
+{
+    size_t i, total = 1;
+    json_t *v;
+    char *list;
+    int rc;
+
+    json_array_foreach(val, i, v) {
+        if (!json_is_string(v) || !json_string_length(v) ||
+            strchr(json_string_value(v), ',')) {
+            srv_config_err(ld->err, ld->errlen, "%s[%zu]: must be a non-empty "
+                     "string without commas", label, i);
+            return -EINVAL;
+        }
+        total += json_string_length(v) + 1;
+    }
+    if (!json_array_size(val)) {
+        srv_config_err(ld->err, ld->errlen, "%s: must not be empty (leave it out "
+                 "for the hub-wide --allowed-origins)", label);
+        return -EINVAL;
+    }
+    list = malloc(total);
+    if (!list) {
+        srv_config_err(ld->err, ld->errlen, "%s: out of memory", label);
+        return -ENOMEM;
+    }
+    list[0] = '\0';
+    json_array_foreach(val, i, v) {
+        if (i)
+            strcat(list, ",");
+        strcat(list, json_string_value(v));
+    }
+    rc = srv__set_text(app, d, list, label, false, ld->err, ld->errlen);
+    free(list);
+    return rc;
+}
+
 static int srv__load_apps(struct srv__load *ld, json_t *apps)
 {
     struct srv_config *cfg = ld->cfg;
@@ -1020,19 +1087,23 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
         return -EINVAL;
     }
     n = json_array_size(apps);
-    if (n > SRV_MAX_APPS) {
-        srv_config_err(ld->err, ld->errlen, "%s: \"apps\" lists %zu apps; at most "
-                 "%d are allowed", ld->file, n, SRV_MAX_APPS);
+    if (n > UINT32_MAX / 2) {
+        srv_config_err(ld->err, ld->errlen, "%s: \"apps\" lists %zu apps", ld->file,
+                 n);
         return -EINVAL;
     }
-    for (i = 0; i < cfg->n_apps; i++)
-        srv__app_fini(&cfg->apps[i]);
-    memset(cfg->apps, 0, sizeof(cfg->apps));
+    srv__file_apps_fini(cfg);
+    cfg->file_apps = calloc(n, sizeof(*cfg->file_apps));
+    if (!cfg->file_apps) {
+        srv_config_err(ld->err, ld->errlen, "%s: out of memory", ld->file);
+        return -ENOMEM;
+    }
+    cfg->apps = cfg->file_apps;
     cfg->n_apps = 0;
     ld->file_has_apps = true;
 
     for (i = 0; i < n; i++) {
-        struct hub_app *app = &cfg->apps[i];
+        struct hub_app *app = &cfg->file_apps[i];
         json_t *obj = json_array_get(apps, i), *val;
         const char *key;
         static const char *const required[] = {"id", "key", "secret"};
@@ -1040,7 +1111,7 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
 
         hub_app_defaults(app);
         app->index = (unsigned)i;
-        cfg->n_apps = (unsigned)i + 1;
+        cfg->n_apps = cfg->n_file_apps = (unsigned)i + 1;
         if (!json_is_object(obj)) {
             srv_config_err(ld->err, ld->errlen, "%s: apps[%zu] must be an object",
                      ld->file, i);
@@ -1071,7 +1142,11 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
                 srv_config_err(ld->err, ld->errlen, "%s: unknown key", label);
                 return -EINVAL;
             }
-            rc = srv__apply_json(ld, app, d, val, label);
+            if (json_is_array(val) &&
+                d->offset_ == offsetof(struct hub_app, allowed_origins))
+                rc = srv__apply_origin_list(ld, app, d, val, label);
+            else
+                rc = srv__apply_json(ld, app, d, val, label);
             if (rc)
                 return rc;
         }
@@ -1281,9 +1356,9 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
 {
     unsigned i, j;
 
-    if (cfg->n_apps < 1 || cfg->n_apps > SRV_MAX_APPS) {
-        srv_config_err(err, errlen, "apps: %u apps configured; need 1..%d",
-                 cfg->n_apps, SRV_MAX_APPS);
+    if (cfg->n_apps < 1) {
+        srv_config_err(err, errlen, "apps: %u apps configured; need at least 1",
+                 cfg->n_apps);
         return -EINVAL;
     }
     for (i = 0; i < cfg->n_apps; i++) {

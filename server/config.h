@@ -21,8 +21,6 @@
 
 #include "hub/app.h"
 
-#define SRV_MAX_APPS 64
-
 enum srv_log_format { SRV_LOG_TEXT, SRV_LOG_JSON };
 enum srv_event_loop { SRV_LOOP_LIBEV, SRV_LOOP_POLL };
 
@@ -72,9 +70,15 @@ struct srv_config {
     /* REST. */
     uint64_t auth_timestamp_window_s; /* default 600; 0 = not checked */
 
-    /* Apps. */
-    struct hub_app apps[SRV_MAX_APPS];
+    /* Apps: no cap on their number. apps/n_apps is a view of the file's
+     * "apps" (file_apps, owned) when it lists them, else of the default
+     * app app0 (set by --app-id/--app-key/--app-secret); load and
+     * defaults keep it pointing at the right one. */
+    struct hub_app *apps;
     unsigned n_apps;               /* >= 1 after load (default app) */
+    struct hub_app app0;
+    struct hub_app *file_apps;
+    unsigned n_file_apps;
     bool allow_default_secret;     /* on a non-loopback bind */
     bool dev_auth_endpoint;        /* /auth signs with the app secret; dev only */
 

@@ -71,17 +71,20 @@ static const struct hub_app *app_arg(struct lws *wsi, struct srv_loop *l)
 
     if (!v)
         return NULL;
-    return hub_app_find_by_id(l->hub->cfg->apps, l->hub->cfg->n_apps, v,
-                              strlen(v));
+    /* The current app table (a reload may change it; hub/appswap.h). */
+    return hub_apptab_by_id(hub_apps(l->hub->hub), v, strlen(v));
 }
 
 static json_t *api_apps(struct srv_loop *l)
 {
+    const struct hub_apptab *tab = hub_apps(l->hub->hub);
     json_t *arr = json_array();
 
-    for (unsigned i = 0; arr && i < l->hub->cfg->n_apps; i++) {
-        const struct hub_app *a = &l->hub->cfg->apps[i];
+    for (unsigned i = 0; arr && i < tab->n; i++) {
+        const struct hub_app *a = tab->apps[i];
 
+        if (!a)
+            continue; /* removed by a reload */
         /* Id and key only: the secret never leaves the hub. */
         json_array_append_new(arr, json_pack("{s:s?, s:s?, s:b}", "id", a->id,
                                              "key", a->key, "enabled",
@@ -259,7 +262,6 @@ static int kinds_of(json_t *kinds)
 static int on_request(struct console_pss *ps, const char *text, size_t len)
 {
     const struct srv_config *cfg = ps->l->srv->cfg;
-    const struct hub_config *hc = ps->l->hub->cfg;
     json_t *o = json_loadb(text, len, 0, NULL);
     const char *tok, *app_id, *ch;
     const struct hub_app *app;
@@ -283,8 +285,8 @@ static int on_request(struct console_pss *ps, const char *text, size_t len)
     ps->authed = true;
     lws_set_timer_usecs(ps->wsi, CONSOLE_DROPS_EVERY_US);
     app_id = json_string_value(json_object_get(o, "app"));
-    app = app_id ? hub_app_find_by_id(hc->apps, hc->n_apps, app_id,
-                                      strlen(app_id))
+    app = app_id ? hub_apptab_by_id(hub_apps(ps->l->hub->hub), app_id,
+                                    strlen(app_id))
                  : NULL;
     ch = json_string_value(json_object_get(o, "channel"));
     kinds = kinds_of(json_object_get(o, "kinds"));

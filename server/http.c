@@ -78,6 +78,7 @@ struct http_req {
     bool close;                  /* answer with "Connection: close", then close */
     bool too_big;
     bool answered;               /* the response is written */
+    uint32_t retry_after;        /* 429: the Retry-After seconds; 0 = none */
     struct srv_http_post post_state; /* body completion (server/http_post.h) */
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
@@ -122,11 +123,19 @@ static void req_free(struct http_pss *ps)
 static int respond(struct lws *wsi, struct http_req *p, unsigned status,
                    const char *ctype, const char *body, size_t len)
 {
+    const char *hdrs[5] = { "access-control-allow-origin:", "*", NULL };
+    char ra[16];
+
     p->answered = true;
+    if (p->retry_after) {
+        snprintf(ra, sizeof(ra), "%u", (unsigned)p->retry_after);
+        hdrs[2] = "retry-after:";
+        hdrs[3] = ra;
+        hdrs[4] = NULL;
+    }
     /* The one writer of a whole response (server/ops_http.c), with the
-     * CORS header the REST and page routes send. */
-    return srv_ops_respond(wsi, status, ctype, body, len, p->close,
-                           "access-control-allow-origin:", "*");
+     * CORS header the REST and page routes send and a 429's Retry-After. */
+    return srv_http_reply(wsi, status, ctype, body, len, p->close, hdrs);
 }
 
 static int respond_text(struct lws *wsi, struct http_req *p, unsigned status,
@@ -220,8 +229,14 @@ static int serve_static(struct lws *wsi, struct srv_loop *l,
  */
 static int dev_auth(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 {
-    const struct hub_app *app = &l->srv->hcfg.apps[0];
-    struct hub_query *q = malloc(sizeof(*q));
+    const struct hub_apptab *tab = hub_apps(l->srv->hub);
+    const struct hub_app *app = NULL;
+    struct hub_query *q;
+
+    /* The first app of the current table (a reload may remove apps). */
+    for (unsigned i = 0; !app && i < tab->n; i++)
+        app = tab->apps[i];
+    q = app ? malloc(sizeof(*q)) : NULL;
     const char *sid, *ch, *uid, *uname;
     char sig[HUB_SHA256_HEX_LEN + 1], *tosign = NULL, *cd = NULL;
     json_t *resp;
@@ -301,6 +316,7 @@ static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
     hub_rest_handle(l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET, p->path,
                     p->query, p->body ? p->body : "", p->body_len,
                     (uint64_t)time(NULL), &r);
+    p->retry_after = r.status == 429 ? r.retry_after_s : 0;
     rc = respond(wsi, p, (unsigned)r.status, "application/json",
                  r.body ? r.body : "{}", r.body ? r.len : 2);
     free(r.body);
@@ -486,6 +502,9 @@ int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
     char uri[256], origin[256];
     int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
     uint32_t live = (uint32_t)atomic_load(&l->srv->hub->sessions);
+    const struct hub_app *app;
+    const char *list;
+    bool own;
 
     if (n <= 5 || strncmp(uri, "/app/", 5) != 0) {
         lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
@@ -501,8 +520,14 @@ int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
         lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL);
         return 1;
     }
-    if (cfg->allowed_origins && *cfg->allowed_origins) {
-        const char *list = cfg->allowed_origins, *e;
+    /* The app's own allowed_origins, when it has one, instead of the
+     * hub-wide list (issue 13 item 6); an unknown key gets the hub-wide
+     * one here and 4001 once connected. */
+    app = hub_apptab_by_key(hub_apps(l->srv->hub), uri + 5, (size_t)n - 5);
+    own = app && app->allowed_origins;
+    list = own ? app->allowed_origins : cfg->allowed_origins;
+    if (list && *list) {
+        const char *e;
         bool ok = false;
         size_t olen;
 
@@ -524,8 +549,11 @@ int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
         if (!ok) {
             HUB_STAT_ADD(l->hub->stats.rejected_http, 1);
             srv_log_peer(HUB_LOG_INFO, l->id,
-                         "upgrade refused: 403 origin \"%s\" not allowed",
-                         olen ? origin : "");
+                         "upgrade refused: 403 origin \"%s\" not allowed "
+                         "by %s list%s%s",
+                         olen ? origin : "",
+                         own ? "the app's" : "the hub-wide",
+                         own ? " of app " : "", own ? app->id : "");
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, NULL);
             return 1;
         }

@@ -6,7 +6,8 @@
  * before any thread exists (so only sigwait sees them; no signal handler
  * runs), creates the loops serially, starts one thread per loop, then
  * waits for a signal. SIGHUP re-reads --tls-cert/--tls-key and hands them
- * to the loops (server/tls.c); the wait goes on. The first SIGTERM or
+ * to the loops (server/tls.c), and reloads the apps from --config
+ * (server/reload.c); the wait goes on. The first SIGTERM or
  * SIGINT drains: /readyz turns 503, accepting stops, heartbeats stop, and
  * every session is closed with 4200, jittered over --drain-timeout. A second
  * one exits at once; SIGHUP during the drain is ignored.
@@ -83,6 +84,7 @@ static void fill_hub_config(struct srv *srv)
     h->subscription_count_interval_ms = c->subscription_count_interval_ms;
     h->auth_window_s = c->auth_timestamp_window_s;
     h->session_hooks = &hub_pusher_hooks;
+    /* The first table's apps: their index is their position. */
     for (unsigned i = 0; i < c->n_apps; i++)
         srv->cfg->apps[i].index = i;
     h->apps = c->apps;
@@ -197,6 +199,9 @@ int main(int argc, char **argv, char **envp)
 
     memset(&srv, 0, sizeof(srv));
     srv.cfg = &cfg;
+    srv.argc = argc;
+    srv.argv = argv;
+    srv.envp = envp;
     srv.test_stall_ms = test_stall_ms();
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     srv.n_loops = cfg.loops ? cfg.loops : (cpus > 0 ? (unsigned)cpus : 1);
@@ -249,6 +254,7 @@ int main(int argc, char **argv, char **envp)
             break;
         /* Only before the drain: the loops' contexts are all alive. */
         srv_tls_reload(&srv);
+        srv_apps_reload(&srv);
     }
     srv_log(HUB_LOG_INFO, 0, "%s: draining over %llums (signal again to exit "
                              "now)",

@@ -79,6 +79,11 @@ struct srv {
      * unless LUBDUB_TEST_STALL_MS was set at start. */
     unsigned test_stall_ms;
     SSL_CTX *client_ctx;                  /* empty, for lws (server/threads.c) */
+    /* The command line and environment, read again by an apps reload
+     * (server/reload.c). */
+    int argc;
+    char **argv;
+    char **envp;
     /* Scale-out (--redis; server/cluster.c): NULL for one node. */
     struct hub_cluster *cluster;
     struct srv_redis *redis;
@@ -178,6 +183,11 @@ void srv_tls_pick_up(struct srv_loop *l);
 /* After the loop's thread is gone. */
 void srv_tls_loop_fini(struct srv_loop *l);
 
+/* server/reload.c: main thread, on SIGHUP: reload the apps from the
+ * --config file; -1 (one error line, the apps unchanged) when it is
+ * unusable. Without --config, one info line and nothing else. */
+int srv_apps_reload(struct srv *srv);
+
 /* server/log.c */
 void srv_log_init(int level, enum srv_log_format fmt);
 void srv_log(int level, unsigned loop, const char *fmt, ...)
@@ -207,7 +217,15 @@ bool srv_ops_is_metrics(struct lws *wsi);
  * of the answer written. */
 bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
                    bool post, bool close, int *rc);
-/* One whole response, with one optional extra header ("name:", value). */
+/* One whole response (headers and body in one write) and the end of the
+ * transaction: cache-control no-store, then hdrs (NULL, or "name:", value
+ * pairs ending at a NULL name), then "Connection: close" when close.
+ * Returns -1 when the connection must close (close, or any failure), else
+ * lws_http_transaction_completed()'s verdict. */
+int srv_http_reply(struct lws *wsi, unsigned status, const char *ctype,
+                   const char *body, size_t len, bool close,
+                   const char *const *hdrs);
+/* srv_http_reply() with one optional extra header ("name:", value). */
 int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
                     const char *body, size_t len, bool close,
                     const char *hname, const char *hval);

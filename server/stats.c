@@ -308,6 +308,32 @@ static json_t *totals_json(struct srv *srv)
     return o;
 }
 
+/* /stats "apps": per present app, by id, what the hub counts per app. */
+static json_t *apps_json(struct srv *srv)
+{
+    const struct hub_apptab *tab = hub_apps(srv->hub);
+    json_t *o = json_object();
+
+    for (unsigned i = 0; o && i < tab->n; i++) {
+        const struct hub_app_live *v = tab->live[i];
+
+        if (!tab->apps[i])
+            continue;
+        if (json_object_set_new(
+                o, tab->apps[i]->id,
+                json_pack("{s:I,s:I,s:I}", "sessions",
+                          (json_int_t)atomic_load(&v->sessions),
+                          "rest_events_limited",
+                          (json_int_t)atomic_load(&v->events_limited),
+                          "rest_reads_limited",
+                          (json_int_t)atomic_load(&v->reads_limited)))) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
 /* With --redis: root["backplane"] = {node, state, the counters}. */
 static bool backplane_json(struct srv *srv, json_t *root)
 {
@@ -337,7 +363,9 @@ static json_t *cache_json(struct srv *srv)
 {
     uint64_t entries = 0, bytes = 0;
 
-    for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
+    /* Every index of the current table: a removed app's entries stay
+     * charged until they expire. */
+    for (unsigned i = 0; i < hub_apps(srv->hub)->n; i++) {
         struct hub_cache_usage u;
 
         hub_cache_app_usage(srv->hub->cache, i, &u);
@@ -351,6 +379,7 @@ static json_t *cache_json(struct srv *srv)
 char *srv_stats_json(struct srv *srv, size_t *len)
 {
     json_t *loops = json_array(), *root = NULL, *totals = totals_json(srv);
+    json_t *apps = apps_json(srv);
     struct buf out = { malloc(4096), 0, 4096, false };
     const struct hub_loop_stats *st;
 
@@ -363,7 +392,7 @@ char *srv_stats_json(struct srv *srv, size_t *len)
             loops = NULL;
         }
     }
-    if (loops && totals)
+    if (loops && totals && apps)
         root = json_pack(
             "{s:s,s:f,s:i,s:b,s:O,s:O,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
             "version", hub_version(), "uptime_s",
@@ -377,6 +406,12 @@ char *srv_stats_json(struct srv *srv, size_t *len)
             (json_int_t)srv->hcfg.write_timeout_ms, "max_queued_total",
             (json_int_t)srv->hcfg.max_queued_total, "max_subscriptions",
             (json_int_t)srv->hcfg.max_subscriptions);
+    /* Each insert checked: jansson drops what it cannot add. */
+    if (root && json_object_set(root, "apps", apps)) {
+        json_decref(root);
+        root = NULL;
+    }
+    json_decref(apps);
     json_decref(loops);
     json_decref(totals);
     if (root) {
@@ -530,6 +565,8 @@ static void label_value(struct buf *b, const char *s)
 static void hub_series(struct buf *b, struct srv *srv,
                        const struct hub_metric *m)
 {
+    const struct hub_apptab *tab = hub_apps(srv->hub);
+
     switch (m->id) {
     case HUB_METRIC_UPTIME:
         bprintf(b, "lubdub_%s %.3f\n", m->metric,
@@ -543,12 +580,29 @@ static void hub_series(struct buf *b, struct srv *srv,
         bprintf(b, "lubdub_%s{version=\"%s\"} 1\n", m->metric, hub_version());
         break;
     case HUB_METRIC_APP_SESSIONS:
-        for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
+        /* The current table (this callback holds it: hub/appswap.h);
+         * removed apps (tombstones) are left out. */
+        for (unsigned i = 0; i < tab->n; i++) {
+            if (!tab->apps[i])
+                continue;
             bprintf(b, "lubdub_%s{app=\"", m->metric);
-            label_value(b, srv->hcfg.apps[i].id);
+            label_value(b, tab->apps[i]->id);
             bprintf(b, "\"} %llu\n",
-                    (unsigned long long)atomic_load(
-                        &srv->hub->app_sessions[i]));
+                    (unsigned long long)atomic_load(&tab->live[i]->sessions));
+        }
+        break;
+    case HUB_METRIC_APP_REST_LIMITED:
+        for (unsigned i = 0; i < tab->n; i++) {
+            if (!tab->apps[i])
+                continue;
+            for (int k = 0; k < 2; k++) {
+                bprintf(b, "lubdub_%s{app=\"", m->metric);
+                label_value(b, tab->apps[i]->id);
+                bprintf(b, "\",kind=\"%s\"} %llu\n", k ? "reads" : "events",
+                        (unsigned long long)atomic_load(
+                            k ? &tab->live[i]->reads_limited
+                              : &tab->live[i]->events_limited));
+            }
         }
         break;
     case HUB_METRIC_QUEUE_BUDGET:
@@ -557,12 +611,14 @@ static void hub_series(struct buf *b, struct srv *srv,
         break;
     case HUB_METRIC_CACHE_ENTRIES:
     case HUB_METRIC_CACHE_BYTES:
-        for (unsigned i = 0; i < srv->hcfg.n_apps; i++) {
+        for (unsigned i = 0; i < tab->n; i++) {
             struct hub_cache_usage u;
 
+            if (!tab->apps[i])
+                continue;
             hub_cache_app_usage(srv->hub->cache, i, &u);
             bprintf(b, "lubdub_%s{app=\"", m->metric);
-            label_value(b, srv->hcfg.apps[i].id);
+            label_value(b, tab->apps[i]->id);
             bprintf(b, "\"} %llu\n",
                     (unsigned long long)(m->id == HUB_METRIC_CACHE_ENTRIES
                                              ? u.entries

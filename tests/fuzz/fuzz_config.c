@@ -10,7 +10,7 @@
  * memory errors and leaks it checks that a failed load or check always
  * leaves one NUL-terminated line in err (control characters from the
  * input escaped), and that a config that loaded
- * and validated keeps its invariants (1..SRV_MAX_APPS apps, each with an
+ * and validated keeps its invariants (at least one app, each with an
  * id, key and secret; a TLS key only with a certificate).
  */
 #include <stdint.h>
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = srv_config_validate(&cfg, err, sizeof(err));
         check_err(rc, err, sizeof(err));
         if (rc == 0) {
-            CHECK(cfg.n_apps >= 1 && cfg.n_apps <= SRV_MAX_APPS);
+            CHECK(cfg.n_apps >= 1);
             for (unsigned i = 0; i < cfg.n_apps; i++)
                 CHECK(cfg.apps[i].id && *cfg.apps[i].id && cfg.apps[i].key &&
                       cfg.apps[i].secret);

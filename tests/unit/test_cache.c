@@ -174,10 +174,18 @@ static void test_cache_cap_evicts_oldest_and_refuses_oversize(void **state)
     hub_cache_app_usage(c, 1, &u);
     assert_int_equal(u.entries, 0);
     assert_int_equal(hub_cache_check(c), 0);
-    /* Out of range apps are refused, not written past the array. */
-    assert_int_equal(hub_cache_store(c, 7, "cache-x", 7, f, 1, 1, 0, NULL),
-                     -EINVAL);
+    /* An index past the first accounts (an app a reload added) gets its
+     * own account; one no table can hold is refused. */
     assert_null(hub_cache_get(c, 7, "cache-x", 7, 1, NULL));
+    assert_int_equal(hub_cache_store(c, 7, "cache-x", 7, f, 1, 1000, 0, NULL),
+                     0);
+    hub_cache_app_usage(c, 7, &u);
+    assert_int_equal(u.entries, 1);
+    hub_frame_unref(hub_cache_get(c, 7, "cache-x", 7, 2, NULL));
+    assert_int_equal(hub_cache_check(c), 0);
+    assert_int_equal(hub_cache_store(c, UINT32_MAX, "cache-x", 7, f, 1, 1, 0,
+                                     NULL),
+                     -EINVAL);
     hub_cache_destroy(c);
     hub_frame_unref(big);
     hub_frame_unref(f);

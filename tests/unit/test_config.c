@@ -677,25 +677,60 @@ static void test_config_app_signin_options(void **state)
     }
 }
 
-static void test_config_too_many_apps_rejected(void **state)
+/* No cap on the number of apps (the old one was 64); per-app limits and
+ * origins (issue 13, item 6) load too, origins as a list or a string. */
+static void test_config_many_apps_accepted(void **state)
 {
     struct fixture *f = *state;
-    char *json = malloc(64 * (SRV_MAX_APPS + 2));
+    enum { N = 1000 };
+    char *json = malloc(160 * (N + 2));
     char flag[96];
     size_t off;
     int i;
 
     assert_non_null(json);
     off = (size_t)sprintf(json, "{\"apps\": [");
-    for (i = 0; i <= SRV_MAX_APPS; i++)
+    for (i = 0; i < N; i++)
         off += (size_t)sprintf(json + off, "%s{\"id\":\"%d\",\"key\":\"k%d\","
-                               "\"secret\":\"s\"}", i ? "," : "", i, i);
+                               "\"secret\":\"s\"%s}", i ? "," : "", i, i,
+                               i == 7 ? ",\"allowed_origins\":[\"https://a\","
+                                        "\"https://b\"],"
+                                        "\"max_backend_events_per_second\":5,"
+                                        "\"max_read_requests_per_second\":9"
+                               : i == 8 ? ",\"allowed_origins\":\"https://c\""
+                                        : "");
     sprintf(json + off, "]}");
     write_json(f, json);
     free(json);
     snprintf(flag, sizeof(flag), "--config=%s", f->path);
-    expect_error(f, load(f, NULL, flag, NULL), "lists 65 apps",
-                 "at most 64");
+    assert_int_equal(load_and_validate(f, NULL, flag, NULL), 0);
+    assert_int_equal(f->cfg.n_apps, N);
+    assert_string_equal(f->cfg.apps[N - 1].key, "k999");
+    assert_string_equal(f->cfg.apps[7].allowed_origins, "https://a,https://b");
+    assert_int_equal(f->cfg.apps[7].max_backend_events_per_second, 5);
+    assert_int_equal(f->cfg.apps[7].max_read_requests_per_second, 9);
+    assert_string_equal(f->cfg.apps[8].allowed_origins, "https://c");
+    assert_null(f->cfg.apps[9].allowed_origins);
+    assert_int_equal(f->cfg.apps[9].max_backend_events_per_second, 0);
+}
+
+static void test_config_bad_app_origins_rejected(void **state)
+{
+    struct fixture *f = *state;
+    char flag[96];
+
+    write_json(f, "{\"apps\": [{\"id\": \"1\", \"key\": \"k\", "
+               "\"secret\": \"s\", \"allowed_origins\": [\"a\", 3]}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "apps[0].allowed_origins[1]",
+                 "non-empty string");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    write_json(f, "{\"apps\": [{\"id\": \"1\", \"key\": \"k\", "
+               "\"secret\": \"s\", \"allowed_origins\": []}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "apps[0].allowed_origins",
+                 "must not be empty");
 }
 
 static void test_config_duplicate_app_keys_rejected(void **state)
@@ -1205,7 +1240,8 @@ int main(void)
         T(test_config_missing_value_rejected),
         T(test_config_apps_from_json),
         T(test_config_app_errors),
-        T(test_config_too_many_apps_rejected),
+        T(test_config_many_apps_accepted),
+        T(test_config_bad_app_origins_rejected),
         T(test_config_duplicate_app_keys_rejected),
         T(test_config_duplicate_app_ids_rejected),
         T(test_config_env_sets_default_app),

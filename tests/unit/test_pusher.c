@@ -290,18 +290,18 @@ static void test_channel_app_max_connections_4004(void **state)
     assert_true(fake_find(&s[2].s, "\"code\":4004") >= 0);
     assert_int_equal(fake_find(&s[2].s, "connection_established"), -1);
     assert_int_equal(s[3].s.state, HUB_SESSION_OPEN);
-    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 2);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 2);
     /* A refused session gives back nothing it did not take. */
     hub_session_fini(&s[2].s, HUB_CLOSE_APP);
-    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 2);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 2);
     hub_session_fini(&s[0].s, HUB_CLOSE_PEER);
-    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 1);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 1);
     fake_session_open(&fh, &s[2], 0, &fh.apps[0]);
     assert_int_equal(s[2].s.state, HUB_SESSION_OPEN);
     for (int i = 1; i < 4; i++)
         hub_session_fini(&s[i].s, HUB_CLOSE_PEER);
-    assert_int_equal(atomic_load(&fh.hub->app_sessions[0]), 0);
-    assert_int_equal(atomic_load(&fh.hub->app_sessions[1]), 0);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 0);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 1)->sessions), 0);
     fake_hub_stop(&fh);
 }
 

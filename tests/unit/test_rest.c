@@ -55,6 +55,9 @@ static const char *answer_error(const struct answer *a)
     return e ? e : "";
 }
 
+/* The Retry-After of the latest answer (0 unless it was a 429). */
+static uint32_t last_retry_after;
+
 /* hub_rest_handle() as it is called, checking the answer's shape: a JSON
  * object, with "error" exactly when the status is not 200. */
 static int handle_raw(struct fake_hub *fh, unsigned li,
@@ -65,6 +68,8 @@ static int handle_raw(struct fake_hub *fh, unsigned li,
     struct hub_rest_response r;
 
     hub_rest_handle(fh->loops[li], m, path, query, body, body_len, NOW_S, &r);
+    last_retry_after = r.retry_after_s;
+    assert_int_equal(r.status == 429, r.retry_after_s > 0);
     assert_non_null(r.body);
     assert_int_equal(strlen(r.body), r.len);
     a->status = r.status;
@@ -847,6 +852,83 @@ static void test_rest_403_disabled_app(void **state)
     fixture_stop(fx);
 }
 
+/*
+ * The app's REST rate limits (hub/ratelimit.h): events counted one per
+ * event and one per event of a batch, reads one per GET, across loops;
+ * over the limit a 429 with Retry-After that publishes nothing; refusals
+ * before the signature use up nothing; counted per app.
+ */
+static void test_rest_429_rate_limits(void **state)
+{
+    struct fixture *fx = fixture_start();
+    struct hub_app_live *v;
+    unsigned before;
+    struct answer a;
+
+    (void)state;
+    fx->fh.apps[0].max_backend_events_per_second = 2;
+    fx->fh.apps[0].max_read_requests_per_second = 1;
+    v = hub_app_live_of(fx->fh.hub, 0);
+    /* Two events pass, on either loop; the third gets 429. */
+    assert_int_equal(post_events(&fx->fh, 0, EV("e", "news", "1")), 200);
+    assert_int_equal(post_events(&fx->fh, 1, EV("e", "news", "2")), 200);
+    fake_hub_drain(&fx->fh);
+    before = queued_frames(fx);
+    assert_int_equal(handle(&fx->fh, 1, HUB_HTTP_POST, "/apps/app-id/events",
+                            NULL, EV("e", "news", "3"), &a),
+                     429);
+    assert_non_null(strstr(answer_error(&a), "rate limit exceeded"));
+    assert_int_equal(last_retry_after, 1);
+    answer_fini(&a);
+    fake_hub_drain(&fx->fh);
+    assert_int_equal(queued_frames(fx), before);
+    assert_int_equal(atomic_load(&v->events_limited), 1);
+    /* A batch of 3 with a full bucket of 2 passes and leaves a debt of
+     * one: the next single event needs 2 tokens, one second. */
+    fake_hub_advance(&fx->fh, 1000);
+    assert_int_equal(handle(&fx->fh, 0, HUB_HTTP_POST,
+                            "/apps/app-id/batch_events", NULL,
+                            "{\"batch\":[" EV("b", "news", "1") ","
+                            EV("b", "news", "2") "," EV("b", "news", "3")
+                            "]}", &a),
+                     200);
+    answer_fini(&a);
+    assert_int_equal(post_events(&fx->fh, 0, EV("e", "news", "4")), 429);
+    assert_int_equal(last_retry_after, 1);
+    fake_hub_advance(&fx->fh, 999);
+    assert_int_equal(post_events(&fx->fh, 0, EV("e", "news", "5")), 429);
+    fake_hub_advance(&fx->fh, 1);
+    assert_int_equal(post_events(&fx->fh, 0, EV("e", "news", "6")), 200);
+    /* A refused batch counts its events. */
+    assert_int_equal(handle(&fx->fh, 0, HUB_HTTP_POST,
+                            "/apps/app-id/batch_events", NULL,
+                            "{\"batch\":[" EV("b", "news", "1") ","
+                            EV("b", "news", "2") "]}", &a),
+                     429);
+    answer_fini(&a);
+    assert_int_equal(atomic_load(&v->events_limited), 5);
+    /* Reads: one a second; an unsigned request is refused before the
+     * limit and takes nothing from it. */
+    assert_int_equal(handle_raw(&fx->fh, 0, HUB_HTTP_GET,
+                                "/apps/app-id/channels", "", "", 0, &a),
+                     401);
+    answer_fini(&a);
+    assert_int_equal(handle(&fx->fh, 0, HUB_HTTP_GET, "/apps/app-id/channels",
+                            NULL, NULL, &a),
+                     200);
+    answer_fini(&a);
+    assert_int_equal(handle(&fx->fh, 1, HUB_HTTP_GET,
+                            "/apps/app-id/channels/news", NULL, NULL, &a),
+                     429);
+    assert_non_null(strstr(answer_error(&a), "read requests"));
+    answer_fini(&a);
+    assert_int_equal(atomic_load(&v->reads_limited), 1);
+    /* The other app has no limits. */
+    assert_int_equal(atomic_load(&hub_app_live_of(fx->fh.hub, 1)->
+                                 events_limited), 0);
+    fixture_stop(fx);
+}
+
 /* Every 400 of the events body, one request each; nothing is published. */
 static void test_rest_events_400(void **state)
 {
@@ -966,6 +1048,7 @@ int main(void)
         cmocka_unit_test(test_rest_403_disabled_app),
         cmocka_unit_test(test_rest_events_400),
         cmocka_unit_test(test_rest_bad_channel_name_400),
+        cmocka_unit_test(test_rest_429_rate_limits),
     };
 
     json_object_seed(1);

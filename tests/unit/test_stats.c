@@ -104,8 +104,13 @@ struct fake {
     struct hub_loop hl[2];
     struct srv_loop sl[2];
     struct hub_app apps[2];
-    atomic_uint_fast32_t app_sessions[2];
 };
+
+static void fake_free(struct fake *f)
+{
+    hub_apptab_free(atomic_load(&f->hub.apps), true);
+    free(f);
+}
 
 static uint64_t word_value(unsigned loop, size_t word)
 {
@@ -127,10 +132,12 @@ static struct fake *fake_new(void)
     }
     f->apps[0].id = "app-1";
     f->apps[1].id = "app-2";
-    atomic_init(&f->app_sessions[0], 3);
-    atomic_init(&f->app_sessions[1], 4);
+    f->apps[1].index = 1;
+    atomic_init(&f->hub.apps, hub_apptab_borrow(f->apps, 2));
+    assert_non_null(atomic_load(&f->hub.apps));
+    atomic_init(&atomic_load(&f->hub.apps)->live[0]->sessions, 3);
+    atomic_init(&atomic_load(&f->hub.apps)->live[1]->sessions, 4);
     atomic_init(&f->hub.draining, false);
-    f->hub.app_sessions = f->app_sessions;
     f->hub.started_ms = srv_now_ms();
     f->srv.hub = &f->hub;
     f->srv.loops = f->sl;
@@ -409,7 +416,7 @@ static void test_stats_json_has_every_row(void **state)
     assert_int_equal(len, strlen(text));
     check_stats_json(text);
     free(text);
-    free(f);
+    fake_free(f);
 }
 
 static void check_metrics_text(const char *text)
@@ -445,7 +452,7 @@ static void test_stats_metrics_has_every_family(void **state)
     text[len - 1] = '\0'; /* the last newline; keeps strstr in bounds */
     check_metrics_text(text);
     free(text);
-    free(f);
+    fake_free(f);
 }
 
 /* Out of memory anywhere: NULL, or the whole answer; never a leak. */
@@ -494,7 +501,7 @@ static void test_stats_out_of_memory(void **state)
                          fail_alloc_live() - fa_live_before, fa_step);
         });
     assert_true(fails >= 1);
-    free(f);
+    fake_free(f);
 }
 
 #define T(f) cmocka_unit_test(f)

@@ -1,0 +1,145 @@
+/*
+ * server/reload.c - SIGHUP reloads the apps from the --config file while
+ * the loops run (issue 13, item 5).
+ *
+ * The configuration is read again from the same sources as at start (the
+ * file, the environment and the flags of this process, so a flag still
+ * wins over the file) and validated as at start. Only the apps are taken
+ * from it; every other option keeps its start value (a restart applies
+ * them). A file that does not load or validate is refused with one error
+ * line and the apps stay as they were. Good apps are copied into owned
+ * hub apps (hub_app_dup), built into the next table (hub_apptab_build:
+ * the same id keeps its index) and published (hub_apps_publish, whose
+ * inbox nodes move or close the sessions on each loop). One line tells
+ * what changed.
+ *
+ * Thread: the main thread only (from its sigwait loop), one at a time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub/appswap.h"
+#include "hub/cluster.h"
+#include "server/srv.h"
+
+/* " (id, id, ...)" for up to 4 ids of the indices that changed as want,
+ * into buf; "" when none. The ids are the operator's own text, but may
+ * hold anything: the log line escapes control characters. */
+static void ids_of(const struct hub_apptab *cur, const struct hub_apptab *next,
+                   enum hub_app_change want, char *buf, size_t len)
+{
+    size_t o = 0;
+    unsigned shown = 0, more = 0;
+
+    buf[0] = '\0';
+    for (unsigned i = 0; i < next->n; i++) {
+        const struct hub_app *a;
+
+        if (hub_apptab_change(cur, next, i) != want)
+            continue;
+        a = want == HUB_APP_REMOVED ? hub_apptab_get(cur, i)
+                                    : hub_apptab_get(next, i);
+        if (shown == 4) {
+            more++;
+            continue;
+        }
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", shown ? ", " : " (",
+                              a->id);
+        if (o >= len - 2)
+            o = len - 2; /* cut: leave room for the ")" */
+        shown++;
+    }
+    if (more) {
+        o += (size_t)snprintf(buf + o, len - o, ", %u more", more);
+        if (o >= len - 2)
+            o = len - 2;
+    }
+    if (shown)
+        snprintf(buf + o, len - o, ")");
+}
+
+int srv_apps_reload(struct srv *srv)
+{
+    char added[160], removed[160], changed[160];
+    struct srv_config *tmp = calloc(1, sizeof(*tmp));
+    const struct hub_apptab *cur = hub_apps(srv->hub);
+    struct hub_apptab *next = NULL;
+    struct hub_apptab_diff d;
+    struct hub_app **v = NULL;
+    char err[512];
+    unsigned n = 0, i;
+    int rc = -1;
+
+    if (!srv->cfg->config_file) {
+        srv_log(HUB_LOG_INFO, 0, "apps: SIGHUP: started without --config, "
+                                 "no apps to reload");
+        free(tmp);
+        return 0;
+    }
+    if (!tmp) {
+        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
+                                "out of memory");
+        return -1;
+    }
+    srv_config_defaults(tmp);
+    if (srv_config_load(tmp, srv->argc, srv->argv, srv->envp, err,
+                        sizeof(err)) ||
+        srv_config_validate(tmp, err, sizeof(err))) {
+        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
+                                "%s", err);
+        goto out;
+    }
+    n = tmp->n_apps;
+    v = calloc(n, sizeof(*v));
+    for (i = 0; v && i < n; i++)
+        if (!(v[i] = hub_app_dup(&tmp->apps[i])))
+            break;
+    if (!v || i < n || !(next = hub_apptab_build(cur, v, n))) {
+        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
+                                "out of memory");
+        goto out;
+    }
+    hub_apptab_diff(cur, next, &d);
+    if (!d.added && !d.removed && !d.changed) {
+        hub_apptab_discard(next);
+        srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
+                                 "apps)", srv->cfg->config_file, n);
+        rc = 0;
+        goto out;
+    }
+    /* With --redis the cluster must know a new app's id before any loop
+     * can see the app (hub/cluster.h). */
+    for (i = cur->n; srv->cluster && i < next->n; i++) {
+        if (next->apps[i] &&
+            hub_cluster_app_added(srv->cluster, i, next->apps[i]->id)) {
+            hub_apptab_discard(next);
+            srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old "
+                                    "ones: out of memory");
+            goto out;
+        }
+    }
+    ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
+    ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
+    ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));
+    /* After the publish cur may be freed at any moment: the names are
+     * copied above. */
+    if (hub_apps_publish(srv->hub, next)) {
+        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
+                                "out of memory");
+        goto out;
+    }
+    srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
+                             "removed%s, %u changed%s, %u unchanged (%u apps)",
+            srv->cfg->config_file, d.added, added, d.removed, removed,
+            d.changed, changed, d.unchanged, n);
+    rc = 0;
+out:
+    /* The table holds its own references; these are ours. */
+    for (i = 0; v && i < n; i++)
+        hub_app_unref(v[i]);
+    free(v);
+    srv_config_fini(tmp);
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,431 @@
+/*
+ * tests/unit/test_apptab.c - the app table and its reload (hub/apptab.h,
+ * hub/appswap.h, hub/app.h's copy path): lookups by key and id over many
+ * apps, stable indices and tombstones across generations, the diff a
+ * reload logs, what a published table does to the sessions of each loop
+ * (moved to a changed app, 4001 for a removed one, 4003 for a disabled
+ * one, untouched when unchanged), and, with real threads, lookups and
+ * sessions on two loops while the main thread publishes table after table
+ * (the tsan label runs it under ThreadSanitizer; ASan checks that every
+ * retired table and app is freed exactly once).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_hub.h"
+#include "hub/appswap.h"
+#include "hub/apptab.h"
+
+static struct hub_app *mk(const char *id, const char *key, const char *secret)
+{
+    struct hub_app a;
+    struct hub_app *c;
+
+    memset(&a, 0, sizeof(a));
+    hub_app_defaults(&a);
+    a.id = (char *)id;
+    a.key = (char *)key;
+    a.secret = (char *)secret;
+    c = hub_app_dup(&a);
+    assert_non_null(c);
+    return c;
+}
+
+static void test_apptab_lookup_many(void **state)
+{
+    enum { N = 2000 };
+    struct hub_app *apps = calloc(N, sizeof(*apps));
+    char (*ids)[16] = calloc(N, 16), (*keys)[16] = calloc(N, 16);
+    struct hub_apptab *t;
+
+    (void)state;
+    assert_non_null(apps);
+    for (unsigned i = 0; i < N; i++) {
+        hub_app_defaults(&apps[i]);
+        snprintf(ids[i], 16, "%u", i);
+        snprintf(keys[i], 16, "key-%u", i);
+        apps[i].id = ids[i];
+        apps[i].key = keys[i];
+        apps[i].secret = "s";
+        apps[i].index = i;
+    }
+    t = hub_apptab_borrow(apps, N);
+    assert_non_null(t);
+    assert_int_equal(t->n, N);
+    assert_int_equal(t->count, N);
+    for (unsigned i = 0; i < N; i++) {
+        assert_ptr_equal(hub_apptab_by_key(t, keys[i], strlen(keys[i])),
+                         &apps[i]);
+        assert_ptr_equal(hub_apptab_by_id(t, ids[i], strlen(ids[i])),
+                         &apps[i]);
+        assert_ptr_equal(hub_apptab_get(t, i), &apps[i]);
+    }
+    /* Not NUL-terminated input, prefixes, longer names, ids as keys. */
+    assert_ptr_equal(hub_apptab_by_key(t, "key-12xyz", 6), &apps[12]);
+    assert_null(hub_apptab_by_key(t, "key-", 4));
+    assert_null(hub_apptab_by_key(t, "key-20000", 9));
+    assert_null(hub_apptab_by_key(t, "12", 2));
+    assert_null(hub_apptab_by_id(t, "key-1", 5));
+    assert_null(hub_apptab_by_id(t, NULL, 0));
+    assert_null(hub_apptab_get(t, N));
+    hub_apptab_free(t, true);
+    free(apps);
+    free(ids);
+    free(keys);
+}
+
+static void test_app_copy_path(void **state)
+{
+    struct hub_app *a = mk("1", "k", "s"), *b;
+
+    (void)state;
+    a->allowed_origins = strdup("https://x");
+    b = hub_app_dup(a);
+    assert_non_null(b);
+    assert_true(hub_app_equal(a, b));
+    assert_ptr_not_equal(a->secret, b->secret);
+    assert_int_equal(atomic_load(&b->refs), 1);
+    free(b->secret);
+    b->secret = strdup("s2");
+    assert_false(hub_app_equal(a, b));
+    free(b->secret);
+    b->secret = strdup("s");
+    b->max_read_requests_per_second = 3;
+    assert_false(hub_app_equal(a, b));
+    b->max_read_requests_per_second = 0;
+    free(b->allowed_origins);
+    b->allowed_origins = NULL;
+    assert_false(hub_app_equal(a, b));
+    /* References: the last unref frees (ASan checks it). */
+    hub_app_ref(b);
+    hub_app_unref(b);
+    hub_app_unref(b);
+    hub_app_unref(a);
+    /* Borrowed apps (refs 0) are never freed by unref. */
+    {
+        struct hub_app s;
+
+        memset(&s, 0, sizeof(s));
+        hub_app_ref(&s);
+        hub_app_unref(&s);
+        assert_int_equal(atomic_load(&s.refs), 0);
+    }
+}
+
+/* Generation 1: A B C; generation 2: B' (changed) C D; generation 3: A
+ * again comes back under a new index. */
+static void test_apptab_indices_and_diff(void **state)
+{
+    struct hub_app *g1[3] = {mk("A", "ka", "sa"), mk("B", "kb", "sb"),
+                             mk("C", "kc", "sc")};
+    struct hub_app *g2[3] = {mk("C", "kc", "sc"), mk("B", "kb", "sb2"),
+                             mk("D", "kd", "sd")};
+    struct hub_app *g3[2] = {mk("A", "ka", "sa"), mk("D", "kd", "sd")};
+    struct hub_apptab *t1, *t2, *t3;
+    struct hub_apptab_diff d;
+
+    (void)state;
+    t1 = hub_apptab_build(NULL, g1, 3);
+    assert_non_null(t1);
+    assert_int_equal(g1[0]->index, 0);
+    assert_int_equal(g1[2]->index, 2);
+    t2 = hub_apptab_build(t1, g2, 3);
+    assert_non_null(t2);
+    /* The same id keeps its index (whatever its position in the file);
+     * new ones take the next; the removed one is a tombstone. */
+    assert_int_equal(g2[0]->index, 2);
+    assert_int_equal(g2[1]->index, 1);
+    assert_int_equal(g2[2]->index, 3);
+    assert_int_equal(t2->n, 4);
+    assert_int_equal(t2->count, 3);
+    assert_null(hub_apptab_get(t2, 0));
+    assert_null(hub_apptab_by_key(t2, "ka", 2));
+    assert_ptr_equal(hub_apptab_by_key(t2, "kb", 2), g2[1]);
+    assert_ptr_equal(hub_apptab_by_id(t2, "D", 1), g2[2]);
+    /* The live structs are shared by every generation. */
+    for (unsigned i = 0; i < 3; i++)
+        assert_ptr_equal(t2->live[i], t1->live[i]);
+    hub_apptab_diff(t1, t2, &d);
+    assert_int_equal(d.added, 1);
+    assert_int_equal(d.removed, 1);
+    assert_int_equal(d.changed, 1);
+    assert_int_equal(d.unchanged, 1);
+    assert_int_equal(hub_apptab_change(t1, t2, 0), HUB_APP_REMOVED);
+    assert_int_equal(hub_apptab_change(t1, t2, 1), HUB_APP_CHANGED);
+    assert_int_equal(hub_apptab_change(t1, t2, 2), HUB_APP_SAME);
+    assert_int_equal(hub_apptab_change(t1, t2, 3), HUB_APP_ADDED);
+    /* An id removed and added back is a new app: indices are never
+     * reused (a channel keyed by the old index must not see it). */
+    t3 = hub_apptab_build(t2, g3, 2);
+    assert_non_null(t3);
+    assert_int_equal(g3[0]->index, 4);
+    assert_int_equal(g3[1]->index, 3);
+    assert_null(hub_apptab_get(t3, 0));
+    hub_apptab_diff(t2, t3, &d);
+    assert_int_equal(d.added, 1);
+    assert_int_equal(d.removed, 2);
+    assert_int_equal(d.unchanged, 1);
+    /* Each table holds its references; these are the builder's. */
+    for (unsigned i = 0; i < 3; i++) {
+        hub_app_unref(g1[i]);
+        hub_app_unref(g2[i]);
+    }
+    for (unsigned i = 0; i < 2; i++)
+        hub_app_unref(g3[i]);
+    hub_apptab_free(t1, false);
+    hub_apptab_free(t2, false);
+    hub_apptab_free(t3, true);
+}
+
+/* A reload on a 2-loop fake hub: what each session of each app gets. */
+static void test_apptab_publish_moves_and_closes(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session s[5];
+    const struct hub_apptab *cur;
+    struct hub_apptab *next;
+    struct hub_app *v[3];
+    const struct hub_app *keep, *a0_before;
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.apps[1].client_events = true;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    cur = hub_apps(fh.hub);
+    /* app 0 on both loops, app 1 on both loops, one more app 0. */
+    assert_int_equal(fake_session_open(&fh, &s[0], 0, cur->apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &s[1], 1, cur->apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &s[2], 0, cur->apps[1]), 0);
+    assert_int_equal(fake_session_open(&fh, &s[3], 1, cur->apps[1]), 0);
+    assert_int_equal(atomic_load(&cur->live[0]->sessions), 2);
+    a0_before = s[0].s.app;
+
+    /* app-id gets a new secret; other-id is removed; a new app comes. */
+    v[0] = hub_app_dup(&fh.apps[0]);
+    free(v[0]->secret);
+    v[0]->secret = strdup("new-secret");
+    v[1] = mk("third", "third-key", "t");
+    next = hub_apptab_build(cur, v, 2);
+    assert_non_null(next);
+    assert_int_equal(hub_apps_publish(fh.hub, next), 0);
+    assert_ptr_equal(hub_apps(fh.hub), next);
+    /* New lookups see the new table at once. */
+    assert_ptr_equal(hub_apptab_by_key(hub_apps(fh.hub), "app-key", 7), v[0]);
+    assert_null(hub_apptab_by_key(hub_apps(fh.hub), "other-key", 9));
+    /* Sessions change only when their loop runs its inbox. */
+    assert_ptr_equal(s[0].s.app, a0_before);
+    fake_hub_drain(&fh);
+    for (int i = 0; i < 2; i++) {
+        assert_ptr_equal(s[i].s.app, v[0]);
+        assert_string_equal(s[i].s.app->secret, "new-secret");
+        assert_int_equal(s[i].s.state, HUB_SESSION_OPEN);
+    }
+    for (int i = 2; i < 4; i++) {
+        assert_int_equal(s[i].s.state, HUB_SESSION_CLOSING);
+        assert_int_equal(s[i].s.close_code, 4001);
+        assert_true(fake_find(&s[i].s, "\"code\":4001") >= 0);
+    }
+    /* The quota count is per index and survives the reload. */
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 2);
+    assert_int_equal(atomic_load(&v[0]->refs), 4); /* v, table, 2 sessions */
+
+    /* Then app-id is disabled: 4003 for its open sessions; a session of
+     * the new app is untouched. */
+    assert_int_equal(fake_session_open(&fh, &s[4], 1, v[1]), 0);
+    keep = s[4].s.app;
+    v[2] = hub_app_dup(v[0]);
+    v[2]->enabled = false;
+    {
+        struct hub_app *w[2] = {v[2], v[1]};
+
+        next = hub_apptab_build(hub_apps(fh.hub), w, 2);
+    }
+    assert_non_null(next);
+    assert_int_equal(hub_apps_publish(fh.hub, next), 0);
+    fake_hub_drain(&fh);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(s[i].s.close_code, 4003);
+        assert_true(fake_find(&s[i].s, "\"code\":4003") >= 0);
+        /* A closing session keeps the app it had. */
+        assert_ptr_equal(s[i].s.app, v[0]);
+    }
+    assert_ptr_equal(s[4].s.app, keep);
+    assert_int_equal(s[4].s.state, HUB_SESSION_OPEN);
+    for (int i = 0; i < 3; i++)
+        hub_app_unref(v[i]);
+    for (int i = 0; i < 5; i++)
+        hub_session_fini(&s[i].s, HUB_CLOSE_APP);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 0);
+    fake_hub_stop(&fh);
+}
+
+/* A publish with inbox nodes still queued when the loops go away: the
+ * drop path frees the retired table too (ASan). */
+static void test_apptab_publish_then_destroy(void **state)
+{
+    struct fake_hub fh;
+    struct hub_app *v[1];
+    struct hub_apptab *next;
+
+    (void)state;
+    fake_hub_init(&fh, 3);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    for (int round = 0; round < 3; round++) {
+        v[0] = mk("x", "kx", round ? "s1" : "s0");
+        next = hub_apptab_build(hub_apps(fh.hub), v, 1);
+        assert_non_null(next);
+        assert_int_equal(hub_apps_publish(fh.hub, next), 0);
+        hub_app_unref(v[0]);
+    }
+    fake_hub_stop(&fh);
+}
+
+/*
+ * Real threads: two loops, each on its own thread, connect and close
+ * sessions by key and look apps up by id, draining their inbox between
+ * rounds, while this thread publishes ROUNDS tables that add, change and
+ * remove apps.
+ */
+enum { ROUNDS = 300, SESSIONS = 8 };
+
+struct loop_thread {
+    struct fake_hub *fh;
+    unsigned li;
+    atomic_bool *stop;
+    atomic_uint rounds;            /* read by the main thread */
+    unsigned opened, found;
+};
+
+static void *loop_main(void *arg)
+{
+    struct loop_thread *lt = arg;
+    struct fake_session *fs = calloc(SESSIONS, sizeof(*fs));
+    char uri[32];
+    unsigned k = 0;
+
+    assert_non_null(fs);
+    while (!atomic_load(lt->stop)) {
+        struct fake_session *f = &fs[k % SESSIONS];
+        const struct hub_app *a;
+
+        hub_loop_drain_inbox(lt->fh->loops[lt->li], fake_now_ms(lt->fh));
+        if (f->s.loop)
+            hub_session_fini(&f->s, HUB_CLOSE_PEER);
+        memset(f, 0, sizeof(*f));
+        assert_int_equal(hub_session_init(&f->s, lt->fh->loops[lt->li],
+                                          &f->conn, fake_now_ms(lt->fh)),
+                         0);
+        snprintf(uri, sizeof(uri), "/app/k%u", k % 5);
+        hub_pusher_connect(&f->s, uri, strlen(uri), 7);
+        if (f->s.app && f->s.state == HUB_SESSION_OPEN) {
+            /* Read the app as a session does. */
+            lt->opened += f->s.app->secret[0] == 's';
+        }
+        a = hub_apptab_by_id(hub_apps(lt->fh->hub), "i1", 2);
+        lt->found += a && a->max_event_bytes > 0;
+        k++;
+        atomic_fetch_add(&lt->rounds, 1);
+    }
+    hub_loop_drain_inbox(lt->fh->loops[lt->li], fake_now_ms(lt->fh));
+    for (unsigned i = 0; i < SESSIONS; i++)
+        if (fs[i].s.loop)
+            hub_session_fini(&fs[i].s, HUB_CLOSE_PEER);
+    free(fs);
+    return NULL;
+}
+
+static void quiet_conn(void *conn)
+{
+    (void)conn;
+}
+
+/* The fake transport counts calls in shared fields; two loop threads
+ * need one that touches nothing. */
+static const struct hub_transport_ops quiet_ops = {
+    .want_writable = quiet_conn,
+    .flush_soon = quiet_conn,
+    .kill = quiet_conn,
+};
+
+static void test_apptab_reload_threads(void **state)
+{
+    struct fake_hub fh;
+    struct loop_thread lt[2];
+    pthread_t th[2];
+    atomic_bool stop;
+    char ids[5][8], keys[5][8], secret[16];
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    /* No wakeups from this thread: the loops poll their inboxes. */
+    fh.loops[0]->wake = fh.loops[1]->wake = NULL;
+    fh.loops[0]->ops = fh.loops[1]->ops = &quiet_ops;
+    atomic_init(&stop, false);
+    for (unsigned i = 0; i < 5; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "i%u", i);
+        snprintf(keys[i], sizeof(keys[i]), "k%u", i);
+    }
+    for (unsigned i = 0; i < 2; i++) {
+        lt[i].fh = &fh;
+        lt[i].li = i;
+        lt[i].stop = &stop;
+        atomic_init(&lt[i].rounds, 0);
+        lt[i].opened = lt[i].found = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, loop_main, &lt[i]), 0);
+    }
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        unsigned seen[2] = {atomic_load(&lt[0].rounds),
+                            atomic_load(&lt[1].rounds)};
+        struct hub_app *v[5];
+        unsigned n = 0;
+        struct hub_apptab *next;
+
+        /* App i is present in rounds where bit i of r is clear (i1 and i2
+         * come and go), with a secret that changes every round. */
+        for (unsigned i = 0; i < 5; i++) {
+            if (i && i < 3 && ((r >> i) & 1))
+                continue;
+            snprintf(secret, sizeof(secret), "s%u", r);
+            v[n++] = mk(ids[i], keys[i], secret);
+        }
+        next = hub_apptab_build(hub_apps(fh.hub), v, n);
+        assert_non_null(next);
+        assert_int_equal(hub_apps_publish(fh.hub, next), 0);
+        for (unsigned i = 0; i < n; i++)
+            hub_app_unref(v[i]);
+        /* Every few publishes, let both loops go round (drain, connect,
+         * look up) so that reloads and loop work overlap. */
+        while (r % 8 == 0 && (atomic_load(&lt[0].rounds) < seen[0] + 2 ||
+                              atomic_load(&lt[1].rounds) < seen[1] + 2))
+            sched_yield();
+    }
+    atomic_store(&stop, true);
+    for (unsigned i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    assert_true(lt[0].opened + lt[1].opened > 0);
+    fake_hub_stop(&fh);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apptab_lookup_many),
+        cmocka_unit_test(test_app_copy_path),
+        cmocka_unit_test(test_apptab_indices_and_diff),
+        cmocka_unit_test(test_apptab_publish_moves_and_closes),
+        cmocka_unit_test(test_apptab_publish_then_destroy),
+        cmocka_unit_test(test_apptab_reload_threads),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
