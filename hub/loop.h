@@ -26,6 +26,7 @@
 #include "hub/apptab.h"
 #include "hub/inbox.h"
 #include "hub/pending.h"
+#include "hub/rng.h"
 #include "hub/session.h"
 #include "hub/shard.h"
 #include "hub/stats.h"
@@ -220,13 +221,7 @@ static inline void hub_loop_flush(struct hub_loop *l,
  * loop.c. xorshift64*: jitter and socket ids need spread, not secrecy. */
 static inline uint64_t hub_loop_random(struct hub_loop *l)
 {
-    uint64_t x = l->rng;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    l->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
+    return hub_xorshift64s(&l->rng);
 }
 
 #endif

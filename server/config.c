@@ -372,40 +372,6 @@ struct srv__load {
     size_t errlen;
 };
 
-static void srv__err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/*
- * The error is one line: keys and values come from the file, the
- * environment and the flags, and may hold newlines or other control
- * characters ({"a\nb": 1}), which are written as \xNN.
- */
-static void srv__err(char *err, size_t errlen, const char *fmt, ...)
-{
-    char raw[1024];
-    size_t i, o = 0;
-    va_list ap;
-
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof(raw), fmt, ap);
-    va_end(ap);
-    for (i = 0; raw[i] && o + 1 < errlen; i++) {
-        unsigned char c = (unsigned char)raw[i];
-
-        if (c >= 0x20 && c != 0x7f) {
-            err[o++] = (char)c;
-        } else if (o + 4 < errlen) {
-            snprintf(err + o, 5, "\\x%02x", c);
-            o += 4;
-        } else {
-            break;
-        }
-    }
-    err[o] = '\0';
-}
-
 size_t srv_config_options(const struct srv_option_desc **out)
 {
     *out = srv_options;
@@ -630,7 +596,7 @@ static int srv__range_err(const struct srv_option_desc *d, const char *label,
 
     srv__fmt_value(d, d->min, lo, sizeof(lo));
     srv__fmt_value(d, d->max, hi, sizeof(hi));
-    srv__err(err, errlen, "%s: %s is out of range %s..%s", label, shown, lo,
+    srv_config_err(err, errlen, "%s: %s is out of range %s..%s", label, shown, lo,
              hi);
     return -EINVAL;
 }
@@ -653,32 +619,32 @@ static int srv__parse_number(const struct srv_option_desc *d,
         what = "a size (e.g. 64KiB, 1MiB, 10k)";
     }
     if (text[0] == '-') {
-        srv__err(err, errlen, "%s: \"%s\" is negative", label, text);
+        srv_config_err(err, errlen, "%s: \"%s\" is negative", label, text);
         return -EINVAL;
     }
     rc = srv__parse_scaled(text, units, d->type == SRV_OPT_SIZE, &v);
     if (rc == -ERANGE)
         return srv__range_err(d, label, text, err, errlen);
     if (rc == -EDOM && d->type == SRV_OPT_DURATION) {
-        srv__err(err, errlen, "%s: \"%s\" is not a whole number of "
+        srv_config_err(err, errlen, "%s: \"%s\" is not a whole number of "
                  "milliseconds", label, text);
         return -EINVAL;
     }
     if (rc == -EDOM && d->type == SRV_OPT_SIZE) {
-        srv__err(err, errlen, "%s: \"%s\" is not a whole number of bytes",
+        srv_config_err(err, errlen, "%s: \"%s\" is not a whole number of bytes",
                  label, text);
         return -EINVAL;
     }
     if (rc == 0 && d->type == SRV_OPT_SECONDS && v % 1000)
         rc = -EDOM;
     if (rc == -EDOM && d->type == SRV_OPT_SECONDS) {
-        srv__err(err, errlen, "%s: \"%s\" is not a whole number of seconds "
+        srv_config_err(err, errlen, "%s: \"%s\" is not a whole number of seconds "
                  "(e.g. 600s, 10m; a bare number is milliseconds)", label,
                  text);
         return -EINVAL;
     }
     if (rc) {
-        srv__err(err, errlen, "%s: \"%s\" is not %s", label, text, what);
+        srv_config_err(err, errlen, "%s: \"%s\" is not %s", label, text, what);
         return -EINVAL;
     }
     if (d->type == SRV_OPT_SECONDS)
@@ -721,7 +687,7 @@ static int srv__set_text(void *base, const struct srv_option_desc *d,
         slot = srv__field(base, d);
         if (!text || !*text) {
             if (!(d->flags & SRV_OPTF_NULLABLE)) {
-                srv__err(err, errlen, "%s: must not be empty", label);
+                srv_config_err(err, errlen, "%s: must not be empty", label);
                 return -EINVAL;
             }
             srv__free_string(slot);
@@ -736,7 +702,7 @@ static int srv__set_text(void *base, const struct srv_option_desc *d,
             char *copy = strdup(text);
 
             if (!copy) {
-                srv__err(err, errlen, "%s: out of memory", label);
+                srv_config_err(err, errlen, "%s: out of memory", label);
                 return -ENOMEM;
             }
             srv__free_string(slot);
@@ -745,7 +711,7 @@ static int srv__set_text(void *base, const struct srv_option_desc *d,
         return 0;
     case SRV_OPT_BOOL:
         if (srv__parse_bool(text, &b)) {
-            srv__err(err, errlen, "%s: \"%s\" is not a boolean (true, false, "
+            srv_config_err(err, errlen, "%s: \"%s\" is not a boolean (true, false, "
                      "1 or 0)", label, text);
             return -EINVAL;
         }
@@ -764,7 +730,7 @@ static int srv__set_text(void *base, const struct srv_option_desc *d,
                     strncat(list, "|", sizeof(list) - strlen(list) - 1);
                 strncat(list, d->choices[i], sizeof(list) - strlen(list) - 1);
             }
-            srv__err(err, errlen, "%s: \"%s\" is not one of %s", label, text,
+            srv_config_err(err, errlen, "%s: \"%s\" is not one of %s", label, text,
                      list);
             return -EINVAL;
         }
@@ -794,7 +760,7 @@ static int srv__apply(struct srv__load *ld, const struct srv_option_desc *d,
                       const char *text, const char *label)
 {
     if ((d->flags & SRV_OPTF_DEFAULT_APP) && ld->file_has_apps) {
-        srv__err(ld->err, ld->errlen, "%s: cannot change the default app "
+        srv_config_err(ld->err, ld->errlen, "%s: cannot change the default app "
                  "when %s lists \"apps\"; set it there", label, ld->file);
         return -EINVAL;
     }
@@ -935,12 +901,12 @@ static int srv__apply_argv(struct srv__load *ld, int argc, char **argv,
             continue;
         }
         if (arg[0] == '-' && arg[1] && arg[1] != '-') {
-            srv__err(ld->err, ld->errlen, "%s: unknown option (see --help)",
+            srv_config_err(ld->err, ld->errlen, "%s: unknown option (see --help)",
                      arg);
             return -EINVAL;
         }
         if (strncmp(arg, "--", 2) || !arg[2]) {
-            srv__err(ld->err, ld->errlen, "%s: unexpected argument "
+            srv_config_err(ld->err, ld->errlen, "%s: unexpected argument "
                      "(options start with --; see --help)", arg);
             return -EINVAL;
         }
@@ -957,13 +923,13 @@ static int srv__apply_argv(struct srv__load *ld, int argc, char **argv,
         }
         snprintf(label, sizeof(label), "--%.*s", (int)len, name);
         if (!d) {
-            srv__err(ld->err, ld->errlen, "%s: unknown option (see --help)",
+            srv_config_err(ld->err, ld->errlen, "%s: unknown option (see --help)",
                      label);
             return -EINVAL;
         }
         if (d->type == SRV_OPT_BOOL) {
             if (negated && eq) {
-                srv__err(ld->err, ld->errlen, "%s: takes no value", label);
+                srv_config_err(ld->err, ld->errlen, "%s: takes no value", label);
                 return -EINVAL;
             }
             value = eq ? eq + 1 : negated ? "false" : "true";
@@ -972,7 +938,7 @@ static int srv__apply_argv(struct srv__load *ld, int argc, char **argv,
         } else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
             value = argv[++i];
         } else {
-            srv__err(ld->err, ld->errlen, "%s: missing value", label);
+            srv_config_err(ld->err, ld->errlen, "%s: missing value", label);
             return -EINVAL;
         }
         if (early && d->offset_ != offsetof(struct srv_config, help) &&
@@ -1037,7 +1003,7 @@ static int srv__apply_json(struct srv__load *ld, void *base,
 
     if (d->type == SRV_OPT_BOOL) {
         if (!json_is_boolean(val)) {
-            srv__err(ld->err, ld->errlen, "%s: must be true or false",
+            srv_config_err(ld->err, ld->errlen, "%s: must be true or false",
                      label);
             return -EINVAL;
         }
@@ -1052,12 +1018,12 @@ static int srv__apply_json(struct srv__load *ld, void *base,
                              ld->err, ld->errlen);
     if (d->type == SRV_OPT_STRING || d->type == SRV_OPT_CHOICE ||
         d->type == SRV_OPT_ENUM) {
-        srv__err(ld->err, ld->errlen, "%s: must be a string", label);
+        srv_config_err(ld->err, ld->errlen, "%s: must be a string", label);
         return -EINVAL;
     }
     dumped = json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
     if (!dumped) {
-        srv__err(ld->err, ld->errlen, "%s: out of memory", label);
+        srv_config_err(ld->err, ld->errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     rc = srv__set_text(base, d, dumped, label, false, ld->err, ld->errlen);
@@ -1081,20 +1047,20 @@ static int srv__apply_origin_list(struct srv__load *ld, struct hub_app *app,
     json_array_foreach(val, i, v) {
         if (!json_is_string(v) || !json_string_length(v) ||
             strchr(json_string_value(v), ',')) {
-            srv__err(ld->err, ld->errlen, "%s[%zu]: must be a non-empty "
+            srv_config_err(ld->err, ld->errlen, "%s[%zu]: must be a non-empty "
                      "string without commas", label, i);
             return -EINVAL;
         }
         total += json_string_length(v) + 1;
     }
     if (!json_array_size(val)) {
-        srv__err(ld->err, ld->errlen, "%s: must not be empty (leave it out "
+        srv_config_err(ld->err, ld->errlen, "%s: must not be empty (leave it out "
                  "for the hub-wide --allowed-origins)", label);
         return -EINVAL;
     }
     list = malloc(total);
     if (!list) {
-        srv__err(ld->err, ld->errlen, "%s: out of memory", label);
+        srv_config_err(ld->err, ld->errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     list[0] = '\0';
@@ -1116,20 +1082,20 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
     int rc;
 
     if (!json_is_array(apps) || !json_array_size(apps)) {
-        srv__err(ld->err, ld->errlen, "%s: \"apps\" must be a non-empty "
+        srv_config_err(ld->err, ld->errlen, "%s: \"apps\" must be a non-empty "
                  "array of objects", ld->file);
         return -EINVAL;
     }
     n = json_array_size(apps);
     if (n > UINT32_MAX / 2) {
-        srv__err(ld->err, ld->errlen, "%s: \"apps\" lists %zu apps", ld->file,
+        srv_config_err(ld->err, ld->errlen, "%s: \"apps\" lists %zu apps", ld->file,
                  n);
         return -EINVAL;
     }
     srv__file_apps_fini(cfg);
     cfg->file_apps = calloc(n, sizeof(*cfg->file_apps));
     if (!cfg->file_apps) {
-        srv__err(ld->err, ld->errlen, "%s: out of memory", ld->file);
+        srv_config_err(ld->err, ld->errlen, "%s: out of memory", ld->file);
         return -ENOMEM;
     }
     cfg->apps = cfg->file_apps;
@@ -1147,13 +1113,13 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
         app->index = (unsigned)i;
         cfg->n_apps = cfg->n_file_apps = (unsigned)i + 1;
         if (!json_is_object(obj)) {
-            srv__err(ld->err, ld->errlen, "%s: apps[%zu] must be an object",
+            srv_config_err(ld->err, ld->errlen, "%s: apps[%zu] must be an object",
                      ld->file, i);
             return -EINVAL;
         }
         for (r = 0; r < 3; r++) {
             if (!json_object_get(obj, required[r])) {
-                srv__err(ld->err, ld->errlen, "%s: apps[%zu]: \"%s\" is "
+                srv_config_err(ld->err, ld->errlen, "%s: apps[%zu]: \"%s\" is "
                          "missing", ld->file, i, required[r]);
                 return -EINVAL;
             }
@@ -1173,7 +1139,7 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
                 continue;
             }
             if (!d) {
-                srv__err(ld->err, ld->errlen, "%s: unknown key", label);
+                srv_config_err(ld->err, ld->errlen, "%s: unknown key", label);
                 return -EINVAL;
             }
             if (json_is_array(val) &&
@@ -1203,19 +1169,19 @@ static int srv__load_root(struct srv__load *ld, json_t *root,
      * every parse or I/O error has a text. */
     if (!root && (json_error_code(jerr) == json_error_out_of_memory ||
                   !jerr->text[0])) {
-        srv__err(ld->err, ld->errlen, "%s: out of memory", path);
+        srv_config_err(ld->err, ld->errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
     if (!root) {
         if (jerr->line > 0)
-            srv__err(ld->err, ld->errlen, "%s:%d:%d: %s", path, jerr->line,
+            srv_config_err(ld->err, ld->errlen, "%s:%d:%d: %s", path, jerr->line,
                      jerr->column, jerr->text);
         else
-            srv__err(ld->err, ld->errlen, "%s: %s", path, jerr->text);
+            srv_config_err(ld->err, ld->errlen, "%s: %s", path, jerr->text);
         return -EINVAL;
     }
     if (!json_is_object(root)) {
-        srv__err(ld->err, ld->errlen, "%s: the top level must be a JSON "
+        srv_config_err(ld->err, ld->errlen, "%s: the top level must be a JSON "
                  "object", path);
         json_decref(root);
         return -EINVAL;
@@ -1232,7 +1198,7 @@ static int srv__load_root(struct srv__load *ld, json_t *root,
         snprintf(label, sizeof(label), "%s: \"%s\"", path, key);
         d = srv__find_key(srv_options, SRV_N_OPTIONS, key);
         if (!d) {
-            srv__err(ld->err, ld->errlen, "%s: unknown key", label);
+            srv_config_err(ld->err, ld->errlen, "%s: unknown key", label);
             rc = -EINVAL;
             break;
         }
@@ -1260,7 +1226,7 @@ int srv_config_load_buffer(struct srv_config *cfg, const char *text,
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 
-    srv__err(err, errlen, "%s", "");
+    srv_config_err(err, errlen, "%s", "");
     return srv__load_root(&ld, root, &jerr, name);
 }
 
@@ -1272,7 +1238,7 @@ int srv_config_load(struct srv_config *cfg, int argc, char **argv,
     char *path;
     int rc;
 
-    srv__err(err, errlen, "%s", "");
+    srv_config_err(err, errlen, "%s", "");
     rc = srv__apply_argv(&ld, argc, argv, true);
     if (rc || cfg->help)
         return rc;
@@ -1292,7 +1258,7 @@ int srv_config_load(struct srv_config *cfg, int argc, char **argv,
          */
         path = strdup(cfg->config_file);
         if (!path) {
-            srv__err(err, errlen, "%s: out of memory", cfg->config_file);
+            srv_config_err(err, errlen, "%s: out of memory", cfg->config_file);
             return -ENOMEM;
         }
         rc = srv__load_file(&ld, path);
@@ -1350,7 +1316,7 @@ static int srv__check_readable(const char *name, const char *path, char *err,
     char flag[64];
 
     if (access(path, R_OK)) {
-        srv__err(err, errlen, "%s: cannot read \"%s\": %s",
+        srv_config_err(err, errlen, "%s: cannot read \"%s\": %s",
                  srv__flag(name, flag, sizeof(flag)), path, strerror(errno));
         return -EINVAL;
     }
@@ -1391,7 +1357,7 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
     unsigned i, j;
 
     if (cfg->n_apps < 1) {
-        srv__err(err, errlen, "apps: %u apps configured; need at least 1",
+        srv_config_err(err, errlen, "apps: %u apps configured; need at least 1",
                  cfg->n_apps);
         return -EINVAL;
     }
@@ -1400,7 +1366,7 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
 
         if (!a->id || !*a->id || !a->key || !*a->key || !a->secret ||
             !*a->secret) {
-            srv__err(err, errlen, "apps[%u]: id, key and secret must not be "
+            srv_config_err(err, errlen, "apps[%u]: id, key and secret must not be "
                      "empty", i);
             return -EINVAL;
         }
@@ -1408,12 +1374,12 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
             const struct hub_app *b = &cfg->apps[j];
 
             if (!strcmp(a->id, b->id)) {
-                srv__err(err, errlen, "apps[%u]: id \"%s\" is already used "
+                srv_config_err(err, errlen, "apps[%u]: id \"%s\" is already used "
                          "by apps[%u]", i, a->id, j);
                 return -EINVAL;
             }
             if (!strcmp(a->key, b->key)) {
-                srv__err(err, errlen, "apps[%u] (id \"%s\"): key \"%s\" is "
+                srv_config_err(err, errlen, "apps[%u] (id \"%s\"): key \"%s\" is "
                          "already used by apps[%u] (id \"%s\")", i, a->id,
                          a->key, j, b->id);
                 return -EINVAL;
@@ -1426,7 +1392,7 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
     for (i = 0; i < cfg->n_apps; i++) {
         if (strcmp(cfg->apps[i].secret, SRV_DEFAULT_SECRET))
             continue;
-        srv__err(err, errlen, "app \"%s\" uses the default secret \"%s\" on "
+        srv_config_err(err, errlen, "app \"%s\" uses the default secret \"%s\" on "
                  "the public bind %s; set a real secret with "
                  "LUBDUB_APP_SECRET (or \"secret\" in the config file's "
                  "\"apps\"), or pass --allow-default-secret for a throwaway "
@@ -1462,18 +1428,18 @@ static int srv__validate_cluster(const struct srv_config *cfg, char *err,
 
     if (cfg->redis &&
         srv_redis_url_parse(cfg->redis, &u, why, sizeof(why))) {
-        srv__err(err, errlen, "%s: %s", srv__flag("redis", a, sizeof(a)),
+        srv_config_err(err, errlen, "%s: %s", srv__flag("redis", a, sizeof(a)),
                  why);
         return -EINVAL;
     }
     if (cfg->node_id && !srv__name_ok(cfg->node_id, "._-")) {
-        srv__err(err, errlen,
+        srv_config_err(err, errlen,
                  "%s: 1 to 64 characters of A-Z a-z 0-9 . _ -",
                  srv__flag("node_id", a, sizeof(a)));
         return -EINVAL;
     }
     if (!srv__name_ok(cfg->redis_prefix, "._-:")) {
-        srv__err(err, errlen,
+        srv_config_err(err, errlen,
                  "%s: 1 to 64 characters of A-Z a-z 0-9 . _ - :",
                  srv__flag("redis_prefix", a, sizeof(a)));
         return -EINVAL;
@@ -1493,13 +1459,13 @@ static int srv__check_token(const char *name, const char *tok, char *err,
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (tok[i] <= ' ' || tok[i] > '~') {
-            srv__err(err, errlen, "%s: only printable characters, no spaces",
+            srv_config_err(err, errlen, "%s: only printable characters, no spaces",
                      srv__flag(name, a, sizeof(a)));
             return -EINVAL;
         }
     }
     if (n < 16 || n > 256) {
-        srv__err(err, errlen, "%s: %zu characters, need 16 to 256",
+        srv_config_err(err, errlen, "%s: %zu characters, need 16 to 256",
                  srv__flag(name, a, sizeof(a)), n);
         return -EINVAL;
     }
@@ -1514,13 +1480,13 @@ static int srv__check_operator(const struct srv_config *cfg, char *err,
     int rc;
 
     if (cfg->metrics_bind && !cfg->metrics_port) {
-        srv__err(err, errlen, "%s: needs %s",
+        srv_config_err(err, errlen, "%s: needs %s",
                  srv__flag("metrics_bind", a, sizeof(a)),
                  srv__flag("metrics_port", b, sizeof(b)));
         return -EINVAL;
     }
     if (cfg->metrics_port && cfg->metrics_port == cfg->port) {
-        srv__err(err, errlen, "%s: %u is --port too",
+        srv_config_err(err, errlen, "%s: %u is --port too",
                  srv__flag("metrics_port", a, sizeof(a)),
                  (unsigned)cfg->metrics_port);
         return -EINVAL;
@@ -1537,7 +1503,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
     size_t i;
     int rc;
 
-    srv__err(err, errlen, "%s", "");
+    srv_config_err(err, errlen, "%s", "");
     /* Every single-option range, for structs not filled by load. */
     for (i = 0; i < SRV_N_OPTIONS; i++) {
         const struct srv_option_desc *d = &srv_options[i];
@@ -1548,7 +1514,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
             const char *s = *(char *const *)((const char *)cfg + d->offset_);
 
             if (!s || !*s) {
-                srv__err(err, errlen, "%s: must not be empty",
+                srv_config_err(err, errlen, "%s: must not be empty",
                          srv__flag(d->name, a, sizeof(a)));
                 return -EINVAL;
             }
@@ -1564,7 +1530,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
         }
     }
     if (!cfg->tls_cert != !cfg->tls_key) {
-        srv__err(err, errlen, "%s: required when %s is set",
+        srv_config_err(err, errlen, "%s: required when %s is set",
                  srv__flag(cfg->tls_cert ? "tls_key" : "tls_cert", a,
                            sizeof(a)),
                  srv__flag(cfg->tls_cert ? "tls_cert" : "tls_key", b,
@@ -1585,7 +1551,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
             return rc;
     }
     if (cfg->state_dir && srv__state_dir_usable(cfg->state_dir)) {
-        srv__err(err, errlen, "%s: \"%s\" is not a writable directory "
+        srv_config_err(err, errlen, "%s: \"%s\" is not a writable directory "
                  "(nor can it be made): %s",
                  srv__flag("state_dir", a, sizeof(a)), cfg->state_dir,
                  strerror(errno));
@@ -1600,7 +1566,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
     if (cfg->tick_ms > cfg->ping_interval_ms) {
         srv__fmt_ms(cfg->tick_ms, va, sizeof(va));
         srv__fmt_ms(cfg->ping_interval_ms, vb, sizeof(vb));
-        srv__err(err, errlen, "%s: %s must not exceed %s (%s)",
+        srv_config_err(err, errlen, "%s: %s must not exceed %s (%s)",
                  srv__flag("tick", a, sizeof(a)), va,
                  srv__flag("ping_interval", b, sizeof(b)), vb);
         return -EINVAL;
@@ -1608,7 +1574,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
     if (cfg->max_queue < cfg->max_message) {
         srv__fmt_size(cfg->max_queue, va, sizeof(va));
         srv__fmt_size(cfg->max_message, vb, sizeof(vb));
-        srv__err(err, errlen, "%s: %s is smaller than %s (%s)",
+        srv_config_err(err, errlen, "%s: %s is smaller than %s (%s)",
                  srv__flag("max_queue", a, sizeof(a)), va,
                  srv__flag("max_message", b, sizeof(b)), vb);
         return -EINVAL;
@@ -1616,7 +1582,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
     if (cfg->max_queued_total && cfg->max_queued_total < cfg->max_queue) {
         srv__fmt_size(cfg->max_queued_total, va, sizeof(va));
         srv__fmt_size(cfg->max_queue, vb, sizeof(vb));
-        srv__err(err, errlen, "%s: %s is smaller than %s (%s)",
+        srv_config_err(err, errlen, "%s: %s is smaller than %s (%s)",
                  srv__flag("max_queued_total", a, sizeof(a)), va,
                  srv__flag("max_queue", b, sizeof(b)), vb);
         return -EINVAL;

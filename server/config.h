@@ -157,6 +157,13 @@ struct srv_option_desc {
 /* *out gets the table (borrowed, static); returns the number of rows. */
 size_t srv_config_options(const struct srv_option_desc **out);
 
+/* Format a configuration error into err (errlen bytes, always one line):
+ * control characters quoted back from keys, names or values are written
+ * as \xNN.  Shared by every part of the loader (config.c,
+ * config_webhooks.c).  Does nothing when err is NULL or errlen is 0. */
+void srv_config_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /*
  * Spell d for one source (SRV_SRC_FLAG "--ping-interval", SRV_SRC_ENV
  * "LUBDUB_PING_INTERVAL", SRV_SRC_FILE "ping_interval") into buf.

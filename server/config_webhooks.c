@@ -16,7 +16,6 @@
  * Thread: main thread, while the configuration loads.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,37 +26,6 @@
 #include "hub/app.h"
 #include "hub/webhook.h"
 #include "server/config.h"
-
-/* One line whatever the input: control characters (from keys, names or
- * values quoted back) are written as \xNN, as the rest of the loader does. */
-static void wh_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void wh_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    char raw[1024];
-    size_t o = 0;
-    va_list ap;
-
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof(raw), fmt, ap);
-    va_end(ap);
-    for (size_t i = 0; raw[i] && o + 1 < errlen; i++) {
-        unsigned char c = (unsigned char)raw[i];
-
-        if (c >= 0x20 && c != 0x7f) {
-            err[o++] = (char)c;
-        } else if (o + 4 < errlen) {
-            snprintf(err + o, 5, "\\x%02x", c);
-            o += 4;
-        } else {
-            break;
-        }
-    }
-    err[o] = '\0';
-}
 
 static const char *const reserved[] = {
     "content-type", "content-length", "host", "x-pusher-key",
@@ -82,22 +50,22 @@ static int check_url(const char *url, const char *label, char *err,
     else if (!strncasecmp(url, "https://", 8))
         host = url + 8;
     else {
-        wh_err(err, errlen, "%s: \"%s\" must start with http:// or "
+        srv_config_err(err, errlen, "%s: \"%s\" must start with http:// or "
                               "https://", label, url);
         return -EINVAL;
     }
     if (n > HUB_WH_MAX_URL) {
-        wh_err(err, errlen, "%s: longer than %d bytes", label,
+        srv_config_err(err, errlen, "%s: longer than %d bytes", label,
                  HUB_WH_MAX_URL);
         return -EINVAL;
     }
     if (!*host || *host == '/' || *host == ':' || *host == '?') {
-        wh_err(err, errlen, "%s: \"%s\" has no host", label, url);
+        srv_config_err(err, errlen, "%s: \"%s\" has no host", label, url);
         return -EINVAL;
     }
     for (const unsigned char *p = (const unsigned char *)url; *p; p++)
         if (*p <= ' ' || *p == 0x7f) {
-            wh_err(err, errlen, "%s: must not contain spaces or control "
+            srv_config_err(err, errlen, "%s: must not contain spaces or control "
                                   "characters", label);
             return -EINVAL;
         }
@@ -110,14 +78,14 @@ static int dup_opt(json_t *v, char **out, const char *label, char *err,
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_string(v)) {
-        wh_err(err, errlen, "%s: must be a string", label);
+        srv_config_err(err, errlen, "%s: must be a string", label);
         return -EINVAL;
     }
     if (!*json_string_value(v))
         return 0;                 /* "" filters nothing */
     *out = strdup(json_string_value(v));
     if (!*out) {
-        wh_err(err, errlen, "%s: out of memory", label);
+        srv_config_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     return 0;
@@ -130,18 +98,18 @@ static int parse_headers(struct hub_webhook_conf *w, json_t *h,
     json_t *v;
 
     if (!json_is_object(h)) {
-        wh_err(err, errlen, "%s.headers: must be an object of strings",
+        srv_config_err(err, errlen, "%s.headers: must be an object of strings",
                  label);
         return -EINVAL;
     }
     if (json_object_size(h) > HUB_WH_MAX_HEADERS) {
-        wh_err(err, errlen, "%s.headers: %zu headers; at most %d",
+        srv_config_err(err, errlen, "%s.headers: %zu headers; at most %d",
                  label, json_object_size(h), HUB_WH_MAX_HEADERS);
         return -EINVAL;
     }
     w->headers = calloc(json_object_size(h) + 1, sizeof(*w->headers));
     if (!w->headers) {
-        wh_err(err, errlen, "%s: out of memory", label);
+        srv_config_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     json_object_foreach(h, name, v) {
@@ -149,50 +117,50 @@ static int parse_headers(struct hub_webhook_conf *w, json_t *h,
         size_t len;
 
         if (!*name) {
-            wh_err(err, errlen, "%s.headers: an empty header name",
+            srv_config_err(err, errlen, "%s.headers: an empty header name",
                      label);
             return -EINVAL;
         }
         for (const char *p = name; *p; p++)
             if (!is_tchar((unsigned char)*p)) {
-                wh_err(err, errlen, "%s.headers: \"%.64s\" is not a "
+                srv_config_err(err, errlen, "%s.headers: \"%.64s\" is not a "
                                       "valid header name", label, name);
                 return -EINVAL;
             }
         for (unsigned r = 0; reserved[r]; r++)
             if (!strcasecmp(name, reserved[r])) {
-                wh_err(err, errlen, "%s.headers: \"%s\" is set by lubdub "
+                srv_config_err(err, errlen, "%s.headers: \"%s\" is set by lubdub "
                                       "and cannot be overridden", label,
                          name);
                 return -EINVAL;
             }
         if (!json_is_string(v)) {
-            wh_err(err, errlen, "%s.headers.%s: must be a string", label,
+            srv_config_err(err, errlen, "%s.headers.%s: must be a string", label,
                      name);
             return -EINVAL;
         }
         val = json_string_value(v);
         len = json_string_length(v);
         if (strlen(val) != len) {
-            wh_err(err, errlen, "%s.headers.%s: must not contain NUL",
+            srv_config_err(err, errlen, "%s.headers.%s: must not contain NUL",
                      label, name);
             return -EINVAL;
         }
         for (const unsigned char *p = (const unsigned char *)val; *p; p++)
             if ((*p < ' ' && *p != '\t') || *p == 0x7f) {
-                wh_err(err, errlen, "%s.headers.%s: must not contain CR, "
+                srv_config_err(err, errlen, "%s.headers.%s: must not contain CR, "
                                       "LF or other control characters",
                          label, name);
                 return -EINVAL;
             }
         if (strlen(name) + 2 + len > HUB_WH_MAX_HEADER_BYTES) {
-            wh_err(err, errlen, "%s.headers.%s: longer than %d bytes",
+            srv_config_err(err, errlen, "%s.headers.%s: longer than %d bytes",
                      label, name, HUB_WH_MAX_HEADER_BYTES);
             return -EINVAL;
         }
         w->headers[w->n_headers] = malloc(strlen(name) + 2 + len + 1);
         if (!w->headers[w->n_headers]) {
-            wh_err(err, errlen, "%s: out of memory", label);
+            srv_config_err(err, errlen, "%s: out of memory", label);
             return -ENOMEM;
         }
         sprintf(w->headers[w->n_headers], "%s: %s", name, val);
@@ -211,13 +179,13 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
     int rc;
 
     if (!json_is_object(o)) {
-        wh_err(err, errlen, "%s: must be an object", label);
+        srv_config_err(err, errlen, "%s: must be an object", label);
         return -EINVAL;
     }
     json_object_foreach(o, key, v) {
         if (strcmp(key, "url") && strcmp(key, "event_types") &&
             strcmp(key, "filter") && strcmp(key, "headers")) {
-            wh_err(err, errlen, "%s.%s: unknown key (a webhook has url, "
+            srv_config_err(err, errlen, "%s.%s: unknown key (a webhook has url, "
                                   "event_types, filter, headers)", label,
                      key);
             return -EINVAL;
@@ -225,7 +193,7 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
     }
     v = json_object_get(o, "url");
     if (!json_is_string(v)) {
-        wh_err(err, errlen, "%s.url: %s", label,
+        srv_config_err(err, errlen, "%s.url: %s", label,
                  v ? "must be a string" : "is missing");
         return -EINVAL;
     }
@@ -234,12 +202,12 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
         return rc;
     w->url = strdup(json_string_value(v));
     if (!w->url) {
-        wh_err(err, errlen, "%s: out of memory", label);
+        srv_config_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     types = json_object_get(o, "event_types");
     if (!json_is_array(types) || !json_array_size(types)) {
-        wh_err(err, errlen, "%s.event_types: %s", label,
+        srv_config_err(err, errlen, "%s.event_types: %s", label,
                  types ? "must be a non-empty array of event names"
                        : "is missing");
         return -EINVAL;
@@ -251,7 +219,7 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
         if (t < 0) {
             char *d = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 
-            wh_err(err, errlen, "%s.event_types[%zu]: %.64s is not an "
+            srv_config_err(err, errlen, "%s.event_types[%zu]: %.64s is not an "
                                   "event type (channel_occupied, "
                                   "channel_vacated, member_added, "
                                   "member_removed, client_event, "
@@ -265,13 +233,13 @@ static int parse_one(struct hub_webhook_conf *w, json_t *o,
     filter = json_object_get(o, "filter");
     if (filter && !json_is_null(filter)) {
         if (!json_is_object(filter)) {
-            wh_err(err, errlen, "%s.filter: must be an object", label);
+            srv_config_err(err, errlen, "%s.filter: must be an object", label);
             return -EINVAL;
         }
         json_object_foreach(filter, key, v) {
             if (strcmp(key, "channel_name_starts_with") &&
                 strcmp(key, "channel_name_ends_with")) {
-                wh_err(err, errlen, "%s.filter.%s: unknown key (a filter "
+                srv_config_err(err, errlen, "%s.filter.%s: unknown key (a filter "
                                       "has channel_name_starts_with, "
                                       "channel_name_ends_with)",
                          label, key);
@@ -308,12 +276,12 @@ int srv_config_webhooks(struct hub_app *app, json_t *val, const char *label,
     if (json_is_null(val))
         return 0;
     if (!json_is_array(val)) {
-        wh_err(err, errlen, "%s: must be an array of webhooks", label);
+        srv_config_err(err, errlen, "%s: must be an array of webhooks", label);
         return -EINVAL;
     }
     n = json_array_size(val);
     if (n > HUB_WH_MAX_WEBHOOKS) {
-        wh_err(err, errlen, "%s: %zu webhooks; at most %d per app", label,
+        srv_config_err(err, errlen, "%s: %zu webhooks; at most %d per app", label,
                  n, HUB_WH_MAX_WEBHOOKS);
         return -EINVAL;
     }
@@ -321,7 +289,7 @@ int srv_config_webhooks(struct hub_app *app, json_t *val, const char *label,
         return 0;
     app->webhooks = calloc(n, sizeof(*app->webhooks));
     if (!app->webhooks) {
-        wh_err(err, errlen, "%s: out of memory", label);
+        srv_config_err(err, errlen, "%s: out of memory", label);
         return -ENOMEM;
     }
     for (i = 0; i < n; i++) {

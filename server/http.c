@@ -123,41 +123,19 @@ static void req_free(struct http_pss *ps)
 static int respond(struct lws *wsi, struct http_req *p, unsigned status,
                    const char *ctype, const char *body, size_t len)
 {
-    unsigned char *buf = malloc(LWS_PRE + 1024 + len), *start, *q, *end;
+    const char *hdrs[5] = { "access-control-allow-origin:", "*", NULL };
     char ra[16];
-    int n;
 
     p->answered = true;
-    if (!buf)
-        return -1;
-    start = q = buf + LWS_PRE;
-    end = start + 1024;
-    if (lws_add_http_common_headers(wsi, status, ctype, (lws_filepos_t)len, &q,
-                                    end) ||
-        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
-                                     (unsigned char *)"no-store", 8, &q, end) ||
-        lws_add_http_header_by_name(wsi,
-                                    (unsigned char *)"access-control-allow-origin:",
-                                    (unsigned char *)"*", 1, &q, end) ||
-        (p->close && lws_add_http_header_by_token(
-                        wsi, WSI_TOKEN_CONNECTION, (unsigned char *)"close", 5,
-                        &q, end)) ||
-        (p->retry_after &&
-         lws_add_http_header_by_name(
-             wsi, (unsigned char *)"retry-after:", (unsigned char *)ra,
-             snprintf(ra, sizeof(ra), "%u", (unsigned)p->retry_after), &q,
-             end)) ||
-        lws_finalize_http_header(wsi, &q, end)) {
-        free(buf);
-        return -1;
+    if (p->retry_after) {
+        snprintf(ra, sizeof(ra), "%u", (unsigned)p->retry_after);
+        hdrs[2] = "retry-after:";
+        hdrs[3] = ra;
+        hdrs[4] = NULL;
     }
-    memcpy(q, body, len);
-    q += len;
-    n = lws_write(wsi, start, (size_t)(q - start), LWS_WRITE_HTTP_FINAL);
-    free(buf);
-    if (n < 0 || p->close)
-        return -1;
-    return lws_http_transaction_completed(wsi) ? -1 : 0;
+    /* The one writer of a whole response (server/ops_http.c), with the
+     * CORS header the REST and page routes send and a 429's Retry-After. */
+    return srv_http_reply(wsi, status, ctype, body, len, p->close, hdrs);
 }
 
 static int respond_text(struct lws *wsi, struct http_req *p, unsigned status,

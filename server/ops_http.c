@@ -1,8 +1,9 @@
 /*
  * server/ops_http.c - what the operator surfaces share (server/ops.c, the
- * console in server/console.c): one whole HTTP response with an extra
- * header, the bearer-token check with a constant-time compare, and the
- * metrics port's listener and vhost.
+ * console in server/console.c) and the REST and page routes
+ * (server/http.c): one whole HTTP response with extra headers; and for
+ * the operator surfaces the bearer-token check with a constant-time
+ * compare and the metrics port's listener and vhost.
  *
  * The metrics port is one more lws vhost ("metrics") in the first loop's
  * context, with no listener of lws's own: like the main port (docs/LWS.md,
@@ -29,9 +30,9 @@
 
 #include "server/srv.h"
 
-int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
-                    const char *body, size_t len, bool close,
-                    const char *hname, const char *hval)
+int srv_http_reply(struct lws *wsi, unsigned status, const char *ctype,
+                   const char *body, size_t len, bool close,
+                   const char *const *hdrs)
 {
     unsigned char *buf = malloc(LWS_PRE + 1024 + len), *start, *q, *end;
     int n;
@@ -43,18 +44,19 @@ int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
     if (lws_add_http_common_headers(wsi, status, ctype, (lws_filepos_t)len, &q,
                                     end) ||
         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
-                                     (unsigned char *)"no-store", 8, &q, end) ||
-        (hname && lws_add_http_header_by_name(
-                      wsi, (const unsigned char *)hname,
-                      (const unsigned char *)hval, (int)strlen(hval), &q,
-                      end)) ||
-        (close && lws_add_http_header_by_token(
+                                     (unsigned char *)"no-store", 8, &q, end))
+        goto fail;
+    for (size_t i = 0; hdrs && hdrs[i]; i += 2)
+        if (lws_add_http_header_by_name(
+                wsi, (const unsigned char *)hdrs[i],
+                (const unsigned char *)hdrs[i + 1], (int)strlen(hdrs[i + 1]),
+                &q, end))
+            goto fail;
+    if ((close && lws_add_http_header_by_token(
                       wsi, WSI_TOKEN_CONNECTION, (unsigned char *)"close", 5,
                       &q, end)) ||
-        lws_finalize_http_header(wsi, &q, end)) {
-        free(buf);
-        return -1;
-    }
+        lws_finalize_http_header(wsi, &q, end))
+        goto fail;
     memcpy(q, body, len);
     q += len;
     n = lws_write(wsi, start, (size_t)(q - start), LWS_WRITE_HTTP_FINAL);
@@ -62,6 +64,19 @@ int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
     if (n < 0 || close)
         return -1;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
+fail:
+    free(buf);
+    return -1;
+}
+
+int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
+                    const char *body, size_t len, bool close,
+                    const char *hname, const char *hval)
+{
+    const char *hdrs[3] = { hname, hval, NULL };
+
+    return srv_http_reply(wsi, status, ctype, body, len, close,
+                          hname ? hdrs : NULL);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hub/chantab.h"
+#include "hub/rng.h"
 #include "hub/stats.h"
 #include "server/srv.h"
 
@@ -89,11 +90,8 @@ static uint64_t now_ns(void)
 
 static uint64_t rnd(struct srv_redis *r)
 {
-    /* xorshift64*: jitter and epochs, nothing secret. */
-    r->rng ^= r->rng >> 12;
-    r->rng ^= r->rng << 25;
-    r->rng ^= r->rng >> 27;
-    return r->rng * 2685821657736338717ull;
+    /* Jitter and epochs, nothing secret. */
+    return hub_xorshift64s(&r->rng);
 }
 
 static void new_epoch(struct srv_redis *r)
@@ -420,17 +418,32 @@ static void ping_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* Publishing. */
 
+/* The ring of commands in flight on the command connection (PUBLISH and
+ * the cache's SET), oldest first, with their sizes: pushed when a command
+ * is queued, popped by its reply callback (replies come in order). */
+static void inflight_push(struct srv_redis *r, size_t len)
+{
+    r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
+    r->inflight++;
+    r->inflight_bytes += len;
+}
+
+static void inflight_pop(struct srv_redis *r)
+{
+    if (r->inflight) {
+        r->inflight_bytes -= r->ring[r->ring_head];
+        r->ring_head = (r->ring_head + 1) % MAX_INFLIGHT;
+        r->inflight--;
+    }
+}
+
 static void publish_cb(redisAsyncContext *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     redisReply *rep = reply;
 
     (void)ac;
-    if (r->inflight) {
-        r->inflight_bytes -= r->ring[r->ring_head];
-        r->ring_head = (r->ring_head + 1) % MAX_INFLIGHT;
-        r->inflight--;
-    }
+    inflight_pop(r);
     if (rep && rep->type == REDIS_REPLY_INTEGER)
         stat_add(&r->st->published, 1);
     else
@@ -472,9 +485,7 @@ static void send_event(struct srv_redis *r, const struct hub_cluster_op *op)
     }
     if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
                           op->rchan_len, env, len) == REDIS_OK) {
-        r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
-        r->inflight++;
-        r->inflight_bytes += len;
+        inflight_push(r, len);
     } else {
         stat_add(&r->st->lost, 1);
     }
@@ -503,11 +514,7 @@ static void cache_set_cb(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
 
     (void)ac;
-    if (r->inflight) {
-        r->inflight_bytes -= r->ring[r->ring_head];
-        r->ring_head = (r->ring_head + 1) % MAX_INFLIGHT;
-        r->inflight--;
-    }
+    inflight_pop(r);
     if (!rep || rep->type != REDIS_REPLY_STATUS)
         stat_add(&r->st->cache_write_failed, 1);
 }
@@ -536,17 +543,13 @@ static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
     } else if (redisAsyncCommand(r->cmd, cache_set_cb, r, "SET %b %b PX %llu",
                                  op->rchan, op->rchan_len, env, len,
                                  (unsigned long long)ttl) == REDIS_OK) {
-        r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
-        r->inflight++;
-        r->inflight_bytes += len;
+        inflight_push(r, len);
     } else {
         stat_add(&r->st->cache_write_failed, 1);
     }
     if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
                           op->bus_len, env, len) == REDIS_OK) {
-        r->ring[(r->ring_head + r->inflight) % MAX_INFLIGHT] = (uint32_t)len;
-        r->inflight++;
-        r->inflight_bytes += len;
+        inflight_push(r, len);
     } else {
         stat_add(&r->st->lost, 1);
     }

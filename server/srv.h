@@ -217,7 +217,15 @@ bool srv_ops_is_metrics(struct lws *wsi);
  * of the answer written. */
 bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
                    bool post, bool close, int *rc);
-/* One whole response, with one optional extra header ("name:", value). */
+/* One whole response (headers and body in one write) and the end of the
+ * transaction: cache-control no-store, then hdrs (NULL, or "name:", value
+ * pairs ending at a NULL name), then "Connection: close" when close.
+ * Returns -1 when the connection must close (close, or any failure), else
+ * lws_http_transaction_completed()'s verdict. */
+int srv_http_reply(struct lws *wsi, unsigned status, const char *ctype,
+                   const char *body, size_t len, bool close,
+                   const char *const *hdrs);
+/* srv_http_reply() with one optional extra header ("name:", value). */
 int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
                     const char *body, size_t len, bool close,
                     const char *hname, const char *hval);

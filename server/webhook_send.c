@@ -34,6 +34,7 @@
 
 #include "hub/auth.h"
 #include "hub/backplane.h"
+#include "hub/rng.h"
 #include "hub/webhook.h"
 #include "server/srv.h"
 
@@ -108,13 +109,7 @@ static uint64_t wall_ms(void)
 
 static uint64_t rnd(struct srv_wh *wh)
 {
-    uint64_t x = wh->rng;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    wh->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
+    return hub_xorshift64s(&wh->rng);
 }
 
 static void store_tx(struct srv_wh *wh)

@@ -184,6 +184,21 @@ int srv_wh_store_dead(struct srv_wh_store *ws, int64_t id, uint64_t died_ms,
                         NULL) == SQLITE_OK ? 0 : -1;
 }
 
+/* The columns a queued row and a dead letter share, selected first in
+ * this order by both (id, app, url, idem, created_ms); the rest zero. */
+static struct srv_wh_row row_head(sqlite3_stmt *st)
+{
+    struct srv_wh_row r = {
+            .id = sqlite3_column_int64(st, 0),
+            .app = (const char *)sqlite3_column_text(st, 1),
+            .url = (const char *)sqlite3_column_text(st, 2),
+            .idem = (const char *)sqlite3_column_text(st, 3),
+            .created_ms = (uint64_t)sqlite3_column_int64(st, 4),
+    };
+
+    return r;
+}
+
 int srv_wh_store_load(struct srv_wh_store *ws, int64_t after,
                       srv_wh_row_fn *fn, void *ctx)
 {
@@ -192,16 +207,11 @@ int srv_wh_store_load(struct srv_wh_store *ws, int64_t after,
 
     sqlite3_bind_int64(st, 1, after);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct srv_wh_row r = {
-            .id = sqlite3_column_int64(st, 0),
-            .app = (const char *)sqlite3_column_text(st, 1),
-            .url = (const char *)sqlite3_column_text(st, 2),
-            .idem = (const char *)sqlite3_column_text(st, 3),
-            .created_ms = (uint64_t)sqlite3_column_int64(st, 4),
-            .n_events = (unsigned)sqlite3_column_int(st, 5),
-            .body = sqlite3_column_blob(st, 6),
-            .len = (size_t)sqlite3_column_bytes(st, 6),
-        };
+        struct srv_wh_row r = row_head(st);
+
+        r.n_events = (unsigned)sqlite3_column_int(st, 5);
+        r.body = sqlite3_column_blob(st, 6);
+        r.len = (size_t)sqlite3_column_bytes(st, 6);
 
         if (r.app && r.url && r.idem && r.body)
             fn(ctx, &r);
@@ -220,19 +230,14 @@ int srv_wh_store_list_dead(struct srv_wh_store *ws, srv_wh_row_fn *fn,
                 " why, n_events, body FROM dead ORDER BY id", &st))
         return -1;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct srv_wh_row r = {
-            .id = sqlite3_column_int64(st, 0),
-            .app = (const char *)sqlite3_column_text(st, 1),
-            .url = (const char *)sqlite3_column_text(st, 2),
-            .idem = (const char *)sqlite3_column_text(st, 3),
-            .created_ms = (uint64_t)sqlite3_column_int64(st, 4),
-            .died_ms = (uint64_t)sqlite3_column_int64(st, 5),
-            .attempts = (unsigned)sqlite3_column_int(st, 6),
-            .why = (const char *)sqlite3_column_text(st, 7),
-            .n_events = (unsigned)sqlite3_column_int(st, 8),
-            .body = sqlite3_column_blob(st, 9),
-            .len = (size_t)sqlite3_column_bytes(st, 9),
-        };
+        struct srv_wh_row r = row_head(st);
+
+        r.died_ms = (uint64_t)sqlite3_column_int64(st, 5);
+        r.attempts = (unsigned)sqlite3_column_int(st, 6);
+        r.why = (const char *)sqlite3_column_text(st, 7);
+        r.n_events = (unsigned)sqlite3_column_int(st, 8);
+        r.body = sqlite3_column_blob(st, 9);
+        r.len = (size_t)sqlite3_column_bytes(st, 9);
 
         if (r.app && r.url && r.idem && r.why && r.body)
             fn(ctx, &r);

@@ -6,46 +6,14 @@
 // killed and restarted mid-traffic, and a node started before its Redis.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, spawnSync } = require('node:child_process');
-const { startHub, waitFor, request, BINARY } = require('./lib/hub');
+const { spawnSync } = require('node:child_process');
+const { waitFor, request, BINARY } = require('./lib/hub');
 const {
-  RawClient, APP, sign, serverSdk, rest, closeTracked, trackClient,
+  RawClient, APP, sign, serverSdk, rest, trackClient,
 } = require('./lib/clients');
 const { startRedis, freePort, numsub } = require('./lib/redis');
-
-function promtool(text) {
-  return new Promise((resolve, reject) => {
-    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out }));
-    child.stdin.end(text);
-  });
-}
-
-async function startNode(t, redisUrl, id, extra = []) {
-  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redisUrl, '--node-id', id, ...extra]);
-  t.after(async () => {
-    await closeTracked(hub);
-    const exit = await hub.stop();
-    if (exit.code !== 0) {
-      throw new Error(`node ${id} exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    }
-  });
-  return hub;
-}
-
-const bp = async (hub) => (await hub.stats()).backplane;
-
-async function allUp(nodes) {
-  await waitFor(async () => {
-    for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
-    return true;
-  }, 'every node up', 20000, 50);
-}
+const { startNode, bp, allUp } = require('./lib/cluster');
+const { promtool } = require('./lib/promtool');
 
 async function client(t, hub) {
   const c = new RawClient(hub.wsUrl());

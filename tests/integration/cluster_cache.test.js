@@ -8,32 +8,15 @@
 const net = require('node:net');
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startHub, waitFor } = require('./lib/hub');
+const { waitFor } = require('./lib/hub');
 const {
-  RawClient, APP, pusherClient, connected, rest, closeTracked, trackClient,
+  RawClient, APP, pusherClient, connected, rest, trackClient,
 } = require('./lib/clients');
 const { startRedis, numsub } = require('./lib/redis');
+const { startNode, bp, allUp } = require('./lib/cluster');
 
-async function startNode(t, redisUrl, id, extra = []) {
-  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redisUrl, '--node-id', id, ...extra]);
-  t.after(async () => {
-    await closeTracked(hub);
-    const exit = await hub.stop();
-    if (exit.code !== 0) {
-      throw new Error(`node ${id} exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    }
-  });
-  return hub;
-}
-
-const bp = async (hub) => (await hub.stats()).backplane;
-
-async function allUp(redis, nodes) {
-  await waitFor(async () => {
-    for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
-    return true;
-  }, 'every node up', 20000, 50);
+async function allUpAndCaching(redis, nodes) {
+  await allUp(nodes);
   // Every node listens to the cache channel, subscribers or not.
   await waitFor(async () => (await numsub(redis, 'lubdub:cache')) === nodes.length,
     `${nodes.length} nodes on lubdub:cache`, 15000, 30);
@@ -115,7 +98,7 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
   const redis = await startRedis(t);
   const nodes = [];
   for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `c${k}`));
-  await allUp(redis, nodes);
+  await allUpAndCaching(redis, nodes);
 
   await t.test('published on A with no subscribers anywhere, a subscriber on C gets it', async () => {
     await publish(nodes[0], 'cache-score', { home: 1 });
@@ -168,7 +151,7 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
   await t.test('a node started after the publish loads the entries from Redis', async () => {
     const late = await startNode(t, redis.url(), 'c4');
     nodes.push(late);
-    await allUp(redis, nodes);
+    await allUpAndCaching(redis, nodes);
     await waitFor(async () => (await bp(late)).cache_loaded >= 2, 'entries loaded', 15000);
     const s = await pusherSub(t, late, 'cache-score');
     await waitFor(() => s.got.some((g) => g.event === 'score'), 'the cached event on the late node');
@@ -192,7 +175,7 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
     await redis.cli('SET', `lubdub:cache:${APP.id}:cache-junk`, 'not an envelope', 'PX', '60000');
     const late = await startNode(t, redis.url(), 'c5');
     nodes.push(late);
-    await allUp(redis, nodes);
+    await allUpAndCaching(redis, nodes);
     await waitFor(async () => (await bp(late)).bad >= 1, 'the junk key counted bad', 15000);
     assert.equal(await cacheInfo(late, 'cache-junk'), null);
     assert.deepEqual((await cacheInfo(late, 'cache-score')).data, JSON.stringify({ home: 2 }));
@@ -203,7 +186,7 @@ test('a node whose Redis connections drop loads the entries again', async (t) =>
   const redis = await startRedis(t);
   const nodes = [];
   for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `r${k}`));
-  await allUp(redis, nodes);
+  await allUpAndCaching(redis, nodes);
   // An entry another node wrote while these two were not listening.
   const channel = 'cache-injected';
   const payload = JSON.stringify({ event: 'score', channel, data: JSON.stringify({ v: 7 }) });
@@ -236,7 +219,7 @@ test('a short TTL expires on every node, Redis included', async (t) => {
   for (let k = 1; k <= 3; k++) {
     nodes.push(await startNode(t, redis.url(), `t${k}`, ['--cache-ttl', '3s']));
   }
-  await allUp(redis, nodes);
+  await allUpAndCaching(redis, nodes);
   await publish(nodes[0], 'cache-brief', { v: 1 });
   await waitFor(async () => (await bp(nodes[2])).cache_received >= 1, 'replicated', 15000);
   // A replica never outlives the writer's TTL.
@@ -258,7 +241,7 @@ test('a short TTL expires on every node, Redis included', async (t) => {
   // A node started now loads nothing expired.
   const late = await startNode(t, redis.url(), 't4', ['--cache-ttl', '3s']);
   nodes.push(late);
-  await allUp(redis, nodes);
+  await allUpAndCaching(redis, nodes);
   const c = await raw(t, late);
   assert.deepEqual(await firstAfterSucceeded(c, 'cache-brief'),
     { event: 'pusher:cache_miss', channel: 'cache-brief' });

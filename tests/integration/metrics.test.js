@@ -5,25 +5,12 @@
 // histograms.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const WebSocket = require('ws');
 const PusherServer = require('pusher');
 const { startHub, request, waitFor, once, ROOT } = require('./lib/hub');
-
-function promtool(text) {
-  return new Promise((resolve, reject) => {
-    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
-    child.on('error', (e) => reject(new Error(
-      `promtool not runnable (${e.message}); deploy/install-deps.sh test installs it (Debian package prometheus)`)));
-    child.on('close', (code) => resolve({ code, out }));
-    child.stdin.end(text);
-  });
-}
+const { promtool } = require('./lib/promtool');
 
 // name{labels} value -> [{ name, labels: {..}, value }]
 function parse(text) {

@@ -9,7 +9,6 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const https = require('node:https');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
@@ -20,21 +19,11 @@ const {
   APP, twoLoopHub, serverSdk, pusherClient, connected, pusherOnLoop, loopOf,
   configFile,
 } = require('./lib/clients');
+const { freePort } = require('./lib/redis');
 
 const METRICS_TOKEN = 'metrics-token-0123456789';
 const ADMIN_TOKEN = 'admin-token-abcdefghijkl';
 const SECRETS = [APP.secret, 'second-secret-value-xyz'];
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const bearer = (tok) => ({ authorization: `Bearer ${tok}` });
 

@@ -5,30 +5,13 @@
 // bad signin refused with 4009.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const Pusher = require('pusher-js');
 const { waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP, trackClient,
+  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP, pusherClient,
 } = require('./lib/clients');
 
 function signedInClient(t, hub, user) {
-  const sdk = serverSdk(hub);
-  const client = new Pusher(APP.key, {
-    wsHost: hub.host, wsPort: hub.port, forceTLS: false,
-    enabledTransports: ['ws'], cluster: 'x', disableStats: true,
-    userAuthentication: {
-      customHandler: (params, cb) => {
-        try {
-          cb(null, sdk.authenticateUser(params.socketId, user));
-        } catch (e) {
-          cb(e, null);
-        }
-      },
-    },
-  });
-  t.after(() => client.disconnect());
-  trackClient(hub, () => client.disconnect());
-  return client;
+  return pusherClient(t, hub, { user });
 }
 
 async function signedInOnLoop(t, hub, loop, user) {

@@ -11,42 +11,17 @@ const assert = require('node:assert/strict');
 const Pusher = require('pusher-js');
 const { waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP, trackClient,
+  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP, pusherClient,
 } = require('./lib/clients');
 
 // A pusher-js client signing in as user (an object with id, and maybe
 // user_info and watchlist), recording watchlist events.
 function watcherClient(t, hub, user) {
-  const sdk = serverSdk(hub);
-  const client = new Pusher(APP.key, {
-    wsHost: hub.host, wsPort: hub.port, forceTLS: false,
-    enabledTransports: ['ws'], cluster: 'x', disableStats: true,
-    userAuthentication: {
-      customHandler: (params, cb) => {
-        try {
-          cb(null, sdk.authenticateUser(params.socketId, user));
-        } catch (e) {
-          cb(e, null);
-        }
-      },
-    },
-    channelAuthorization: {
-      customHandler: (params, cb) => {
-        try {
-          // No presence data: a signed-in client needs none.
-          cb(null, sdk.authorizeChannel(params.socketId, params.channelName));
-        } catch (e) {
-          cb(e, null);
-        }
-      },
-    },
-  });
+  const client = pusherClient(t, hub, { user });
   const events = [];
   client.user.watchlist.bind('online', (e) => events.push(['online', ...e.user_ids]));
   client.user.watchlist.bind('offline', (e) => events.push(['offline', ...e.user_ids]));
   const close = () => client.disconnect();
-  t.after(close);
-  trackClient(hub, close);
   return { client, events, close };
 }
 

@@ -108,12 +108,10 @@ static inline void fake_hub_init(struct fake_hub *fh, unsigned n_loops)
     fh->n_loops = n_loops;
 }
 
-/* Create the hub and its loops (after the test adjusted cfg and apps). */
-static inline int fake_hub_start(struct fake_hub *fh)
+/* Create the loops of fh->hub on the fake transport (a test that builds
+ * its hub itself, e.g. with hub_create_with() and a backplane). */
+static inline int fake_hub_loops_start(struct fake_hub *fh)
 {
-    fh->hub = hub_create(&fh->cfg, &fh->clock);
-    if (!fh->hub)
-        return -1;
     for (unsigned i = 0; i < fh->n_loops; i++) {
         fh->loops[i] = hub_loop_create(fh->hub, &fake_ops, fake_wake, fh,
                                        fake_now_ms(fh));
@@ -121,6 +119,15 @@ static inline int fake_hub_start(struct fake_hub *fh)
             return -1;
     }
     return 0;
+}
+
+/* Create the hub and its loops (after the test adjusted cfg and apps). */
+static inline int fake_hub_start(struct fake_hub *fh)
+{
+    fh->hub = hub_create(&fh->cfg, &fh->clock);
+    if (!fh->hub)
+        return -1;
+    return fake_hub_loops_start(fh);
 }
 
 static inline void fake_hub_stop(struct fake_hub *fh)
@@ -299,15 +306,15 @@ static inline int fake_subscribe(struct fake_hub *fh, struct hub_session *s,
     return rc;
 }
 
-/* pusher:signin with a correct signature over user_data. */
-static inline int fake_signin(struct fake_hub *fh, struct hub_session *s,
-                              const char *user_data)
+/* The text of a pusher:signin of s with a correct signature over
+ * user_data (allocated; the caller frees it). */
+static inline char *fake_signin_text(const struct hub_session *s,
+                                     const char *user_data)
 {
     const struct hub_app *app = s->app;
     char tosign[1024], sig[HUB_SHA256_HEX_LEN + 1], auth[256];
     json_t *msg;
     char *text;
-    int rc;
 
     snprintf(tosign, sizeof(tosign), "%s::user::%s", s->socket_id,
              user_data);
@@ -318,7 +325,16 @@ static inline int fake_signin(struct fake_hub *fh, struct hub_session *s,
                     "auth", auth, "user_data", user_data);
     text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
-    rc = fake_recv(fh, s, text);
+    return text;
+}
+
+/* pusher:signin with a correct signature over user_data. */
+static inline int fake_signin(struct fake_hub *fh, struct hub_session *s,
+                              const char *user_data)
+{
+    char *text = fake_signin_text(s, user_data);
+    int rc = fake_recv(fh, s, text);
+
     free(text);
     return rc;
 }

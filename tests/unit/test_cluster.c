@@ -444,11 +444,7 @@ static void test_cluster_hub_publish_and_receive(void **state)
     fh.hub = hub_create_with(&fh.cfg, &fh.clock, &bp);
     assert_non_null(fh.hub);
     hub_cluster_set_hub(c, fh.hub);
-    for (unsigned i = 0; i < fh.n_loops; i++) {
-        fh.loops[i] = hub_loop_create(fh.hub, &fake_ops, fake_wake, &fh,
-                                      fake_now_ms(&fh));
-        assert_non_null(fh.loops[i]);
-    }
+    assert_int_equal(fake_hub_loops_start(&fh), 0);
     fake_session_open(&fh, &a, 0, &fh.apps[0]);
     fake_session_open(&fh, &b, 1, &fh.apps[0]);
     /* The node's tag is in every socket id, which stays \d+\.\d+. */
@@ -582,11 +578,7 @@ static void test_cluster_cache(void **state)
     fh.hub = hub_create_with(&fh.cfg, &fh.clock, &bp);
     assert_non_null(fh.hub);
     hub_cluster_set_hub(c, fh.hub);
-    for (unsigned i = 0; i < fh.n_loops; i++) {
-        fh.loops[i] = hub_loop_create(fh.hub, &fake_ops, fake_wake, &fh,
-                                      fake_now_ms(&fh));
-        assert_non_null(fh.loops[i]);
-    }
+    assert_int_equal(fake_hub_loops_start(&fh), 0);
 
     /* An HTTP API event on a cache channel: one CACHE op, nothing on the
      * channel's own broker channel. */

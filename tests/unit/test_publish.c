@@ -265,11 +265,7 @@ static void test_publish_recording_backplane_sees_calls(void **state)
     fake_hub_init(&fh, 2);
     fh.hub = hub_create_with(&fh.cfg, &fh.clock, &bp);
     assert_non_null(fh.hub);
-    for (unsigned i = 0; i < fh.n_loops; i++) {
-        fh.loops[i] = hub_loop_create(fh.hub, &fake_ops, fake_wake, &fh,
-                                      fake_now_ms(&fh));
-        assert_non_null(fh.loops[i]);
-    }
+    assert_int_equal(fake_hub_loops_start(&fh), 0);
     fake_session_open(&fh, &a, 0, &fh.apps[0]);
     fake_session_open(&fh, &b, 1, &fh.apps[0]);
 

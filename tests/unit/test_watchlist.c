@@ -143,19 +143,8 @@ static void world_start(struct world *w)
 /* The text of a signin of s as ud (allocates: build it before arming). */
 static char *signin_text(const struct hub_session *s, const char *ud)
 {
-    const struct hub_app *app = s->app;
-    char tosign[512], sig[HUB_SHA256_HEX_LEN + 1], auth[256];
-    json_t *msg;
-    char *text;
+    char *text = fake_signin_text(s, ud);
 
-    snprintf(tosign, sizeof(tosign), "%s::user::%s", s->socket_id, ud);
-    hub_auth_hmac_hex(app->secret, strlen(app->secret), tosign,
-                      strlen(tosign), sig);
-    snprintf(auth, sizeof(auth), "%s:%s", app->key, sig);
-    msg = json_pack("{s:s,s:{s:s,s:s}}", "event", "pusher:signin", "data",
-                    "auth", auth, "user_data", ud);
-    text = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
     assert_non_null(text);
     return text;
 }

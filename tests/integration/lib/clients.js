@@ -86,11 +86,22 @@ function serverSdk(hub, app = APP) {
 
 // A pusher-js client. presence: {user_id, user_info} for presence channels.
 // authOverride(params) may return a custom auth response (bad signatures).
-function pusherClient(t, hub, { app = APP, presence, authOverride } = {}) {
+// user: what signin() authenticates as (id, and maybe user_info and
+// watchlist), signed by the SDK's authenticateUser().
+function pusherClient(t, hub, { app = APP, presence, authOverride, user } = {}) {
   const sdk = serverSdk(hub, app);
   const client = new Pusher(app.key, {
     wsHost: hub.host, wsPort: hub.port, forceTLS: false,
     enabledTransports: ['ws'], cluster: 'local', disableStats: true,
+    userAuthentication: user && {
+      customHandler: (params, cb) => {
+        try {
+          cb(null, sdk.authenticateUser(params.socketId, user));
+        } catch (e) {
+          cb(e, null);
+        }
+      },
+    },
     channelAuthorization: {
       customHandler: (params, cb) => {
         try {
