@@ -87,6 +87,40 @@ void hub_app_webhooks_free(struct hub_app *app)
     app->webhook_types = 0;
 }
 
+int hub_app_webhooks_copy(struct hub_app *dst, const struct hub_app *src)
+{
+    dst->webhook_batching = src->webhook_batching;
+    if (!src->n_webhooks)
+        return 0;
+    dst->webhooks = calloc(src->n_webhooks, sizeof(*dst->webhooks));
+    if (!dst->webhooks)
+        return -ENOMEM;
+    dst->n_webhooks = src->n_webhooks;
+    dst->webhook_types = src->webhook_types;
+    for (unsigned i = 0; i < src->n_webhooks; i++) {
+        const struct hub_webhook_conf *s = &src->webhooks[i];
+        struct hub_webhook_conf *d = &dst->webhooks[i];
+
+        d->types = s->types;
+        d->url = strdup(s->url);
+        d->starts_with = s->starts_with ? strdup(s->starts_with) : NULL;
+        d->ends_with = s->ends_with ? strdup(s->ends_with) : NULL;
+        d->headers = s->n_headers ? calloc(s->n_headers, sizeof(char *))
+                                  : NULL;
+        if (!d->url || (s->starts_with && !d->starts_with) ||
+            (s->ends_with && !d->ends_with) || (s->n_headers && !d->headers))
+            goto oom;
+        d->n_headers = s->n_headers;
+        for (unsigned j = 0; j < s->n_headers; j++)
+            if (!(d->headers[j] = strdup(s->headers[j])))
+                goto oom;
+    }
+    return 0;
+oom:
+    hub_app_webhooks_free(dst);
+    return -ENOMEM;
+}
+
 struct hub_wh_event *hub_wh_event_new(unsigned app, unsigned type,
                                       const char *channel, size_t len,
                                       const char *user_id, const char *event,
@@ -136,8 +170,11 @@ int hub_whq_init(struct hub_whq *q, uint32_t cap, const struct hub_app *apps,
     q->tail = &q->head;
     q->cap = cap ? cap : 1;
     q->max_bytes = HUB_WH_QUEUE_BYTES;
-    q->apps = apps;
-    q->n_apps = n_apps;
+    atomic_init(&q->wants, NULL);
+    if (hub_whq_set_wants(q, apps, n_apps)) {
+        pthread_mutex_destroy(&q->mu);
+        return -ENOMEM;
+    }
     atomic_init(&q->enqueued, 0);
     atomic_init(&q->dropped, 0);
     return 0;
@@ -153,8 +190,34 @@ static void free_list(struct hub_wh_event *ev)
     }
 }
 
+int hub_whq_set_wants(struct hub_whq *q, const struct hub_app *apps,
+                      unsigned n_apps)
+{
+    struct hub_whq_wants *w =
+        malloc(sizeof(*w) + (n_apps ? n_apps : 1) * sizeof(unsigned));
+
+    if (!w)
+        return -ENOMEM;
+    w->n = n_apps;
+    for (unsigned i = 0; i < n_apps; i++)
+        w->types[i] = apps[i].webhook_types;
+    /* Only the main thread (start, reload) publishes: no lost update. */
+    w->older = atomic_load_explicit(&q->wants, memory_order_relaxed);
+    atomic_store_explicit(&q->wants, w, memory_order_release);
+    return 0;
+}
+
 void hub_whq_fini(struct hub_whq *q)
 {
+    struct hub_whq_wants *w = atomic_load(&q->wants);
+
+    while (w) {
+        struct hub_whq_wants *older = w->older;
+
+        free(w);
+        w = older;
+    }
+    atomic_store(&q->wants, NULL);
     free_list(q->head);
     q->head = NULL;
     pthread_mutex_destroy(&q->mu);
@@ -162,8 +225,12 @@ void hub_whq_fini(struct hub_whq *q)
 
 bool hub_whq_wants(const struct hub_whq *q, unsigned app, unsigned type)
 {
-    return q && app < q->n_apps &&
-           (q->apps[app].webhook_types & HUB_WH_BIT(type));
+    const struct hub_whq_wants *w =
+        q ? atomic_load_explicit(&((struct hub_whq *)q)->wants,
+                                 memory_order_acquire)
+          : NULL;
+
+    return w && app < w->n && (w->types[app] & HUB_WH_BIT(type));
 }
 
 int hub_whq_push(struct hub_whq *q, struct hub_wh_event *ev)
@@ -306,6 +373,7 @@ static uint64_t key_hash(unsigned app, bool member, const char *k, size_t n)
 }
 
 static void batch_fire(struct hub_timer *t, uint64_t now_ms);
+static void batch_flush(struct wh_batch *b, uint64_t wall_ms);
 static void state_fire(struct hub_timer *t, uint64_t now_ms);
 
 struct hub_wh_engine *hub_wh_engine_create(const struct hub_app *apps,
@@ -361,6 +429,32 @@ void hub_wh_engine_destroy(struct hub_wh_engine *e)
     free(e->buckets);
     free(e->batches);
     free(e);
+}
+
+int hub_wh_engine_set_apps(struct hub_wh_engine *e, const struct hub_app *apps,
+                           unsigned n_apps, uint64_t wall_ms)
+{
+    struct wh_batch *nb;
+
+    if (n_apps < e->n_apps)
+        return -EINVAL;
+    nb = calloc(n_apps ? n_apps : 1, sizeof(*nb));
+    if (!nb)
+        return -ENOMEM;
+    /* Flushing stops every batch timer: the old array leaves the wheel. */
+    e->wall_ms = wall_ms;
+    for (unsigned i = 0; i < e->n_apps; i++)
+        batch_flush(&e->batches[i], wall_ms);
+    free(e->batches);
+    e->batches = nb;
+    e->apps = apps;
+    e->n_apps = n_apps;
+    for (unsigned i = 0; i < n_apps; i++) {
+        nb[i].e = e;
+        nb[i].app = i;
+        hub_timer_init(&nb[i].t, batch_fire);
+    }
+    return 0;
 }
 
 static struct wh_state **state_slot(struct hub_wh_engine *e, unsigned app,
@@ -455,9 +549,15 @@ static void batch_fire(struct hub_timer *t, uint64_t now_ms)
 static void batch_add(struct hub_wh_engine *e, struct hub_wh_event *ev,
                       uint64_t now_ms)
 {
-    struct wh_batch *b = &e->batches[ev->app];
-    const struct hub_app *app = &e->apps[ev->app];
+    struct wh_batch *b;
+    const struct hub_app *app;
 
+    if (ev->app >= e->n_apps) {
+        free(ev);
+        return;
+    }
+    b = &e->batches[ev->app];
+    app = &e->apps[ev->app];
     if (!(app->webhook_types & HUB_WH_BIT(ev->type))) {
         free(ev);                 /* the other half of a wanted pair */
         return;

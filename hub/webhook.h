@@ -79,6 +79,9 @@ bool hub_webhook_matches(const struct hub_webhook_conf *w, unsigned type,
 
 /* Free an app's webhook list (the one place it is freed) and zero it. */
 void hub_app_webhooks_free(struct hub_app *app);
+/* Give dst a deep copy of src's webhook list, types and batching switch
+ * (dst's own list must be empty). 0 or -ENOMEM (dst then has none). */
+int hub_app_webhooks_copy(struct hub_app *dst, const struct hub_app *src);
 
 /* One event as generated. One allocation: the strings follow it. */
 struct hub_wh_event {
@@ -105,13 +108,21 @@ struct hub_wh_event *hub_wh_event_new(unsigned app, unsigned type,
  * Bounded by cap events and max_bytes bytes (HUB_WH_QUEUE_BYTES); a push
  * past either frees the event and counts it in dropped.
  */
+struct hub_whq_wants {
+    struct hub_whq_wants *older;   /* the ones it replaced */
+    unsigned n;
+    unsigned types[];              /* HUB_WH_BIT mask per app index */
+};
+
 struct hub_whq {
     pthread_mutex_t mu;
     struct hub_wh_event *head, **tail;
     uint32_t len, cap;             /* events queued, and at most */
     size_t bytes, max_bytes;       /* their size, and at most */
-    const struct hub_app *apps;    /* borrowed: types wanted per app */
-    unsigned n_apps;
+    /* The types each app wants, read by any thread without the lock. A
+     * reload publishes a new array (hub_whq_set_wants); the old ones stay
+     * on the list until hub_whq_fini, so a reader never sees one freed. */
+    _Atomic(struct hub_whq_wants *) wants;
     void (*wake)(void *ctx);       /* any thread; must not block */
     void *wake_ctx;
     atomic_uint_fast64_t enqueued, dropped;
@@ -119,6 +130,11 @@ struct hub_whq {
 
 int hub_whq_init(struct hub_whq *q, uint32_t cap, const struct hub_app *apps,
                  unsigned n_apps);
+/* The types wanted become those of apps[0..n_apps) (the sender's copy
+ * after a reload; index = app index). Any thread; 0 or -ENOMEM (the old
+ * ones stay). */
+int hub_whq_set_wants(struct hub_whq *q, const struct hub_app *apps,
+                      unsigned n_apps);
 /* Frees what is still queued. */
 void hub_whq_fini(struct hub_whq *q);
 /* Does app want events of type at all (any of its webhooks)? */
@@ -175,6 +191,15 @@ struct hub_wh_engine *hub_wh_engine_create(const struct hub_app *apps,
                                            uint64_t boot, uint64_t now_ms,
                                            hub_wh_emit_fn *emit, void *ctx);
 void hub_wh_engine_destroy(struct hub_wh_engine *e);
+/*
+ * A reload: every open batch is flushed under the old apps first (their
+ * webhooks and filters made them), then apps[0..n_apps) (borrowed from
+ * here on; n_apps never below the old count: indices are kept) decide
+ * new events. Delayed edges keep waiting and go into the new batches.
+ * 0, or -ENOMEM with nothing changed.
+ */
+int hub_wh_engine_set_apps(struct hub_wh_engine *e, const struct hub_app *apps,
+                           unsigned n_apps, uint64_t wall_ms);
 /* Feed a list of events (taken). wall_ms is the time_ms of a batch. */
 void hub_wh_engine_feed(struct hub_wh_engine *e, struct hub_wh_event *list,
                         uint64_t now_ms);

@@ -22,6 +22,7 @@
 #include "hub/appswap.h"
 #include "hub/cluster.h"
 #include "server/srv.h"
+#include "server/webhook.h"
 
 /* " (id, id, ...)" for up to 4 ids of the indices that changed as want,
  * into buf; "" when none. The ids are the operator's own text, but may
@@ -102,6 +103,9 @@ int srv_apps_reload(struct srv *srv)
     }
     hub_apptab_diff(cur, next, &d);
     if (!d.added && !d.removed && !d.changed) {
+        /* Webhooks are not part of the table's diff: the sender may still
+         * have something to change. */
+        srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
         hub_apptab_discard(next);
         srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
                                  "apps)", srv->cfg->config_file, n);
@@ -129,6 +133,7 @@ int srv_apps_reload(struct srv *srv)
                                 "out of memory");
         goto out;
     }
+    srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
     srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
                              "removed%s, %u changed%s, %u unchanged (%u apps)",
             srv->cfg->config_file, d.added, added, d.removed, removed,

@@ -81,6 +81,16 @@ int srv_webhooks_start(struct srv *srv);
  * free everything. */
 void srv_webhooks_stop(struct srv *srv);
 
+/* Main thread, after a reload (server/reload.c): the sender takes a copy
+ * of apps[0..n) (apps[j] has app index idx[j]->index, of n_index) and
+ * switches to it on its own thread: webhooks, filters, batching, key and
+ * secret. Without a running sender (no webhooks at start) it only logs
+ * that webhooks need a restart. */
+struct hub_app;
+void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
+                         struct hub_app *const *idx, unsigned n,
+                         unsigned n_index);
+
 /* /stats: the "webhooks" object (new reference; NULL when none). */
 json_t *srv_webhooks_stats_json(struct srv *srv);
 /* /metrics: append the webhook families (nothing when none). */

@@ -75,6 +75,11 @@ struct endpoint {
     atomic_uint_fast64_t lat[N_LAT + 1], lat_sum_ms, lat_count;
 };
 
+struct wh_view {
+    unsigned n;
+    struct hub_app *apps;
+};
+
 struct srv_wh {
     struct srv *srv;
     const struct srv_config *cfg;
@@ -84,7 +89,16 @@ struct srv_wh {
     CURLM *multi;
     pthread_t thread;
     atomic_bool stop;
-    struct endpoint *eps;
+    /* The sender's own copy of the apps (index = app index), made at
+     * start and by each reload (srv_webhooks_reload): the engine and the
+     * endpoints point into it, never into the hub's app table. */
+    struct wh_view *view;
+    struct wh_view *next_view;      /* handed over by a reload; under mu */
+    /* mu guards next_view, and eps / n_eps against the /stats readers
+     * (the sender writes them only under it, and reads them without). */
+    pthread_mutex_t mu;
+    struct endpoint **eps;          /* each allocated alone: curl holds
+                                       its pointer while in flight */
     unsigned n_eps;
     unsigned *ep_base;              /* per app: its first endpoint */
     uint64_t held_bytes;
@@ -181,7 +195,7 @@ static void ep_pop(struct endpoint *ep)
 static void on_emit(void *ctx, struct hub_wh_out *out)
 {
     struct srv_wh *wh = ctx;
-    struct endpoint *ep = &wh->eps[wh->ep_base[out->app] + out->hook];
+    struct endpoint *ep = wh->eps[wh->ep_base[out->app] + out->hook];
     struct batch *b = calloc(1, sizeof(*b));
 
     if (!b) {
@@ -414,9 +428,9 @@ static struct endpoint *find_ep(struct srv_wh *wh, const char *app,
                                 const char *url)
 {
     for (unsigned i = 0; i < wh->n_eps; i++)
-        if (!strcmp(wh->eps[i].app->id, app) &&
-            !strcmp(wh->eps[i].conf->url, url))
-            return &wh->eps[i];
+        if (!strcmp(wh->eps[i]->app->id, app) &&
+            !strcmp(wh->eps[i]->conf->url, url))
+            return wh->eps[i];
     return NULL;
 }
 
@@ -461,13 +475,16 @@ static uint64_t mono_ms(void)
 static bool any_ready(const struct srv_wh *wh)
 {
     for (unsigned i = 0; i < wh->n_eps; i++) {
-        const struct endpoint *ep = &wh->eps[i];
+        const struct endpoint *ep = wh->eps[i];
 
         if (ep->in_flight || (ep->head && !ep->failing))
             return true;
     }
     return false;
 }
+
+struct wh_view;
+static int apply_view(struct srv_wh *wh, struct wh_view *v, bool start);
 
 static void *sender_main(void *arg)
 {
@@ -479,7 +496,17 @@ static void *sender_main(void *arg)
         struct hub_wh_event *list = hub_whq_pop_all(&wh->q);
         bool stopping = atomic_load(&wh->stop);
         int running = 0, left;
+        struct wh_view *nv;
         CURLMsg *msg;
+
+        /* After the pop: an event of an app a reload added was queued
+         * after the view that knows the app was handed over. */
+        pthread_mutex_lock(&wh->mu);
+        nv = wh->next_view;
+        wh->next_view = NULL;
+        pthread_mutex_unlock(&wh->mu);
+        if (nv)
+            apply_view(wh, nv, false);
 
         hub_wh_engine_advance(wh->eng, now, wall);
         hub_wh_engine_feed(wh->eng, list, now);
@@ -511,7 +538,7 @@ static void *sender_main(void *arg)
                 atomic_fetch_add(&wh->store_errors, 1);
         }
         for (unsigned i = 0; i < wh->n_eps; i++) {
-            struct endpoint *ep = &wh->eps[i];
+            struct endpoint *ep = wh->eps[i];
 
             if (ep->in_flight || !ep->head)
                 continue;
@@ -536,8 +563,8 @@ static void *sender_main(void *arg)
         atomic_store(&wh->held_bytes_pub, wh->held_bytes);
         /* A send made ready by a finish above starts next round. */
         for (unsigned i = 0; i < wh->n_eps; i++)
-            if (!wh->eps[i].in_flight && wh->eps[i].head &&
-                wh->eps[i].head->next_ms <= now)
+            if (!wh->eps[i]->in_flight && wh->eps[i]->head &&
+                wh->eps[i]->head->next_ms <= now)
                 wait = 0;
         curl_multi_poll(wh->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait),
                         NULL);
@@ -554,21 +581,224 @@ static void wake(void *ctx)
     curl_multi_wakeup(ctx);
 }
 
+static void view_free(struct wh_view *v)
+{
+    if (!v)
+        return;
+    for (unsigned i = 0; i < v->n; i++) {
+        free(v->apps[i].id);
+        free(v->apps[i].key);
+        free(v->apps[i].secret);
+        hub_app_webhooks_free(&v->apps[i]);
+    }
+    free(v->apps);
+    free(v);
+}
+
+/* The sender's copy of apps[0..n) in a view of n_index app indices:
+ * apps[j] goes to idx[j]->index (j when idx is NULL). Only what the
+ * sender reads: id, key, secret, enabled and the webhooks (none for a
+ * disabled app: its webhooks stop with it). NULL when out of memory. */
+static struct wh_view *view_new(const struct hub_app *apps,
+                                struct hub_app *const *idx, unsigned n,
+                                unsigned n_index)
+{
+    struct wh_view *v = calloc(1, sizeof(*v));
+
+    if (!v)
+        return NULL;
+    v->apps = calloc(n_index ? n_index : 1, sizeof(*v->apps));
+    if (!v->apps) {
+        free(v);
+        return NULL;
+    }
+    v->n = n_index;
+    for (unsigned i = 0; i < n_index; i++)
+        v->apps[i].index = i;
+    for (unsigned j = 0; j < n; j++) {
+        unsigned i = idx ? idx[j]->index : j;
+        struct hub_app *d = &v->apps[i];
+
+        if (i >= n_index)
+            continue;
+        d->enabled = apps[j].enabled;
+        d->id = strdup(apps[j].id);
+        d->key = strdup(apps[j].key);
+        d->secret = strdup(apps[j].secret);
+        if (!d->id || !d->key || !d->secret ||
+            (d->enabled && hub_app_webhooks_copy(d, &apps[j]))) {
+            view_free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+static struct endpoint *ep_new(struct srv_wh *wh, const struct hub_app *app,
+                               const struct hub_webhook_conf *conf)
+{
+    struct endpoint *ep = calloc(1, sizeof(*ep));
+
+    if (!ep)
+        return NULL;
+    ep->wh = wh;
+    ep->app = app;
+    ep->conf = conf;
+    ep->shown = shown_url(conf->url);
+    if (!ep->shown) {
+        free(ep);
+        return NULL;
+    }
+    ep->tail = &ep->head;
+    atomic_init(&ep->up, true);
+    return ep;
+}
+
+/* Free ep and its batches; returns how many it held. With why (a
+ * reload removed the endpoint) the stored ones become dead letters with
+ * why as their error, so --webhook-replay can still send them. */
+static unsigned ep_retire(struct srv_wh *wh, struct endpoint *ep,
+                          const char *why)
+{
+    uint64_t wall = wall_ms();
+    unsigned n = 0;
+
+    if (ep->easy) {
+        if (ep->in_flight)
+            curl_multi_remove_handle(wh->multi, ep->easy);
+        curl_easy_cleanup(ep->easy);
+    }
+    curl_slist_free_all(ep->hdrs);
+    while (ep->head) {
+        struct batch *b = ep->head;
+
+        if (why && wh->store && b->id) {
+            store_tx(wh);
+            if (srv_wh_store_dead(wh->store, b->id, wall, b->attempts, why))
+                atomic_fetch_add(&wh->store_errors, 1);
+        }
+        n++;
+        ep_pop(ep);
+    }
+    free(ep->shown);
+    free(ep);
+    return n;
+}
+
+/*
+ * Sender thread: make v (taken) the apps the sender works for. One
+ * endpoint per webhook of v; an endpoint of the same app id and URL as
+ * before is kept (its FIFO, order, retry state, connection and counters:
+ * only its app and webhook settings change); the others are new, and an
+ * old endpoint that no longer exists is retired (ep_retire: its pending
+ * batches become dead letters, logged). The engine flushes its open
+ * batches under the old apps first. start: the first view, no log line.
+ * 0, or -1 when out of memory (nothing changed, v freed).
+ */
+static int apply_view(struct srv_wh *wh, struct wh_view *v, bool start)
+{
+    struct endpoint **eps = NULL, **old_eps;
+    unsigned *base = NULL, *old_base, n = 0, k = 0, old_n, added = 0;
+    unsigned removed = 0, lost = 0;
+    bool *taken = calloc(wh->n_eps ? wh->n_eps : 1, sizeof(*taken));
+    bool *fresh = NULL;
+    struct wh_view *old = wh->view;
+
+    for (unsigned i = 0; i < v->n; i++)
+        n += v->apps[i].n_webhooks;
+    eps = calloc(n ? n : 1, sizeof(*eps));
+    base = calloc(v->n ? v->n : 1, sizeof(*base));
+    fresh = calloc(n ? n : 1, sizeof(*fresh));
+    if (!taken || !eps || !base || !fresh)
+        goto oom;
+    for (unsigned i = 0; i < v->n; i++) {
+        base[i] = k;
+        for (unsigned j = 0; j < v->apps[i].n_webhooks; j++, k++) {
+            const struct hub_webhook_conf *c = &v->apps[i].webhooks[j];
+
+            for (unsigned o = 0; o < wh->n_eps && !eps[k]; o++)
+                if (!taken[o] && !strcmp(wh->eps[o]->app->id, v->apps[i].id) &&
+                    !strcmp(wh->eps[o]->conf->url, c->url)) {
+                    taken[o] = true;
+                    eps[k] = wh->eps[o];
+                }
+            if (!eps[k]) {
+                if (!(eps[k] = ep_new(wh, &v->apps[i], c)))
+                    goto oom;
+                fresh[k] = true;
+                added++;
+            }
+        }
+    }
+    /* Open batches go to the old endpoints, made under the old apps. */
+    if (hub_wh_engine_set_apps(wh->eng, v->apps, v->n, wall_ms()))
+        goto oom;
+    pthread_mutex_lock(&wh->mu);
+    k = 0;
+    for (unsigned i = 0; i < v->n; i++)
+        for (unsigned j = 0; j < v->apps[i].n_webhooks; j++, k++) {
+            eps[k]->app = &v->apps[i];
+            eps[k]->conf = &v->apps[i].webhooks[j];
+        }
+    old_eps = wh->eps;
+    old_n = wh->n_eps;
+    old_base = wh->ep_base;
+    wh->eps = eps;
+    wh->n_eps = n;
+    wh->ep_base = base;
+    wh->view = v;
+    pthread_mutex_unlock(&wh->mu);
+    for (unsigned o = 0; o < old_n; o++) {
+        struct endpoint *ep = old_eps[o];
+        unsigned m;
+
+        if (taken[o])
+            continue;
+        removed++;
+        if (!ep->head) {
+            ep_retire(wh, ep, NULL);
+            continue;
+        }
+        srv_log(HUB_LOG_WARN, 0, "webhook %s (app %s): removed by a reload "
+                                 "with %" PRIu64 " pending batches: %s",
+                ep->shown, ep->app->id, (uint64_t)atomic_load(&ep->depth),
+                wh->store ? "moved to the dead letters"
+                          : "dropped (without --state-dir there are no "
+                            "dead letters)");
+        m = ep_retire(wh, ep, "webhook removed by a reload");
+        lost += m;
+    }
+    if (!start)
+        srv_log(HUB_LOG_INFO, 0, "webhooks: reloaded: %u endpoints (%u new, "
+                                 "%u removed, %u pending batches of removed "
+                                 "ones %s)",
+                n, added, removed, lost,
+                wh->store ? "dead-lettered" : "dropped");
+    view_free(old);
+    free(old_eps);
+    free(old_base);
+    free(taken);
+    free(fresh);
+    return 0;
+oom:
+    for (unsigned i = 0; eps && fresh && i < n; i++)
+        if (fresh[i])
+            ep_retire(wh, eps[i], NULL);
+    free(eps);
+    free(base);
+    free(taken);
+    free(fresh);
+    view_free(v);
+    srv_log(HUB_LOG_ERR, 0, "webhooks: %s (out of memory)",
+            start ? "cannot start" : "reload not applied, the endpoints "
+                                     "stay as they were");
+    return -1;
+}
+
 static void wh_free(struct srv_wh *wh)
 {
-    for (unsigned i = 0; i < wh->n_eps; i++) {
-        struct endpoint *ep = &wh->eps[i];
-
-        if (ep->easy) {
-            if (ep->in_flight)
-                curl_multi_remove_handle(wh->multi, ep->easy);
-            curl_easy_cleanup(ep->easy);
-        }
-        curl_slist_free_all(ep->hdrs);
-        while (ep->head)
-            ep_pop(ep);
-        free(ep->shown);
-    }
+    for (unsigned i = 0; i < wh->n_eps; i++)
+        ep_retire(wh, wh->eps[i], NULL);
     hub_wh_engine_destroy(wh->eng);
     if (wh->multi)
         curl_multi_cleanup(wh->multi);
@@ -576,6 +806,9 @@ static void wh_free(struct srv_wh *wh)
     hub_whq_fini(&wh->q);
     free(wh->eps);
     free(wh->ep_base);
+    view_free(wh->view);
+    view_free(wh->next_view);
+    pthread_mutex_destroy(&wh->mu);
     free(wh);
 }
 
@@ -585,7 +818,8 @@ int srv_webhooks_start(struct srv *srv)
 {
     const struct srv_config *cfg = srv->cfg;
     struct srv_wh *wh;
-    unsigned n = 0, k = 0;
+    struct wh_view *view;
+    unsigned n = 0;
     uint64_t boot = 0;
     char err[512];
 
@@ -602,7 +836,16 @@ int srv_webhooks_start(struct srv *srv)
         return -1;
     }
     wh = calloc(1, sizeof(*wh));
-    if (!wh || hub_whq_init(&wh->q, HUB_WH_QUEUE_EVENTS, cfg->apps, cfg->n_apps)) {
+    if (!wh || pthread_mutex_init(&wh->mu, NULL)) {
+        free(wh);
+        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+        return -1;
+    }
+    view = view_new(cfg->apps, NULL, cfg->n_apps, cfg->n_apps);
+    if (!view || hub_whq_init(&wh->q, HUB_WH_QUEUE_EVENTS, view->apps,
+                              view->n)) {
+        view_free(view);
+        pthread_mutex_destroy(&wh->mu);
         free(wh);
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
         return -1;
@@ -613,38 +856,20 @@ int srv_webhooks_start(struct srv *srv)
     if (getrandom(&boot, sizeof(boot), 0) != sizeof(boot))
         boot = wall_ms() ^ (uint64_t)getpid() << 32;
     wh->rng = boot | 1;
-    wh->eps = calloc(n, sizeof(*wh->eps));
-    wh->ep_base = calloc(cfg->n_apps, sizeof(*wh->ep_base));
     wh->multi = curl_multi_init();
-    wh->eng = hub_wh_engine_create(cfg->apps, cfg->n_apps,
-                                   cfg->webhook_delay_ms, boot, mono_ms(),
-                                   on_emit, wh);
-    if (!wh->eps || !wh->ep_base || !wh->multi || !wh->eng) {
+    wh->eng = hub_wh_engine_create(NULL, 0, cfg->webhook_delay_ms, boot,
+                                   mono_ms(), on_emit, wh);
+    if (!wh->multi || !wh->eng) {
+        view_free(view);
         wh_free(wh);
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
         return -1;
     }
     curl_multi_setopt(wh->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
-    for (unsigned i = 0; i < cfg->n_apps; i++) {
-        wh->ep_base[i] = k;
-        for (unsigned j = 0; j < cfg->apps[i].n_webhooks; j++, k++) {
-            struct endpoint *ep = &wh->eps[k];
-
-            ep->wh = wh;
-            ep->app = &cfg->apps[i];
-            ep->conf = &cfg->apps[i].webhooks[j];
-            ep->shown = shown_url(ep->conf->url);
-            ep->tail = &ep->head;
-            atomic_init(&ep->up, true);
-        }
+    if (apply_view(wh, view, true)) {
+        wh_free(wh);
+        return -1;
     }
-    wh->n_eps = n;
-    for (unsigned i = 0; i < n; i++)
-        if (!wh->eps[i].shown) {
-            wh_free(wh);
-            srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
-            return -1;
-        }
     if (cfg->state_dir) {
         /* One level, as --check-config allowed (its parent exists). */
         if (mkdir(cfg->state_dir, 0700) && errno != EEXIST) {
@@ -713,13 +938,51 @@ void srv_webhooks_stop(struct srv *srv)
     pthread_join(wh->thread, NULL);
     if (!wh->store)
         for (unsigned i = 0; i < wh->n_eps; i++)
-            lost += atomic_load(&wh->eps[i].depth);
+            lost += atomic_load(&wh->eps[i]->depth);
     if (lost)
         srv_log(HUB_LOG_WARN, 0, "webhooks: %" PRIu64 " undelivered batches "
                                  "lost at exit (no --state-dir)", lost);
     the_wh = NULL;
     wh_free(wh);
     curl_global_cleanup();
+}
+
+void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
+                         struct hub_app *const *idx, unsigned n,
+                         unsigned n_index)
+{
+    struct srv_wh *wh = the_wh;
+    struct wh_view *v, *stale;
+
+    (void)srv;
+    if (!wh) {
+        for (unsigned j = 0; j < n; j++)
+            if (apps[j].n_webhooks) {
+                srv_log(HUB_LOG_WARN, 0, "webhooks: the reloaded apps have "
+                                         "webhooks but none were configured "
+                                         "at start; restart to send them");
+                break;
+            }
+        return;
+    }
+    v = view_new(apps, idx, n, n_index);
+    if (!v) {
+        srv_log(HUB_LOG_ERR, 0, "webhooks: reload not applied, the "
+                                "endpoints stay as they were (out of memory)");
+        return;
+    }
+    pthread_mutex_lock(&wh->mu);
+    stale = wh->next_view;          /* never taken: a newer one wins */
+    wh->next_view = v;
+    pthread_mutex_unlock(&wh->mu);
+    view_free(stale);
+    /* The sender frees v only for a newer view, which only this thread
+     * makes: v can be read here. Published after the hand-over, so an
+     * event of a new app reaches the sender after its view. */
+    if (hub_whq_set_wants(&wh->q, v->apps, v->n))
+        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: the loops keep "
+                                "the event types of before the reload");
+    curl_multi_wakeup(wh->multi);
 }
 
 #define LD(x) ((json_int_t)atomic_load_explicit(&(x), memory_order_relaxed))
@@ -734,8 +997,9 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
     if (!wh)
         return NULL;
     eps = json_array();
+    pthread_mutex_lock(&wh->mu);
     for (unsigned i = 0; eps && i < wh->n_eps; i++) {
-        struct endpoint *ep = &wh->eps[i];
+        struct endpoint *ep = wh->eps[i];
         uint64_t oldest = atomic_load(&ep->oldest_ms);
         json_t *hist = json_array(), *o;
 
@@ -756,6 +1020,7 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
             eps = NULL;
         }
     }
+    pthread_mutex_unlock(&wh->mu);
     if (!eps)
         return NULL;
     root = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "durable",
@@ -799,18 +1064,22 @@ void srv_webhooks_metrics(struct srv *srv,
     char line[10240], lab[4096];
     uint64_t wall = wall_ms();
 
-    unsigned n_eps = wh ? wh->n_eps : 0;
+    unsigned n_eps;
 
     /* The families are declared even with no webhooks (no series then),
-     * so /metrics always lists the same families. */
+     * so /metrics always lists the same families. The endpoints are read
+     * under mu: a reload may replace them (put only appends to memory). */
     (void)srv;
+    if (wh)
+        pthread_mutex_lock(&wh->mu);
+    n_eps = wh ? wh->n_eps : 0;
 #define FAMILY(name, type, help)                                               \
     snprintf(line, sizeof(line), "# HELP lubdub_%s %s\n# TYPE lubdub_%s %s\n", \
              #name, help, #name, #type);                                       \
     put(b, line);
 #define SERIES(name, value)                                                    \
     for (unsigned i = 0; i < n_eps; i++) {                                 \
-        struct endpoint *ep = &wh->eps[i];                                     \
+        struct endpoint *ep = wh->eps[i];                                     \
         label(lab, sizeof(lab), ep);                                           \
         snprintf(line, sizeof(line), "lubdub_%s{%s} %" PRIu64 "\n", #name,     \
                  lab, (uint64_t)(value));                                      \
@@ -844,7 +1113,7 @@ void srv_webhooks_metrics(struct srv *srv,
     FAMILY(webhook_delivery_latency_seconds, histogram,
            "From a batch's creation to its delivery")
     for (unsigned i = 0; i < n_eps; i++) {
-        struct endpoint *ep = &wh->eps[i];
+        struct endpoint *ep = wh->eps[i];
         uint64_t cum = 0;
 
         label(lab, sizeof(lab), ep);
@@ -878,6 +1147,8 @@ void srv_webhooks_metrics(struct srv *srv,
                  (uint64_t)(LD(wh->q.dropped) + LD(wh->events_oom)));
         put(b, line);
     }
+    if (wh)
+        pthread_mutex_unlock(&wh->mu);
 #undef FAMILY
 #undef SERIES
 }
