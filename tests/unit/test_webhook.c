@@ -253,6 +253,7 @@ static void test_directory_edges(void **state)
 static struct {
     char *body[64];
     unsigned hook[64];
+    unsigned app[64];
     unsigned n;
 } out;
 
@@ -263,6 +264,7 @@ static void emit(void *ctx, struct hub_wh_out *o)
     assert_non_null(o->batch_id);
     out.body[out.n] = o->body;
     out.hook[out.n] = o->hook;
+    out.app[out.n] = o->app;
     out.n++;
 }
 
@@ -499,6 +501,78 @@ static void test_engine_nomem(void **state)
         { assert_int_equal(fail_alloc_live(), fa_live_before); });
 }
 
+/* A reload (hub_wh_engine_set_apps): the open batch goes out under the
+ * old webhooks, a delayed edge waits on and goes out under the new ones,
+ * an added app's events come through, and the loops' wanted types
+ * follow (hub_whq_set_wants). Fake clock. */
+static void test_engine_reload(void **state)
+{
+    struct hub_webhook_conf w_old = conf(HUB_WH_ALL_TYPES, "a-", NULL);
+    struct hub_webhook_conf w_new = conf(HUB_WH_ALL_TYPES, "b-", NULL);
+    struct hub_webhook_conf w_add = conf(HUB_WH_BIT(HUB_WH_CACHE_MISS), NULL,
+                                         NULL);
+    struct hub_app old = { 0 }, next[2] = { { 0 }, { 0 } };
+    struct hub_wh_engine *e;
+    struct hub_whq q;
+    uint64_t now = 1000;
+    char buf[512];
+
+    (void)state;
+    out_reset();
+    old.webhooks = &w_old;
+    old.n_webhooks = 1;
+    old.webhook_types = HUB_WH_ALL_TYPES;
+    old.webhook_batching = true;
+    next[0] = old;
+    next[0].webhooks = &w_new;
+    next[1].webhooks = &w_add;
+    next[1].n_webhooks = 1;
+    next[1].webhook_types = HUB_WH_BIT(HUB_WH_CACHE_MISS);
+    next[1].webhook_batching = false;
+    e = hub_wh_engine_create(&old, 1, 3000, 1, now, emit, NULL);
+    assert_non_null(e);
+    hub_wh_engine_advance(e, now, 5);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "a-1", NULL), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "b-1", NULL), now);
+    assert_int_equal(out.n, 0);   /* in the open batch */
+    /* Indices are kept: fewer apps is refused, nothing changes. */
+    assert_int_equal(hub_wh_engine_set_apps(e, next, 0, 5), -EINVAL);
+    assert_int_equal(out.n, 0);
+    assert_int_equal(hub_wh_engine_set_apps(e, next, 2, 5), 0);
+    assert_int_equal(out.n, 1);   /* flushed under the old filter */
+    assert_string_equal(names(0, buf, sizeof(buf)), "channel_occupied:a-1");
+    /* The vacate of b-1 waits its delay, then batches under the new one. */
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "b-1", NULL), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "a-1", NULL), now);
+    now += 3100;
+    hub_wh_engine_advance(e, now, 5);
+    now += HUB_WH_BATCH_MS + 20;
+    hub_wh_engine_advance(e, now, 5);
+    assert_int_equal(out.n, 2);
+    assert_int_equal(out.app[1], 0);
+    assert_string_equal(names(1, buf, sizeof(buf)), "channel_vacated:b-1");
+    /* The added app (index 1), batching off: at once. */
+    hub_wh_engine_feed(e, hub_wh_event_new(1, HUB_WH_CACHE_MISS, "c", 1, NULL,
+                                           NULL, NULL, NULL), now);
+    assert_int_equal(out.n, 3);
+    assert_int_equal(out.app[2], 1);
+    assert_string_equal(names(2, buf, sizeof(buf)), "cache_miss:c");
+    /* Out of range (a queue older than the view): dropped, no crash. */
+    hub_wh_engine_feed(e, hub_wh_event_new(7, HUB_WH_CACHE_MISS, "c", 1, NULL,
+                                           NULL, NULL, NULL), now);
+    assert_int_equal(out.n, 3);
+    hub_wh_engine_destroy(e);
+    out_reset();
+
+    assert_int_equal(hub_whq_init(&q, 8, &old, 1), 0);
+    assert_false(hub_whq_wants(&q, 1, HUB_WH_CACHE_MISS));
+    assert_int_equal(hub_whq_set_wants(&q, next, 2), 0);
+    assert_true(hub_whq_wants(&q, 1, HUB_WH_CACHE_MISS));
+    assert_false(hub_whq_wants(&q, 1, HUB_WH_CLIENT_EVENT));
+    assert_true(hub_whq_wants(&q, 0, HUB_WH_CHANNEL_OCCUPIED));
+    hub_whq_fini(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_engine_delay_and_cancel),
         cmocka_unit_test(test_engine_batching_and_filters),
         cmocka_unit_test(test_engine_nomem),
+        cmocka_unit_test(test_engine_reload),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
