@@ -30,6 +30,7 @@ async function hubWith(t, webhooks, { args = [], app = {}, dir, clean = true } =
   const file = configFile(t, { apps: [{ ...APP, client_events: true, webhooks, ...app }] });
   const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
     '--config', file, ...(dir ? ['--state-dir', dir] : []), ...args]);
+  hub.configFile = file;
   t.after(async () => {
     for (const c of hub.clientCloses || []) { try { c(); } catch (_) { /* closed */ } }
     const exit = await hub.stop();
@@ -368,6 +369,73 @@ test('with --redis each node sends the edges its own directory counts', async (t
     { name: 'channel_occupied', channel: 'presence-x' },
     { name: 'member_added', channel: 'presence-x', user_id: 'u' },
   ]);
+});
+
+test('SIGHUP reload: a rotated secret signs the next webhook, an added app sends, a removed webhook stops', async (t) => {
+  const PusherServer = require('pusher');
+  const rx = await startReceiver(t, APP);        // validates with the old secret
+  const gone = await startReceiver(t, APP);
+  const APP2 = { id: 'wh-app2', key: 'wh-key2', secret: 'wh-secret2' };
+  const rx2 = await startReceiver(t, APP2);
+  const occ = ['channel_occupied'];
+  const dir = stateDir(t);
+  const hub = await hubWith(t, [{ url: rx.url(), event_types: occ },
+    { url: gone.url(), event_types: occ }], { dir, args: ['--webhook-retry-window', '10m'] });
+  const a = await client(t, hub);
+  await sub(a, 'private-before');
+  await rx.waitEvents((e) => e.channel === 'private-before', 1, 'before, kept endpoint');
+  await gone.waitEvents((e) => e.channel === 'private-before', 1, 'before, removed endpoint');
+  // A batch the second endpoint refuses: still pending at the reload.
+  gone.mode = 'status';
+  await sub(a, 'private-mid');
+  await waitFor(() => gone.requests.some((r) => r.body && r.body.events
+    .some((e) => e.channel === 'private-mid')), 'a failed attempt', 20000);
+
+  // The reload: a new secret, the second webhook removed, an app added.
+  const NEW = { ...APP, secret: 'wh-secret-rotated' };
+  fs.writeFileSync(hub.configFile, JSON.stringify({ apps: [
+    { ...NEW, client_events: true, webhooks: [{ url: rx.url(), event_types: occ }] },
+    { ...APP2, webhooks: [{ url: rx2.url(), event_types: occ }] },
+  ] }));
+  process.kill(hub.pid, 'SIGHUP');
+  await waitFor(() => /webhooks: reloaded: 2 endpoints \(1 new, 1 removed/.test(hub.stderr),
+    'the sender took the reload', 20000);
+  const seen = gone.requests.length;
+  assert.match(hub.stderr, /removed by a reload with 1 pending batches: moved to the dead letters/);
+  const dead = execFileSync(BINARY, ['--state-dir', dir, '--webhook-dead-letters']).toString()
+    .trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(dead.length, 1);
+  assert.equal(dead[0].url, gone.url());
+  assert.equal(dead[0].last_error, 'webhook removed by a reload');
+  assert.equal(JSON.parse(dead[0].body).events[0].channel, 'private-mid');
+  const st = await hub.stats();
+  assert.deepStrictEqual(st.webhooks.endpoints.map((e) => [e.app, e.url]).sort(),
+    [[APP.id, rx.url()], [APP2.id, rx2.url()]]);
+
+  await sub(a, 'private-after', { secret: NEW.secret });
+  const b = new RawClient(hub.wsUrl(APP2.key));
+  t.after(() => b.close());
+  trackClient(hub, () => b.close());
+  await b.open();
+  await b.subscribed('private-other', { secret: APP2.secret, key: APP2.key });
+
+  // rx checks with the old secret: the request carrying private-after is
+  // invalid there and valid with the new one.
+  const carries = (r, ch) => r.body && r.body.events.some((e) => e.channel === ch);
+  await waitFor(() => rx.requests.some((r) => carries(r, 'private-after')),
+    'private-after at the kept endpoint', 20000);
+  const after = rx.requests.find((r) => carries(r, 'private-after'));
+  const sdk = (s) => new PusherServer({ appId: APP.id, key: APP.key, secret: s });
+  assert.equal(after.valid, false, 'not signed with the old secret');
+  assert.equal(sdk(NEW.secret).webhook({ headers: after.headers, rawBody: after.rawBody }).isValid(),
+    true, 'signed with the rotated secret');
+  assert.equal(after.headers['x-pusher-key'], APP.key);
+  await rx2.waitEvents((e) => e.channel === 'private-other', 1, 'the added app\'s event');
+  assert.equal(rx2.invalid, 0);
+  // The removed endpoint got nothing after the reload (private-after went
+  // out in the same batch flush as at the kept endpoint, which has it).
+  assert.equal(gone.requests.filter((r) => carries(r, 'private-after')).length, 0);
+  assert.equal(gone.requests.length, seen);
 });
 
 test('--check-config refuses bad webhooks with one line each', async (t) => {
