@@ -78,8 +78,8 @@ void hub_app_defaults(struct hub_app *app);
  * configuration's own apps (server/config.c). A new field set from the
  * file needs a row in config.c's srv_app_fields[] as well. Exception: the
  * webhook list is freed by hub_app_webhooks_free() (hub/webhook.c) for
- * the configuration's apps, and a reloaded copy has none (webhooks are
- * read from the start apps only).
+ * the configuration's apps, and a reloaded copy has none (the webhook
+ * sender keeps its own copy of each app, server/webhook_send.c).
  */
 /* A deep, owned copy of a (refs = 1, index copied); NULL when out of
  * memory. */
