@@ -36,4 +36,13 @@ void srv_redis_stop(struct srv_redis *r);
 /* Is the backplane connected (any thread)? */
 bool srv_redis_up(const struct srv_redis *r);
 
+/*
+ * The cluster-wide directory (server/redis_dir.c, docs/SCALING.md):
+ * replace this node's share in Redis with what the local directory really
+ * has (REJOIN), then refresh every presence view. Runs by itself on every
+ * (re)connect; the lease renewal calls it when Redis says this node was
+ * reaped. Backplane thread only; nothing happens while Redis is down.
+ */
+void srv_redis_dir_rejoin(struct srv_redis *r);
+
 #endif
