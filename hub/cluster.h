@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "hub/backplane.h"
+#include "hub/inbox.h"
 #include "hub/publish.h"
 #include "hub/stats.h"
 
@@ -57,6 +58,34 @@ enum hub_cluster_op_kind {
     HUB_COP_EVENT,
     HUB_COP_TERMINATE,
     HUB_COP_CACHE,                 /* an event kept cluster-wide */
+    /* The cluster-wide directory (docs/SCALING.md): op->dop set. */
+    HUB_COP_JOIN,
+    HUB_COP_LEAVE,
+    HUB_COP_QUERY,
+};
+
+/*
+ * A directory operation for the backplane thread (JOIN, LEAVE, QUERY), in
+ * the queue's order with the SUB/UNSUB ops. The backplane thread takes it
+ * from its op (op->dop = NULL) and hands it back to one of the completion
+ * functions below, exactly once; they answer the caller (done posted to
+ * its loop's inbox) and free it.
+ */
+struct hub_cluster_dirop {
+    struct hub_inbox_node inbox;   /* done, on the caller's loop */
+    int kind;                      /* HUB_COP_JOIN, _LEAVE, _QUERY */
+    unsigned app;
+    const char *app_id;            /* valid until the cluster goes */
+    char *name;                    /* owned, NUL-terminated */
+    size_t len;
+    char *uid, *info;              /* presence (info "" = none); owned */
+    bool presence;
+    uint32_t max_members;
+    uint64_t gen;                  /* the REJOIN generation it was made in */
+    bool local_first, local_last;  /* what the wrapped directory said */
+    struct hub_dir_join_req *req;  /* JOIN with a caller waiting; else NULL */
+    struct hub_dir_query *q;       /* QUERY */
+    int rc;
 };
 
 /* One item for the backplane thread. rchan is the broker channel,
@@ -74,6 +103,8 @@ struct hub_cluster_op {
     size_t bus_len;                /* CACHE */
     uint64_t expire_ms;            /* CACHE: on the hub's clock */
     char *rchan;
+    bool member;                   /* SUB/UNSUB of a member-event channel */
+    struct hub_cluster_dirop *dop; /* JOIN, LEAVE, QUERY */
 };
 
 /* Per broker channel, on the receiving side: the last seq seen from each
@@ -152,5 +183,91 @@ uint64_t hub_cluster_op_ttl(const struct hub_cluster *c,
  * (another cluster's prefix may share the pattern). */
 int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
                      const void *data, size_t len, uint64_t pttl_ms);
+
+/*
+ * The cluster-wide directory, backplane thread side (server/redis_dir.c
+ * does the network). Redis key and message formats: docs/SCALING.md.
+ */
+
+/* One member as Redis returns it (not NUL-terminated). */
+struct hub_cluster_member {
+    const char *uid, *info;
+    size_t uid_len, info_len;
+};
+
+/* Whether the directory answers from Redis (set by the backplane thread:
+ * true once REJOIN was sent after a connect, false when Redis goes). */
+void hub_cluster_dir_set_up(struct hub_cluster *c, bool up);
+bool hub_cluster_dir_is_up(struct hub_cluster *c);
+/* The REJOIN snapshot: bumps the generation (ops made before it are in
+ * the snapshot and are not sent again) and visits the wrapped directory
+ * (hub_directory_foreach). Returns the new generation. */
+uint64_t hub_cluster_dir_snapshot(
+    struct hub_cluster *c,
+    void (*chan)(void *ctx, unsigned app, const char *name, size_t len,
+                 uint32_t subs),
+    void (*member)(void *ctx, unsigned app, const char *name, size_t len,
+                   const char *uid, const char *info, uint32_t conns),
+    void *ctx);
+/* Is dop's effect already in the latest REJOIN snapshot? */
+bool hub_cluster_dir_stale(struct hub_cluster *c,
+                           const struct hub_cluster_dirop *dop);
+/* The app id of index (valid until destroy), NULL when unknown. */
+const char *hub_cluster_app_id(struct hub_cluster *c, unsigned index);
+const char *hub_cluster_prefix(const struct hub_cluster *c);
+
+/* A JOIN's script reply: rc 0 or -ENOSPC (the channel is full
+ * cluster-wide: the local count is undone); chan_first / member_first as
+ * the script says; for presence the member list at cseq. A stale JOIN
+ * (answered by a members read) passes false, false. */
+void hub_cluster_dir_joined(struct hub_cluster *c,
+                            struct hub_cluster_dirop *dop, int rc,
+                            bool chan_first, bool member_first,
+                            uint64_t cseq,
+                            const struct hub_cluster_member *m, size_t n);
+/* A LEAVE's script reply (edges). */
+void hub_cluster_dir_left(struct hub_cluster *c,
+                          struct hub_cluster_dirop *dop, bool chan_last,
+                          bool member_last);
+/* No answer from Redis (down, gone, or an error): JOIN and QUERY answered
+ * from the local directory (or the view), LEAVE applied to the view. */
+void hub_cluster_dir_local(struct hub_cluster *c,
+                           struct hub_cluster_dirop *dop);
+/* A QUERY's answer: INFO fills info (json NULL), LIST and USERS pass the
+ * JSON (owned, handed to the caller; NULL = out of memory). */
+void hub_cluster_dir_queried(struct hub_cluster *c,
+                             struct hub_cluster_dirop *dop,
+                             const struct hub_channel_info *info,
+                             json_t *json);
+/* Free a dirop without answering (the cluster is going away). */
+void hub_cluster_dirop_free(struct hub_cluster_dirop *dop);
+
+/*
+ * A message on a member-event channel "<prefix>:m:<app>:<channel>":
+ * "<cseq>\n+\n<uid>\n<user_info>" or "<cseq>\n-\n<uid>\n". Applied to the
+ * channel's view (events older than the view ignored, holes counted in
+ * member_gaps; a change delivered to local subscribers). 0, 1 when
+ * ignored (old, or no local subscriber), -EINVAL when malformed (counted
+ * bad).
+ */
+int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
+                           size_t rlen, const char *data, size_t len);
+/* A member list read at cseq (REJOIN): applied to the view as a join
+ * reply (the difference delivered locally). */
+void hub_cluster_view_refresh(struct hub_cluster *c, unsigned app,
+                              const char *name, size_t len, uint64_t cseq,
+                              const struct hub_cluster_member *m, size_t n);
+/* The member-event channel was unsubscribed: forget the view. */
+void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
+                           const char *name, size_t len);
+/* Visit every view (app, name): for REJOIN's refresh. */
+void hub_cluster_views(struct hub_cluster *c,
+                       void (*fn)(void *ctx, unsigned app, const char *name,
+                                  size_t len),
+                       void *ctx);
+/* Test helper: the view's members (sorted by uid) as JSON text of
+ * {"presence":...}, and its applied cseq; NULL when there is no view. */
+char *hub_cluster_view_json(struct hub_cluster *c, unsigned app,
+                            const char *name, size_t len, uint64_t *applied);
 
 #endif

@@ -231,7 +231,21 @@
       "Cache entries read from Redis when the backplane came up.")           \
     X(cache_write_failed, counter, "cache_write_failed",                     \
       "backplane_cache_write_failed_total",                                  \
-      "Cache entries this node could not write to Redis.")
+      "Cache entries this node could not write to Redis.")                   \
+    X(dir_ops, counter, "dir_ops", "backplane_dir_ops_total",                \
+      "Directory operations (joins, leaves, reads) sent to Redis.")          \
+    X(dir_pending, gauge, "dir_pending", "backplane_dir_pending",            \
+      "Joins and reads waiting for Redis's answer.")                         \
+    X(dir_local, counter, "dir_local", "backplane_dir_local_total",          \
+      "Directory operations answered from this node's own state because "    \
+      "Redis was down.")                                                     \
+    X(member_events, counter, "member_events",                               \
+      "backplane_member_events_total",                                       \
+      "Presence member events received from Redis.")                         \
+    X(member_gaps, counter, "member_gaps", "backplane_member_gaps_total",    \
+      "Presence member events missing in a channel's cluster sequence.")     \
+    X(rejoins, counter, "rejoins", "backplane_rejoins_total",                \
+      "Times this node re-registered its whole share in Redis (REJOIN).")
 
 /* The backplane's Redis PING round-trip histogram (microseconds, shown in
  * seconds), /metrics only. */

@@ -21,6 +21,7 @@
 #include "hub/chantab.h"
 #include "hub/rng.h"
 #include "hub/stats.h"
+#include "server/redis_dir.h"
 #include "server/srv.h"
 
 #define BACKOFF_MIN_MS 100
@@ -46,6 +47,7 @@ struct txrec {
 struct rxrec {
     struct hub_chan_node node;
     bool want, subscribed, confirmed; /* confirmed: Redis said subscribe */
+    bool member;                   /* a presence member-event channel */
     unsigned unsub_inflight;
     struct hub_cluster_rx rx;
     char name[];
@@ -78,6 +80,7 @@ struct srv_redis {
     uint64_t ping_at_ns;
     bool ping_out;
     uint64_t n_loaded;             /* cache entries kept by this load */
+    struct srv_redis_dir *dir;     /* the cluster-wide directory */
 };
 
 static uint64_t now_ns(void)
@@ -206,8 +209,17 @@ static void go_down(struct srv_redis *r, const char *why)
     ev_timer_stop(r->loop, &r->connect_w);
     ev_timer_stop(r->loop, &r->ping_w);
     r->ping_out = false;
+    /* The directory answers locally from now on; what waited on Redis is
+     * answered so (the dropped connections fail their calls). */
+    bool was_up = r->up;
+
+    if (r->c)
+        hub_cluster_dir_set_up(r->c, false);
+    r->up = false;
     drop_connections(r);
-    if (r->up) {
+    if (r->dir)
+        srv_redis_dir_down(r->dir);
+    if (was_up) {
         srv_log(HUB_LOG_WARN, 0,
                 "backplane: down (%s); local delivery goes on, cross-node "
                 "messages are lost until Redis is back", why);
@@ -274,6 +286,9 @@ static void go_up(struct srv_redis *r)
     ev_timer_again(r->loop, &r->ping_w);
     /* After the SUBSCRIBEs: what is published from now on arrives. */
     cache_load(r, "0", 1);
+    /* The directory: scripts, then this node's share (REJOIN). */
+    if (r->dir)
+        srv_redis_dir_up(r->dir);
 }
 
 static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
@@ -633,6 +648,7 @@ static void do_sub(struct srv_redis *r, const struct hub_cluster_op *op)
     if (!x)
         return; /* out of memory: this channel hears only local traffic */
     x->want = true;
+    x->member = op->member;
     if (r->up && r->sub && !x->subscribed && !x->unsub_inflight)
         send_subscribe(r, x);
 }
@@ -641,6 +657,9 @@ static void do_unsub(struct srv_redis *r, const struct hub_cluster_op *op)
 {
     struct rxrec *x = tab_find(&r->rx, op->rchan, op->rchan_len);
 
+    if (op->member)
+        hub_cluster_view_drop(r->c, op->app, op->rchan + op->name_off,
+                              op->rchan_len - op->name_off);
     if (!x)
         return;
     x->want = false;
@@ -681,6 +700,12 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
         case HUB_COP_CACHE:
             send_cache(r, op);
             break;
+        case HUB_COP_JOIN:
+        case HUB_COP_LEAVE:
+        case HUB_COP_QUERY:
+            if (r->dir && srv_redis_dir_op(r->dir, op))
+                continue; /* held until its channel is confirmed */
+            break;
         }
         hub_cluster_op_free(op);
     }
@@ -716,12 +741,22 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
             stat_add(&r->st->bad, 1);
             return;
         }
+        if (x && x->member) {
+            if (x->want)
+                hub_cluster_member_msg(r->c, ch->str, ch->len,
+                                       rep->element[2]->str,
+                                       rep->element[2]->len);
+            return;
+        }
         hub_cluster_receive(r->c, x && x->want ? &x->rx : NULL, ch->str,
                             ch->len, rep->element[2]->str,
                             rep->element[2]->len);
     } else if (!strcasecmp(kind->str, "subscribe") && x) {
-        if (x->subscribed)
+        if (x->subscribed) {
             set_confirmed(r, x, true);
+            if (r->dir)
+                srv_redis_dir_confirmed(r->dir, x->name, x->node.name_len);
+        }
     } else if (!strcasecmp(kind->str, "unsubscribe") && x) {
         if (x->unsub_inflight)
             x->unsub_inflight--;
@@ -738,7 +773,21 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
 
 void srv_redis_dir_rejoin(struct srv_redis *r)
 {
-    (void)r; /* REJOIN lands with server/redis_dir.c */
+    if (r->dir && r->up)
+        srv_redis_dir_rejoin_now(r->dir);
+}
+
+redisAsyncContext *srv_redis_cmd_ctx(struct srv_redis *r)
+{
+    return r->up ? r->cmd : NULL;
+}
+
+bool srv_redis_chan_confirmed(struct srv_redis *r, const char *name,
+                              size_t len)
+{
+    struct rxrec *x = tab_find(&r->rx, name, len);
+
+    return !x || x->confirmed;
 }
 
 /* Lifetime. */
@@ -811,6 +860,10 @@ void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
 {
     r->c = c;
     r->st = hub_cluster_stats(c);
+    r->dir = srv_redis_dir_create(r, c, r->node_id);
+    if (!r->dir)
+        srv_log(HUB_LOG_WARN, 0, "backplane: out of memory for the "
+                "directory; channel state stays per node");
 }
 
 void srv_redis_wake(void *ctx)
@@ -855,6 +908,7 @@ void srv_redis_stop(struct srv_redis *r)
     }
     hub_chantab_fini(&r->tx);
     hub_chantab_fini(&r->rx);
+    srv_redis_dir_free(r->dir);
     ev_loop_destroy(r->loop);
     free(r->ring);
     free(r->node_id);
