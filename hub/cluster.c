@@ -57,6 +57,10 @@ struct view {
     struct hub_chan_node node;
     uint64_t applied;
     bool based;
+    /* After a reconnect: Redis may have restarted (its sequence with it),
+     * so the next list is taken whatever its cseq, and events wait for
+     * it as before the first list. */
+    bool stale;
     struct vmem *m;
     size_t n, cap;
     struct vpend *pend, **pend_tail;
@@ -722,7 +726,7 @@ static void view_set(struct hub_cluster *c, struct view *v, uint64_t cseq,
     size_t n_old;
     struct vpend *p, *pn;
 
-    if (v->based && cseq <= v->applied)
+    if (v->based && !v->stale && cseq <= v->applied)
         return;
     s = n ? malloc(n * sizeof(*s)) : NULL;
     if (n && !s)
@@ -776,6 +780,7 @@ static void view_set(struct hub_cluster *c, struct view *v, uint64_t cseq,
     free(old);
     free(s);
     v->based = true;
+    v->stale = false;
     v->applied = cseq;
     for (p = v->pend; p; p = pn) {
         pn = p->next;
@@ -867,7 +872,7 @@ int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
         pthread_mutex_unlock(&c->vmu);
         return 1;
     }
-    if (!v->based) {
+    if (!v->based || v->stale) {
         struct vpend *q;
 
         if (v->n_pend >= VIEW_MAX_PENDING ||
@@ -922,6 +927,15 @@ void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
         hub_chantab_remove(&c->views, &v->node);
         view_free(v);
     }
+    pthread_mutex_unlock(&c->vmu);
+}
+
+void hub_cluster_views_stale(struct hub_cluster *c)
+{
+    pthread_mutex_lock(&c->vmu);
+    for (struct hub_chan_node *n = hub_chantab_next(&c->views, NULL); n;
+         n = hub_chantab_next(&c->views, n))
+        hub_container_of(n, struct view, node)->stale = true;
     pthread_mutex_unlock(&c->vmu);
 }
 
@@ -1032,8 +1046,7 @@ static void answer(struct hub_cluster *c, struct hub_cluster_dirop *dop,
         hub_cluster_dirop_free(dop);
         return;
     }
-    HUB_STAT_SET(c->stats.dir_pending,
-                 HUB_STAT_GET(c->stats.dir_pending) - 1);
+    __atomic_fetch_sub(&c->stats.dir_pending, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&c->deliver_mu);
     if (c->closed) {
         pthread_mutex_unlock(&c->deliver_mu);
@@ -1411,6 +1424,14 @@ static void down_join_view(struct hub_cluster *c, unsigned app,
                         j->user_info,
                         j->user_info ? strlen(j->user_info) : 0);
         }
+        /* The list the other local subscribers have, not only this
+         * node's members. */
+        char *list = view_members_json(v);
+
+        if (list) {
+            free(j->members_json);
+            j->members_json = list;
+        }
     }
     pthread_mutex_unlock(&c->vmu);
 }
@@ -1483,6 +1504,15 @@ static int cdir_join_req(struct hub_cluster *c, unsigned app,
         dop->gen = c->gen;
         dop->local_first = j && j->first;
         dop->req = req;
+        if (req) {
+            /* The answer comes from Redis; from the push on, j is the
+             * backplane thread's to fill. */
+            if (j) {
+                free(j->members_json);
+                j->members_json = NULL;
+            }
+            stat_add(&c->stats.dir_pending, 1);
+        }
         push_locked(c, op, &e2);
         e = e || e2;
     }
@@ -1494,16 +1524,8 @@ static int cdir_join_req(struct hub_cluster *c, unsigned app,
             down_join_view(c, app, name, len, j);
         return 0;
     }
-    if (req) {
-        /* The answer comes from Redis. */
-        if (j) {
-            free(j->members_json);
-            j->members_json = NULL;
-        }
-        HUB_STAT_SET(c->stats.dir_pending,
-                     HUB_STAT_GET(c->stats.dir_pending) + 1);
+    if (req)
         return HUB_DIR_PENDING;
-    }
     if (j) {
         /* A synchronous presence join while Redis is up (a subscribe
          * again, for the list): the view delivers member events. */
@@ -1616,11 +1638,11 @@ static int cdir_query_async(void *d, struct hub_dir_query *q)
     op->dop = dop;
     pthread_mutex_lock(&c->mu);
     dop->gen = c->gen;
+    stat_add(&c->stats.dir_pending, 1);
     push_locked(c, op, &e);
     wake_locked(c, e);
     pthread_mutex_unlock(&c->mu);
     stat_add(&c->stats.dir_ops, 1);
-    HUB_STAT_SET(c->stats.dir_pending, HUB_STAT_GET(c->stats.dir_pending) + 1);
     return HUB_DIR_PENDING;
 }
 

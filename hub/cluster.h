@@ -260,6 +260,9 @@ void hub_cluster_view_refresh(struct hub_cluster *c, unsigned app,
 /* The member-event channel was unsubscribed: forget the view. */
 void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
                            const char *name, size_t len);
+/* REJOIN: every view takes its next list whatever its cseq (Redis may
+ * have restarted and its sequences with it); events wait for that list. */
+void hub_cluster_views_stale(struct hub_cluster *c);
 /* Visit every view (app, name): for REJOIN's refresh. */
 void hub_cluster_views(struct hub_cluster *c,
                        void (*fn)(void *ctx, unsigned app, const char *name,

@@ -769,7 +769,7 @@ static void send_refresh(struct srv_redis_dir *d, unsigned app,
 void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
                              size_t len)
 {
-    struct hub_cluster_op *op, *next, *keep = NULL, **kt = &keep;
+    struct hub_cluster_op *op, *next;
     struct refresh **pf = &d->refresh, *f;
 
     /* The view's list first, then the joins in their order. */
@@ -800,12 +800,9 @@ void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
                 run_leave(d, dop);
             hub_cluster_op_free(op);
         } else {
-            *kt = op;
-            kt = &op->next;
+            park(d, op);
         }
     }
-    d->parked = keep;
-    d->parked_tail = kt;
 }
 
 void srv_redis_dir_down(struct srv_redis_dir *d)
@@ -945,6 +942,7 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
     /* Then every view's list, once its member channel is confirmed (the
      * reads follow the REJOIN on the same connection). */
     refresh_clear(d);
+    hub_cluster_views_stale(d->c);
     hub_cluster_views(d->c, view_one, d);
 }
 
