@@ -1042,11 +1042,12 @@ static void answer(struct hub_cluster *c, struct hub_cluster_dirop *dop,
                                   : NULL;
 
     dop->rc = rc;
+    if (dop->req || dop->q)
+        __atomic_fetch_sub(&c->stats.dir_pending, 1, __ATOMIC_RELAXED);
     if (!l) {
         hub_cluster_dirop_free(dop);
         return;
     }
-    __atomic_fetch_sub(&c->stats.dir_pending, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&c->deliver_mu);
     if (c->closed) {
         pthread_mutex_unlock(&c->deliver_mu);

@@ -777,13 +777,13 @@ void srv_redis_dir_rejoin(struct srv_redis *r)
         srv_redis_dir_rejoin_now(r->dir);
 }
 
-redisAsyncContext *srv_redis_cmd_ctx(struct srv_redis *r)
+static redisAsyncContext *srv_redis_cmd_ctx(struct srv_redis *r)
 {
     return r->up ? r->cmd : NULL;
 }
 
-bool srv_redis_chan_confirmed(struct srv_redis *r, const char *name,
-                              size_t len)
+static bool srv_redis_chan_confirmed(struct srv_redis *r, const char *name,
+                                     size_t len)
 {
     struct rxrec *x = tab_find(&r->rx, name, len);
 
@@ -860,7 +860,8 @@ void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
 {
     r->c = c;
     r->st = hub_cluster_stats(c);
-    r->dir = srv_redis_dir_create(r, c, r->node_id);
+    r->dir = srv_redis_dir_create(r, srv_redis_cmd_ctx,
+                                  srv_redis_chan_confirmed, c, r->node_id);
     if (!r->dir)
         srv_log(HUB_LOG_WARN, 0, "backplane: out of memory for the "
                 "directory; channel state stays per node");

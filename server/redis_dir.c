@@ -37,6 +37,8 @@ struct refresh {
 
 struct srv_redis_dir {
     struct srv_redis *r;
+    redisAsyncContext *(*cmd_fn)(struct srv_redis *r);
+    bool (*confirmed_fn)(struct srv_redis *r, const char *name, size_t len);
     struct hub_cluster *c;
     struct hub_backplane_stats *st;
     char *node;
@@ -76,9 +78,11 @@ static void stat_add(uint64_t *v, uint64_t n)
     __atomic_fetch_add(v, n, __ATOMIC_RELAXED);
 }
 
-struct srv_redis_dir *srv_redis_dir_create(struct srv_redis *r,
-                                           struct hub_cluster *c,
-                                           const char *node_id)
+struct srv_redis_dir *srv_redis_dir_create(
+    struct srv_redis *r,
+    redisAsyncContext *(*cmd)(struct srv_redis *r),
+    bool (*confirmed)(struct srv_redis *r, const char *name, size_t len),
+    struct hub_cluster *c, const char *node_id)
 {
     struct srv_redis_dir *d = calloc(1, sizeof(*d));
 
@@ -90,6 +94,8 @@ struct srv_redis_dir *srv_redis_dir_create(struct srv_redis *r,
         return NULL;
     }
     d->r = r;
+    d->cmd_fn = cmd;
+    d->confirmed_fn = confirmed;
     d->c = c;
     d->st = hub_cluster_stats(c);
     d->parked_tail = &d->parked;
@@ -259,7 +265,7 @@ static void call_cb(redisAsyncContext *ac, void *reply, void *priv);
 static void call_send(struct call *k)
 {
     struct srv_redis_dir *d = k->d;
-    redisAsyncContext *cmd = srv_redis_cmd_ctx(d->r);
+    redisAsyncContext *cmd = d->cmd_fn(d->r);
     const char *sha = d->sha[k->script];
 
     if (!cmd || k->oom) {
@@ -648,7 +654,7 @@ static void run_query(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
 
     if (q->kind == HUB_DIR_Q_USERS) {
         /* A plain HKEYS: no script needed. */
-        redisAsyncContext *cmd = srv_redis_cmd_ctx(d->r);
+        redisAsyncContext *cmd = d->cmd_fn(d->r);
         char *key = NULL;
 
         k = call_new(d, SRV_SCRIPT_INFO, P_QUERY, dop);
@@ -712,7 +718,7 @@ bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op)
 
     if (!dop)
         return false;
-    if (!srv_redis_cmd_ctx(d->r)) {
+    if (!d->cmd_fn(d->r)) {
         op->dop = NULL;
         hub_cluster_dir_local(d->c, dop);
         return false;
@@ -721,7 +727,7 @@ bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op)
     case HUB_COP_JOIN:
         /* After subscription_succeeded nothing published on the channel
          * may miss this node: the join waits for the SUBSCRIBE. */
-        if (!srv_redis_chan_confirmed(d->r, op->rchan, op->rchan_len) ||
+        if (!d->confirmed_fn(d->r, op->rchan, op->rchan_len) ||
             parked_on(d, op->rchan, op->rchan_len)) {
             park(d, op);
             return true;
@@ -853,29 +859,29 @@ struct share {
 static void share_chan(void *ctx, unsigned app, const char *name, size_t len,
                        uint32_t subs)
 {
-    struct share *s = ctx;
-    const char *id = hub_cluster_app_id(s->d->c, app);
+    struct share *sh = ctx;
+    const char *id = hub_cluster_app_id(sh->d->c, app);
 
     if (!id || (len && name[0] == '#'))
         return;
-    arg_field(s->subs, id, name, len, NULL);
-    argf(s->subs, "%u", (unsigned)subs);
-    s->n_s++;
+    arg_field(sh->subs, id, name, len, NULL);
+    argf(sh->subs, "%u", (unsigned)subs);
+    sh->n_s++;
 }
 
 static void share_member(void *ctx, unsigned app, const char *name,
                          size_t len, const char *uid, const char *info,
                          uint32_t conns)
 {
-    struct share *s = ctx;
-    const char *id = hub_cluster_app_id(s->d->c, app);
+    struct share *sh = ctx;
+    const char *id = hub_cluster_app_id(sh->d->c, app);
 
     if (!id)
         return;
-    arg_field(s->mem, id, name, len, uid);
-    argf(s->mem, "%u", (unsigned)conns);
-    arg(s->mem, info ? info : "");
-    s->n_m++;
+    arg_field(sh->mem, id, name, len, uid);
+    argf(sh->mem, "%u", (unsigned)conns);
+    arg(sh->mem, info ? info : "");
+    sh->n_m++;
 }
 
 static void view_one(void *ctx, unsigned app, const char *name, size_t len)
@@ -889,7 +895,7 @@ static void view_one(void *ctx, unsigned app, const char *name, size_t len)
     if (!id || (n = asprintf(&mchan, "%s:m:%s:%.*s", hub_cluster_prefix(d->c),
                              id, (int)len, name)) < 0)
         return;
-    if (srv_redis_chan_confirmed(d->r, mchan, (size_t)n)) {
+    if (d->confirmed_fn(d->r, mchan, (size_t)n)) {
         free(mchan);
         send_refresh(d, app, name, len);
         return;
@@ -912,33 +918,33 @@ static void view_one(void *ctx, unsigned app, const char *name, size_t len)
 
 void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
 {
-    struct share s = { d, calloc(1, sizeof(struct call)),
+    struct share sh = { d, calloc(1, sizeof(struct call)),
                        calloc(1, sizeof(struct call)), 0, 0 };
     struct call *k;
-    if (!srv_redis_cmd_ctx(d->r) || !s.subs || !s.mem) {
-        free(s.subs);
-        free(s.mem);
+    if (!d->cmd_fn(d->r) || !sh.subs || !sh.mem) {
+        free(sh.subs);
+        free(sh.mem);
         return;
     }
-    s.subs->d = s.mem->d = d;
-    hub_cluster_dir_snapshot(d->c, share_chan, share_member, &s);
+    sh.subs->d = sh.mem->d = d;
+    hub_cluster_dir_snapshot(d->c, share_chan, share_member, &sh);
     k = call_new(d, SRV_SCRIPT_REJOIN, P_REJOIN, NULL);
     if (k) {
         arg(k, "0");
         arg(k, hub_cluster_prefix(d->c));
         arg(k, d->node);
-        argf(k, "%lld", s.n_s);
-        for (int i = 0; i < s.subs->argc; i++)
-            arg_n(k, s.subs->argv[i], s.subs->argvlen[i]);
-        argf(k, "%lld", s.n_m);
-        for (int i = 0; i < s.mem->argc; i++)
-            arg_n(k, s.mem->argv[i], s.mem->argvlen[i]);
-        if (s.subs->oom || s.mem->oom)
+        argf(k, "%lld", sh.n_s);
+        for (int i = 0; i < sh.subs->argc; i++)
+            arg_n(k, sh.subs->argv[i], sh.subs->argvlen[i]);
+        argf(k, "%lld", sh.n_m);
+        for (int i = 0; i < sh.mem->argc; i++)
+            arg_n(k, sh.mem->argv[i], sh.mem->argvlen[i]);
+        if (sh.subs->oom || sh.mem->oom)
             k->oom = true;
         call_send(k);
     }
-    call_free(s.subs);
-    call_free(s.mem);
+    call_free(sh.subs);
+    call_free(sh.mem);
     /* Then every view's list, once its member channel is confirmed (the
      * reads follow the REJOIN on the same connection). */
     refresh_clear(d);
@@ -948,7 +954,7 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
 
 void srv_redis_dir_up(struct srv_redis_dir *d)
 {
-    redisAsyncContext *cmd = srv_redis_cmd_ctx(d->r);
+    redisAsyncContext *cmd = d->cmd_fn(d->r);
 
     if (!cmd)
         return;

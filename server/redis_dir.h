@@ -21,9 +21,15 @@
 struct srv_redis;
 struct srv_redis_dir;
 
-struct srv_redis_dir *srv_redis_dir_create(struct srv_redis *r,
-                                           struct hub_cluster *c,
-                                           const char *node_id);
+/* cmd: the command connection while Redis is up, else NULL; confirmed:
+ * whether Redis confirmed the SUBSCRIBE of broker channel name (true when
+ * r has no record of it: nothing to wait for). Both from server/redis.c,
+ * called back with r. */
+struct srv_redis_dir *srv_redis_dir_create(
+    struct srv_redis *r,
+    redisAsyncContext *(*cmd)(struct srv_redis *r),
+    bool (*confirmed)(struct srv_redis *r, const char *name, size_t len),
+    struct hub_cluster *c, const char *node_id);
 void srv_redis_dir_free(struct srv_redis_dir *d);
 /* Redis is up (after the SUBSCRIBEs were sent): load the scripts, REJOIN. */
 void srv_redis_dir_up(struct srv_redis_dir *d);
@@ -36,12 +42,5 @@ bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op);
 void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
                              size_t len);
 void srv_redis_dir_rejoin_now(struct srv_redis_dir *d);
-
-/* From server/redis.c: the command connection while up (else NULL), and
- * whether Redis confirmed the SUBSCRIBE of name (true when this node has
- * no record of it: nothing to wait for). */
-redisAsyncContext *srv_redis_cmd_ctx(struct srv_redis *r);
-bool srv_redis_chan_confirmed(struct srv_redis *r, const char *name,
-                              size_t len);
 
 #endif
