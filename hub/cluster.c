@@ -862,9 +862,15 @@ int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
     ilen = (size_t)(end - info);
     if (!add && ilen)
         goto bad;
-    if (ilen && (memchr(info, '\0', ilen) ||
-                 !json_loadb(info, ilen, JSON_DECODE_ANY, NULL)))
-        goto bad;
+    if (ilen) {
+        json_t *jv = memchr(info, '\0', ilen)
+                         ? NULL
+                         : json_loadb(info, ilen, JSON_DECODE_ANY, NULL);
+
+        if (!jv)
+            goto bad;
+        json_decref(jv);
+    }
     stat_add(&c->stats.member_events, 1);
     pthread_mutex_lock(&c->vmu);
     v = view_get(c, (unsigned)app, ch, ch_len);
