@@ -24,9 +24,11 @@
 #include <cmocka.h>
 
 #include "tests/unit/fail_alloc.h"
+#include "tests/unit/fake_hub.h"
 
 #include "hub/evscan.h"
 #include "hub/protocol.h"
+#include "hub/webhook.h"
 
 /* A heap copy of exactly len bytes, so ASan catches a read past it. */
 static char *exact(const char *text, size_t len)
@@ -372,6 +374,104 @@ static void test_evscan_data_file_cases(void **state)
     assert_true(fast >= 2);
 }
 
+/* Pop the queued webhook events; returns how many, the last one's data
+ * copied into data (empty when none). */
+static unsigned pop_webhooks(struct hub_whq *q, char *data, size_t cap)
+{
+    struct hub_wh_event *l = hub_whq_pop_all(q), *next;
+    unsigned n = 0;
+
+    data[0] = '\0';
+    for (; l; l = next) {
+        next = l->next;
+        assert_int_equal(l->type, HUB_WH_CLIENT_EVENT);
+        snprintf(data, cap, "%s", l->data);
+        free(l);
+        n++;
+    }
+    return n;
+}
+
+/*
+ * A relayed fast-path client event on a hub with a client_event webhook,
+ * every allocation failing once in turn: the subscriber gets the frame or
+ * the sender an error, the webhook's data is what the tree path gives (a
+ * string's value, any other value's JSON text) or "null" when its copy
+ * failed, and nothing leaks.
+ */
+static void relay_under_oom(const char *data_json, const char *want_frame,
+                            const char *want_hook)
+{
+    struct fake_hub fh;
+    struct fake_session a, b;
+    struct hub_whq q;
+    char msg[256], hook[256];
+
+    fake_hub_init(&fh, 1);
+    fh.apps[0].client_event_rate = 0;
+    fh.apps[0].webhook_types = HUB_WH_BIT(HUB_WH_CLIENT_EVENT);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    assert_int_equal(hub_whq_init(&q, 64, fh.apps, 1), 0);
+    fh.hub->webhooks = &q;
+    assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
+    assert_int_equal(fake_session_open(&fh, &b, 0, &fh.apps[0]), 0);
+    assert_int_equal(fake_subscribe(&fh, &a.s, "private-w", NULL), 0);
+    assert_int_equal(fake_subscribe(&fh, &b.s, "private-w", NULL), 0);
+    fake_flush(&a.s);
+    fake_flush(&b.s);
+    snprintf(msg, sizeof(msg),
+             "{\"event\":\"client-w\",\"channel\":\"private-w\","
+             "\"data\":%s}",
+             data_json);
+    {
+        struct hub_evscan ev;
+
+        assert_true(hub_evscan_client_event(&ev, msg, strlen(msg)));
+    }
+    FAIL_ALLOC_COUNTDOWN(
+        {
+            fake_recv(&fh, &a.s, msg);
+            fake_hub_drain(&fh);
+        },
+        {
+            unsigned hooks = pop_webhooks(&q, hook, sizeof(hook));
+
+            if (b.s.q.count == 1) {
+                assert_string_equal(fake_frame_text(&b.s, 0), want_frame);
+                if (!fa_failed)
+                    assert_int_equal(hooks, 1);
+                if (hooks == 1 && strcmp(hook, "null") != 0)
+                    assert_string_equal(hook, want_hook);
+            } else {
+                assert_true(fa_failed);
+                assert_int_equal(b.s.q.count, 0);
+                assert_true(fake_find(&a.s, "pusher:error") >= 0);
+                assert_int_equal(hooks, 0);
+            }
+            fake_flush(&a.s);
+            fake_flush(&b.s);
+            assert_int_equal(fail_alloc_live(), fa_live_before);
+        });
+    fh.hub->webhooks = NULL;
+    hub_whq_fini(&q);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+static void test_evscan_relay_and_webhook_under_oom(void **state)
+{
+    (void)state;
+    relay_under_oom("{\"x\":[1,-2],\"s\":\"q\\\"\"}",
+                    "{\"event\":\"client-w\",\"channel\":\"private-w\","
+                    "\"data\":{\"x\":[1,-2],\"s\":\"q\\\"\"}}",
+                    "{\"x\":[1,-2],\"s\":\"q\\\"\"}");
+    relay_under_oom("\"say \\\"hi\\\"\\n\"",
+                    "{\"event\":\"client-w\",\"channel\":\"private-w\","
+                    "\"data\":\"say \\\"hi\\\"\\n\"}",
+                    "say \"hi\"\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_evscan_msg_parse_fast),
         cmocka_unit_test(test_evscan_long_names_fall_back),
         cmocka_unit_test(test_evscan_data_file_cases),
+        cmocka_unit_test(test_evscan_relay_and_webhook_under_oom),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
