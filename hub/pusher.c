@@ -273,7 +273,9 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     if (rc)
         goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
-    if (l->hub->webhooks) {
+    /* The data text is built only for an app that wants the webhook. */
+    if (l->hub->webhooks &&
+        hub_whq_wants(l->hub->webhooks, app->index, HUB_WH_CLIENT_EVENT)) {
         /* user_id: the presence member, else the signed-in user. */
         const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
                                                        : s->user_id;
