@@ -557,7 +557,9 @@ static void test_rest_reads_wait_for_the_directory(void **state)
     assert_non_null(w);
     assert_int_equal(out.status, 0);
     assert_int_equal(ans.calls, 0);
+    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 1);
     answer_query(&e.f, 0);
+    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
     assert_int_equal(ans.calls, 1);
     assert_int_equal(ans.status, 200);
     assert_string_equal(ans.body, "{\"occupied\":true,\"user_count\":1,"
@@ -684,6 +686,8 @@ static void test_rest_events_info_wait_then_publish(void **state)
     hub_rest_wait_cancel(w);
     answer_query(&e.f, 0);
     assert_int_equal(ans.calls, 2);
+    assert_int_equal(e.fh.loops[0]->stats.rest_answers_dropped, 2);
+    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
     close_heap(a);
     env_stop(&e);
 }
