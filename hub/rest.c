@@ -278,6 +278,8 @@ static void wait_free(struct hub_rest_wait *w)
 
 void hub_rest_wait_cancel(struct hub_rest_wait *w)
 {
+    if (w->answer)
+        HUB_STAT_ADD(w->l->stats.rest_answers_dropped, 1);
     w->answer = NULL;
     w->ctx = NULL;
 }
@@ -344,6 +346,7 @@ static void query_settle(struct hub_rest_wait *w, int rc)
         w->err = rc;
     if (--w->outstanding)
         return;
+    HUB_STAT_ADD(w->l->stats.rest_waiting, -1);
     wait_finish(w, &r);
     if (w->answer)
         w->answer(w->ctx, &r);
@@ -377,6 +380,7 @@ static void wait_start(struct hub_rest_wait *w, struct rest_call *c,
     if (--w->outstanding) {
         memset(out, 0, sizeof(*out));
         c->wait = w;
+        HUB_STAT_ADD(w->l->stats.rest_waiting, 1);
         return;
     }
     wait_finish(w, out);

@@ -822,7 +822,7 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
 void hub_pusher_unsubscribe(struct hub_session *s, const char *name,
                             size_t len)
 {
-    struct hub_sub *sub = hub_pusher_find_sub(s, name, len);
+    struct hub_sub *sub = find_any(s, name, len);   /* pending too */
 
     if (sub)
         leave(s, sub);
