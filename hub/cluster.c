@@ -79,6 +79,11 @@ struct hub_cluster {
     bool closed;
 
     struct hub_backplane_stats stats;
+
+    /* The edge hook, also for the reaper's edges (hub_cluster_report_edge,
+     * server/redis_lease.c). Set before the loops start. */
+    hub_dir_edge_fn *edge_fn;
+    void *edge_ctx;
 };
 
 static void stat_add(uint64_t *v, uint64_t n)
@@ -460,7 +465,20 @@ static json_t *cdir_users(void *d, unsigned app, const char *name, size_t len)
  * (docs/WEBHOOKS.md, "In a cluster"). */
 static void cdir_set_edge_hook(void *d, hub_dir_edge_fn *fn, void *ctx)
 {
-    hub_directory_set_edge_hook(((struct hub_cluster *)d)->dir, fn, ctx);
+    struct hub_cluster *c = d;
+
+    c->edge_fn = fn;
+    c->edge_ctx = ctx;
+    hub_directory_set_edge_hook(c->dir, fn, ctx);
+}
+
+/* The reaper's edges (a dead node's channel_vacated / member_removed),
+ * reported once, on the node that reaped. */
+void hub_cluster_report_edge(struct hub_cluster *c,
+                             const struct hub_dir_edge *e)
+{
+    if (c && c->edge_fn)
+        c->edge_fn(c->edge_ctx, e);
 }
 
 static const struct hub_directory_ops cluster_dir_ops = {
