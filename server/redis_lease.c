@@ -67,6 +67,7 @@ struct srv_lease {
     ev_timer tick_w, leave_w;
     bool registered;               /* a tick was answered in this run */
     bool tick_out;                 /* a tick awaits its reply */
+    bool first_tick;               /* it is the first on this connection */
     bool reap_out;                 /* a reap step awaits its reply */
     bool failing;                  /* logged a failed renewal */
     char sha[S_N][41];             /* "" until SCRIPT LOAD answered */
@@ -410,10 +411,13 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
     struct srv_lease *l = priv;
     redisReply *rep = reply;
     const redisReply *sums, *cl;
+    bool first;
 
     if (!ours(l, ac, reply))
         return;
     l->tick_out = false;
+    first = l->first_tick;
+    l->first_tick = false;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 4 ||
         !is_str(rep->element[0]) ||
         rep->element[2]->type != REDIS_REPLY_ARRAY ||
@@ -433,9 +437,11 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
     if (str_is(rep->element[0], "reaped")) {
         stat_add(&l->st->lease_lost, 1);
         srv_log(HUB_LOG_WARN, 0, "backplane: this node (%s) was reaped while "
-                "away (its lease expired); re-registering what it has",
-                l->node_id);
-        if (srv_redis_dir_rejoin)
+                "away (its lease expired, or Redis lost its keys); "
+                "re-registering what it has", l->node_id);
+        /* The first tick on a connection is followed there by the
+         * directory's own REJOIN (it runs on every connect). */
+        if (srv_redis_dir_rejoin && !first)
             srv_redis_dir_rejoin(l->redis);
     }
     l->registered = true;
@@ -517,6 +523,7 @@ void srv_lease_up(struct srv_lease *l, struct ev_loop *loop,
     l->loop = loop;
     l->cmd = cmd;
     l->tick_out = l->reap_out = false;
+    l->first_tick = true;
     for (unsigned k = 0; k < S_N; k++)
         l->sha[k][0] = '\0';
     /* First: a first registration claims an earlier run's state before
