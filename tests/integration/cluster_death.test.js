@@ -24,8 +24,9 @@ const { startNode, bp, allUp } = require('./lib/cluster');
 
 const P = 'lubdub';
 const US = '\x1f';
-const LEASE_MS = 2000;
-const LEASE = ['--node-lease', '2s'];
+// CLUSTER_DEATH_LEASE_S=3 measures the default lease instead.
+const LEASE_MS = 1000 * (Number(process.env.CLUSTER_DEATH_LEASE_S) || 2);
+const LEASE = ['--node-lease', `${LEASE_MS}ms`];
 // The bound docs/SCALING.md states: lease + one tick + the reap, plus
 // room for a loaded machine (waits end on their condition).
 const BOUND_MS = LEASE_MS + LEASE_MS / 3 + 1000;
