@@ -310,6 +310,30 @@ test('node lease and reaper', async (t) => {
     assert.equal(events(stay, 'pusher_internal:member_added', ch, 'w', stayFrom), 0);
   });
 
+  await t.test('a node restarted under its id clears what its earlier run left', async () => {
+    const a = APP.id;
+    // An earlier run of r1, killed a moment ago: its lease still runs, so
+    // no other node reaps it; the new run's first tick must.
+    await redis.cli('HSET', `${P}:ns:r1`, `${a}${US}presence-rerun`, '1');
+    await redis.cli('HSET', `${P}:nm:r1`, `${a}${US}presence-rerun${US}old`, '1');
+    await redis.cli('HSET', `${P}:gs:${a}`, 'presence-rerun', '1');
+    await redis.cli('HSET', `${P}:gm:${a}:presence-rerun`, 'old', '1');
+    await redis.cli('HSET', `${P}:gi:${a}:presence-rerun`, 'old', '{}');
+    await redis.cli('SET', `${P}:node:r1`, 'earlier', 'PX', '60000');
+    await redis.cli('SADD', `${P}:nodes`, 'r1');
+    const before = await reapedSum(nodes);
+    const r1 = await startNode(t, redis.url(), 'r1', LEASE);
+    await waitFor(() => /removed what an earlier run of node r1 left: 1 subscriptions and 1 members/.test(logs(r1)),
+      'r1 cleared its earlier run');
+    assert.equal(await redis.cli('HEXISTS', `${P}:gm:${a}:presence-rerun`, 'old'), '0');
+    assert.equal(await redis.cli('HEXISTS', `${P}:gs:${a}`, 'presence-rerun'), '0');
+    assert.ok((await smembers(redis, `${P}:nodes`)).includes('r1'));
+    assert.notEqual(await redis.cli('GET', `${P}:node:r1`), 'earlier');
+    assert.equal(await reapedSum(nodes), before);
+    const exit = await r1.stop('SIGTERM');
+    assert.equal(exit.code, 0);
+  });
+
   await t.test('SIGTERM deregisters at once', async () => {
     const victim = await startVictim(t, redis.url(), 'd1');
     await waitFor(async () => (await bp(victim)).nodes >= 4, 'd1 registered');
