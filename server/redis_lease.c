@@ -40,6 +40,7 @@ enum { S_TICK, S_REAP, S_LEAVE, S_N };
 
 struct lapp {
     char *id;
+    unsigned index;                /* the app's index in the hub */
     struct hub_app_live *live;
 };
 
@@ -49,6 +50,7 @@ struct reap {
     char *dead, *token;
     uint64_t subs, mems;
     bool self;                     /* this node's own share */
+    bool told;                     /* logged a failed step */
 };
 
 struct srv_lease {
@@ -118,6 +120,7 @@ struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg)
             continue;
         l->apps[l->n_apps].id = strdup(t->apps[i]->id);
         l->apps[l->n_apps].live = t->live[i];
+        l->apps[l->n_apps].index = i;
         if (!l->apps[l->n_apps].id)
             goto fail;
         l->n_apps++;
@@ -279,29 +282,29 @@ static void report_edges(struct srv_lease *l, const redisReply *ed)
         const redisReply *k = ed->element[i], *a = ed->element[i + 1],
                          *c = ed->element[i + 2], *u = ed->element[i + 3];
         struct hub_dir_edge e;
-        char uid[1024];
-        int app = -1;
+        const struct lapp *app = NULL;
+        char *uid;
 
-        if (!is_str(k) || !is_str(a) || !is_str(c) || !is_str(u) ||
-            u->len >= sizeof(uid))
+        if (!is_str(k) || !is_str(a) || !is_str(c) || !is_str(u))
             continue;
-        for (unsigned j = 0; j < l->n_apps && app < 0; j++)
+        for (unsigned j = 0; j < l->n_apps && !app; j++)
             if (strlen(l->apps[j].id) == a->len &&
                 !memcmp(l->apps[j].id, a->str, a->len))
-                app = (int)j;
-        if (app < 0)
+                app = &l->apps[j];
+        /* An app this node does not have (a reload added it elsewhere):
+         * its webhooks are another node's. */
+        if (!app || !(uid = strndup(u->str, u->len)))
             continue;
-        memcpy(uid, u->str, u->len);
-        uid[u->len] = '\0';
         e = (struct hub_dir_edge){
             .kind = k->str[0] == 'r' ? HUB_DIR_MEMBER_LAST
                                      : HUB_DIR_CHANNEL_LAST,
-            .app = (unsigned)app,
+            .app = app->index,
             .name = c->str,
             .len = c->len,
             .user_id = k->str[0] == 'r' ? uid : NULL,
         };
         hub_cluster_report_edge(l->cluster, &e);
+        free(uid);
     }
 }
 
@@ -342,9 +345,12 @@ static void reap_reply(redisAsyncContext *ac, void *reply, void *priv)
         check_noscript(l, S_REAP, rep);
         /* Kept: the next tick tries again (this node still holds the
          * token's lock for 30 s; after that any node resumes it). */
-        srv_log(HUB_LOG_WARN, 0, "backplane: reaping %s failed (%s); "
-                "retrying", x->dead, rep->type == REDIS_REPLY_ERROR &&
-                rep->str ? rep->str : "bad reply");
+        if (!x->told)
+            srv_log(HUB_LOG_WARN, 0, "backplane: reaping %s failed (%s); "
+                    "retrying each tick", x->dead,
+                    rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
+                                                               : "bad reply");
+        x->told = true;
         return;
     }
     x->subs += int_of(rep->element[1]);
