@@ -1671,6 +1671,15 @@ static json_t *cdir_users(void *d, unsigned app, const char *name, size_t len)
     return hub_directory_users(((struct hub_cluster *)d)->dir, app, name, len);
 }
 
+/* The reaper's edges (a dead node's channel_vacated / member_removed),
+ * reported once, on the node that reaped. */
+void hub_cluster_report_edge(struct hub_cluster *c,
+                             const struct hub_dir_edge *e)
+{
+    if (c)
+        edge(c, e->kind, e->app, e->name, e->len, e->user_id);
+}
+
 static const struct hub_directory_ops cluster_dir_ops = {
     .join = cdir_join,
     .leave = cdir_leave,

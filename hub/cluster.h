@@ -145,6 +145,11 @@ void hub_cluster_set_wake(struct hub_cluster *c, void (*fn)(void *ctx),
                           void *ctx);
 
 struct hub_backplane_stats *hub_cluster_stats(struct hub_cluster *c);
+/* An edge decided elsewhere than in a join or leave of this node (the
+ * reaper of a dead node, server/redis_lease.c): handed to the directory's
+ * edge hook, if any. Backplane thread. */
+void hub_cluster_report_edge(struct hub_cluster *c,
+                             const struct hub_dir_edge *e);
 const char *hub_cluster_node_id(const struct hub_cluster *c);
 
 /* Backplane thread: every queued op in order (NULL when none). */

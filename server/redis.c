@@ -22,6 +22,7 @@
 #include "hub/rng.h"
 #include "hub/stats.h"
 #include "server/redis_dir.h"
+#include "server/redis_lease.h"
 #include "server/srv.h"
 
 #define BACKOFF_MIN_MS 100
@@ -81,6 +82,7 @@ struct srv_redis {
     bool ping_out;
     uint64_t n_loaded;             /* cache entries kept by this load */
     struct srv_redis_dir *dir;     /* the cluster-wide directory */
+    struct srv_lease *lease;       /* node lease and reaper; owned, or NULL */
 };
 
 static uint64_t now_ns(void)
@@ -209,6 +211,8 @@ static void go_down(struct srv_redis *r, const char *why)
     ev_timer_stop(r->loop, &r->connect_w);
     ev_timer_stop(r->loop, &r->ping_w);
     r->ping_out = false;
+    /* Node lease (server/redis_lease.h): before the connection goes. */
+    srv_lease_down(r->lease);
     /* The directory answers locally from now on; what waited on Redis is
      * answered so (the dropped connections fail their calls). */
     bool was_up = r->up;
@@ -270,6 +274,10 @@ static void go_up(struct srv_redis *r)
     r->ever_up = true;
     r->told_down = false;
     r->attempts = 0;
+    /* Node lease (server/redis_lease.h): its tick is the first command on
+     * the new connection, so that a first registration sees no join of
+     * this run. */
+    srv_lease_up(r->lease, r->loop, r->cmd);
     cache_rx_want(r);
     for (struct hub_chan_node *n = hub_chantab_next(&r->rx, NULL); n;
          n = hub_chantab_next(&r->rx, n)) {
@@ -792,11 +800,12 @@ static bool srv_redis_chan_confirmed(struct srv_redis *r, const char *name,
 
 /* Lifetime. */
 
-static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void stop_finish(void *arg)
 {
-    struct srv_redis *r = w->data;
+    struct srv_redis *r = arg;
+    struct ev_loop *loop = r->loop;
 
-    (void)revents;
+    srv_lease_down(r->lease);
     ev_timer_stop(loop, &r->retry_w);
     ev_timer_stop(loop, &r->connect_w);
     ev_timer_stop(loop, &r->ping_w);
@@ -804,6 +813,19 @@ static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
     ev_async_stop(loop, &r->wake_w);
     ev_async_stop(loop, &r->stop_w);
     ev_break(loop, EVBREAK_ALL);
+}
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+    struct srv_redis *r = w->data;
+
+    (void)revents;
+    /* Node lease (server/redis_lease.h): a clean stop deregisters at once,
+     * after what the loops queued last (their leaves) went out. */
+    wake_cb(loop, &r->wake_w, 0);
+    if (srv_lease_leave(r->lease, stop_finish, r))
+        return;
+    stop_finish(r);
 }
 
 static void *thread_main(void *arg)
@@ -854,6 +876,11 @@ struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
     ev_async_start(r->loop, &r->wake_w);
     ev_async_start(r->loop, &r->stop_w);
     return r;
+}
+
+void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l)
+{
+    r->lease = l;
 }
 
 void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
@@ -911,6 +938,7 @@ void srv_redis_stop(struct srv_redis *r)
     hub_chantab_fini(&r->rx);
     srv_redis_dir_free(r->dir);
     ev_loop_destroy(r->loop);
+    srv_lease_destroy(r->lease);
     free(r->ring);
     free(r->node_id);
     free(r);

@@ -25,6 +25,10 @@ struct srv_redis;
 /* Owned; NULL when out of memory. */
 struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
                                    const char *node_id);
+struct srv_lease;
+/* The node lease and reaper (server/redis_lease.h), owned from now on
+ * (before start). */
+void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l);
 /* The cluster whose queue it serves (before start). */
 void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c);
 /* The hub_cluster_cfg wake function (ctx = the struct srv_redis). */
