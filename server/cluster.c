@@ -109,6 +109,7 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
             .cluster = srv->cluster,
             .st = hub_cluster_stats(srv->cluster),
             .redis = srv->redis,
+            .rejoin = srv_redis_dir_rejoin,
         };
         struct srv_lease *lease = srv_lease_create(&lc);
 
