@@ -3,18 +3,26 @@
  * lubdub nodes sharing one broker (Redis), minus the network: that is
  * server/redis.c, on its own thread.
  *
- * Directory: the in-process directory (hub/directory.c), wrapped. The
- * counts and presence stay node-local in this step; the wrapper keeps a
- * node-wide refcount per (app, channel) so that the first local
- * subscription of a channel queues a SUB and the last one leaving queues
- * an UNSUB: the node listens to exactly the broker channels it has
- * subscribers for.
+ * Directory: the in-process directory (hub/directory.c), wrapped: it is
+ * the truth for this node's own sessions and the answer while Redis is
+ * down. The wrapper keeps a node-wide refcount per (app, channel) so that
+ * the first local subscription of a channel queues a SUB (for presence
+ * also one of its member-event channel) and the last one leaving queues
+ * the UNSUBs: the node listens to exactly the broker channels it has
+ * subscribers for. While Redis is up every join, leave and REST read is
+ * also a JOIN, LEAVE or QUERY op for the backplane thread, which runs the
+ * scripts (server/redis_dir.c) and hands the replies back here: the
+ * answer to the caller, posted to its loop, and for presence the VIEW of
+ * each channel with local subscribers (the members they were told, the
+ * cluster seq it reflects), which delivers member events itself in the
+ * node-local seq space (docs/SCALING.md, "The cluster-wide directory").
  *
  * Bus: publish delivers on this node's loops at once (hub_fanout_loops,
  * never through the broker), then queues the frame for the backplane
  * thread, which wraps it in an envelope (hub/envelope.h) and publishes it.
  * terminate_user likewise. Member events (excl->member_seq set) stay on
- * this node: their seq belongs to this node's directory.
+ * this node: their seq belongs to this node's directory (other nodes get
+ * theirs from Redis's member-event channels, through their views).
  *
  * The queue: loops push under a mutex (no I/O under it) and call the wake
  * function on the empty -> non-empty edge; the backplane thread takes the
