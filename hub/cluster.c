@@ -1463,6 +1463,31 @@ static void down_leave_view(struct hub_cluster *c, unsigned app,
 /* The join of both entry points. req NULL: synchronous (answer from the
  * local directory; Redis told in the background). Returns < 0, 0 or
  * HUB_DIR_PENDING. */
+/* The JOIN op of a join (NULL out of memory). */
+static struct hub_cluster_op *join_op(struct hub_cluster *c, unsigned app,
+                                      const char *name, size_t len,
+                                      const struct hub_presence_join *j)
+{
+    struct hub_cluster_dirop *dop = dirop_new(c, HUB_COP_JOIN, app, name,
+                                              len);
+    struct hub_cluster_op *op;
+
+    if (dop && j) {
+        dop->presence = true;
+        dop->uid = strdup(j->user_id);
+        dop->info = strdup(j->user_info ? j->user_info : "");
+        dop->max_members = j->max_members;
+        if (!dop->uid || !dop->info) {
+            hub_cluster_dirop_free(dop);
+            dop = NULL;
+        }
+    }
+    op = dop ? dir_op(c, dop) : NULL;
+    if (!op)
+        hub_cluster_dirop_free(dop);
+    return op;
+}
+
 static int cdir_join_req(struct hub_cluster *c, unsigned app,
                          const char *name, size_t len,
                          struct hub_presence_join *j,
@@ -1471,30 +1496,22 @@ static int cdir_join_req(struct hub_cluster *c, unsigned app,
     struct crec *r;
     struct hub_cluster_op *ops[4], *op = NULL;
     struct hub_cluster_dirop *dop = NULL;
-    bool presence = j != NULL, up = hub_cluster_dir_is_up(c), e = false;
+    bool presence = j != NULL, e = false;
     int rc;
 
     if (j)
         j->dir_events = false;
-    if (up && !is_hash_chan(name, len, j)) {
-        dop = dirop_new(c, HUB_COP_JOIN, app, name, len);
-        if (dop && presence) {
-            dop->presence = true;
-            dop->uid = strdup(j->user_id);
-            dop->info = strdup(j->user_info ? j->user_info : "");
-            dop->max_members = j->max_members;
-            if (!dop->uid || !dop->info) {
-                hub_cluster_dirop_free(dop);
-                dop = NULL;
-            }
-        }
-        op = dop ? dir_op(c, dop) : NULL;
+    /* Up or down is read under mu: a REJOIN snapshot (under mu, after the
+     * flag went up) then either holds this join or this join is sent. */
+    pthread_mutex_lock(&c->mu);
+    if (hub_cluster_dir_is_up(c) && !is_hash_chan(name, len, j)) {
+        op = join_op(c, app, name, len, j);
         if (!op) {
-            hub_cluster_dirop_free(dop);
+            pthread_mutex_unlock(&c->mu);
             return -ENOMEM;
         }
+        dop = op->dop;
     }
-    pthread_mutex_lock(&c->mu);
     rc = refs_prepare(c, app, name, len, presence, &r, ops);
     if (!rc)
         rc = hub_directory_join(c->dir, app, name, len, j);
@@ -1559,10 +1576,11 @@ static void cdir_leave(void *d, unsigned app, const char *name, size_t len,
     struct hub_cluster *c = d;
     struct hub_cluster_dirop *dop = NULL;
     struct hub_cluster_op *op = NULL;
-    bool e = false, up = hub_cluster_dir_is_up(c), llast = false;
+    bool e = false, llast = false;
     uint64_t lseq = 0;
 
-    if (up && !is_hash_chan(name, len, uid)) {
+    pthread_mutex_lock(&c->mu);
+    if (hub_cluster_dir_is_up(c) && !is_hash_chan(name, len, uid)) {
         dop = dirop_new(c, HUB_COP_LEAVE, app, name, len);
         if (dop && uid) {
             dop->presence = true;
@@ -1575,10 +1593,10 @@ static void cdir_leave(void *d, unsigned app, const char *name, size_t len,
         if (!op) {
             /* Redis is not told: the next REJOIN corrects the share. */
             hub_cluster_dirop_free(dop);
+            dop = NULL;
             stat_add(&c->stats.lost, 1);
         }
     }
-    pthread_mutex_lock(&c->mu);
     hub_directory_leave_seq(c->dir, app, name, len, uid, &llast, &lseq);
     if (op) {
         dop->gen = c->gen;
