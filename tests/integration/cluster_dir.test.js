@@ -11,6 +11,7 @@ const { waitFor } = require('./lib/hub');
 const {
   RawClient, APP, rest, trackClient, pusherClient, connected,
 } = require('./lib/clients');
+const net = require('node:net');
 const { startRedis } = require('./lib/redis');
 const { startNode, bp, allUp } = require('./lib/cluster');
 
@@ -83,6 +84,41 @@ async function everyNodeSays(nodes, path, params, want, what) {
   }, what, 20000, 50).catch((e) => {
     throw new Error(`${e.message}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
   });
+}
+
+// A TCP proxy to Redis that holds everything a node's subscriber
+// connection sends (from its first SUBSCRIBE on) for delayMs, in order:
+// that node's SUBSCRIBE confirmations come late, so a join answered
+// before its SUBSCRIBE was confirmed would let a publication miss it.
+async function slowSubscriberProxy(t, redisPort, delayMs) {
+  const socks = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(redisPort, '127.0.0.1');
+    socks.add(client);
+    socks.add(upstream);
+    let slow = false;
+    let chain = Promise.resolve();
+    client.on('data', (d) => {
+      if (!slow && d.includes('SUBSCRIBE')) slow = true;
+      if (!slow) { upstream.write(d); return; }
+      chain = chain.then(() => new Promise((resolve) => setTimeout(() => {
+        upstream.write(d);
+        resolve();
+      }, delayMs)));
+    });
+    upstream.on('data', (d) => client.write(d));
+    const end = () => { client.destroy(); upstream.destroy(); };
+    client.on('error', end);
+    upstream.on('error', end);
+    client.on('close', end);
+    upstream.on('close', end);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    for (const s of socks) s.destroy();
+    server.close();
+  });
+  return server.address().port;
 }
 
 test('three nodes: one cluster-wide directory', async (t) => {
@@ -191,13 +227,18 @@ test('three nodes: one cluster-wide directory', async (t) => {
   });
 
   await t.test('a publication right after subscription_succeeded is never missed', async () => {
+    // The subscribing node reaches Redis through a proxy that delays its
+    // subscriber connection by 40 ms; the publisher is node 1.
+    const proxyPort = await slowSubscriberProxy(t, redis.port, 40);
+    const slow = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'n4');
+    await allUp([slow]);
     // Fresh channels (each one's first SUBSCRIBE on that node), 50 per
     // connection (under max_subscriptions).
     const N = 200;
     const cs = [];
     let missed = 0;
     for (let i = 0; i < N; i++) {
-      if (i % 50 === 0) cs.push(await client(t, nodes[1]));
+      if (i % 50 === 0) cs.push(await client(t, slow));
       const c = cs[cs.length - 1];
       const ch = `race-${i}`;
       const ok = await c.subscribed(ch);
