@@ -290,3 +290,43 @@ test('three nodes: one cluster-wide directory', async (t) => {
     for (const c of [w1, w2, late, fresh]) c.close();
   });
 });
+
+test('webhook edges are sent once cluster-wide', async (t) => {
+  const { startReceiver } = require('./lib/receiver');
+  const { configFile } = require('./lib/clients');
+  const redis = await startRedis(t);
+  const rx = await startReceiver(t, APP);
+  const file = configFile(t, { apps: [{ ...APP, client_events: true, webhooks: [{
+    url: rx.url(),
+    event_types: ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed'],
+  }] }] });
+  const nodes = [];
+  for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `wh${k}`, ['--config', file]));
+  await allUp(nodes);
+  const ch = 'presence-hooks';
+  const strip = (e) => ({ name: e.name, channel: e.channel, ...(e.user_id ? { user_id: e.user_id } : {}) });
+  // One user through both nodes, one more on the second.
+  const a1 = await member(t, nodes[0], ch, 'ann');
+  const a2 = await member(t, nodes[1], ch, 'ann');
+  const b = await member(t, nodes[1], ch, 'bea');
+  await rx.waitEvents(() => true, 3, 'occupied, ann, bea');
+  a1.close();
+  b.close();
+  await rx.waitEvents((e) => e.name === 'member_removed', 1, 'bea removed');
+  a2.close();
+  await rx.waitEvents((e) => e.name === 'channel_vacated', 1, 'vacated').catch((e) => { throw new Error(e.message + JSON.stringify(rx.delivered().map(strip))); });
+  // A marker through the first node: anything sent twice came before it.
+  const m = await member(t, nodes[0], 'presence-marker', 'zed');
+  await rx.waitEvents((e) => e.channel === 'presence-marker', 2, 'the marker');
+  m.close();
+  const got = rx.delivered((e) => e.channel === ch).map(strip);
+  const count = (want) => got.filter((e) => same(e, want)).length;
+  assert.equal(count({ name: 'channel_occupied', channel: ch }), 1, JSON.stringify(got));
+  assert.equal(count({ name: 'member_added', channel: ch, user_id: 'ann' }), 1, JSON.stringify(got));
+  assert.equal(count({ name: 'member_added', channel: ch, user_id: 'bea' }), 1, JSON.stringify(got));
+  assert.equal(count({ name: 'member_removed', channel: ch, user_id: 'bea' }), 1, JSON.stringify(got));
+  assert.equal(count({ name: 'member_removed', channel: ch, user_id: 'ann' }), 1, JSON.stringify(got));
+  assert.equal(count({ name: 'channel_vacated', channel: ch }), 1, JSON.stringify(got));
+  assert.equal(got.length, 6, JSON.stringify(got));
+  assert.equal(rx.invalid, 0);
+});
