@@ -419,10 +419,13 @@ def main():
         return {d["rep"]: d for d in results.get(key, [])
                 if not d["invalid"]}
 
-    def paired(path, kind, f):
+    def per_rep(path, kind, f):
         s, c = by_rep(("single", path, kind)), by_rep(("cluster", path,
                                                        kind))
-        return median([f(c[r], s[r]) for r in s if r in c])
+        return [f(c[r], s[r]) for r in sorted(s) if r in c]
+
+    def paired(path, kind, f):
+        return median(per_rep(path, kind, f))
 
     def med(key, f):
         return median([f(d) for d in results.get(key, [])
@@ -436,9 +439,10 @@ def main():
     # half load (open loop: both at the same offered rate).
     cpu_ratio = {p: paired(p, "sat", cpu_r) for p in ("rest", "ws")}
     cpu_ratio_half = {p: paired(p, "lat", cpu_r) for p in ("rest", "ws")}
-    p99_added = {p: paired(p, "lat", lambda c, s: (c["lat_us"]["p99"] -
-                                                   s["lat_us"]["p99"]) / 1e3)
-                 for p in ("rest", "ws")}
+    def p99_diff(c, s):
+        return (c["lat_us"]["p99"] - s["lat_us"]["p99"]) / 1e3
+
+    p99_added = {p: paired(p, "lat", p99_diff) for p in ("rest", "ws")}
     bound = sorted({"%s/%s/%s" % k for k in results for d in results[k]
                     if not d["invalid"] and d.get("loader_bound")})
     idle_ok = not idle["invalid"]
@@ -538,6 +542,15 @@ def main():
                   f(cpu_ratio["rest"]), f(cpu_ratio["ws"]),
                   f(cpu_ratio_half["rest"]), f(cpu_ratio_half["ws"]),
                   f(p99_added["rest"], 2), f(p99_added["ws"], 2)),
+              "Per rep: CPU ratio at saturation REST %s, client events %s; "
+              "at half load REST %s, client events %s; added p99 (ms) REST "
+              "%s, client events %s." % tuple(
+                  " ".join(f(x, nd) for x in per_rep(p, k, fn)) or "n/a"
+                  for k, fn, nd, p in (
+                      ("sat", cpu_r, 2, "rest"), ("sat", cpu_r, 2, "ws"),
+                      ("lat", cpu_r, 2, "rest"), ("lat", cpu_r, 2, "ws"),
+                      ("lat", p99_diff, 1, "rest"),
+                      ("lat", p99_diff, 1, "ws"))),
               "Idle check: n3 (%d sessions subscribed to another channel, "
               "none to the published one) used %s CPU s in the %.1f s "
               "window; its backplane received %s envelopes." % (
