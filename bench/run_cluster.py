@@ -48,6 +48,7 @@ import sys
 import time
 import urllib.request
 
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_fanout as rf  # noqa: E402
 
