@@ -36,8 +36,9 @@
  * subscribers over servers round-robin (subscriber i on port i mod n),
  * --pub-ports the publishers the same way (both default to --port), and
  * --server-pid PID1,PID2,.. sums their CPU seconds (each one also listed in
- * "server_cpu_s_each"). --channel renames the channel ("bench" /
- * "private-bench" by default).
+ * "server_cpu_s_each"), and with several --sub-ports the latency of each
+ * port's subscribers is in "lat_us_by_port". --channel renames the channel
+ * ("bench" / "private-bench" by default).
  *
  * Output: one JSON object on stdout. Deliveries and latencies count only
  * inside the measurement window [t0 + warmup, t0 + warmup + duration].
@@ -179,6 +180,7 @@ struct conn {
     int room;
     int idx;
     int port; /* the server this connection talks to */
+    int port_idx; /* its index in --sub-ports (0 without) */
     uint64_t t_start;
     /* Bytes of an incomplete frame or HTTP response kept between reads. */
     unsigned char *in;
@@ -655,12 +657,19 @@ static int parse_stamp(const unsigned char *p, size_t n, uint64_t *seqp,
 
 static int refill_pending;
 
-static void record_delivery(uint64_t seq, uint64_t t, uint64_t now)
+/* Latency per --sub-ports entry, so a driver can compare the subscribers
+ * of several servers measured at the same moment. */
+static struct hist *lat_by_port;
+
+static void record_delivery(const struct conn *c, uint64_t seq, uint64_t t,
+                            uint64_t now)
 {
     S.deliveries_all++;
     if (in_window(now)) {
         S.deliveries++;
         hist_add(&S.lat, now > t ? now - t : 0);
+        if (lat_by_port)
+            hist_add(&lat_by_port[c->port_idx], now > t ? now - t : 0);
     }
     struct slot *s = &slots[seq & (SLOTS - 1)];
     if (s->live && s->seq == seq && ++s->got >= s->expected) {
@@ -731,7 +740,7 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
         return;
     }
     if (c->st == ST_READY && parse_stamp(p, n, &seq, &t))
-        record_delivery(seq, t, now);
+        record_delivery(c, seq, t, now);
 }
 
 /* Parses as many complete frames as buf holds; returns bytes consumed. */
@@ -786,7 +795,7 @@ static size_t parse_frames(struct conn *c, unsigned char *buf, size_t len,
         case 0x0:
             if (fin && c->frag_has) {
                 c->frag_has = 0;
-                record_delivery(c->frag_seq, c->frag_t, now);
+                record_delivery(c, c->frag_seq, c->frag_t, now);
             }
             break;
         case 0x8:
@@ -1369,6 +1378,14 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            "\"max\":%.1f},",
            hist_pct(&S.lat, 50) / 1e3, hist_pct(&S.lat, 99) / 1e3,
            hist_pct(&S.lat, 99.9) / 1e3, S.lat.max / 1e3);
+    printf("\"lat_us_by_port\":[");
+    for (int i = 0; lat_by_port && i < opt.n_sub_ports; i++)
+        printf("%s{\"port\":%d,\"n\":%" PRIu64 ",\"p50\":%.1f,"
+               "\"p99\":%.1f}",
+               i ? "," : "", opt.sub_ports[i], lat_by_port[i].n,
+               hist_pct(&lat_by_port[i], 50) / 1e3,
+               hist_pct(&lat_by_port[i], 99) / 1e3);
+    printf("],");
     printf("\"churn_cycles\":%" PRIu64 ",\"churn_failed\":%" PRIu64
            ",\"churn_per_s\":%.1f,\"churn_lat_us\":{\"p50\":%.1f,"
            "\"p99\":%.1f},",
@@ -1430,13 +1447,16 @@ int main(int argc, char **argv)
     pub_conn_idx = calloc((size_t)(n_pub + 1), sizeof *pub_conn_idx);
     if (!slots || !room_readers || !conns || !pub_conn_idx)
         die("calloc");
+    if (opt.n_sub_ports > 1 &&
+        !(lat_by_port = calloc((size_t)opt.n_sub_ports, sizeof *lat_by_port)))
+        die("calloc");
     /* Spread the slow readers evenly among the subscribers. */
     for (int i = 0; i < opt.subs; i++) {
         struct conn *c = &conns[i];
         c->idx = i;
         c->room = i % opt.rooms;
-        c->port = opt.n_sub_ports ? opt.sub_ports[i % opt.n_sub_ports]
-                                  : opt.port;
+        c->port_idx = opt.n_sub_ports ? i % opt.n_sub_ports : 0;
+        c->port = opt.n_sub_ports ? opt.sub_ports[c->port_idx] : opt.port;
         c->kind = (n_slow && (i % (opt.subs / n_slow)) == 0 &&
                    i / (opt.subs / n_slow) < n_slow)
                       ? K_SLOW

@@ -444,6 +444,21 @@ def main():
         return (c["lat_us"]["p99"] - s["lat_us"]["p99"]) / 1e3
 
     p99_added = {p: paired(p, "lat", p99_diff) for p in ("rest", "ws")}
+
+    # Inside one cluster measurement (client events: the publisher is on
+    # n1, so n1's subscribers are served locally and n2's and n3's through
+    # Redis): the remote subscribers' p99 minus the local ones', both
+    # measured at the same moment under the same machine noise.
+    def hop(d, q="p99"):
+        by = d.get("lat_us_by_port") or []
+        if len(by) < 3 or not all(x["n"] for x in by):
+            return None
+        return ((by[1][q] + by[2][q]) / 2 - by[0][q]) / 1e3
+
+    hop_p99 = med(("cluster", "ws", "lat"), hop)
+    hop_p50 = med(("cluster", "ws", "lat"), lambda d: hop(d, "p50"))
+    hops = [hop(d) for d in results.get(("cluster", "ws", "lat"), [])
+            if not d["invalid"]]
     bound = sorted({"%s/%s/%s" % k for k in results for d in results[k]
                     if not d["invalid"] and d.get("loader_bound")})
     idle_ok = not idle["invalid"]
@@ -535,6 +550,11 @@ def main():
                         " / ".join("%d" % x for x in recv) or "-",
                         len(v), len(runs), (" (" + why + ")") if why else "",
                         (", %d loader-bound" % nlb) if nlb else ""))
+    lines += ["", "Remote minus local p99 inside each cluster client-event "
+              "half-load measurement (n2/n3 subscribers through Redis, n1's "
+              "local): %s ms (per rep: %s); p50 %s ms." % (
+                  f(hop_p99, 2), " ".join(f(x, 1) for x in hops) or "n/a",
+                  f(hop_p50, 2))]
     lines += ["", "Paired ratios (median over reps of cluster / single in "
               "the same rep): CPU per delivery at saturation REST %s, client "
               "events %s; at half load (same offered rate) REST %s, client "
@@ -588,6 +608,7 @@ def main():
           "cpu_ratio_half=%s cpu_ratio_half_rest=%s cpu_ratio_half_ws=%s "
           "cpu_s_per_M=%s single_cpu_s_per_M=%s "
           "p99_added_ms=%s p99_added_ms_rest=%s p99_added_ms_ws=%s "
+          "hop_p50_ms_ws=%s hop_p99_ms_ws=%s "
           "idle_node_cpu_s=%s idle_node_received=%s "
           "deliveries_per_s=%s single_deliveries_per_s=%s "
           "deliveries_per_s_ws=%s single_deliveries_per_s_ws=%s "
@@ -600,7 +621,8 @@ def main():
               f(cpu_ratio_half["ws"]),
               cpu_m("cluster", "rest"), cpu_m("single", "rest"),
               f(worst(p99_added), 2), f(p99_added["rest"], 2),
-              f(p99_added["ws"], 2), f(idle_cpu),
+              f(p99_added["ws"], 2), f(hop_p50, 2), f(hop_p99, 2),
+              f(idle_cpu),
               "%d" % idle_recv if idle_recv is not None else "n/a",
               rate("cluster", "rest"), rate("single", "rest"),
               rate("cluster", "ws"), rate("single", "ws"),
