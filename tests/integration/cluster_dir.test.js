@@ -4,7 +4,9 @@
 // on two nodes is one member, subscription_succeeded lists the members of
 // every node, REST channel reads answer the same from every node, a
 // publication right after subscription_succeeded on another node is never
-// missed, and member lists converge after Redis restarts mid-presence.
+// missed, member lists converge after Redis restarts mid-presence, webhook
+// edges go once cluster-wide, and a join waiting on Redis when it dies is
+// answered locally.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
@@ -329,4 +331,26 @@ test('webhook edges are sent once cluster-wide', async (t) => {
   assert.equal(count({ name: 'channel_vacated', channel: ch }), 1, JSON.stringify(got));
   assert.equal(got.length, 6, JSON.stringify(got));
   assert.equal(rx.invalid, 0);
+});
+
+test('a join waiting on Redis when it dies is answered locally', async (t) => {
+  const redis = await startRedis(t);
+  // The node's SUBSCRIBEs reach Redis only after 3 s: its joins wait.
+  const proxyPort = await slowSubscriberProxy(t, redis.port, 3000);
+  const node = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'p1');
+  await allUp([node]);
+  const c = await client(t, node);
+  const from = c.msgs.length;
+  c.subscribe('presence-wait', { channelData: { user_id: 'solo' } });
+  await waitFor(async () => (await bp(node)).dir_pending === 1, 'the join waits', 10000, 20);
+  await redis.stop('SIGKILL');
+  const r = await c.next((m) => m.channel === 'presence-wait', 'the answer', 15000, from);
+  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
+  assert.deepEqual(JSON.parse(r.data).presence.ids, ['solo']);
+  const st = await bp(node);
+  assert.equal(st.dir_pending, 0);
+  assert.ok(st.dir_local >= 1);
+  // Served locally meanwhile: REST answers this node's own state.
+  const info = await get(node, '/channels/presence-wait', { info: 'user_count' });
+  assert.deepEqual(info, { occupied: true, user_count: 1 });
 });
