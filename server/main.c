@@ -27,6 +27,7 @@
 #include "hub/dirslow.h"
 #include "hub/log.h"
 #include "hub/pusher.h"
+#include "server/fdlimit.h"
 #include "server/srv.h"
 #include "server/webhook.h"
 
@@ -184,15 +185,41 @@ static struct hub *test_dir_hub(struct srv *srv)
     return h;
 }
 
-/* Use the hard fd limit: each context sizes its tables from it. */
-static void raise_nofile(void)
+/*
+ * Run with the fd limit server/fdlimit.h picks, before any lws context
+ * exists: each sizes its fd table from it, and lws's debug build walks
+ * that table on every close (docs/LWS.md).
+ */
+static void apply_fd_limit(const struct srv_config *cfg)
 {
+    enum srv_fd_limit_why why;
     struct rlimit rl;
+    uint64_t hard, want;
+    char hbuf[24];
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    hard = rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_max;
+    want = srv_fd_limit_pick(cfg->fd_limit, cfg->max_connections, hard, &why);
+    if ((uint64_t)rl.rlim_cur != want) {
+        rlim_t old = rl.rlim_cur;
+
+        rl.rlim_cur = (rlim_t)want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            srv_log(HUB_LOG_WARN, 0, "fd limit: cannot set %llu (%s); "
+                    "running with %llu", (unsigned long long)want,
+                    strerror(errno), (unsigned long long)old);
+            return;
+        }
     }
+    if (hard == UINT64_MAX)
+        snprintf(hbuf, sizeof(hbuf), "unlimited");
+    else
+        snprintf(hbuf, sizeof(hbuf), "%llu", (unsigned long long)hard);
+    srv_log(why == SRV_FDL_FLAG_HARD || why == SRV_FDL_CONNECTIONS_HARD
+                ? HUB_LOG_WARN : HUB_LOG_INFO, 0,
+            "fd limit %llu (%s; hard limit %s)", (unsigned long long)want,
+            srv_fd_limit_why_str(why), hbuf);
 }
 
 int main(int argc, char **argv, char **envp)
@@ -244,7 +271,7 @@ int main(int argc, char **argv, char **envp)
     if (srv.n_loops > HUB_MAX_LOOPS)
         srv.n_loops = HUB_MAX_LOOPS;
     fill_hub_config(&srv);
-    raise_nofile();
+    apply_fd_limit(&cfg);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
