@@ -28,6 +28,7 @@
 #include "hub/log.h"
 #include "hub/pusher.h"
 #include "server/fdlimit.h"
+#include "server/memtrim.h"
 #include "server/srv.h"
 #include "server/webhook.h"
 
@@ -222,6 +223,29 @@ static void apply_fd_limit(const struct srv_config *cfg)
             srv_fd_limit_why_str(why), hbuf);
 }
 
+/* WebSocket handshakes so far, all loops (what leaves header buffers). */
+static uint64_t handshakes(const struct srv *srv)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < srv->n_loops; i++)
+        n += HUB_STAT_GET(srv->loops[i].hub->stats.accepted);
+    return n;
+}
+
+/* Once a second on the main thread: after a burst of handshakes, give
+ * the freed header buffers back (server/memtrim.h). */
+static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
+{
+    uint64_t n = handshakes(srv), kib;
+
+    if (!srv_memtrim_due(t, n, srv_now_ms()))
+        return;
+    kib = srv_memtrim_run();
+    srv_log(HUB_LOG_DEBUG, 0, "memory: %llu KiB given back after %llu "
+            "handshakes", (unsigned long long)kib, (unsigned long long)n);
+}
+
 int main(int argc, char **argv, char **envp)
 {
     static struct srv_config cfg;
@@ -231,6 +255,8 @@ int main(int argc, char **argv, char **envp)
     int sig, level;
     long cpus;
     struct timespec poll_ts = { 0, 100 * 1000000 };
+    struct timespec trim_ts = { 1, 0 };
+    struct srv_memtrim trim;
 
     srv_config_defaults(&cfg);
     if (srv_config_load(&cfg, argc, argv, envp, err, sizeof(err))) {
@@ -312,9 +338,13 @@ int main(int argc, char **argv, char **envp)
         srv_log(HUB_LOG_INFO, 0, "operator console at /console");
     fflush(stdout);
 
+    srv_memtrim_init(&trim, handshakes(&srv), srv_now_ms());
     for (;;) {
-        if (sigwait(&set, &sig) != 0)
+        sig = sigtimedwait(&set, NULL, &trim_ts);
+        if (sig < 0) {
+            trim_tick(&srv, &trim);
             continue;
+        }
         if (sig != SIGHUP)
             break;
         /* Only before the drain: the loops' contexts are all alive. */
