@@ -237,13 +237,15 @@ static uint64_t handshakes(const struct srv *srv)
  * the freed header buffers back (server/memtrim.h). */
 static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
 {
-    uint64_t n = handshakes(srv), kib;
+    uint64_t n = handshakes(srv), kib, t0;
 
     if (!srv_memtrim_due(t, n, srv_now_ms()))
         return;
+    t0 = srv_now_ms();
     kib = srv_memtrim_run();
     srv_log(HUB_LOG_DEBUG, 0, "memory: %llu KiB given back after %llu "
-            "handshakes", (unsigned long long)kib, (unsigned long long)n);
+            "handshakes, in %llu ms", (unsigned long long)kib,
+            (unsigned long long)n, (unsigned long long)(srv_now_ms() - t0));
 }
 
 int main(int argc, char **argv, char **envp)
