@@ -28,6 +28,7 @@
 #include "hub/log.h"
 #include "hub/pusher.h"
 #include "server/fdlimit.h"
+#include "server/hdrpool.h"
 #include "server/memtrim.h"
 #include "server/srv.h"
 #include "server/webhook.h"
@@ -238,14 +239,17 @@ static uint64_t handshakes(const struct srv *srv)
 static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
 {
     uint64_t n = handshakes(srv), kib, t0;
+    unsigned slots;
 
     if (!srv_memtrim_due(t, n, srv_now_ms()))
         return;
     t0 = srv_now_ms();
+    slots = srv_hdrpool_release(SRV_HDRPOOL_KEEP);
     kib = srv_memtrim_run();
-    srv_log(HUB_LOG_DEBUG, 0, "memory: %llu KiB given back after %llu "
-            "handshakes, in %llu ms", (unsigned long long)kib,
-            (unsigned long long)n, (unsigned long long)(srv_now_ms() - t0));
+    srv_log(HUB_LOG_DEBUG, 0, "memory: after %llu handshakes, %u header "
+            "buffers and %llu KiB of heap given back, in %llu ms",
+            (unsigned long long)n, slots, (unsigned long long)kib,
+            (unsigned long long)(srv_now_ms() - t0));
 }
 
 int main(int argc, char **argv, char **envp)
