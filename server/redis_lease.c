@@ -29,13 +29,6 @@
 #define REAP_CHUNK "1000"           /* fields per reap script call */
 #define LEAVE_DEADLINE_MS 2000      /* a clean stop waits at most this */
 
-/*
- * REJOIN, the cluster directory's (server/redis_dir.c): re-register what
- * this node really has after it was reaped. Weak until that code is
- * linked in; without it a reaped node only registers its lease again.
- */
-void srv_redis_dir_rejoin(struct srv_redis *r) __attribute__((weak));
-
 enum { S_TICK, S_REAP, S_LEAVE, S_N };
 
 struct lapp {
@@ -61,6 +54,7 @@ struct srv_lease {
     struct hub_cluster *cluster;
     struct hub_backplane_stats *st;
     struct srv_redis *redis;
+    void (*rejoin)(struct srv_redis *r);
     struct lapp *apps;             /* the apps at start, by index */
     unsigned n_apps;
 
@@ -133,6 +127,7 @@ struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg)
     l->cluster = cfg->cluster;
     l->st = cfg->st;
     l->redis = cfg->redis;
+    l->rejoin = cfg->rejoin;
     ev_timer_init(&l->tick_w, tick_cb, 0., (double)l->lease_ms / 3000.0);
     l->tick_w.data = l;
     ev_timer_init(&l->leave_w, leave_timeout_cb, 0., 0.);
@@ -447,8 +442,8 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
                 "re-registering what it has", l->node_id);
         /* The first tick on a connection is followed there by the
          * directory's own REJOIN (it runs on every connect). */
-        if (srv_redis_dir_rejoin && !first)
-            srv_redis_dir_rejoin(l->redis);
+        if (l->rejoin && !first)
+            l->rejoin(l->redis);
     }
     l->registered = true;
     stat_set(&l->st->nodes, int_of(rep->element[1]));

@@ -49,7 +49,12 @@ struct srv_lease_cfg {
     struct hub *hub;               /* the apps at start: ids, live structs */
     struct hub_cluster *cluster;   /* the edge hook */
     struct hub_backplane_stats *st;
-    struct srv_redis *redis;       /* for srv_redis_dir_rejoin() */
+    struct srv_redis *redis;       /* rejoin's argument */
+    /* REJOIN after this node was reaped (srv_redis_dir_rejoin, the
+     * cluster directory's, server/redis.h); NULL = none. Called through
+     * this pointer: redis.c calls the lease, so the lease must not name
+     * redis.c's functions (unit_callgraph_acyclic). */
+    void (*rejoin)(struct srv_redis *r);
 };
 
 struct srv_lease;
