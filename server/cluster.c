@@ -109,7 +109,6 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
             .cluster = srv->cluster,
             .st = hub_cluster_stats(srv->cluster),
             .redis = srv->redis,
-            /* .rejoin: the cluster directory's REJOIN, where it exists. */
         };
         struct srv_lease *lease = srv_lease_create(&lc);
 
