@@ -20,6 +20,7 @@
 #include "hub/cluster.h"
 #include "hub/directory.h"
 #include "hub/loop.h"
+#include "hub/rng.h"
 #include "hub/stats.h"
 #include "server/redis.h"
 #include "server/srv.h"
@@ -49,6 +50,7 @@ struct reap {
 struct srv_lease {
     char *node_id, *prefix;
     char epoch[17];
+    uint64_t rng;                  /* tick jitter */
     uint64_t lease_ms;
     char lease_txt[24];
     struct hub_cluster *cluster;
@@ -122,6 +124,7 @@ struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg)
     if (getrandom(&e, sizeof(e), 0) != sizeof(e))
         e = (uint64_t)(uintptr_t)l ^ 0x9e3779b97f4a7c15ull;
     snprintf(l->epoch, sizeof(l->epoch), "%016" PRIx64, e);
+    l->rng = e | 1;
     l->lease_ms = cfg->lease_ms;
     snprintf(l->lease_txt, sizeof(l->lease_txt), "%" PRIu64, l->lease_ms);
     l->cluster = cfg->cluster;
@@ -509,11 +512,25 @@ static void send_tick(struct srv_lease *l)
     reap_next(l); /* a step that failed earlier */
 }
 
+/* The next tick in 75..100 % of lease/3: nodes started together would
+ * otherwise look for a dead node's key in step with its last renewal,
+ * just before it expires, and find it a whole tick late. Renewals only
+ * come sooner, never later. */
+static double next_tick_s(struct srv_lease *l)
+{
+    double r = (double)(hub_xorshift64s(&l->rng) % 1000) / 1000.0;
+
+    return (double)l->lease_ms / 3000.0 * (0.75 + 0.25 * r);
+}
+
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    (void)loop;
+    struct srv_lease *l = w->data;
+
     (void)revents;
-    send_tick(w->data);
+    send_tick(l);
+    w->repeat = next_tick_s(l);
+    ev_timer_again(loop, w);
 }
 
 void srv_lease_up(struct srv_lease *l, struct ev_loop *loop,
@@ -531,6 +548,7 @@ void srv_lease_up(struct srv_lease *l, struct ev_loop *loop,
      * this run's own joins reach Redis (same connection, in order). */
     send_tick(l);
     send_loads(l);
+    l->tick_w.repeat = next_tick_s(l);
     ev_timer_again(loop, &l->tick_w);
 }
 
