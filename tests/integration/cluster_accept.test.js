@@ -13,7 +13,7 @@ const net = require('node:net');
 const Pusher = require('pusher-js');
 const { waitFor, startHub } = require('./lib/hub');
 const {
-  RawClient, APP, sign, serverSdk, pusherClient, connected, trackClient,
+  RawClient, APP, sign, serverSdk, pusherClient, connected, trackClient, configFile,
 } = require('./lib/clients');
 const { startRedis, freePort, numsub } = require('./lib/redis');
 const { contractNode, allUp, bp, agree, presenceView } = require('./lib/cluster');
@@ -537,6 +537,78 @@ test('REST queries give the same cluster-wide answer on every node', async (t) =
   await agree(nodes, (n) => getJson(n, '/channels'), { channels: {} }, 'GET /channels when empty');
   await agree(nodes, (n) => getJson(n, '/channels/presence-rq', { info: 'user_count' }),
     { occupied: false, user_count: 0 }, 'presence-rq vacated');
+});
+
+test('a node without subscribers of a presence channel hears none of its member traffic', async (t) => {
+  const redis = await startRedis(t);
+  const nodes = await cluster(t, redis);
+  const CH = 'presence-acc-quiet';
+  const w1 = await sub(t, nodes[0], CH, member('w1'));
+  const w2 = await sub(t, nodes[1], CH, member('w2'));
+  await sub(t, nodes[2], 'acc-quiet-other');
+  const before = await bp(nodes[2]);
+  const tabs = [];
+  for (let i = 0; i < 5; i++) tabs.push(await sub(t, nodes[i % 2], CH, member(`q${i}`)));
+  for (const c of tabs) c.close();
+  await waitFor(() => [w1, w2].every((w) => {
+    const v = presenceView(w, CH);
+    return v.ids.length === 2 && Object.keys(v.removed).length === 4;
+  }), 'joins and leaves seen on n1 and n2', 20000);
+  await agree(nodes, (n) => getJson(n, `/channels/${CH}`, { info: 'user_count' }),
+    { occupied: true, user_count: 2 }, 'n3 still answers for the channel');
+  const after = await bp(nodes[2]);
+  assert.equal(after.received - before.received, 0, 'n3 received nothing of the channel');
+});
+
+test('max_connections per app is counted over the cluster', async (t) => {
+  const redis = await startRedis(t);
+  const CAPPED = { id: 'capped-id', key: 'capped-key', secret: 'capped-secret', max_connections: 4 };
+  const file = configFile(t, { apps: [APP, CAPPED] });
+  const nodes = [];
+  for (let k = 1; k <= 3; k++) {
+    nodes.push(await contractNode(t, redis.url(), `n${k}`, ['--drain-timeout', '1s', '--config', file]));
+  }
+  await allUp(nodes);
+  // A handshake: established (kept) or refused with its code.
+  async function attempt(node) {
+    const c = new RawClient(node.wsUrl(CAPPED.key));
+    t.after(() => c.close());
+    trackClient(node, () => c.close());
+    const m = await c.next((x) => x.event === 'pusher:connection_established' || x.event === 'pusher:error',
+      'handshake', 10000);
+    if (m.event === 'pusher:error') {
+      const d = typeof m.data === 'string' ? JSON.parse(m.data) : m.data;
+      return { refused: d.code, c };
+    }
+    return { c };
+  }
+  const held = [];
+  for (const k of [0, 0, 1, 1]) {
+    const r = await attempt(nodes[k]);
+    assert.equal(r.refused, undefined);
+    held.push(r.c);
+  }
+  // Exact to a tick: until the others' counts reach n3, it may accept;
+  // those are closed at once. Then it refuses.
+  let code;
+  await waitFor(async () => {
+    const r = await attempt(nodes[2]);
+    if (r.refused) { code = r.refused; return true; }
+    r.c.close();
+    return false;
+  }, 'n3 refuses the 5th connection of the app', 30000, 200);
+  assert.equal(code, 4004);
+  // A slot freed on n1 can be taken on n3.
+  held[0].close();
+  await waitFor(async () => {
+    const r = await attempt(nodes[2]);
+    if (r.refused) return false;
+    held.push(r.c);
+    return true;
+  }, 'n3 accepts after a slot was freed on n1', 30000, 200);
+  // The default app is not capped.
+  const other = await raw(t, nodes[2]);
+  assert.match(other.socketId, /^\d+\.\d+$/);
 });
 
 // ------------------------------------------------------------ node death
