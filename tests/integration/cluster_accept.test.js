@@ -35,6 +35,7 @@ async function cluster(t, redis, n = 3) {
 
 async function raw(t, hub) {
   const c = new RawClient(hub.wsUrl());
+  c.nodeId = hub.id;
   t.after(() => c.close());
   trackClient(hub, () => c.close());
   await c.open();
@@ -97,6 +98,18 @@ async function markers(nodes, channel, clients) {
 }
 
 const sortedIds = (users) => users.map((u) => String(u.id)).sort();
+
+// Until every client's member list (presenceView) is want; on a timeout the
+// error shows each wrong client's node and what it was told, in order.
+async function converge(clients, channel, want, msg, timeoutMs = 30000) {
+  const same = (c) => JSON.stringify(presenceView(c, channel).ids) === JSON.stringify(want);
+  await waitFor(() => clients.every(same), msg, timeoutMs).catch((e) => {
+    const bad = clients.filter((c) => !same(c)).map((c) => ({
+      node: c.nodeId, ids: presenceView(c, channel).ids, log: presenceView(c, channel).log,
+    }));
+    throw new Error(`${e.message}; want ${JSON.stringify(want)}; wrong: ${JSON.stringify(bad)}`);
+  });
+}
 
 function note(t, text) {
   t.diagnostic(text);
@@ -354,6 +367,35 @@ test('presence: a user on two nodes is one member, events once, everywhere', asy
   }
 });
 
+test('unsubscribe or close before the join is answered: nothing stays counted', async (t) => {
+  const redis = await startRedis(t);
+  const nodes = await cluster(t, redis);
+  const CH = 'presence-acc-quick';
+  const PUB = 'acc-quick';
+  const w = await sub(t, nodes[0], CH, member('w'));
+  const p = await sub(t, nodes[0], PUB);
+  for (let i = 0; i < 12; i++) {
+    const c = await raw(t, nodes[1 + (i % 2)]);
+    c.subscribe(CH, { channelData: { user_id: `q${i}` } });
+    c.subscribe(PUB);
+    // Sent at once, without waiting for subscription_succeeded.
+    if (i % 3 === 0) c.close();
+    else {
+      c.send({ event: 'pusher:unsubscribe', data: { channel: CH } });
+      c.send({ event: 'pusher:unsubscribe', data: { channel: PUB } });
+    }
+  }
+  await agree(nodes, (n) => getJson(n, `/channels/${CH}`, { info: 'user_count,subscription_count' }),
+    { occupied: true, user_count: 1, subscription_count: 1 }, 'only the watcher counted', 20000);
+  await agree(nodes, async (n) => sortedIds((await getJson(n, `/channels/${CH}/users`)).users),
+    ['w'], 'only the watcher a member');
+  await agree(nodes, (n) => getJson(n, `/channels/${PUB}`, { info: 'subscription_count' }),
+    { occupied: true, subscription_count: 1 }, 'only p subscribed');
+  await markers(nodes, CH, [w]);
+  await converge([w], CH, ['w'], 'the watcher alone in its list');
+  void p;
+});
+
 test('presence churn over three nodes: every member list ends equal to the truth', async (t) => {
   const redis = await startRedis(t);
   const nodes = await cluster(t, redis);
@@ -391,13 +433,18 @@ test('presence churn over three nodes: every member list ends equal to the truth
     truth, 'users after the churn', 30000);
   await agree(nodes, (n) => getJson(n, `/channels/${CH}`, { info: 'user_count,subscription_count' }),
     { occupied: true, user_count: truth.length, subscription_count: live.length + watchers.length },
-    'counts after the churn', 30000);
-  const everyone = [...watchers, ...live];
-  await waitFor(() => everyone.every((c) => JSON.stringify(presenceView(c, CH).ids) === JSON.stringify(truth)),
-    'every member list equal to the truth', 30000).catch((e) => {
-    const bad = everyone.map((c) => presenceView(c, CH)).filter((v) => JSON.stringify(v.ids) !== JSON.stringify(truth));
-    throw new Error(`${e.message}; truth ${JSON.stringify(truth)}; wrong: ${JSON.stringify(bad.map((v) => v.log))}`);
+    'counts after the churn', 30000).catch(async (e) => {
+    // Which node's share is off: its own count in Redis against its clients.
+    const per = [];
+    for (let k = 0; k < 3; k++) {
+      const want = [...watchers, ...live].filter((c) => c.nodeId === nodes[k].id).length;
+      per.push(`${nodes[k].id}: redis ${await redis.cli('HGET', 'lubdub:ns:' + nodes[k].id, `${APP.id}\x1f${CH}`)
+        .catch(() => '?')} want ${want}`);
+    }
+    throw new Error(`${e.message}; per node: ${per.join(', ')}`);
   });
+  const everyone = [...watchers, ...live];
+  await converge(everyone, CH, truth, 'every member list equal to the truth');
   await markers(nodes, CH, everyone);
   for (const c of everyone) {
     const v = presenceView(c, CH);
@@ -552,7 +599,7 @@ test('a node without subscribers of a presence channel hears none of its member 
   for (const c of tabs) c.close();
   await waitFor(() => [w1, w2].every((w) => {
     const v = presenceView(w, CH);
-    return v.ids.length === 2 && Object.keys(v.removed).length === 4;
+    return v.ids.length === 2 && Object.keys(v.removed).length === 5;
   }), 'joins and leaves seen on n1 and n2', 20000);
   await agree(nodes, (n) => getJson(n, `/channels/${CH}`, { info: 'user_count' }),
     { occupied: true, user_count: 2 }, 'n3 still answers for the channel');
@@ -705,8 +752,7 @@ test('SIGSTOP a node past its lease, then SIGCONT: the cluster converges', async
     truth, 'users after SIGCONT', 30000);
   await agree(nodes, (n) => getJson(n, `/channels/${CH}`, { info: 'user_count,subscription_count' }),
     { occupied: true, user_count: 4, subscription_count: 5 }, 'counts after SIGCONT', 30000);
-  await waitFor(() => [w1, w3].every((w) => JSON.stringify(presenceView(w, CH).ids) === JSON.stringify(truth)),
-    'member lists converge on n1 and n3', 30000);
+  await converge([w1, w3], CH, truth, 'member lists converge on n1 and n3');
   await markers(nodes, CH, [w1, w3]);
   for (const w of [w1, w3]) {
     const v = presenceView(w, CH);
@@ -785,8 +831,7 @@ test('Redis restarted mid-traffic: local delivery goes on, cross-node resumes, m
     truth, 'users after Redis returned', 30000);
   await agree(nodes, (n) => getJson(n, `/channels/${CH}`, { info: 'user_count,subscription_count' }),
     { occupied: true, user_count: 6, subscription_count: 7 }, 'counts after Redis returned', 30000);
-  await waitFor(() => [...w, c1, a2].every((x) => JSON.stringify(presenceView(x, CH).ids) === JSON.stringify(truth)),
-    'every member list converged', 30000);
+  await converge([...w, c1, a2], CH, truth, 'every member list converged');
 
   stop = true;
   await traffic;
@@ -834,7 +879,7 @@ test('Redis not running at start: a degraded start, then the node joins the clus
     ['early', 'early2'], 'n1\'s members known cluster-wide');
   const c = await sub(t, n2, 'presence-acc-early', member('late'));
   assert.deepEqual(presenceView(c, 'presence-acc-early').ids, ['early', 'early2', 'late']);
-  await waitFor(() => presenceView(a, 'presence-acc-early').ids.includes('late'), 'member_added across nodes', 20000);
+  await converge([a, b, c], 'presence-acc-early', ['early', 'early2', 'late'], 'member_added across nodes');
   assert.equal(n1.stderr.split('\n').filter((l) => /unreachable/.test(l)).length, 1, n1.stderr);
   assert.equal(n1.exit, null);
 });
