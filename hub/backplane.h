@@ -16,11 +16,13 @@
  * The contract an implementation keeps:
  *
  * Threads. Every op may be called from any loop thread, concurrently; the
- * implementation synchronises itself. The ops are synchronous: they return
- * with the answer (a join returns the member list and its seq). A loop
- * thread must never wait on the network inside an op: an implementation
- * that shares state across processes answers from its own replica and
- * propagates in the background (or the seam grows an asynchronous join).
+ * implementation synchronises itself. The base ops are synchronous: they
+ * return with the answer (a join returns the member list and its seq). A
+ * loop thread must never wait on the network inside an op: an
+ * implementation whose answer lives elsewhere (a broker) provides the
+ * asynchronous ops below and answers the synchronous ones from what it
+ * has at hand (its own node's share; the console and the '#' joins at
+ * pusher:signin use them).
  *
  * Directory.
  * - join counts one more subscription of (app, name); for presence it
@@ -58,6 +60,33 @@
  * - info, list and users answer from the directory's state (never by
  *   asking each loop or node and waiting); list and users return owned
  *   JSON, NULL when out of memory.
+ * - Asynchronous ops (optional; NULL = the hub calls join / info / list /
+ *   users, as the in-process directory wants: no cost added). The hub
+ *   reaches them only through hub_dir_join_async() / hub_dir_query_async(),
+ *   which fall back to the synchronous ops. join_async(req) returns < 0
+ *   (an error as join's; nothing counted, done not called), 0 (answered at
+ *   once: req->j filled as by join, done NOT called) or HUB_DIR_PENDING:
+ *   then done(req, rc) is called exactly once, later, on req->loop's
+ *   thread (posted through its inbox), rc as join's, also when the broker
+ *   goes away or at shutdown (a local answer, rc 0, or a negative errno).
+ *   A done still queued when its loop is destroyed (the inbox node's drop)
+ *   is called there with -ECANCELED: by then the loop's sessions and HTTP
+ *   requests are gone, and the hub only frees what it kept.
+ *   req, name and j are the caller's and stay valid until done. When done
+ *   gets rc 0 the subscription IS counted: a caller that no longer wants it
+ *   (session gone, unsubscribed meanwhile) calls leave. query_async is the
+ *   same for the reads (struct hub_dir_query: kind INFO fills info, LIST
+ *   and USERS set json, owned by whoever receives the answer, NULL = out
+ *   of memory); on done rc < 0 nothing is set.
+ * - Member events. A directory that delivers member_added / member_removed
+ *   of a presence channel to every subscriber itself (through
+ *   hub_fanout_loops with excl.member_seq in the node's seq space) sets
+ *   j->dir_events on join: the hub then publishes no member_added for it,
+ *   and that directory's leave returns *last = false so that the hub
+ *   publishes no member_removed either (leave has no other way to say it;
+ *   edges for webhooks still go through the edge hook). j->seq, and the
+ *   seqs of its deliveries, stay in the node-local space
+ *   (hub_directory_take_seq() of the wrapped in-process directory).
  *
  * Bus.
  * - publish delivers r->f to every subscriber of (r->app, r->name) on every
@@ -85,6 +114,7 @@
 #ifndef HUB_BACKPLANE_H
 #define HUB_BACKPLANE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +125,42 @@
 #include "hub/loop.h"
 #include "hub/publish.h"
 #include "hub/stats.h"
+
+/* join_async / query_async: the answer comes later, through done. */
+#define HUB_DIR_PENDING 1
+
+/* A join whose answer may come later. */
+struct hub_dir_join_req {
+    unsigned app;
+    const char *name;              /* borrowed: kept until done */
+    size_t len;
+    struct hub_presence_join *j;   /* NULL for non-presence; filled as by
+                                    * join, before done */
+    struct hub_loop *loop;         /* the calling loop: done runs there */
+    void (*done)(struct hub_dir_join_req *req, int rc);   /* rc as join's */
+};
+
+enum hub_dir_query_kind {
+    HUB_DIR_Q_INFO,                /* name -> info */
+    HUB_DIR_Q_LIST,                /* prefix, user_count -> json */
+    HUB_DIR_Q_USERS,               /* name -> json */
+};
+
+/* A read whose answer may come later (REST channel queries, info=). */
+struct hub_dir_query {
+    int kind;                      /* enum hub_dir_query_kind */
+    unsigned app;
+    const char *name;              /* INFO, USERS; borrowed until done */
+    size_t len;
+    const char *prefix;            /* LIST; NULL = all; borrowed */
+    bool user_count;               /* LIST */
+    struct hub_loop *loop;         /* done runs on its thread */
+    /* Out: */
+    struct hub_channel_info info;  /* INFO */
+    json_t *json;                  /* LIST, USERS: owned by the receiver
+                                    * of the answer; NULL = out of memory */
+    void (*done)(struct hub_dir_query *q, int rc);
+};
 
 struct hub_directory_ops {
     int (*join)(void *d, unsigned app, const char *name, size_t len,
@@ -108,6 +174,9 @@ struct hub_directory_ops {
     json_t *(*users)(void *d, unsigned app, const char *name, size_t len);
     void (*set_edge_hook)(void *d, hub_dir_edge_fn *fn, void *ctx);
     void (*destroy)(void *d);
+    /* Optional, NULL = the synchronous ops above (see the contract). */
+    int (*join_async)(void *d, struct hub_dir_join_req *req);
+    int (*query_async)(void *d, struct hub_dir_query *q);
 };
 
 struct hub_bus_ops {
@@ -174,6 +243,39 @@ static inline json_t *hub_dir_users(struct hub *h, unsigned app,
                                     const char *name, size_t len)
 {
     return h->bp->dir->users(h->bp->dir_impl, app, name, len);
+}
+
+/* A join through join_async when the directory has it, else join (then
+ * 0 or < 0 with req->j filled, done never called). Returns as join_async.
+ * '#' channels stay on hub_dir_join(). */
+static inline int hub_dir_join_async(struct hub *h,
+                                     struct hub_dir_join_req *req)
+{
+    if (h->bp->dir->join_async)
+        return h->bp->dir->join_async(h->bp->dir_impl, req);
+    return h->bp->dir->join(h->bp->dir_impl, req->app, req->name, req->len,
+                            req->j);
+}
+
+/* A read through query_async when the directory has it, else info / list
+ * / users (then 0 with the answer in q, done never called). */
+static inline int hub_dir_query_async(struct hub *h, struct hub_dir_query *q)
+{
+    if (h->bp->dir->query_async)
+        return h->bp->dir->query_async(h->bp->dir_impl, q);
+    switch (q->kind) {
+    case HUB_DIR_Q_INFO:
+        hub_dir_info(h, q->app, q->name, q->len, &q->info);
+        return 0;
+    case HUB_DIR_Q_LIST:
+        q->json = hub_dir_list(h, q->app, q->prefix, q->user_count);
+        return 0;
+    case HUB_DIR_Q_USERS:
+        q->json = hub_dir_users(h, q->app, q->name, q->len);
+        return 0;
+    default:
+        return -EINVAL;
+    }
 }
 
 /* Install the directory's edge hook; false when it reports no edges. */

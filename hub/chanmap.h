@@ -25,6 +25,7 @@
 #include "timer/list.h"
 
 struct hub_session;
+struct hub_sub_pending;
 
 struct hub_lchan {
     struct hub_chan_node node;     /* key: app, name (points at name[]) */
@@ -43,6 +44,12 @@ struct hub_sub {
     struct hub_lchan *ch;
     char *user_id;                 /* presence only; owned */
     uint64_t joined_seq;           /* presence: directory seq at join */
+    /* hub/subscribe.c: the directory answers this subscription waits for
+     * (an asynchronous join: the subscription itself, then ch is NULL
+     * and the sub is on the session's list only, or a presence
+     * re-subscribe); NULL when none. Costs no heap: the allocation stays
+     * in the same malloc size class. */
+    struct hub_sub_pending *pending;
 };
 
 struct hub_chanmap;

@@ -279,6 +279,16 @@ out:
     pthread_mutex_unlock(&d->mu);
 }
 
+uint64_t hub_directory_take_seq(struct hub_directory *d)
+{
+    uint64_t v;
+
+    pthread_mutex_lock(&d->mu);
+    v = ++d->seq;
+    pthread_mutex_unlock(&d->mu);
+    return v;
+}
+
 void hub_directory_info(struct hub_directory *d, unsigned app,
                         const char *name, size_t len,
                         struct hub_channel_info *out)

@@ -29,6 +29,11 @@ struct hub_presence_join {
     bool first;                    /* the user's first connection */
     char *members_json;            /* owned by the caller: {"presence":..} */
     uint64_t seq;                  /* directory seq after this join */
+    /* Out, set by a directory that delivers member_added/member_removed
+     * for this channel to every subscriber itself (a cluster directory):
+     * the hub then publishes no member_added for this join. The
+     * in-process directory leaves it false. */
+    bool dir_events;
 };
 
 struct hub_channel_info {
@@ -92,6 +97,15 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
 void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
                              const char *name, size_t len,
                              const char *user_id, bool *last, uint64_t *seq);
+
+/*
+ * Take the next value of the seq counter above (under the mutex), as a
+ * membership change does, and return it. For a directory that wraps this
+ * one and delivers member events itself: it numbers its own deliveries in
+ * the same node-local space that joined_seq and excl.member_seq use, so a
+ * member list (j->seq) and later events keep their order.
+ */
+uint64_t hub_directory_take_seq(struct hub_directory *d);
 
 void hub_directory_info(struct hub_directory *d, unsigned app,
                         const char *name, size_t len,

@@ -21,6 +21,10 @@
 
 struct hub_frame;
 
+/* Room for the event and channel names of a fast-path client event (both
+ * NUL-terminated); longer ones take the jansson path. */
+#define HUB_MSG_NAMES_INLINE 448
+
 enum hub_msg_type {
     HUB_MSG_PING,          /* pusher:ping */
     HUB_MSG_PONG,          /* pusher:pong */
@@ -43,6 +47,16 @@ struct hub_msg {
     size_t user_data_len;
     json_t *data;               /* borrowed from root; NULL when absent */
     json_t *root;               /* owned; freed by hub_msg_fini */
+    /*
+     * A client event in the common form (hub/evscan.h) is not parsed into
+     * a tree: root and data stay NULL, data_raw is the data value's JSON
+     * text inside the parsed message (not NUL-terminated, byte for byte
+     * what jansson's compact encoding of data would be), and event and
+     * channel are copied into names.
+     */
+    const char *data_raw;
+    size_t data_raw_len;
+    char names[HUB_MSG_NAMES_INLINE];
 };
 
 /*
@@ -51,7 +65,8 @@ struct hub_msg {
  * channel, nested deeper than 256 levels, ...). On error nothing needs
  * freeing. Subscribe, unsubscribe and signin data may also arrive as a
  * string holding the object; it is then parsed and replaces data in root.
- * The strings handed out contain no NUL byte.
+ * The strings handed out contain no NUL byte. A client event may come back
+ * without a tree (data_raw set, root NULL; see struct hub_msg).
  */
 int hub_msg_parse(struct hub_msg *m, const char *text, size_t len, char *why,
                   size_t why_len);

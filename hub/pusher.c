@@ -180,6 +180,25 @@ static bool take_token(struct hub_session *s, uint64_t now_ms)
     return true;
 }
 
+/*
+ * The webhook's data for a fast-path client event, as the tree path gives
+ * it: a string's value, any other value's JSON text. Owned; NULL when out
+ * of memory (the webhook then says "null", as on the tree path).
+ */
+static char *webhook_data(const char *raw, size_t len)
+{
+    json_error_t err;
+    json_t *v;
+    char *text;
+
+    if (raw[0] != '"')
+        return strndup(raw, len);
+    v = json_loadb(raw, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+    text = json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+    json_decref(v);
+    return text;
+}
+
 static void client_event(struct hub_session *s, const struct hub_msg *m,
                          uint64_t now_ms)
 {
@@ -188,6 +207,7 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     enum hub_channel_kind kind;
     struct hub_sub *sub;
     char *data;
+    size_t dlen;
     struct hub_frame *f;
     int rc;
 
@@ -223,17 +243,27 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
                                false);
         goto dropped;
     }
-    data = m->data ? hub_json_dumps(m->data, JSON_COMPACT | JSON_ENCODE_ANY)
-                   : strdup("null");
-    if (!data)
-        goto nomem;
-    if (strlen(data) > app->max_event_bytes) {
+    /* The fast path's data text is what the dump would give: no copy. */
+    if (m->data_raw) {
+        data = NULL;
+        dlen = m->data_raw_len;
+    } else {
+        data = m->data ? hub_json_dumps(m->data,
+                                        JSON_COMPACT | JSON_ENCODE_ANY)
+                       : strdup("null");
+        if (!data)
+            goto nomem;
+        dlen = strlen(data);
+    }
+    if (dlen > app->max_event_bytes) {
         free(data);
         hub_session_send_error(s, -1, "Client event data too large", false);
         goto dropped;
     }
-    f = hub_proto_event_frame(m->event, sub->ch->name, data, strlen(data),
-                    kind == HUB_CHANNEL_PRESENCE ? sub->user_id : NULL);
+    f = hub_proto_event_frame(m->event, sub->ch->name,
+                              data ? data : m->data_raw, dlen,
+                              kind == HUB_CHANNEL_PRESENCE ? sub->user_id
+                                                           : NULL);
     free(data);
     /* hub_publish reaches every loop or none. */
     rc = f ? hub_pusher_publish(s, sub->ch->name, sub->ch->name_len, f, 0)
@@ -243,18 +273,24 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     if (rc)
         goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
-    if (l->hub->webhooks) {
+    /* The data text is built only for an app that wants the webhook. */
+    if (l->hub->webhooks &&
+        hub_whq_wants(l->hub->webhooks, app->index, HUB_WH_CLIENT_EVENT)) {
         /* user_id: the presence member, else the signed-in user. */
         const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
                                                        : s->user_id;
         char *text = NULL;
-        const char *d = json_is_string(m->data)
-                            ? json_string_value(m->data)
-                            : (text = m->data ? hub_json_dumps(
-                                                    m->data, JSON_COMPACT |
-                                                                 JSON_ENCODE_ANY)
-                                              : NULL);
+        const char *d;
 
+        if (m->data_raw)
+            d = text = webhook_data(m->data_raw, m->data_raw_len);
+        else
+            d = json_is_string(m->data)
+                    ? json_string_value(m->data)
+                    : (text = m->data ? hub_json_dumps(m->data,
+                                                       JSON_COMPACT |
+                                                           JSON_ENCODE_ANY)
+                                      : NULL);
         hub_webhook_client_event(l->hub, app->index, sub->ch->name,
                                  sub->ch->name_len, m->event,
                                  d ? d : "null", s->socket_id, uid);

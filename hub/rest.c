@@ -190,26 +190,252 @@ static int check_event(const struct hub_app *app, json_t *ev,
 }
 
 /*
+ * Waiting requests (hub_rest_handle_async()). A request whose directory
+ * reads answer later keeps here what its answer is made from: its queries
+ * (one per channel asked about) and, for events, the checked body. The
+ * answer is made when the last query is answered, exactly as the
+ * synchronous path makes it from the same reads.
+ */
+enum rest_op { OP_LIST, OP_CHANNEL, OP_USERS, OP_EVENTS, OP_BATCH };
+
+struct rest_q {
+    struct hub_dir_query q;
+    struct hub_rest_wait *w;
+};
+
+struct hub_rest_wait {
+    struct hub_loop *l;
+    const struct hub_app *app;     /* a reference */
+    hub_rest_answer_fn *answer;    /* NULL once cancelled */
+    void *ctx;
+    enum rest_op op;
+    unsigned outstanding;          /* queries not answered (+1 at start) */
+    int err;                       /* the first failed query's rc */
+    bool want_users, want_subs, want_cache;   /* OP_CHANNEL */
+    json_t *root;                  /* events: the body; reqs borrow it */
+    struct event_req *reqs;        /* events: owned, n_reqs of them */
+    size_t n_reqs;
+    bool any_info;                 /* OP_BATCH */
+    char *text;                    /* OP_LIST: prefix; CHANNEL, USERS: name */
+    size_t text_len;
+    size_t nq;
+    struct rest_q q[];
+};
+
+/* How a handler answers: now (answer NULL), or later through a wait. */
+struct rest_call {
+    hub_rest_answer_fn *answer;
+    void *ctx;
+    struct hub_rest_wait *wait;    /* out: the request waits */
+};
+
+static bool can_wait(struct hub_loop *l, const struct rest_call *c)
+{
+    return c->answer && l->hub->bp->dir->query_async;
+}
+
+static void query_done(struct hub_dir_query *q, int rc);
+
+/* A wait with nq INFO queries (the caller sets kinds and names). */
+static struct hub_rest_wait *wait_new(struct hub_loop *l,
+                                      const struct hub_app *app,
+                                      const struct rest_call *c,
+                                      enum rest_op op, size_t nq)
+{
+    struct hub_rest_wait *w = calloc(1, sizeof(*w) + nq * sizeof(w->q[0]));
+
+    if (!w)
+        return NULL;
+    hub_app_ref(app);
+    w->l = l;
+    w->app = app;
+    w->answer = c->answer;
+    w->ctx = c->ctx;
+    w->op = op;
+    w->nq = nq;
+    for (size_t i = 0; i < nq; i++) {
+        w->q[i].w = w;
+        w->q[i].q.kind = HUB_DIR_Q_INFO;
+        w->q[i].q.app = app->index;
+        w->q[i].q.loop = l;
+        w->q[i].q.done = query_done;
+    }
+    return w;
+}
+
+static void wait_free(struct hub_rest_wait *w)
+{
+    for (size_t i = 0; i < w->nq; i++)
+        json_decref(w->q[i].q.json);
+    for (size_t i = 0; i < w->n_reqs; i++)
+        event_req_fini(&w->reqs[i]);
+    free(w->reqs);
+    json_decref(w->root);
+    free(w->text);
+    hub_app_unref(w->app);
+    free(w);
+}
+
+void hub_rest_wait_cancel(struct hub_rest_wait *w)
+{
+    if (w->answer)
+        HUB_STAT_ADD(w->l->stats.rest_answers_dropped, 1);
+    w->answer = NULL;
+    w->ctx = NULL;
+}
+
+static void events_answer(struct hub_loop *l, const struct hub_app *app,
+                          struct event_req *r, const struct rest_q *rq,
+                          struct hub_rest_response *out);
+static void batch_answer(struct hub_loop *l, const struct hub_app *app,
+                         struct event_req *reqs, size_t n, bool any_info,
+                         const struct rest_q *rq,
+                         struct hub_rest_response *out);
+static void channel_answer(struct hub_loop *l, const struct hub_app *app,
+                           const char *name, size_t len,
+                           const struct hub_channel_info *ci, bool users,
+                           bool subs, bool cache,
+                           struct hub_rest_response *out);
+
+/* The answer of w, from its queries' results. */
+static void wait_finish(struct hub_rest_wait *w, struct hub_rest_response *out)
+{
+    json_t *j;
+
+    memset(out, 0, sizeof(*out));
+    if (w->err) {
+        if (w->err == -ENOMEM)
+            reply_error(out, 500, "out of memory");
+        else
+            reply_error(out, 503, "channel directory unavailable: %s",
+                        strerror(-w->err));
+        return;
+    }
+    switch (w->op) {
+    case OP_LIST:
+    case OP_USERS:
+        j = w->q[0].q.json;
+        w->q[0].q.json = NULL;
+        if (!j)
+            reply_error(out, 500, "out of memory");
+        else
+            reply_json(out, 200,
+                       json_pack("{s:o}",
+                                 w->op == OP_LIST ? "channels" : "users", j));
+        break;
+    case OP_CHANNEL:
+        channel_answer(w->l, w->app, w->text, w->text_len, &w->q[0].q.info,
+                       w->want_users, w->want_subs, w->want_cache, out);
+        break;
+    case OP_EVENTS:
+        events_answer(w->l, w->app, &w->reqs[0], w->q, out);
+        break;
+    case OP_BATCH:
+        batch_answer(w->l, w->app, w->reqs, w->n_reqs, w->any_info, w->q,
+                     out);
+        break;
+    }
+}
+
+/* One query of w answered (rc as query_async's); the last one answers. */
+static void query_settle(struct hub_rest_wait *w, int rc)
+{
+    struct hub_rest_response r;
+
+    if (rc < 0 && !w->err)
+        w->err = rc;
+    if (--w->outstanding)
+        return;
+    HUB_STAT_ADD(w->l->stats.rest_waiting, -1);
+    wait_finish(w, &r);
+    if (w->answer)
+        w->answer(w->ctx, &r);
+    else
+        free(r.body);
+    wait_free(w);
+}
+
+static void query_done(struct hub_dir_query *q, int rc)
+{
+    query_settle(hub_container_of(q, struct rest_q, q)->w, rc);
+}
+
+/* Ask w's queries; answered now (in out, w freed) or later (c->wait). */
+static void wait_start(struct hub_rest_wait *w, struct rest_call *c,
+                       struct hub_rest_response *out)
+{
+    struct hub *h = w->l->hub;
+
+    /* The extra count keeps w until every query was asked. */
+    w->outstanding = (unsigned)w->nq + 1;
+    for (size_t i = 0; i < w->nq; i++) {
+        int rc = hub_dir_query_async(h, &w->q[i].q);
+
+        if (rc != HUB_DIR_PENDING) {
+            if (rc < 0 && !w->err)
+                w->err = rc;
+            w->outstanding--;
+        }
+    }
+    if (--w->outstanding) {
+        memset(out, 0, sizeof(*out));
+        c->wait = w;
+        HUB_STAT_ADD(w->l->stats.rest_waiting, 1);
+        return;
+    }
+    wait_finish(w, out);
+    wait_free(w);
+}
+
+/* The channels an event names (its "channels", else its "channel"). */
+static size_t event_n_ch(const struct event_req *r)
+{
+    return r->channels ? json_array_size(r->channels) : 1;
+}
+
+static json_t *event_channel(const struct event_req *r, size_t i)
+{
+    return r->channels ? json_array_get(r->channels, i) : r->single;
+}
+
+/* INFO queries of r's channels from w->q[at]; returns the next index. */
+static size_t event_queries(struct hub_rest_wait *w, size_t at,
+                            const struct event_req *r)
+{
+    for (size_t i = 0; i < event_n_ch(r); i++, at++) {
+        json_t *c = event_channel(r, i);
+
+        w->q[at].q.name = json_string_value(c);
+        w->q[at].q.len = json_string_length(c);
+    }
+    return at;
+}
+
+/*
  * The info the event asked for, {channel: {...}} (an empty object when it
  * asked for none), or NULL when out of memory. Made before the event is
  * published (publishing does not change the counts), so that no
- * allocation is left to fail once subscribers have it.
+ * allocation is left to fail once subscribers have it. rq: the answers of
+ * a wait, one per channel; NULL = ask the directory now.
  */
 static json_t *event_info(struct hub_loop *l, const struct hub_app *app,
-                          const struct event_req *r)
+                          const struct event_req *r, const struct rest_q *rq)
 {
-    size_t n_ch = r->channels ? json_array_size(r->channels) : 1;
+    size_t n_ch = event_n_ch(r);
     json_t *info = json_object();
 
     for (size_t i = 0; info && r->info && i < n_ch; i++) {
-        json_t *c = r->channels ? json_array_get(r->channels, i) : r->single;
+        json_t *c = event_channel(r, i);
         const char *name = json_string_value(c);
         size_t len = json_string_length(c);
         struct hub_channel_info ci;
         json_t *o = json_object();
         int bad = 0;
 
-        hub_dir_info(l->hub, app->index, name, len, &ci);
+        if (rq)
+            ci = rq[i].q.info;
+        else
+            hub_dir_info(l->hub, app->index, name, len, &ci);
         /* Each insert checked: jansson drops what it cannot add. */
         if (strstr(r->info, "user_count") &&
             hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE)
@@ -277,25 +503,25 @@ static void reply_text(struct hub_rest_response *out, char *text)
     out->len = strlen(text);
 }
 
-static void post_events(struct hub_loop *l, const struct hub_app *app,
-                        json_t *body, struct hub_rest_response *out)
+/* The answer, then the publication, of one checked event (rq: its info
+ * answers, or NULL). */
+static void events_answer(struct hub_loop *l, const struct hub_app *app,
+                          struct event_req *r, const struct rest_q *rq,
+                          struct hub_rest_response *out)
 {
-    struct event_req r;
     json_t *answer;
     char *text;
     int rc = -ENOMEM;
 
-    if (check_event(app, body, &r, out))
-        return;
     /* The answer first: a 500 then means that no channel got the event
      * (one channel), or only the channels before the one that failed. */
-    answer = r.info ? json_pack("{s:o}", "channels", event_info(l, app, &r))
-                    : json_object();
+    answer = r->info
+                 ? json_pack("{s:o}", "channels", event_info(l, app, r, rq))
+                 : json_object();
     text = hub_json_dumps(answer, JSON_COMPACT);
     json_decref(answer);
     if (text)
-        rc = publish_event(l, app, &r);
-    event_req_fini(&r);
+        rc = publish_event(l, app, r);
     if (rc) {
         free(text);
         reply_error(out, 500, "out of memory");
@@ -304,48 +530,59 @@ static void post_events(struct hub_loop *l, const struct hub_app *app,
     reply_text(out, text);
 }
 
-static void post_batch(struct hub_loop *l, const struct hub_app *app,
-                       json_t *body, struct hub_rest_response *out)
+static void post_events(struct hub_loop *l, const struct hub_app *app,
+                        json_t *body, struct rest_call *c,
+                        struct hub_rest_response *out)
 {
-    json_t *batch = json_object_get(body, "batch"), *answer;
-    struct event_req *reqs;
-    char *text = NULL;
-    size_t n, checked;
-    bool any_info = false, failed = false;
+    struct hub_rest_wait *w;
+    struct event_req r;
 
-    if (!json_is_array(batch)) {
-        reply_error(out, 400, "\"batch\" must be an array");
+    if (check_event(app, body, &r, out))
+        return;
+    if (!r.info || !can_wait(l, c)) {
+        events_answer(l, app, &r, NULL, out);
+        event_req_fini(&r);
         return;
     }
-    n = json_array_size(batch);
-    if (n > app->max_batch_events) {
-        reply_error(out, 400, "at most %u events per batch",
-                    app->max_batch_events);
-        return;
-    }
-    reqs = calloc(n ? n : 1, sizeof(*reqs));
-    if (!reqs) {
+    w = wait_new(l, app, c, OP_EVENTS, event_n_ch(&r));
+    if (w)
+        w->reqs = malloc(sizeof(r));
+    if (!w || !w->reqs) {
+        if (w)
+            wait_free(w);
+        event_req_fini(&r);
         reply_error(out, 500, "out of memory");
         return;
     }
-    /* Validate (and encode the data of) all first: a bad batch publishes
-     * nothing. */
-    for (checked = 0; checked < n; checked++) {
-        if (check_event(app, json_array_get(batch, checked), &reqs[checked],
-                        out))
-            goto out;
-        if (reqs[checked].info)
-            any_info = true;
-    }
+    w->root = json_incref(body);
+    w->reqs[0] = r;
+    w->n_reqs = 1;
+    event_queries(w, 0, &r);
+    wait_start(w, c, out);
+}
+
+/* The answer, then the publication, of a checked batch (rq: the info
+ * answers of its events that asked, in order, or NULL). */
+static void batch_answer(struct hub_loop *l, const struct hub_app *app,
+                         struct event_req *reqs, size_t n, bool any_info,
+                         const struct rest_q *rq,
+                         struct hub_rest_response *out)
+{
+    json_t *answer;
+    char *text = NULL;
+    bool failed = false;
+
     /* The answer before anything is published (see post_events). */
     if (any_info) {
         json_t *infos = json_array();
 
         for (size_t i = 0; infos && i < n; i++) {
-            json_t *info = event_info(l, app, &reqs[i]);
+            json_t *info = event_info(l, app, &reqs[i], rq);
             /* The batch form reports the single channel's info directly. */
             json_t *only = json_object_iter_value(json_object_iter(info));
 
+            if (rq && reqs[i].info)
+                rq += event_n_ch(&reqs[i]);
             if (!info || json_array_append_new(infos, only ? json_incref(only)
                                                            : json_object())) {
                 json_decref(infos);
@@ -373,6 +610,63 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
     } else {
         reply_text(out, text);
     }
+}
+
+static void post_batch(struct hub_loop *l, const struct hub_app *app,
+                       json_t *body, struct rest_call *c,
+                       struct hub_rest_response *out)
+{
+    json_t *batch = json_object_get(body, "batch");
+    struct hub_rest_wait *w;
+    struct event_req *reqs;
+    size_t n, checked, nq = 0;
+    bool any_info = false;
+
+    if (!json_is_array(batch)) {
+        reply_error(out, 400, "\"batch\" must be an array");
+        return;
+    }
+    n = json_array_size(batch);
+    if (n > app->max_batch_events) {
+        reply_error(out, 400, "at most %u events per batch",
+                    app->max_batch_events);
+        return;
+    }
+    reqs = calloc(n ? n : 1, sizeof(*reqs));
+    if (!reqs) {
+        reply_error(out, 500, "out of memory");
+        return;
+    }
+    /* Validate (and encode the data of) all first: a bad batch publishes
+     * nothing. */
+    for (checked = 0; checked < n; checked++) {
+        if (check_event(app, json_array_get(batch, checked), &reqs[checked],
+                        out))
+            goto out;
+        if (reqs[checked].info) {
+            any_info = true;
+            nq += event_n_ch(&reqs[checked]);
+        }
+    }
+    if (!any_info || !can_wait(l, c)) {
+        batch_answer(l, app, reqs, n, any_info, NULL, out);
+        goto out;
+    }
+    w = wait_new(l, app, c, OP_BATCH, nq);
+    if (!w) {
+        reply_error(out, 500, "out of memory");
+        goto out;
+    }
+    /* The wait takes the checked events. */
+    w->root = json_incref(body);
+    w->reqs = reqs;
+    w->n_reqs = n;
+    w->any_info = true;
+    for (size_t i = 0, at = 0; i < n; i++)
+        if (reqs[i].info)
+            at = event_queries(w, at, &reqs[i]);
+    wait_start(w, c, out);
+    return;
 out:
     for (size_t i = 0; i < checked; i++)
         event_req_fini(&reqs[i]);
@@ -380,17 +674,34 @@ out:
 }
 
 static void get_channels(struct hub_loop *l, const struct hub_app *app,
-                         const struct hub_query *q,
+                         const struct hub_query *q, struct rest_call *c,
                          struct hub_rest_response *out)
 {
     const char *prefix = hub_query_find(q, "filter_by_prefix");
     const char *info = hub_query_find(q, "info");
     bool user_count = info && strstr(info, "user_count");
+    struct hub_rest_wait *w;
     json_t *list;
 
     if (user_count && (!prefix || strncmp(prefix, "presence-", 9) != 0)) {
         reply_error(out, 400,
                     "info=user_count needs filter_by_prefix=presence-");
+        return;
+    }
+    if (can_wait(l, c)) {
+        w = wait_new(l, app, c, OP_LIST, 1);
+        if (w && prefix && !(w->text = strdup(prefix))) {
+            wait_free(w);
+            w = NULL;
+        }
+        if (!w) {
+            reply_error(out, 500, "out of memory");
+            return;
+        }
+        w->q[0].q.kind = HUB_DIR_Q_LIST;
+        w->q[0].q.prefix = w->text;
+        w->q[0].q.user_count = user_count;
+        wait_start(w, c, out);
         return;
     }
     list = hub_dir_list(l->hub, app->index, prefix, user_count);
@@ -401,34 +712,37 @@ static void get_channels(struct hub_loop *l, const struct hub_app *app,
     reply_json(out, 200, json_pack("{s:o}", "channels", list));
 }
 
-static void get_channel(struct hub_loop *l, const struct hub_app *app,
-                        const char *name, size_t len, const struct hub_query *q,
-                        struct hub_rest_response *out)
+/* A copy of name (len bytes) as w's text; false when out of memory. */
+static bool wait_name(struct hub_rest_wait *w, const char *name, size_t len)
 {
-    const char *info = hub_query_find(q, "info");
-    bool presence = hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE;
-    struct hub_channel_info ci;
-    json_t *o;
+    w->text = malloc(len + 1);
+    if (!w->text)
+        return false;
+    memcpy(w->text, name, len);
+    w->text[len] = '\0';
+    w->text_len = len;
+    w->q[0].q.name = w->text;
+    w->q[0].q.len = len;
+    return true;
+}
+
+static void channel_answer(struct hub_loop *l, const struct hub_app *app,
+                           const char *name, size_t len,
+                           const struct hub_channel_info *ci, bool users,
+                           bool subs, bool cache,
+                           struct hub_rest_response *out)
+{
+    json_t *o = json_pack("{s:b}", "occupied", ci->occupied);
     int bad = 0;
 
-    if (info && strstr(info, "user_count") && !presence) {
-        reply_error(out, 400, "user_count is only for presence channels");
-        return;
-    }
-    if (info && strstr(info, "cache") && !hub_channel_is_cache(name, len)) {
-        reply_error(out, 400, "cache is only for cache channels");
-        return;
-    }
-    hub_dir_info(l->hub, app->index, name, len, &ci);
-    o = json_pack("{s:b}", "occupied", ci.occupied);
     /* Each insert checked: jansson drops what it cannot add. */
-    if (info && strstr(info, "user_count"))
+    if (users)
         bad |= json_object_set_new(o, "user_count",
-                                   json_integer(ci.user_count));
-    if (info && strstr(info, "subscription_count"))
+                                   json_integer(ci->user_count));
+    if (subs)
         bad |= json_object_set_new(o, "subscription_count",
-                                   json_integer(ci.subscription_count));
-    if (info && strstr(info, "cache"))
+                                   json_integer(ci->subscription_count));
+    if (cache)
         bad |= json_object_set_new(o, "cache",
                                    hub_chanfeat_cache_info(l, app, name, len));
     if (bad) {
@@ -438,14 +752,65 @@ static void get_channel(struct hub_loop *l, const struct hub_app *app,
     reply_json(out, 200, o);
 }
 
+static void get_channel(struct hub_loop *l, const struct hub_app *app,
+                        const char *name, size_t len, const struct hub_query *q,
+                        struct rest_call *c, struct hub_rest_response *out)
+{
+    const char *info = hub_query_find(q, "info");
+    bool presence = hub_channel_classify(name, len) == HUB_CHANNEL_PRESENCE;
+    bool users = info && strstr(info, "user_count");
+    bool subs = info && strstr(info, "subscription_count");
+    bool cache = info && strstr(info, "cache");
+    struct hub_channel_info ci;
+    struct hub_rest_wait *w;
+
+    if (users && !presence) {
+        reply_error(out, 400, "user_count is only for presence channels");
+        return;
+    }
+    if (cache && !hub_channel_is_cache(name, len)) {
+        reply_error(out, 400, "cache is only for cache channels");
+        return;
+    }
+    if (can_wait(l, c)) {
+        w = wait_new(l, app, c, OP_CHANNEL, 1);
+        if (!w || !wait_name(w, name, len)) {
+            if (w)
+                wait_free(w);
+            reply_error(out, 500, "out of memory");
+            return;
+        }
+        w->want_users = users;
+        w->want_subs = subs;
+        w->want_cache = cache;
+        wait_start(w, c, out);
+        return;
+    }
+    hub_dir_info(l->hub, app->index, name, len, &ci);
+    channel_answer(l, app, name, len, &ci, users, subs, cache, out);
+}
+
 static void get_users(struct hub_loop *l, const struct hub_app *app,
-                      const char *name, size_t len,
+                      const char *name, size_t len, struct rest_call *c,
                       struct hub_rest_response *out)
 {
+    struct hub_rest_wait *w;
     json_t *users;
 
     if (hub_channel_classify(name, len) != HUB_CHANNEL_PRESENCE) {
         reply_error(out, 400, "users are only listed for presence channels");
+        return;
+    }
+    if (can_wait(l, c)) {
+        w = wait_new(l, app, c, OP_USERS, 1);
+        if (!w || !wait_name(w, name, len)) {
+            if (w)
+                wait_free(w);
+            reply_error(out, 500, "out of memory");
+            return;
+        }
+        w->q[0].q.kind = HUB_DIR_Q_USERS;
+        wait_start(w, c, out);
         return;
     }
     users = hub_dir_users(l->hub, app->index, name, len);
@@ -496,6 +861,24 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
                      size_t body_len, uint64_t now_s,
                      struct hub_rest_response *out)
 {
+    struct hub_rest_wait *w = hub_rest_handle_async(
+        l, method, path, query, body, body_len, now_s, NULL, NULL, out);
+
+    assert(!w);
+    (void)w;
+}
+
+struct hub_rest_wait *hub_rest_handle_async(struct hub_loop *l,
+                                            enum hub_http_method method,
+                                            const char *path,
+                                            const char *query,
+                                            const char *body, size_t body_len,
+                                            uint64_t now_s,
+                                            hub_rest_answer_fn *answer,
+                                            void *ctx,
+                                            struct hub_rest_response *out)
+{
+    struct rest_call call = { answer, ctx, NULL };
     const char *id, *rest, *res;
     const struct hub_app *app;
     struct hub_rest_request ar;
@@ -511,16 +894,16 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
     if (strncmp(path, "/apps/", 6) != 0 ||
         !(rest = strchr(id = path + 6, '/'))) {
         reply_error(out, 404, "not found");
-        return;
+        return NULL;
     }
     app = hub_apptab_by_id(hub_apps(l->hub), id, (size_t)(rest - id));
     if (!app) {
         reply_error(out, 404, "unknown app");
-        return;
+        return NULL;
     }
     if (body_len > HUB_REST_MAX_BODY) {
         reply_error(out, 413, "request body too large");
-        return;
+        return NULL;
     }
     /* The one parse: auth checks it (in a lower-cased copy of its own),
      * the handlers below look their parameters up in it as sent. */
@@ -533,7 +916,7 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
         hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s",
                 hub_http_method_name(method), path, why);
         reply_error(out, 400, "%s", why);
-        return;
+        return NULL;
     }
     ar.method = method;
     ar.path = path;
@@ -547,11 +930,11 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
         hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s",
                 hub_http_method_name(method), path, why);
         reply_error(out, rc == -EACCES ? 401 : 400, "%s", why);
-        return;
+        return NULL;
     }
     if (!app->enabled) {
         reply_error(out, 403, "app is disabled");
-        return;
+        return NULL;
     }
     res = rest + 1;
     if (strcmp(res, "events") == 0 || strcmp(res, "batch_events") == 0) {
@@ -560,31 +943,31 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
 
         if (!is_post) {
             reply_error(out, 405, "use POST");
-            return;
+            return NULL;
         }
         root = json_loadb(body, body_len, 0, &err);
         if (!json_is_object(root)) {
             json_decref(root);
             reply_error(out, 400, "body must be a JSON object");
-            return;
+            return NULL;
         }
         if (!over_limit(l, app, true,
                         res[0] == 'e' ? 1 : batch_size(root), out)) {
             if (res[0] == 'e')
-                post_events(l, app, root, out);
+                post_events(l, app, root, &call, out);
             else
-                post_batch(l, app, root, out);
+                post_batch(l, app, root, &call, out);
         }
         json_decref(root);
-        return;
+        return call.wait;
     }
     if (is_get && (strcmp(res, "channels") == 0 ||
                    strncmp(res, "channels/", 9) == 0) &&
         over_limit(l, app, false, 1, out))
-        return;
+        return NULL;
     if (strcmp(res, "channels") == 0 && is_get) {
-        get_channels(l, app, &q, out);
-        return;
+        get_channels(l, app, &q, &call, out);
+        return call.wait;
     }
     if (strncmp(res, "channels/", 9) == 0 && is_get) {
         const char *name = res + 9, *slash = strchr(name, '/');
@@ -593,16 +976,16 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
         if (len == 0 || len >= sizeof(chan) ||
             hub_query_decode(chan, sizeof(chan), name, len)) {
             reply_error(out, 400, "bad channel name");
-            return;
+            return NULL;
         }
         len = strlen(chan);
         if (!slash)
-            get_channel(l, app, chan, len, &q, out);
+            get_channel(l, app, chan, len, &q, &call, out);
         else if (strcmp(slash, "/users") == 0)
-            get_users(l, app, chan, len, out);
+            get_users(l, app, chan, len, &call, out);
         else
             reply_error(out, 404, "not found");
-        return;
+        return call.wait;
     }
     if (strncmp(res, "users/", 6) == 0) {
         const char *uid = res + 6, *slash = strchr(uid, '/');
@@ -610,25 +993,26 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
 
         if (!slash || strcmp(slash, "/terminate_connections") != 0) {
             reply_error(out, 404, "not found");
-            return;
+            return NULL;
         }
         if (!is_post) {
             reply_error(out, 405, "use POST");
-            return;
+            return NULL;
         }
         if (slash == uid || (size_t)(slash - uid) >= sizeof(user) ||
             hub_query_decode(user, sizeof(user), uid,
                              (size_t)(slash - uid)) ||
             !*user || strlen(user) > app->max_user_id_len) {
             reply_error(out, 400, "bad user id");
-            return;
+            return NULL;
         }
         if (hub_terminate_user(l->hub, l, app->index, user)) {
             reply_error(out, 500, "out of memory");
-            return;
+            return NULL;
         }
         reply_json(out, 200, json_object());
-        return;
+        return NULL;
     }
     reply_error(out, 404, "not found");
+    return NULL;
 }

@@ -48,4 +48,41 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
                      size_t body_len, uint64_t now_s,
                      struct hub_rest_response *out);
 
+/*
+ * Asynchronous answers. With a directory whose reads answer later
+ * (query_async, hub/backplane.h: a cluster directory) the channel reads
+ * (GET channels, channels/{name}, channels/{name}/users) and info= on
+ * events and batch_events wait for it. hub_rest_handle() above never
+ * waits (it uses the directory's synchronous reads); a caller that can
+ * answer later uses hub_rest_handle_async().
+ */
+struct hub_rest_wait;
+
+/* The answer of a request that waited, on the loop's thread; the callee
+ * owns r->body. */
+typedef void hub_rest_answer_fn(void *ctx, struct hub_rest_response *r);
+
+/*
+ * hub_rest_handle(), except that a read the directory answers later makes
+ * the request wait: then it returns the wait (out->status is 0) and
+ * answer(ctx, r) is called exactly once, later, on l's thread, unless
+ * hub_rest_wait_cancel() came first. NULL: answered in out, as
+ * hub_rest_handle(). An events request that waits is published when its
+ * info comes, whether or not it was cancelled meanwhile (the request was
+ * whole; only its answer is dropped).
+ */
+struct hub_rest_wait *hub_rest_handle_async(struct hub_loop *l,
+                                            enum hub_http_method method,
+                                            const char *path,
+                                            const char *query,
+                                            const char *body, size_t body_len,
+                                            uint64_t now_s,
+                                            hub_rest_answer_fn *answer,
+                                            void *ctx,
+                                            struct hub_rest_response *out);
+
+/* The requester is gone (its connection closed): answer is not called;
+ * w is freed when the directory answers. On l's thread. */
+void hub_rest_wait_cancel(struct hub_rest_wait *w);
+
 #endif

@@ -129,6 +129,11 @@
     X(http_post_closes, counter, U64, 0, LOOP, "http_post_closes",             \
       "http_post_closes_total",                                                \
       "POST answers that closed keep-alive: input behind the body.")          \
+    X(rest_waiting, gauge, U64, 0, LOOP, "rest_waiting", "rest_waiting",       \
+      "REST requests waiting for a late directory answer.")                   \
+    X(rest_answers_dropped, counter, U64, 0, LOOP, "rest_answers_dropped",     \
+      "rest_answers_dropped_total",                                            \
+      "REST answers dropped: the connection went before the directory's.")    \
     X(hb_runs, counter, U64, 0, HEARTBEAT, "runs", "heartbeat_runs_total",     \
       "Completed heartbeat scans.")                                            \
     X(hb_failures, counter, U64, 0, HEARTBEAT, "failures",                     \

@@ -10,6 +10,17 @@
  * Presence identity is counted hub-wide by the directory; its seq travels
  * with each member event so a subscription only sees changes newer than
  * its own join.
+ *
+ * Pending subscriptions. A directory with join_async (a cluster one) may
+ * answer a join later, on this loop. Until then the subscription is a
+ * hub_sub on the session's list only (ch NULL, no events reach it; it
+ * counts against max_subscriptions, a second subscribe to the channel is
+ * ignored, client events on it are refused) with its struct
+ * hub_sub_pending; the answer links it to the channel and sends
+ * subscription_succeeded. A presence re-subscribe waits the same way,
+ * its record chained on the live hub_sub. When the sub goes first
+ * (unsubscribe, disconnect) its records are detached: the answer then
+ * touches no session and leaves the directory if the join was counted.
  */
 #include "hub/subscribe.h"
 
@@ -82,19 +93,46 @@ static void send_sub_error(struct hub_session *s, const char *channel,
         hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
 }
 
-struct hub_sub *hub_pusher_find_sub(struct hub_session *s, const char *name,
-                                    size_t len)
+/* An asynchronous directory join on its way (see the file comment). */
+struct hub_sub_pending {
+    struct hub_dir_join_req req;   /* done: join_done() */
+    struct hub_presence_join j;    /* presence; members_json owned */
+    struct hub_sub *sub;           /* new: the pending sub; again: the live
+                                    * one; NULL once it went (detached) */
+    struct hub_sub_pending *next;  /* the sub's chain of records */
+    bool again;                    /* a presence re-subscribe */
+    enum hub_channel_kind kind;
+    char *user_id;                 /* presence: owned until the sub takes it */
+    char *user_info;               /* presence: owned */
+    size_t len;
+    char name[];                   /* the channel, owned (req.name) */
+};
+
+/* s's subscription to the channel, pending or not. */
+static struct hub_sub *find_any(struct hub_session *s, const char *name,
+                                size_t len)
 {
     struct hub_list *pos;
 
     hub_list_for_each(pos, &s->subs) {
         struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
                                                session_link);
+        const char *n = sub->ch ? sub->ch->name : sub->pending->name;
+        size_t nl = sub->ch ? sub->ch->name_len : sub->pending->len;
 
-        if (sub->ch->name_len == len && memcmp(sub->ch->name, name, len) == 0)
+        if (nl == len && memcmp(n, name, len) == 0)
             return sub;
     }
     return NULL;
+}
+
+/* Confirmed subscriptions only: a pending one is not yet in the channel. */
+struct hub_sub *hub_pusher_find_sub(struct hub_session *s, const char *name,
+                                    size_t len)
+{
+    struct hub_sub *sub = find_any(s, name, len);
+
+    return sub && sub->ch ? sub : NULL;
 }
 
 /*
@@ -113,7 +151,8 @@ static bool over_sub_cap(const struct hub_session *s, uint32_t cap)
         const struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
                                                      session_link);
 
-        if (sub->ch->kind != HUB_CHANNEL_USER && ++n >= cap)
+        /* Pending (ch NULL) ones count: they are never the user channel. */
+        if ((!sub->ch || sub->ch->kind != HUB_CHANNEL_USER) && ++n >= cap)
             return true;
     }
     return false;
@@ -270,7 +309,7 @@ static bool sub_refuse_name(struct hub_session *s, struct sub_req *r)
         return true;
     }
     r->kind = hub_channel_classify(r->name, r->len);
-    r->sub = hub_pusher_find_sub(s, r->name, r->len);
+    r->sub = find_any(s, r->name, r->len);
     if (r->sub || r->kind == HUB_CHANNEL_USER ||
         !over_sub_cap(s, sub_cap(s)))
         return false;
@@ -361,37 +400,74 @@ static bool sub_presence_identity(struct hub_session *s,
     return true;
 }
 
-/*
- * Presence, already subscribed: the same user gets the member list again
- * (a join and leave of its own, so the counts end where they were);
- * another user is refused with 409.
- */
-static void sub_presence_again(struct hub_session *s, const struct sub_req *r)
+static void join_done(struct hub_dir_join_req *req, int rc);
+
+/* A pending record for r (owned name copy; presence: takes r's user_id
+ * and user_info). NULL when out of memory. */
+static struct hub_sub_pending *pending_new(struct hub_session *s,
+                                           struct sub_req *r, bool again)
 {
-    struct hub_loop *l = s->loop;
-    struct hub_presence_join again = { 0 };
-    struct hub_frame *f;
+    struct hub_sub_pending *p = calloc(1, sizeof(*p) + r->len + 1);
+
+    if (!p)
+        return NULL;
+    memcpy(p->name, r->name, r->len);
+    p->len = r->len;
+    p->kind = r->kind;
+    p->again = again;
+    p->req.app = s->app->index;
+    p->req.name = p->name;
+    p->req.len = r->len;
+    p->req.loop = s->loop;
+    p->req.done = join_done;
+    if (r->kind == HUB_CHANNEL_PRESENCE) {
+        p->user_id = r->user_id;
+        p->user_info = r->user_info;
+        r->user_id = r->user_info = NULL;
+        p->j.user_id = p->user_id;
+        p->j.user_info = p->user_info;
+        /* A re-subscribe is no new member: no limit, as in the sync path. */
+        p->j.max_members = again ? 0 : s->app->max_presence_members;
+        p->req.j = &p->j;
+    }
+    return p;
+}
+
+static void pending_free(struct hub_sub_pending *p)
+{
+    free(p->j.members_json);
+    free(p->user_id);
+    free(p->user_info);
+    free(p);
+}
+
+/*
+ * The directory's answer to a presence re-subscribe (rc as join's): the
+ * member list goes to s (NULL: the session went meanwhile), then the join
+ * is undone so that the counts end where they were.
+ */
+static void again_answer(struct hub_loop *l, struct hub_session *s,
+                         unsigned app, const char *name, size_t len,
+                         const char *user_id, struct hub_presence_join *j,
+                         int rc)
+{
+    struct hub_frame *f = NULL;
     bool last;
 
-    if (strcmp(r->sub->user_id, r->user_id) != 0) {
-        send_sub_error(s, r->name, "AuthError",
-                       "Already subscribed as another user", 409);
+    if (rc) {
+        if (s)
+            send_sub_error(s, name, "ServerError", "Out of memory", 500);
         return;
     }
-    again.user_id = r->user_id;
-    again.user_info = r->user_info;
-    if (hub_dir_join(l->hub, s->app->index, r->name, r->len, &again)) {
-        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+    if (s && j->members_json)
+        f = string_event_frame(SUCCEEDED, name, j->members_json);
+    hub_dir_leave(l->hub, app, name, len, user_id, &last, NULL);
+    free(j->members_json);
+    j->members_json = NULL;
+    if (!s)
         return;
-    }
-    f = again.members_json
-            ? string_event_frame(SUCCEEDED, r->name, again.members_json)
-            : NULL;
-    hub_dir_leave(l->hub, s->app->index, r->name, r->len, r->user_id,
-                  &last, NULL);
-    free(again.members_json);
     if (!f) {
-        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+        send_sub_error(s, name, "ServerError", "Out of memory", 500);
         return;
     }
     hub_session_send(s, f);
@@ -399,14 +475,230 @@ static void sub_presence_again(struct hub_session *s, const struct sub_req *r)
 }
 
 /*
- * A new subscription: the local channel, the directory join (presence:
- * with the identity and the member limit), both list links, then the
- * confirmation and, for a presence user's first session, member_added.
- * Takes r->user_id on success. Out of memory: 500; directory refusal
+ * Presence, already subscribed: the same user gets the member list again
+ * (a join and leave of its own, so the counts end where they were);
+ * another user is refused with 409. With an asynchronous directory the
+ * list comes when the join is answered (the record waits on r->sub).
+ */
+static void sub_presence_again(struct hub_session *s, struct sub_req *r)
+{
+    struct hub_loop *l = s->loop;
+    struct hub_sub_pending *p;
+    int rc;
+
+    if (strcmp(r->sub->user_id, r->user_id) != 0) {
+        send_sub_error(s, r->name, "AuthError",
+                       "Already subscribed as another user", 409);
+        return;
+    }
+    if (!l->hub->bp->dir->join_async) {
+        struct hub_presence_join again = { 0 };
+
+        again.user_id = r->user_id;
+        again.user_info = r->user_info;
+        rc = hub_dir_join(l->hub, s->app->index, r->name, r->len, &again);
+        again_answer(l, s, s->app->index, r->name, r->len, r->user_id,
+                     &again, rc);
+        return;
+    }
+    p = pending_new(s, r, true);
+    if (!p) {
+        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+        return;
+    }
+    rc = hub_dir_join_async(l->hub, &p->req);
+    if (rc == HUB_DIR_PENDING) {
+        p->sub = r->sub;
+        p->next = r->sub->pending;
+        r->sub->pending = p;
+        return;
+    }
+    again_answer(l, s, p->req.app, p->name, p->len, p->user_id, &p->j, rc);
+    pending_free(p);
+}
+
+/*
+ * A new subscription once the directory answered (rc as join's): both
+ * list links, then the confirmation and, for a presence user's first
+ * session, member_added (unless the directory delivers member events
+ * itself: join->dir_events). sub is on no list; ch is the local channel,
+ * or NULL to get it now (after the join: out of memory undoes it). Takes
+ * sub, and *user_id on success. Out of memory: 500; directory refusal
  * (full presence channel or no memory): 4100. Both frames are made, and
  * member_added published, before the subscription is linked: out of
  * memory there undoes the join and answers 500, so a subscription is
  * never left without its confirmation or its announcement.
+ */
+static void sub_finish(struct hub_session *s, struct hub_sub *sub,
+                       struct hub_lchan *ch, enum hub_channel_kind kind,
+                       const char *name, size_t len, char **user_id,
+                       const char *user_info, struct hub_presence_join *join,
+                       int rc)
+{
+    const struct hub_app *app = s->app;
+    struct hub_loop *l = s->loop;
+    bool presence = kind == HUB_CHANNEL_PRESENCE;
+    struct hub_frame *ok = NULL, *added;
+
+    if (rc) {
+        free(sub);
+        if (ch)
+            hub_chanmap_put(l->chans, ch);
+        send_sub_error(s, name, "LimitReached",
+                       rc == -ENOSPC ? "Presence channel is full"
+                                     : "Out of memory",
+                       4100);
+        return;
+    }
+    if (!ch)
+        ch = hub_chanmap_get(l->chans, app->index, name, len);
+    if (ch && (!presence || join->members_json))
+        ok = string_event_frame(SUCCEEDED, name,
+                                presence ? join->members_json : "{}");
+    free(join->members_json);
+    join->members_json = NULL;
+    if (ok && presence && join->first && !join->dir_events) {
+        added = member_frame("pusher_internal:member_added", name, *user_id,
+                             user_info);
+        /* hub_publish is all loops or none. */
+        if (!added || hub_pusher_publish(s, name, len, added, join->seq)) {
+            hub_frame_unref(ok);
+            ok = NULL;
+        }
+        if (added)
+            hub_frame_unref(added);
+    }
+    if (!ok) {
+        bool last;
+
+        hub_dir_leave(l->hub, app->index, name, len,
+                      presence ? *user_id : NULL, &last, NULL);
+        free(sub);
+        if (ch)
+            hub_chanmap_put(l->chans, ch);
+        send_sub_error(s, name, "ServerError", "Out of memory", 500);
+        return;
+    }
+    sub->s = s;
+    sub->ch = ch;
+    sub->user_id = *user_id;
+    *user_id = NULL;
+    sub->joined_seq = join->seq;
+    sub->pending = NULL;
+    hub_list_link_tail(&ch->members, &sub->chan_link);
+    hub_list_link_tail(&s->subs, &sub->session_link);
+    ch->n_members++;
+    HUB_STAT_ADD(l->stats.subscriptions, 1);
+    hub_session_send(s, ok);
+    hub_frame_unref(ok);
+    hub_chanfeat_joined(s, ch->name, ch->name_len, kind);
+    /* Authorized connections: a private or presence channel counts. */
+    if (kind != HUB_CHANNEL_PUBLIC)
+        hub_session_authorized(s);
+}
+
+/* A member event with no session to exclude (an abandoned join). */
+static void publish_member(struct hub_loop *l, unsigned app, const char *name,
+                           size_t len, const char *event, const char *uid,
+                           const char *info, uint64_t seq)
+{
+    struct hub_frame *f = member_frame(event, name, uid, info);
+    struct hub_excl ex = { false, 0, 0, seq };
+
+    if (f) {
+        hub_publish(l->hub, l, app, name, len, f, &ex);
+        hub_frame_unref(f);
+    }
+}
+
+/*
+ * The answer to a subscription that went while it was pending, with rc 0:
+ * the directory counted it, so it is left, with the member events a
+ * subscribe and an unsubscribe would have made (only those the hub
+ * publishes: none when the directory delivers them itself), so that
+ * another connection of the user that joined meanwhile is announced.
+ */
+static void abandon(struct hub_sub_pending *p)
+{
+    struct hub_loop *l = p->req.loop;
+    bool presence = p->kind == HUB_CHANNEL_PRESENCE, last = false;
+    uint64_t seq = 0;
+
+    if (presence && p->j.first && !p->j.dir_events)
+        publish_member(l, p->req.app, p->name, p->len,
+                       "pusher_internal:member_added", p->user_id,
+                       p->user_info, p->j.seq);
+    hub_dir_leave(l->hub, p->req.app, p->name, p->len,
+                  presence ? p->user_id : NULL, &last, &seq);
+    if (last && presence)
+        publish_member(l, p->req.app, p->name, p->len,
+                       "pusher_internal:member_removed", p->user_id, NULL,
+                       seq);
+}
+
+/* done of join_async, on the loop's thread. */
+static void join_done(struct hub_dir_join_req *req, int rc)
+{
+    struct hub_sub_pending *p =
+        hub_container_of(req, struct hub_sub_pending, req);
+    struct hub_sub *sub = p->sub;
+
+    if (p->again) {
+        struct hub_sub_pending **pp;
+
+        if (sub) {
+            for (pp = &sub->pending; *pp != p; pp = &(*pp)->next)
+                assert(*pp);
+            *pp = p->next;
+        }
+        again_answer(req->loop, sub ? sub->s : NULL, req->app, p->name,
+                     p->len, p->user_id, &p->j, rc);
+    } else if (sub) {
+        struct hub_session *s = sub->s;
+
+        assert(!sub->ch && sub->pending == p && !p->next);
+        hub_list_unlink(&sub->session_link);
+        sub->pending = NULL;
+        sub_finish(s, sub, NULL, p->kind, p->name, p->len, &p->user_id,
+                   p->user_info, &p->j, rc);
+    } else if (!rc) {
+        abandon(p);
+    }
+    pending_free(p);
+}
+
+/* sub_link() with a directory that has join_async. */
+static void sub_link_async(struct hub_session *s, struct sub_req *r)
+{
+    struct hub_loop *l = s->loop;
+    struct hub_sub *sub = calloc(1, sizeof(*sub));
+    struct hub_sub_pending *p = sub ? pending_new(s, r, false) : NULL;
+    int rc;
+
+    if (!p) {
+        free(sub);
+        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
+        return;
+    }
+    rc = hub_dir_join_async(l->hub, &p->req);
+    if (rc == HUB_DIR_PENDING) {
+        /* On the session's list only: found, counted against the cap,
+         * never delivered to (see the file comment). */
+        sub->s = s;
+        sub->pending = p;
+        p->sub = sub;
+        hub_list_link_tail(&s->subs, &sub->session_link);
+        return;
+    }
+    sub_finish(s, sub, NULL, p->kind, p->name, p->len, &p->user_id,
+               p->user_info, &p->j, rc);
+    pending_free(p);
+}
+
+/*
+ * A new subscription: the local channel, the directory join (presence:
+ * with the identity and the member limit), then sub_finish(). Takes
+ * r->user_id on success.
  */
 static void sub_link(struct hub_session *s, struct sub_req *r)
 {
@@ -414,13 +706,16 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
     struct hub_loop *l = s->loop;
     bool presence = r->kind == HUB_CHANNEL_PRESENCE;
     struct hub_presence_join join = { 0 };
-    struct hub_frame *ok = NULL, *added;
     struct hub_lchan *ch;
     struct hub_sub *sub;
     int rc;
 
     assert(!r->sub && r->kind != HUB_CHANNEL_USER);
     assert(!presence || r->user_id);
+    if (l->hub->bp->dir->join_async) {
+        sub_link_async(s, r);
+        return;
+    }
     ch = hub_chanmap_get(l->chans, app->index, r->name, r->len);
     sub = calloc(1, sizeof(*sub));
     if (!ch || !sub) {
@@ -437,56 +732,8 @@ static void sub_link(struct hub_session *s, struct sub_req *r)
     }
     rc = hub_dir_join(l->hub, app->index, r->name, r->len,
                       presence ? &join : NULL);
-    if (rc) {
-        free(sub);
-        hub_chanmap_put(l->chans, ch);
-        send_sub_error(s, r->name, "LimitReached",
-                       rc == -ENOSPC ? "Presence channel is full"
-                                     : "Out of memory",
-                       4100);
-        return;
-    }
-    if (!presence || join.members_json)
-        ok = string_event_frame(SUCCEEDED, r->name,
-                                presence ? join.members_json : "{}");
-    free(join.members_json);
-    if (ok && presence && join.first) {
-        added = member_frame("pusher_internal:member_added", r->name,
-                             r->user_id, r->user_info);
-        /* hub_publish is all loops or none. */
-        if (!added ||
-            hub_pusher_publish(s, r->name, r->len, added, join.seq)) {
-            hub_frame_unref(ok);
-            ok = NULL;
-        }
-        if (added)
-            hub_frame_unref(added);
-    }
-    if (!ok) {
-        bool last;
-
-        hub_dir_leave(l->hub, app->index, r->name, r->len,
-                      presence ? r->user_id : NULL, &last, NULL);
-        free(sub);
-        hub_chanmap_put(l->chans, ch);
-        send_sub_error(s, r->name, "ServerError", "Out of memory", 500);
-        return;
-    }
-    sub->s = s;
-    sub->ch = ch;
-    sub->user_id = r->user_id;
-    r->user_id = NULL;
-    sub->joined_seq = join.seq;
-    hub_list_link_tail(&ch->members, &sub->chan_link);
-    hub_list_link_tail(&s->subs, &sub->session_link);
-    ch->n_members++;
-    HUB_STAT_ADD(l->stats.subscriptions, 1);
-    hub_session_send(s, ok);
-    hub_frame_unref(ok);
-    hub_chanfeat_joined(s, ch->name, ch->name_len, r->kind);
-    /* Authorized connections: a private or presence channel counts. */
-    if (r->kind != HUB_CHANNEL_PUBLIC)
-        hub_session_authorized(s);
+    sub_finish(s, sub, ch, r->kind, r->name, r->len, &r->user_id,
+               r->user_info, &join, rc);
 }
 
 void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)
@@ -494,6 +741,9 @@ void hub_pusher_subscribe(struct hub_session *s, const struct hub_msg *m)
     struct sub_req r = { .name = m->channel, .len = m->channel_len };
 
     if (sub_refuse_name(s, &r))
+        goto out;
+    /* Pending: the directory's first answer will confirm or refuse it. */
+    if (r.sub && !r.sub->ch)
         goto out;
     if (r.kind == HUB_CHANNEL_USER) {
         sub_user_channel(s, &r);
@@ -526,13 +776,32 @@ out:
     free(r.user_info);
 }
 
+/*
+ * Leave one subscription. Its pending directory answers are detached
+ * first (join_done then touches neither it nor s); a pending one is only
+ * unlinked: its answer leaves the directory. A directory that delivers
+ * member events itself (j->dir_events at the join) returns last = false,
+ * so nothing is published here for it.
+ */
 static void leave(struct hub_session *s, struct hub_sub *sub)
 {
     struct hub_loop *l = s->loop;
     struct hub_lchan *ch = sub->ch;
+    struct hub_sub_pending *p, *next;
     bool last = false;
     uint64_t seq;
 
+    for (p = sub->pending; p; p = next) {
+        next = p->next;
+        p->sub = NULL;
+        p->next = NULL;
+    }
+    sub->pending = NULL;
+    if (!ch) {
+        hub_list_unlink(&sub->session_link);
+        free(sub);
+        return;
+    }
     assert(sub->s == s && ch->n_members > 0);
     hub_list_unlink(&sub->chan_link);
     hub_list_unlink(&sub->session_link);
@@ -553,7 +822,7 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
 void hub_pusher_unsubscribe(struct hub_session *s, const char *name,
                             size_t len)
 {
-    struct hub_sub *sub = hub_pusher_find_sub(s, name, len);
+    struct hub_sub *sub = find_any(s, name, len);   /* pending too */
 
     if (sub)
         leave(s, sub);

@@ -13,6 +13,12 @@
  * Unknown paths get a prompt 404. Before the handshake, RFC 6455 upgrade
  * checks answer 426/400 and an over-long header 431 (refuse()).
  *
+ * Deferred answers: with a directory whose reads answer later (a cluster
+ * directory), a REST read waits (hub_rest_handle_async()); its answer is
+ * kept in the request and written from HTTP_WRITEABLE. A connection that
+ * closes first cancels the wait (req_free()), so the answer is dropped and
+ * nothing touches the gone request or wsi.
+ *
  * Thread: the connection's loop.
  */
 #include <errno.h>
@@ -80,6 +86,12 @@ struct http_req {
     bool answered;               /* the response is written */
     uint32_t retry_after;        /* 429: the Retry-After seconds; 0 = none */
     struct srv_http_post post_state; /* body completion (server/http_post.h) */
+    /* A REST answer the directory makes later: the wait (cancelled when
+     * the request goes), then the answer until HTTP_WRITEABLE writes it. */
+    struct lws *wsi;
+    struct hub_rest_wait *wait;
+    struct hub_rest_response later;
+    bool later_ready;
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
 };
@@ -102,6 +114,9 @@ static void req_free(struct http_pss *ps)
 {
     if (!ps->req)
         return;
+    if (ps->req->wait)
+        hub_rest_wait_cancel(ps->req->wait);
+    free(ps->req->later.body);
     free(ps->req->body);
     free(ps->req);
     ps->req = NULL;
@@ -306,6 +321,41 @@ static int dev_auth(struct lws *wsi, struct srv_loop *l, struct http_req *p)
     return rc;
 }
 
+/* handle_request(): the answer comes later (rest_answer()). */
+#define HTTP_DEFERRED 1
+
+/* A waiting REST request's answer (hub/rest.h), on the loop's thread: kept
+ * until HTTP_WRITEABLE. p and its wsi are alive: req_free() cancels. */
+static void rest_answer(void *ctx, struct hub_rest_response *r)
+{
+    struct http_req *p = ctx;
+
+    p->wait = NULL;
+    p->later = *r;
+    p->later_ready = true;
+    lws_callback_on_writable(p->wsi);
+}
+
+/* HTTP_WRITEABLE with the answer in: write it (a POST closes after it
+ * when lws holds unparsed input, as srv_http_post_rx_pending() says). */
+static int write_later(struct lws *wsi, struct srv_loop *l, struct http_req *p)
+{
+    struct hub_rest_response r = p->later;
+    int rc;
+
+    p->later_ready = false;
+    memset(&p->later, 0, sizeof(p->later));
+    if (p->post && !p->close && srv_http_post_rx_pending(wsi)) {
+        HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
+        p->close = true;
+    }
+    p->retry_after = r.status == 429 ? r.retry_after_s : 0;
+    rc = respond(wsi, p, (unsigned)r.status, "application/json",
+                 r.body ? r.body : "{}", r.body ? r.len : 2);
+    free(r.body);
+    return rc;
+}
+
 static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 {
     struct hub_rest_response r;
@@ -313,9 +363,13 @@ static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 
     if (p->too_big)
         return respond_json_error(wsi, p, 413, "request body too large");
-    hub_rest_handle(l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET, p->path,
-                    p->query, p->body ? p->body : "", p->body_len,
-                    (uint64_t)time(NULL), &r);
+    p->wsi = wsi;
+    p->wait = hub_rest_handle_async(
+        l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET, p->path, p->query,
+        p->body ? p->body : "", p->body_len, (uint64_t)time(NULL),
+        rest_answer, p, &r);
+    if (p->wait)
+        return HTTP_DEFERRED;
     p->retry_after = r.status == 429 ? r.retry_after_s : 0;
     rc = respond(wsi, p, (unsigned)r.status, "application/json",
                  r.body ? r.body : "{}", r.body ? r.len : 2);
@@ -369,6 +423,13 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
         return respond_text(wsi, p, 200, "armed\n");
     }
     return serve_static(wsi, l, p, path);
+}
+
+/* handle_request()'s result as a callback's: 0, or -1 to close (a
+ * deferred answer keeps the connection). */
+static int cb_rc(int rc)
+{
+    return rc < 0 ? -1 : 0;
 }
 
 /*
@@ -621,11 +682,11 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                 /* lws would still call BODY_COMPLETION after this
                  * answer: close, as before keep-alive for POST. */
                 p->close = true;
-                return handle_request(wsi, l, p) ? -1 : 0;
+                return cb_rc(handle_request(wsi, l, p));
             }
             return 0; /* The body follows. */
         }
-        return handle_request(wsi, l, p) ? -1 : 0;
+        return cb_rc(handle_request(wsi, l, p));
     case LWS_CALLBACK_HTTP_BODY:
         p = ps->req;
         if (!p || p->too_big)
@@ -659,7 +720,11 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                  * read before HTTP_WRITEABLE): answer now, as before
                  * keep-alive for POST, and close. */
                 ps->req->close = true;
-                (void)handle_request(wsi, loop_of(wsi), ps->req);
+                /* Deferred: the answer, written from HTTP_WRITEABLE,
+                 * closes (a FIN read first closes unanswered). */
+                if (handle_request(wsi, loop_of(wsi), ps->req) ==
+                    HTTP_DEFERRED)
+                    return 0;
                 return -1;
             }
             lws_callback_on_writable(wsi);
@@ -669,15 +734,21 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
             l = loop_of(wsi);
             HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
             ps->req->close = true;
+            /* A deferred answer is dropped with the connection (the
+             * events are still published when the directory answers):
+             * lws must not go on re-feeding those bytes. */
             (void)handle_request(wsi, l, ps->req);
             return -1;
         default:
             return -1;
         }
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        /* A complete POST body waits for its answer here; every other
-         * response was written whole by respond(). */
-        if (ps->req && !ps->req->answered &&
+        /* A complete POST body waits for its answer here, and a REST
+         * answer that the directory made later; every other response was
+         * written whole by respond(). */
+        if (ps->req && ps->req->later_ready)
+            return write_later(wsi, loop_of(wsi), ps->req);
+        if (ps->req && !ps->req->answered && !ps->req->wait &&
             srv_http_post_writeable(&ps->req->post_state)) {
             l = loop_of(wsi);
             if (!ps->req->close && srv_http_post_rx_pending(wsi)) {
@@ -685,7 +756,7 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                 HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
                 ps->req->close = true;
             }
-            return handle_request(wsi, l, ps->req) ? -1 : 0;
+            return cb_rc(handle_request(wsi, l, ps->req));
         }
         return 0;
     case LWS_CALLBACK_CLOSED_HTTP:

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hub/dirslow.h"
 #include "hub/log.h"
 #include "hub/pusher.h"
 #include "server/srv.h"
@@ -148,6 +149,41 @@ static unsigned test_stall_ms(void)
     return (unsigned)ms;
 }
 
+/*
+ * LUBDUB_TEST_DIR_DELAY_MS (1..10000), tests only, undocumented in --help:
+ * without --redis, the directory answers every subscribe join and REST
+ * read that long late through the asynchronous ops (hub/dirslow.h), so
+ * that tests/integration/dir_async.test.js drives pending subscriptions
+ * and deferred HTTP answers. NULL: not asked for (or --redis given).
+ */
+static struct hub *test_dir_hub(struct srv *srv)
+{
+    const char *v = getenv("LUBDUB_TEST_DIR_DELAY_MS");
+    struct hub_backplane bp;
+    struct hub *h;
+    char *end;
+    unsigned long ms;
+
+    if (!v || !*v || srv->cfg->redis)
+        return NULL;
+    ms = strtoul(v, &end, 10);
+    if (*end || ms == 0 || ms > 10000) {
+        srv_log(HUB_LOG_WARN, 0,
+                "LUBDUB_TEST_DIR_DELAY_MS=%s ignored (1..10000)", v);
+        return NULL;
+    }
+    if (hub_dirslow_backplane(&bp, (unsigned)ms))
+        return NULL;
+    h = hub_create_with(&srv->hcfg, hub_clock_monotonic(), &bp);
+    if (!h) {
+        bp.dir->destroy(bp.dir_impl);
+        return NULL;
+    }
+    srv_log(HUB_LOG_WARN, 0, "LUBDUB_TEST_DIR_DELAY_MS=%lu: the directory "
+            "answers late; a test hook, never for production", ms);
+    return h;
+}
+
 /* Use the hard fd limit: each context sizes its tables from it. */
 static void raise_nofile(void)
 {
@@ -216,7 +252,9 @@ int main(int argc, char **argv, char **envp)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-    srv.hub = srv_cluster_hub_create(&srv);
+    srv.hub = test_dir_hub(&srv);
+    if (!srv.hub)
+        srv.hub = srv_cluster_hub_create(&srv);
     /* From here on stderr carries only log lines (JSON with
      * --log-format json); the listening line goes to stdout. */
     if (!srv.hub) {

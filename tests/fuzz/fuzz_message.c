@@ -3,10 +3,12 @@
  * hub_msg_parse(), channel classification and name checks, the channel and
  * sign-in auth checks, and every encoder fed with the parsed fields.
  *
- * Besides memory errors it checks two properties and traps when they fail:
- * each encoder's output parses back to the fields that went in, and a
+ * Besides memory errors it checks three properties and traps when they
+ * fail: each encoder's output parses back to the fields that went in, a
  * truncated encoding is a terminated prefix of the full one that never
- * writes past cap.
+ * writes past cap, and whatever the client-event fast path (hub/evscan.h)
+ * accepts, jansson parses to the same fields and re-encodes to the very
+ * data bytes the fast path relays.
  *
  * Then the same bytes drive the session protocol: split at newlines into
  * up to 16 messages, they go through hub_pusher_on_message() on three
@@ -27,6 +29,7 @@
 #include <jansson.h>
 
 #include "hub/auth.h"
+#include "hub/evscan.h"
 #include "hub/protocol.h"
 #include "hub/query.h"
 #include "hub/ws.h"
@@ -102,6 +105,10 @@ static void check_encoders(const struct hub_msg *m)
         data_json = json_dumps(m->data, JSON_COMPACT | JSON_ENCODE_ANY);
         CHECK(data_json != NULL);
         data_len = strlen(data_json);
+    } else if (m->data_raw != NULL) {
+        data_json = strndup(m->data_raw, m->data_raw_len);
+        CHECK(data_json != NULL);
+        data_len = m->data_raw_len;
     }
 
     /* Relayed payloads may hold "\u0000", as the parser allows. */
@@ -115,6 +122,15 @@ static void check_encoders(const struct hub_msg *m)
         CHECK(strcmp(member(v, "user_id"), m->auth) == 0);
     if (m->data != NULL)
         CHECK(json_equal(json_object_get(v, "data"), m->data));
+    if (m->data_raw != NULL) {
+        /* The spliced data value reads back as what was sent. */
+        json_t *sent = json_loadb(m->data_raw, m->data_raw_len,
+                                  JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+
+        CHECK(sent != NULL);
+        CHECK(json_equal(json_object_get(v, "data"), sent));
+        json_decref(sent);
+    }
     json_decref(v);
     free(text);
 
@@ -143,6 +159,42 @@ static void check_encoders(const struct hub_msg *m)
     json_decref(v);
     free(text);
     free(data_json);
+}
+
+/*
+ * The client-event fast path against jansson: whatever the scanner
+ * accepts, jansson parses to an object of exactly event, channel and data,
+ * the names match, and jansson's compact dump of data is the relayed text
+ * byte for byte. A scanner that declines costs nothing but speed.
+ */
+static void check_fast_path(const uint8_t *data, size_t size)
+{
+    struct hub_evscan ev;
+    json_error_t err;
+    json_t *root, *d;
+    char *dump;
+
+    if (!hub_evscan_client_event(&ev, (const char *)data, size))
+        return;
+    root = json_loadb((const char *)data, size, JSON_ALLOW_NUL, &err);
+    CHECK(root != NULL && json_is_object(root));
+    CHECK(json_object_size(root) == 3);
+    CHECK(json_string_length(json_object_get(root, "event")) ==
+              ev.event_len &&
+          memcmp(json_string_value(json_object_get(root, "event")), ev.event,
+                 ev.event_len) == 0);
+    CHECK(json_string_length(json_object_get(root, "channel")) ==
+              ev.channel_len &&
+          memcmp(json_string_value(json_object_get(root, "channel")),
+                 ev.channel, ev.channel_len) == 0);
+    CHECK(ev.event_len >= 7 && memcmp(ev.event, "client-", 7) == 0);
+    d = json_object_get(root, "data");
+    CHECK(d != NULL);
+    dump = json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY);
+    CHECK(dump != NULL && strlen(dump) == ev.data_len &&
+          memcmp(dump, ev.data, ev.data_len) == 0);
+    free(dump);
+    json_decref(root);
 }
 
 static void check_channel(const struct hub_msg *m)
@@ -295,11 +347,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     drive_sessions(data, size);
 
+    check_fast_path(data, size);
+
     if (hub_msg_parse(&m, (const char *)data, size, why, sizeof(why)) != 0) {
-        CHECK(m.root == NULL);
+        CHECK(m.root == NULL && m.data_raw == NULL);
         return 0;
     }
-    CHECK(m.event != NULL && m.root != NULL);
+    /* A tree, or a fast-path client event (hub/evscan.h). */
+    CHECK(m.event != NULL && (m.root != NULL) != (m.data_raw != NULL));
+    CHECK(m.root != NULL || m.type == HUB_MSG_CLIENT_EVENT);
     if (m.channel != NULL) {
         CHECK(strlen(m.channel) == m.channel_len);
         check_channel(&m);

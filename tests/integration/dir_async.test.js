@@ -1,0 +1,238 @@
+'use strict';
+// The hub side of an asynchronous directory (hub/backplane.h join_async,
+// query_async) against the real server: LUBDUB_TEST_DIR_DELAY_MS makes the
+// in-process directory answer every subscribe and REST read late
+// (hub/dirslow.h), as a Redis-backed one would. A subscription gets no
+// event before its subscription_succeeded; presence lists and events stay
+// right; REST reads and info= are answered late on a keep-alive
+// connection; a connection (HTTP or WebSocket) that goes before its answer
+// leaves nothing behind and nothing crashes (run under ASan too).
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { startHub, waitFor } = require('./lib/hub');
+const {
+  rawClient, rest, signedPath, closeTracked, APP,
+} = require('./lib/clients');
+
+const DELAY_MS = 400;
+
+async function slowHub(t, loops = 1) {
+  const hub = await startHub(['--loops', String(loops), '--drain-timeout', '1s'],
+    { env: { LUBDUB_TEST_DIR_DELAY_MS: String(DELAY_MS) } });
+  t.after(async () => {
+    await closeTracked(hub);
+    const exit = await hub.stop();
+    if (exit.code !== 0) {
+      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
+    }
+  });
+  await waitFor(() => /LUBDUB_TEST_DIR_DELAY_MS=\d+: the directory answers late/.test(hub.stderr),
+    'the hook on');
+  return hub;
+}
+
+function publish(hub, channel, data, info) {
+  const body = { name: 'evt', channels: [channel], data: JSON.stringify(data) };
+  if (info) body.info = info;
+  return rest(hub, 'POST', `/apps/${APP.id}/events`, { body });
+}
+
+// Complete HTTP responses in data (every hub response has a Content-Length).
+function responses(data) {
+  const out = [];
+  let at = 0;
+  for (;;) {
+    const e = data.indexOf('\r\n\r\n', at);
+    if (e < 0) break;
+    const head = data.slice(at, e);
+    const m = /\r\ncontent-length: *(\d+)/i.exec(head);
+    const len = m ? Number(m[1]) : 0;
+    if (data.length < e + 4 + len) break;
+    out.push({ head, body: data.slice(e + 4, e + 4 + len) });
+    at = e + 4 + len;
+  }
+  return out;
+}
+
+function rawGet(p) {
+  return `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;
+}
+
+function rawPost(p, body) {
+  return `POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+test('a subscription waits for the directory: no event before its confirmation', async (t) => {
+  const hub = await slowHub(t, 2);
+  const a = await rawClient(t, hub);
+  const from = a.msgs.length;
+  a.subscribe('public-news');
+  // Published while the join is pending: a must not get it before its
+  // subscription_succeeded (it is not subscribed yet).
+  const early = await publish(hub, 'public-news', { n: 1 });
+  assert.equal(early.status, 200);
+  await a.event('pusher_internal:subscription_succeeded', 'public-news', from);
+  const late = await publish(hub, 'public-news', { n: 2 });
+  assert.equal(late.status, 200);
+  await waitFor(() => a.msgs.some((m) => m.event === 'evt' && JSON.parse(m.data).n === 2),
+    'the event published after the confirmation');
+  const ok = a.msgs.findIndex((m) => m.event === 'pusher_internal:subscription_succeeded');
+  const first = a.msgs.findIndex((m) => m.event === 'evt');
+  assert.ok(first > ok, `no event before the confirmation: ${JSON.stringify(a.msgs)}`);
+  assert.equal(a.count('pusher_internal:subscription_succeeded', 'public-news'), 1);
+
+  // A second subscribe while pending is ignored: one confirmation.
+  const from2 = a.msgs.length;
+  a.subscribe('public-two');
+  a.subscribe('public-two');
+  a.send({ event: 'pusher:ping', data: {} });
+  await a.event('pusher:pong', undefined, from2);
+  // Both were in while the first was pending (the pong came first).
+  const bothPending = a.count('pusher_internal:subscription_succeeded', 'public-two') === 0;
+  await a.event('pusher_internal:subscription_succeeded', 'public-two', from2);
+  const r = await rest(hub, 'GET', `/apps/${APP.id}/channels/public-two`,
+    { params: { info: 'subscription_count' } });
+  assert.deepEqual(r.json, { occupied: true, subscription_count: 1 });
+  if (bothPending) assert.equal(a.count('pusher_internal:subscription_succeeded', 'public-two'), 1);
+});
+
+test('presence through a late directory: lists, member events, REST counts', async (t) => {
+  const hub = await slowHub(t, 2);
+  const ch = 'presence-room';
+  const w = await rawClient(t, hub);
+  await w.subscribed(ch, { channelData: { user_id: 'w', user_info: { r: 1 } } });
+  const u = await rawClient(t, hub);
+  const s = await u.subscribed(ch, { channelData: { user_id: 'alice' } });
+  assert.equal(s.event, 'pusher_internal:subscription_succeeded');
+  assert.deepEqual(JSON.parse(s.data).presence.ids.sort(), ['alice', 'w']);
+  const added = await w.event('pusher_internal:member_added', ch);
+  assert.deepEqual(JSON.parse(added.data), { user_id: 'alice' });
+  // The same user again gets the list again, and the counts stay.
+  const again = await u.subscribed(ch, { channelData: { user_id: 'alice' } });
+  assert.equal(again.event, 'pusher_internal:subscription_succeeded');
+  const users = await rest(hub, 'GET', `/apps/${APP.id}/channels/${ch}/users`);
+  assert.equal(users.status, 200);
+  assert.deepEqual(users.json.users.map((x) => x.id).sort(), ['alice', 'w']);
+  const info = await rest(hub, 'GET', `/apps/${APP.id}/channels/${ch}`,
+    { params: { info: 'user_count,subscription_count' } });
+  assert.deepEqual(info.json, { occupied: true, user_count: 2, subscription_count: 2 });
+  const list = await rest(hub, 'GET', `/apps/${APP.id}/channels`,
+    { params: { filter_by_prefix: 'presence-', info: 'user_count' } });
+  assert.deepEqual(list.json, { channels: { [ch]: { user_count: 2 } } });
+  u.close();
+  const removed = await w.event('pusher_internal:member_removed', ch);
+  assert.deepEqual(JSON.parse(removed.data), { user_id: 'alice' });
+  assert.equal(w.count('pusher_internal:member_added', ch), 1);
+});
+
+test('late REST answers on one keep-alive connection; info= on publish', async (t) => {
+  const hub = await slowHub(t, 1);
+  const a = await rawClient(t, hub);
+  await a.subscribed('public-k');
+  const ev = JSON.stringify({
+    name: 'evt', channels: ['public-k', 'public-none'], data: 'x', info: 'subscription_count',
+  });
+  const reqs = [
+    rawGet(signedPath('GET', `/apps/${APP.id}/channels/public-k`, { info: 'subscription_count' })),
+    rawGet(signedPath('GET', `/apps/${APP.id}/channels`, {})),
+    rawPost(signedPath('POST', `/apps/${APP.id}/events`, {}, ev), ev),
+  ];
+  const got = await new Promise((resolve, reject) => {
+    const sock = net.connect(hub.port, hub.host);
+    let data = '';
+    let next = 0;
+    sock.setTimeout(15000, () => { sock.destroy(); reject(new Error(`timeout: ${data}`)); });
+    sock.on('connect', () => sock.write(reqs[next++]));
+    sock.on('data', (d) => {
+      data += d;
+      const rs = responses(data);
+      if (rs.length === next && next < reqs.length) sock.write(reqs[next++]);
+      else if (rs.length === reqs.length) { sock.destroy(); resolve(rs); }
+    });
+    sock.on('close', () => reject(new Error(`closed early: ${data}`)));
+    sock.on('error', reject);
+  });
+  assert.equal(got.length, 3);
+  for (const r of got) {
+    assert.match(r.head, /^HTTP\/1\.1 200/);
+    assert.doesNotMatch(r.head, /connection: close/i);
+  }
+  assert.deepEqual(JSON.parse(got[0].body), { occupied: true, subscription_count: 1 });
+  assert.deepEqual(JSON.parse(got[1].body), { channels: { 'public-k': {} } });
+  assert.deepEqual(JSON.parse(got[2].body), {
+    channels: { 'public-k': { subscription_count: 1 }, 'public-none': { subscription_count: 0 } },
+  });
+  await a.event('evt', 'public-k');
+  const batch = await rest(hub, 'POST', `/apps/${APP.id}/batch_events`, {
+    body: { batch: [{ name: 'b1', channel: 'public-k', data: 'x' },
+      { name: 'b2', channel: 'public-k', data: 'y', info: 'subscription_count' }] },
+  });
+  assert.equal(batch.status, 200);
+  assert.deepEqual(batch.json, { batch: [{}, { subscription_count: 1 }] });
+  await a.event('b2', 'public-k');
+});
+
+test('a connection that goes before its answer: dropped safely', async (t) => {
+  const hub = await slowHub(t, 1);
+  const a = await rawClient(t, hub);
+  await a.subscribed('public-gone');
+  const body = JSON.stringify({ name: 'orphan', channels: ['public-gone'], data: 'x', info: 'subscription_count' });
+  const orphans = [
+    rawGet(signedPath('GET', `/apps/${APP.id}/channels`, {})),
+    rawGet(signedPath('GET', `/apps/${APP.id}/channels/presence-gone/users`, {})),
+    rawPost(signedPath('POST', `/apps/${APP.id}/events`, {}, body), body),
+  ];
+  // Each sent whole; once the hub has all three waiting (its /stats says
+  // so, answered at once), each socket is reset before the answers.
+  const socks = orphans.map((text) => {
+    const sock = net.connect(hub.port, hub.host);
+    sock.on('connect', () => sock.write(text));
+    sock.on('data', () => {});
+    sock.on('error', () => {});
+    return sock;
+  });
+  const loop0 = async () => (await hub.stats()).per_loop[0];
+  await waitFor(async () => (await loop0()).rest_waiting === 3, 'three requests waiting');
+  for (const sock of socks) sock.resetAndDestroy();
+  // Each answer is then dropped (counted when lws saw the reset first) or
+  // written into the dead socket (lws 4.1.6 reads nothing of a GET waiting
+  // for its answer, so it learns of the reset only when it writes).
+  await waitFor(async () => (await loop0()).rest_waiting === 0, 'no request waiting');
+  assert.ok((await loop0()).rest_answers_dropped <= 3);
+  // The publish still goes out (the request was whole; only its answer is
+  // dropped)...
+  await a.event('orphan', 'public-gone');
+  // ...and the hub answers the next read as usual (ASan: at exit, nothing
+  // of them was used after its free or leaked).
+  const r = await rest(hub, 'GET', `/apps/${APP.id}/channels/public-gone`,
+    { params: { info: 'subscription_count' } });
+  assert.deepEqual(r.json, { occupied: true, subscription_count: 1 });
+});
+
+test('a WebSocket that goes while its subscription is pending leaves it', async (t) => {
+  const hub = await slowHub(t, 1);
+  const ch = 'presence-brief';
+  const w = await rawClient(t, hub);
+  await w.subscribed(ch, { channelData: { user_id: 'w' } });
+  const b = await rawClient(t, hub);
+  b.subscribe(ch, { channelData: { user_id: 'bob' } });
+  b.subscribe('private-brief');
+  // The hub answers messages in order: its pong says both subscribes are
+  // in (pending) well before the directory answers them.
+  b.send({ event: 'pusher:ping', data: {} });
+  await b.event('pusher:pong');
+  assert.equal(b.count('pusher_internal:subscription_succeeded'), 0);
+  b.ws.terminate();
+  // The join was counted when the directory answered, after the session
+  // went: the hub leaves it, as a subscribe and an unsubscribe would.
+  await w.event('pusher_internal:member_removed', ch);
+  assert.equal(w.count('pusher_internal:member_added', ch), 1);
+  const users = await rest(hub, 'GET', `/apps/${APP.id}/channels/${ch}/users`);
+  assert.deepEqual(users.json, { users: [{ id: 'w' }] });
+  const priv = await rest(hub, 'GET', `/apps/${APP.id}/channels/private-brief`,
+    { params: { info: 'subscription_count' } });
+  assert.deepEqual(priv.json, { occupied: false, subscription_count: 0 });
+  await waitFor(async () => (await hub.stats()).totals.sessions === 1, 'one session left');
+});

@@ -1,0 +1,744 @@
+/*
+ * tests/unit/test_dir_async.c - the hub side of an asynchronous directory
+ * (hub/backplane.h join_async, query_async): a fake directory that wraps
+ * the in-process one and answers when the test says so (the test thread
+ * plays the loop, as done would run there). Pending subscriptions get no
+ * events and no confirmation until done; unsubscribe and disconnect while
+ * pending leave the counted join once, never touching the freed session
+ * (the sessions are heap storage, freed at once, for ASan); a second
+ * subscribe while pending is ignored; dir_events stops the hub's own
+ * member events; REST reads wait and answer, or are dropped once
+ * cancelled.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_hub.h"
+#include "hub/rest.h"
+#include "hub/subscribe.h"
+
+#define MAXQ 16
+
+struct fdir {
+    struct hub_directory *d;
+    bool dir_events;               /* joins answer with dir_events */
+    struct hub_dir_join_req *jq[MAXQ];
+    unsigned n_jq;
+    struct hub_dir_query *qq[MAXQ];
+    unsigned n_qq;
+    unsigned joins, leaves, member_added, member_removed, publishes;
+};
+
+static int f_join(void *impl, unsigned app, const char *name, size_t len,
+                  struct hub_presence_join *j)
+{
+    struct fdir *f = impl;
+
+    f->joins++;
+    return hub_directory_join(f->d, app, name, len, j);
+}
+
+static void f_leave(void *impl, unsigned app, const char *name, size_t len,
+                    const char *uid, bool *last, uint64_t *seq)
+{
+    struct fdir *f = impl;
+
+    f->leaves++;
+    hub_directory_leave_seq(f->d, app, name, len, uid, last, seq);
+    /* A directory that delivers member events itself says no edge. */
+    if (f->dir_events && last)
+        *last = false;
+}
+
+static void f_info(void *impl, unsigned app, const char *name, size_t len,
+                   struct hub_channel_info *out)
+{
+    hub_directory_info(((struct fdir *)impl)->d, app, name, len, out);
+}
+
+static json_t *f_list(void *impl, unsigned app, const char *prefix,
+                      bool user_count)
+{
+    return hub_directory_list(((struct fdir *)impl)->d, app, prefix,
+                              user_count);
+}
+
+static json_t *f_users(void *impl, unsigned app, const char *name, size_t len)
+{
+    return hub_directory_users(((struct fdir *)impl)->d, app, name, len);
+}
+
+static void f_destroy(void *impl)
+{
+    hub_directory_destroy(((struct fdir *)impl)->d);
+}
+
+static int f_join_async(void *impl, struct hub_dir_join_req *req)
+{
+    struct fdir *f = impl;
+
+    /* '#' joins never come here (they stay on join). */
+    assert_true(req->len && req->name[0] != '#');
+    assert_true(f->n_jq < MAXQ);
+    f->jq[f->n_jq++] = req;
+    return HUB_DIR_PENDING;
+}
+
+static int f_query_async(void *impl, struct hub_dir_query *q)
+{
+    struct fdir *f = impl;
+
+    assert_true(f->n_qq < MAXQ);
+    f->qq[f->n_qq++] = q;
+    return HUB_DIR_PENDING;
+}
+
+static const struct hub_directory_ops fdir_ops = {
+    .join = f_join,
+    .leave = f_leave,
+    .info = f_info,
+    .list = f_list,
+    .users = f_users,
+    .destroy = f_destroy,
+    .join_async = f_join_async,
+    .query_async = f_query_async,
+};
+
+static int f_publish(void *impl, struct hub *h, struct hub_loop *from,
+                     const struct hub_pub_req *r)
+{
+    struct fdir *f = impl;
+    const char *text = (const char *)r->f->bytes + HUB_FRAME_HEADER_MAX;
+    size_t n = r->f->payload_len;
+
+    f->publishes++;
+    if (memmem(text, n, "member_added", 12))
+        f->member_added++;
+    if (memmem(text, n, "member_removed", 14))
+        f->member_removed++;
+    return hub_bus_local_ops.publish(NULL, h, from, r);
+}
+
+static int f_terminate(void *impl, struct hub *h, struct hub_loop *from,
+                       unsigned app, const char *uid)
+{
+    (void)impl;
+    return hub_bus_local_ops.terminate_user(NULL, h, from, app, uid);
+}
+
+static const struct hub_bus_ops fbus_ops = {
+    .publish = f_publish,
+    .terminate_user = f_terminate,
+};
+
+/* The oldest pending join answered: counted in the wrapped directory
+ * (rc 0) or refused with rc, then done, as the loop's inbox would run it. */
+static void answer_join(struct fdir *f, int rc)
+{
+    struct hub_dir_join_req *req;
+
+    assert_true(f->n_jq > 0);
+    req = f->jq[0];
+    memmove(f->jq, f->jq + 1, --f->n_jq * sizeof(f->jq[0]));
+    if (!rc) {
+        rc = hub_directory_join(f->d, req->app, req->name, req->len, req->j);
+        if (!rc && req->j && f->dir_events)
+            req->j->dir_events = true;
+    }
+    req->done(req, rc);
+}
+
+static void answer_query(struct fdir *f, int rc)
+{
+    struct hub_dir_query *q;
+
+    assert_true(f->n_qq > 0);
+    q = f->qq[0];
+    memmove(f->qq, f->qq + 1, --f->n_qq * sizeof(f->qq[0]));
+    if (!rc) {
+        if (q->kind == HUB_DIR_Q_INFO)
+            hub_directory_info(f->d, q->app, q->name, q->len, &q->info);
+        else if (q->kind == HUB_DIR_Q_LIST)
+            q->json = hub_directory_list(f->d, q->app, q->prefix,
+                                         q->user_count);
+        else
+            q->json = hub_directory_users(f->d, q->app, q->name, q->len);
+    }
+    q->done(q, rc);
+}
+
+struct env {
+    struct fake_hub fh;
+    struct fdir f;
+};
+
+static void env_start(struct env *e, uint32_t max_subs)
+{
+    struct hub_backplane bp = { &fdir_ops, &e->f, &fbus_ops, &e->f, NULL };
+
+    memset(&e->f, 0, sizeof(e->f));
+    e->f.d = hub_directory_create();
+    assert_non_null(e->f.d);
+    fake_hub_init(&e->fh, 1);
+    e->fh.cfg.max_subscriptions = max_subs;
+    e->fh.hub = hub_create_with(&e->fh.cfg, &e->fh.clock, &bp);
+    assert_non_null(e->fh.hub);
+    assert_int_equal(fake_hub_loops_start(&e->fh), 0);
+}
+
+static void env_stop(struct env *e)
+{
+    assert_int_equal(e->f.n_jq, 0);
+    assert_int_equal(e->f.n_qq, 0);
+    fake_hub_stop(&e->fh);
+}
+
+/* A session in heap storage, so that a use after free shows under ASan. */
+static struct fake_session *open_heap(struct env *e)
+{
+    struct fake_session *fs = malloc(sizeof(*fs));
+
+    assert_non_null(fs);
+    assert_int_equal(fake_session_open(&e->fh, fs, 0, &e->fh.apps[0]), 0);
+    fake_flush(&fs->s);
+    return fs;
+}
+
+static void close_heap(struct fake_session *fs)
+{
+    hub_session_fini(&fs->s, HUB_CLOSE_PEER);
+    memset(fs, 0x5a, sizeof(*fs));
+    free(fs);
+}
+
+static struct hub_channel_info info_of(struct env *e, const char *name)
+{
+    struct hub_channel_info ci;
+
+    hub_directory_info(e->f.d, 0, name, strlen(name), &ci);
+    return ci;
+}
+
+static void publish_to(struct env *e, const char *name)
+{
+    struct hub_frame *f =
+        hub_proto_event_frame("ev", name, "\"x\"", 3, NULL);
+
+    assert_non_null(f);
+    hub_publish(e->fh.hub, e->fh.loops[0], 0, name, strlen(name), f, NULL);
+    hub_frame_unref(f);
+}
+
+static const char *presence_data(const char *uid)
+{
+    static char buf[128];
+
+    snprintf(buf, sizeof(buf), "{\"user_id\":\"%s\",\"user_info\":{}}", uid);
+    return buf;
+}
+
+static void test_pending_subscription_waits_for_done(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
+    assert_int_equal(e.f.n_jq, 1);
+    assert_int_equal(a->s.q.count, 0);
+    assert_null(hub_pusher_find_sub(&a->s, "private-c", 9));
+    assert_int_equal(hub_chanmap_count(e.fh.loops[0]->chans), 0);
+    /* Nothing is delivered to it while pending... */
+    publish_to(&e, "private-c");
+    assert_int_equal(a->s.q.count, 0);
+    /* ...a second subscribe is ignored (one join asked)... */
+    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
+    assert_int_equal(e.f.n_jq, 1);
+    assert_int_equal(a->s.q.count, 0);
+    /* ...and a client event on it is refused. */
+    fake_recv(&e.fh, &a->s,
+              "{\"event\":\"client-x\",\"channel\":\"private-c\","
+              "\"data\":{}}");
+    assert_true(fake_find(&a->s, "not subscribed") >= 0);
+    fake_flush(&a->s);
+    assert_false(a->s.authorized);
+
+    answer_join(&e.f, 0);
+    assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
+    assert_non_null(hub_pusher_find_sub(&a->s, "private-c", 9));
+    assert_true(a->s.authorized);
+    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 1);
+    assert_int_equal(hub_chanmap_check(e.fh.loops[0]->chans), 0);
+    fake_flush(&a->s);
+    publish_to(&e, "private-c");
+    assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
+    assert_int_equal(info_of(&e, "private-c").subscription_count, 1);
+
+    close_heap(a);
+    assert_int_equal(e.f.leaves, 1);
+    assert_int_equal(info_of(&e, "private-c").subscription_count, 0);
+    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 0);
+    env_stop(&e);
+}
+
+static void test_refused_join_answers_4100(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    answer_join(&e.f, -ENOSPC);
+    assert_true(fake_find(&a->s, "Presence channel is full") >= 0);
+    assert_null(hub_pusher_find_sub(&a->s, "presence-p", 10));
+    assert_true(hub_list_is_empty(&a->s.subs));
+    /* It can subscribe again. */
+    fake_flush(&a->s);
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    answer_join(&e.f, 0);
+    assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
+    close_heap(a);
+    assert_int_equal(e.f.leaves, 1);
+    env_stop(&e);
+}
+
+static void test_disconnect_while_pending_leaves_once(void **state)
+{
+    struct env e;
+    struct fake_session *a, *b;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    b = open_heap(&e);
+    fake_subscribe(&e.fh, &b->s, "presence-p", presence_data("u2"));
+    answer_join(&e.f, 0);
+    fake_flush(&b->s);
+    e.f.member_added = 0;
+
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    fake_subscribe(&e.fh, &a->s, "private-q", NULL);
+    assert_int_equal(e.f.n_jq, 2);
+    close_heap(a);
+    assert_int_equal(e.f.leaves, 0);
+    /* Both answers come after the session is gone: each counted join is
+     * left once; the presence one as a join and a leave would be. */
+    answer_join(&e.f, 0);
+    answer_join(&e.f, 0);
+    assert_int_equal(e.f.leaves, 2);
+    assert_int_equal(info_of(&e, "presence-p").subscription_count, 1);
+    assert_int_equal(info_of(&e, "presence-p").user_count, 1);
+    assert_int_equal(info_of(&e, "private-q").subscription_count, 0);
+    assert_int_equal(e.f.member_added, 1);
+    assert_int_equal(e.f.member_removed, 1);
+    assert_int_equal(hub_chanmap_check(e.fh.loops[0]->chans), 0);
+    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 1);
+    close_heap(b);
+    env_stop(&e);
+}
+
+static void test_disconnect_then_refused_answer(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "private-q", NULL);
+    close_heap(a);
+    answer_join(&e.f, -EIO);
+    /* Nothing was counted: nothing to leave. */
+    assert_int_equal(e.f.leaves, 0);
+    env_stop(&e);
+}
+
+static void test_unsubscribe_while_pending(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
+    fake_recv(&e.fh, &a->s,
+              "{\"event\":\"pusher:unsubscribe\",\"data\":"
+              "{\"channel\":\"private-c\"}}");
+    assert_true(hub_list_is_empty(&a->s.subs));
+    answer_join(&e.f, 0);
+    assert_int_equal(e.f.leaves, 1);
+    assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 0);
+    assert_int_equal(info_of(&e, "private-c").subscription_count, 0);
+    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 0);
+    /* Subscribing again works. */
+    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
+    answer_join(&e.f, 0);
+    assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
+    close_heap(a);
+    assert_int_equal(e.f.leaves, 2);
+    env_stop(&e);
+}
+
+static void test_pending_counts_against_max_subscriptions(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+
+    (void)state;
+    env_start(&e, 2);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "c1", NULL);
+    fake_subscribe(&e.fh, &a->s, "c2", NULL);
+    fake_subscribe(&e.fh, &a->s, "c3", NULL);
+    assert_int_equal(e.f.n_jq, 2);
+    assert_true(fake_find(&a->s, "4100") >= 0);
+    answer_join(&e.f, 0);
+    answer_join(&e.f, 0);
+    assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 2);
+    close_heap(a);
+    assert_int_equal(e.f.leaves, 2);
+    env_stop(&e);
+}
+
+static void test_dir_events_stop_hub_member_events(void **state)
+{
+    struct env e;
+    struct fake_session *a, *b;
+
+    (void)state;
+    env_start(&e, 0);
+    e.f.dir_events = true;
+    a = open_heap(&e);
+    b = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    answer_join(&e.f, 0);
+    fake_subscribe(&e.fh, &b->s, "presence-p", presence_data("u2"));
+    answer_join(&e.f, 0);
+    assert_int_equal(fake_count(&b->s, "subscription_succeeded"), 1);
+    assert_true(fake_find(&b->s, "u1") >= 0);
+    /* The directory announces members itself: the hub published none. */
+    assert_int_equal(e.f.member_added, 0);
+    assert_int_equal(fake_count(&a->s, "member_added"), 0);
+    close_heap(b);
+    assert_int_equal(e.f.member_removed, 0);
+    close_heap(a);
+    assert_int_equal(e.f.publishes, 0);
+    env_stop(&e);
+}
+
+static void test_hub_member_events_without_dir_events(void **state)
+{
+    struct env e;
+    struct fake_session *a, *b;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    b = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    answer_join(&e.f, 0);
+    fake_flush(&a->s);
+    fake_subscribe(&e.fh, &b->s, "presence-p", presence_data("u2"));
+    answer_join(&e.f, 0);
+    assert_int_equal(e.f.member_added, 2);
+    assert_int_equal(fake_count(&a->s, "member_added"), 1);
+    /* b joined at the seq of its own change: not told of itself. */
+    assert_int_equal(fake_count(&b->s, "member_added"), 0);
+    close_heap(b);
+    assert_int_equal(e.f.member_removed, 1);
+    assert_int_equal(fake_count(&a->s, "member_removed"), 1);
+    close_heap(a);
+    env_stop(&e);
+}
+
+static void test_presence_again_waits(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    answer_join(&e.f, 0);
+    fake_flush(&a->s);
+    /* The same user again: the member list comes when answered. */
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    assert_int_equal(e.f.n_jq, 1);
+    assert_int_equal(a->s.q.count, 0);
+    answer_join(&e.f, 0);
+    assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
+    assert_int_equal(e.f.leaves, 1);
+    assert_int_equal(info_of(&e, "presence-p").subscription_count, 1);
+    fake_flush(&a->s);
+    /* Another user: 409 at once. */
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u9"));
+    assert_int_equal(e.f.n_jq, 0);
+    assert_true(fake_find(&a->s, "409") >= 0);
+    /* Twice again, then gone before the answers. */
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    assert_int_equal(e.f.n_jq, 2);
+    close_heap(a);
+    assert_int_equal(e.f.leaves, 2);
+    answer_join(&e.f, 0);
+    answer_join(&e.f, 0);
+    assert_int_equal(e.f.leaves, 4);
+    assert_int_equal(info_of(&e, "presence-p").subscription_count, 0);
+    assert_int_equal(info_of(&e, "presence-p").user_count, 0);
+    assert_int_equal(e.f.member_removed, 1);
+    env_stop(&e);
+}
+
+/* REST through hub_rest_handle_async(). */
+struct answer_rec {
+    unsigned calls;
+    int status;
+    char body[512];
+};
+
+static void on_answer(void *ctx, struct hub_rest_response *r)
+{
+    struct answer_rec *a = ctx;
+
+    a->calls++;
+    a->status = r->status;
+    snprintf(a->body, sizeof(a->body), "%.*s", (int)r->len,
+             r->body ? r->body : "");
+    free(r->body);
+}
+
+static struct hub_rest_wait *rest(struct env *e, enum hub_http_method m,
+                                  const char *path, const char *q,
+                                  const char *body, struct answer_rec *a,
+                                  struct hub_rest_response *out)
+{
+    char query[1024];
+    uint64_t now_s = 1700000000;
+
+    assert_int_equal(hub_auth_sign_rest(&e->fh.apps[0],
+                                        m == HUB_HTTP_POST ? "POST" : "GET",
+                                        path, q, body, strlen(body), now_s,
+                                        query, sizeof(query)),
+                     0);
+    return hub_rest_handle_async(e->fh.loops[0], m, path, query, body,
+                                 strlen(body), now_s, on_answer, a, out);
+}
+
+static void test_rest_reads_wait_for_the_directory(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+    struct answer_rec ans = { 0 };
+    struct hub_rest_response out;
+    struct hub_rest_wait *w;
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
+    answer_join(&e.f, 0);
+
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/presence-p",
+             "info=user_count,subscription_count", "", &ans, &out);
+    assert_non_null(w);
+    assert_int_equal(out.status, 0);
+    assert_int_equal(ans.calls, 0);
+    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 1);
+    answer_query(&e.f, 0);
+    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
+    assert_int_equal(ans.calls, 1);
+    assert_int_equal(ans.status, 200);
+    assert_string_equal(ans.body, "{\"occupied\":true,\"user_count\":1,"
+                                  "\"subscription_count\":1}");
+
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    assert_non_null(w);
+    answer_query(&e.f, 0);
+    assert_int_equal(ans.calls, 2);
+    assert_string_equal(ans.body, "{\"channels\":{\"presence-p\":{}}}");
+
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/presence-p/users", "",
+             "", &ans, &out);
+    assert_non_null(w);
+    answer_query(&e.f, 0);
+    assert_int_equal(ans.calls, 3);
+    assert_string_equal(ans.body, "{\"users\":[{\"id\":\"u1\"}]}");
+
+    /* A directory failure is a 503, out of memory a 500. */
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    answer_query(&e.f, -EIO);
+    assert_int_equal(ans.status, 503);
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    answer_query(&e.f, -ENOMEM);
+    assert_int_equal(ans.status, 500);
+
+    /* Refusals that need no read answer at once. */
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/private-x/users", "",
+             "", &ans, &out);
+    assert_null(w);
+    assert_int_equal(out.status, 400);
+    free(out.body);
+    assert_int_equal(ans.calls, 5);
+
+    /* hub_rest_handle() never waits: the synchronous reads. */
+    {
+        char query[1024];
+
+        assert_int_equal(hub_auth_sign_rest(&e.fh.apps[0], "GET",
+                                            "/apps/app-id/channels", "", "",
+                                            0, 1700000000, query,
+                                            sizeof(query)),
+                         0);
+        hub_rest_handle(e.fh.loops[0], HUB_HTTP_GET, "/apps/app-id/channels",
+                        query, "", 0, 1700000000, &out);
+        assert_int_equal(out.status, 200);
+        assert_int_equal(e.f.n_qq, 0);
+        free(out.body);
+    }
+    close_heap(a);
+    env_stop(&e);
+}
+
+static void test_rest_events_info_wait_then_publish(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+    struct answer_rec ans = { 0 };
+    struct hub_rest_response out;
+    struct hub_rest_wait *w;
+    const char *ev = "{\"name\":\"ev\",\"channels\":[\"c1\",\"c2\"],"
+                     "\"data\":\"x\",\"info\":\"subscription_count\"}";
+    const char *batch = "{\"batch\":[{\"name\":\"e1\",\"channel\":\"c1\","
+                        "\"data\":\"x\"},{\"name\":\"e2\",\"channel\":\"c2\","
+                        "\"data\":\"x\",\"info\":\"subscription_count\"}]}";
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "c1", NULL);
+    answer_join(&e.f, 0);
+    fake_flush(&a->s);
+
+    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
+    assert_non_null(w);
+    assert_int_equal(e.f.n_qq, 2);
+    answer_query(&e.f, 0);
+    /* Published only once every read is in. */
+    assert_int_equal(a->s.q.count, 0);
+    answer_query(&e.f, 0);
+    assert_int_equal(ans.calls, 1);
+    assert_int_equal(ans.status, 200);
+    assert_string_equal(ans.body,
+                        "{\"channels\":{\"c1\":{\"subscription_count\":1},"
+                        "\"c2\":{\"subscription_count\":0}}}");
+    assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
+    fake_flush(&a->s);
+
+    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/batch_events", "", batch, &ans,
+             &out);
+    assert_non_null(w);
+    assert_int_equal(e.f.n_qq, 1);
+    answer_query(&e.f, 0);
+    assert_int_equal(ans.calls, 2);
+    assert_string_equal(ans.body,
+                        "{\"batch\":[{},{\"subscription_count\":0}]}");
+    assert_int_equal(fake_count(&a->s, "\"e1\""), 1);
+    fake_flush(&a->s);
+
+    /* Without info= no read: answered at once. */
+    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "",
+             "{\"name\":\"ev\",\"channel\":\"c1\",\"data\":\"x\"}", &ans,
+             &out);
+    assert_null(w);
+    assert_int_equal(out.status, 200);
+    free(out.body);
+    fake_flush(&a->s);
+
+    /* The requester goes first: no answer, the event still goes out. */
+    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
+    assert_non_null(w);
+    hub_rest_wait_cancel(w);
+    answer_query(&e.f, 0);
+    answer_query(&e.f, 0);
+    assert_int_equal(ans.calls, 2);
+    assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
+
+    /* A cancelled read: dropped, freed (ASan: no leak). */
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/c1/users", "", "",
+             &ans, &out);
+    assert_null(w);
+    free(out.body);
+    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    hub_rest_wait_cancel(w);
+    answer_query(&e.f, 0);
+    assert_int_equal(ans.calls, 2);
+    assert_int_equal(e.fh.loops[0]->stats.rest_answers_dropped, 2);
+    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
+    close_heap(a);
+    env_stop(&e);
+}
+
+static void test_take_seq_shares_the_space(void **state)
+{
+    struct hub_directory *d = hub_directory_create();
+    struct hub_presence_join j = { .user_id = "u1" };
+    uint64_t s1, s2;
+
+    (void)state;
+    assert_non_null(d);
+    s1 = hub_directory_take_seq(d);
+    assert_int_equal(hub_directory_join(d, 0, "presence-p", 10, &j), 0);
+    assert_true(j.seq > s1);
+    assert_false(j.dir_events);
+    s2 = hub_directory_take_seq(d);
+    assert_true(s2 > j.seq);
+    free(j.members_json);
+    hub_directory_destroy(d);
+}
+
+/* The in-process backplane has no asynchronous ops: nothing changes. */
+static void test_local_directory_stays_synchronous(void **state)
+{
+    struct hub_backplane bp;
+
+    (void)state;
+    assert_int_equal(hub_backplane_local(&bp), 0);
+    assert_null(bp.dir->join_async);
+    assert_null(bp.dir->query_async);
+    bp.dir->destroy(bp.dir_impl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pending_subscription_waits_for_done),
+        cmocka_unit_test(test_refused_join_answers_4100),
+        cmocka_unit_test(test_disconnect_while_pending_leaves_once),
+        cmocka_unit_test(test_disconnect_then_refused_answer),
+        cmocka_unit_test(test_unsubscribe_while_pending),
+        cmocka_unit_test(test_pending_counts_against_max_subscriptions),
+        cmocka_unit_test(test_dir_events_stop_hub_member_events),
+        cmocka_unit_test(test_hub_member_events_without_dir_events),
+        cmocka_unit_test(test_presence_again_waits),
+        cmocka_unit_test(test_rest_reads_wait_for_the_directory),
+        cmocka_unit_test(test_rest_events_info_wait_then_publish),
+        cmocka_unit_test(test_take_seq_shares_the_space),
+        cmocka_unit_test(test_local_directory_stays_synchronous),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
