@@ -7,6 +7,19 @@
 // pusher-js, the pusher SDK (REST publish and queries, socket_id, sendToUser,
 // terminateUserConnections) and Laravel Echo (presence here/joining/leaving).
 // Every test has its own redis-server; every wait is on a condition.
+//
+// Covered: exactly-once delivery (REST, batch, client events without the
+// sender, socket_id), sendToUser/terminate, a publication right after
+// subscription_succeeded on another node (x100), presence with a user on two
+// nodes (raw clients and Echo), subscriptions dropped before their join was
+// answered, a presence churn whose lists must end equal to the truth with no
+// contradicting event, REST queries agreeing on every node, a node without
+// subscribers hearing nothing, max_connections over the cluster, kill -9
+// (the time to member_removed is printed; bound 15 s for the documented
+// 10 s), SIGSTOP past the lease then SIGCONT, Redis restarted mid-traffic,
+// and a missing, refusing, wrong-db, non-Redis or malformed Redis at start.
+// The publication and bad-Redis tests pass on a node with per-node presence
+// too; the rest need the cluster-wide directory (docs/SCALING.md).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
