@@ -19,7 +19,7 @@ RUN_ARGS   ?= --dev-auth-endpoint
 .PHONY: all build build-tests run run-cluster test test-unit test-e2e test-asan test-tsan test-fuzz \
         fuzz-build fuzz-long deps deps-test \
         clean image test-container bench-timers bench-scan bench-idle \
-        bench-fanout soak
+        bench-fanout bench-cluster soak
 
 all: build
 
@@ -136,6 +136,15 @@ FANOUT_ARGS ?=
 bench-fanout:
 	$(MAKE) build
 	BUILD=$(abspath $(BUILD)) python3 bench/run_fanout.py $(FANOUT_ARGS)
+
+# Three nodes + Redis vs one node, paired (bench/run_cluster.py,
+# docs/BENCHMARKS.md "Scale-out"). Ends with one "cluster: ..." line; tables
+# in bench/results/cluster.md. ~3 min; CLUSTER_ARGS=--quick for ~1 min.
+CLUSTER_ARGS ?=
+bench-cluster:
+	deploy/install-deps.sh cluster
+	$(MAKE) build
+	BUILD=$(abspath $(BUILD)) python3 bench/run_cluster.py $(CLUSTER_ARGS)
 
 # Soak (tests/soak/soak.js, docs/RELIABILITY.md): every kind of load at
 # once against the release binary for SOAK_SECONDS, a report line every

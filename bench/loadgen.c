@@ -32,6 +32,14 @@
  * WebSocket publisher writes the messages they allow in one write().
  * Open loop (--rate R): R messages per second in total, whatever comes back.
  *
+ * Several servers (make bench-cluster): --sub-ports P1,P2,.. spreads the
+ * subscribers over servers round-robin (subscriber i on port i mod n),
+ * --pub-ports the publishers the same way (both default to --port), and
+ * --server-pid PID1,PID2,.. sums their CPU seconds (each one also listed in
+ * "server_cpu_s_each"), and with several --sub-ports the latency of each
+ * port's subscribers is in "lat_us_by_port". --channel renames the channel
+ * ("bench" / "private-bench" by default).
+ *
  * Output: one JSON object on stdout. Deliveries and latencies count only
  * inside the measurement window [t0 + warmup, t0 + warmup + duration].
  */
@@ -115,6 +123,8 @@ static uint64_t hist_pct(const struct hist *h, double p)
 }
 
 /* ---- options */
+#define MAX_PIDS 16
+#define MAX_PORTS 16
 enum mode { MODE_RAW, MODE_PUSHER };
 enum publish { PUB_REST, PUB_WS };
 
@@ -127,7 +137,11 @@ static struct {
     int rest_inflight; /* REST requests in flight per connection; 0: window */
     double rate, warmup, duration, setup_timeout, slow_pct, msg_timeout;
     uint64_t t0; /* absolute CLOCK_MONOTONIC ns; 0 = when ready */
-    int server_pid;
+    int server_pid[MAX_PIDS];
+    int n_server_pids;
+    int sub_ports[MAX_PORTS], pub_ports[MAX_PORTS];
+    int n_sub_ports, n_pub_ports;
+    const char *channel; /* NULL: bench / private-bench */
     int quiet;
 } opt = {
     .host = "127.0.0.1", .path = "/app/app-key", .app_id = "app-id",
@@ -165,6 +179,8 @@ struct conn {
     enum st st;
     int room;
     int idx;
+    int port; /* the server this connection talks to */
+    int port_idx; /* its index in --sub-ports (0 without) */
     uint64_t t_start;
     /* Bytes of an incomplete frame or HTTP response kept between reads. */
     unsigned char *in;
@@ -431,7 +447,7 @@ static void conn_start(struct conn *c)
         }
     }
     struct sockaddr_in da = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)opt.port)};
+                             .sin_port = htons((uint16_t)c->port)};
     inet_pton(AF_INET, opt.host, &da.sin_addr);
     c->fd = fd;
     c->st = ST_CONNECTING;
@@ -471,7 +487,7 @@ static void send_upgrade(struct conn *c)
                  "Connection: Upgrade\r\n"
                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                  "Sec-WebSocket-Version: 13\r\n\r\n",
-                 opt.path, opt.host, opt.port);
+                 opt.path, opt.host, c->port);
     c->st = ST_HS;
     queue_out(c, req, (size_t)n);
     conn_events(c);
@@ -487,7 +503,8 @@ static int ws_publish(void)
  * Pusher allows on private and presence channels only. */
 static void channel_name(int room, char *ch, size_t n)
 {
-    const char *prefix = ws_publish() ? "private-bench" : "bench";
+    const char *prefix = opt.channel ? opt.channel
+                         : ws_publish() ? "private-bench" : "bench";
     if (opt.rooms <= 1)
         snprintf(ch, n, "%s", prefix);
     else
@@ -640,12 +657,19 @@ static int parse_stamp(const unsigned char *p, size_t n, uint64_t *seqp,
 
 static int refill_pending;
 
-static void record_delivery(uint64_t seq, uint64_t t, uint64_t now)
+/* Latency per --sub-ports entry, so a driver can compare the subscribers
+ * of several servers measured at the same moment. */
+static struct hist *lat_by_port;
+
+static void record_delivery(const struct conn *c, uint64_t seq, uint64_t t,
+                            uint64_t now)
 {
     S.deliveries_all++;
     if (in_window(now)) {
         S.deliveries++;
         hist_add(&S.lat, now > t ? now - t : 0);
+        if (lat_by_port)
+            hist_add(&lat_by_port[c->port_idx], now > t ? now - t : 0);
     }
     struct slot *s = &slots[seq & (SLOTS - 1)];
     if (s->live && s->seq == seq && ++s->got >= s->expected) {
@@ -716,7 +740,7 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
         return;
     }
     if (c->st == ST_READY && parse_stamp(p, n, &seq, &t))
-        record_delivery(seq, t, now);
+        record_delivery(c, seq, t, now);
 }
 
 /* Parses as many complete frames as buf holds; returns bytes consumed. */
@@ -771,7 +795,7 @@ static size_t parse_frames(struct conn *c, unsigned char *buf, size_t len,
         case 0x0:
             if (fin && c->frag_has) {
                 c->frag_has = 0;
-                record_delivery(c->frag_seq, c->frag_t, now);
+                record_delivery(c, c->frag_seq, c->frag_t, now);
             }
             break;
         case 0x8:
@@ -850,7 +874,7 @@ static void rest_publish(struct conn *c, const char *ch, const char *data,
                       "POST /apps/%s/events?%s&auth_signature=%s HTTP/1.1\r\n"
                       "Host: %s:%d\r\nContent-Type: application/json\r\n"
                       "Content-Length: %d\r\n\r\n",
-                      opt.app_id, q, sigh, opt.host, opt.port, bl);
+                      opt.app_id, q, sigh, opt.host, c->port, bl);
     queue_out(c, hdr, (size_t)hl);
     queue_out(c, body, (size_t)bl);
     c->http_pending++;
@@ -1196,6 +1220,10 @@ static void usage(void)
             "[--setup-timeout S]\n"
             "  [--msg-timeout S] [--publish rest|ws] [--rest-inflight N] "
             "[--quiet]\n"
+            "  [--sub-ports P1,P2,..] [--pub-ports P1,..] [--channel NAME]\n"
+            "  --server-pid takes a comma list too (CPU seconds summed)\n"
+            "  --sub-ports/--pub-ports: subscriber (publisher) i talks to "
+            "port i mod n\n"
             "  --rest-inflight N: at most N REST requests in flight per "
             "keep-alive\n"
             "  connection (1: no pipelining, like an HTTP agent; default: "
@@ -1205,6 +1233,24 @@ static void usage(void)
             "  publishers; the server must allow client events without a "
             "rate limit\n");
     exit(2);
+}
+
+/* "1,2,3" into out[]; at most max numbers, each > 0, or usage(). */
+static int parse_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (*s) {
+        char *e;
+        long v = strtol(s, &e, 10);
+        if (e == s || v <= 0 || v > 0x7fffffff || n == max ||
+            (*e && *e != ','))
+            usage();
+        out[n++] = (int)v;
+        s = *e ? e + 1 : e;
+    }
+    if (n == 0)
+        usage();
+    return n;
 }
 
 static void parse_args(int argc, char **argv)
@@ -1222,6 +1268,8 @@ static void parse_args(int argc, char **argv)
         {"setup-timeout", 1, 0, 'o'}, {"quiet", 0, 0, 'q'},
         {"msg-timeout", 1, 0, 'M'}, {"publish", 1, 0, 'B'},
         {"rest-inflight", 1, 0, 'I'},
+        {"sub-ports", 1, 0, 'x'}, {"pub-ports", 1, 0, 'y'},
+        {"channel", 1, 0, 'C'},
         {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1250,7 +1298,13 @@ static void parse_args(int argc, char **argv)
         case 'i': opt.src_ips = atoi(optarg); break;
         case 'l': opt.slow_pct = atof(optarg); break;
         case 'c': opt.churn = atoi(optarg); break;
-        case 'S': opt.server_pid = atoi(optarg); break;
+        case 'S': opt.n_server_pids = parse_list(optarg, opt.server_pid,
+                                                 MAX_PIDS); break;
+        case 'x': opt.n_sub_ports = parse_list(optarg, opt.sub_ports,
+                                               MAX_PORTS); break;
+        case 'y': opt.n_pub_ports = parse_list(optarg, opt.pub_ports,
+                                               MAX_PORTS); break;
+        case 'C': opt.channel = optarg; break;
         case 'o': opt.setup_timeout = atof(optarg); break;
         case 'q': opt.quiet = 1; break;
         case 'M': opt.msg_timeout = atof(optarg); break;
@@ -1280,6 +1334,22 @@ static unsigned long long cb0[MAX_CPUS], ct0[MAX_CPUS], cb1[MAX_CPUS],
     ct1[MAX_CPUS];
 static int ncpu0, ncpu1;
 
+static double server_cpu_each[MAX_PIDS];
+
+/* Sums the CPU seconds of every --server-pid into each[]; -1 if one is
+ * unreadable (gone). */
+static double servers_cpu_s(double *each)
+{
+    double sum = 0;
+    for (int i = 0; i < opt.n_server_pids; i++) {
+        each[i] = proc_cpu_s(opt.server_pid[i]);
+        if (each[i] < 0)
+            return -1;
+        sum += each[i];
+    }
+    return sum;
+}
+
 static void print_json(double loader_cpu, double server_cpu, double win_s)
 {
     printf("{\"mode\":\"%s\",\"subs\":%d,\"pubs\":%d,\"rooms\":%d,"
@@ -1308,6 +1378,14 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            "\"max\":%.1f},",
            hist_pct(&S.lat, 50) / 1e3, hist_pct(&S.lat, 99) / 1e3,
            hist_pct(&S.lat, 99.9) / 1e3, S.lat.max / 1e3);
+    printf("\"lat_us_by_port\":[");
+    for (int i = 0; lat_by_port && i < opt.n_sub_ports; i++)
+        printf("%s{\"port\":%d,\"n\":%" PRIu64 ",\"p50\":%.1f,"
+               "\"p99\":%.1f}",
+               i ? "," : "", opt.sub_ports[i], lat_by_port[i].n,
+               hist_pct(&lat_by_port[i], 50) / 1e3,
+               hist_pct(&lat_by_port[i], 99) / 1e3);
+    printf("],");
     printf("\"churn_cycles\":%" PRIu64 ",\"churn_failed\":%" PRIu64
            ",\"churn_per_s\":%.1f,\"churn_lat_us\":{\"p50\":%.1f,"
            "\"p99\":%.1f},",
@@ -1316,6 +1394,10 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            hist_pct(&S.churn_lat, 50) / 1e3, hist_pct(&S.churn_lat, 99) / 1e3);
     printf("\"loader_cpu_s\":%.3f,\"server_cpu_s\":%.3f,", loader_cpu,
            server_cpu);
+    printf("\"server_cpu_s_each\":[");
+    for (int i = 0; i < opt.n_server_pids; i++)
+        printf("%s%.3f", i ? "," : "", server_cpu_each[i]);
+    printf("],");
     printf("\"first_fail\":\"%s\",", first_fail);
     printf("\"cpu_busy\":[");
     for (int i = 0; i < ncpu0 && i < ncpu1; i++) {
@@ -1365,11 +1447,16 @@ int main(int argc, char **argv)
     pub_conn_idx = calloc((size_t)(n_pub + 1), sizeof *pub_conn_idx);
     if (!slots || !room_readers || !conns || !pub_conn_idx)
         die("calloc");
+    if (opt.n_sub_ports > 1 &&
+        !(lat_by_port = calloc((size_t)opt.n_sub_ports, sizeof *lat_by_port)))
+        die("calloc");
     /* Spread the slow readers evenly among the subscribers. */
     for (int i = 0; i < opt.subs; i++) {
         struct conn *c = &conns[i];
         c->idx = i;
         c->room = i % opt.rooms;
+        c->port_idx = opt.n_sub_ports ? i % opt.n_sub_ports : 0;
+        c->port = opt.n_sub_ports ? opt.sub_ports[c->port_idx] : opt.port;
         c->kind = (n_slow && (i % (opt.subs / n_slow)) == 0 &&
                    i / (opt.subs / n_slow) < n_slow)
                       ? K_SLOW
@@ -1382,11 +1469,14 @@ int main(int argc, char **argv)
                       ? K_PUB_REST
                       : K_PUB_WS;
         c->pub_no = i;
+        c->port = opt.n_pub_ports ? opt.pub_ports[i % opt.n_pub_ports]
+                                  : opt.port;
         pub_conn_idx[n_pub_conns++] = opt.subs + i;
     }
     for (int i = 0; i < opt.churn; i++) {
         struct conn *c = &conns[opt.subs + n_pub + i];
         c->idx = opt.subs + n_pub + i;
+        c->port = opt.port;
         c->kind = K_CHURN;
     }
 
@@ -1396,6 +1486,7 @@ int main(int argc, char **argv)
     int setup_n = opt.subs + n_pub; /* churn conns start with the clock */
     struct epoll_event evs[1024];
     double cpu0 = 0, scpu0 = 0, cpu1 = 0, scpu1 = 0;
+    double scpu0_each[MAX_PIDS] = {0};
     int w_started = 0, churn_started = 0;
     uint64_t last_expire = 0;
 
@@ -1436,12 +1527,14 @@ int main(int argc, char **argv)
         if (t_pub_start && !w_started && now >= S.w_start) {
             w_started = 1;
             cpu0 = proc_cpu_s(0);
-            scpu0 = opt.server_pid ? proc_cpu_s(opt.server_pid) : 0;
+            scpu0 = opt.n_server_pids ? servers_cpu_s(scpu0_each) : 0;
             ncpu0 = read_cpu_busy(cb0, ct0);
         }
         if (t_pub_start && now >= S.w_end) {
             cpu1 = proc_cpu_s(0);
-            scpu1 = opt.server_pid ? proc_cpu_s(opt.server_pid) : 0;
+            scpu1 = opt.n_server_pids ? servers_cpu_s(server_cpu_each) : 0;
+            for (int i = 0; i < opt.n_server_pids; i++)
+                server_cpu_each[i] -= scpu0_each[i];
             ncpu1 = read_cpu_busy(cb1, ct1);
             break;
         }
@@ -1513,6 +1606,9 @@ int main(int argc, char **argv)
         }
     }
     double win_s = (double)(S.w_end - S.w_start) / 1e9;
-    print_json(cpu1 - cpu0, opt.server_pid ? scpu1 - scpu0 : -1, win_s);
+    print_json(cpu1 - cpu0,
+               opt.n_server_pids && scpu0 >= 0 && scpu1 >= 0 ? scpu1 - scpu0
+                                                            : -1,
+               win_s);
     return 0;
 }

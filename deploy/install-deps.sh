@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what lubdub needs from Debian's apt (and, for tests, npm), skipping
 # what is already there. Usage: deploy/install-deps.sh build|test|bench|container|cluster
-# (cluster: build plus redis-server, for make run-cluster)
+# (cluster: build plus redis-server, for make run-cluster and bench-cluster)
 # (container: what tests/container needs to build and run the image without
 # a registry or a Docker engine; test includes it).
 # Idempotent and quiet when nothing is missing; safe under CI (no stdin).

@@ -1,0 +1,620 @@
+#!/usr/bin/env python3
+"""Scale-out benchmark driver for `make bench-cluster` (python3 stdlib only).
+
+Three lubdub nodes on one Redis against one node serving the same
+subscribers, in the same run, measured in pairs (single, cluster) whose
+order alternates rep by rep. It reuses bench/run_fanout.py's pieces
+(server start/stop, the loader invocation, validity and loader-saturation
+rules) and bench/loadgen's --sub-ports / --pub-ports / --server-pid lists.
+
+Placement (as in make bench-fanout): every server process (the single
+node; Redis and the three nodes) is pinned to CPU 0, the loader to CPU 1,
+each node with --loops 1. So both set-ups get the same CPU budget and the
+cluster pays for its extra work (Redis, the envelopes, one more process
+hop) out of the same core: server CPU seconds per delivery is the figure
+to compare, and is what the goal is about.
+
+Measurements, each on 1,000 subscribers (subscriber i on node i mod 3) of
+one channel, 32 B payloads, subscribing first, then publishing:
+  sat-rest  closed loop through REST (32 keep-alive connections, one request
+            in flight on each, spread over the nodes like a load balancer
+            would): deliveries/s and server CPU s per million deliveries
+            (all nodes + Redis, /proc/<pid>/stat utime+stime)
+  sat-ws    closed loop through client events (one WebSocket publisher on
+            n1, private-bench, client_event_rate 0)
+  lat-rest, lat-ws
+            open loop at half load, the same offered rate for both setups:
+            half the single node's saturated message rate on that path
+            (median of this run's sat reps): p50/p99 publish-to-receive
+            latency, and CPU per delivery at equal load
+  idle      (once, cluster only) subscribers on n1 and n2 only, REST
+            publishers on n1 and n2, while n3 holds 100 subscribers of
+            another channel: n3's CPU seconds and the growth of its
+            backplane "received" counter during the measurement
+
+The last line printed is the summary (bench/README.md, "bench-cluster").
+Tables go to bench/results/cluster.md, raw loader JSON to cluster.json.
+"""
+import argparse
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_fanout as rf  # noqa: E402
+
+REDIS_SERVER = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
+SUBS = 1000
+IDLE_SUBS = 100  # n3's subscribers of another channel in the idle check
+NODES = 3
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def redis_ping(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), 0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class Redis:
+    """redis-server on a free loopback port, no persistence, on CPU 0;
+    stopped by its PID (its own session)."""
+
+    def __init__(self):
+        self.port = rf.next_port()
+        self.logpath = os.path.join(rf.RESULTS, "cluster-redis.log")
+        self.logf = open(self.logpath, "wb")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", rf.SERVER_CPU, REDIS_SERVER, "--port",
+             str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--protected-mode", "no",
+             "--loglevel", "warning"],
+            stdout=self.logf, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        self.pid = self.proc.pid
+        end = time.monotonic() + 10
+        self.ok = False
+        while time.monotonic() < end and self.proc.poll() is None:
+            if redis_ping(self.port):
+                self.ok = True
+                break
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.kill(self.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self.logf.close()
+
+
+def hub_stats(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/stats" % port,
+                                    timeout=5) as r:
+            return json.load(r)
+    except (OSError, ValueError):
+        return None
+
+
+def node_counters(port):
+    """The backplane counters and (msgs_out, writes) of one node."""
+    s = hub_stats(port) or {}
+    d = dict(s.get("backplane") or {})
+    t = s.get("totals") or {}
+    d["msgs_out"], d["writes"] = t.get("msgs_out", 0), t.get("writes", 0)
+    return d
+
+
+def backplane(port):
+    return node_counters(port)
+
+
+class Target:
+    """What run_fanout.run_loader needs of a server: a peer (mode, path,
+    publish), the port the loader's --port names, and the PIDs whose CPU
+    it sums. argv[0] is not the hub, so run_loader skips its one-server
+    /stats reading."""
+
+    def __init__(self, name, publish, port, pids):
+        self.peer = rf.Peer(name, "pusher", ["(%s)" % name],
+                            path="/app/app-key", pusher=True,
+                            publish=publish)
+        self.port = port
+        self.pid = ",".join(str(p) for p in pids)
+
+
+def measure(target, args, warmup, duration, nodes=(), sub_ports=None,
+            pub_ports=None, profile=None):
+    """One loader run; adds per-node backplane counter deltas and the
+    servers' deliveries per write() (whole run, setup included). nodes:
+    the servers whose /stats to read. profile: (outdir, name, pids) to
+    perf-record those PIDs in the middle of the measurement."""
+    extra = []
+    if sub_ports:
+        extra += ["--sub-ports", ",".join(str(p) for p in sub_ports)]
+    if pub_ports:
+        extra += ["--pub-ports", ",".join(str(p) for p in pub_ports)]
+    bp0 = [node_counters(n.port) for n in nodes]
+    prof = None
+    if profile:
+        prof = start_profile(profile, warmup + 1.5, duration - 1)
+    d = rf.run_loader(target, list(args) + extra, warmup, duration)
+    if prof:
+        finish_profile(prof)
+    bp1 = [node_counters(n.port) for n in nodes]
+    dw = sum(b1["writes"] - b0["writes"] for b0, b1 in zip(bp0, bp1))
+    if dw > 0:
+        d["hub_deliveries_per_write"] = sum(
+            b1["msgs_out"] - b0["msgs_out"] for b0, b1 in zip(bp0, bp1)) / dw
+    d["backplane_delta"] = [
+        {k: b1.get(k, 0) - b0.get(k, 0)
+         for k in ("published", "received", "own_ignored", "lost", "gaps",
+                   "bad")} for b0, b1 in zip(bp0, bp1)]
+    d["invalid"] = rf.check_valid(d, "S3")
+    if not d["invalid"]:
+        lost = sum(x["lost"] + x["gaps"] for x in d["backplane_delta"])
+        if lost:
+            d["invalid"] = "%d envelopes lost or gaps on the backplane" % lost
+    d["msgs_per_s"] = (d["deliveries_per_s"] / SUBS
+                       if d.get("deliveries_per_s") else 0)
+    return d
+
+
+def median(xs):
+    return rf.median(xs)
+
+
+def start_profile(profile, delay, seconds):
+    """perf record -g of the given PIDs for `seconds`, after `delay` (the
+    loader's setup and warm-up), in the background."""
+    outdir, name, pids = profile
+    os.makedirs(outdir, exist_ok=True)
+    data = os.path.join(outdir, name + ".perf.data")
+    cmd = ("sleep %.1f; exec perf record -q -g -p %s -o %s -- sleep %.1f" % (
+        delay, ",".join(str(p) for p in pids), data, max(1.0, seconds)))
+    return (subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL), outdir, name, data)
+
+
+def finish_profile(prof):
+    proc, outdir, name, data = prof
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    for sort, suffix, n in (("comm,dso", "dso", 20), ("comm,sym", "report",
+                                                      60)):
+        with open(os.path.join(outdir, "%s.%s.txt" % (name, suffix)),
+                  "w") as fh:
+            r = subprocess.run(["perf", "report", "-i", data, "--no-children",
+                                "--sort", sort, "--stdio", "-g", "none"],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, timeout=120)
+            rows = [ln for ln in r.stdout.decode(errors="replace")
+                    .splitlines() if "%" in ln and not ln.startswith("#")]
+            fh.write("\n".join(rows[:n]) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run (~1 min): 1 rep, short measurements")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=4.0)
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--rate", type=float, default=0,
+                    help="fixed open-loop rate (messages/s) for the latency "
+                    "measurements instead of half the single node's")
+    ap.add_argument("--hub", help="lubdub binary (default: BUILD/lubdub)")
+    ap.add_argument("--profile", metavar="DIR",
+                    help="after the run, one more closed-loop measurement "
+                    "per setup and path under perf record -g (all server "
+                    "PIDs); top symbols per process in DIR/*.report.txt")
+    a = ap.parse_args()
+    if a.quick:
+        a.reps, a.duration, a.warmup = 1, 2.0, 0.5
+    if a.hub:
+        rf.HUB = os.path.abspath(a.hub)
+    os.makedirs(rf.RESULTS, exist_ok=True)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    for exe, what in ((rf.LOADGEN, "build first (make build)"),
+                      (rf.HUB, "build first (make build)"),
+                      (REDIS_SERVER, "install redis-server "
+                       "(deploy/install-deps.sh cluster)")):
+        if not os.access(exe, os.X_OK):
+            log("bench-cluster: %s missing: %s" % (exe, what))
+            return 2
+    t_start = time.monotonic()
+    load0 = open("/proc/loadavg").read().split()[:3]
+    hub_argv = [rf.HUB, "--config", rf.write_hub_config(), "--port", "{port}",
+                "--loops", "1", "--bind", "127.0.0.1", "--log-level", "warn"]
+
+    started = []
+    try:
+        single = rf.Server(rf.Peer("cluster-single", "pusher", hub_argv))
+        started.append(single)
+        redis = Redis()
+        started.append(redis)
+        if not single.ok or not redis.ok:
+            log("bench-cluster: %s did not start" % (
+                "the single node" if not single.ok else "redis-server"))
+            return 2
+        url = "redis://127.0.0.1:%d/0" % redis.port
+        nodes = []
+        for k in range(1, NODES + 1):
+            n = rf.Server(rf.Peer("cluster-n%d" % k, "pusher", hub_argv + [
+                "--redis", url, "--node-id", "n%d" % k]))
+            started.append(n)
+            if not n.ok:
+                log("bench-cluster: node n%d did not start: %s" % (
+                    k, n.log_text().strip()[-200:]))
+                return 2
+            nodes.append(n)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and not all(
+                backplane(n.port).get("up") == 1 for n in nodes):
+            time.sleep(0.1)
+        if not all(backplane(n.port).get("up") == 1 for n in nodes):
+            log("bench-cluster: a node's backplane did not come up")
+            return 2
+        ports = [n.port for n in nodes]
+        cpids = [n.pid for n in nodes] + [redis.pid]
+        tgt = {
+            ("single", "rest"): Target("single_rest", "rest", single.port,
+                                       [single.pid]),
+            ("single", "ws"): Target("single_ws", "ws", single.port,
+                                     [single.pid]),
+            ("cluster", "rest"): Target("cluster_rest", "rest", ports[0],
+                                        cpids),
+            ("cluster", "ws"): Target("cluster_ws", "ws", ports[0], cpids),
+        }
+        mt = 2 if a.quick else 5
+        # results[(setup, path, kind)] = per-rep dicts; kind sat | lat
+        results = {}
+
+        def run(setup, path, kind, rep, args):
+            t = tgt[(setup, path)]
+            if setup == "cluster":
+                d = measure(t, args, a.warmup, a.duration, nodes,
+                            sub_ports=ports,
+                            pub_ports=ports if path == "rest" else None)
+            else:
+                d = measure(t, args, a.warmup, a.duration, [single])
+            d["rep"] = rep
+            results.setdefault((setup, path, kind), []).append(d)
+            log("bench-cluster: rep %d %s %s %s: %s" % (
+                rep + 1, kind, setup, path, d["invalid"] or
+                "%.0f deliveries/s, %.3f cpu s/M, p50 %.0f p99 %.0f us%s" % (
+                    d["deliveries_per_s"], d["server_cpu_s_per_M"] or 0,
+                    d["lat_us"]["p50"], d["lat_us"]["p99"],
+                    ", loader-bound" if d["loader_bound"] else "")))
+
+        def order(rep):
+            return ("single", "cluster") if rep % 2 == 0 else \
+                ("cluster", "single")
+
+        sat_args = ["--subs", SUBS, "--size", 32, "--window", 32,
+                    "--msg-timeout", mt]
+        for rep in range(a.reps):
+            for path in ("rest", "ws"):
+                for setup in order(rep):
+                    run(setup, path, "sat", rep, sat_args)
+
+        def lat_args_for(path, r):
+            args = ["--subs", SUBS, "--size", 32, "--rate", "%.0f" % r,
+                    "--msg-timeout", mt]
+            # REST: 32 keep-alive connections share the rate, as in sat-rest
+            # (a backend's agent pool); client events: one publisher.
+            return args + (["--pubs", 32] if path == "rest" else [])
+
+        def valid(key):
+            return [d for d in results.get(key, []) if not d["invalid"]]
+
+        # Half load: half the single node's saturated message rate on that
+        # path (median of this run's sat reps), offered in open loop to
+        # both set-ups. Not "where the single node is half busy": a hub
+        # that corks spends whatever CPU it has on more, smaller writes
+        # (an open loop at a few hundred messages/s gets 2-8 deliveries per
+        # write(), the closed loop 31), so its CPU share says little about
+        # how far it is from saturation, and moved with the machine's
+        # noise from 45 % to 100 % at one rate in trials.
+        rates = {}
+        for path in ("rest", "ws"):
+            m = median([d["msgs_per_s"] for d in valid(("single", path,
+                                                         "sat"))])
+            rates[path] = a.rate or (0.5 * m if m else 0)
+        for rep in range(a.reps):
+            for path in ("rest", "ws"):
+                if not rates[path]:
+                    continue
+                for setup in order(rep + 1):
+                    run(setup, path, "lat", rep,
+                        lat_args_for(path, rates[path]))
+
+        if a.profile:
+            for path in ("rest", "ws"):
+                for setup in ("single", "cluster"):
+                    pids = [single.pid] if setup == "single" else cpids
+                    d = measure(tgt[(setup, path)], sat_args, a.warmup,
+                                max(a.duration, 4.0),
+                                [single] if setup == "single" else nodes,
+                                sub_ports=ports if setup == "cluster" else
+                                None,
+                                pub_ports=ports if setup == "cluster" and
+                                path == "rest" else None,
+                                profile=(a.profile, "%s-%s" % (setup, path),
+                                         pids))
+                    d["rep"] = 0
+                    results[(setup, path, "profile")] = [d]
+                    log("bench-cluster: profiled %s %s: %.3f cpu s/M, "
+                        "%.2f deliveries/write -> %s" % (
+                            setup, path, d["server_cpu_s_per_M"] or 0,
+                            d.get("hub_deliveries_per_write") or 0,
+                            a.profile))
+
+        # Idle check: n3 has subscribers, but none of the channel published.
+        holder = subprocess.Popen(
+            ["taskset", "-c", rf.LOADER_CPU, rf.LOADGEN, "--mode", "pusher",
+             "--port", str(ports[2]), "--subs", str(IDLE_SUBS), "--pubs", "0",
+             "--channel", "idle-elsewhere", "--warmup", "0", "--duration",
+             str(a.warmup + a.duration + 30), "--quiet"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        n3_sessions = 0
+        try:
+            end = time.monotonic() + 15
+            while time.monotonic() < end and holder.poll() is None:
+                t = (hub_stats(ports[2]) or {}).get("totals") or {}
+                n3_sessions = t.get("sessions", 0)
+                if (n3_sessions >= IDLE_SUBS and
+                        t.get("subscriptions", 0) >= IDLE_SUBS):
+                    break
+                time.sleep(0.2)
+            idle = measure(tgt[("cluster", "rest")], sat_args, a.warmup,
+                           a.duration, nodes, sub_ports=ports[:2],
+                           pub_ports=ports[:2])
+        finally:
+            holder.kill()
+            holder.wait(5)
+        idle["rep"] = 0
+        results[("cluster", "rest", "idle")] = [idle]
+    finally:
+        for s in reversed(started):
+            s.stop()
+    load1 = open("/proc/loadavg").read().split()[:3]
+    elapsed = time.monotonic() - t_start
+
+    def by_rep(key):
+        return {d["rep"]: d for d in results.get(key, [])
+                if not d["invalid"]}
+
+    def per_rep(path, kind, f):
+        s, c = by_rep(("single", path, kind)), by_rep(("cluster", path,
+                                                       kind))
+        return [f(c[r], s[r]) for r in sorted(s) if r in c]
+
+    def paired(path, kind, f):
+        return median(per_rep(path, kind, f))
+
+    def med(key, f):
+        return median([f(d) for d in results.get(key, [])
+                       if not d["invalid"]])
+
+    def cpu_r(c, s):
+        a_, b_ = c.get("server_cpu_s_per_M"), s.get("server_cpu_s_per_M")
+        return a_ / b_ if a_ and b_ else None
+
+    # At saturation (closed loop: each setup at its own top rate) and at
+    # half load (open loop: both at the same offered rate).
+    cpu_ratio = {p: paired(p, "sat", cpu_r) for p in ("rest", "ws")}
+    cpu_ratio_half = {p: paired(p, "lat", cpu_r) for p in ("rest", "ws")}
+    def p99_diff(c, s):
+        return (c["lat_us"]["p99"] - s["lat_us"]["p99"]) / 1e3
+
+    p99_added = {p: paired(p, "lat", p99_diff) for p in ("rest", "ws")}
+
+    # Inside one cluster measurement (client events: the publisher is on
+    # n1, so n1's subscribers are served locally and n2's and n3's through
+    # Redis): the remote subscribers' p99 minus the local ones', both
+    # measured at the same moment under the same machine noise.
+    def hop(d, q="p99"):
+        by = d.get("lat_us_by_port") or []
+        if len(by) < 3 or not all(x["n"] for x in by):
+            return None
+        return ((by[1][q] + by[2][q]) / 2 - by[0][q]) / 1e3
+
+    hop_p99 = med(("cluster", "ws", "lat"), hop)
+    hop_p50 = med(("cluster", "ws", "lat"), lambda d: hop(d, "p50"))
+    hops = [hop(d) for d in results.get(("cluster", "ws", "lat"), [])
+            if not d["invalid"]]
+    bound = sorted({"%s/%s/%s" % k for k in results for d in results[k]
+                    if not d["invalid"] and d.get("loader_bound")})
+    idle_ok = not idle["invalid"]
+    idle_cpu = idle["server_cpu_s_each"][2] if idle_ok and len(
+        idle.get("server_cpu_s_each", [])) > 2 else None
+    idle_recv = idle["backplane_delta"][2]["received"] if idle_ok else None
+    idle_win = idle.get("window_s") or 1
+
+    def f(x, nd=3):
+        return ("%%.%df" % nd) % x if x is not None else "n/a"
+
+    # Tables
+    lines = ["# Cluster results (make bench-cluster%s)" % (
+        " --quick" if a.quick else ""), "",
+        "- date: %s; reps: %d; measurement %.1f s after %.1f s warm-up; "
+        "whole run %.0f s" % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), a.reps,
+                              a.duration, a.warmup, elapsed),
+        "- servers (single node; Redis + 3 nodes) pinned to CPU %s, loader "
+        "to CPU %s, --loops 1; loadavg before %s, after %s" % (
+            rf.SERVER_CPU, rf.LOADER_CPU, " ".join(load0), " ".join(load1)),
+        "- %d subscribers of one channel, 32 B; cluster: subscriber i on "
+        "node i mod 3; REST publishers spread the same way, the client-event "
+        "publisher on n1" % SUBS,
+        "- half-load rates (messages/s): REST %s, client events %s%s" % (
+            f(rates["rest"], 0), f(rates["ws"], 0),
+            " (fixed by --rate)" if a.rate else
+            " (half the single node's median closed-loop rate in this run)"),
+        ""]
+    if bound:
+        lines.append("- LOADER SATURATED its core (>= 95%% busy, servers "
+                     "< 90%%) in: %s: deliveries/s there understate the "
+                     "servers; judge by CPU s per M deliveries." %
+                     ", ".join(bound))
+        lines.append("")
+    lines += ["| measurement | setup | deliveries/s | server CPU s / M "
+              "deliveries | CPU s per process (nodes.., redis) | p50 µs | "
+              "p99 µs | p99.9 µs | loader % | servers % | foreign % "
+              "cpu0/cpu1 | deliveries / write | received per node | "
+              "valid reps |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for kind in ("sat", "lat", "idle", "profile"):
+        for path in ("rest", "ws"):
+            for setup in ("single", "cluster"):
+                runs = results.get((setup, path, kind))
+                if not runs:
+                    continue
+                v = [d for d in runs if not d["invalid"]]
+                why = "; ".join(sorted({d["invalid"] for d in runs
+                                        if d["invalid"]}))
+                each = [median([d["server_cpu_s_each"][i] for d in v])
+                        for i in range(len(v[0]["server_cpu_s_each"]))] \
+                    if v else []
+                recv = [median([d["backplane_delta"][i]["received"]
+                                for d in v])
+                        for i in range(len(v[0]["backplane_delta"]))] \
+                    if v and setup == "cluster" else []
+                nlb = sum(1 for d in v if d.get("loader_bound"))
+                lines.append(
+                    "| %s %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                    "| %s | %s | %s | %d/%d%s%s |" % (
+                        kind, "REST" if path == "rest" else "client-event",
+                        setup,
+                        f(med((setup, path, kind),
+                              lambda d: d["deliveries_per_s"]), 0),
+                        f(med((setup, path, kind),
+                              lambda d: d["server_cpu_s_per_M"])),
+                        " / ".join(f(x, 2) for x in each) or "-",
+                        f(med((setup, path, kind),
+                              lambda d: d["lat_us"]["p50"]), 0),
+                        f(med((setup, path, kind),
+                              lambda d: d["lat_us"]["p99"]), 0),
+                        f(med((setup, path, kind),
+                              lambda d: d["lat_us"]["p999"]), 0),
+                        f(med((setup, path, kind),
+                              lambda d: 100 * d["loader_util"]), 0),
+                        f(med((setup, path, kind),
+                              lambda d: 100 * d["server_util"]), 0),
+                        "%s/%s" % (f(med((setup, path, kind), lambda d: 100 *
+                                         d["foreign_server_cpu"]), 0),
+                                   f(med((setup, path, kind), lambda d: 100 *
+                                         d["foreign_loader_cpu"]), 0)),
+                        f(med((setup, path, kind),
+                              lambda d: d.get("hub_deliveries_per_write")),
+                          1),
+                        " / ".join("%d" % x for x in recv) or "-",
+                        len(v), len(runs), (" (" + why + ")") if why else "",
+                        (", %d loader-bound" % nlb) if nlb else ""))
+    lines += ["", "Remote minus local p99 inside each cluster client-event "
+              "half-load measurement (n2/n3 subscribers through Redis, n1's "
+              "local): %s ms (per rep: %s); p50 %s ms." % (
+                  f(hop_p99, 2), " ".join(f(x, 1) for x in hops) or "n/a",
+                  f(hop_p50, 2))]
+    lines += ["", "Paired ratios (median over reps of cluster / single in "
+              "the same rep): CPU per delivery at saturation REST %s, client "
+              "events %s; at half load (same offered rate; 1.0 by "
+              "construction where both set-ups are CPU-full, servers %% "
+              "above) REST %s, client events %s; added p99 at half load REST "
+              "%s ms, client events %s ms." % (
+                  f(cpu_ratio["rest"]), f(cpu_ratio["ws"]),
+                  f(cpu_ratio_half["rest"]), f(cpu_ratio_half["ws"]),
+                  f(p99_added["rest"], 2), f(p99_added["ws"], 2)),
+              "Per rep: CPU ratio at saturation REST %s, client events %s; "
+              "at half load REST %s, client events %s; added p99 (ms) REST "
+              "%s, client events %s." % tuple(
+                  " ".join(f(x, nd) for x in per_rep(p, k, fn)) or "n/a"
+                  for k, fn, nd, p in (
+                      ("sat", cpu_r, 2, "rest"), ("sat", cpu_r, 2, "ws"),
+                      ("lat", cpu_r, 2, "rest"), ("lat", cpu_r, 2, "ws"),
+                      ("lat", p99_diff, 1, "rest"),
+                      ("lat", p99_diff, 1, "ws"))),
+              "Idle check: n3 (%d sessions subscribed to another channel, "
+              "none to the published one) used %s CPU s in the %.1f s "
+              "window; its backplane received %s envelopes." % (
+                  n3_sessions, f(idle_cpu), idle_win,
+                  "%d" % idle_recv if idle_recv is not None else "n/a"), ""]
+    with open(os.path.join(rf.RESULTS, "cluster.md"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    with open(os.path.join(rf.RESULTS, "cluster.json"), "w") as fh:
+        json.dump({"rates": rates, "load": [load0, load1],
+                   "results": {"/".join(k): v for k, v in results.items()}},
+                  fh, indent=1)
+    log("bench-cluster: tables in bench/results/cluster.md (%.0f s)" %
+        elapsed)
+    if bound:
+        log("bench-cluster: the loader saturated its core in %s" %
+            ", ".join(bound))
+
+    def worst(dct):
+        xs = [x for x in dct.values() if x is not None]
+        return max(xs) if xs else None
+
+    def rate(setup, path):
+        return f(med((setup, path, "sat"), lambda d: d["deliveries_per_s"]),
+                 0)
+
+    def lat(setup, path, q):
+        return f(med((setup, path, "lat"),
+                     lambda d: d["lat_us"][q] / 1e3), 2)
+
+    def cpu_m(setup, path):
+        return f(med((setup, path, "sat"), lambda d: d["server_cpu_s_per_M"]))
+
+    print("cluster: cpu_ratio=%s cpu_ratio_rest=%s cpu_ratio_ws=%s "
+          "cpu_s_per_M=%s single_cpu_s_per_M=%s "
+          "p99_added_ms=%s p99_added_ms_rest=%s p99_added_ms_ws=%s "
+          "hop_p50_ms_ws=%s hop_p99_ms_ws=%s "
+          "idle_node_cpu_s=%s idle_node_received=%s "
+          "deliveries_per_s=%s single_deliveries_per_s=%s "
+          "deliveries_per_s_ws=%s single_deliveries_per_s_ws=%s "
+          "p50_ms_rest=%s p99_ms_rest=%s single_p50_ms_rest=%s "
+          "single_p99_ms_rest=%s p50_ms_ws=%s p99_ms_ws=%s single_p50_ms_ws=%s "
+          "single_p99_ms_ws=%s half_rate_rest=%s half_rate_ws=%s "
+          "load1=%s loader_saturated=%s" % (
+              f(worst(cpu_ratio)), f(cpu_ratio["rest"]), f(cpu_ratio["ws"]),
+              cpu_m("cluster", "rest"), cpu_m("single", "rest"),
+              f(worst(p99_added), 2), f(p99_added["rest"], 2),
+              f(p99_added["ws"], 2), f(hop_p50, 2), f(hop_p99, 2),
+              f(idle_cpu),
+              "%d" % idle_recv if idle_recv is not None else "n/a",
+              rate("cluster", "rest"), rate("single", "rest"),
+              rate("cluster", "ws"), rate("single", "ws"),
+              lat("cluster", "rest", "p50"), lat("cluster", "rest", "p99"),
+              lat("single", "rest", "p50"), lat("single", "rest", "p99"),
+              lat("cluster", "ws", "p50"), lat("cluster", "ws", "p99"),
+              lat("single", "ws", "p50"), lat("single", "ws", "p99"),
+              f(rates["rest"], 0), f(rates["ws"], 0),
+              "/".join(load0[:1] + load1[:1]),
+              "yes" if bound else "no"), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
