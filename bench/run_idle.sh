@@ -46,7 +46,9 @@ for _ in $(seq 300); do
     sleep 0.1
 done
 sessions=$(stat_sessions)
-sleep 1
+# Idle means after the connect burst has settled: the hub gives freed
+# handshake buffers back once no handshake came for a second (server/memtrim.h).
+sleep "${IDLE_SETTLE_S:-3}"
 full=$(rss_kib "$hub_pid")
 per=$(( (full - base) * 1024 / sessions ))
 echo "hub RSS: ${base} KiB with 0 sessions, ${full} KiB with ${sessions} sessions (${loops} loops)"

@@ -87,6 +87,11 @@ static const struct srv_option_desc srv_options[] = {
     {"max_connections", SRV_OPT_UINT, SRV_ALL, 0, "0", "N",
      "Connections across the whole hub; 0 is unlimited.",
      NULL, 0, UINT32_MAX, 0, SRV_CFG(max_connections)},
+    {"fd_limit", SRV_OPT_UINT, SRV_ALL, 0, "0", "N",
+     "File descriptors the hub may hold (its socket capacity; lws walks "
+     "a table of this size on every close); 0 derives it from "
+     "--max-connections or the hard limit (at most 65536).",
+     NULL, 0, 10000000, 0, SRV_CFG(fd_limit)},
     {"metrics_port", SRV_OPT_UINT, SRV_ALL, 0, "0", "PORT",
      "Serve /metrics and /stats on this port only (plain HTTP, on the "
      "first loop); 0 serves them on --port.",
@@ -1535,6 +1540,13 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
                            sizeof(a)),
                  srv__flag(cfg->tls_cert ? "tls_cert" : "tls_key", b,
                            sizeof(b)));
+        return -EINVAL;
+    }
+    if (cfg->fd_limit && cfg->fd_limit < 64) {
+        /* Not the range's minimum: 0 is allowed (derive one). */
+        srv_config_err(err, errlen, "%s: %u is too few file descriptors "
+                       "for the hub itself (0 derives one, or at least 64)",
+                       srv__flag("fd_limit", a, sizeof(a)), cfg->fd_limit);
         return -EINVAL;
     }
     if (cfg->tls_cert) {

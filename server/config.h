@@ -38,6 +38,7 @@ struct srv_config {
     char *tls_key;
     char *allowed_origins;     /* comma list; NULL = any */
     uint32_t max_connections;  /* hub-wide, 0 = unlimited (default 0) */
+    uint32_t fd_limit;         /* soft RLIMIT_NOFILE, 0 = derive (fdlimit.h) */
 
     /* Operator surfaces (server/metrics_listen.c, server/console.c). */
     uint16_t metrics_port;     /* 0 = /metrics and /stats on --port */

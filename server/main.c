@@ -27,6 +27,9 @@
 #include "hub/dirslow.h"
 #include "hub/log.h"
 #include "hub/pusher.h"
+#include "server/fdlimit.h"
+#include "server/hdrpool.h"
+#include "server/memtrim.h"
 #include "server/srv.h"
 #include "server/webhook.h"
 
@@ -184,15 +187,69 @@ static struct hub *test_dir_hub(struct srv *srv)
     return h;
 }
 
-/* Use the hard fd limit: each context sizes its tables from it. */
-static void raise_nofile(void)
+/*
+ * Run with the fd limit server/fdlimit.h picks, before any lws context
+ * exists: each sizes its fd table from it, and lws's debug build walks
+ * that table on every close (docs/LWS.md).
+ */
+static void apply_fd_limit(const struct srv_config *cfg)
 {
+    enum srv_fd_limit_why why;
     struct rlimit rl;
+    uint64_t hard, want;
+    char hbuf[24];
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    hard = rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_max;
+    want = srv_fd_limit_pick(cfg->fd_limit, cfg->max_connections, hard, &why);
+    if ((uint64_t)rl.rlim_cur != want) {
+        rlim_t old = rl.rlim_cur;
+
+        rl.rlim_cur = (rlim_t)want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            srv_log(HUB_LOG_WARN, 0, "fd limit: cannot set %llu (%s); "
+                    "running with %llu", (unsigned long long)want,
+                    strerror(errno), (unsigned long long)old);
+            return;
+        }
     }
+    if (hard == UINT64_MAX)
+        snprintf(hbuf, sizeof(hbuf), "unlimited");
+    else
+        snprintf(hbuf, sizeof(hbuf), "%llu", (unsigned long long)hard);
+    srv_log(why == SRV_FDL_FLAG_HARD || why == SRV_FDL_CONNECTIONS_HARD
+                ? HUB_LOG_WARN : HUB_LOG_INFO, 0,
+            "fd limit %llu (%s; hard limit %s)", (unsigned long long)want,
+            srv_fd_limit_why_str(why), hbuf);
+}
+
+/* WebSocket handshakes so far, all loops (what leaves header buffers). */
+static uint64_t handshakes(const struct srv *srv)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < srv->n_loops; i++)
+        n += HUB_STAT_GET(srv->loops[i].hub->stats.accepted);
+    return n;
+}
+
+/* Once a second on the main thread: after a burst of handshakes, give
+ * the freed header buffers back (server/memtrim.h). */
+static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
+{
+    uint64_t n = handshakes(srv), kib, t0;
+    unsigned slots;
+
+    if (!srv_memtrim_due(t, n, srv_now_ms()))
+        return;
+    t0 = srv_now_ms();
+    slots = srv_hdrpool_release(SRV_HDRPOOL_KEEP);
+    kib = srv_memtrim_run();
+    srv_log(HUB_LOG_DEBUG, 0, "memory: after %llu handshakes, %u header "
+            "buffers and %llu KiB of heap given back, in %llu ms",
+            (unsigned long long)n, slots, (unsigned long long)kib,
+            (unsigned long long)(srv_now_ms() - t0));
 }
 
 int main(int argc, char **argv, char **envp)
@@ -204,6 +261,8 @@ int main(int argc, char **argv, char **envp)
     int sig, level;
     long cpus;
     struct timespec poll_ts = { 0, 100 * 1000000 };
+    struct timespec trim_ts = { 1, 0 };
+    struct srv_memtrim trim;
 
     srv_config_defaults(&cfg);
     if (srv_config_load(&cfg, argc, argv, envp, err, sizeof(err))) {
@@ -244,7 +303,7 @@ int main(int argc, char **argv, char **envp)
     if (srv.n_loops > HUB_MAX_LOOPS)
         srv.n_loops = HUB_MAX_LOOPS;
     fill_hub_config(&srv);
-    raise_nofile();
+    apply_fd_limit(&cfg);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -285,9 +344,13 @@ int main(int argc, char **argv, char **envp)
         srv_log(HUB_LOG_INFO, 0, "operator console at /console");
     fflush(stdout);
 
+    srv_memtrim_init(&trim, handshakes(&srv), srv_now_ms());
     for (;;) {
-        if (sigwait(&set, &sig) != 0)
+        sig = sigtimedwait(&set, NULL, &trim_ts);
+        if (sig < 0) {
+            trim_tick(&srv, &trim);
             continue;
+        }
         if (sig != SIGHUP)
             break;
         /* Only before the drain: the loops' contexts are all alive. */

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "hub/cluster.h"
+#include "server/hdrpool.h"
 #include "server/srv.h"
 
 static const lws_retry_bo_t no_validity = {
@@ -186,6 +187,8 @@ int srv_loops_create(struct srv *srv)
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
     protocols[3].per_session_data_size = srv_console_pss_size();
     srv_lwslog_install();
+    /* Before the first context: lws's header buffers from their own pool. */
+    srv_hdrpool_install();
     json_object_seed(0);
     srv->loops = calloc(srv->n_loops, sizeof(*srv->loops));
     if (!srv->loops)
