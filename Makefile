@@ -19,7 +19,7 @@ RUN_ARGS   ?= --dev-auth-endpoint
 .PHONY: all build build-tests run run-cluster test test-unit test-e2e test-asan test-tsan test-fuzz \
         fuzz-build fuzz-long deps deps-test \
         clean image test-container bench-timers bench-scan bench-idle \
-        bench-fanout bench-cluster soak
+        bench-fanout bench-webhooks bench-cluster soak
 
 all: build
 
@@ -136,6 +136,14 @@ FANOUT_ARGS ?=
 bench-fanout:
 	$(MAKE) build
 	BUILD=$(abspath $(BUILD)) python3 bench/run_fanout.py $(FANOUT_ARGS)
+
+# Webhooks off vs on to a local receiver, paired (run_fanout.py --webhooks,
+# issue 12). Ends with one "webhooks: ..." line; tables in
+# bench/results/webhooks.md. ~4 min; WEBHOOKS_ARGS=--quick for ~1 min.
+WEBHOOKS_ARGS ?=
+bench-webhooks:
+	$(MAKE) build
+	BUILD=$(abspath $(BUILD)) python3 bench/run_fanout.py --webhooks $(WEBHOOKS_ARGS)
 
 # Three nodes + Redis vs one node, paired (bench/run_cluster.py,
 # docs/BENCHMARKS.md "Scale-out"). Ends with one "cluster: ..." line; tables

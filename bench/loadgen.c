@@ -1478,6 +1478,9 @@ int main(int argc, char **argv)
         c->idx = opt.subs + n_pub + i;
         c->port = opt.port;
         c->kind = K_CHURN;
+        /* With --rooms, churn slot i cycles on its own channel bench-i, so
+         * every cycle is an occupied and a vacated edge (webhook bench). */
+        c->room = i % opt.rooms;
     }
 
     uint64_t t_begin = now_ns();

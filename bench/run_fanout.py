@@ -554,6 +554,236 @@ def self_check(warmup, duration):
     return d, None
 
 
+# ---------------------------------------------------------------------------
+# --webhooks (issue 12): the hub with webhooks off ("hub") and on ("hub_wh",
+# a webhook to bench/webhook_receiver.py for every event type the scenarios
+# make) side by side, paired per rep, order alternated.
+
+WH_EVENTS = ["channel_occupied", "channel_vacated", "member_added",
+             "member_removed", "client_event"]
+# S5-edges: S5 with 64 rooms, so churn slot i cycles on its own channel
+# bench-i and every cycle is an occupied and a vacated edge (with
+# --webhook-delay 0 both are sent): the webhook throughput measurement.
+WH_SCENARIOS = [
+    ("S3-1000-32", "S3 1 pub -> 1000 subs, 32 B",
+     ["--subs", 1000, "--size", 32, "--window", 32, "--msg-timeout", 5]),
+    ("S5", "S5 churn, 64 in flight (one channel)",
+     ["--subs", 0, "--churn", 64]),
+    ("S5-edges", "S5 churn, 64 in flight, a channel per slot (2 edges a "
+     "cycle)", ["--subs", 0, "--churn", 64, "--rooms", 64]),
+]
+
+
+class Receiver:
+    """bench/webhook_receiver.py on the loader's CPU, stopped by its pid."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", LOADER_CPU, sys.executable,
+             os.path.join(BENCH, "webhook_receiver.py")],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        self.port = int(self.proc.stdout.readline().strip() or 0)
+
+    def counts(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/" % self.port,
+                                    timeout=10) as r:
+            return json.load(r)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(5)
+
+
+def wh_rates(c0, c1):
+    """(events/s, batches/s): medians over the whole seconds in which the
+    receiver got something during this measurement, first and last left
+    out (partial seconds)."""
+    before = {s: (b, e) for s, b, e in c0["per_s"]}
+    secs = []
+    for s, b, e in c1["per_s"]:
+        b0, e0 = before.get(s, (0, 0))
+        if e - e0 > 0:
+            secs.append((s, b - b0, e - e0))
+    secs = secs[1:-1]
+    if not secs:
+        return None, None
+    return (median([e for _, _, e in secs]), median([b for _, b, _ in secs]))
+
+
+def hub_webhook_stats(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/stats" % port,
+                                    timeout=5) as r:
+            return json.load(r).get("webhooks")
+    except (OSError, ValueError):
+        return None
+
+
+def run_webhooks(a):
+    rx = Receiver()
+    if not rx.port:
+        log("bench-webhooks: the receiver did not start")
+        return 2
+    cfg_off = write_hub_config()
+    wh_cfg = {"apps": [dict(HUB_CONFIG["apps"][0], webhooks=[
+        {"url": "http://127.0.0.1:%d/hook" % rx.port,
+         "event_types": WH_EVENTS}])]}
+    cfg_on = os.path.join(RESULTS, "hub-config-webhooks.json")
+    with open(cfg_on, "w") as f:
+        json.dump(wh_cfg, f)
+    common = ["--port", "{port}", "--loops", "1", "--bind", "127.0.0.1",
+              "--log-level", "warn", "--webhook-delay", "0"]
+    peers = [Peer("hub", "pusher", [HUB, "--config", cfg_off] + common,
+                  path="/app/app-key", pusher=True),
+             Peer("hub_wh", "pusher", [HUB, "--config", cfg_on] + common,
+                  path="/app/app-key", pusher=True)]
+    scens = WH_SCENARIOS
+    if a.scenarios:
+        keys = a.scenarios.split(",")
+        scens = [s for s in scens if s[0] in keys]
+    load0 = open("/proc/loadavg").read().split()[:3]
+    res = {s[0]: {p.name: [] for p in peers} for s in scens}
+    try:
+        for rep in range(a.reps):
+            order = peers if rep % 2 == 0 else peers[::-1]
+            for sid, label, args in scens:
+                for p in order:
+                    log("bench-webhooks: rep %d/%d %s %s" % (
+                        rep + 1, a.reps, sid, p.name))
+                    srv = Server(p)
+                    try:
+                        if not srv.ok:
+                            log("bench-webhooks: %s did not start: %s" % (
+                                p.name, srv.log_text()[-300:]))
+                            return 2
+                        c0 = rx.counts()
+                        d = run_loader(srv, args, a.warmup, a.duration)
+                        d["rep"] = rep
+                        d["invalid"] = check_valid(d, sid)
+                        if p.name == "hub_wh":
+                            # Let the last batches (250 ms) arrive.
+                            end = time.monotonic() + 3
+                            c1 = rx.counts()
+                            while time.monotonic() < end:
+                                time.sleep(0.5)
+                                c2 = rx.counts()
+                                if c2["events"] == c1["events"]:
+                                    break
+                                c1 = c2
+                            d["wh_events"] = c1["events"] - c0["events"]
+                            d["wh_batches"] = c1["batches"] - c0["batches"]
+                            d["wh_names"] = {
+                                k: v - c0["names"].get(k, 0)
+                                for k, v in c1["names"].items()
+                                if v - c0["names"].get(k, 0)}
+                            d["wh_events_per_s"], d["wh_batches_per_s"] = \
+                                wh_rates(c0, c1)
+                            d["wh_hub"] = hub_webhook_stats(srv.port)
+                        res[sid][p.name].append(d)
+                    finally:
+                        srv.stop()
+    finally:
+        rx.stop()
+    load1 = open("/proc/loadavg").read().split()[:3]
+
+    def valid(sid, name):
+        return [d for d in res.get(sid, {}).get(name, [])
+                if not d.get("invalid")]
+
+    def per_unit(d, sid):
+        """Server CPU seconds per delivery (S3) or per churn cycle (S5)."""
+        n = d["churn_cycles"] if sid.startswith("S5") else d["deliveries"]
+        return d["server_cpu_s"] / n if n and d["server_cpu_s"] > 0 else None
+
+    def cpu_ratio(sid):
+        by = {}
+        for name in ("hub", "hub_wh"):
+            for d in valid(sid, name):
+                by.setdefault(d["rep"], {})[name] = per_unit(d, sid)
+        return median([v["hub_wh"] / v["hub"] for v in by.values()
+                       if v.get("hub") and v.get("hub_wh")])
+
+    def rate_ratio(sid):
+        k = "churn_per_s" if sid.startswith("S5") else "deliveries_per_s"
+        by = {}
+        for name in ("hub", "hub_wh"):
+            for d in valid(sid, name):
+                by.setdefault(d["rep"], {})[name] = d[k]
+        return median([v["hub_wh"] / v["hub"] for v in by.values()
+                       if v.get("hub") and v.get("hub_wh")])
+
+    lines = ["# Webhooks on vs off (make bench-webhooks)", "",
+             "- date: %s; reps: %d; measurement %.1f s after %.1f s warm-up"
+             % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), a.reps, a.duration,
+                a.warmup),
+             "- hub on CPU %s; loader and receiver on CPU %s; loadavg "
+             "before %s, after %s" % (SERVER_CPU, LOADER_CPU,
+                                      " ".join(load0), " ".join(load1)),
+             "- both hubs: --loops 1 --webhook-delay 0; hub_wh has one "
+             "webhook (%s) to a local receiver" % ", ".join(WH_EVENTS), ""]
+    for sid, label, args in scens:
+        s5 = sid.startswith("S5")
+        lines += ["## " + label, "",
+                  "| peer | %s | server CPU µs / %s | server %% | loader %% "
+                  "| loader-bound | webhook events (s) | events/s | "
+                  "batches/s | valid reps |" % (
+                      "cycles/s" if s5 else "deliveries/s",
+                      "cycle" if s5 else "delivery"),
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for p in peers:
+            runs = res[sid][p.name]
+            v = valid(sid, p.name)
+            k = "churn_per_s" if s5 else "deliveries_per_s"
+            names = {}
+            for d in v:
+                for n, c in (d.get("wh_names") or {}).items():
+                    names[n] = names.get(n, 0) + c
+            lines.append("| %s | %s | %s | %s | %s | %d | %s | %s | %s | "
+                         "%d/%d |" % (
+                p.name, fmt(median([d[k] for d in v])),
+                fmt(median([per_unit(d, sid) and per_unit(d, sid) * 1e6
+                            for d in v]), 3),
+                fmt(median([100 * d["server_util"] for d in v])),
+                fmt(median([100 * max(d["loader_util"], d["loader_cpu_busy"])
+                            for d in v])),
+                sum(1 for d in v if d.get("loader_bound")),
+                " ".join("%s=%d" % kv for kv in sorted(names.items()))
+                or "-",
+                fmt(median([d.get("wh_events_per_s") for d in v])),
+                fmt(median([d.get("wh_batches_per_s") for d in v]), 1),
+                len(v), len(runs)))
+        lines += ["", "- on/off: CPU per %s %s, rate %s (medians of per-rep "
+                  "ratios)" % ("cycle" if s5 else "delivery",
+                               fmt(cpu_ratio(sid), 3), fmt(rate_ratio(sid), 3)),
+                  ""]
+    with open(os.path.join(RESULTS, "webhooks.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(RESULTS, "webhooks.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    log("bench-webhooks: tables in bench/results/webhooks.md")
+
+    def r3(x):
+        return "%.3f" % x if x else "n/a"
+    edges = [d for d in valid("S5-edges", "hub_wh")]
+    ev = median([d.get("wh_events_per_s") for d in edges])
+    bt = median([d.get("wh_batches_per_s") for d in edges])
+    epb = median([d["wh_events"] / d["wh_batches"] for d in edges
+                  if d.get("wh_batches")])
+    # Per-rep ratios hub_wh / hub: CPU per delivery (S3) or per cycle (S5),
+    # below 1.05 meets the goal; webhook_events_per_s etc. from S5-edges.
+    print("webhooks: s3_cpu_ratio=%s s5_cpu_ratio=%s s5_edges_cpu_ratio=%s "
+          "s3_rate_ratio=%s s5_rate_ratio=%s webhook_events_per_s=%s "
+          "batches_per_s=%s events_per_batch=%s" % (
+              r3(cpu_ratio("S3-1000-32")), r3(cpu_ratio("S5")),
+              r3(cpu_ratio("S5-edges")), r3(rate_ratio("S3-1000-32")),
+              r3(rate_ratio("S5")), "%d" % round(ev) if ev else "n/a",
+              "%.1f" % bt if bt else "n/a",
+              "%.1f" % epb if epb else "n/a"), flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -576,6 +806,10 @@ def main():
                     default="rest",
                     help="soketi publisher (ws: client events, enabled "
                     "through SOKETI_DEFAULT_APP_ENABLE_CLIENT_MESSAGES)")
+    ap.add_argument("--webhooks", action="store_true",
+                    help="issue 12: the hub with webhooks off and on to a "
+                    "local receiver, paired; S3-1000-32, S5, S5-edges; ends "
+                    "with a 'webhooks:' line (bench/README.md)")
     ap.add_argument("--scenarios", default="",
                     help="comma list of ids or prefixes, e.g. S3-1000-32,S5")
     a = ap.parse_args()
@@ -592,6 +826,8 @@ def main():
         return 2
     if os.cpu_count() and os.cpu_count() < 2:
         log("bench-fanout: needs 2 CPUs (server on 0, loader on 1)")
+    if a.webhooks:
+        return run_webhooks(a)
 
     peers = make_peers(a.hub_publish, a.soketi_publish,
                        os.path.abspath(a.hub_base) if a.hub_base else None)
