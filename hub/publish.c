@@ -15,6 +15,7 @@
 #include "hub/budget.h"
 #include "hub/chanmap.h"
 #include "hub/loop.h"
+#include "hub/postbatch.h"
 #include "hub/session.h"
 #include "hub/tail.h"
 
@@ -206,7 +207,8 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
                 continue;
             p->nodes[k].node.ops = &pub_ops;
             p->nodes[k].pub = p;
-            hub_loop_post(h->loops[i], &p->nodes[k].node);
+            /* Held per loop on a batching thread (the backplane). */
+            hub_post_batched(h->loops[i], &p->nodes[k].node, r->f->len);
             k++;
         }
     }
@@ -286,7 +288,8 @@ int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
             continue;
         t->nodes[k].node.ops = &term_ops;
         t->nodes[k].term = t;
-        hub_loop_post(h->loops[i], &t->nodes[k].node);
+        /* Behind the publications this thread holds for the loop. */
+        hub_post_batched(h->loops[i], &t->nodes[k].node, 0);
         k++;
     }
     if (from)

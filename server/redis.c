@@ -21,6 +21,7 @@
 #include "hub/chantab.h"
 #include "hub/rng.h"
 #include "hub/stats.h"
+#include "server/evbatch.h"
 #include "server/srv.h"
 
 #define BACKOFF_MIN_MS 100
@@ -755,7 +756,7 @@ static void *thread_main(void *arg)
     struct srv_redis *r = arg;
 
     start_connect(r);
-    ev_run(r->loop, 0);
+    srv_ev_run_batched(r->loop); /* remote deliveries per pass: evbatch.h */
     return NULL;
 }
 
