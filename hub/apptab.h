@@ -35,7 +35,19 @@ struct hub_app_live {
     struct hub_bucket reads;               /* max_read_requests_per_second */
     atomic_uint_fast64_t events_limited;   /* events refused with 429 */
     atomic_uint_fast64_t reads_limited;    /* read requests refused (429) */
+    /* The other nodes' live sessions of the app (a cluster: written each
+     * lease tick by server/redis_lease.c; 0 on a single node). */
+    atomic_uint_fast32_t remote_sessions;
 };
+
+/* Is a quota of max (0 = none) full for one more session, with before
+ * sessions on this node (counting none of the new one) and remote on the
+ * others? */
+static inline bool hub_app_quota_full(uint32_t max, uint64_t before,
+                                      uint64_t remote)
+{
+    return max && before + remote >= max;
+}
 
 struct hub_apptab {
     unsigned n;                     /* indices 0..n-1 (tombstones included) */

@@ -101,8 +101,9 @@
  *   loop reached, as hub_fanout_terminate() does for this hub's loops.
  *
  * Scale-out. hub/cluster.h is the backplane of several processes sharing
- * Redis (docs/SCALING.md): its directory wraps the in-process one (counts
- * stay per process in that step), its bus delivers locally and hands the
+ * Redis (docs/SCALING.md): its directory wraps the in-process one and
+ * answers joins and reads from Redis (join_async, query_async; the
+ * wrapped one while Redis is down), its bus delivers locally and hands the
  * rest to a backplane thread. Such a backplane sets stats (its counters,
  * shown by /stats and /metrics).
  *

@@ -7,7 +7,10 @@
 #include "hub/cluster.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -17,6 +20,7 @@
 #include "hub/directory.h"
 #include "hub/envelope.h"
 #include "hub/frame.h"
+#include "hub/json.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
 #include "timer/clock.h"
@@ -29,6 +33,38 @@ struct crec {
     struct hub_chan_node node;
     uint32_t refs;
     struct hub_cluster_op *unsub;
+    struct hub_cluster_op *munsub; /* presence: the member channel's */
+    char name[];
+};
+
+/* A presence channel's view (docs/SCALING.md, Views): the members local
+ * subscribers were told, sorted by uid, and the cluster seq they reflect.
+ * Before its first list (based false) member events wait in pend. */
+struct vmem {
+    char *uid, *info;              /* info "" = none */
+};
+
+struct vpend {
+    struct vpend *next;
+    uint64_t cseq;
+    bool add;
+    char *uid, *info;
+};
+
+#define VIEW_MAX_PENDING 1024
+
+struct view {
+    struct hub_chan_node node;
+    uint64_t applied;
+    bool based;
+    /* After a reconnect: Redis may have restarted (its sequence with it),
+     * so the next list is taken whatever its cseq, and events wait for
+     * it as before the first list. */
+    bool stale;
+    struct vmem *m;
+    size_t n, cap;
+    struct vpend *pend, **pend_tail;
+    size_t n_pend;
     char name[];
 };
 
@@ -78,6 +114,15 @@ struct hub_cluster {
     pthread_mutex_t deliver_mu;
     bool closed;
 
+    /* The cluster-wide directory. */
+    atomic_bool dir_up;
+    uint64_t gen;                  /* under mu: REJOIN generation */
+    pthread_mutex_t vmu;           /* views */
+    struct hub_chantab views;
+    pthread_mutex_t edge_mu;       /* the edge hook */
+    hub_dir_edge_fn *edge;
+    void *edge_ctx;
+
     struct hub_backplane_stats stats;
 };
 
@@ -109,7 +154,9 @@ struct hub_cluster *hub_cluster_create(const struct hub_cluster_cfg *cfg)
         }
     }
     if (!c->node_id || !c->prefix || !c->dir || !c->cache_chan ||
-        !c->cache_pattern || hub_chantab_init(&c->chans, 64)) {
+        !c->cache_pattern || hub_chantab_init(&c->chans, 64) ||
+        hub_chantab_init(&c->views, 64)) {
+        hub_chantab_fini(&c->chans);
         free(c->node_id);
         free(c->prefix);
         free(c->cache_chan);
@@ -128,6 +175,9 @@ struct hub_cluster *hub_cluster_create(const struct hub_cluster_cfg *cfg)
     c->tail = &c->head;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->deliver_mu, NULL);
+    pthread_mutex_init(&c->vmu, NULL);
+    pthread_mutex_init(&c->edge_mu, NULL);
+    atomic_init(&c->dir_up, false);
     /* The apps at start: index i is apps[i] (hub_config's rule). */
     for (unsigned i = 0; i < cfg->n_apps; i++) {
         if (hub_cluster_app_added(c, i, cfg->apps[i].id)) {
@@ -235,13 +285,39 @@ const char *hub_cluster_node_id(const struct hub_cluster *c)
     return c->node_id;
 }
 
+void hub_cluster_dirop_free(struct hub_cluster_dirop *dop)
+{
+    if (!dop)
+        return;
+    free(dop->name);
+    free(dop->uid);
+    free(dop->info);
+    free(dop);
+}
+
 void hub_cluster_op_free(struct hub_cluster_op *op)
 {
     if (!op)
         return;
     if (op->f)
         hub_frame_unref(op->f);
+    hub_cluster_dirop_free(op->dop);
     free(op);
+}
+
+static void view_free(struct view *v);
+
+/* At destroy: no thread is left. */
+static void views_free(struct hub_cluster *c)
+{
+    struct hub_chan_node *n, *nn;
+
+    for (n = hub_chantab_next(&c->views, NULL); n; n = nn) {
+        nn = hub_chantab_next(&c->views, n);
+        hub_chantab_remove(&c->views, n);
+        view_free(hub_container_of(n, struct view, node));
+    }
+    hub_chantab_fini(&c->views);
 }
 
 void hub_cluster_destroy(struct hub_cluster *c)
@@ -261,9 +337,13 @@ void hub_cluster_destroy(struct hub_cluster *c)
         nn = hub_chantab_next(&c->chans, n);
         hub_chantab_remove(&c->chans, n);
         hub_cluster_op_free(r->unsub);
+        hub_cluster_op_free(r->munsub);
         free(r);
     }
     hub_chantab_fini(&c->chans);
+    views_free(c);
+    pthread_mutex_destroy(&c->vmu);
+    pthread_mutex_destroy(&c->edge_mu);
     hub_directory_destroy(c->dir);
     for (unsigned i = 0; i < c->n_ids; i++)
         free(c->ids[i]);
@@ -358,83 +438,1237 @@ struct hub_cluster_op *hub_cluster_take(struct hub_cluster *c)
     return all;
 }
 
-/* Directory: the local one, plus the node's refcount per channel. */
+/* Directory: the local one (the truth for this node's sessions, and the
+ * answer while Redis is down), the node's refcount per channel (SUB and
+ * UNSUB), and the cluster-wide state in Redis reached through JOIN, LEAVE
+ * and QUERY ops (docs/SCALING.md). */
+
+static bool is_hash_chan(const char *name, size_t len, const void *j)
+{
+    return len && name[0] == '#' && !j;
+}
+
+void hub_cluster_dir_set_up(struct hub_cluster *c, bool up)
+{
+    atomic_store(&c->dir_up, up);
+}
+
+bool hub_cluster_dir_is_up(struct hub_cluster *c)
+{
+    return atomic_load(&c->dir_up);
+}
+
+const char *hub_cluster_app_id(struct hub_cluster *c, unsigned index)
+{
+    return id_of(c, index);
+}
+
+const char *hub_cluster_prefix(const struct hub_cluster *c)
+{
+    return c->prefix;
+}
+
+static struct view *view_find(struct hub_cluster *c, unsigned app,
+                              const char *name, size_t len)
+{
+    struct hub_chan_node *n = hub_chantab_find(&c->views, app, name, len,
+                                               hub_chan_hash(app, name, len));
+
+    return n ? hub_container_of(n, struct view, node) : NULL;
+}
+
+static void vpend_free(struct vpend *p)
+{
+    free(p->uid);
+    free(p->info);
+    free(p);
+}
+
+static void view_free(struct view *v)
+{
+    struct vpend *p, *pn;
+
+    for (size_t i = 0; i < v->n; i++) {
+        free(v->m[i].uid);
+        free(v->m[i].info);
+    }
+    free(v->m);
+    for (p = v->pend; p; p = pn) {
+        pn = p->next;
+        vpend_free(p);
+    }
+    free(v);
+}
+
+/* Under vmu. */
+static struct view *view_get(struct hub_cluster *c, unsigned app,
+                             const char *name, size_t len)
+{
+    struct view *v = view_find(c, app, name, len);
+
+    if (v)
+        return v;
+    v = calloc(1, sizeof(*v) + len + 1);
+    if (!v)
+        return NULL;
+    memcpy(v->name, name, len);
+    v->node.app = app;
+    v->node.name = v->name;
+    v->node.name_len = (uint32_t)len;
+    v->node.hash = hub_chan_hash(app, name, len);
+    v->pend_tail = &v->pend;
+    hub_chantab_insert(&c->views, &v->node);
+    return v;
+}
+
+/* The index of uid in v (sorted), or where it would go (*found false). */
+static size_t view_pos(const struct view *v, const char *uid, size_t ulen,
+                       bool *found)
+{
+    size_t lo = 0, hi = v->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        size_t ml = strlen(v->m[mid].uid);
+        int cmp = memcmp(v->m[mid].uid, uid, ml < ulen ? ml : ulen);
+
+        if (!cmp)
+            cmp = ml < ulen ? -1 : ml > ulen ? 1 : 0;
+        if (!cmp) {
+            *found = true;
+            return mid;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Insert (uid, info) at pos; false out of memory. */
+static bool view_insert(struct view *v, size_t pos, const char *uid,
+                        size_t ulen, const char *info, size_t ilen)
+{
+    struct vmem m = { dup_n(uid, ulen), dup_n(info ? info : "", ilen) };
+
+    if (m.uid && m.info && v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 8;
+        struct vmem *nm = realloc(v->m, cap * sizeof(*nm));
+
+        if (nm) {
+            v->m = nm;
+            v->cap = cap;
+        }
+    }
+    if (!m.uid || !m.info || v->n == v->cap) {
+        free(m.uid);
+        free(m.info);
+        return false;
+    }
+    memmove(v->m + pos + 1, v->m + pos, (v->n - pos) * sizeof(*v->m));
+    v->m[pos] = m;
+    v->n++;
+    return true;
+}
+
+static void view_remove_at(struct view *v, size_t pos)
+{
+    free(v->m[pos].uid);
+    free(v->m[pos].info);
+    memmove(v->m + pos, v->m + pos + 1, (v->n - pos - 1) * sizeof(*v->m));
+    v->n--;
+}
+
+/* {"presence":{"ids":[..],"hash":{..},"count":n}} of the view. */
+static char *view_members_json(const struct view *v)
+{
+    json_t *ids = json_array(), *hash = json_object(), *root;
+    char *out;
+    bool ok = ids && hash;
+
+    for (size_t i = 0; ok && i < v->n; i++) {
+        json_t *info = v->m[i].info[0]
+                           ? json_loads(v->m[i].info, JSON_DECODE_ANY, NULL)
+                           : NULL;
+
+        if (!info)
+            info = json_object(); /* none, or not JSON: as no user_info */
+        ok = json_array_append_new(ids, json_string(v->m[i].uid)) == 0;
+        ok = json_object_set_new(hash, v->m[i].uid, info) == 0 && ok;
+    }
+    if (!ok) {
+        json_decref(ids);
+        json_decref(hash);
+        return NULL;
+    }
+    root = json_pack("{s:{s:o,s:o,s:I}}", "presence", "ids", ids, "hash",
+                     hash, "count", (json_int_t)v->n);
+    if (!root)
+        return NULL;
+    out = hub_json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return out;
+}
+
+/* member_added / member_removed for the view's local subscribers, with a
+ * fresh node-local seq (after every list already sent). Under vmu. */
+static void view_deliver(struct hub_cluster *c, const struct view *v,
+                         bool add, const char *uid, const char *info)
+{
+    json_t *o = json_pack("{s:s}", "user_id", uid);
+    json_t *ij = add && info && info[0]
+                     ? json_loads(info, JSON_DECODE_ANY, NULL)
+                     : NULL;
+    struct hub_frame *f = NULL;
+    char *text, *data = NULL;
+    size_t tlen, dlen;
+
+    if (!c->hub) {
+        json_decref(o);
+        json_decref(ij);
+        return;
+    }
+    if (o && ij && json_object_set_new(o, "user_info", ij)) {
+        json_decref(o);
+        o = NULL;
+    } else if (!o) {
+        json_decref(ij);
+    }
+    text = o ? hub_json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (text) {
+        tlen = strlen(text);
+        dlen = hub_proto_encode_string(NULL, 0, text, tlen);
+        data = malloc(dlen + 1);
+        if (data) {
+            hub_proto_encode_string(data, dlen + 1, text, tlen);
+            f = hub_proto_event_frame(add ? "pusher_internal:member_added"
+                                          : "pusher_internal:member_removed",
+                                      v->name, data, dlen, NULL);
+        }
+    }
+    free(text);
+    free(data);
+    if (!f)
+        return; /* out of memory: this event is lost for local subscribers */
+    pthread_mutex_lock(&c->deliver_mu);
+    if (!c->closed) {
+        struct hub_excl ex = { .set = false,
+                               .member_seq =
+                                   hub_directory_take_seq(c->dir) };
+        const struct hub_pub_req r = { v->node.app, v->name,
+                                       v->node.name_len, f, &ex };
+
+        hub_fanout_loops(c->hub, NULL, &r);
+    }
+    pthread_mutex_unlock(&c->deliver_mu);
+    hub_frame_unref(f);
+}
+
+/* One member event at cseq on a based view. Under vmu. */
+static void view_event(struct hub_cluster *c, struct view *v, uint64_t cseq,
+                       bool add, const char *uid, size_t ulen,
+                       const char *info, size_t ilen)
+{
+    bool found;
+    size_t pos;
+
+    if (cseq <= v->applied)
+        return;
+    if (cseq > v->applied + 1 && v->applied)
+        stat_add(&c->stats.member_gaps, cseq - v->applied - 1);
+    v->applied = cseq;
+    pos = view_pos(v, uid, ulen, &found);
+    if (add && !found) {
+        if (view_insert(v, pos, uid, ulen, info, ilen))
+            view_deliver(c, v, true, v->m[pos].uid, v->m[pos].info);
+    } else if (!add && found) {
+        char *u = v->m[pos].uid;
+
+        v->m[pos].uid = NULL;
+        view_remove_at(v, pos);
+        view_deliver(c, v, false, u, NULL);
+        free(u);
+    }
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+    const struct hub_cluster_member *x = a, *y = b;
+    size_t n = x->uid_len < y->uid_len ? x->uid_len : y->uid_len;
+    int cmp = memcmp(x->uid, y->uid, n);
+
+    return cmp ? cmp : x->uid_len < y->uid_len ? -1 : x->uid_len > y->uid_len;
+}
+
+/* The view becomes the list m[0..n) at cseq when that is newer (or the
+ * view has no list yet): the difference is delivered locally, then the
+ * events that waited for the list. Under vmu. */
+static void view_set(struct hub_cluster *c, struct view *v, uint64_t cseq,
+                     const struct hub_cluster_member *m, size_t n)
+{
+    struct hub_cluster_member *s;
+    size_t i = 0, k = 0;
+    struct vmem *old;
+    size_t n_old;
+    struct vpend *p, *pn;
+
+    if (v->based && !v->stale && cseq <= v->applied)
+        return;
+    s = n ? malloc(n * sizeof(*s)) : NULL;
+    if (n && !s)
+        return;
+    if (n)
+        memcpy(s, m, n * sizeof(*s));
+    qsort(s, n, sizeof(*s), cmp_member);
+    old = v->m;
+    n_old = v->n;
+    v->m = NULL;
+    v->n = v->cap = 0;
+    /* Merge: removed (old only), added (new only), kept (both). */
+    while (i < n_old || k < n) {
+        int cmp;
+
+        if (k < n && k + 1 < n && cmp_member(&s[k], &s[k + 1]) == 0) {
+            k++; /* a duplicate in a hostile reply */
+            continue;
+        }
+        if (i >= n_old) {
+            cmp = 1;
+        } else if (k >= n) {
+            cmp = -1;
+        } else {
+            struct hub_cluster_member om = { old[i].uid, NULL,
+                                             strlen(old[i].uid), 0 };
+
+            cmp = cmp_member(&om, &s[k]);
+        }
+        if (cmp < 0) {
+            if (v->based)
+                view_deliver(c, v, false, old[i].uid, NULL);
+            free(old[i].uid);
+            free(old[i].info);
+            i++;
+        } else {
+            bool ok = view_insert(v, v->n, s[k].uid, s[k].uid_len,
+                                  s[k].info, s[k].info_len);
+
+            if (cmp > 0 && ok && v->based)
+                view_deliver(c, v, true, v->m[v->n - 1].uid,
+                             v->m[v->n - 1].info);
+            if (cmp == 0) {
+                free(old[i].uid);
+                free(old[i].info);
+                i++;
+            }
+            k++;
+        }
+    }
+    free(old);
+    free(s);
+    v->based = true;
+    v->stale = false;
+    v->applied = cseq;
+    for (p = v->pend; p; p = pn) {
+        pn = p->next;
+        view_event(c, v, p->cseq, p->add, p->uid, strlen(p->uid), p->info,
+                   strlen(p->info));
+        vpend_free(p);
+    }
+    v->pend = NULL;
+    v->pend_tail = &v->pend;
+    v->n_pend = 0;
+}
+
+/* An unbased view with no list from Redis yet takes the local directory's
+ * (Redis down: what local subscribers are told). Under vmu. */
+static void seed_one(void *ctx, const char *uid, const char *info,
+                     uint32_t conns)
+{
+    struct view *v = ctx;
+    bool found;
+    size_t pos = view_pos(v, uid, strlen(uid), &found);
+
+    (void)conns;
+    if (!found)
+        view_insert(v, pos, uid, strlen(uid), info, info ? strlen(info) : 0);
+}
+
+static void view_seed_local(struct hub_cluster *c, struct view *v)
+{
+    if (v->based)
+        return;
+    hub_directory_members(c->dir, v->node.app, v->name, v->node.name_len,
+                          seed_one, v);
+    v->based = true;
+}
+
+int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
+                           size_t rlen, const char *data, size_t len)
+{
+    size_t plen = strlen(c->prefix);
+    const char *p, *end = data + len, *nl, *uid, *info;
+    const char *app_s, *ch;
+    size_t app_len, ch_len, ulen, ilen;
+    uint64_t cseq = 0;
+    bool add;
+    int app;
+    struct view *v;
+
+    /* "<prefix>:m:<app>:<channel>"; a channel name has no ':'. */
+    if (!rchan || rlen < plen + 3 || memcmp(rchan, c->prefix, plen) ||
+        memcmp(rchan + plen, ":m:", 3))
+        goto bad;
+    app_s = rchan + plen + 3;
+    ch = memrchr(app_s, ':', rlen - plen - 3);
+    if (!ch || ch == app_s)
+        goto bad;
+    app_len = (size_t)(ch - app_s);
+    ch++;
+    ch_len = (size_t)(rchan + rlen - ch);
+    if (!ch_len || (app = index_of(c, app_s, app_len)) < 0)
+        goto bad;
+    /* "<cseq>\n<+|->\n<uid>\n<info>" */
+    for (p = data; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (cseq > (UINT64_MAX - 9) / 10)
+            goto bad;
+        cseq = cseq * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == data || !cseq || end - p < 4 || p[0] != '\n' ||
+        (p[1] != '+' && p[1] != '-') || p[2] != '\n')
+        goto bad;
+    add = p[1] == '+';
+    uid = p + 3;
+    nl = memchr(uid, '\n', (size_t)(end - uid));
+    if (!nl || nl == uid)
+        goto bad;
+    ulen = (size_t)(nl - uid);
+    if (memchr(uid, '\0', ulen))
+        goto bad;
+    info = nl + 1;
+    ilen = (size_t)(end - info);
+    if (!add && ilen)
+        goto bad;
+    if (ilen) {
+        json_t *jv = memchr(info, '\0', ilen)
+                         ? NULL
+                         : json_loadb(info, ilen, JSON_DECODE_ANY, NULL);
+
+        if (!jv)
+            goto bad;
+        json_decref(jv);
+    }
+    stat_add(&c->stats.member_events, 1);
+    pthread_mutex_lock(&c->vmu);
+    v = view_get(c, (unsigned)app, ch, ch_len);
+    if (!v) {
+        pthread_mutex_unlock(&c->vmu);
+        return 1;
+    }
+    if (!v->based || v->stale) {
+        struct vpend *q;
+
+        if (v->n_pend >= VIEW_MAX_PENDING ||
+            !(q = calloc(1, sizeof(*q)))) {
+            stat_add(&c->stats.member_gaps, 1);
+            pthread_mutex_unlock(&c->vmu);
+            return 1;
+        }
+        q->cseq = cseq;
+        q->add = add;
+        q->uid = dup_n(uid, ulen);
+        q->info = dup_n(info, ilen);
+        if (!q->uid || !q->info) {
+            vpend_free(q);
+            pthread_mutex_unlock(&c->vmu);
+            return 1;
+        }
+        *v->pend_tail = q;
+        v->pend_tail = &q->next;
+        v->n_pend++;
+    } else {
+        view_event(c, v, cseq, add, uid, ulen, info, ilen);
+    }
+    pthread_mutex_unlock(&c->vmu);
+    return 0;
+bad:
+    stat_add(&c->stats.bad, 1);
+    return -EINVAL;
+}
+
+void hub_cluster_view_refresh(struct hub_cluster *c, unsigned app,
+                              const char *name, size_t len, uint64_t cseq,
+                              const struct hub_cluster_member *m, size_t n)
+{
+    struct view *v;
+
+    pthread_mutex_lock(&c->vmu);
+    v = view_get(c, app, name, len);
+    if (v)
+        view_set(c, v, cseq, m, n);
+    pthread_mutex_unlock(&c->vmu);
+}
+
+void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
+                           const char *name, size_t len)
+{
+    struct view *v;
+
+    pthread_mutex_lock(&c->vmu);
+    v = view_find(c, app, name, len);
+    if (v) {
+        hub_chantab_remove(&c->views, &v->node);
+        view_free(v);
+    }
+    pthread_mutex_unlock(&c->vmu);
+}
+
+void hub_cluster_views_stale(struct hub_cluster *c)
+{
+    pthread_mutex_lock(&c->vmu);
+    for (struct hub_chan_node *n = hub_chantab_next(&c->views, NULL); n;
+         n = hub_chantab_next(&c->views, n))
+        hub_container_of(n, struct view, node)->stale = true;
+    pthread_mutex_unlock(&c->vmu);
+}
+
+void hub_cluster_views(struct hub_cluster *c,
+                       void (*fn)(void *ctx, unsigned app, const char *name,
+                                  size_t len),
+                       void *ctx)
+{
+    pthread_mutex_lock(&c->vmu);
+    for (struct hub_chan_node *n = hub_chantab_next(&c->views, NULL); n;
+         n = hub_chantab_next(&c->views, n))
+        fn(ctx, n->app, n->name, n->name_len);
+    pthread_mutex_unlock(&c->vmu);
+}
+
+char *hub_cluster_view_json(struct hub_cluster *c, unsigned app,
+                            const char *name, size_t len, uint64_t *applied)
+{
+    struct view *v;
+    char *out = NULL;
+
+    pthread_mutex_lock(&c->vmu);
+    v = view_find(c, app, name, len);
+    if (v) {
+        out = view_members_json(v);
+        if (applied)
+            *applied = v->applied;
+    }
+    pthread_mutex_unlock(&c->vmu);
+    return out;
+}
+
+/* Edges: from the script replies while Redis is up, from the wrapped
+ * directory while it is down. */
+static void edge(struct hub_cluster *c, enum hub_dir_edge_kind kind,
+                 unsigned app, const char *name, size_t len, const char *uid)
+{
+    const struct hub_dir_edge e = { kind, app, name, len, uid };
+
+    pthread_mutex_lock(&c->edge_mu);
+    if (c->edge)
+        c->edge(c->edge_ctx, &e);
+    pthread_mutex_unlock(&c->edge_mu);
+}
+
+static void local_edge(void *ctx, const struct hub_dir_edge *e)
+{
+    struct hub_cluster *c = ctx;
+
+    if (!hub_cluster_dir_is_up(c))
+        edge(c, e->kind, e->app, e->name, e->len, e->user_id);
+}
+
+static void cdir_set_edge_hook(void *d, hub_dir_edge_fn *fn, void *ctx)
+{
+    struct hub_cluster *c = d;
+
+    pthread_mutex_lock(&c->edge_mu);
+    c->edge = fn;
+    c->edge_ctx = ctx;
+    pthread_mutex_unlock(&c->edge_mu);
+    hub_directory_set_edge_hook(c->dir, fn ? local_edge : NULL, c);
+}
+
+/* Answering the caller. */
+
+static void done_run(struct hub_inbox_node *n, struct hub_loop *l,
+                     uint64_t now_ms)
+{
+    struct hub_cluster_dirop *dop =
+        hub_container_of(n, struct hub_cluster_dirop, inbox);
+
+    (void)l;
+    (void)now_ms;
+    if (dop->req)
+        dop->req->done(dop->req, dop->rc);
+    else if (dop->q)
+        dop->q->done(dop->q, dop->rc);
+    hub_cluster_dirop_free(dop);
+}
+
+static void done_drop(struct hub_inbox_node *n)
+{
+    struct hub_cluster_dirop *dop =
+        hub_container_of(n, struct hub_cluster_dirop, inbox);
+
+    if (dop->q && dop->rc == 0) {
+        json_decref(dop->q->json);
+        dop->q->json = NULL;
+    }
+    hub_cluster_dirop_free(dop);
+}
+
+static const struct hub_inbox_ops done_ops = { done_run, done_drop };
+
+/* Post dop's answer to its caller's loop (or free it when nobody waits or
+ * the loops are gone). After the view changes it follows: the same
+ * thread posts both, in order. */
+static void answer(struct hub_cluster *c, struct hub_cluster_dirop *dop,
+                   int rc)
+{
+    struct hub_loop *l = dop->req ? dop->req->loop
+                         : dop->q ? dop->q->loop
+                                  : NULL;
+
+    dop->rc = rc;
+    if (dop->req || dop->q)
+        __atomic_fetch_sub(&c->stats.dir_pending, 1, __ATOMIC_RELAXED);
+    if (!l) {
+        hub_cluster_dirop_free(dop);
+        return;
+    }
+    pthread_mutex_lock(&c->deliver_mu);
+    if (c->closed) {
+        pthread_mutex_unlock(&c->deliver_mu);
+        done_drop(&dop->inbox);
+        return;
+    }
+    dop->inbox.ops = &done_ops;
+    hub_loop_post(l, &dop->inbox);
+    pthread_mutex_unlock(&c->deliver_mu);
+}
+
+/* Undo a counted local join (a refused JOIN): the local directory and
+ * the refcount, without a LEAVE op (Redis never counted it). */
+static void undo_local(struct hub_cluster *c, struct hub_cluster_dirop *dop);
+
+void hub_cluster_dir_joined(struct hub_cluster *c,
+                            struct hub_cluster_dirop *dop, int rc,
+                            bool chan_first, bool member_first,
+                            uint64_t cseq,
+                            const struct hub_cluster_member *m, size_t n)
+{
+    struct hub_presence_join *j = dop->req ? dop->req->j : NULL;
+    struct view *v;
+
+    if (rc) {
+        undo_local(c, dop);
+        answer(c, dop, rc);
+        return;
+    }
+    if (chan_first)
+        edge(c, HUB_DIR_CHANNEL_FIRST, dop->app, dop->name, dop->len, NULL);
+    if (member_first)
+        edge(c, HUB_DIR_MEMBER_FIRST, dop->app, dop->name, dop->len,
+             dop->uid);
+    if (!dop->presence) {
+        answer(c, dop, 0);
+        return;
+    }
+    pthread_mutex_lock(&c->vmu);
+    v = view_get(c, dop->app, dop->name, dop->len);
+    if (v)
+        view_set(c, v, cseq, m, n);
+    if (j) {
+        j->members_json = v ? view_members_json(v) : NULL;
+        j->seq = hub_directory_take_seq(c->dir);
+        j->first = member_first;
+        j->dir_events = true;
+    }
+    pthread_mutex_unlock(&c->vmu);
+    if (j && !j->members_json) {
+        /* Out of memory for the list: the join is refused, as a local
+         * one would be. */
+        undo_local(c, dop);
+        answer(c, dop, -ENOMEM);
+        return;
+    }
+    answer(c, dop, 0);
+}
+
+void hub_cluster_dir_left(struct hub_cluster *c,
+                          struct hub_cluster_dirop *dop, bool chan_last,
+                          bool member_last)
+{
+    if (member_last)
+        edge(c, HUB_DIR_MEMBER_LAST, dop->app, dop->name, dop->len,
+             dop->uid);
+    if (chan_last)
+        edge(c, HUB_DIR_CHANNEL_LAST, dop->app, dop->name, dop->len, NULL);
+    hub_cluster_dirop_free(dop);
+}
+
+static void members_collect(void *ctx, const char *uid, const char *info,
+                            uint32_t conns)
+{
+    (void)conns;
+    seed_one(ctx, uid, info, conns);
+}
+
+void hub_cluster_dir_local(struct hub_cluster *c,
+                           struct hub_cluster_dirop *dop)
+{
+    stat_add(&c->stats.dir_local, 1);
+    if (dop->kind == HUB_COP_QUERY) {
+        struct hub_dir_query *q = dop->q;
+
+        switch (q->kind) {
+        case HUB_DIR_Q_INFO:
+            hub_directory_info(c->dir, q->app, q->name, q->len, &q->info);
+            break;
+        case HUB_DIR_Q_LIST:
+            q->json = hub_directory_list(c->dir, q->app, q->prefix,
+                                         q->user_count);
+            break;
+        default:
+            q->json = hub_directory_users(c->dir, q->app, q->name, q->len);
+            break;
+        }
+        answer(c, dop, 0);
+        return;
+    }
+    if (dop->kind == HUB_COP_LEAVE) {
+        /* The hub was told "not last" (the directory delivers): with
+         * Redis gone, the view delivers the local edge itself. */
+        if (dop->presence && dop->local_last) {
+            struct view *v;
+
+            pthread_mutex_lock(&c->vmu);
+            v = view_find(c, dop->app, dop->name, dop->len);
+            if (v) {
+                bool found;
+                size_t pos = view_pos(v, dop->uid, strlen(dop->uid), &found);
+
+                if (found) {
+                    view_remove_at(v, pos);
+                    view_deliver(c, v, false, dop->uid, NULL);
+                }
+            }
+            pthread_mutex_unlock(&c->vmu);
+        }
+        hub_cluster_dirop_free(dop);
+        return;
+    }
+    /* JOIN: the local answer (the view's list when there is one, so that
+     * every local subscriber sees the same members); the hub publishes
+     * member_added itself when this user is new to the view. */
+    if (dop->req && dop->presence) {
+        struct hub_presence_join *j = dop->req->j;
+        struct view *v;
+        bool found = false;
+
+        pthread_mutex_lock(&c->vmu);
+        v = view_get(c, dop->app, dop->name, dop->len);
+        if (v) {
+            size_t pos;
+
+            view_seed_local(c, v);
+            pos = view_pos(v, dop->uid, strlen(dop->uid), &found);
+            if (!found)
+                view_insert(v, pos, dop->uid, strlen(dop->uid), dop->info,
+                            strlen(dop->info));
+            j->members_json = view_members_json(v);
+        } else {
+            struct view tmp = { 0 };
+
+            hub_directory_members(c->dir, dop->app, dop->name, dop->len,
+                                  members_collect, &tmp);
+            j->members_json = view_members_json(&tmp);
+            for (size_t i = 0; i < tmp.n; i++) {
+                free(tmp.m[i].uid);
+                free(tmp.m[i].info);
+            }
+            free(tmp.m);
+        }
+        j->seq = hub_directory_take_seq(c->dir);
+        j->first = !found;
+        j->dir_events = false;
+        pthread_mutex_unlock(&c->vmu);
+        if (!j->members_json) {
+            undo_local(c, dop);
+            answer(c, dop, -ENOMEM);
+            return;
+        }
+    }
+    answer(c, dop, 0);
+}
+
+void hub_cluster_dir_queried(struct hub_cluster *c,
+                             struct hub_cluster_dirop *dop,
+                             const struct hub_channel_info *info,
+                             json_t *json)
+{
+    if (info)
+        dop->q->info = *info;
+    dop->q->json = json;
+    answer(c, dop, 0);
+}
+
+uint64_t hub_cluster_dir_snapshot(
+    struct hub_cluster *c,
+    void (*chan)(void *ctx, unsigned app, const char *name, size_t len,
+                 uint32_t subs),
+    void (*member)(void *ctx, unsigned app, const char *name, size_t len,
+                   const char *uid, const char *info, uint32_t conns),
+    void *ctx)
+{
+    uint64_t gen;
+
+    pthread_mutex_lock(&c->mu);
+    gen = ++c->gen;
+    hub_directory_foreach(c->dir, chan, member, ctx);
+    pthread_mutex_unlock(&c->mu);
+    return gen;
+}
+
+bool hub_cluster_dir_stale(struct hub_cluster *c,
+                           const struct hub_cluster_dirop *dop)
+{
+    bool stale;
+
+    pthread_mutex_lock(&c->mu);
+    stale = dop->gen != c->gen;
+    pthread_mutex_unlock(&c->mu);
+    return stale;
+}
+
+/* The ops. */
+
+static struct hub_cluster_dirop *dirop_new(struct hub_cluster *c, int kind,
+                                           unsigned app, const char *name,
+                                           size_t len)
+{
+    struct hub_cluster_dirop *dop = calloc(1, sizeof(*dop));
+
+    if (!dop)
+        return NULL;
+    dop->kind = kind;
+    dop->app = app;
+    dop->app_id = id_of(c, app);
+    dop->len = len;
+    dop->name = dup_n(name, len);
+    if (!dop->app_id || !dop->name) {
+        hub_cluster_dirop_free(dop);
+        return NULL;
+    }
+    return dop;
+}
+
+/* The op carrying dop: its rchan is the broker channel a JOIN waits on
+ * (the member channel for presence: SUBSCRIBEd after the channel's own,
+ * so its confirmation means both are). */
+static struct hub_cluster_op *dir_op(struct hub_cluster *c,
+                                     struct hub_cluster_dirop *dop)
+{
+    struct hub_cluster_op *op =
+        op_new_mid(c, (enum hub_cluster_op_kind)dop->kind, dop->app,
+                   dop->name, dop->len, dop->presence ? "m:" : "");
+
+    if (op)
+        op->dop = dop;
+    return op;
+}
+
+/* Under c->mu: the refcount of a counted join, queuing SUB ops on the
+ * first; -ENOMEM (nothing changed) when the record cannot be made. */
+static int refs_prepare(struct hub_cluster *c, unsigned app, const char *name,
+                        size_t len, bool presence, struct crec **out_new,
+                        struct hub_cluster_op **ops /* [4] */)
+{
+    uint64_t hash = hub_chan_hash(app, name, len);
+    struct hub_chan_node *n = hub_chantab_find(&c->chans, app, name, len,
+                                               hash);
+    struct crec *r;
+
+    *out_new = NULL;
+    memset(ops, 0, 4 * sizeof(*ops));
+    if (n)
+        return 0;
+    r = malloc(sizeof(*r) + len + 1);
+    ops[0] = op_new(c, HUB_COP_SUB, app, name, len);
+    ops[1] = op_new(c, HUB_COP_UNSUB, app, name, len);
+    if (presence) {
+        ops[2] = op_new_mid(c, HUB_COP_SUB, app, name, len, "m:");
+        ops[3] = op_new_mid(c, HUB_COP_UNSUB, app, name, len, "m:");
+    }
+    if (!r || !ops[0] || !ops[1] || (presence && (!ops[2] || !ops[3]))) {
+        free(r);
+        for (int i = 0; i < 4; i++)
+            hub_cluster_op_free(ops[i]);
+        return -ENOMEM;
+    }
+    if (presence)
+        ops[2]->member = ops[3]->member = true;
+    memcpy(r->name, name, len);
+    r->name[len] = '\0';
+    r->node.app = app;
+    r->node.name = r->name;
+    r->node.name_len = (uint32_t)len;
+    r->node.hash = hash;
+    r->refs = 0;
+    r->unsub = ops[1];
+    r->munsub = ops[3];
+    *out_new = r;
+    return 0;
+}
+
+static void refs_abort(struct crec *r, struct hub_cluster_op **ops)
+{
+    if (!r)
+        return;
+    free(r);
+    for (int i = 0; i < 4; i++)
+        hub_cluster_op_free(ops[i]);
+}
+
+/* Under c->mu, after the local join counted. */
+static void refs_commit(struct hub_cluster *c, unsigned app, const char *name,
+                        size_t len, struct crec *r,
+                        struct hub_cluster_op **ops, bool *edge_out)
+{
+    bool e = false;
+
+    if (!r) {
+        struct hub_chan_node *n = hub_chantab_find(
+            &c->chans, app, name, len, hub_chan_hash(app, name, len));
+
+        hub_container_of(n, struct crec, node)->refs++;
+        return;
+    }
+    r->refs = 1;
+    hub_chantab_insert(&c->chans, &r->node);
+    push_locked(c, ops[0], &e);
+    *edge_out = *edge_out || e;
+    if (ops[2]) {
+        push_locked(c, ops[2], &e);
+        *edge_out = *edge_out || e;
+    }
+}
+
+/* Under c->mu: one reference less, queuing the UNSUBs on the last. */
+static void refs_drop(struct hub_cluster *c, unsigned app, const char *name,
+                      size_t len, bool *edge_out)
+{
+    struct hub_chan_node *n = hub_chantab_find(&c->chans, app, name, len,
+                                               hub_chan_hash(app, name, len));
+    bool e = false;
+
+    if (!n)
+        return;
+    struct crec *r = hub_container_of(n, struct crec, node);
+
+    if (--r->refs)
+        return;
+    hub_chantab_remove(&c->chans, n);
+    if (r->munsub) {
+        push_locked(c, r->munsub, &e);
+        *edge_out = *edge_out || e;
+    }
+    push_locked(c, r->unsub, &e);
+    *edge_out = *edge_out || e;
+    free(r);
+}
+
+static void undo_local(struct hub_cluster *c, struct hub_cluster_dirop *dop)
+{
+    bool e = false, last;
+
+    pthread_mutex_lock(&c->mu);
+    hub_directory_leave_seq(c->dir, dop->app, dop->name, dop->len,
+                            dop->presence ? dop->uid : NULL, &last, NULL);
+    refs_drop(c, dop->app, dop->name, dop->len, &e);
+    wake_locked(c, e);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Redis down: the view (if any) follows what the hub tells local
+ * subscribers. Under nothing. */
+static void down_join_view(struct hub_cluster *c, unsigned app,
+                           const char *name, size_t len,
+                           struct hub_presence_join *j)
+{
+    struct view *v;
+
+    pthread_mutex_lock(&c->vmu);
+    v = view_find(c, app, name, len);
+    if (v) {
+        bool found;
+        size_t pos;
+
+        view_seed_local(c, v);
+        pos = view_pos(v, j->user_id, strlen(j->user_id), &found);
+        if (found) {
+            j->first = false; /* already announced to local subscribers */
+        } else {
+            view_insert(v, pos, j->user_id, strlen(j->user_id),
+                        j->user_info,
+                        j->user_info ? strlen(j->user_info) : 0);
+        }
+        /* The list the other local subscribers have, not only this
+         * node's members. */
+        char *list = view_members_json(v);
+
+        if (list) {
+            free(j->members_json);
+            j->members_json = list;
+        }
+    }
+    pthread_mutex_unlock(&c->vmu);
+}
+
+static void down_leave_view(struct hub_cluster *c, unsigned app,
+                            const char *name, size_t len, const char *uid)
+{
+    struct view *v;
+
+    pthread_mutex_lock(&c->vmu);
+    v = view_find(c, app, name, len);
+    if (v) {
+        bool found;
+        size_t pos = view_pos(v, uid, strlen(uid), &found);
+
+        if (found)
+            view_remove_at(v, pos);
+    }
+    pthread_mutex_unlock(&c->vmu);
+}
+
+/* The join of both entry points. req NULL: synchronous (answer from the
+ * local directory; Redis told in the background). Returns < 0, 0 or
+ * HUB_DIR_PENDING. */
+/* The JOIN op of a join (NULL out of memory). */
+static struct hub_cluster_op *join_op(struct hub_cluster *c, unsigned app,
+                                      const char *name, size_t len,
+                                      const struct hub_presence_join *j)
+{
+    struct hub_cluster_dirop *dop = dirop_new(c, HUB_COP_JOIN, app, name,
+                                              len);
+    struct hub_cluster_op *op;
+
+    if (dop && j) {
+        dop->presence = true;
+        dop->uid = strdup(j->user_id);
+        dop->info = strdup(j->user_info ? j->user_info : "");
+        dop->max_members = j->max_members;
+        if (!dop->uid || !dop->info) {
+            hub_cluster_dirop_free(dop);
+            dop = NULL;
+        }
+    }
+    op = dop ? dir_op(c, dop) : NULL;
+    if (!op)
+        hub_cluster_dirop_free(dop);
+    return op;
+}
+
+static int cdir_join_req(struct hub_cluster *c, unsigned app,
+                         const char *name, size_t len,
+                         struct hub_presence_join *j,
+                         struct hub_dir_join_req *req)
+{
+    struct crec *r;
+    struct hub_cluster_op *ops[4], *op = NULL;
+    struct hub_cluster_dirop *dop = NULL;
+    bool presence = j != NULL, e = false;
+    int rc;
+
+    if (j)
+        j->dir_events = false;
+    /* Up or down is read under mu: a REJOIN snapshot (under mu, after the
+     * flag went up) then either holds this join or this join is sent. */
+    pthread_mutex_lock(&c->mu);
+    if (hub_cluster_dir_is_up(c) && !is_hash_chan(name, len, j)) {
+        op = join_op(c, app, name, len, j);
+        if (!op) {
+            pthread_mutex_unlock(&c->mu);
+            return -ENOMEM;
+        }
+        dop = op->dop;
+    }
+    rc = refs_prepare(c, app, name, len, presence, &r, ops);
+    if (!rc)
+        rc = hub_directory_join(c->dir, app, name, len, j);
+    if (rc) {
+        pthread_mutex_unlock(&c->mu);
+        refs_abort(r, ops);
+        hub_cluster_op_free(op);
+        return rc;
+    }
+    refs_commit(c, app, name, len, r, ops, &e);
+    if (op) {
+        bool e2 = false;
+
+        dop->gen = c->gen;
+        dop->local_first = j && j->first;
+        dop->req = req;
+        if (req) {
+            /* The answer comes from Redis; from the push on, j is the
+             * backplane thread's to fill. */
+            if (j) {
+                free(j->members_json);
+                j->members_json = NULL;
+            }
+            stat_add(&c->stats.dir_pending, 1);
+        }
+        push_locked(c, op, &e2);
+        e = e || e2;
+    }
+    wake_locked(c, e);
+    pthread_mutex_unlock(&c->mu);
+    stat_add(&c->stats.dir_ops, op ? 1 : 0);
+    if (!op) {
+        if (presence)
+            down_join_view(c, app, name, len, j);
+        return 0;
+    }
+    if (req)
+        return HUB_DIR_PENDING;
+    if (j) {
+        /* A synchronous presence join while Redis is up (a subscribe
+         * again, for the list): the view delivers member events. */
+        j->first = false;
+        j->dir_events = true;
+    }
+    return 0;
+}
 
 static int cdir_join(void *d, unsigned app, const char *name, size_t len,
                      struct hub_presence_join *j)
 {
-    struct hub_cluster *c = d;
-    uint64_t hash = hub_chan_hash(app, name, len);
-    struct hub_chan_node *n;
-    struct crec *r = NULL;
-    struct hub_cluster_op *sub = NULL, *unsub = NULL;
-    bool edge = false;
-    int rc;
+    return cdir_join_req(d, app, name, len, j, NULL);
+}
 
-    pthread_mutex_lock(&c->mu);
-    n = hub_chantab_find(&c->chans, app, name, len, hash);
-    if (!n) {
-        /* Everything the first subscription needs, before counting it. */
-        r = malloc(sizeof(*r) + len + 1);
-        sub = op_new(c, HUB_COP_SUB, app, name, len);
-        unsub = op_new(c, HUB_COP_UNSUB, app, name, len);
-        if (!r || !sub || !unsub) {
-            pthread_mutex_unlock(&c->mu);
-            free(r);
-            hub_cluster_op_free(sub);
-            hub_cluster_op_free(unsub);
-            return -ENOMEM;
-        }
-    }
-    rc = hub_directory_join(c->dir, app, name, len, j);
-    if (rc) {
-        pthread_mutex_unlock(&c->mu);
-        free(r);
-        hub_cluster_op_free(sub);
-        hub_cluster_op_free(unsub);
-        return rc;
-    }
-    if (n) {
-        hub_container_of(n, struct crec, node)->refs++;
-    } else {
-        memcpy(r->name, name, len);
-        r->name[len] = '\0';
-        r->node.app = app;
-        r->node.name = r->name;
-        r->node.name_len = (uint32_t)len;
-        r->node.hash = hash;
-        r->refs = 1;
-        r->unsub = unsub;
-        hub_chantab_insert(&c->chans, &r->node);
-        push_locked(c, sub, &edge);
-    }
-    wake_locked(c, edge);
-    pthread_mutex_unlock(&c->mu);
-    return 0;
+static int cdir_join_async(void *d, struct hub_dir_join_req *req)
+{
+    return cdir_join_req(d, req->app, req->name, req->len, req->j, req);
 }
 
 static void cdir_leave(void *d, unsigned app, const char *name, size_t len,
                        const char *uid, bool *last, uint64_t *seq)
 {
     struct hub_cluster *c = d;
-    struct hub_chan_node *n;
-    bool edge = false;
+    struct hub_cluster_dirop *dop = NULL;
+    struct hub_cluster_op *op = NULL;
+    bool e = false, llast = false;
+    uint64_t lseq = 0;
 
     pthread_mutex_lock(&c->mu);
-    hub_directory_leave_seq(c->dir, app, name, len, uid, last, seq);
-    n = hub_chantab_find(&c->chans, app, name, len,
-                         hub_chan_hash(app, name, len));
-    if (n) {
-        struct crec *r = hub_container_of(n, struct crec, node);
-
-        if (--r->refs == 0) {
-            hub_chantab_remove(&c->chans, n);
-            push_locked(c, r->unsub, &edge);
-            free(r);
+    if (hub_cluster_dir_is_up(c) && !is_hash_chan(name, len, uid)) {
+        dop = dirop_new(c, HUB_COP_LEAVE, app, name, len);
+        if (dop && uid) {
+            dop->presence = true;
+            if (!(dop->uid = strdup(uid))) {
+                hub_cluster_dirop_free(dop);
+                dop = NULL;
+            }
+        }
+        op = dop ? dir_op(c, dop) : NULL;
+        if (!op) {
+            /* Redis is not told: the next REJOIN corrects the share. */
+            hub_cluster_dirop_free(dop);
+            dop = NULL;
+            stat_add(&c->stats.lost, 1);
         }
     }
-    wake_locked(c, edge);
+    hub_directory_leave_seq(c->dir, app, name, len, uid, &llast, &lseq);
+    if (op) {
+        dop->gen = c->gen;
+        dop->local_last = llast;
+        push_locked(c, op, &e);
+    }
+    refs_drop(c, app, name, len, &e);
+    wake_locked(c, e);
     pthread_mutex_unlock(&c->mu);
+    if (op) {
+        stat_add(&c->stats.dir_ops, 1);
+        /* The member event comes back from Redis through the view. */
+        if (last)
+            *last = false;
+        if (seq)
+            *seq = 0;
+        return;
+    }
+    if (uid && llast)
+        down_leave_view(c, app, name, len, uid);
+    if (last)
+        *last = llast;
+    if (seq)
+        *seq = lseq;
+}
+
+static int cdir_query_async(void *d, struct hub_dir_query *q)
+{
+    struct hub_cluster *c = d;
+    struct hub_cluster_dirop *dop;
+    struct hub_cluster_op *op;
+    bool e = false;
+
+    if (!hub_cluster_dir_is_up(c)) {
+        switch (q->kind) {
+        case HUB_DIR_Q_INFO:
+            hub_directory_info(c->dir, q->app, q->name, q->len, &q->info);
+            return 0;
+        case HUB_DIR_Q_LIST:
+            q->json = hub_directory_list(c->dir, q->app, q->prefix,
+                                         q->user_count);
+            return 0;
+        case HUB_DIR_Q_USERS:
+            q->json = hub_directory_users(c->dir, q->app, q->name, q->len);
+            return 0;
+        default:
+            return -EINVAL;
+        }
+    }
+    if (q->kind != HUB_DIR_Q_INFO && q->kind != HUB_DIR_Q_LIST &&
+        q->kind != HUB_DIR_Q_USERS)
+        return -EINVAL;
+    dop = dirop_new(c, HUB_COP_QUERY, q->app,
+                    q->kind == HUB_DIR_Q_LIST ? "" : q->name,
+                    q->kind == HUB_DIR_Q_LIST ? 0 : q->len);
+    if (!dop)
+        return -ENOMEM;
+    dop->q = q;
+    op = op_new(c, HUB_COP_QUERY, q->app, dop->name, dop->len);
+    if (!op) {
+        hub_cluster_dirop_free(dop);
+        return -ENOMEM;
+    }
+    op->dop = dop;
+    pthread_mutex_lock(&c->mu);
+    dop->gen = c->gen;
+    stat_add(&c->stats.dir_pending, 1);
+    push_locked(c, op, &e);
+    wake_locked(c, e);
+    pthread_mutex_unlock(&c->mu);
+    stat_add(&c->stats.dir_ops, 1);
+    return HUB_DIR_PENDING;
 }
 
 static void cdir_info(void *d, unsigned app, const char *name, size_t len,
@@ -455,12 +1689,13 @@ static json_t *cdir_users(void *d, unsigned app, const char *name, size_t len)
     return hub_directory_users(((struct hub_cluster *)d)->dir, app, name, len);
 }
 
-/* Edges are this node's, as its counts are (the wrapped directory): until
- * the directory is cluster-wide, each node reports its own 0 <-> 1 moves
- * (docs/WEBHOOKS.md, "In a cluster"). */
-static void cdir_set_edge_hook(void *d, hub_dir_edge_fn *fn, void *ctx)
+/* The reaper's edges (a dead node's channel_vacated / member_removed),
+ * reported once, on the node that reaped. */
+void hub_cluster_report_edge(struct hub_cluster *c,
+                             const struct hub_dir_edge *e)
 {
-    hub_directory_set_edge_hook(((struct hub_cluster *)d)->dir, fn, ctx);
+    if (c)
+        edge(c, e->kind, e->app, e->name, e->len, e->user_id);
 }
 
 static const struct hub_directory_ops cluster_dir_ops = {
@@ -471,7 +1706,10 @@ static const struct hub_directory_ops cluster_dir_ops = {
     .users = cdir_users,
     .set_edge_hook = cdir_set_edge_hook,
     .destroy = NULL, /* the bus's destroy frees the whole cluster */
+    .join_async = cdir_join_async,
+    .query_async = cdir_query_async,
 };
+
 
 /* Bus. */
 

@@ -3,18 +3,26 @@
  * lubdub nodes sharing one broker (Redis), minus the network: that is
  * server/redis.c, on its own thread.
  *
- * Directory: the in-process directory (hub/directory.c), wrapped. The
- * counts and presence stay node-local in this step; the wrapper keeps a
- * node-wide refcount per (app, channel) so that the first local
- * subscription of a channel queues a SUB and the last one leaving queues
- * an UNSUB: the node listens to exactly the broker channels it has
- * subscribers for.
+ * Directory: the in-process directory (hub/directory.c), wrapped: it is
+ * the truth for this node's own sessions and the answer while Redis is
+ * down. The wrapper keeps a node-wide refcount per (app, channel) so that
+ * the first local subscription of a channel queues a SUB (for presence
+ * also one of its member-event channel) and the last one leaving queues
+ * the UNSUBs: the node listens to exactly the broker channels it has
+ * subscribers for. While Redis is up every join, leave and REST read is
+ * also a JOIN, LEAVE or QUERY op for the backplane thread, which runs the
+ * scripts (server/redis_dir.c) and hands the replies back here: the
+ * answer to the caller, posted to its loop, and for presence the VIEW of
+ * each channel with local subscribers (the members they were told, the
+ * cluster seq it reflects), which delivers member events itself in the
+ * node-local seq space (docs/SCALING.md, "The cluster-wide directory").
  *
  * Bus: publish delivers on this node's loops at once (hub_fanout_loops,
  * never through the broker), then queues the frame for the backplane
  * thread, which wraps it in an envelope (hub/envelope.h) and publishes it.
  * terminate_user likewise. Member events (excl->member_seq set) stay on
- * this node: their seq belongs to this node's directory.
+ * this node: their seq belongs to this node's directory (other nodes get
+ * theirs from Redis's member-event channels, through their views).
  *
  * The queue: loops push under a mutex (no I/O under it) and call the wake
  * function on the empty -> non-empty edge; the backplane thread takes the
@@ -38,6 +46,7 @@
 #include <stdint.h>
 
 #include "hub/backplane.h"
+#include "hub/inbox.h"
 #include "hub/publish.h"
 #include "hub/stats.h"
 
@@ -57,6 +66,34 @@ enum hub_cluster_op_kind {
     HUB_COP_EVENT,
     HUB_COP_TERMINATE,
     HUB_COP_CACHE,                 /* an event kept cluster-wide */
+    /* The cluster-wide directory (docs/SCALING.md): op->dop set. */
+    HUB_COP_JOIN,
+    HUB_COP_LEAVE,
+    HUB_COP_QUERY,
+};
+
+/*
+ * A directory operation for the backplane thread (JOIN, LEAVE, QUERY), in
+ * the queue's order with the SUB/UNSUB ops. The backplane thread takes it
+ * from its op (op->dop = NULL) and hands it back to one of the completion
+ * functions below, exactly once; they answer the caller (done posted to
+ * its loop's inbox) and free it.
+ */
+struct hub_cluster_dirop {
+    struct hub_inbox_node inbox;   /* done, on the caller's loop */
+    int kind;                      /* HUB_COP_JOIN, _LEAVE, _QUERY */
+    unsigned app;
+    const char *app_id;            /* valid until the cluster goes */
+    char *name;                    /* owned, NUL-terminated */
+    size_t len;
+    char *uid, *info;              /* presence (info "" = none); owned */
+    bool presence;
+    uint32_t max_members;
+    uint64_t gen;                  /* the REJOIN generation it was made in */
+    bool local_first, local_last;  /* what the wrapped directory said */
+    struct hub_dir_join_req *req;  /* JOIN with a caller waiting; else NULL */
+    struct hub_dir_query *q;       /* QUERY */
+    int rc;
 };
 
 /* One item for the backplane thread. rchan is the broker channel,
@@ -74,6 +111,8 @@ struct hub_cluster_op {
     size_t bus_len;                /* CACHE */
     uint64_t expire_ms;            /* CACHE: on the hub's clock */
     char *rchan;
+    bool member;                   /* SUB/UNSUB of a member-event channel */
+    struct hub_cluster_dirop *dop; /* JOIN, LEAVE, QUERY */
 };
 
 /* Per broker channel, on the receiving side: the last seq seen from each
@@ -114,6 +153,11 @@ void hub_cluster_set_wake(struct hub_cluster *c, void (*fn)(void *ctx),
                           void *ctx);
 
 struct hub_backplane_stats *hub_cluster_stats(struct hub_cluster *c);
+/* An edge decided elsewhere than in a join or leave of this node (the
+ * reaper of a dead node, server/redis_lease.c): handed to the directory's
+ * edge hook, if any. Backplane thread. */
+void hub_cluster_report_edge(struct hub_cluster *c,
+                             const struct hub_dir_edge *e);
 const char *hub_cluster_node_id(const struct hub_cluster *c);
 
 /* Backplane thread: every queued op in order (NULL when none). */
@@ -152,5 +196,94 @@ uint64_t hub_cluster_op_ttl(const struct hub_cluster *c,
  * (another cluster's prefix may share the pattern). */
 int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
                      const void *data, size_t len, uint64_t pttl_ms);
+
+/*
+ * The cluster-wide directory, backplane thread side (server/redis_dir.c
+ * does the network). Redis key and message formats: docs/SCALING.md.
+ */
+
+/* One member as Redis returns it (not NUL-terminated). */
+struct hub_cluster_member {
+    const char *uid, *info;
+    size_t uid_len, info_len;
+};
+
+/* Whether the directory answers from Redis (set by the backplane thread:
+ * true once REJOIN was sent after a connect, false when Redis goes). */
+void hub_cluster_dir_set_up(struct hub_cluster *c, bool up);
+bool hub_cluster_dir_is_up(struct hub_cluster *c);
+/* The REJOIN snapshot: bumps the generation (ops made before it are in
+ * the snapshot and are not sent again) and visits the wrapped directory
+ * (hub_directory_foreach). Returns the new generation. */
+uint64_t hub_cluster_dir_snapshot(
+    struct hub_cluster *c,
+    void (*chan)(void *ctx, unsigned app, const char *name, size_t len,
+                 uint32_t subs),
+    void (*member)(void *ctx, unsigned app, const char *name, size_t len,
+                   const char *uid, const char *info, uint32_t conns),
+    void *ctx);
+/* Is dop's effect already in the latest REJOIN snapshot? */
+bool hub_cluster_dir_stale(struct hub_cluster *c,
+                           const struct hub_cluster_dirop *dop);
+/* The app id of index (valid until destroy), NULL when unknown. */
+const char *hub_cluster_app_id(struct hub_cluster *c, unsigned index);
+const char *hub_cluster_prefix(const struct hub_cluster *c);
+
+/* A JOIN's script reply: rc 0 or -ENOSPC (the channel is full
+ * cluster-wide: the local count is undone); chan_first / member_first as
+ * the script says; for presence the member list at cseq. A stale JOIN
+ * (answered by a members read) passes false, false. */
+void hub_cluster_dir_joined(struct hub_cluster *c,
+                            struct hub_cluster_dirop *dop, int rc,
+                            bool chan_first, bool member_first,
+                            uint64_t cseq,
+                            const struct hub_cluster_member *m, size_t n);
+/* A LEAVE's script reply (edges). */
+void hub_cluster_dir_left(struct hub_cluster *c,
+                          struct hub_cluster_dirop *dop, bool chan_last,
+                          bool member_last);
+/* No answer from Redis (down, gone, or an error): JOIN and QUERY answered
+ * from the local directory (or the view), LEAVE applied to the view. */
+void hub_cluster_dir_local(struct hub_cluster *c,
+                           struct hub_cluster_dirop *dop);
+/* A QUERY's answer: INFO fills info (json NULL), LIST and USERS pass the
+ * JSON (owned, handed to the caller; NULL = out of memory). */
+void hub_cluster_dir_queried(struct hub_cluster *c,
+                             struct hub_cluster_dirop *dop,
+                             const struct hub_channel_info *info,
+                             json_t *json);
+/* Free a dirop without answering (the cluster is going away). */
+void hub_cluster_dirop_free(struct hub_cluster_dirop *dop);
+
+/*
+ * A message on a member-event channel "<prefix>:m:<app>:<channel>":
+ * "<cseq>\n+\n<uid>\n<user_info>" or "<cseq>\n-\n<uid>\n". Applied to the
+ * channel's view (events older than the view ignored, holes counted in
+ * member_gaps; a change delivered to local subscribers). 0, 1 when
+ * ignored (old, or no local subscriber), -EINVAL when malformed (counted
+ * bad).
+ */
+int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
+                           size_t rlen, const char *data, size_t len);
+/* A member list read at cseq (REJOIN): applied to the view as a join
+ * reply (the difference delivered locally). */
+void hub_cluster_view_refresh(struct hub_cluster *c, unsigned app,
+                              const char *name, size_t len, uint64_t cseq,
+                              const struct hub_cluster_member *m, size_t n);
+/* The member-event channel was unsubscribed: forget the view. */
+void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
+                           const char *name, size_t len);
+/* REJOIN: every view takes its next list whatever its cseq (Redis may
+ * have restarted and its sequences with it); events wait for that list. */
+void hub_cluster_views_stale(struct hub_cluster *c);
+/* Visit every view (app, name): for REJOIN's refresh. */
+void hub_cluster_views(struct hub_cluster *c,
+                       void (*fn)(void *ctx, unsigned app, const char *name,
+                                  size_t len),
+                       void *ctx);
+/* Test helper: the view's members (sorted by uid) as JSON text of
+ * {"presence":...}, and its applied cseq; NULL when there is no view. */
+char *hub_cluster_view_json(struct hub_cluster *c, unsigned app,
+                            const char *name, size_t len, uint64_t *applied);
 
 #endif

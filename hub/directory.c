@@ -289,6 +289,50 @@ uint64_t hub_directory_take_seq(struct hub_directory *d)
     return v;
 }
 
+unsigned hub_directory_members(struct hub_directory *d, unsigned app,
+                               const char *name, size_t len,
+                               void (*fn)(void *ctx, const char *uid,
+                                          const char *info, uint32_t conns),
+                               void *ctx)
+{
+    struct hub_gchan *g;
+    unsigned n = 0;
+
+    pthread_mutex_lock(&d->mu);
+    g = dir_find(d, app, name, len);
+    for (uint32_t i = 0; g && i < g->n_members; i++, n++)
+        fn(ctx, g->members[i].user_id, g->members[i].user_info,
+           g->members[i].conns);
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+
+void hub_directory_foreach(
+    struct hub_directory *d,
+    void (*chan)(void *ctx, unsigned app, const char *name, size_t len,
+                 uint32_t subs),
+    void (*member)(void *ctx, unsigned app, const char *name, size_t len,
+                   const char *uid, const char *info, uint32_t conns),
+    void *ctx)
+{
+    struct hub_chan_node *n;
+
+    pthread_mutex_lock(&d->mu);
+    for (n = hub_chantab_next(&d->t, NULL); n;
+         n = hub_chantab_next(&d->t, n)) {
+        struct hub_gchan *g = gchan_of(n);
+
+        if (!g->subs)
+            continue;
+        if (chan)
+            chan(ctx, n->app, g->name, n->name_len, g->subs);
+        for (uint32_t i = 0; member && i < g->n_members; i++)
+            member(ctx, n->app, g->name, n->name_len, g->members[i].user_id,
+                   g->members[i].user_info, g->members[i].conns);
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
 void hub_directory_info(struct hub_directory *d, unsigned app,
                         const char *name, size_t len,
                         struct hub_channel_info *out)

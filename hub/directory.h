@@ -107,6 +107,32 @@ void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
  */
 uint64_t hub_directory_take_seq(struct hub_directory *d);
 
+/*
+ * Visit the members of presence channel (app, name) under the mutex:
+ * fn(ctx, user_id, user_info or NULL, connections) for each. Returns the
+ * number visited (0 when the channel is unknown). fn must not call back.
+ */
+unsigned hub_directory_members(struct hub_directory *d, unsigned app,
+                               const char *name, size_t len,
+                               void (*fn)(void *ctx, const char *uid,
+                                          const char *info, uint32_t conns),
+                               void *ctx);
+
+/*
+ * Visit every channel (chan(ctx, app, name, len, subscriptions)) and,
+ * right after each, its members (member(ctx, app, name, len, uid, info,
+ * connections)), under the mutex: a consistent snapshot of the whole
+ * directory (a cluster directory re-registers it, docs/SCALING.md). The
+ * callbacks must not call back into the directory.
+ */
+void hub_directory_foreach(
+    struct hub_directory *d,
+    void (*chan)(void *ctx, unsigned app, const char *name, size_t len,
+                 uint32_t subs),
+    void (*member)(void *ctx, unsigned app, const char *name, size_t len,
+                   const char *uid, const char *info, uint32_t conns),
+    void *ctx);
+
 void hub_directory_info(struct hub_directory *d, unsigned app,
                         const char *name, size_t len,
                         struct hub_channel_info *out);

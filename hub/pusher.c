@@ -47,8 +47,12 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
      * over, so two loops racing for the last slot cannot both get it.
      */
     live = &hub_app_live_of(s->loop->hub, app->index)->sessions;
-    if (atomic_fetch_add(live, 1) >= app->max_connections &&
-        app->max_connections) {
+    /* In a cluster, plus the other nodes' sessions (one lease tick old). */
+    if (hub_app_quota_full(app->max_connections, atomic_fetch_add(live, 1),
+                           atomic_load_explicit(
+                               &hub_app_live_of(s->loop->hub, app->index)
+                                    ->remote_sessions,
+                               memory_order_relaxed))) {
         atomic_fetch_sub(live, 1);
         hub_session_send_error(s, 4004, "Application is over connection quota",
                                true);

@@ -236,7 +236,34 @@
       "Cache entries read from Redis when the backplane came up.")           \
     X(cache_write_failed, counter, "cache_write_failed",                     \
       "backplane_cache_write_failed_total",                                  \
-      "Cache entries this node could not write to Redis.")
+      "Cache entries this node could not write to Redis.")                   \
+    X(dir_ops, counter, "dir_ops", "backplane_dir_ops_total",                \
+      "Directory operations (joins, leaves, reads) sent to Redis.")          \
+    X(dir_pending, gauge, "dir_pending", "backplane_dir_pending",            \
+      "Joins and reads waiting for Redis's answer.")                         \
+    X(dir_local, counter, "dir_local", "backplane_dir_local_total",          \
+      "Directory operations answered from this node's own state because "    \
+      "Redis was down.")                                                     \
+    X(member_events, counter, "member_events",                               \
+      "backplane_member_events_total",                                       \
+      "Presence member events received from Redis.")                         \
+    X(member_gaps, counter, "member_gaps", "backplane_member_gaps_total",    \
+      "Presence member events missing in a channel's cluster sequence.")     \
+    X(rejoins, counter, "rejoins", "backplane_rejoins_total",                \
+      "Times this node re-registered its whole share in Redis (REJOIN).")    \
+    /* Node lease and reaper (server/redis_lease.h). */                       \
+    X(nodes, gauge, "nodes", "backplane_nodes",                               \
+      "Nodes with a live lease, as this node's last lease tick saw them.")    \
+    X(reaped, counter, "reaped", "backplane_reaped_total",                    \
+      "Dead nodes this node reaped (their subscriptions and members "         \
+      "removed).")                                                            \
+    X(lease_failures, counter, "lease_failures",                              \
+      "backplane_lease_failures_total",                                       \
+      "Lease renewals that failed or were still unanswered at the next "      \
+      "tick.")                                                                \
+    X(lease_lost, counter, "lease_lost", "backplane_lease_lost_total",        \
+      "Times this node found it had been reaped while away and "              \
+      "re-registered.")
 
 /* The backplane's Redis PING round-trip histogram (microseconds, shown in
  * seconds), /metrics only. */

@@ -352,6 +352,7 @@ struct hub_wh_engine {
     const struct hub_app *apps;
     unsigned n_apps;
     uint64_t delay_ms, boot, seq, batch_seq, wall_ms;
+    bool shared;                   /* edges decided by a shared directory */
     struct hub_wheel *wheel;
     hub_wh_emit_fn *emit;
     void *ctx;
@@ -406,6 +407,11 @@ struct hub_wh_engine *hub_wh_engine_create(const struct hub_app *apps,
         hub_timer_init(&e->batches[i].t, batch_fire);
     }
     return e;
+}
+
+void hub_wh_engine_set_shared(struct hub_wh_engine *e, bool shared)
+{
+    e->shared = shared;
 }
 
 void hub_wh_engine_destroy(struct hub_wh_engine *e)
@@ -650,6 +656,13 @@ static void edge(struct hub_wh_engine *e, struct hub_wh_event *ev,
         *pp = s;
         if (++e->n_states > e->n_buckets)
             state_grow(e);
+        batch_add(e, ev, now_ms);
+        goto out;
+    }
+    if (!s && e->shared) {
+        /* A shared directory (a cluster) decides each edge once, on the
+         * node whose change moved the count: the opening edge may have
+         * been another node's to send. The close goes at once. */
         batch_add(e, ev, now_ms);
         goto out;
     }

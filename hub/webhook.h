@@ -190,6 +190,13 @@ struct hub_wh_engine *hub_wh_engine_create(const struct hub_app *apps,
                                            unsigned n_apps, uint64_t delay_ms,
                                            uint64_t boot, uint64_t now_ms,
                                            hub_wh_emit_fn *emit, void *ctx);
+/*
+ * The edges come from a directory shared by several nodes (--redis): each
+ * edge is decided once, on one node, so a closing edge whose opening one
+ * another node sent passes (at once: the delay and its cancelling work on
+ * the pairs one node saw both halves of). Before the first feed.
+ */
+void hub_wh_engine_set_shared(struct hub_wh_engine *e, bool shared);
 void hub_wh_engine_destroy(struct hub_wh_engine *e);
 /*
  * A reload: every open batch is flushed under the old apps first (their

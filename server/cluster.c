@@ -18,6 +18,7 @@
 #include "hub/backplane.h"
 #include "hub/cluster.h"
 #include "server/redis.h"
+#include "server/redis_lease.h"
 #include "server/srv.h"
 
 /* hostname-pid-random, cut to what a node id may hold. */
@@ -98,6 +99,29 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
     }
     hub_cluster_set_hub(srv->cluster, h);
     srv_redis_attach(srv->redis, srv->cluster);
+    /* Node lease and reaper (server/redis_lease.h). */
+    {
+        const struct srv_lease_cfg lc = {
+            .node_id = srv->node_id,
+            .prefix = cfg->redis_prefix,
+            .lease_ms = cfg->node_lease_ms,
+            .hub = h,
+            .cluster = srv->cluster,
+            .st = hub_cluster_stats(srv->cluster),
+            .redis = srv->redis,
+            .rejoin = srv_redis_dir_rejoin,
+        };
+        struct srv_lease *lease = srv_lease_create(&lc);
+
+        if (!lease) {
+            hub_destroy(h);
+            srv->cluster = NULL;
+            srv_redis_stop(srv->redis);
+            srv->redis = NULL;
+            return NULL;
+        }
+        srv_redis_set_lease(srv->redis, lease);
+    }
     srv_log(HUB_LOG_INFO, 0,
             "backplane: node %s, redis %s:%d db %d, prefix %s; connecting",
             srv->node_id, url.host, url.port, url.db, cfg->redis_prefix);

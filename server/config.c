@@ -265,6 +265,11 @@ static const struct srv_option_desc srv_options[] = {
      "Prefix of this cluster's Redis channels, so that several clusters "
      "can share one Redis (1-64 of A-Z a-z 0-9 . _ - :).",
      NULL, 0, 0, 0, SRV_CFG(redis_prefix)},
+    /* Node lease (server/redis_lease.h). */
+    {"node_lease", SRV_OPT_DURATION, SRV_ALL, 0, "3s", NULL,
+     "How long a silent node stays in the cluster before another node "
+     "removes its subscriptions and members (renewed every third of it).",
+     NULL, 1000, 60000, 0, SRV_CFG(node_lease_ms)},
     {"config", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV, SRV_OPTF_NULLABLE,
      NULL, "FILE",
      "JSON file read before the environment and the flags.",

@@ -103,6 +103,7 @@ struct srv_config {
     char *redis;               /* redis://[user:pass@]host:port/db; NULL = one node */
     char *node_id;             /* NULL = derived: host-pid-random */
     char *redis_prefix;        /* Redis channel prefix, default "lubdub" */
+    uint64_t node_lease_ms;    /* --node-lease, 1s..60s, default 3s */
 
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */

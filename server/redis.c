@@ -22,6 +22,8 @@
 #include "hub/rng.h"
 #include "hub/stats.h"
 #include "server/evbatch.h"
+#include "server/redis_dir.h"
+#include "server/redis_lease.h"
 #include "server/srv.h"
 
 #define BACKOFF_MIN_MS 100
@@ -47,6 +49,7 @@ struct txrec {
 struct rxrec {
     struct hub_chan_node node;
     bool want, subscribed, confirmed; /* confirmed: Redis said subscribe */
+    bool member;                   /* a presence member-event channel */
     unsigned unsub_inflight;
     struct hub_cluster_rx rx;
     char name[];
@@ -79,6 +82,8 @@ struct srv_redis {
     uint64_t ping_at_ns;
     bool ping_out;
     uint64_t n_loaded;             /* cache entries kept by this load */
+    struct srv_redis_dir *dir;     /* the cluster-wide directory */
+    struct srv_lease *lease;       /* node lease and reaper; owned, or NULL */
 };
 
 static uint64_t now_ns(void)
@@ -207,8 +212,19 @@ static void go_down(struct srv_redis *r, const char *why)
     ev_timer_stop(r->loop, &r->connect_w);
     ev_timer_stop(r->loop, &r->ping_w);
     r->ping_out = false;
+    /* Node lease (server/redis_lease.h): before the connection goes. */
+    srv_lease_down(r->lease);
+    /* The directory answers locally from now on; what waited on Redis is
+     * answered so (the dropped connections fail their calls). */
+    bool was_up = r->up;
+
+    if (r->c)
+        hub_cluster_dir_set_up(r->c, false);
+    r->up = false;
     drop_connections(r);
-    if (r->up) {
+    if (r->dir)
+        srv_redis_dir_down(r->dir);
+    if (was_up) {
         srv_log(HUB_LOG_WARN, 0,
                 "backplane: down (%s); local delivery goes on, cross-node "
                 "messages are lost until Redis is back", why);
@@ -259,6 +275,10 @@ static void go_up(struct srv_redis *r)
     r->ever_up = true;
     r->told_down = false;
     r->attempts = 0;
+    /* Node lease (server/redis_lease.h): its tick is the first command on
+     * the new connection, so that a first registration sees no join of
+     * this run. */
+    srv_lease_up(r->lease, r->loop, r->cmd);
     cache_rx_want(r);
     for (struct hub_chan_node *n = hub_chantab_next(&r->rx, NULL); n;
          n = hub_chantab_next(&r->rx, n)) {
@@ -275,6 +295,9 @@ static void go_up(struct srv_redis *r)
     ev_timer_again(r->loop, &r->ping_w);
     /* After the SUBSCRIBEs: what is published from now on arrives. */
     cache_load(r, "0", 1);
+    /* The directory: scripts, then this node's share (REJOIN). */
+    if (r->dir)
+        srv_redis_dir_up(r->dir);
 }
 
 static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
@@ -634,6 +657,7 @@ static void do_sub(struct srv_redis *r, const struct hub_cluster_op *op)
     if (!x)
         return; /* out of memory: this channel hears only local traffic */
     x->want = true;
+    x->member = op->member;
     if (r->up && r->sub && !x->subscribed && !x->unsub_inflight)
         send_subscribe(r, x);
 }
@@ -642,6 +666,9 @@ static void do_unsub(struct srv_redis *r, const struct hub_cluster_op *op)
 {
     struct rxrec *x = tab_find(&r->rx, op->rchan, op->rchan_len);
 
+    if (op->member)
+        hub_cluster_view_drop(r->c, op->app, op->rchan + op->name_off,
+                              op->rchan_len - op->name_off);
     if (!x)
         return;
     x->want = false;
@@ -682,6 +709,12 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
         case HUB_COP_CACHE:
             send_cache(r, op);
             break;
+        case HUB_COP_JOIN:
+        case HUB_COP_LEAVE:
+        case HUB_COP_QUERY:
+            if (r->dir && srv_redis_dir_op(r->dir, op))
+                continue; /* held until its channel is confirmed */
+            break;
         }
         hub_cluster_op_free(op);
     }
@@ -717,12 +750,22 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
             stat_add(&r->st->bad, 1);
             return;
         }
+        if (x && x->member) {
+            if (x->want)
+                hub_cluster_member_msg(r->c, ch->str, ch->len,
+                                       rep->element[2]->str,
+                                       rep->element[2]->len);
+            return;
+        }
         hub_cluster_receive(r->c, x && x->want ? &x->rx : NULL, ch->str,
                             ch->len, rep->element[2]->str,
                             rep->element[2]->len);
     } else if (!strcasecmp(kind->str, "subscribe") && x) {
-        if (x->subscribed)
+        if (x->subscribed) {
             set_confirmed(r, x, true);
+            if (r->dir)
+                srv_redis_dir_confirmed(r->dir, x->name, x->node.name_len);
+        }
     } else if (!strcasecmp(kind->str, "unsubscribe") && x) {
         if (x->unsub_inflight)
             x->unsub_inflight--;
@@ -735,13 +778,35 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
+/* The cluster-wide directory. */
+
+void srv_redis_dir_rejoin(struct srv_redis *r)
+{
+    if (r->dir && r->up)
+        srv_redis_dir_rejoin_now(r->dir);
+}
+
+static redisAsyncContext *srv_redis_cmd_ctx(struct srv_redis *r)
+{
+    return r->up ? r->cmd : NULL;
+}
+
+static bool srv_redis_chan_confirmed(struct srv_redis *r, const char *name,
+                                     size_t len)
+{
+    struct rxrec *x = tab_find(&r->rx, name, len);
+
+    return !x || x->confirmed;
+}
+
 /* Lifetime. */
 
-static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void stop_finish(void *arg)
 {
-    struct srv_redis *r = w->data;
+    struct srv_redis *r = arg;
+    struct ev_loop *loop = r->loop;
 
-    (void)revents;
+    srv_lease_down(r->lease);
     ev_timer_stop(loop, &r->retry_w);
     ev_timer_stop(loop, &r->connect_w);
     ev_timer_stop(loop, &r->ping_w);
@@ -749,6 +814,19 @@ static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
     ev_async_stop(loop, &r->wake_w);
     ev_async_stop(loop, &r->stop_w);
     ev_break(loop, EVBREAK_ALL);
+}
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+    struct srv_redis *r = w->data;
+
+    (void)revents;
+    /* Node lease (server/redis_lease.h): a clean stop deregisters at once,
+     * after what the loops queued last (their leaves) went out. */
+    wake_cb(loop, &r->wake_w, 0);
+    if (srv_lease_leave(r->lease, stop_finish, r))
+        return;
+    stop_finish(r);
 }
 
 static void *thread_main(void *arg)
@@ -801,10 +879,20 @@ struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
     return r;
 }
 
+void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l)
+{
+    r->lease = l;
+}
+
 void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
 {
     r->c = c;
     r->st = hub_cluster_stats(c);
+    r->dir = srv_redis_dir_create(r, srv_redis_cmd_ctx,
+                                  srv_redis_chan_confirmed, c, r->node_id);
+    if (!r->dir)
+        srv_log(HUB_LOG_WARN, 0, "backplane: out of memory for the "
+                "directory; channel state stays per node");
 }
 
 void srv_redis_wake(void *ctx)
@@ -849,7 +937,9 @@ void srv_redis_stop(struct srv_redis *r)
     }
     hub_chantab_fini(&r->tx);
     hub_chantab_fini(&r->rx);
+    srv_redis_dir_free(r->dir);
     ev_loop_destroy(r->loop);
+    srv_lease_destroy(r->lease);
     free(r->ring);
     free(r->node_id);
     free(r);

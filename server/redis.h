@@ -25,6 +25,10 @@ struct srv_redis;
 /* Owned; NULL when out of memory. */
 struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
                                    const char *node_id);
+struct srv_lease;
+/* The node lease and reaper (server/redis_lease.h), owned from now on
+ * (before start). */
+void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l);
 /* The cluster whose queue it serves (before start). */
 void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c);
 /* The hub_cluster_cfg wake function (ctx = the struct srv_redis). */
@@ -35,5 +39,14 @@ int srv_redis_start(struct srv_redis *r);
 void srv_redis_stop(struct srv_redis *r);
 /* Is the backplane connected (any thread)? */
 bool srv_redis_up(const struct srv_redis *r);
+
+/*
+ * The cluster-wide directory (server/redis_dir.c, docs/SCALING.md):
+ * replace this node's share in Redis with what the local directory really
+ * has (REJOIN), then refresh every presence view. Runs by itself on every
+ * (re)connect; the lease renewal calls it when Redis says this node was
+ * reaped. Backplane thread only; nothing happens while Redis is down.
+ */
+void srv_redis_dir_rejoin(struct srv_redis *r);
 
 #endif

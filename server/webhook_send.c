@@ -865,6 +865,9 @@ int srv_webhooks_start(struct srv *srv)
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
         return -1;
     }
+    /* With --redis the cluster directory decides each edge once,
+     * cluster-wide (docs/WEBHOOKS.md, "In a cluster"). */
+    hub_wh_engine_set_shared(wh->eng, cfg->redis != NULL);
     curl_multi_setopt(wh->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
     if (apply_view(wh, view, true)) {
         wh_free(wh);

@@ -416,10 +416,33 @@ static void test_apptab_reload_threads(void **state)
     fake_hub_stop(&fh);
 }
 
+/* The cluster-wide max_connections check (hub/apptab.h): this node's
+ * sessions before the new one plus the other nodes' replica. */
+static void test_quota_counts_other_nodes(void **state)
+{
+    (void)state;
+    /* No quota: never full, whatever the counts. */
+    assert_false(hub_app_quota_full(0, 0, 0));
+    assert_false(hub_app_quota_full(0, 1000000, 1000000));
+    /* A single node (remote 0): the 5th of max 4 is refused. */
+    assert_false(hub_app_quota_full(4, 3, 0));
+    assert_true(hub_app_quota_full(4, 4, 0));
+    /* max 4 across 2 nodes: 2 here + 2 there = full; 1 + 2 is not. */
+    assert_false(hub_app_quota_full(4, 1, 2));
+    assert_true(hub_app_quota_full(4, 2, 2));
+    assert_true(hub_app_quota_full(4, 0, 4));
+    /* A replica above the quota (the others raced past it within one
+     * tick) refuses every new one here, never wraps. */
+    assert_true(hub_app_quota_full(4, 0, 9));
+    assert_true(hub_app_quota_full(UINT32_MAX, UINT32_MAX, UINT32_MAX));
+    assert_false(hub_app_quota_full(UINT32_MAX, UINT32_MAX - 2, 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apptab_lookup_many),
+        cmocka_unit_test(test_quota_counts_other_nodes),
         cmocka_unit_test(test_app_copy_path),
         cmocka_unit_test(test_apptab_indices_and_diff),
         cmocka_unit_test(test_apptab_publish_moves_and_closes),

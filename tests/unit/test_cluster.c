@@ -699,6 +699,266 @@ static void test_cluster_cache(void **state)
     fake_hub_stop(&fh);
 }
 
+/* The cluster-wide directory (docs/SCALING.md): ops, views, messages. */
+
+static struct hub_cluster_op *take_list(struct hub_cluster *c,
+                                        struct hub_cluster_op **ops,
+                                        size_t cap, size_t *n)
+{
+    struct hub_cluster_op *op, *next;
+
+    *n = 0;
+    for (op = hub_cluster_take(c); op; op = next) {
+        next = op->next;
+        if (*n < cap)
+            ops[(*n)++] = op;
+        else
+            hub_cluster_op_free(op);
+    }
+    return *n ? ops[0] : NULL;
+}
+
+static void no_done(struct hub_dir_join_req *req, int rc)
+{
+    (void)req;
+    (void)rc;
+    fail();
+}
+
+static void test_cluster_dir_ops_queue(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane bp;
+    struct hub_cluster_op *ops[8];
+    struct hub_presence_join j = { .user_id = "u1", .user_info = "{\"a\":1}" };
+    struct hub_dir_join_req req = { .app = 0, .name = "presence-x", .len = 10,
+                                    .j = &j, .done = no_done };
+    struct hub_dir_join_req preq = { .app = 0, .name = "c1", .len = 2,
+                                     .done = no_done };
+    struct hub_dir_query q = { .kind = HUB_DIR_Q_INFO, .app = 0,
+                               .name = "c1", .len = 2 };
+    bool last = true;
+    uint64_t seq = 1;
+    size_t n;
+
+    (void)state;
+    hub_cluster_backplane(c, &bp);
+    /* Down: answered at once from the local directory, no op for Redis. */
+    assert_int_equal(bp.dir->join_async(bp.dir_impl, &preq), 0);
+    take_list(c, ops, 8, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_SUB);
+    hub_cluster_op_free(ops[0]);
+    assert_int_equal(bp.dir->query_async(bp.dir_impl, &q), 0);
+    assert_int_equal(q.info.subscription_count, 1);
+
+    /* Up: a JOIN after the SUBs, for presence the member channel's SUB
+     * after the channel's own and the JOIN waiting on it. */
+    hub_cluster_dir_set_up(c, true);
+    assert_int_equal(bp.dir->join_async(bp.dir_impl, &req), HUB_DIR_PENDING);
+    assert_null(j.members_json); /* the answer comes later */
+    take_list(c, ops, 8, &n);
+    assert_int_equal(n, 3);
+    assert_int_equal(ops[0]->kind, HUB_COP_SUB);
+    assert_false(ops[0]->member);
+    assert_string_equal(ops[0]->rchan, "pfx:app-id:presence-x");
+    assert_int_equal(ops[1]->kind, HUB_COP_SUB);
+    assert_true(ops[1]->member);
+    assert_string_equal(ops[1]->rchan, "pfx:m:app-id:presence-x");
+    assert_int_equal(ops[2]->kind, HUB_COP_JOIN);
+    assert_string_equal(ops[2]->rchan, "pfx:m:app-id:presence-x");
+    assert_non_null(ops[2]->dop);
+    assert_true(ops[2]->dop->presence);
+    assert_true(ops[2]->dop->local_first);
+    assert_string_equal(ops[2]->dop->uid, "u1");
+    assert_string_equal(ops[2]->dop->info, "{\"a\":1}");
+    assert_ptr_equal(ops[2]->dop->req, &req);
+    assert_false(hub_cluster_dir_stale(c, ops[2]->dop));
+    /* A REJOIN snapshot sees the join: the queued op is stale. */
+    assert_int_equal(hub_cluster_dir_snapshot(c, NULL, NULL, NULL), 1);
+    assert_true(hub_cluster_dir_stale(c, ops[2]->dop));
+    assert_int_equal(hub_cluster_stats(c)->dir_pending, 1);
+    /* Answered with the list at cseq 4 (no loop: nothing posted). */
+    {
+        struct hub_cluster_dirop *dop = ops[2]->dop;
+        const struct hub_cluster_member m[2] = {
+            { "u1", "{\"a\":1}", 2, 7 }, { "r9", "", 2, 0 } };
+
+        ops[2]->dop = NULL;
+        hub_cluster_dir_joined(c, dop, 0, true, true, 4, m, 2);
+    }
+    assert_int_equal(hub_cluster_stats(c)->dir_pending, 0);
+    assert_true(j.dir_events);
+    assert_true(j.first);
+    assert_non_null(j.members_json);
+    assert_string_equal(j.members_json,
+                        "{\"presence\":{\"ids\":[\"r9\",\"u1\"],\"hash\":"
+                        "{\"r9\":{},\"u1\":{\"a\":1}},\"count\":2}}");
+    free(j.members_json);
+    for (size_t i = 0; i < n; i++)
+        hub_cluster_op_free(ops[i]);
+
+    /* Leave: a LEAVE op, and "not last" (the view delivers the event);
+     * the last one also unsubscribes both channels, member first. */
+    bp.dir->leave(bp.dir_impl, 0, "presence-x", 10, "u1", &last, &seq);
+    assert_false(last);
+    assert_int_equal(seq, 0);
+    take_list(c, ops, 8, &n);
+    assert_int_equal(n, 3);
+    assert_int_equal(ops[0]->kind, HUB_COP_LEAVE);
+    assert_true(ops[0]->dop->local_last);
+    assert_int_equal(ops[1]->kind, HUB_COP_UNSUB);
+    assert_true(ops[1]->member);
+    assert_int_equal(ops[2]->kind, HUB_COP_UNSUB);
+    assert_false(ops[2]->member);
+    for (size_t i = 0; i < n; i++)
+        hub_cluster_op_free(ops[i]);
+
+    /* A read while up: a QUERY op. */
+    q.info.subscription_count = 0;
+    assert_int_equal(bp.dir->query_async(bp.dir_impl, &q), HUB_DIR_PENDING);
+    take_list(c, ops, 8, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_QUERY);
+    {
+        struct hub_cluster_dirop *dop = ops[0]->dop;
+
+        q.loop = NULL;
+        ops[0]->dop = NULL;
+        /* Redis went: the local answer. */
+        hub_cluster_dir_local(c, dop);
+    }
+    assert_int_equal(q.info.subscription_count, 1);
+    hub_cluster_op_free(ops[0]);
+    hub_cluster_destroy(c);
+}
+
+static char *vjson(struct hub_cluster *c, const char *ch, uint64_t *applied)
+{
+    return hub_cluster_view_json(c, 0, ch, strlen(ch), applied);
+}
+
+static int msg(struct hub_cluster *c, const char *ch, const char *text)
+{
+    char rchan[128];
+
+    snprintf(rchan, sizeof(rchan), "pfx:m:app-id:%s", ch);
+    return hub_cluster_member_msg(c, rchan, strlen(rchan), text,
+                                  strlen(text));
+}
+
+#define IDS(s) "{\"presence\":{\"ids\":[" s
+
+static void assert_view(struct hub_cluster *c, const char *ch,
+                        const char *ids_prefix, uint64_t want_applied)
+{
+    uint64_t applied = 0;
+    char *j = vjson(c, ch, &applied);
+
+    assert_non_null(j);
+    if (strncmp(j, ids_prefix, strlen(ids_prefix)) != 0)
+        fail_msg("view %s, want %s...", j, ids_prefix);
+    assert_int_equal(applied, want_applied);
+    free(j);
+}
+
+static void test_cluster_views(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane_stats *st = hub_cluster_stats(c);
+    const struct hub_cluster_member l1[3] = {
+        { "b", "{}", 1, 2 }, { "a", "", 1, 0 }, { "b", "{}", 1, 2 } };
+    const struct hub_cluster_member l2[2] = {
+        { "c", "", 1, 0 }, { "a", "", 1, 0 } };
+    const struct hub_cluster_member l3[1] = { { "x", "", 1, 0 } };
+
+    (void)state;
+    /* Before the first list, events wait; the list at cseq 2 then the
+     * waiting event 3 (event 2 is in the list already). */
+    assert_int_equal(msg(c, "presence-v", "2\n+\nb\n{}"), 0);
+    assert_int_equal(msg(c, "presence-v", "3\n+\nd\n"), 0);
+    hub_cluster_view_refresh(c, 0, "presence-v", 10, 2, l1, 3);
+    assert_view(c, "presence-v", IDS("\"a\",\"b\",\"d\"]"), 3);
+    /* Old events are ignored, a hole is counted. */
+    assert_int_equal(msg(c, "presence-v", "3\n-\nd\n"), 0);
+    assert_view(c, "presence-v", IDS("\"a\",\"b\",\"d\"]"), 3);
+    assert_int_equal(msg(c, "presence-v", "6\n-\nd\n"), 0);
+    assert_int_equal(st->member_gaps, 2);
+    assert_view(c, "presence-v", IDS("\"a\",\"b\"]"), 6);
+    /* A removal of someone absent and a second add change nothing. */
+    assert_int_equal(msg(c, "presence-v", "7\n-\nzz\n"), 0);
+    assert_int_equal(msg(c, "presence-v", "8\n+\na\n"), 0);
+    assert_view(c, "presence-v", IDS("\"a\",\"b\"]"), 8);
+    /* An older list is ignored; a newer one replaces the view. */
+    hub_cluster_view_refresh(c, 0, "presence-v", 10, 5, l2, 2);
+    assert_view(c, "presence-v", IDS("\"a\",\"b\"]"), 8);
+    hub_cluster_view_refresh(c, 0, "presence-v", 10, 9, l2, 2);
+    assert_view(c, "presence-v", IDS("\"a\",\"c\"]"), 9);
+    /* After a reconnect (Redis may have restarted): the next list is
+     * taken whatever its cseq; events wait for it. */
+    hub_cluster_views_stale(c);
+    assert_int_equal(msg(c, "presence-v", "2\n+\nq\n"), 0);
+    assert_view(c, "presence-v", IDS("\"a\",\"c\"]"), 9);
+    hub_cluster_view_refresh(c, 0, "presence-v", 10, 1, l3, 1);
+    assert_view(c, "presence-v", IDS("\"q\",\"x\"]"), 2);
+    /* The member channel unsubscribed: the view goes. */
+    hub_cluster_view_drop(c, 0, "presence-v", 10);
+    assert_null(vjson(c, "presence-v", NULL));
+    assert_int_equal(st->bad, 0);
+    hub_cluster_destroy(c);
+}
+
+static void test_cluster_member_msg_hostile(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane_stats *st = hub_cluster_stats(c);
+    static const char *const bad[] = {
+        "", "\n+\nu\n", "0\n+\nu\n", "1\n*\nu\n", "1\n+\n\n", "1\n+\nu",
+        "1\n-\nu\nextra", "1\n+\nu\n{bad", "1+\nu\n", "x1\n+\nu\n",
+        "99999999999999999999999\n+\nu\n", "1\n+\nu\n\"unterminated",
+        "1\n\n", "1",
+    };
+    static const char *const bad_chan[] = {
+        "pfx:x:app-id:c", "pfx:m:unknown:c", "pfx:m:app-id:", "pfx:m:",
+        "other:m:app-id:c", "pfx:m::c", "pfx",
+    };
+    unsigned char buf[64];
+    uint64_t bads;
+    uint32_t x = 12345;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (msg(c, "presence-h", bad[i]) != -EINVAL)
+            fail_msg("accepted %s", bad[i]);
+    assert_int_equal(st->bad, sizeof(bad) / sizeof(bad[0]));
+    /* A NUL inside the uid. */
+    assert_int_equal(hub_cluster_member_msg(c, "pfx:m:app-id:c", 14,
+                                            "1\n+\nu\0v\n", 8), -EINVAL);
+    for (size_t i = 0; i < sizeof(bad_chan) / sizeof(bad_chan[0]); i++)
+        assert_int_equal(hub_cluster_member_msg(c, bad_chan[i],
+                                                strlen(bad_chan[i]),
+                                                "1\n+\nu\n", 6), -EINVAL);
+    assert_int_equal(hub_cluster_member_msg(c, NULL, 0, "1\n+\nu\n", 6),
+                     -EINVAL);
+    bads = st->bad;
+    /* Random bytes: refused or applied, never read out of bounds (ASan). */
+    for (int i = 0; i < 20000; i++) {
+        size_t n = (size_t)(i % (int)sizeof(buf));
+
+        for (size_t k = 0; k < n; k++) {
+            x = x * 1103515245u + 12345u;
+            buf[k] = (unsigned char)(i & 1 ? (uint32_t)(unsigned char)"0123\n+-u{}\""[(x >> 16) % 11]
+                                           : (x >> 16));
+        }
+        (void)hub_cluster_member_msg(c, "pfx:m:app-id:presence-r", 23,
+                                     (const char *)buf, n);
+    }
+    assert_true(st->bad > bads);
+    /* A good one still works. */
+    assert_int_equal(msg(c, "presence-h", "1\n+\nu\n{\"n\":1}"), 0);
+    hub_cluster_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -711,6 +971,9 @@ int main(void)
         cmocka_unit_test(test_cluster_encode_carries_the_frame),
         cmocka_unit_test(test_cluster_hub_publish_and_receive),
         cmocka_unit_test(test_cluster_cache),
+        cmocka_unit_test(test_cluster_dir_ops_queue),
+        cmocka_unit_test(test_cluster_views),
+        cmocka_unit_test(test_cluster_member_msg_hostile),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -379,6 +379,20 @@ static void test_engine_delay_and_cancel(void **state)
     hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "never", NULL), now);
     hub_wh_engine_advance(e, now + 10000, 5);
     assert_int_equal(out.n, 6);
+    /* A cluster node: the open was another node's to send; the close goes
+     * at once. A pair this node saw keeps its delay. */
+    hub_wh_engine_set_shared(e, true);
+    now += 10000;
+    hub_wh_engine_feed(e, ev(HUB_WH_MEMBER_REMOVED, "g", "u"), now);
+    hub_wh_engine_advance(e, now + 10, 5);
+    assert_int_equal(out.n, 7);
+    assert_string_equal(names(6, buf, sizeof(buf)), "member_removed:g");
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "h", NULL), now);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_VACATED, "h", NULL), now);
+    hub_wh_engine_advance(e, now + 10, 5);
+    assert_int_equal(out.n, 8);
+    hub_wh_engine_advance(e, now + 3100, 5);
+    assert_int_equal(out.n, 9);
     hub_wh_engine_destroy(e);
     out_reset();
 }

@@ -1,0 +1,977 @@
+/*
+ * server/redis_dir.c - the cluster-wide directory's network half
+ * (server/redis_dir.h; the design is docs/SCALING.md).
+ */
+#include "server/redis_dir.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "hub/stats.h"
+#include "server/redis_scripts.h"
+#include "server/srv.h"
+
+static const char *const script_text[SRV_SCRIPT_N] = {
+    [SRV_SCRIPT_JOIN] = SRV_LUA_JOIN,
+    [SRV_SCRIPT_LEAVE] = SRV_LUA_LEAVE,
+    [SRV_SCRIPT_INFO] = SRV_LUA_INFO,
+    [SRV_SCRIPT_LIST] = SRV_LUA_LIST,
+    [SRV_SCRIPT_MEMBERS] = SRV_LUA_MEMBERS,
+    [SRV_SCRIPT_REJOIN] = SRV_LUA_REJOIN,
+};
+
+/* A presence view to refresh once its member channel is confirmed. */
+struct refresh {
+    struct refresh *next;
+    unsigned app;
+    char *mchan;
+    size_t mlen;
+    char *name;
+    size_t len;
+};
+
+struct srv_redis_dir {
+    struct srv_redis *r;
+    redisAsyncContext *(*cmd_fn)(struct srv_redis *r);
+    bool (*confirmed_fn)(struct srv_redis *r, const char *name, size_t len);
+    struct hub_cluster *c;
+    struct hub_backplane_stats *st;
+    char *node;
+    char sha[SRV_SCRIPT_N][41];    /* "" until SCRIPT LOAD answered */
+    unsigned load_gen;             /* a load's replies after a reconnect */
+    struct hub_cluster_op *parked, **parked_tail;
+    struct refresh *refresh;
+};
+
+enum purpose {
+    P_JOIN,
+    P_JOIN_STALE,                  /* answered by a members read */
+    P_LEAVE,
+    P_QUERY,
+    P_REJOIN,
+    P_REFRESH,
+};
+
+/* One script call in flight: its arguments are kept for a NOSCRIPT
+ * retry (EVAL with the text). */
+struct call {
+    struct srv_redis_dir *d;
+    enum srv_script script;
+    enum purpose purpose;
+    struct hub_cluster_dirop *dop;
+    unsigned app;                  /* REFRESH */
+    char *name;
+    size_t len;
+    int argc, cap;
+    char **argv;
+    size_t *argvlen;
+    bool retried, oom;
+};
+
+static void stat_add(uint64_t *v, uint64_t n)
+{
+    __atomic_fetch_add(v, n, __ATOMIC_RELAXED);
+}
+
+struct srv_redis_dir *srv_redis_dir_create(
+    struct srv_redis *r,
+    redisAsyncContext *(*cmd)(struct srv_redis *r),
+    bool (*confirmed)(struct srv_redis *r, const char *name, size_t len),
+    struct hub_cluster *c, const char *node_id)
+{
+    struct srv_redis_dir *d = calloc(1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    d->node = strdup(node_id);
+    if (!d->node) {
+        free(d);
+        return NULL;
+    }
+    d->r = r;
+    d->cmd_fn = cmd;
+    d->confirmed_fn = confirmed;
+    d->c = c;
+    d->st = hub_cluster_stats(c);
+    d->parked_tail = &d->parked;
+    return d;
+}
+
+static void refresh_clear(struct srv_redis_dir *d)
+{
+    struct refresh *f, *fn;
+
+    for (f = d->refresh; f; f = fn) {
+        fn = f->next;
+        free(f->mchan);
+        free(f->name);
+        free(f);
+    }
+    d->refresh = NULL;
+}
+
+void srv_redis_dir_free(struct srv_redis_dir *d)
+{
+    struct hub_cluster_op *op, *next;
+
+    if (!d)
+        return;
+    for (op = d->parked; op; op = next) {
+        next = op->next;
+        hub_cluster_op_free(op);
+    }
+    refresh_clear(d);
+    free(d->node);
+    free(d);
+}
+
+/* Arguments. */
+
+static void arg_n(struct call *k, const char *s, size_t n)
+{
+    char *p;
+
+    if (k->oom)
+        return;
+    if (k->argc == k->cap) {
+        int cap = k->cap ? k->cap * 2 : 16;
+        char **v = realloc(k->argv, (size_t)cap * sizeof(*v));
+        size_t *l;
+
+        if (v)
+            k->argv = v;
+        l = v ? realloc(k->argvlen, (size_t)cap * sizeof(*l)) : NULL;
+        if (!l) {
+            k->oom = true;
+            return;
+        }
+        k->argvlen = l;
+        k->cap = cap;
+    }
+    p = malloc(n + 1);
+    if (!p) {
+        k->oom = true;
+        return;
+    }
+    memcpy(p, s, n);
+    p[n] = '\0';
+    k->argv[k->argc] = p;
+    k->argvlen[k->argc++] = n;
+}
+
+static void arg(struct call *k, const char *s)
+{
+    arg_n(k, s, strlen(s));
+}
+
+static void argf(struct call *k, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void argf(struct call *k, const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        k->oom = true;
+        return;
+    }
+    arg_n(k, s, (size_t)n);
+    free(s);
+}
+
+/* "app US ch [US uid]" */
+static void arg_field(struct call *k, const char *app, const char *ch,
+                      size_t len, const char *uid)
+{
+    size_t al = strlen(app), ul = uid ? strlen(uid) : 0;
+    size_t n = al + 1 + len + (uid ? 1 + ul : 0);
+    char *f = malloc(n);
+
+    if (!f) {
+        k->oom = true;
+        return;
+    }
+    memcpy(f, app, al);
+    f[al] = 0x1f;
+    memcpy(f + al + 1, ch, len);
+    if (uid) {
+        f[al + 1 + len] = 0x1f;
+        memcpy(f + al + 2 + len, uid, ul);
+    }
+    arg_n(k, f, n);
+    free(f);
+}
+
+static struct call *call_new(struct srv_redis_dir *d, enum srv_script s,
+                             enum purpose p, struct hub_cluster_dirop *dop)
+{
+    struct call *k = calloc(1, sizeof(*k));
+
+    if (!k)
+        return NULL;
+    k->d = d;
+    k->script = s;
+    k->purpose = p;
+    k->dop = dop;
+    arg(k, "EVALSHA");
+    arg(k, "");
+    return k;
+}
+
+static void call_free(struct call *k)
+{
+    for (int i = 0; i < k->argc; i++)
+        free(k->argv[i]);
+    free(k->argv);
+    free(k->argvlen);
+    free(k->name);
+    free(k);
+}
+
+/* Failure: no answer from Redis. */
+static void call_failed(struct call *k)
+{
+    struct srv_redis_dir *d = k->d;
+
+    switch (k->purpose) {
+    case P_JOIN:
+    case P_JOIN_STALE:
+    case P_LEAVE:
+    case P_QUERY:
+        hub_cluster_dir_local(d->c, k->dop);
+        k->dop = NULL;
+        break;
+    case P_REJOIN:
+    case P_REFRESH:
+        break;
+    }
+    call_free(k);
+}
+
+static void call_cb(redisAsyncContext *ac, void *reply, void *priv);
+
+/* Send k (EVALSHA when the SHA is known, else EVAL); on failure k is
+ * answered locally and freed. */
+static void call_send(struct call *k)
+{
+    struct srv_redis_dir *d = k->d;
+    redisAsyncContext *cmd = d->cmd_fn(d->r);
+    const char *sha = d->sha[k->script];
+
+    if (!cmd || k->oom) {
+        call_failed(k);
+        return;
+    }
+    free(k->argv[0]);
+    free(k->argv[1]);
+    if (sha[0] && !k->retried) {
+        k->argv[0] = strdup("EVALSHA");
+        k->argv[1] = strdup(sha);
+    } else {
+        k->argv[0] = strdup("EVAL");
+        k->argv[1] = strdup(script_text[k->script]);
+    }
+    if (!k->argv[0] || !k->argv[1]) {
+        k->oom = true;
+        call_failed(k);
+        return;
+    }
+    k->argvlen[0] = strlen(k->argv[0]);
+    k->argvlen[1] = strlen(k->argv[1]);
+    if (redisAsyncCommandArgv(cmd, call_cb, k, k->argc,
+                              (const char **)k->argv, k->argvlen) !=
+        REDIS_OK) {
+        call_failed(k);
+        return;
+    }
+}
+
+static bool is_int(const redisReply *e)
+{
+    return e && e->type == REDIS_REPLY_INTEGER;
+}
+
+static bool is_bulk(const redisReply *e)
+{
+    return e && e->type == REDIS_REPLY_STRING && e->str;
+}
+
+/* Members from rep->element[from..] as (uid, info) pairs; NULL with *n 0
+ * when none; *bad when an element is not a string. */
+static struct hub_cluster_member *members_of(const redisReply *rep,
+                                             size_t from, size_t *n,
+                                             bool *bad)
+{
+    struct hub_cluster_member *m;
+    size_t k = 0;
+
+    *n = 0;
+    *bad = false;
+    if (rep->elements <= from)
+        return NULL;
+    if ((rep->elements - from) % 2) {
+        *bad = true;
+        return NULL;
+    }
+    m = calloc((rep->elements - from) / 2, sizeof(*m));
+    if (!m)
+        return NULL;
+    for (size_t i = from; i + 1 < rep->elements; i += 2) {
+        const redisReply *u = rep->element[i], *v = rep->element[i + 1];
+
+        if (!is_bulk(u) || !is_bulk(v) || !u->len) {
+            *bad = true;
+            continue;
+        }
+        m[k++] = (struct hub_cluster_member){ u->str, v->str, u->len,
+                                              v->len };
+    }
+    *n = k;
+    return m;
+}
+
+static void got_join(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+    struct hub_cluster_member *m = NULL;
+    size_t n = 0;
+    bool bad = false;
+    size_t first = k->purpose == P_JOIN ? 3 : 1;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < first ||
+        !is_int(rep->element[0]) ||
+        (first == 3 && (!is_int(rep->element[1]) ||
+                        !is_int(rep->element[2])))) {
+        stat_add(&d->st->bad, 1);
+        hub_cluster_dir_local(d->c, k->dop);
+        k->dop = NULL;
+        return;
+    }
+    if (first == 3 && rep->element[0]->integer < 0) {
+        hub_cluster_dir_joined(d->c, k->dop, -ENOSPC, false, false, 0, NULL,
+                               0);
+        k->dop = NULL;
+        return;
+    }
+    m = members_of(rep, first, &n, &bad);
+    if (bad)
+        stat_add(&d->st->bad, 1);
+    if (first == 3)
+        hub_cluster_dir_joined(d->c, k->dop, 0, rep->element[0]->integer == 1,
+                               rep->element[1]->integer == 1,
+                               (uint64_t)rep->element[2]->integer, m, n);
+    else
+        hub_cluster_dir_joined(d->c, k->dop, 0, false, false,
+                               (uint64_t)rep->element[0]->integer, m, n);
+    k->dop = NULL;
+    free(m);
+}
+
+static void got_leave(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
+        !is_int(rep->element[0]) || !is_int(rep->element[1])) {
+        stat_add(&d->st->bad, 1);
+        hub_cluster_dirop_free(k->dop);
+    } else {
+        hub_cluster_dir_left(d->c, k->dop, rep->element[0]->integer == 1,
+                             rep->element[1]->integer == 1);
+    }
+    k->dop = NULL;
+}
+
+static void got_query(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+    struct hub_cluster_dirop *dop = k->dop;
+    struct hub_dir_query *q = dop->q;
+    json_t *j = NULL;
+
+    k->dop = NULL;
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        stat_add(&d->st->bad, 1);
+        hub_cluster_dir_local(d->c, dop);
+        return;
+    }
+    if (q->kind == HUB_DIR_Q_INFO) {
+        struct hub_channel_info ci = { 0 };
+
+        if (rep->elements >= 2 && is_int(rep->element[0]) &&
+            is_int(rep->element[1])) {
+            long long s = rep->element[0]->integer,
+                      u = rep->element[1]->integer;
+
+            ci.subscription_count = s > 0 ? (uint32_t)s : 0;
+            ci.occupied = s > 0;
+            ci.user_count = u > 0 ? (uint32_t)u : 0;
+        }
+        hub_cluster_dir_queried(d->c, dop, &ci, NULL);
+        return;
+    }
+    if (q->kind == HUB_DIR_Q_LIST) {
+        j = json_object();
+        for (size_t i = 0; j && i + 1 < rep->elements; i += 2) {
+            const redisReply *ch = rep->element[i], *u = rep->element[i + 1];
+            json_t *o;
+
+            if (!is_bulk(ch) || !is_int(u) || memchr(ch->str, 0, ch->len))
+                continue;
+            o = json_object();
+            if (o && q->user_count &&
+                json_object_set_new(o, "user_count",
+                                    json_integer(u->integer))) {
+                json_decref(o);
+                o = NULL;
+            }
+            if (!o || json_object_setn_new(j, ch->str, ch->len, o)) {
+                json_decref(j);
+                j = NULL;
+            }
+        }
+    } else {
+        j = json_array();
+        for (size_t i = 0; j && i < rep->elements; i++) {
+            const redisReply *u = rep->element[i];
+
+            if (!is_bulk(u))
+                continue;
+            if (json_array_append_new(j, json_pack("{s:s%}", "id", u->str,
+                                                   u->len))) {
+                json_decref(j);
+                j = NULL;
+            }
+        }
+    }
+    hub_cluster_dir_queried(d->c, dop, NULL, j);
+}
+
+static void got_rejoin(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 5) {
+        srv_log(HUB_LOG_WARN, 0, "backplane: rejoin refused by redis (%s)",
+                rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
+                                                           : "bad reply");
+        return;
+    }
+    for (int i = 0; i < 5; i++)
+        if (!is_int(rep->element[i]))
+            return;
+    stat_add(&d->st->rejoins, 1);
+    srv_log(HUB_LOG_INFO, 0,
+            "backplane: rejoined the directory: %lld subscriptions on %lld "
+            "channels, %lld presence members (%lld users appeared, %lld "
+            "left cluster-wide)",
+            rep->element[0]->integer, rep->element[1]->integer,
+            rep->element[2]->integer, rep->element[3]->integer,
+            rep->element[4]->integer);
+}
+
+static void got_refresh(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+    struct hub_cluster_member *m;
+    size_t n;
+    bool bad;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+        !is_int(rep->element[0])) {
+        stat_add(&d->st->bad, 1);
+        return;
+    }
+    m = members_of(rep, 1, &n, &bad);
+    if (bad)
+        stat_add(&d->st->bad, 1);
+    hub_cluster_view_refresh(d->c, k->app, k->name, k->len,
+                             (uint64_t)rep->element[0]->integer, m, n);
+    free(m);
+}
+
+static void call_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct call *k = priv;
+    redisReply *rep = reply;
+
+    (void)ac;
+    if (!rep) {
+        call_failed(k);
+        return;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        if (!k->retried && rep->str && !strncmp(rep->str, "NOSCRIPT", 8)) {
+            k->retried = true;
+            k->d->sha[k->script][0] = '\0';
+            call_send(k);
+            return;
+        }
+        srv_log(HUB_LOG_WARN, 0, "backplane: directory script failed: %.*s",
+                (int)rep->len, rep->str ? rep->str : "");
+        stat_add(&k->d->st->bad, 1);
+        call_failed(k);
+        return;
+    }
+    switch (k->purpose) {
+    case P_JOIN:
+    case P_JOIN_STALE:
+        got_join(k, rep);
+        break;
+    case P_LEAVE:
+        got_leave(k, rep);
+        break;
+    case P_QUERY:
+        got_query(k, rep);
+        break;
+    case P_REJOIN:
+        got_rejoin(k, rep);
+        break;
+    case P_REFRESH:
+        got_refresh(k, rep);
+        break;
+    }
+    call_free(k);
+}
+
+/* Keys. */
+
+static void key_node(struct call *k, const char *what)
+{
+    argf(k, "%s:%s:%s", hub_cluster_prefix(k->d->c), what, k->d->node);
+}
+
+static void key_app(struct call *k, const char *what, const char *app)
+{
+    argf(k, "%s:%s:%s", hub_cluster_prefix(k->d->c), what, app);
+}
+
+static void key_chan(struct call *k, const char *what, const char *app,
+                     const char *ch, size_t len)
+{
+    argf(k, "%s:%s:%s:%.*s", hub_cluster_prefix(k->d->c), what, app,
+         (int)len, ch);
+}
+
+/* KEYS ns nm ni gs gm gi gq */
+static void keys7(struct call *k, const struct hub_cluster_dirop *dop)
+{
+    arg(k, "7");
+    key_node(k, "ns");
+    key_node(k, "nm");
+    key_node(k, "ni");
+    key_app(k, "gs", dop->app_id);
+    key_chan(k, "gm", dop->app_id, dop->name, dop->len);
+    key_chan(k, "gi", dop->app_id, dop->name, dop->len);
+    key_app(k, "gq", dop->app_id);
+}
+
+static void send_members(struct srv_redis_dir *d, struct call *k,
+                         const char *app_id, const char *name, size_t len)
+{
+    arg(k, "2");
+    key_app(k, "gq", app_id);
+    key_chan(k, "gi", app_id, name, len);
+    arg_n(k, name, len);
+    call_send(k);
+    (void)d;
+}
+
+static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
+{
+    struct call *k;
+
+    if (hub_cluster_dir_stale(d->c, dop)) {
+        /* Counted in the latest REJOIN already: only the answer. */
+        if (!dop->presence || !dop->req) {
+            hub_cluster_dir_joined(d->c, dop, 0, false, false, 0, NULL, 0);
+            return;
+        }
+        k = call_new(d, SRV_SCRIPT_MEMBERS, P_JOIN_STALE, dop);
+        if (!k) {
+            hub_cluster_dir_local(d->c, dop);
+            return;
+        }
+        send_members(d, k, dop->app_id, dop->name, dop->len);
+        return;
+    }
+    k = call_new(d, SRV_SCRIPT_JOIN, P_JOIN, dop);
+    if (!k) {
+        hub_cluster_dir_local(d->c, dop);
+        return;
+    }
+    keys7(k, dop);
+    arg_field(k, dop->app_id, dop->name, dop->len, NULL);
+    arg_n(k, dop->name, dop->len);
+    argf(k, "%u", (unsigned)dop->max_members);
+    if (dop->presence) {
+        arg(k, dop->uid);
+        arg(k, dop->info);
+        arg_field(k, dop->app_id, dop->name, dop->len, dop->uid);
+        key_chan(k, "m", dop->app_id, dop->name, dop->len);
+    }
+    call_send(k);
+}
+
+static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
+{
+    struct call *k;
+
+    if (hub_cluster_dir_stale(d->c, dop)) {
+        hub_cluster_dirop_free(dop);
+        return;
+    }
+    k = call_new(d, SRV_SCRIPT_LEAVE, P_LEAVE, dop);
+    if (!k) {
+        hub_cluster_dirop_free(dop); /* the next REJOIN corrects it */
+        return;
+    }
+    keys7(k, dop);
+    arg_field(k, dop->app_id, dop->name, dop->len, NULL);
+    arg_n(k, dop->name, dop->len);
+    if (dop->presence) {
+        arg(k, dop->uid);
+        arg_field(k, dop->app_id, dop->name, dop->len, dop->uid);
+        key_chan(k, "m", dop->app_id, dop->name, dop->len);
+    }
+    call_send(k);
+}
+
+static void run_query(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
+{
+    struct hub_dir_query *q = dop->q;
+    struct call *k;
+
+    if (q->kind == HUB_DIR_Q_USERS) {
+        /* A plain HKEYS: no script needed. */
+        redisAsyncContext *cmd = d->cmd_fn(d->r);
+        char *key = NULL;
+
+        k = call_new(d, SRV_SCRIPT_INFO, P_QUERY, dop);
+        if (!k || !cmd ||
+            asprintf(&key, "%s:gm:%s:%.*s", hub_cluster_prefix(d->c),
+                     dop->app_id, (int)dop->len, dop->name) < 0) {
+            if (k) {
+                call_failed(k);
+            } else {
+                hub_cluster_dir_local(d->c, dop);
+            }
+            return;
+        }
+        if (redisAsyncCommand(cmd, call_cb, k, "HKEYS %s", key) != REDIS_OK)
+            call_failed(k);
+        free(key);
+        return;
+    }
+    k = call_new(d, q->kind == HUB_DIR_Q_INFO ? SRV_SCRIPT_INFO
+                                               : SRV_SCRIPT_LIST,
+                 P_QUERY, dop);
+    if (!k) {
+        hub_cluster_dir_local(d->c, dop);
+        return;
+    }
+    if (q->kind == HUB_DIR_Q_INFO) {
+        arg(k, "2");
+        key_app(k, "gs", dop->app_id);
+        key_chan(k, "gm", dop->app_id, dop->name, dop->len);
+        arg_n(k, dop->name, dop->len);
+    } else {
+        arg(k, "1");
+        key_app(k, "gs", dop->app_id);
+        argf(k, "%s:gm:%s:", hub_cluster_prefix(d->c), dop->app_id);
+        arg(k, q->prefix ? q->prefix : "");
+        arg(k, q->user_count ? "1" : "0");
+    }
+    call_send(k);
+}
+
+/* A parked op with broker channel name? */
+static bool parked_on(const struct srv_redis_dir *d, const char *name,
+                      size_t len)
+{
+    for (const struct hub_cluster_op *op = d->parked; op; op = op->next)
+        if (op->rchan_len == len && !memcmp(op->rchan, name, len))
+            return true;
+    return false;
+}
+
+static void park(struct srv_redis_dir *d, struct hub_cluster_op *op)
+{
+    op->next = NULL;
+    *d->parked_tail = op;
+    d->parked_tail = &op->next;
+}
+
+bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op)
+{
+    struct hub_cluster_dirop *dop = op->dop;
+
+    if (!dop)
+        return false;
+    if (!d->cmd_fn(d->r)) {
+        op->dop = NULL;
+        hub_cluster_dir_local(d->c, dop);
+        return false;
+    }
+    switch (dop->kind) {
+    case HUB_COP_JOIN:
+        /* After subscription_succeeded nothing published on the channel
+         * may miss this node: the join waits for the SUBSCRIBE. */
+        if (!d->confirmed_fn(d->r, op->rchan, op->rchan_len) ||
+            parked_on(d, op->rchan, op->rchan_len)) {
+            park(d, op);
+            return true;
+        }
+        op->dop = NULL;
+        run_join(d, dop);
+        return false;
+    case HUB_COP_LEAVE:
+        /* Never before a join of the channel that still waits. */
+        if (parked_on(d, op->rchan, op->rchan_len)) {
+            park(d, op);
+            return true;
+        }
+        op->dop = NULL;
+        run_leave(d, dop);
+        return false;
+    default:
+        op->dop = NULL;
+        run_query(d, dop);
+        return false;
+    }
+}
+
+static void send_refresh(struct srv_redis_dir *d, unsigned app,
+                         const char *name, size_t len)
+{
+    const char *id = hub_cluster_app_id(d->c, app);
+    struct call *k = id ? call_new(d, SRV_SCRIPT_MEMBERS, P_REFRESH, NULL)
+                        : NULL;
+
+    if (!k)
+        return;
+    k->app = app;
+    k->name = malloc(len + 1);
+    if (!k->name) {
+        call_free(k);
+        return;
+    }
+    memcpy(k->name, name, len);
+    k->name[len] = '\0';
+    k->len = len;
+    send_members(d, k, id, name, len);
+}
+
+void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
+                             size_t len)
+{
+    struct hub_cluster_op *op, *next;
+    struct refresh **pf = &d->refresh, *f;
+
+    /* The view's list first, then the joins in their order. */
+    while ((f = *pf)) {
+        if (f->mlen == len && !memcmp(f->mchan, name, len)) {
+            *pf = f->next;
+            send_refresh(d, f->app, f->name, f->len);
+            free(f->mchan);
+            free(f->name);
+            free(f);
+        } else {
+            pf = &f->next;
+        }
+    }
+    op = d->parked;
+    d->parked = NULL;
+    d->parked_tail = &d->parked;
+    for (; op; op = next) {
+        next = op->next;
+        op->next = NULL;
+        if (op->rchan_len == len && !memcmp(op->rchan, name, len)) {
+            struct hub_cluster_dirop *dop = op->dop;
+
+            op->dop = NULL;
+            if (dop->kind == HUB_COP_JOIN)
+                run_join(d, dop);
+            else
+                run_leave(d, dop);
+            hub_cluster_op_free(op);
+        } else {
+            park(d, op);
+        }
+    }
+}
+
+void srv_redis_dir_down(struct srv_redis_dir *d)
+{
+    struct hub_cluster_op *op, *next;
+
+    op = d->parked;
+    d->parked = NULL;
+    d->parked_tail = &d->parked;
+    for (; op; op = next) {
+        struct hub_cluster_dirop *dop = op->dop;
+
+        next = op->next;
+        op->dop = NULL;
+        hub_cluster_dir_local(d->c, dop);
+        hub_cluster_op_free(op);
+    }
+    refresh_clear(d);
+    for (int i = 0; i < SRV_SCRIPT_N; i++)
+        d->sha[i][0] = '\0';
+}
+
+/* SCRIPT LOAD: the SHA, for the calls made after its reply. */
+struct load {
+    struct srv_redis_dir *d;
+    int script;
+    unsigned gen;
+};
+
+static void load_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct load *l = priv;
+    redisReply *rep = reply;
+
+    (void)ac;
+    if (rep && is_bulk(rep) && rep->len == 40 && l->gen == l->d->load_gen)
+        memcpy(l->d->sha[l->script], rep->str, 41);
+    free(l);
+}
+
+/* REJOIN: the share as the wrapped directory has it. */
+struct share {
+    struct srv_redis_dir *d;
+    struct call *subs, *mem;       /* argument lists only */
+    long long n_s, n_m;
+};
+
+static void share_chan(void *ctx, unsigned app, const char *name, size_t len,
+                       uint32_t subs)
+{
+    struct share *sh = ctx;
+    const char *id = hub_cluster_app_id(sh->d->c, app);
+
+    if (!id || (len && name[0] == '#'))
+        return;
+    arg_field(sh->subs, id, name, len, NULL);
+    argf(sh->subs, "%u", (unsigned)subs);
+    sh->n_s++;
+}
+
+static void share_member(void *ctx, unsigned app, const char *name,
+                         size_t len, const char *uid, const char *info,
+                         uint32_t conns)
+{
+    struct share *sh = ctx;
+    const char *id = hub_cluster_app_id(sh->d->c, app);
+
+    if (!id)
+        return;
+    arg_field(sh->mem, id, name, len, uid);
+    argf(sh->mem, "%u", (unsigned)conns);
+    arg(sh->mem, info ? info : "");
+    sh->n_m++;
+}
+
+static void view_one(void *ctx, unsigned app, const char *name, size_t len)
+{
+    struct srv_redis_dir *d = ctx;
+    const char *id = hub_cluster_app_id(d->c, app);
+    struct refresh *f;
+    char *mchan = NULL;
+    int n;
+
+    if (!id || (n = asprintf(&mchan, "%s:m:%s:%.*s", hub_cluster_prefix(d->c),
+                             id, (int)len, name)) < 0)
+        return;
+    if (d->confirmed_fn(d->r, mchan, (size_t)n)) {
+        free(mchan);
+        send_refresh(d, app, name, len);
+        return;
+    }
+    f = calloc(1, sizeof(*f));
+    if (!f || !(f->name = malloc(len + 1))) {
+        free(f);
+        free(mchan);
+        return;
+    }
+    memcpy(f->name, name, len);
+    f->name[len] = '\0';
+    f->len = len;
+    f->app = app;
+    f->mchan = mchan;
+    f->mlen = (size_t)n;
+    f->next = d->refresh;
+    d->refresh = f;
+}
+
+void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
+{
+    struct share sh = { d, calloc(1, sizeof(struct call)),
+                       calloc(1, sizeof(struct call)), 0, 0 };
+    struct call *k;
+    if (!d->cmd_fn(d->r) || !sh.subs || !sh.mem) {
+        free(sh.subs);
+        free(sh.mem);
+        return;
+    }
+    sh.subs->d = sh.mem->d = d;
+    hub_cluster_dir_snapshot(d->c, share_chan, share_member, &sh);
+    k = call_new(d, SRV_SCRIPT_REJOIN, P_REJOIN, NULL);
+    if (k) {
+        arg(k, "0");
+        arg(k, hub_cluster_prefix(d->c));
+        arg(k, d->node);
+        argf(k, "%lld", sh.n_s);
+        for (int i = 0; i < sh.subs->argc; i++)
+            arg_n(k, sh.subs->argv[i], sh.subs->argvlen[i]);
+        argf(k, "%lld", sh.n_m);
+        for (int i = 0; i < sh.mem->argc; i++)
+            arg_n(k, sh.mem->argv[i], sh.mem->argvlen[i]);
+        if (sh.subs->oom || sh.mem->oom)
+            k->oom = true;
+        call_send(k);
+    }
+    call_free(sh.subs);
+    call_free(sh.mem);
+    /* Then every view's list, once its member channel is confirmed (the
+     * reads follow the REJOIN on the same connection). */
+    refresh_clear(d);
+    hub_cluster_views_stale(d->c);
+    hub_cluster_views(d->c, view_one, d);
+}
+
+void srv_redis_dir_up(struct srv_redis_dir *d)
+{
+    redisAsyncContext *cmd = d->cmd_fn(d->r);
+
+    if (!cmd)
+        return;
+    d->load_gen++;
+    for (int i = 0; i < SRV_SCRIPT_N; i++) {
+        struct load *l = malloc(sizeof(*l));
+
+        d->sha[i][0] = '\0';
+        if (!l)
+            continue;
+        *l = (struct load){ d, i, d->load_gen };
+        if (redisAsyncCommand(cmd, load_cb, l, "SCRIPT LOAD %s",
+                              script_text[i]) != REDIS_OK)
+            free(l);
+    }
+    /* From here on joins are sent (or, made before the snapshot, already
+     * in it). */
+    hub_cluster_dir_set_up(d->c, true);
+    srv_redis_dir_rejoin_now(d);
+}

@@ -1,0 +1,213 @@
+/*
+ * server/redis_scripts.h - the cluster-wide directory's Lua scripts
+ * (docs/SCALING.md, "The cluster-wide directory"), as C string literals.
+ * server/redis_dir.c SCRIPT LOADs each on every connect and runs it with
+ * EVALSHA (EVAL with the text until the SHA is known, and again on a
+ * NOSCRIPT error).
+ *
+ * Keys, with P the prefix and US the byte 0x1f:
+ *   P:ns:<node>  HASH app US ch -> this node's subscriptions
+ *   P:nm:<node>  HASH app US ch US uid -> this node's connections
+ *   P:ni:<node>  HASH app US ch US uid -> user_info ("" = none)
+ *   P:gs:<app>   HASH ch -> subscriptions over all nodes
+ *   P:gm:<app>:<ch> HASH uid -> connections over all nodes
+ *   P:gi:<app>:<ch> HASH uid -> user_info
+ *   P:gq:<app>   HASH ch -> the channel's member sequence
+ * Member events: PUBLISH P:m:<app>:<ch> "<cseq>\n+\n<uid>\n<info>" or
+ * "<cseq>\n-\n<uid>\n". Every count reaching 0 is HDELed.
+ */
+#ifndef SRV_REDIS_SCRIPTS_H
+#define SRV_REDIS_SCRIPTS_H
+
+enum srv_script {
+    SRV_SCRIPT_JOIN,
+    SRV_SCRIPT_LEAVE,
+    SRV_SCRIPT_INFO,
+    SRV_SCRIPT_LIST,
+    SRV_SCRIPT_MEMBERS,
+    SRV_SCRIPT_REJOIN,
+    SRV_SCRIPT_N,
+};
+
+/* KEYS ns nm ni gs gm gi gq; ARGV fs ch max [uid info fm mchan].
+ * {-1,0,0} when the presence channel already has max (> 0) members and
+ * uid is not one; else {chan_first, member_first, cseq, uid, info, ...}
+ * (presence: the member list after the join). */
+#define SRV_LUA_JOIN                                                         \
+    "local fs, ch = ARGV[1], ARGV[2]\n"                                      \
+    "local pres = #ARGV >= 7\n"                                              \
+    "if pres then\n"                                                         \
+    "  local maxm = tonumber(ARGV[3]) or 0\n"                                \
+    "  if maxm > 0 and redis.call('HEXISTS', KEYS[5], ARGV[4]) == 0 and\n"   \
+    "     redis.call('HLEN', KEYS[5]) >= maxm then return {-1, 0, 0} end\n"  \
+    "end\n"                                                                  \
+    "local cf, mf, cseq = 0, 0, 0\n"                                         \
+    "redis.call('HINCRBY', KEYS[1], fs, 1)\n"                                \
+    "if redis.call('HINCRBY', KEYS[4], ch, 1) == 1 then cf = 1 end\n"        \
+    "if not pres then return {cf, 0, 0} end\n"                               \
+    "local uid, info, fm = ARGV[4], ARGV[5], ARGV[6]\n"                      \
+    "if redis.call('HINCRBY', KEYS[2], fm, 1) == 1 then\n"                   \
+    "  redis.call('HSET', KEYS[3], fm, info)\n"                              \
+    "end\n"                                                                  \
+    "if redis.call('HINCRBY', KEYS[5], uid, 1) == 1 then\n"                  \
+    "  mf = 1\n"                                                             \
+    "  redis.call('HSET', KEYS[6], uid, info)\n"                             \
+    "  cseq = redis.call('HINCRBY', KEYS[7], ch, 1)\n"                       \
+    "  redis.call('PUBLISH', ARGV[7], cseq .. '\\n+\\n' .. uid .. '\\n' ..\n"  \
+    "             info)\n"                                                   \
+    "else\n"                                                                 \
+    "  cseq = tonumber(redis.call('HGET', KEYS[7], ch) or '0')\n"            \
+    "end\n"                                                                  \
+    "local r = {cf, mf, cseq}\n"                                             \
+    "local all = redis.call('HGETALL', KEYS[6])\n"                           \
+    "for i = 1, #all do r[#r + 1] = all[i] end\n"                            \
+    "return r\n"
+
+/* KEYS as JOIN; ARGV fs ch [uid fm mchan]. {chan_last, member_last,
+ * cseq}. A count this node does not hold is not taken from the totals. */
+#define SRV_LUA_LEAVE                                                        \
+    "local fs, ch = ARGV[1], ARGV[2]\n"                                      \
+    "local cl, ml, cseq = 0, 0, 0\n"                                         \
+    "local n = redis.call('HINCRBY', KEYS[1], fs, -1)\n"                     \
+    "if n <= 0 then redis.call('HDEL', KEYS[1], fs) end\n"                   \
+    "if n >= 0 then\n"                                                       \
+    "  local g = redis.call('HINCRBY', KEYS[4], ch, -1)\n"                   \
+    "  if g <= 0 then\n"                                                     \
+    "    redis.call('HDEL', KEYS[4], ch)\n"                                  \
+    "    if g == 0 then cl = 1 end\n"                                        \
+    "  end\n"                                                                \
+    "end\n"                                                                  \
+    "if #ARGV >= 5 then\n"                                                   \
+    "  local uid, fm = ARGV[3], ARGV[4]\n"                                   \
+    "  local m = redis.call('HINCRBY', KEYS[2], fm, -1)\n"                   \
+    "  if m <= 0 then\n"                                                     \
+    "    redis.call('HDEL', KEYS[2], fm)\n"                                  \
+    "    redis.call('HDEL', KEYS[3], fm)\n"                                  \
+    "  end\n"                                                                \
+    "  if m >= 0 then\n"                                                     \
+    "    local g = redis.call('HINCRBY', KEYS[5], uid, -1)\n"                \
+    "    if g <= 0 then\n"                                                   \
+    "      redis.call('HDEL', KEYS[5], uid)\n"                               \
+    "      if g == 0 then\n"                                                 \
+    "        redis.call('HDEL', KEYS[6], uid)\n"                             \
+    "        ml = 1\n"                                                       \
+    "        cseq = redis.call('HINCRBY', KEYS[7], ch, 1)\n"                 \
+    "        redis.call('PUBLISH', ARGV[5], cseq .. '\\n-\\n' .. uid ..\n"     \
+    "                   '\\n')\n"                                             \
+    "      end\n"                                                            \
+    "    end\n"                                                              \
+    "  end\n"                                                                \
+    "end\n"                                                                  \
+    "return {cl, ml, cseq}\n"
+
+/* KEYS gs gm; ARGV ch. {subscriptions, users}. */
+#define SRV_LUA_INFO                                                         \
+    "return {tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0'),\n"       \
+    "        redis.call('HLEN', KEYS[2])}\n"
+
+/* KEYS gs; ARGV gm-key-prefix channel-prefix user_count(0|1).
+ * {ch, users, ch, users, ...} for the occupied channels. */
+#define SRV_LUA_LIST                                                         \
+    "local all = redis.call('HGETALL', KEYS[1])\n"                           \
+    "local r, pfx = {}, ARGV[2]\n"                                           \
+    "for i = 1, #all, 2 do\n"                                                \
+    "  local ch = all[i]\n"                                                  \
+    "  if (tonumber(all[i + 1]) or 0) > 0 and\n"                             \
+    "     (pfx == '' or string.sub(ch, 1, #pfx) == pfx) then\n"              \
+    "    r[#r + 1] = ch\n"                                                   \
+    "    if ARGV[3] == '1' then\n"                                           \
+    "      r[#r + 1] = redis.call('HLEN', ARGV[1] .. ch)\n"                  \
+    "    else r[#r + 1] = 0 end\n"                                           \
+    "  end\n"                                                                \
+    "end\n"                                                                  \
+    "return r\n"
+
+/* KEYS gq gi; ARGV ch. {cseq, uid, info, ...}: the list and its seq. */
+#define SRV_LUA_MEMBERS                                                      \
+    "local r = {tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')}\n"    \
+    "local all = redis.call('HGETALL', KEYS[2])\n"                           \
+    "for i = 1, #all do r[#r + 1] = all[i] end\n"                            \
+    "return r\n"
+
+/* ARGV P node n_s (fs count)*n_s n_m (fm conns info)*n_m: this node's
+ * whole share as it really is. The old share (ns/nm/ni) is replaced and
+ * the difference applied to the totals, with member events for users who
+ * appear or disappear cluster-wide. {subscriptions, channels, members,
+ * added, removed}. Keys are built here from the share's fields (one
+ * Redis, not Redis Cluster). */
+#define SRV_LUA_REJOIN                                                       \
+    "local P, node = ARGV[1], ARGV[2]\n"                                     \
+    "local US = '\\31'\n"                                                     \
+    "local ns, nm, ni = P..':ns:'..node, P..':nm:'..node, P..':ni:'..node\n" \
+    "local ws, wm, i = {}, {}, 3\n"                                          \
+    "local n = tonumber(ARGV[i]); i = i + 1\n"                               \
+    "for k = 1, n do ws[ARGV[i]] = tonumber(ARGV[i + 1]); i = i + 2 end\n"   \
+    "n = tonumber(ARGV[i]); i = i + 1\n"                                     \
+    "for k = 1, n do\n"                                                      \
+    "  wm[ARGV[i]] = {tonumber(ARGV[i + 1]), ARGV[i + 2]}; i = i + 3\n"      \
+    "end\n"                                                                  \
+    "local function cut(f)\n"                                                \
+    "  local a = string.find(f, US, 1, true)\n"                              \
+    "  if not a then return nil end\n"                                       \
+    "  local app, rest = string.sub(f, 1, a - 1), string.sub(f, a + 1)\n"    \
+    "  local b = string.find(rest, US, 1, true)\n"                           \
+    "  if not b then return app, rest, nil end\n"                            \
+    "  return app, string.sub(rest, 1, b - 1), string.sub(rest, b + 1)\n"    \
+    "end\n"                                                                  \
+    "local hs, hm = {}, {}\n"                                                \
+    "local old = redis.call('HGETALL', ns)\n"                                \
+    "for k = 1, #old, 2 do hs[old[k]] = tonumber(old[k + 1]) or 0 end\n"     \
+    "for f, _ in pairs(hs) do if ws[f] == nil then ws[f] = 0 end end\n"      \
+    "local nsubs, nchan, nmem, added, removed = 0, 0, 0, 0, 0\n"             \
+    "for f, want in pairs(ws) do\n"                                          \
+    "  local had = hs[f] or 0\n"                                             \
+    "  local app, ch = cut(f)\n"                                             \
+    "  if app and ch and want ~= had then\n"                                 \
+    "    local gs = P..':gs:'..app\n"                                        \
+    "    if redis.call('HINCRBY', gs, ch, want - had) <= 0 then\n"           \
+    "      redis.call('HDEL', gs, ch)\n"                                     \
+    "    end\n"                                                              \
+    "  end\n"                                                                \
+    "  if want > 0 then nsubs = nsubs + want; nchan = nchan + 1 end\n"       \
+    "end\n"                                                                  \
+    "redis.call('DEL', ns)\n"                                                \
+    "for f, want in pairs(ws) do\n"                                          \
+    "  if want > 0 then redis.call('HSET', ns, f, want) end\n"               \
+    "end\n"                                                                  \
+    "old = redis.call('HGETALL', nm)\n"                                      \
+    "for k = 1, #old, 2 do hm[old[k]] = tonumber(old[k + 1]) or 0 end\n"     \
+    "for f, _ in pairs(hm) do if wm[f] == nil then wm[f] = {0, ''} end end\n"\
+    "for f, w in pairs(wm) do\n"                                             \
+    "  local want, had = w[1], hm[f] or 0\n"                                 \
+    "  local app, ch, uid = cut(f)\n"                                        \
+    "  if app and ch and uid and want ~= had then\n"                         \
+    "    local gm = P..':gm:'..app..':'..ch\n"                               \
+    "    local gi = P..':gi:'..app..':'..ch\n"                               \
+    "    local mchan = P..':m:'..app..':'..ch\n"                             \
+    "    local g = redis.call('HINCRBY', gm, uid, want - had)\n"             \
+    "    local before = g - (want - had)\n"                                  \
+    "    if g <= 0 then redis.call('HDEL', gm, uid) end\n"                   \
+    "    if before > 0 and g <= 0 then\n"                                    \
+    "      redis.call('HDEL', gi, uid)\n"                                    \
+    "      local s = redis.call('HINCRBY', P..':gq:'..app, ch, 1)\n"         \
+    "      redis.call('PUBLISH', mchan, s..'\\n-\\n'..uid..'\\n')\n"            \
+    "      removed = removed + 1\n"                                          \
+    "    elseif before <= 0 and g > 0 then\n"                                \
+    "      redis.call('HSET', gi, uid, w[2])\n"                              \
+    "      local s = redis.call('HINCRBY', P..':gq:'..app, ch, 1)\n"         \
+    "      redis.call('PUBLISH', mchan, s..'\\n+\\n'..uid..'\\n'..w[2])\n"      \
+    "      added = added + 1\n"                                              \
+    "    end\n"                                                              \
+    "  end\n"                                                                \
+    "  if want > 0 then nmem = nmem + 1 end\n"                               \
+    "end\n"                                                                  \
+    "redis.call('DEL', nm, ni)\n"                                            \
+    "for f, w in pairs(wm) do\n"                                             \
+    "  if w[1] > 0 then\n"                                                   \
+    "    redis.call('HSET', nm, f, w[1])\n"                                  \
+    "    redis.call('HSET', ni, f, w[2])\n"                                  \
+    "  end\n"                                                                \
+    "end\n"                                                                  \
+    "return {nsubs, nchan, nmem, added, removed}\n"
+
+#endif
