@@ -64,26 +64,6 @@ static inline bool hub_inbox_push(struct hub_inbox *ib,
     return old == NULL;
 }
 
-/*
- * Push a chain built newest first (newest->...->oldest linked by next, as
- * pushes would have left it) with one CAS: the consumer sees its nodes
- * oldest first, after everything pushed before. Returns true when the
- * inbox was empty (the caller must wake the loop).
- */
-static inline bool hub_inbox_push_chain(struct hub_inbox *ib,
-                                        struct hub_inbox_node *newest,
-                                        struct hub_inbox_node *oldest)
-{
-    struct hub_inbox_node *old =
-        atomic_load_explicit(&ib->head, memory_order_relaxed);
-
-    do {
-        oldest->next = old;
-    } while (!atomic_compare_exchange_weak_explicit(
-        &ib->head, &old, newest, memory_order_release, memory_order_relaxed));
-    return old == NULL;
-}
-
 /* Owned list of every pushed node, oldest first (NULL when empty). */
 static inline struct hub_inbox_node *hub_inbox_take_all(struct hub_inbox *ib)
 {

@@ -63,8 +63,6 @@ struct hub *hub_create_with(const struct hub_config *cfg,
     atomic_init(&h->draining, false);
     atomic_init(&h->stopping, false);
     atomic_init(&h->sessions, 0);
-    pthread_mutex_init(&h->post_mu, NULL);
-    h->post_closed = false;
     h->started_ms = hub_clock_now_ms(clock);
     return h;
 }
@@ -81,7 +79,6 @@ void hub_destroy(struct hub *h)
      * node; the current one holds every index's live struct. */
     hub_apptab_free(atomic_load(&h->apps), true);
     hub_online_destroy(h->online);
-    pthread_mutex_destroy(&h->post_mu);
     free(h);
 }
 

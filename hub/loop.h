@@ -18,7 +18,6 @@
 #ifndef HUB_LOOP_H
 #define HUB_LOOP_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,7 +25,6 @@
 #include "hub/app.h"
 #include "hub/apptab.h"
 #include "hub/inbox.h"
-#include "hub/postbatch.h"
 #include "hub/pending.h"
 #include "hub/rng.h"
 #include "hub/session.h"
@@ -99,10 +97,6 @@ struct hub {
     struct hub_whq *webhooks;
     struct hub_cache *cache;       /* cache channels' last events; owned */
     struct hub_subcount *subcount; /* subscription_count pending set */
-    /* Held posts (hub/postbatch.h) reach the loops under post_mu while
-     * !post_closed; hub_post_gate_close() ends that before teardown. */
-    pthread_mutex_t post_mu;
-    bool post_closed;
 };
 
 /* The current app table. Use it within one callback and keep no pointer
@@ -177,15 +171,9 @@ uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms);
 void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms);
 /* Run everything in the inbox (any wakeup, even a spurious one). */
 void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms);
-/* Any thread: push n and wake the loop if it was idle. On a thread that
- * holds its posts (hub/postbatch.h: the backplane) n joins the loop's held
- * chain instead, behind what the thread posted before. */
+/* Any thread: push n and wake the loop if it was idle. */
 static inline void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n)
 {
-    if (hub_post_batch_active()) {
-        hub_post_batched(l, n, 0);
-        return;
-    }
     if (hub_inbox_push(&l->inbox, n) && l->wake)
         l->wake(l->wake_ctx);
 }

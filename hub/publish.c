@@ -15,7 +15,6 @@
 #include "hub/budget.h"
 #include "hub/chanmap.h"
 #include "hub/loop.h"
-#include "hub/postbatch.h"
 #include "hub/session.h"
 #include "hub/tail.h"
 
@@ -207,8 +206,7 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
                 continue;
             p->nodes[k].node.ops = &pub_ops;
             p->nodes[k].pub = p;
-            /* Held per loop on a batching thread (the backplane). */
-            hub_post_batched(h->loops[i], &p->nodes[k].node, r->f->len);
+            hub_loop_post(h->loops[i], &p->nodes[k].node);
             k++;
         }
     }
@@ -288,8 +286,7 @@ int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
             continue;
         t->nodes[k].node.ops = &term_ops;
         t->nodes[k].term = t;
-        /* Behind the publications this thread holds for the loop. */
-        hub_post_batched(h->loops[i], &t->nodes[k].node, 0);
+        hub_loop_post(h->loops[i], &t->nodes[k].node);
         k++;
     }
     if (from)

@@ -21,7 +21,6 @@
 #include "hub/chantab.h"
 #include "hub/rng.h"
 #include "hub/stats.h"
-#include "server/evbatch.h"
 #include "server/redis_dir.h"
 #include "server/redis_lease.h"
 #include "server/srv.h"
@@ -834,7 +833,7 @@ static void *thread_main(void *arg)
     struct srv_redis *r = arg;
 
     start_connect(r);
-    srv_ev_run_batched(r->loop); /* remote deliveries per pass: evbatch.h */
+    ev_run(r->loop, 0);
     return NULL;
 }
 

@@ -22,7 +22,6 @@
 #include <jansson.h>
 
 #include "hub/cluster.h"
-#include "hub/postbatch.h"
 #include "server/hdrpool.h"
 #include "server/srv.h"
 
@@ -319,8 +318,6 @@ static void *loop_thread(void *arg)
     /* Nothing from other nodes reaches a loop from here on. */
     if (l->srv->cluster)
         hub_cluster_close(l->srv->cluster);
-    /* Nor does a post the backplane thread still holds (hub/postbatch.h). */
-    hub_post_gate_close(l->srv->hub);
     atomic_store(&l->srv->stopping, true);
     atomic_store(&l->srv->hub->stopping, true);
     lws_context_destroy(l->ctx);
