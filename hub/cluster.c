@@ -926,7 +926,18 @@ void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
                            const char *name, size_t len)
 {
     struct view *v;
+    bool rejoined;
 
+    /* The UNSUB of a channel's previous life, run after a local
+     * subscriber joined it again: the view is the new life's (made by a
+     * REJOIN or by that join), so it stays; the next last leave queues
+     * another UNSUB, which drops it. */
+    pthread_mutex_lock(&c->mu);
+    rejoined = hub_chantab_find(&c->chans, app, name, len,
+                                hub_chan_hash(app, name, len)) != NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (rejoined)
+        return;
     pthread_mutex_lock(&c->vmu);
     v = view_find(c, app, name, len);
     if (v) {
@@ -934,6 +945,48 @@ void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
         view_free(v);
     }
     pthread_mutex_unlock(&c->vmu);
+}
+
+/* A presence channel with local subscribers (the crec keeps its member
+ * channel's UNSUB), copied out of the table. */
+struct seed_chan {
+    struct seed_chan *next;
+    unsigned app;
+    size_t len;
+    char name[];
+};
+
+void hub_cluster_views_seed(struct hub_cluster *c)
+{
+    struct seed_chan *list = NULL, *sc;
+
+    pthread_mutex_lock(&c->mu);
+    for (struct hub_chan_node *n = hub_chantab_next(&c->chans, NULL); n;
+         n = hub_chantab_next(&c->chans, n)) {
+        if (!hub_container_of(n, struct crec, node)->munsub)
+            continue;
+        sc = malloc(sizeof(*sc) + n->name_len + 1);
+        if (!sc)
+            continue; /* its view comes with the channel's next join */
+        sc->app = n->app;
+        sc->len = n->name_len;
+        memcpy(sc->name, n->name, n->name_len);
+        sc->name[n->name_len] = '\0';
+        sc->next = list;
+        list = sc;
+    }
+    pthread_mutex_unlock(&c->mu);
+    for (; list; list = sc) {
+        struct view *v;
+
+        sc = list->next;
+        pthread_mutex_lock(&c->vmu);
+        v = view_find(c, list->app, list->name, list->len);
+        if (!v && (v = view_get(c, list->app, list->name, list->len)))
+            view_seed_local(c, v);
+        pthread_mutex_unlock(&c->vmu);
+        free(list);
+    }
 }
 
 void hub_cluster_views_stale(struct hub_cluster *c)

@@ -276,6 +276,11 @@ void hub_cluster_view_drop(struct hub_cluster *c, unsigned app,
 /* REJOIN: every view takes its next list whatever its cseq (Redis may
  * have restarted and its sequences with it); events wait for that list. */
 void hub_cluster_views_stale(struct hub_cluster *c);
+/* Give every presence channel with local subscribers a view, seeded from
+ * the local directory when it has none (joined while Redis was down: its
+ * subscribers were told the local members), so that a REJOIN's refresh
+ * reaches it and brings the other nodes' members. */
+void hub_cluster_views_seed(struct hub_cluster *c);
 /* Visit every view (app, name): for REJOIN's refresh. */
 void hub_cluster_views(struct hub_cluster *c,
                        void (*fn)(void *ctx, unsigned app, const char *name,

@@ -948,6 +948,7 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
     /* Then every view's list, once its member channel is confirmed (the
      * reads follow the REJOIN on the same connection). */
     refresh_clear(d);
+    hub_cluster_views_seed(d->c);
     hub_cluster_views_stale(d->c);
     hub_cluster_views(d->c, view_one, d);
 }

@@ -908,6 +908,52 @@ static void test_cluster_views(void **state)
     hub_cluster_destroy(c);
 }
 
+/* A presence channel joined while Redis was down has no view; a REJOIN
+ * seeds one from the local directory (what its subscribers were told) so
+ * that the refresh reaches it, and the view outlives the UNSUB of the
+ * channel's previous life. */
+static void test_cluster_views_seeded_after_down(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane bp;
+    struct hub_cluster_op *ops[8];
+    struct hub_presence_join j = { .user_id = "u1", .user_info = "{}" };
+    const struct hub_cluster_member l1[2] = {
+        { "u1", "{}", 2, 2 }, { "r2", "", 2, 0 } };
+    size_t n;
+
+    (void)state;
+    hub_cluster_backplane(c, &bp);
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "presence-d", 10, &j), 0);
+    assert_true(j.first);
+    assert_false(j.dir_events);
+    free(j.members_json);
+    take_list(c, ops, 8, &n);
+    for (size_t i = 0; i < n; i++)
+        hub_cluster_op_free(ops[i]);
+    assert_null(vjson(c, "presence-d", NULL));
+    /* Up: REJOIN seeds it, then every view goes stale for its list. */
+    hub_cluster_views_seed(c);
+    hub_cluster_views_stale(c);
+    assert_view(c, "presence-d", IDS("\"u1\"]"), 0);
+    /* A member event waits for the list; the list brings the remote
+     * member and the event after it. */
+    assert_int_equal(msg(c, "presence-d", "5\n+\nr3\n"), 0);
+    assert_view(c, "presence-d", IDS("\"u1\"]"), 0);
+    hub_cluster_view_refresh(c, 0, "presence-d", 10, 4, l1, 2);
+    assert_view(c, "presence-d", IDS("\"r2\",\"r3\",\"u1\"]"), 5);
+    /* The channel still has a local subscriber: a late UNSUB of an
+     * earlier life leaves the view alone. */
+    hub_cluster_view_drop(c, 0, "presence-d", 10);
+    {
+        char *t = vjson(c, "presence-d", NULL);
+
+        assert_non_null(t);
+        free(t);
+    }
+    hub_cluster_destroy(c);
+}
+
 static void test_cluster_member_msg_hostile(void **state)
 {
     struct hub_cluster *c = cluster("n1");
@@ -973,6 +1019,7 @@ int main(void)
         cmocka_unit_test(test_cluster_cache),
         cmocka_unit_test(test_cluster_dir_ops_queue),
         cmocka_unit_test(test_cluster_views),
+        cmocka_unit_test(test_cluster_views_seeded_after_down),
         cmocka_unit_test(test_cluster_member_msg_hostile),
     };
 

@@ -40,7 +40,9 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 
 // Start lubdub with extra flags; resolves when it prints its listening line.
 function startHub(args = [], opts = {}) {
-  const argv = ['--port', '0', '--bind', opts.bind || '127.0.0.1',
+  // opts.exactArgs: args is the whole command line (no --port 0 etc. in
+  // front), for tests that start the hub exactly as a contract spells it.
+  const argv = opts.exactArgs ? args : ['--port', '0', '--bind', opts.bind || '127.0.0.1',
     '--log-level', opts.logLevel || 'info', ...args];
   // opts.wrap: a command that execs the hub, e.g. ['prlimit', '--nofile=150'].
   const cmd = opts.wrap ? opts.wrap[0] : (opts.binary || BINARY);
