@@ -10,7 +10,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
 const {
-  RawClient, APP, pusherClient, connected, rest, trackClient,
+  APP, pusherClient, connected, rest, trackClient, rawClient,
 } = require('./lib/clients');
 const { startRedis, numsub } = require('./lib/redis');
 const { startNode, bp, allUp } = require('./lib/cluster');
@@ -78,13 +78,8 @@ async function pusherSub(t, hub, channel) {
   return { client, got };
 }
 
-async function raw(t, hub) {
-  const c = new RawClient(hub.wsUrl());
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
-  return c;
-}
+// raw(t, hub): a RawClient opened on hub, closed after the test.
+const raw = rawClient;
 
 // The message right after subscription_succeeded on a raw client.
 async function firstAfterSucceeded(c, channel) {

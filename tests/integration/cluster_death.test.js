@@ -17,7 +17,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const { startHub, waitFor, request } = require('./lib/hub');
 const {
-  RawClient, APP, rest, trackClient, configFile,
+  RawClient, APP, rest, trackClient, configFile, rawClient,
 } = require('./lib/clients');
 const { startRedis } = require('./lib/redis');
 const { startNode, bp, allUp } = require('./lib/cluster');
@@ -102,13 +102,8 @@ class RedisSub {
   close() { this.sock.destroy(); }
 }
 
-async function raw(t, hub) {
-  const c = new RawClient(hub.wsUrl());
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
-  return c;
-}
+// raw(t, hub): a RawClient opened on hub, closed after the test.
+const raw = rawClient;
 
 // A raw client subscribed to a presence channel as user id.
 async function member(t, hub, channel, id) {

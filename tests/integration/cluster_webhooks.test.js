@@ -13,7 +13,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
 const {
-  RawClient, APP, trackClient, configFile,
+  APP, configFile, rawClient,
 } = require('./lib/clients');
 const { startRedis } = require('./lib/redis');
 const { startNode, bp, allUp } = require('./lib/cluster');
@@ -25,13 +25,8 @@ const TYPES = ['channel_occupied', 'channel_vacated', 'member_added', 'member_re
 // The delay path is exercised, but short: a test waits on it.
 const DELAY = ['--webhook-delay', '200ms'];
 
-async function raw(t, hub) {
-  const c = new RawClient(hub.wsUrl());
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
-  return c;
-}
+// raw(t, hub): a RawClient opened on hub, closed after the test.
+const raw = rawClient;
 
 async function joined(t, hub, channel, uid) {
   const c = await raw(t, hub);

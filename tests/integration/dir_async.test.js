@@ -10,7 +10,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { startHub, waitFor } = require('./lib/hub');
+const { startHub, waitFor, responses } = require('./lib/hub');
 const {
   rawClient, rest, signedPath, closeTracked, APP,
 } = require('./lib/clients');
@@ -38,22 +38,6 @@ function publish(hub, channel, data, info) {
   return rest(hub, 'POST', `/apps/${APP.id}/events`, { body });
 }
 
-// Complete HTTP responses in data (every hub response has a Content-Length).
-function responses(data) {
-  const out = [];
-  let at = 0;
-  for (;;) {
-    const e = data.indexOf('\r\n\r\n', at);
-    if (e < 0) break;
-    const head = data.slice(at, e);
-    const m = /\r\ncontent-length: *(\d+)/i.exec(head);
-    const len = m ? Number(m[1]) : 0;
-    if (data.length < e + 4 + len) break;
-    out.push({ head, body: data.slice(e + 4, e + 4 + len) });
-    at = e + 4 + len;
-  }
-  return out;
-}
 
 function rawGet(p) {
   return `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;

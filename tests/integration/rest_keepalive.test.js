@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
 const PusherServer = require('pusher');
-const { startHub, waitFor, getJson } = require('./lib/hub');
+const { startHub, waitFor, responses, getJson } = require('./lib/hub');
 const { rawClient, signedPath, APP } = require('./lib/clients');
 
 function cpuTicks(pid) {
@@ -25,22 +25,6 @@ function signedPost(name, channel, data = 'x') {
     `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
-// Complete responses in data (every hub response has a Content-Length).
-function responses(data) {
-  const out = [];
-  let at = 0;
-  for (;;) {
-    const e = data.indexOf('\r\n\r\n', at);
-    if (e < 0) break;
-    const head = data.slice(at, e);
-    const m = /\r\ncontent-length: *(\d+)/i.exec(head);
-    const len = m ? Number(m[1]) : 0;
-    if (data.length < e + 4 + len) break;
-    out.push({ head, body: data.slice(e + 4, e + 4 + len) });
-    at = e + 4 + len;
-  }
-  return out;
-}
 
 // Sends the chunks (all at once, or each after the previous one's answer
 // with waitAnswers). Ends when the server closes, or by itself once every

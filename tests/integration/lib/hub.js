@@ -187,7 +187,27 @@ function watchLateness(hub, everyMs = 100) {
   };
 }
 
+// The complete HTTP responses at the start of data, a string read off a
+// raw keep-alive socket (every hub response has a Content-Length):
+// [{head, body}], a trailing partial one left out.
+function responses(data) {
+  const out = [];
+  let at = 0;
+  for (;;) {
+    const e = data.indexOf('\r\n\r\n', at);
+    if (e < 0) break;
+    const head = data.slice(at, e);
+    const m = /\r\ncontent-length: *(\d+)/i.exec(head);
+    const len = m ? Number(m[1]) : 0;
+    if (data.length < e + 4 + len) break;
+    out.push({ head, body: data.slice(e + 4, e + 4 + len) });
+    at = e + 4 + len;
+  }
+  return out;
+}
+
 module.exports = {
+  responses,
   startHub, request, getJson, waitFor, once, watchLateness, ROOT, BINARY, TIME_SCALE,
   SANITIZER_RE,
 };
