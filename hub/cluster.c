@@ -122,6 +122,11 @@ struct hub_cluster {
     pthread_mutex_t edge_mu;       /* the edge hook */
     hub_dir_edge_fn *edge;
     void *edge_ctx;
+    /* Durable webhooks: whose edges the scripts queue in Redis (by app
+     * index, set once before the backplane thread starts). */
+    bool *wh_apps;
+    unsigned wh_n;
+    uint64_t wh_delay_ms;
 
     struct hub_backplane_stats stats;
 };
@@ -344,6 +349,7 @@ void hub_cluster_destroy(struct hub_cluster *c)
     views_free(c);
     pthread_mutex_destroy(&c->vmu);
     pthread_mutex_destroy(&c->edge_mu);
+    free(c->wh_apps);
     hub_directory_destroy(c->dir);
     for (unsigned i = 0; i < c->n_ids; i++)
         free(c->ids[i]);
@@ -1040,6 +1046,41 @@ static void edge(struct hub_cluster *c, enum hub_dir_edge_kind kind,
     pthread_mutex_unlock(&c->edge_mu);
 }
 
+int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
+                       unsigned n, uint64_t delay_ms)
+{
+    bool *a = calloc(n ? n : 1, sizeof(*a));
+
+    if (!a)
+        return -ENOMEM;
+    memcpy(a, in_redis, n * sizeof(*a));
+    free(c->wh_apps);
+    c->wh_apps = a;
+    c->wh_n = n;
+    c->wh_delay_ms = delay_ms;
+    return 0;
+}
+
+bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
+                          uint64_t *delay_ms)
+{
+    if (!c || app >= c->wh_n || !c->wh_apps[app])
+        return false;
+    if (delay_ms)
+        *delay_ms = c->wh_delay_ms;
+    return true;
+}
+
+/* An edge a script decided: queued in Redis by the script itself when
+ * the app's webhooks go there, else handed to the hook. */
+static void script_edge(struct hub_cluster *c, enum hub_dir_edge_kind kind,
+                        unsigned app, const char *name, size_t len,
+                        const char *uid)
+{
+    if (!hub_cluster_wh_redis(c, app, NULL))
+        edge(c, kind, app, name, len, uid);
+}
+
 static void local_edge(void *ctx, const struct hub_dir_edge *e)
 {
     struct hub_cluster *c = ctx;
@@ -1137,10 +1178,11 @@ void hub_cluster_dir_joined(struct hub_cluster *c,
         return;
     }
     if (chan_first)
-        edge(c, HUB_DIR_CHANNEL_FIRST, dop->app, dop->name, dop->len, NULL);
+        script_edge(c, HUB_DIR_CHANNEL_FIRST, dop->app, dop->name, dop->len,
+                    NULL);
     if (member_first)
-        edge(c, HUB_DIR_MEMBER_FIRST, dop->app, dop->name, dop->len,
-             dop->uid);
+        script_edge(c, HUB_DIR_MEMBER_FIRST, dop->app, dop->name, dop->len,
+                    dop->uid);
     if (!dop->presence) {
         answer(c, dop, 0);
         return;
@@ -1171,10 +1213,11 @@ void hub_cluster_dir_left(struct hub_cluster *c,
                           bool member_last)
 {
     if (member_last)
-        edge(c, HUB_DIR_MEMBER_LAST, dop->app, dop->name, dop->len,
-             dop->uid);
+        script_edge(c, HUB_DIR_MEMBER_LAST, dop->app, dop->name, dop->len,
+                    dop->uid);
     if (chan_last)
-        edge(c, HUB_DIR_CHANNEL_LAST, dop->app, dop->name, dop->len, NULL);
+        script_edge(c, HUB_DIR_CHANNEL_LAST, dop->app, dop->name, dop->len,
+                    NULL);
     hub_cluster_dirop_free(dop);
 }
 
@@ -1748,7 +1791,7 @@ void hub_cluster_report_edge(struct hub_cluster *c,
                              const struct hub_dir_edge *e)
 {
     if (c)
-        edge(c, e->kind, e->app, e->name, e->len, e->user_id);
+        script_edge(c, e->kind, e->app, e->name, e->len, e->user_id);
 }
 
 static const struct hub_directory_ops cluster_dir_ops = {

@@ -160,6 +160,21 @@ void hub_cluster_report_edge(struct hub_cluster *c,
                              const struct hub_dir_edge *e);
 const char *hub_cluster_node_id(const struct hub_cluster *c);
 
+/*
+ * Durable webhooks (docs/WEBHOOKS.md, "In a cluster"): for each app index
+ * i < n with in_redis[i], the join / leave / reap scripts queue the app's
+ * edges in Redis themselves (delay and cancel included, delay_ms long),
+ * and the edges their replies report are not handed to the edge hook
+ * (the local directory's edges while Redis is down still are). Apps a
+ * reload adds keep the edge hook. Main thread, before the backplane
+ * thread starts (copied). 0 or -ENOMEM.
+ */
+int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
+                       unsigned n, uint64_t delay_ms);
+/* Does app's edge go through Redis? Its delay in *delay_ms. */
+bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
+                          uint64_t *delay_ms);
+
 /* Backplane thread: every queued op in order (NULL when none). */
 struct hub_cluster_op *hub_cluster_take(struct hub_cluster *c);
 void hub_cluster_op_free(struct hub_cluster_op *op);

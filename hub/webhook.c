@@ -744,16 +744,13 @@ void hub_wh_engine_get_stats(const struct hub_wh_engine *e,
     *out = e->st;
 }
 
-static json_t *event_json(const struct hub_wh_event *ev, uint64_t boot,
-                          uint64_t seq)
+static json_t *event_json(const struct hub_wh_event *ev, const char *id)
 {
     json_t *o = json_object();
-    char id[48];
     bool ok;
 
     if (!o)
         return NULL;
-    snprintf(id, sizeof(id), "%016" PRIx64 "-%" PRIu64, boot, seq);
     ok = !json_object_set_new(o, "name",
                               json_string(type_names[ev->type])) &&
          !json_object_set_new(o, "channel", json_string(ev->channel));
@@ -773,10 +770,11 @@ static json_t *event_json(const struct hub_wh_event *ev, uint64_t boot,
     return o;
 }
 
-char *hub_wh_encode(const struct hub_wh_event *const *evs,
-                    const uint64_t *seqs, unsigned n,
-                    const struct hub_webhook_conf *w, uint64_t boot,
-                    uint64_t wall_ms, size_t *len, unsigned *n_out)
+/* The body of evs[0..n) that w matches; each event's id from idf. */
+static char *encode(const struct hub_wh_event *const *evs, unsigned n,
+                    const struct hub_webhook_conf *w,
+                    void (*idf)(void *ctx, unsigned i, char *id, size_t len),
+                    void *ctx, uint64_t wall_ms, size_t *len, unsigned *n_out)
 {
     json_t *root = NULL, *arr = json_array();
     char *body = NULL;
@@ -784,10 +782,13 @@ char *hub_wh_encode(const struct hub_wh_event *const *evs,
     bool ok = arr != NULL;
 
     for (unsigned i = 0; ok && i < n; i++) {
+        char id[HUB_WH_MAX_ID];
+
         if (w && !hub_webhook_matches(w, evs[i]->type, evs[i]->channel))
             continue;
         m++;
-        ok = !json_array_append_new(arr, event_json(evs[i], boot, seqs[i]));
+        idf(ctx, i, id, sizeof(id));
+        ok = !json_array_append_new(arr, event_json(evs[i], id));
     }
     *n_out = m;
     *len = 0;
@@ -805,6 +806,43 @@ char *hub_wh_encode(const struct hub_wh_event *const *evs,
     if (body)
         *len = strlen(body);
     return body;
+}
+
+struct seq_ids {
+    const uint64_t *seqs;
+    uint64_t boot;
+};
+
+static void seq_id(void *ctx, unsigned i, char *id, size_t len)
+{
+    const struct seq_ids *s = ctx;
+
+    snprintf(id, len, "%016" PRIx64 "-%" PRIu64, s->boot, s->seqs[i]);
+}
+
+char *hub_wh_encode(const struct hub_wh_event *const *evs,
+                    const uint64_t *seqs, unsigned n,
+                    const struct hub_webhook_conf *w, uint64_t boot,
+                    uint64_t wall_ms, size_t *len, unsigned *n_out)
+{
+    struct seq_ids s = { seqs, boot };
+
+    return encode(evs, n, w, seq_id, &s, wall_ms, len, n_out);
+}
+
+static void str_id(void *ctx, unsigned i, char *id, size_t len)
+{
+    const char *const *ids = ctx;
+
+    snprintf(id, len, "%s", ids[i]);
+}
+
+char *hub_wh_encode_ids(const struct hub_wh_event *const *evs,
+                        const char *const *ids, unsigned n,
+                        const struct hub_webhook_conf *w, uint64_t wall_ms,
+                        size_t *len, unsigned *n_out)
+{
+    return encode(evs, n, w, str_id, (void *)ids, wall_ms, len, n_out);
 }
 
 uint64_t hub_wh_backoff_ms(unsigned attempt, uint64_t base_ms, uint64_t max_ms,

@@ -238,6 +238,15 @@ char *hub_wh_encode(const struct hub_wh_event *const *evs,
                     const struct hub_webhook_conf *w, uint64_t boot,
                     uint64_t wall_ms, size_t *len, unsigned *n_out);
 
+/* As hub_wh_encode, with each event's id given as a string (ids[i], at
+ * most HUB_WH_MAX_ID - 1 bytes are used): the cluster's stream entries
+ * (server/webhook_stream.c) carry ids made from their Redis entry id. */
+#define HUB_WH_MAX_ID 160
+char *hub_wh_encode_ids(const struct hub_wh_event *const *evs,
+                        const char *const *ids, unsigned n,
+                        const struct hub_webhook_conf *w, uint64_t wall_ms,
+                        size_t *len, unsigned *n_out);
+
 /*
  * The retry schedule: the delay before attempt number attempt + 1 after
  * attempt failures (attempt >= 1): base_ms * 2^(attempt-1), capped at

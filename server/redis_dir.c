@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hub/stats.h"
+#include "hub/wh_stream.h"
 #include "server/redis_scripts.h"
 #include "server/srv.h"
 
@@ -563,10 +564,12 @@ static void key_chan(struct call *k, const char *what, const char *app,
          (int)len, ch);
 }
 
-/* KEYS ns nm ni gs gm gi gq */
-static void keys7(struct call *k, const struct hub_cluster_dirop *dop)
+/* KEYS ns nm ni gs gm gi gq, and wh whd whn when wh (durable webhooks:
+ * the script queues the app's edges itself). */
+static void keys7(struct call *k, const struct hub_cluster_dirop *dop,
+                  bool wh)
 {
-    arg(k, "7");
+    arg(k, wh ? "10" : "7");
     key_node(k, "ns");
     key_node(k, "nm");
     key_node(k, "ni");
@@ -574,6 +577,18 @@ static void keys7(struct call *k, const struct hub_cluster_dirop *dop)
     key_chan(k, "gm", dop->app_id, dop->name, dop->len);
     key_chan(k, "gi", dop->app_id, dop->name, dop->len);
     key_app(k, "gq", dop->app_id);
+    if (wh) {
+        key_app(k, "wh", dop->app_id);
+        key_app(k, "whd", dop->app_id);
+        key_app(k, "whn", dop->app_id);
+    }
+}
+
+/* The webhook ARGV tail: the delay and the stream's bound. */
+static void wh_args(struct call *k, uint64_t delay_ms)
+{
+    argf(k, "%llu", (unsigned long long)delay_ms);
+    argf(k, "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
 }
 
 static void send_members(struct srv_redis_dir *d, struct call *k,
@@ -590,6 +605,8 @@ static void send_members(struct srv_redis_dir *d, struct call *k,
 static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
 {
     struct call *k;
+    uint64_t delay = 0;
+    bool wh;
 
     if (hub_cluster_dir_stale(d->c, dop)) {
         /* Counted in the latest REJOIN already: only the answer. */
@@ -610,7 +627,8 @@ static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         hub_cluster_dir_local(d->c, dop);
         return;
     }
-    keys7(k, dop);
+    wh = hub_cluster_wh_redis(d->c, dop->app, &delay);
+    keys7(k, dop, wh);
     arg_field(k, dop->app_id, dop->name, dop->len, NULL);
     arg_n(k, dop->name, dop->len);
     argf(k, "%u", (unsigned)dop->max_members);
@@ -620,12 +638,16 @@ static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         arg_field(k, dop->app_id, dop->name, dop->len, dop->uid);
         key_chan(k, "m", dop->app_id, dop->name, dop->len);
     }
+    if (wh)
+        wh_args(k, delay);
     call_send(k);
 }
 
 static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
 {
     struct call *k;
+    uint64_t delay = 0;
+    bool wh;
 
     if (hub_cluster_dir_stale(d->c, dop)) {
         hub_cluster_dirop_free(dop);
@@ -636,7 +658,8 @@ static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         hub_cluster_dirop_free(dop); /* the next REJOIN corrects it */
         return;
     }
-    keys7(k, dop);
+    wh = hub_cluster_wh_redis(d->c, dop->app, &delay);
+    keys7(k, dop, wh);
     arg_field(k, dop->app_id, dop->name, dop->len, NULL);
     arg_n(k, dop->name, dop->len);
     if (dop->presence) {
@@ -644,6 +667,8 @@ static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         arg_field(k, dop->app_id, dop->name, dop->len, dop->uid);
         key_chan(k, "m", dop->app_id, dop->name, dop->len);
     }
+    if (wh)
+        wh_args(k, delay);
     call_send(k);
 }
 

@@ -22,6 +22,7 @@
 #include "hub/loop.h"
 #include "hub/rng.h"
 #include "hub/stats.h"
+#include "hub/wh_stream.h"
 #include "server/redis.h"
 #include "server/srv.h"
 
@@ -376,16 +377,31 @@ static void reap_reply(redisAsyncContext *ac, void *reply, void *priv)
 static void reap_next(struct srv_lease *l)
 {
     struct reap *x = l->q;
-    const char *av[4];
+    const char **av;
+    char delay[24], bound[24];
+    uint64_t d = 0;
+    int n = 6;
 
     if (!x || l->reap_out || !l->cmd)
         return;
+    av = calloc(6 + l->n_apps, sizeof(*av));
+    if (!av)
+        return;                    /* the next tick tries again */
     av[0] = l->prefix;
     av[1] = l->node_id;
     av[2] = x->token;
     av[3] = REAP_CHUNK;
-    if (run_script(l, S_REAP, reap_reply, l, 4, av) == 0)
+    /* The apps whose closing edges the script queues for the webhooks. */
+    for (unsigned i = 0; i < l->n_apps; i++)
+        if (hub_cluster_wh_redis(l->cluster, l->apps[i].index, &d))
+            av[n++] = l->apps[i].id;
+    snprintf(delay, sizeof(delay), "%" PRIu64, d);
+    snprintf(bound, sizeof(bound), "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+    av[4] = delay;
+    av[5] = bound;
+    if (run_script(l, S_REAP, reap_reply, l, n, av) == 0)
         l->reap_out = true;
+    free(av);
 }
 
 static void q_push(struct srv_lease *l, const char *dead, size_t dlen,

@@ -108,7 +108,11 @@ static const char lease_lua_leave[] =
     "return claim(me, apps)";
 
 /*
- * One step of a reap. ARGV: P, me, token, max fields. Members first
+ * One step of a reap. ARGV: P, me, token, max fields, then the webhook
+ * delay in ms, the stream bound and the ids of the apps whose webhooks
+ * go through Redis (docs/WEBHOOKS.md, "In a cluster"): their closing
+ * edges wait in P:whd:<app> (or go to the stream P:wh:<app> at once with
+ * no delay), as the LEAVE script does. Members first
  * (within a leave the member edge comes before the channel edge), then
  * subscriptions. Returns {"more"|"done"|"lost", subscriptions removed,
  * memberships removed, {kind, app, channel, uid, ...}} with kind "r"
@@ -120,6 +124,27 @@ static const char lease_lua_reap[] =
     "local lock = p .. ':reap:' .. tok "
     "if redis.call('GET', lock) ~= me then return {'lost', 0, 0, {}} end "
     "redis.call('PEXPIRE', lock, 30000) "
+    "local whd, whmax, whapps = tonumber(ARGV[5]) or 0, "
+    "  tonumber(ARGV[6]) or 0, {} "
+    "for i = 7, #ARGV do whapps[ARGV[i]] = true end "
+    "local function wh_close(a, name, c, u) "
+    "  if not whapps[a] then return end "
+    "  local m = u and ('r\\31' .. c .. '\\31' .. u) or ('v\\31' .. c) "
+    "  if whd > 0 then "
+    "    local t = redis.call('TIME') "
+    "    redis.call('ZADD', p .. ':whd:' .. a, "
+    "      tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + whd, m) "
+    "    return "
+    "  end "
+    "  local sk = p .. ':wh:' .. a "
+    "  if redis.call('XLEN', sk) >= whmax then "
+    "    redis.call('HINCRBY', p .. ':whn:' .. a, 'dropped', 1) return "
+    "  end "
+    "  if u then redis.call('XADD', sk, '*', 'name', name, 'channel', c, "
+    "    'user_id', u) "
+    "  else redis.call('XADD', sk, '*', 'name', name, 'channel', c) end "
+    "  redis.call('HINCRBY', p .. ':whn:' .. a, 'queued', 1) "
+    "end "
     "local nmk = p .. ':rp:' .. tok .. ':nm' "
     "local nsk = p .. ':rp:' .. tok .. ':ns' "
     "local edges, subs, mems, used = {}, 0, 0, 0 "
@@ -158,6 +183,7 @@ static const char lease_lua_reap[] =
     "      local cs = redis.call('HINCRBY', p .. ':gq:' .. a, c, 1) "
     "      redis.call('PUBLISH', p .. ':m:' .. a .. ':' .. c, "
     "                 cs .. '\\n-\\n' .. u .. '\\n') "
+    "      wh_close(a, 'member_removed', c, u) "
     "      edges[#edges + 1] = 'r'; edges[#edges + 1] = a "
     "      edges[#edges + 1] = c; edges[#edges + 1] = u "
     "    end "
@@ -173,6 +199,7 @@ static const char lease_lua_reap[] =
     "    subs = subs + n "
     "    local before = sub(p .. ':gs:' .. a, c, n) "
     "    if before > 0 and before <= n then "
+    "      wh_close(a, 'channel_vacated', c, nil) "
     "      edges[#edges + 1] = 'v'; edges[#edges + 1] = a "
     "      edges[#edges + 1] = c; edges[#edges + 1] = '' "
     "    end "

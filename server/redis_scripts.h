@@ -29,13 +29,63 @@ enum srv_script {
     SRV_SCRIPT_N,
 };
 
-/* KEYS ns nm ni gs gm gi gq; ARGV fs ch max [uid info fm mchan].
+/*
+ * Durable webhooks (docs/WEBHOOKS.md, "In a cluster"), the prologue of
+ * JOIN and LEAVE: with three more keys, KEYS[8] P:wh:<app> (the stream),
+ * KEYS[9] P:whd:<app> (ZSET of closing edges waiting out the delay, score
+ * = due ms by Redis TIME, member "v" US ch or "r" US ch US uid) and
+ * KEYS[10] P:whn:<app> (HASH of counters queued / cancelled / dropped),
+ * the last two ARGV are the delay in ms and the stream's bound. An
+ * opening edge ZREMs its pending closing one (cancelled: nothing queued)
+ * or XADDs itself; a closing edge waits in the ZSET (XADD at once with no
+ * delay). Redis 7 replicates a script's effects, so TIME may be used.
+ */
+#define SRV_LUA_WH                                                           \
+    "local wh, nargv, whd, whmax = #KEYS >= 10, #ARGV, 0, 0\n"                \
+    "if wh then\n"                                                           \
+    "  whd = tonumber(ARGV[nargv - 1]) or 0\n"                               \
+    "  whmax = tonumber(ARGV[nargv]) or 0\n"                                 \
+    "  nargv = nargv - 2\n"                                                  \
+    "end\n"                                                                  \
+    "local function wh_add(name, ch, uid)\n"                                 \
+    "  if redis.call('XLEN', KEYS[8]) >= whmax then\n"                       \
+    "    redis.call('HINCRBY', KEYS[10], 'dropped', 1); return\n"            \
+    "  end\n"                                                                \
+    "  if uid then\n"                                                        \
+    "    redis.call('XADD', KEYS[8], '*', 'name', name, 'channel', ch,\n"     \
+    "               'user_id', uid)\n"                                       \
+    "  else redis.call('XADD', KEYS[8], '*', 'name', name, 'channel', ch)\n"  \
+    "  end\n"                                                                \
+    "  redis.call('HINCRBY', KEYS[10], 'queued', 1)\n"                       \
+    "end\n"                                                                  \
+    "local function wh_key(ch, uid)\n"                                       \
+    "  if uid then return 'r\\31' .. ch .. '\\31' .. uid end\n"               \
+    "  return 'v\\31' .. ch\n"                                                \
+    "end\n"                                                                  \
+    "local function wh_open(name, ch, uid)\n"                                \
+    "  if not wh then return end\n"                                          \
+    "  if redis.call('ZREM', KEYS[9], wh_key(ch, uid)) == 1 then\n"          \
+    "    redis.call('HINCRBY', KEYS[10], 'cancelled', 1); return\n"          \
+    "  end\n"                                                                \
+    "  wh_add(name, ch, uid)\n"                                              \
+    "end\n"                                                                  \
+    "local function wh_close(name, ch, uid)\n"                               \
+    "  if not wh then return end\n"                                          \
+    "  if whd <= 0 then wh_add(name, ch, uid); return end\n"                 \
+    "  local t = redis.call('TIME')\n"                                       \
+    "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+    "  redis.call('ZADD', KEYS[9], now + whd, wh_key(ch, uid))\n"            \
+    "end\n"
+
+/* KEYS ns nm ni gs gm gi gq [wh whd whn]; ARGV fs ch max [uid info fm
+ * mchan] [delay bound].
  * {-1,0,0} when the presence channel already has max (> 0) members and
  * uid is not one; else {chan_first, member_first, cseq, uid, info, ...}
  * (presence: the member list after the join). */
 #define SRV_LUA_JOIN                                                         \
+    SRV_LUA_WH                                                               \
     "local fs, ch = ARGV[1], ARGV[2]\n"                                      \
-    "local pres = #ARGV >= 7\n"                                              \
+    "local pres = nargv >= 7\n"                                              \
     "if pres then\n"                                                         \
     "  local maxm = tonumber(ARGV[3]) or 0\n"                                \
     "  if maxm > 0 and redis.call('HEXISTS', KEYS[5], ARGV[4]) == 0 and\n"   \
@@ -43,14 +93,16 @@ enum srv_script {
     "end\n"                                                                  \
     "local cf, mf, cseq = 0, 0, 0\n"                                         \
     "redis.call('HINCRBY', KEYS[1], fs, 1)\n"                                \
-    "if redis.call('HINCRBY', KEYS[4], ch, 1) == 1 then cf = 1 end\n"        \
+    "if redis.call('HINCRBY', KEYS[4], ch, 1) == 1 then\n"                   \
+    "  cf = 1; wh_open('channel_occupied', ch, nil)\n"                       \
+    "end\n"                                                                  \
     "if not pres then return {cf, 0, 0} end\n"                               \
     "local uid, info, fm = ARGV[4], ARGV[5], ARGV[6]\n"                      \
     "if redis.call('HINCRBY', KEYS[2], fm, 1) == 1 then\n"                   \
     "  redis.call('HSET', KEYS[3], fm, info)\n"                              \
     "end\n"                                                                  \
     "if redis.call('HINCRBY', KEYS[5], uid, 1) == 1 then\n"                  \
-    "  mf = 1\n"                                                             \
+    "  mf = 1; wh_open('member_added', ch, uid)\n"                           \
     "  redis.call('HSET', KEYS[6], uid, info)\n"                             \
     "  cseq = redis.call('HINCRBY', KEYS[7], ch, 1)\n"                       \
     "  redis.call('PUBLISH', ARGV[7], cseq .. '\\n+\\n' .. uid .. '\\n' ..\n"  \
@@ -63,9 +115,10 @@ enum srv_script {
     "for i = 1, #all do r[#r + 1] = all[i] end\n"                            \
     "return r\n"
 
-/* KEYS as JOIN; ARGV fs ch [uid fm mchan]. {chan_last, member_last,
+/* KEYS as JOIN; ARGV fs ch [uid fm mchan] [delay bound]. {chan_last, member_last,
  * cseq}. A count this node does not hold is not taken from the totals. */
 #define SRV_LUA_LEAVE                                                        \
+    SRV_LUA_WH                                                               \
     "local fs, ch = ARGV[1], ARGV[2]\n"                                      \
     "local cl, ml, cseq = 0, 0, 0\n"                                         \
     "local n = redis.call('HINCRBY', KEYS[1], fs, -1)\n"                     \
@@ -77,7 +130,7 @@ enum srv_script {
     "    if g == 0 then cl = 1 end\n"                                        \
     "  end\n"                                                                \
     "end\n"                                                                  \
-    "if #ARGV >= 5 then\n"                                                   \
+    "if nargv >= 5 then\n"                                                   \
     "  local uid, fm = ARGV[3], ARGV[4]\n"                                   \
     "  local m = redis.call('HINCRBY', KEYS[2], fm, -1)\n"                   \
     "  if m <= 0 then\n"                                                     \
@@ -90,7 +143,7 @@ enum srv_script {
     "      redis.call('HDEL', KEYS[5], uid)\n"                               \
     "      if g == 0 then\n"                                                 \
     "        redis.call('HDEL', KEYS[6], uid)\n"                             \
-    "        ml = 1\n"                                                       \
+    "        ml = 1; wh_close('member_removed', ch, uid)\n"                  \
     "        cseq = redis.call('HINCRBY', KEYS[7], ch, 1)\n"                 \
     "        redis.call('PUBLISH', ARGV[5], cseq .. '\\n-\\n' .. uid ..\n"     \
     "                   '\\n')\n"                                             \
@@ -98,6 +151,7 @@ enum srv_script {
     "    end\n"                                                              \
     "  end\n"                                                                \
     "end\n"                                                                  \
+    "if cl == 1 then wh_close('channel_vacated', ch, nil) end\n"             \
     "return {cl, ml, cseq}\n"
 
 /* KEYS gs gm; ARGV ch. {subscriptions, users}. */

@@ -118,6 +118,15 @@ int srv_webhooks_admin(const struct srv_config *cfg, FILE *out);
     X(webhook_delivery_latency_seconds, histogram,                             \
       "From a batch's creation to its delivery")                               \
     X(webhook_events_dropped_total, counter,                                   \
-      "Webhook events dropped before batching (queue full, no memory)")
+      "Webhook events dropped before batching (queue full, no memory)")       \
+    X(webhook_stream_added_total, counter,                                     \
+      "Client events and cache misses this node added to the redis stream")   \
+    X(webhook_stream_read_total, counter,                                      \
+      "Redis stream entries this node read as an app's consumer")             \
+    X(webhook_stream_claimed_total, counter,                                   \
+      "Pending redis stream entries claimed when taking an app's lease")      \
+    X(webhook_stream_dropped_total, counter,                                   \
+      "Webhook events refused by a full redis stream")                        \
+    X(webhook_leases_held, gauge, "Apps whose webhook lease this node holds")
 
 #endif

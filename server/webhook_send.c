@@ -34,83 +34,15 @@
 
 #include "hub/auth.h"
 #include "hub/backplane.h"
+#include "hub/cluster.h"
 #include "hub/rng.h"
 #include "hub/webhook.h"
 #include "server/srv.h"
+#include "server/webhook_int.h"
 
 #define BODY_CAP (64 * 1024)        /* response bytes read, then cut */
-#define N_LAT 10
 static const double lat_bounds_s[N_LAT] = {
     0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30, 300,
-};
-
-struct batch {
-    struct batch *next;
-    int64_t id;                     /* store row; 0 without a store */
-    char *body;
-    size_t len;
-    char idem[48];
-    unsigned n_events, attempts;
-    uint64_t created_ms;            /* wall clock */
-    uint64_t next_ms;               /* monotonic: not before */
-};
-
-struct endpoint {
-    struct srv_wh *wh;
-    const struct hub_app *app;
-    const struct hub_webhook_conf *conf;
-    char *shown;                    /* the URL for logs and stats: no
-                                       user:password@, no ?query */
-    struct batch *head, **tail;
-    CURL *easy;
-    struct curl_slist *hdrs;
-    bool in_flight;
-    bool failing;
-    size_t body_seen;
-    char last_err[128];
-    /* Read by /stats from any thread. */
-    atomic_uint_fast64_t sent, failed, retried, dead, dropped, depth;
-    atomic_uint_fast64_t oldest_ms;  /* wall clock of the head; 0 none */
-    atomic_bool up;
-    atomic_uint_fast64_t lat[N_LAT + 1], lat_sum_ms, lat_count;
-};
-
-struct wh_view {
-    unsigned n;
-    struct hub_app *apps;
-};
-
-struct srv_wh {
-    struct srv *srv;
-    const struct srv_config *cfg;
-    struct hub_whq q;
-    struct hub_wh_engine *eng;
-    struct srv_wh_store *store;
-    CURLM *multi;
-    pthread_t thread;
-    atomic_bool stop;
-    /* The sender's own copy of the apps (index = app index), made at
-     * start and by each reload (srv_webhooks_reload): the engine and the
-     * endpoints point into it, never into the hub's app table. */
-    struct wh_view *view;
-    struct wh_view *next_view;      /* handed over by a reload; under mu */
-    /* mu guards next_view, and eps / n_eps against the /stats readers
-     * (the sender writes them only under it, and reads them without). */
-    pthread_mutex_t mu;
-    struct endpoint **eps;          /* each allocated alone: curl holds
-                                       its pointer while in flight */
-    unsigned n_eps;
-    unsigned *ep_base;              /* per app: its first endpoint */
-    uint64_t held_bytes;
-    atomic_uint_fast64_t held_bytes_pub;
-    bool dropping;                  /* logged the current drop episode */
-    uint64_t rng;
-    uint64_t last_checkpoint_ms, last_replay_ms;
-    bool dirty;                     /* written since the last checkpoint */
-    atomic_uint_fast64_t store_errors, orphans;
-    /* The engine's figures, copied each round for /stats. */
-    atomic_uint_fast64_t edges_cancelled, edges_delayed, events_batched,
-        events_oom;
 };
 
 static uint64_t wall_ms(void)
@@ -142,6 +74,9 @@ static void depth_update(struct endpoint *ep)
 static void batch_free(struct srv_wh *wh, struct batch *b)
 {
     wh->held_bytes -= b->len;
+    for (unsigned i = 0; i < b->n_acks; i++)
+        free(b->acks[i]);
+    free(b->acks);
     free(b->body);
     free(b);
 }
@@ -160,6 +95,9 @@ static bool ep_push(struct endpoint *ep, struct batch *b)
                     "in webhook_dropped_total) until it drains",
                     (uint64_t)wh->cfg->webhook_max_pending);
         wh->dropping = true;
+        for (unsigned i = 0; i < b->n_acks; i++)
+            free(b->acks[i]);
+        free(b->acks);
         free(b->body);
         free(b);
         return false;
@@ -353,6 +291,8 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
             if (srv_wh_store_done(wh->store, b->id))
                 atomic_fetch_add(&wh->store_errors, 1);
         }
+        if (b->acks)
+            srv_whs_done(wh, ep, b);
         ep_pop(ep);
         return;
     }
@@ -376,12 +316,29 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
                 "attempts (%s)",
                 ep->shown, ep->app->id, b->idem, b->attempts,
                 ep->last_err);
+        if (wh->store && b->acks && !b->id) {
+            /* From the cluster's stream: not in the store until now. */
+            const struct srv_wh_row r = {
+                .app = ep->app->id, .url = ep->conf->url, .idem = b->idem,
+                .created_ms = b->created_ms, .n_events = b->n_events,
+                .body = b->body, .len = b->len,
+            };
+
+            store_tx(wh);
+            b->id = srv_wh_store_add(wh->store, &r);
+            if (b->id < 0) {
+                b->id = 0;
+                atomic_fetch_add(&wh->store_errors, 1);
+            }
+        }
         if (wh->store && b->id) {
             store_tx(wh);
             if (srv_wh_store_dead(wh->store, b->id, wall, b->attempts,
                                   ep->last_err))
                 atomic_fetch_add(&wh->store_errors, 1);
         }
+        if (b->acks)
+            srv_whs_done(wh, ep, b);
         ep_pop(ep);
         return;
     }
@@ -494,6 +451,8 @@ static void *sender_main(void *arg)
     for (;;) {
         uint64_t now = mono_ms(), wall = wall_ms(), due, wait = 1000;
         struct hub_wh_event *list = hub_whq_pop_all(&wh->q);
+        /* With --redis, client events and cache misses go to the app's
+         * stream (server/webhook_stream.c); the rest to the engine. */
         bool stopping = atomic_load(&wh->stop);
         int running = 0, left;
         struct wh_view *nv;
@@ -508,11 +467,18 @@ static void *sender_main(void *arg)
         if (nv)
             apply_view(wh, nv, false);
 
+        if (wh->whs && !stopping)
+            list = srv_whs_take(wh, list);
         hub_wh_engine_advance(wh->eng, now, wall);
         hub_wh_engine_feed(wh->eng, list, now);
         due = hub_wh_engine_advance(wh->eng, now, wall);
         if (due < wait)
             wait = due;
+        if (wh->whs && !stopping) {
+            due = srv_whs_round(wh, now);
+            if (due < wait)
+                wait = due;
+        }
         {
             struct hub_wh_engine_stats es;
 
@@ -651,6 +617,11 @@ static struct endpoint *ep_new(struct srv_wh *wh, const struct hub_app *app,
     }
     ep->tail = &ep->head;
     atomic_init(&ep->up, true);
+    if (srv_whs_ep_init(wh, ep)) {
+        free(ep->shown);
+        free(ep);
+        return NULL;
+    }
     return ep;
 }
 
@@ -680,6 +651,7 @@ static unsigned ep_retire(struct srv_wh *wh, struct endpoint *ep,
         n++;
         ep_pop(ep);
     }
+    srv_whs_ep_fini(ep);
     free(ep->shown);
     free(ep);
     return n;
@@ -797,6 +769,7 @@ oom:
 
 static void wh_free(struct srv_wh *wh)
 {
+    srv_whs_free(wh);
     for (unsigned i = 0; i < wh->n_eps; i++)
         ep_retire(wh, wh->eps[i], NULL);
     hub_wh_engine_destroy(wh->eng);
@@ -852,6 +825,7 @@ int srv_webhooks_start(struct srv *srv)
     }
     wh->srv = srv;
     wh->cfg = cfg;
+    wh->push = ep_push;
     atomic_init(&wh->stop, false);
     if (getrandom(&boot, sizeof(boot), 0) != sizeof(boot))
         boot = wall_ms() ^ (uint64_t)getpid() << 32;
@@ -868,6 +842,14 @@ int srv_webhooks_start(struct srv *srv)
     /* With --redis the cluster directory decides each edge once,
      * cluster-wide (docs/WEBHOOKS.md, "In a cluster"). */
     hub_wh_engine_set_shared(wh->eng, cfg->redis != NULL);
+    /* And its edges, client events and cache misses go through Redis
+     * Streams while Redis answers (docs/WEBHOOKS.md, "In a cluster"). */
+    if (srv_whs_create(wh)) {
+        view_free(view);
+        wh_free(wh);
+        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+        return -1;
+    }
     curl_multi_setopt(wh->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
     if (apply_view(wh, view, true)) {
         wh_free(wh);
@@ -916,6 +898,31 @@ int srv_webhooks_start(struct srv *srv)
         srv_log(HUB_LOG_WARN, 0, "webhooks: this backplane reports no "
                                  "channel edges; occupied, vacated and "
                                  "member events are not sent");
+    if (wh->whs && srv->cluster) {
+        /* The apps whose edges the cluster's scripts queue in Redis: any
+         * webhook of theirs wants an edge type. */
+        unsigned na = wh->view->n;
+        bool *in = calloc(na ? na : 1, sizeof(*in));
+
+        for (unsigned i = 0; in && i < na; i++)
+            for (unsigned t = HUB_WH_CHANNEL_OCCUPIED;
+                 t <= HUB_WH_MEMBER_REMOVED; t++)
+                if (hub_whq_wants(&wh->q, i, t))
+                    in[i] = true;
+        if (!in || hub_cluster_set_wh(srv->cluster, in, na,
+                                      cfg->webhook_delay_ms)) {
+            free(in);
+            hub_dir_set_edge_hook(srv->hub, NULL, NULL);
+            wh_free(wh);
+            srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+            return -1;
+        }
+        free(in);
+        srv_log(HUB_LOG_INFO, 0,
+                "webhooks: durable through redis streams (%s:wh:<app>); "
+                "one node per app sends, holding %s:whl:<app>",
+                cfg->redis_prefix, cfg->redis_prefix);
+    }
     if (pthread_create(&wh->thread, NULL, sender_main, wh)) {
         hub_dir_set_edge_hook(srv->hub, NULL, NULL);
         wh_free(wh);
@@ -1037,6 +1044,8 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
                      LD(wh->orphans), "pending_bytes",
                      (json_int_t)atomic_load(&wh->held_bytes_pub),
                      "endpoints", eps);
+    if (root && wh->whs)
+        json_object_set_new(root, "stream", srv_whs_stats_json(wh));
     return root;
 }
 
@@ -1150,6 +1159,7 @@ void srv_webhooks_metrics(struct srv *srv,
                  (uint64_t)(LD(wh->q.dropped) + LD(wh->events_oom)));
         put(b, line);
     }
+    srv_whs_metrics(wh, put, b);
     if (wh)
         pthread_mutex_unlock(&wh->mu);
 #undef FAMILY
