@@ -20,6 +20,7 @@
 #include "hub/app.h"
 #include "hub/directory.h"
 #include "hub/webhook.h"
+#include "hub/wh_stream.h"
 
 static struct hub_webhook_conf conf(unsigned types, const char *pre,
                                     const char *suf)
@@ -587,6 +588,84 @@ static void test_engine_reload(void **state)
     hub_whq_fini(&q);
 }
 
+
+/* Durable cluster webhooks (hub/wh_stream.h): stream entries to events,
+ * group names, ids, and the body made with the entries' ids. */
+static void test_stream_entries(void **state)
+{
+    const char *occ[] = { "name", "channel_occupied", "channel", "room" };
+    const size_t occl[] = { 4, 16, 7, 4 };
+    const char *mem[] = { "name", "member_removed", "channel", "presence-a",
+                          "user_id", "u1" };
+    const size_t meml[] = { 4, 14, 7, 10, 7, 2 };
+    const char *nouid[] = { "name", "member_added", "channel", "presence-a" };
+    const size_t nouidl[] = { 4, 12, 7, 10 };
+    const char *bad[] = { "name", "nonsense", "channel", "room" };
+    const size_t badl[] = { 4, 8, 7, 4 };
+    const char *ce[] = { "name", "client_event", "channel", "private-x",
+                         "event", "client-hi", "data", "{\"a\":1}",
+                         "socket_id", "1.2" };
+    const size_t cel[] = { 4, 12, 7, 9, 5, 9, 4, 7, 9, 3 };
+    const char *nul[] = { "name", "channel_occupied", "channel", "ro\0m" };
+    const size_t null_[] = { 4, 16, 7, 4 };
+    struct hub_wh_event *e;
+    char g1[HUB_WHS_GROUP_LEN], g2[HUB_WHS_GROUP_LEN], id[64];
+
+    (void)state;
+    e = hub_whs_event(3, occ, occl, 4);
+    assert_non_null(e);
+    assert_int_equal(e->type, HUB_WH_CHANNEL_OCCUPIED);
+    assert_int_equal(e->app, 3);
+    assert_string_equal(e->channel, "room");
+    assert_null(e->user_id);
+    free(e);
+    e = hub_whs_event(0, mem, meml, 6);
+    assert_non_null(e);
+    assert_int_equal(e->type, HUB_WH_MEMBER_REMOVED);
+    assert_string_equal(e->user_id, "u1");
+    free(e);
+    /* A member event without its user, an unknown name, a NUL inside a
+     * value, an odd field count, nothing at all: none. */
+    assert_null(hub_whs_event(0, nouid, nouidl, 4));
+    assert_null(hub_whs_event(0, bad, badl, 4));
+    assert_null(hub_whs_event(0, nul, null_, 4));
+    assert_null(hub_whs_event(0, occ, occl, 3));
+    assert_null(hub_whs_event(0, NULL, NULL, 0));
+    e = hub_whs_event(1, ce, cel, 10);
+    assert_non_null(e);
+    assert_int_equal(e->type, HUB_WH_CLIENT_EVENT);
+    assert_string_equal(e->event, "client-hi");
+    assert_string_equal(e->data, "{\"a\":1}");
+    assert_string_equal(hub_wh_event_socket_id(e), "1.2");
+    {
+        const struct hub_wh_event *evs[1] = { e };
+        const char *ids[1] = { "app-1764604800123-0" };
+        size_t len = 0;
+        unsigned n = 0;
+        char *body = hub_wh_encode_ids(evs, ids, 1, NULL, 42, &len, &n);
+
+        assert_non_null(body);
+        assert_int_equal(n, 1);
+        assert_non_null(strstr(body, "\"time_ms\":42"));
+        assert_non_null(strstr(body, "\"id\":\"app-1764604800123-0\""));
+        assert_non_null(strstr(body, "\"socket_id\":\"1.2\""));
+        free(body);
+    }
+    free(e);
+    /* The group: stable, per URL, and short. */
+    hub_whs_group("http://a/hook", g1);
+    hub_whs_group("http://a/hook", g2);
+    assert_string_equal(g1, g2);
+    assert_int_equal(strlen(g1), HUB_WHS_GROUP_LEN - 1);
+    assert_memory_equal(g1, "wh-", 3);
+    hub_whs_group("http://a/hook2", g2);
+    assert_string_not_equal(g1, g2);
+    /* Ids: app and entry id; too long is refused. */
+    assert_int_equal(hub_whs_event_id("app", "1-2", id, sizeof(id)), 0);
+    assert_string_equal(id, "app-1-2");
+    assert_int_equal(hub_whs_event_id("app", "1-2", id, 7), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -600,6 +679,7 @@ int main(void)
         cmocka_unit_test(test_engine_batching_and_filters),
         cmocka_unit_test(test_engine_nomem),
         cmocka_unit_test(test_engine_reload),
+        cmocka_unit_test(test_stream_entries),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
