@@ -126,6 +126,7 @@ struct srv_whs {
     unsigned n_apps;
     /* /stats, read from any thread. */
     atomic_uint_fast64_t added, read, claimed, acked, dropped, held;
+    atomic_bool up;                /* rc is connected */
 };
 
 static uint64_t wall_now(void)
@@ -170,6 +171,7 @@ static void disconnect(struct srv_whs *z)
     if (z->rc)
         redisFree(z->rc);
     z->rc = NULL;
+    atomic_store(&z->up, false);
 }
 
 /* A command; NULL (and the connection dropped when it broke). */
@@ -229,6 +231,7 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
         return false;
     }
     freeReplyObject(r);
+    atomic_store(&z->up, true);
     if (z->told_down)
         srv_log(HUB_LOG_INFO, 0, "webhooks: redis stream connection back");
     z->told_down = false;
@@ -887,7 +890,7 @@ json_t *srv_whs_stats_json(struct srv_wh *wh)
     if (!z)
         return NULL;
     return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "connected",
-                     z->rc != NULL, "leases_held", L(held), "added",
+                     atomic_load(&z->up), "leases_held", L(held), "added",
                      L(added), "read", L(read), "claimed", L(claimed),
                      "acked", L(acked), "dropped", L(dropped));
 #undef L
