@@ -121,6 +121,9 @@ struct hub_wh_event *srv_whs_take(struct srv_wh *wh, struct hub_wh_event *l);
 /* One round: leases, the delay pump, reads, batches, acks. Returns ms
  * until it wants the next round. */
 uint64_t srv_whs_round(struct srv_wh *wh, uint64_t now);
+/* Does this node hold the lease of ep's app (may it send its stream's
+ * batches)? */
+bool srv_whs_holds(const struct srv_wh *wh, const struct endpoint *ep);
 /* b (of ep, from the stream) was delivered or dead-lettered: XACK. */
 void srv_whs_done(struct srv_wh *wh, struct endpoint *ep, struct batch *b);
 /* /stats "stream" object (new reference, NULL without --redis) and the

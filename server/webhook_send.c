@@ -309,6 +309,12 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
                 ep->shown, ep->app->id, ep->last_err);
     ep->failing = true;
     b->attempts++;
+    if (b->acks && !srv_whs_holds(wh, ep)) {
+        /* The app's lease went to another node, which sends the batch's
+         * entries (still pending in Redis) from now on. */
+        ep_pop(ep);
+        return;
+    }
     if (wall >= b->created_ms + wh->cfg->webhook_retry_window_ms) {
         atomic_fetch_add(&ep->dead, 1);
         srv_log(HUB_LOG_WARN, 0,

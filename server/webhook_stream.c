@@ -404,6 +404,13 @@ static void xack(struct srv_whs *z, const char *app, const char *group,
     free(av);
 }
 
+bool srv_whs_holds(const struct srv_wh *wh, const struct endpoint *ep)
+{
+    const struct srv_whs *z = wh->whs;
+
+    return z && ep->app->index < z->n_apps && z->apps[ep->app->index].held;
+}
+
 void srv_whs_done(struct srv_wh *wh, struct endpoint *ep, struct batch *b)
 {
     if (!wh->whs || !ep->whs || !b->acks)
@@ -806,7 +813,7 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
         key(kd, sizeof(kd), z, "whd", app->id) ||
         key(kn, sizeof(kn), z, "whn", app->id))
         return;
-    if (!a->held || now >= a->renew_ms) {
+    if (now >= a->renew_ms) {
         const char *av[6] = { "EVAL", lua_lease, "1", kl, z->node,
                               z->lease_txt };
         bool had = a->held, took;
