@@ -12,7 +12,9 @@
 //   c) kill -9 of the lease holder while the receiver fails: after it
 //      recovers every event arrives, from a survivor;
 //   d) kill -9 of the holder while closing edges wait out their delay in
-//      Redis: a survivor sends them.
+//      Redis: a survivor sends them;
+//   e) client events seen by a node that does not hold the lease go to
+//      the stream and out through the holder, with their fields.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
@@ -37,10 +39,10 @@ const is = (name, channel, uid) => (e) => e.name === name && e.channel === chann
 
 // Three nodes n1..n3; any of them may be killed with -9 by the test
 // (node.kill9()); the others must exit 0 at the end.
-async function cluster(t, delay, extra = []) {
+async function cluster(t, delay, extra = [], types = TYPES) {
   const redis = await startRedis(t);
   const rx = await startReceiver(t, APP);
-  const cfg = configFile(t, { apps: [{ ...APP, webhooks: [{ url: rx.url(), event_types: TYPES }] }] });
+  const cfg = configFile(t, { apps: [{ ...APP, client_events: true, webhooks: [{ url: rx.url(), event_types: types }] }] });
   const nodes = [];
   for (let k = 1; k <= 3; k++) {
     const id = `n${k}`;
@@ -192,5 +194,33 @@ test('d) kill -9 of the holder with closing edges waiting in redis: a survivor s
   assert.equal(rx.delivered(is('channel_vacated', ch)).length, 1);
   assert.equal(rx.delivered(is('member_removed', pres, 'zed')).length, 1);
   assert.equal(rx.delivered(is('channel_vacated', pres)).length, 1);
+  assert.equal(rx.invalid, 0, 'every request valid for the pusher SDK');
+});
+
+test('e) client events from every node go through the stream, with their fields', async (t) => {
+  const { redis, rx, nodes, holder } = await cluster(t, '200ms', [], [...TYPES, 'client_event']);
+  const h = await holder();
+  const senders = [];
+  for (const n of nodes) {
+    const c = await joined(t, n, 'private-ce');
+    senders.push(c);
+  }
+  for (const [k, c] of senders.entries()) {
+    c.send({ event: 'client-hi', channel: 'private-ce', data: { k } });
+  }
+  await rx.waitEvents((e) => e.name === 'client_event', nodes.length, 'every client event', 30000);
+  const got = rx.delivered((e) => e.name === 'client_event');
+  assert.deepEqual(got.map((e) => e.data).sort(), ['{"k":0}', '{"k":1}', '{"k":2}']);
+  for (const e of got) {
+    assert.equal(e.channel, 'private-ce');
+    assert.equal(e.event, 'client-hi');
+    assert.ok(senders.some((c) => c.socketId === e.socket_id), `socket_id ${e.socket_id}`);
+    assert.match(e.id, new RegExp(`^${APP.id}-\\d+-\\d+$`));
+  }
+  // Two came from nodes that do not hold the lease.
+  let added = 0;
+  for (const n of nodes) if (n !== h) added += (await n.stats()).webhooks.stream.added;
+  assert.equal(added, 2);
+  assert.ok(Number(await redis.cli('HGET', `${P}:whn:${APP.id}`, 'queued')) >= 4);
   assert.equal(rx.invalid, 0, 'every request valid for the pusher SDK');
 });
