@@ -174,6 +174,19 @@ static void disconnect(struct srv_whs *z)
     atomic_store(&z->up, false);
 }
 
+/* The connection broke: logged once, dropped (reconnected later). The
+ * leases are renewed, or found lost, after the reconnect. */
+static void lost(struct srv_whs *z)
+{
+    if (!z->told_down)
+        srv_log(HUB_LOG_WARN, 0, "webhooks: redis stream connection lost "
+                                 "(%s); edges wait in redis, client events "
+                                 "go to the local engine",
+                z->rc->errstr[0] ? z->rc->errstr : "no reply");
+    z->told_down = true;
+    disconnect(z);
+}
+
 /* A command; NULL (and the connection dropped when it broke). */
 static redisReply *cmd(struct srv_whs *z, int argc, const char **argv,
                        const size_t *lens)
@@ -183,16 +196,8 @@ static redisReply *cmd(struct srv_whs *z, int argc, const char **argv,
     if (!z->rc)
         return NULL;
     r = redisCommandArgv(z->rc, argc, argv, lens);
-    if (!r) {
-        if (!z->told_down)
-            srv_log(HUB_LOG_WARN, 0, "webhooks: redis stream connection "
-                                     "lost (%s); edges wait in redis, "
-                                     "client events go to the local engine",
-                    z->rc->errstr);
-        z->told_down = true;
-        /* The leases are renewed (or found lost) after the reconnect. */
-        disconnect(z);
-    }
+    if (!r)
+        lost(z);
     return r;
 }
 
@@ -310,14 +315,14 @@ static bool to_stream(const struct hub_wh_event *ev)
     return ev->type == HUB_WH_CLIENT_EVENT || ev->type == HUB_WH_CACHE_MISS;
 }
 
-static int add_one(struct srv_whs *z, const char *app,
-                   const struct hub_wh_event *ev)
+/* Queue one event's XADD script on the pipeline; 0 or -1. */
+static int append_one(struct srv_whs *z, const char *app,
+                      const struct hub_wh_event *ev)
 {
     char kw[512], kn[512], bound[16];
     const char *av[18];
+    const char *sid = hub_wh_event_socket_id(ev);
     int n = 0;
-    redisReply *r;
-    int rc = -1;
 
     if (key(kw, sizeof(kw), z, "wh", app) || key(kn, sizeof(kn), z, "whn", app))
         return -1;
@@ -337,43 +342,62 @@ static int add_one(struct srv_whs *z, const char *app,
         av[n++] = name;                                                        \
         av[n++] = v;                                                           \
     }
-    const char *sid = hub_wh_event_socket_id(ev);
-
     F("user_id", ev->user_id)
     F("event", ev->event)
     F("data", ev->data)
     F("socket_id", sid)
 #undef F
-    r = cmd(z, n, av, NULL);
-    if (r && r->type == REDIS_REPLY_INTEGER) {
-        rc = 0;                    /* a refusal at the bound is counted by
-                                      the app's lease holder */
-        if (r->integer == 1)
-            stat_add(&z->added, 1);
-    }
-    freeReplyObject(r);
-    return rc;
+    /* hiredis copies the arguments into its output buffer. */
+    return redisAppendCommandArgv(z->rc, n, av, NULL) == REDIS_OK ? 0 : -1;
 }
+
+#define PIPELINE 256               /* events per round trip */
 
 struct hub_wh_event *srv_whs_take(struct srv_wh *wh, struct hub_wh_event *l)
 {
     struct srv_whs *z = wh->whs;
     struct hub_wh_event *keep = NULL, **kt = &keep, *ev, *next;
+    struct hub_wh_event *sent[PIPELINE];
 
     if (!z || !l)
         return l;
     connect_now(z, srv_now_ms());
-    for (ev = l; ev; ev = next) {
-        next = ev->next;
-        ev->next = NULL;
-        if (z->rc && to_stream(ev) && ev->app < wh->view->n &&
-            wh->view->apps[ev->app].id &&
-            add_one(z, wh->view->apps[ev->app].id, ev) == 0) {
-            free(ev);
-            continue;
+    while (l) {
+        unsigned ns = 0;
+
+        for (ev = l; ev && ns < PIPELINE; ev = next) {
+            next = ev->next;
+            ev->next = NULL;
+            if (z->rc && to_stream(ev) && ev->app < wh->view->n &&
+                wh->view->apps[ev->app].id &&
+                append_one(z, wh->view->apps[ev->app].id, ev) == 0) {
+                sent[ns++] = ev;
+                continue;
+            }
+            *kt = ev;
+            kt = &ev->next;
         }
-        *kt = ev;
-        kt = &ev->next;
+        l = ev;
+        for (unsigned i = 0; i < ns; i++) {
+            redisReply *r = NULL;
+
+            if (z->rc && redisGetReply(z->rc, (void **)&r) != REDIS_OK) {
+                r = NULL;
+                lost(z);
+            }
+            if (r && r->type == REDIS_REPLY_INTEGER) {
+                /* 0: refused at the bound, counted by the lease holder. */
+                if (r->integer == 1)
+                    stat_add(&z->added, 1);
+                free(sent[i]);
+            } else {
+                /* No answer: the local engine sends it (if the XADD ran
+                 * all the same, the receiver gets it twice). */
+                *kt = sent[i];
+                kt = &sent[i]->next;
+            }
+            freeReplyObject(r);
+        }
     }
     return keep;
 }
