@@ -40,9 +40,10 @@
 #include "server/webhook_int.h"
 
 #define ROUND_MS 100               /* reads and the pump, while holding */
-#define RETRY_MS 1000              /* reconnects */
+#define RETRY_MS 500               /* reconnects: doubled up to 10 s */
+#define RETRY_MAX_MS 10000
 #define TRIM_MS 1000
-#define IO_TIMEOUT_MS 1000         /* every command; a sender, not a loop */
+#define IO_TIMEOUT_MS 500          /* every command; a sender, not a loop */
 #define PUMP_LIMIT "200"           /* delayed edges moved per round */
 #define CLAIM_ROUNDS 1000          /* XAUTOCLAIM pages per takeover */
 #define MAX_FIFO 2                 /* stream batches waiting per endpoint */
@@ -121,6 +122,7 @@ struct srv_whs {
     char lease_txt[24];
     redisContext *rc;
     uint64_t retry_ms, round_ms;
+    uint64_t backoff_ms;           /* until the next connect attempt */
     bool told_down;
     struct whs_app *apps;
     unsigned n_apps;
@@ -211,7 +213,12 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
         return true;
     if (now < z->retry_ms)
         return false;
-    z->retry_ms = now + RETRY_MS;
+    /* A Redis that does not answer costs the sender at most one timeout
+     * per attempt, and the attempts thin out. */
+    z->backoff_ms = z->backoff_ms ? z->backoff_ms * 2 : RETRY_MS;
+    if (z->backoff_ms > RETRY_MAX_MS)
+        z->backoff_ms = RETRY_MAX_MS;
+    z->retry_ms = now + z->backoff_ms;
     z->rc = redisConnectWithTimeout(z->url.host, z->url.port, tv);
     if (!z->rc || z->rc->err) {
         disconnect(z);
@@ -237,6 +244,7 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
     }
     freeReplyObject(r);
     atomic_store(&z->up, true);
+    z->backoff_ms = 0;
     if (z->told_down)
         srv_log(HUB_LOG_INFO, 0, "webhooks: redis stream connection back");
     z->told_down = false;
