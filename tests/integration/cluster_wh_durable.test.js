@@ -14,7 +14,9 @@
 //   d) kill -9 of the holder while closing edges wait out their delay in
 //      Redis: a survivor sends them;
 //   e) client events seen by a node that does not hold the lease go to
-//      the stream and out through the holder, with their fields.
+//      the stream and out through the holder, with their fields;
+//   f) a holder killed with -9 while the receiver fails and restarted with
+//      the same --node-id reads its own pending list and sends it all.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
@@ -222,5 +224,43 @@ test('e) client events from every node go through the stream, with their fields'
   for (const n of nodes) if (n !== h) added += (await n.stats()).webhooks.stream.added;
   assert.equal(added, 2);
   assert.ok(Number(await redis.cli('HGET', `${P}:whn:${APP.id}`, 'queued')) >= 4);
+  assert.equal(rx.invalid, 0, 'every request valid for the pusher SDK');
+});
+
+test('f) a holder killed with -9 and restarted with the same node id sends its own pending entries', async (t) => {
+  const redis = await startRedis(t);
+  const rx = await startReceiver(t, APP);
+  const cfg = configFile(t, { apps: [{ ...APP, webhooks: [{ url: rx.url(), event_types: TYPES }] }] });
+  const args = ['--loops', '2', '--drain-timeout', '1s', '--redis', redis.url(), '--node-id', 'solo',
+    '--node-lease', '2s', '--webhook-delay', '200ms', '--webhook-backoff-max', '1s', '--config', cfg];
+  const first = await startHub(args);
+  t.after(async () => { await first.stop('SIGKILL'); });
+  await allUp([first]);
+  await waitFor(async () => (await redis.cli('GET', `${P}:whl:${APP.id}`)) === 'solo', 'solo holds the lease', 30000, 50);
+  rx.mode = 'status';
+  rx.status = 503;
+  const N = 25;
+  for (let i = 0; i < N; i++) await joined(t, first, `solo-${i}`);
+  await waitFor(async () => (await first.stats()).webhooks.stream.read >= N, 'read every entry', 30000, 50);
+  await first.stop('SIGKILL');
+  // Its entries are pending for consumer "solo" in Redis, nowhere else.
+  const group = (await redis.cli('XINFO', 'GROUPS', `${P}:wh:${APP.id}`)).split('\n')[1];
+  assert.match(group, /^wh-[0-9a-f]{16}$/);
+  rx.mode = 'ok';
+  const again = await startHub(args);
+  t.after(async () => {
+    if (again.clientCloses) for (const c of again.clientCloses) c();
+    const exit = await again.stop();
+    if (exit.code !== 0) throw new Error(`solo exited ${JSON.stringify(exit)}: ${again.stderr.slice(-4000)}`);
+  });
+  await rx.waitEvents((e) => e.name === 'channel_occupied', N, 'every occupied after the restart', 60000);
+  const got = rx.delivered((e) => e.name === 'channel_occupied').map((e) => e.channel);
+  assert.equal(new Set(got).size, N);
+  // Every entry acknowledged once delivered (the kill -9 vacated them all too).
+  await rx.waitEvents((e) => e.name === 'channel_vacated', N, 'the reaped channels vacated', 60000);
+  await waitFor(async () => {
+    const p = (await redis.cli('XPENDING', `${P}:wh:${APP.id}`, group)).split('\n')[0];
+    return p === '0';
+  }, 'nothing pending', 30000, 100);
   assert.equal(rx.invalid, 0, 'every request valid for the pusher SDK');
 });
