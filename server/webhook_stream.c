@@ -619,6 +619,19 @@ static void claim(struct srv_whs *z, struct endpoint *ep, const char *k)
     snprintf(x->cursor, sizeof(x->cursor), "0");
 }
 
+/* A cache_miss of a channel already missed in the open batch: one event
+ * per channel per batch, as on one node. */
+static bool dup_miss(const struct whs_ep *x, const struct hub_wh_event *ev)
+{
+    if (ev->type != HUB_WH_CACHE_MISS)
+        return false;
+    for (unsigned i = 0; i < x->n; i++)
+        if (x->ev[i]->type == HUB_WH_CACHE_MISS &&
+            !strcmp(x->ev[i]->channel, ev->channel))
+            return true;
+    return false;
+}
+
 /* Read for ep (its lease held): into x, batches when due. */
 static void read_ep(struct srv_wh *wh, struct endpoint *ep, const char *k,
                     uint64_t now)
@@ -688,8 +701,10 @@ static void read_ep(struct srv_wh *wh, struct endpoint *ep, const char *k,
         }
         if (nf)
             ev = hub_whs_event(ep->app->index, f, fl, nf);
-        if (!ev || !hub_webhook_matches(ep->conf, ev->type, ev->channel)) {
-            /* Not for this endpoint (or trimmed, or malformed): done. */
+        if (!ev || !hub_webhook_matches(ep->conf, ev->type, ev->channel) ||
+            dup_miss(x, ev)) {
+            /* Not for this endpoint (or trimmed, or malformed, or a
+             * repeated cache miss): done. */
             free(ev);
             if ((nack[n_nack] = strdup(id->str)))
                 n_nack++;

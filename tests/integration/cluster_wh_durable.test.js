@@ -200,7 +200,7 @@ test('d) kill -9 of the holder with closing edges waiting in redis: a survivor s
 });
 
 test('e) client events from every node go through the stream, with their fields', async (t) => {
-  const { redis, rx, nodes, holder } = await cluster(t, '200ms', [], [...TYPES, 'client_event']);
+  const { redis, rx, nodes, holder } = await cluster(t, '200ms', [], [...TYPES, 'client_event', 'cache_miss']);
   const h = await holder();
   const senders = [];
   for (const n of nodes) {
@@ -224,6 +224,16 @@ test('e) client events from every node go through the stream, with their fields'
   for (const n of nodes) if (n !== h) added += (await n.stats()).webhooks.stream.added;
   assert.equal(added, 2);
   assert.ok(Number(await redis.cli('HGET', `${P}:whn:${APP.id}`, 'queued')) >= 4);
+  // Cache misses on two nodes at once: through the stream too, at most one
+  // per channel per batch.
+  const m1 = await rawClient(t, nodes[0]);
+  const m2 = await rawClient(t, nodes[1]);
+  await Promise.all([m1.subscribed('cache-news'), m2.subscribed('cache-news')]);
+  await rx.waitEvents((e) => e.name === 'cache_miss', 1, 'cache_miss', 30000);
+  for (const e of rx.delivered((e) => e.name === 'cache_miss')) {
+    assert.deepEqual(strip(e), { name: 'cache_miss', channel: 'cache-news' });
+    assert.match(e.id, new RegExp(`^${APP.id}-\\d+-\\d+$`));
+  }
   assert.equal(rx.invalid, 0, 'every request valid for the pusher SDK');
 });
 
