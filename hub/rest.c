@@ -211,6 +211,7 @@ struct hub_rest_wait {
     enum rest_op op;
     unsigned outstanding;          /* queries not answered (+1 at start) */
     int err;                       /* the first failed query's rc */
+    bool gone;                     /* a query got -ECANCELED: l is gone */
     bool want_users, want_subs, want_cache;   /* OP_CHANNEL */
     json_t *root;                  /* events: the body; reqs borrow it */
     struct event_req *reqs;        /* events: owned, n_reqs of them */
@@ -344,8 +345,16 @@ static void query_settle(struct hub_rest_wait *w, int rc)
 
     if (rc < 0 && !w->err)
         w->err = rc;
+    /* -ECANCELED comes once the loops are gone (hub/backplane.h): only
+     * free what the wait holds, touching neither l nor the caller. */
+    if (rc == -ECANCELED)
+        w->gone = true;
     if (--w->outstanding)
         return;
+    if (w->gone) {
+        wait_free(w);
+        return;
+    }
     HUB_STAT_ADD(w->l->stats.rest_waiting, -1);
     wait_finish(w, &r);
     if (w->answer)

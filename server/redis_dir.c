@@ -134,8 +134,12 @@ void srv_redis_dir_free(struct srv_redis_dir *d)
 
     if (!d)
         return;
+    /* Joins still waiting for a SUBSCRIBE: their callers get -ECANCELED
+     * at the cluster's destroy, after the loops (hub/cluster.h). */
     for (op = d->parked; op; op = next) {
         next = op->next;
+        hub_cluster_dir_cancel(d->c, op->dop);
+        op->dop = NULL;
         hub_cluster_op_free(op);
     }
     refresh_clear(d);
