@@ -102,6 +102,7 @@ struct http_req {
     struct srv_loop *loop;       /* a probed GET: its loop's wheel */
     struct hub_timer probe;      /* armed while a GET waits */
     bool rx_off;                 /* POLLIN stopped while it waits */
+    bool nowait;                 /* answer now or refuse: never defer */
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
 };
@@ -428,6 +429,20 @@ static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
     if (p->too_big)
         return respond_json_error(wsi, p, 413, "request body too large");
     p->wsi = wsi;
+    if (p->nowait) {
+        /* The connection closes after this answer (a request pipelined
+         * behind the body): one that would wait for the directory is
+         * refused, unpublished, rather than published unanswered. */
+        hub_rest_handle_nowait(l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET,
+                               p->path, p->query,
+                               p->body ? p->body : "", p->body_len,
+                               (uint64_t)time(NULL), &r);
+        p->retry_after = r.status == 429 ? r.retry_after_s : 0;
+        rc = respond(wsi, p, (unsigned)r.status, "application/json",
+                     r.body ? r.body : "{}", r.body ? r.len : 2);
+        free(r.body);
+        return rc;
+    }
     p->wait = hub_rest_handle_async(
         l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET, p->path, p->query,
         p->body ? p->body : "", p->body_len, (uint64_t)time(NULL),
@@ -801,12 +816,38 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
             l = loop_of(wsi);
             HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
             ps->req->close = true;
-            /* A deferred answer is dropped with the connection (the
-             * events are still published when the directory answers):
-             * lws must not go on re-feeding those bytes. */
+            /* lws must not go on re-feeding those bytes, so this answer
+             * cannot wait for the directory: a request that would (info=
+             * in a cluster) is refused with 400 and not published
+             * (docs/LWS.md). */
+            ps->req->nowait = true;
             (void)handle_request(wsi, l, ps->req);
             return -1;
         default:
+            /* Bytes behind a POST body whose answer waits for the
+             * directory (it began at HTTP_WRITEABLE): the connection must
+             * close now, so the POST is refused and not published, as
+             * above, or its answer, already in, is written. */
+            p = ps->req;
+            if (p->wait || p->later_ready) {
+                l = loop_of(wsi);
+                HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
+                p->close = true;
+                if (p->later_ready) {
+                    (void)write_later(wsi, l, p);
+                } else {
+                    struct hub_rest_response r;
+
+                    defer_probe_stop(p);
+                    hub_rest_wait_refuse(p->wait, &r);
+                    p->wait = NULL;
+                    p->retry_after = 0;
+                    (void)respond(wsi, p, (unsigned)r.status,
+                                  "application/json", r.body ? r.body : "{}",
+                                  r.body ? r.len : 2);
+                    free(r.body);
+                }
+            }
             return -1;
         }
     case LWS_CALLBACK_HTTP_WRITEABLE:

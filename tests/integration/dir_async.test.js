@@ -233,6 +233,42 @@ test('a client that leaves while its GET waits is forgotten before the answer', 
   assert.deepEqual(r.json, { channels: {} });
 });
 
+test('a POST with info= and a request pipelined behind it is refused, not published', async (t) => {
+  const hub = await slowHub(t, 1);
+  const a = await rawClient(t, hub);
+  await a.subscribed('public-pipe');
+  const body = JSON.stringify({ name: 'refused', channels: ['public-pipe'], data: 'x', info: 'subscription_count' });
+  // The POST and a GET behind it in one write: lws cannot keep the
+  // connection while the POST waits for the directory, so the hub answers
+  // at once, and what would wait is refused with a clear 400.
+  const text = rawPost(signedPath('POST', `/apps/${APP.id}/events`, {}, body), body) +
+    rawGet(signedPath('GET', `/apps/${APP.id}/channels`, {}));
+  const got = await new Promise((resolve, reject) => {
+    const sock = net.connect(hub.port, hub.host);
+    let data = '';
+    sock.setTimeout(15000, () => { sock.destroy(); reject(new Error(`timeout: ${data}`)); });
+    sock.on('connect', () => sock.write(text));
+    sock.on('data', (d) => { data += d; });
+    sock.on('close', () => resolve(responses(data)));
+    sock.on('error', reject);
+  });
+  assert.equal(got.length, 1, JSON.stringify(got));
+  assert.match(got[0].head, /^HTTP\/1\.1 400/);
+  assert.match(got[0].head, /connection: close/i);
+  assert.match(JSON.parse(got[0].body).error, /pipelined .*nothing was published/);
+  // Not published: an event sent after it through the same late directory
+  // (its wait fires after the refused one's would have) arrives alone.
+  const after = await publish(hub, 'public-pipe', { n: 2 }, 'subscription_count');
+  assert.equal(after.status, 200);
+  await a.event('evt', 'public-pipe');
+  assert.equal(a.count('refused', 'public-pipe'), 0);
+  // The same POST alone is published and answered as usual.
+  const ok = await rest(hub, 'POST', `/apps/${APP.id}/events`, { body: JSON.parse(body) });
+  assert.equal(ok.status, 200);
+  assert.deepEqual(ok.json, { channels: { 'public-pipe': { subscription_count: 1 } } });
+  await a.event('refused', 'public-pipe');
+});
+
 test('a WebSocket that goes while its subscription is pending leaves it', async (t) => {
   const hub = await slowHub(t, 1);
   const ch = 'presence-brief';
