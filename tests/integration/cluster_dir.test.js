@@ -94,6 +94,7 @@ async function everyNodeSays(nodes, path, params, want, what) {
 // before its SUBSCRIBE was confirmed would let a publication miss it.
 async function slowSubscriberProxy(t, redisPort, delayMs) {
   const socks = new Set();
+  const timers = new Set();
   const server = net.createServer((client) => {
     const upstream = net.connect(redisPort, '127.0.0.1');
     socks.add(client);
@@ -103,10 +104,14 @@ async function slowSubscriberProxy(t, redisPort, delayMs) {
     client.on('data', (d) => {
       if (!slow && d.includes('SUBSCRIBE')) slow = true;
       if (!slow) { upstream.write(d); return; }
-      chain = chain.then(() => new Promise((resolve) => setTimeout(() => {
-        upstream.write(d);
-        resolve();
-      }, delayMs)));
+      chain = chain.then(() => new Promise((resolve) => {
+        const tm = setTimeout(() => {
+          timers.delete(tm);
+          upstream.write(d);
+          resolve();
+        }, delayMs);
+        timers.add(tm);
+      }));
     });
     upstream.on('data', (d) => client.write(d));
     const end = () => { client.destroy(); upstream.destroy(); };
@@ -117,6 +122,7 @@ async function slowSubscriberProxy(t, redisPort, delayMs) {
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => {
+    for (const tm of timers) clearTimeout(tm);
     for (const s of socks) s.destroy();
     server.close();
   });
