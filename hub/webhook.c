@@ -235,7 +235,7 @@ bool hub_whq_wants(const struct hub_whq *q, unsigned app, unsigned type)
 
 int hub_whq_push(struct hub_whq *q, struct hub_wh_event *ev)
 {
-    bool was_empty;
+    bool wake;
 
     ev->next = NULL;
     pthread_mutex_lock(&q->mu);
@@ -245,14 +245,16 @@ int hub_whq_push(struct hub_whq *q, struct hub_wh_event *ev)
         atomic_fetch_add_explicit(&q->dropped, 1, memory_order_relaxed);
         return -ENOSPC;
     }
-    was_empty = q->len == 0;
     *q->tail = ev;
     q->tail = &ev->next;
     q->len++;
     q->bytes += ev->size;
+    /* One wake per batch's worth while the sender has a batch open (it
+     * looks by itself every HUB_WH_LAZY_MS then), else per empty queue. */
+    wake = q->room ? q->len == q->room : q->len == 1;
     pthread_mutex_unlock(&q->mu);
     atomic_fetch_add_explicit(&q->enqueued, 1, memory_order_relaxed);
-    if (was_empty && q->wake)
+    if (wake && q->wake)
         q->wake(q->wake_ctx);
     return 0;
 }
@@ -269,6 +271,17 @@ struct hub_wh_event *hub_whq_pop_all(struct hub_whq *q)
     q->bytes = 0;
     pthread_mutex_unlock(&q->mu);
     return list;
+}
+
+uint32_t hub_whq_set_room(struct hub_whq *q, uint32_t room)
+{
+    uint32_t len;
+
+    pthread_mutex_lock(&q->mu);
+    q->room = room;
+    len = q->len;
+    pthread_mutex_unlock(&q->mu);
+    return len;
 }
 
 static void push_new(struct hub_whq *q, unsigned app, unsigned type,
@@ -742,6 +755,22 @@ void hub_wh_engine_get_stats(const struct hub_wh_engine *e,
                              struct hub_wh_engine_stats *out)
 {
     *out = e->st;
+}
+
+unsigned hub_wh_engine_room(const struct hub_wh_engine *e)
+{
+    unsigned room = 0;
+
+    for (unsigned i = 0; i < e->n_apps; i++) {
+        const struct hub_app *app = &e->apps[i];
+        unsigned n = e->batches[i].n;
+
+        if (app->n_webhooks && !app->webhook_batching)
+            return 0;
+        if (n && (!room || HUB_WH_BATCH_EVENTS - n < room))
+            room = HUB_WH_BATCH_EVENTS - n;
+    }
+    return room;
 }
 
 static json_t *event_json(const struct hub_wh_event *ev, uint64_t boot,
