@@ -118,6 +118,61 @@ static void test_encode(void **state)
         free(e[i]);
 }
 
+/* The direct encoder writes what jansson writes, for every ASCII byte in
+ * every string field; a non-ASCII string goes through jansson (and comes
+ * out the same). */
+static void test_encode_matches_jansson(void **state)
+{
+    char all[128], uid[40], sid[8];
+    const char *datas[] = { all, "", "{\"a\":\"b\\\\c\"}", "caf\xc3\xa9 \xe2\x82\xac" };
+
+    (void)state;
+    for (int i = 1; i < 128; i++)
+        all[i - 1] = (char)i;
+    all[127] = '\0';
+    for (unsigned k = 0; k < sizeof(datas) / sizeof(datas[0]); k++) {
+        struct hub_wh_event *e[2];
+        uint64_t seqs[2] = { 18446744073709551615ull, 2 };
+        json_t *root, *arr;
+        char *want, *body;
+        size_t len;
+        unsigned n;
+
+        snprintf(uid, sizeof(uid), "u\t\"%u\x01\x1f\x7f/", k);
+        snprintf(sid, sizeof(sid), "%u.%u", k, k + 1);
+        e[0] = hub_wh_event_new(0, HUB_WH_CLIENT_EVENT, "private-\\x", 10,
+                                uid, "client-\"e", datas[k], sid);
+        e[1] = hub_wh_event_new(0, HUB_WH_MEMBER_REMOVED, "presence-p", 10,
+                                datas[k], NULL, NULL, NULL);
+        arr = json_array();
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name",
+                           "client_event", "channel", "private-\\x", "event",
+                           "client-\"e", "data", datas[k], "socket_id", sid,
+                           "user_id", uid, "id",
+                           "00000000deadbeef-18446744073709551615"));
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:s,s:s}", "name", "member_removed",
+                           "channel", "presence-p", "user_id", datas[k], "id",
+                           "00000000deadbeef-2"));
+        root = json_pack("{s:I,s:o}", "time_ms", (json_int_t)1733090000123,
+                         "events", arr);
+        assert_non_null(root);
+        want = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+        body = hub_wh_encode((const struct hub_wh_event *const *)e, seqs, 2,
+                             NULL, 0xdeadbeefull, 1733090000123ull, &len, &n);
+        assert_non_null(body);
+        assert_int_equal(n, 2);
+        assert_string_equal(body, want);
+        assert_int_equal(len, strlen(want));
+        free(body);
+        free(want);
+        free(e[0]);
+        free(e[1]);
+    }
+}
+
 static void test_backoff_schedule(void **state)
 {
     (void)state;
@@ -704,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_filter_matching),
         cmocka_unit_test(test_encode),
+        cmocka_unit_test(test_encode_matches_jansson),
         cmocka_unit_test(test_backoff_schedule),
         cmocka_unit_test(test_queue_bounded),
         cmocka_unit_test(test_queue_wakes),
