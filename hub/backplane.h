@@ -69,9 +69,12 @@
  *   then done(req, rc) is called exactly once, later, on req->loop's
  *   thread (posted through its inbox), rc as join's, also when the broker
  *   goes away or at shutdown (a local answer, rc 0, or a negative errno).
- *   A done still queued when its loop is destroyed (the inbox node's drop)
- *   is called there with -ECANCELED: by then the loop's sessions and HTTP
- *   requests are gone, and the hub only frees what it kept.
+ *   A done that can no longer run on its loop (still queued when the loop
+ *   is destroyed, or never answered before the backplane stopped) is
+ *   called with -ECANCELED from the directory's destroy, after every loop
+ *   is gone: by then the loop's sessions and HTTP requests are gone, and
+ *   the callee only frees what it kept (touching neither req->loop nor a
+ *   session).
  *   req, name and j are the caller's and stay valid until done. When done
  *   gets rc 0 the subscription IS counted: a caller that no longer wants it
  *   (session gone, unsubscribed meanwhile) calls leave. query_async is the

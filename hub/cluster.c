@@ -113,6 +113,9 @@ struct hub_cluster {
      * delivered. */
     pthread_mutex_t deliver_mu;
     bool closed;
+    /* Answers nobody can get any more (under deliver_mu, chained through
+     * inbox.next): their done runs with -ECANCELED at destroy. */
+    struct hub_cluster_dirop *dropped;
 
     /* The cluster-wide directory. */
     atomic_bool dir_up;
@@ -329,7 +332,23 @@ void hub_cluster_destroy(struct hub_cluster *c)
         return;
     for (op = c->head; op; op = next) {
         next = op->next;
+        if (op->dop) {
+            hub_cluster_dir_cancel(c, op->dop);
+            op->dop = NULL;
+        }
         hub_cluster_op_free(op);
+    }
+    /* Every loop is gone: the callers of answers that never came free
+     * what they kept (hub/backplane.h, join_async). */
+    while (c->dropped) {
+        struct hub_cluster_dirop *dop = c->dropped;
+
+        c->dropped = (struct hub_cluster_dirop *)(void *)dop->inbox.next;
+        if (dop->req)
+            dop->req->done(dop->req, -ECANCELED);
+        else if (dop->q)
+            dop->q->done(dop->q, -ECANCELED);
+        hub_cluster_dirop_free(dop);
     }
     for (n = hub_chantab_next(&c->chans, NULL); n; n = nn) {
         struct crec *r = hub_container_of(n, struct crec, node);
@@ -1076,16 +1095,40 @@ static void done_run(struct hub_inbox_node *n, struct hub_loop *l,
     hub_cluster_dirop_free(dop);
 }
 
+/* An answer its loop never ran (the loop went first, or the cluster was
+ * closed): kept for destroy, which calls done with -ECANCELED. */
+static void dir_drop(struct hub_cluster *c, struct hub_cluster_dirop *dop)
+{
+    if (!dop->req && !dop->q) {
+        hub_cluster_dirop_free(dop);
+        return;
+    }
+    if (dop->q && dop->rc == 0) {
+        json_decref(dop->q->json);
+        dop->q->json = NULL;
+    }
+    pthread_mutex_lock(&c->deliver_mu);
+    dop->inbox.next = (struct hub_inbox_node *)(void *)c->dropped;
+    c->dropped = dop;
+    pthread_mutex_unlock(&c->deliver_mu);
+}
+
 static void done_drop(struct hub_inbox_node *n)
 {
     struct hub_cluster_dirop *dop =
         hub_container_of(n, struct hub_cluster_dirop, inbox);
 
-    if (dop->q && dop->rc == 0) {
-        json_decref(dop->q->json);
-        dop->q->json = NULL;
-    }
-    hub_cluster_dirop_free(dop);
+    dir_drop(dop->c, dop);
+}
+
+void hub_cluster_dir_cancel(struct hub_cluster *c,
+                            struct hub_cluster_dirop *dop)
+{
+    if (!dop)
+        return;
+    if (dop->req || dop->q)
+        __atomic_fetch_sub(&c->stats.dir_pending, 1, __ATOMIC_RELAXED);
+    dir_drop(c, dop);
 }
 
 static const struct hub_inbox_ops done_ops = { done_run, done_drop };
@@ -1110,7 +1153,7 @@ static void answer(struct hub_cluster *c, struct hub_cluster_dirop *dop,
     pthread_mutex_lock(&c->deliver_mu);
     if (c->closed) {
         pthread_mutex_unlock(&c->deliver_mu);
-        done_drop(&dop->inbox);
+        dir_drop(c, dop);
         return;
     }
     dop->inbox.ops = &done_ops;
@@ -1323,6 +1366,7 @@ static struct hub_cluster_dirop *dirop_new(struct hub_cluster *c, int kind,
     if (!dop)
         return NULL;
     dop->kind = kind;
+    dop->c = c;
     dop->app = app;
     dop->app_id = id_of(c, app);
     dop->len = len;

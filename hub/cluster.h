@@ -94,6 +94,8 @@ struct hub_cluster_dirop {
     struct hub_dir_join_req *req;  /* JOIN with a caller waiting; else NULL */
     struct hub_dir_query *q;       /* QUERY */
     int rc;
+    struct hub_cluster *c;         /* its cluster: a dropped answer waits
+                                    * there for destroy */
 };
 
 /* One item for the backplane thread. rchan is the broker channel,
@@ -254,6 +256,16 @@ void hub_cluster_dir_queried(struct hub_cluster *c,
                              json_t *json);
 /* Free a dirop without answering (the cluster is going away). */
 void hub_cluster_dirop_free(struct hub_cluster_dirop *dop);
+
+/*
+ * dop's caller is never answered now (the backplane is stopping: a join or
+ * read still parked or queued): dop is kept until hub_cluster_destroy(),
+ * which calls its done with -ECANCELED once every loop is gone, so that
+ * the caller frees what it kept for it. A dop without a caller is freed.
+ * Any thread.
+ */
+void hub_cluster_dir_cancel(struct hub_cluster *c,
+                            struct hub_cluster_dirop *dop);
 
 /*
  * A message on a member-event channel "<prefix>:m:<app>:<channel>":

@@ -211,6 +211,8 @@ struct hub_rest_wait {
     enum rest_op op;
     unsigned outstanding;          /* queries not answered (+1 at start) */
     int err;                       /* the first failed query's rc */
+    bool gone;                     /* a query got -ECANCELED: l is gone */
+    bool refused;                  /* hub_rest_wait_refuse(): no publish */
     bool want_users, want_subs, want_cache;   /* OP_CHANNEL */
     json_t *root;                  /* events: the body; reqs borrow it */
     struct event_req *reqs;        /* events: owned, n_reqs of them */
@@ -227,6 +229,7 @@ struct rest_call {
     hub_rest_answer_fn *answer;
     void *ctx;
     struct hub_rest_wait *wait;    /* out: the request waits */
+    bool refuse_wait;              /* hub_rest_handle_nowait() */
 };
 
 static bool can_wait(struct hub_loop *l, const struct rest_call *c)
@@ -235,6 +238,27 @@ static bool can_wait(struct hub_loop *l, const struct rest_call *c)
 }
 
 static void query_done(struct hub_dir_query *q, int rc);
+
+static void reply_refused(struct hub_rest_response *out)
+{
+    reply_error(out, 400,
+                "this request waits for the cluster directory and cannot be "
+                "answered on a connection with a request pipelined behind "
+                "its body; nothing was published: send it again and wait "
+                "for each answer before the next request");
+}
+
+/* A request that would wait for a directory answering later, from a
+ * caller that cannot wait (hub_rest_handle_nowait()): refused with 400
+ * before anything is published or counted. */
+static bool refused_wait(struct hub_loop *l, const struct rest_call *c,
+                         struct hub_rest_response *out)
+{
+    if (!c->refuse_wait || !l->hub->bp->dir->query_async)
+        return false;
+    reply_refused(out);
+    return true;
+}
 
 /* A wait with nq INFO queries (the caller sets kinds and names). */
 static struct hub_rest_wait *wait_new(struct hub_loop *l,
@@ -274,6 +298,16 @@ static void wait_free(struct hub_rest_wait *w)
     free(w->text);
     hub_app_unref(w->app);
     free(w);
+}
+
+void hub_rest_wait_refuse(struct hub_rest_wait *w,
+                          struct hub_rest_response *out)
+{
+    memset(out, 0, sizeof(*out));
+    w->answer = NULL;
+    w->ctx = NULL;
+    w->refused = true;
+    reply_refused(out);
 }
 
 void hub_rest_wait_cancel(struct hub_rest_wait *w)
@@ -344,9 +378,21 @@ static void query_settle(struct hub_rest_wait *w, int rc)
 
     if (rc < 0 && !w->err)
         w->err = rc;
+    /* -ECANCELED comes once the loops are gone (hub/backplane.h): only
+     * free what the wait holds, touching neither l nor the caller. */
+    if (rc == -ECANCELED)
+        w->gone = true;
     if (--w->outstanding)
         return;
+    if (w->gone) {
+        wait_free(w);
+        return;
+    }
     HUB_STAT_ADD(w->l->stats.rest_waiting, -1);
+    if (w->refused) {
+        wait_free(w);
+        return;
+    }
     wait_finish(w, &r);
     if (w->answer)
         w->answer(w->ctx, &r);
@@ -539,6 +585,10 @@ static void post_events(struct hub_loop *l, const struct hub_app *app,
 
     if (check_event(app, body, &r, out))
         return;
+    if (r.info && refused_wait(l, c, out)) {
+        event_req_fini(&r);
+        return;
+    }
     if (!r.info || !can_wait(l, c)) {
         events_answer(l, app, &r, NULL, out);
         event_req_fini(&r);
@@ -648,6 +698,8 @@ static void post_batch(struct hub_loop *l, const struct hub_app *app,
             nq += event_n_ch(&reqs[checked]);
         }
     }
+    if (any_info && refused_wait(l, c, out))
+        goto out;
     if (!any_info || !can_wait(l, c)) {
         batch_answer(l, app, reqs, n, any_info, NULL, out);
         goto out;
@@ -688,6 +740,8 @@ static void get_channels(struct hub_loop *l, const struct hub_app *app,
                     "info=user_count needs filter_by_prefix=presence-");
         return;
     }
+    if (refused_wait(l, c, out))
+        return;
     if (can_wait(l, c)) {
         w = wait_new(l, app, c, OP_LIST, 1);
         if (w && prefix && !(w->text = strdup(prefix))) {
@@ -772,6 +826,8 @@ static void get_channel(struct hub_loop *l, const struct hub_app *app,
         reply_error(out, 400, "cache is only for cache channels");
         return;
     }
+    if (refused_wait(l, c, out))
+        return;
     if (can_wait(l, c)) {
         w = wait_new(l, app, c, OP_CHANNEL, 1);
         if (!w || !wait_name(w, name, len)) {
@@ -801,6 +857,8 @@ static void get_users(struct hub_loop *l, const struct hub_app *app,
         reply_error(out, 400, "users are only listed for presence channels");
         return;
     }
+    if (refused_wait(l, c, out))
+        return;
     if (can_wait(l, c)) {
         w = wait_new(l, app, c, OP_USERS, 1);
         if (!w || !wait_name(w, name, len)) {
@@ -868,6 +926,13 @@ void hub_rest_handle(struct hub_loop *l, enum hub_http_method method,
     (void)w;
 }
 
+static struct hub_rest_wait *dispatch(struct hub_loop *l,
+                                      enum hub_http_method method,
+                                      const char *path, const char *query,
+                                      const char *body, size_t body_len,
+                                      uint64_t now_s, struct rest_call call,
+                                      struct hub_rest_response *out);
+
 struct hub_rest_wait *hub_rest_handle_async(struct hub_loop *l,
                                             enum hub_http_method method,
                                             const char *path,
@@ -878,7 +943,31 @@ struct hub_rest_wait *hub_rest_handle_async(struct hub_loop *l,
                                             void *ctx,
                                             struct hub_rest_response *out)
 {
-    struct rest_call call = { answer, ctx, NULL };
+    struct rest_call call = { answer, ctx, NULL, false };
+
+    return dispatch(l, method, path, query, body, body_len, now_s, call, out);
+}
+
+void hub_rest_handle_nowait(struct hub_loop *l, enum hub_http_method method,
+                            const char *path, const char *query,
+                            const char *body, size_t body_len, uint64_t now_s,
+                            struct hub_rest_response *out)
+{
+    struct rest_call call = { NULL, NULL, NULL, true };
+    struct hub_rest_wait *w = dispatch(l, method, path, query, body,
+                                       body_len, now_s, call, out);
+
+    assert(!w);
+    (void)w;
+}
+
+static struct hub_rest_wait *dispatch(struct hub_loop *l,
+                                      enum hub_http_method method,
+                                      const char *path, const char *query,
+                                      const char *body, size_t body_len,
+                                      uint64_t now_s, struct rest_call call,
+                                      struct hub_rest_response *out)
+{
     const char *id, *rest, *res;
     const struct hub_app *app;
     struct hub_rest_request ar;

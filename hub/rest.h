@@ -81,6 +81,29 @@ struct hub_rest_wait *hub_rest_handle_async(struct hub_loop *l,
                                             void *ctx,
                                             struct hub_rest_response *out);
 
+/*
+ * hub_rest_handle_async() for a caller that cannot wait (server/http.c: a
+ * POST with a request pipelined behind its body, whose connection closes
+ * right after this answer): a request that would wait for the directory
+ * (info= on events or batch_events, a channel read, with a directory that
+ * answers later) is refused with 400, before anything is published; any
+ * other is answered as hub_rest_handle() answers it.
+ */
+void hub_rest_handle_nowait(struct hub_loop *l, enum hub_http_method method,
+                            const char *path, const char *query,
+                            const char *body, size_t body_len, uint64_t now_s,
+                            struct hub_rest_response *out);
+
+/*
+ * The waiting request cannot be answered later after all (server/http.c: a
+ * request came pipelined behind its POST body meanwhile, and the
+ * connection closes now): out gets the 400 of hub_rest_handle_nowait(),
+ * answer is not called, and nothing of the request is published when the
+ * directory answers (w is freed then). On l's thread.
+ */
+void hub_rest_wait_refuse(struct hub_rest_wait *w,
+                          struct hub_rest_response *out);
+
 /* The requester is gone (its connection closed): answer is not called;
  * w is freed when the directory answers. On l's thread. */
 void hub_rest_wait_cancel(struct hub_rest_wait *w);

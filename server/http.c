@@ -17,12 +17,19 @@
  * directory), a REST read waits (hub_rest_handle_async()); its answer is
  * kept in the request and written from HTTP_WRITEABLE. A connection that
  * closes first cancels the wait (req_free()), so the answer is dropped and
- * nothing touches the gone request or wsi.
+ * nothing touches the gone request or wsi. lws 4.1.6 reads nothing of a
+ * connection whose GET is waiting (LRS_DOING_TRANSACTION), so it would
+ * learn of a client that left only when the answer is written, and its
+ * POLLIN would spin the loop meanwhile: a waiting GET stops POLLIN and is
+ * probed instead (defer_probe(): a peek on its socket every
+ * SRV_DEFER_PROBE_MS), and a client seen gone (FIN or reset) is forgotten
+ * at once and its connection closed.
  *
  * Thread: the connection's loop.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -92,6 +99,10 @@ struct http_req {
     struct hub_rest_wait *wait;
     struct hub_rest_response later;
     bool later_ready;
+    struct srv_loop *loop;       /* a probed GET: its loop's wheel */
+    struct hub_timer probe;      /* armed while a GET waits */
+    bool rx_off;                 /* POLLIN stopped while it waits */
+    bool nowait;                 /* answer now or refuse: never defer */
     char path[512];
     char query[HUB_QUERY_MAX_BYTES];
 };
@@ -110,10 +121,24 @@ static struct srv_loop *loop_of(struct lws *wsi)
     return lws_context_user(lws_get_context(wsi));
 }
 
+/* A waiting GET's probe is over (answered, or the request goes). */
+static void defer_probe_stop(struct http_req *p)
+{
+    if (p->loop)
+        hub_wheel_stop(p->loop->hub->wheel, &p->probe);
+    p->loop = NULL;
+    if (p->rx_off) {
+        p->rx_off = false;
+        lws_rx_flow_control(p->wsi, 1);
+    }
+}
+
 static void req_free(struct http_pss *ps)
 {
     if (!ps->req)
         return;
+    if (ps->req->loop)
+        hub_wheel_stop(ps->req->loop->hub->wheel, &ps->req->probe);
     if (ps->req->wait)
         hub_rest_wait_cancel(ps->req->wait);
     free(ps->req->later.body);
@@ -331,6 +356,7 @@ static void rest_answer(void *ctx, struct hub_rest_response *r)
     struct http_req *p = ctx;
 
     p->wait = NULL;
+    defer_probe_stop(p);
     p->later = *r;
     p->later_ready = true;
     lws_callback_on_writable(p->wsi);
@@ -356,6 +382,45 @@ static int write_later(struct lws *wsi, struct srv_loop *l, struct http_req *p)
     return rc;
 }
 
+/* How often a waiting GET's socket is peeked at (ms). */
+#define SRV_DEFER_PROBE_MS 100
+
+/* A waiting GET: has its client gone? A FIN or an error on the socket
+ * (bytes, a pipelined request, leave it waiting). Gone: the answer is
+ * forgotten now (counted in rest_answers_dropped) and lws closes the
+ * connection from its own service, outside this timer. */
+static void defer_probe(struct hub_timer *t, uint64_t now_ms)
+{
+    struct http_req *p = hub_container_of(t, struct http_req, probe);
+    int fd = lws_get_socket_fd(p->wsi);
+    char c;
+    ssize_t n = fd >= 0 ? recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) : 0;
+
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                   errno != EINTR)) {
+        if (p->wait)
+            hub_rest_wait_cancel(p->wait);
+        p->wait = NULL;
+        p->loop = NULL;
+        lws_set_timeout(p->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        return;
+    }
+    hub_wheel_start(p->loop->hub->wheel, &p->probe, now_ms,
+                    SRV_DEFER_PROBE_MS);
+}
+
+/* A GET starts waiting: no POLLIN until its answer, a probe instead. */
+static void defer_probe_start(struct srv_loop *l, struct http_req *p)
+{
+    hub_timer_init(&p->probe, defer_probe);
+    if (hub_wheel_start(l->hub->wheel, &p->probe,
+                        hub_clock_now_ms(l->hub->clock), SRV_DEFER_PROBE_MS))
+        return;
+    p->loop = l;
+    if (!lws_rx_flow_control(p->wsi, 0))
+        p->rx_off = true;
+}
+
 static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 {
     struct hub_rest_response r;
@@ -364,12 +429,29 @@ static int handle_rest(struct lws *wsi, struct srv_loop *l, struct http_req *p)
     if (p->too_big)
         return respond_json_error(wsi, p, 413, "request body too large");
     p->wsi = wsi;
+    if (p->nowait) {
+        /* The connection closes after this answer (a request pipelined
+         * behind the body): one that would wait for the directory is
+         * refused, unpublished, rather than published unanswered. */
+        hub_rest_handle_nowait(l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET,
+                               p->path, p->query,
+                               p->body ? p->body : "", p->body_len,
+                               (uint64_t)time(NULL), &r);
+        p->retry_after = r.status == 429 ? r.retry_after_s : 0;
+        rc = respond(wsi, p, (unsigned)r.status, "application/json",
+                     r.body ? r.body : "{}", r.body ? r.len : 2);
+        free(r.body);
+        return rc;
+    }
     p->wait = hub_rest_handle_async(
         l->hub, p->post ? HUB_HTTP_POST : HUB_HTTP_GET, p->path, p->query,
         p->body ? p->body : "", p->body_len, (uint64_t)time(NULL),
         rest_answer, p, &r);
-    if (p->wait)
+    if (p->wait) {
+        if (!p->post)
+            defer_probe_start(l, p);
         return HTTP_DEFERRED;
+    }
     p->retry_after = r.status == 429 ? r.retry_after_s : 0;
     rc = respond(wsi, p, (unsigned)r.status, "application/json",
                  r.body ? r.body : "{}", r.body ? r.len : 2);
@@ -734,12 +816,38 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
             l = loop_of(wsi);
             HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
             ps->req->close = true;
-            /* A deferred answer is dropped with the connection (the
-             * events are still published when the directory answers):
-             * lws must not go on re-feeding those bytes. */
+            /* lws must not go on re-feeding those bytes, so this answer
+             * cannot wait for the directory: a request that would (info=
+             * in a cluster) is refused with 400 and not published
+             * (docs/LWS.md). */
+            ps->req->nowait = true;
             (void)handle_request(wsi, l, ps->req);
             return -1;
         default:
+            /* Bytes behind a POST body whose answer waits for the
+             * directory (it began at HTTP_WRITEABLE): the connection must
+             * close now, so the POST is refused and not published, as
+             * above, or its answer, already in, is written. */
+            p = ps->req;
+            if (p->wait || p->later_ready) {
+                l = loop_of(wsi);
+                HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
+                p->close = true;
+                if (p->later_ready) {
+                    (void)write_later(wsi, l, p);
+                } else {
+                    struct hub_rest_response r;
+
+                    defer_probe_stop(p);
+                    hub_rest_wait_refuse(p->wait, &r);
+                    p->wait = NULL;
+                    p->retry_after = 0;
+                    (void)respond(wsi, p, (unsigned)r.status,
+                                  "application/json", r.body ? r.body : "{}",
+                                  r.body ? r.len : 2);
+                    free(r.body);
+                }
+            }
             return -1;
         }
     case LWS_CALLBACK_HTTP_WRITEABLE:

@@ -23,6 +23,7 @@ static const char *const script_text[SRV_SCRIPT_N] = {
     [SRV_SCRIPT_LIST] = SRV_LUA_LIST,
     [SRV_SCRIPT_MEMBERS] = SRV_LUA_MEMBERS,
     [SRV_SCRIPT_REJOIN] = SRV_LUA_REJOIN,
+    [SRV_SCRIPT_REJOIN_SWEEP] = SRV_LUA_REJOIN_SWEEP,
 };
 
 /* A presence view to refresh once its member channel is confirmed. */
@@ -46,6 +47,16 @@ struct srv_redis_dir {
     unsigned load_gen;             /* a load's replies after a reconnect */
     struct hub_cluster_op *parked, **parked_tail;
     struct refresh *refresh;
+    /* The REJOIN in progress: its chunks (SRV_REJOIN_CHUNK fields a
+     * script), then the sweep of the old share's rest, then the views'
+     * lists. Replies of an earlier one (gen) are ignored. */
+    struct {
+        unsigned gen;
+        unsigned chunks, left;     /* chunks sent; still unanswered */
+        bool sent_all, failed;
+        long long tot[5];          /* subs, channels, members, +, - */
+        char *tok;                 /* the old share's reap token */
+    } rj;
 };
 
 enum purpose {
@@ -54,6 +65,7 @@ enum purpose {
     P_LEAVE,
     P_QUERY,
     P_REJOIN,
+    P_REJOIN_SWEEP,
     P_REFRESH,
 };
 
@@ -65,6 +77,7 @@ struct call {
     enum purpose purpose;
     struct hub_cluster_dirop *dop;
     unsigned app;                  /* REFRESH */
+    unsigned gen;                  /* REJOIN, REJOIN_SWEEP: d->rj.gen */
     char *name;
     size_t len;
     int argc, cap;
@@ -121,11 +134,16 @@ void srv_redis_dir_free(struct srv_redis_dir *d)
 
     if (!d)
         return;
+    /* Joins still waiting for a SUBSCRIBE: their callers get -ECANCELED
+     * at the cluster's destroy, after the loops (hub/cluster.h). */
     for (op = d->parked; op; op = next) {
         next = op->next;
+        hub_cluster_dir_cancel(d->c, op->dop);
+        op->dop = NULL;
         hub_cluster_op_free(op);
     }
     refresh_clear(d);
+    free(d->rj.tok);
     free(d->node);
     free(d);
 }
@@ -238,6 +256,8 @@ static void call_free(struct call *k)
     free(k);
 }
 
+static void rejoin_step(struct srv_redis_dir *d);
+
 /* Failure: no answer from Redis. */
 static void call_failed(struct call *k)
 {
@@ -252,6 +272,22 @@ static void call_failed(struct call *k)
         k->dop = NULL;
         break;
     case P_REJOIN:
+        if (k->gen == d->rj.gen) {
+            d->rj.failed = true;
+            d->rj.left--;
+            call_free(k);
+            rejoin_step(d);
+            return;
+        }
+        break;
+    case P_REJOIN_SWEEP:
+        if (k->gen == d->rj.gen) {
+            d->rj.failed = true;
+            call_free(k);
+            rejoin_step(d);
+            return;
+        }
+        break;
     case P_REFRESH:
         break;
     }
@@ -457,27 +493,51 @@ static void got_query(struct call *k, const redisReply *rep)
     hub_cluster_dir_queried(d->c, dop, NULL, j);
 }
 
+/* One REJOIN chunk answered: its totals added. */
 static void got_rejoin(struct call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
 
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 5) {
-        srv_log(HUB_LOG_WARN, 0, "backplane: rejoin refused by redis (%s)",
-                rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
-                                                           : "bad reply");
+    if (k->gen != d->rj.gen)
+        return;
+    d->rj.left--;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 6 ||
+        !is_bulk(rep->element[5])) {
+        d->rj.failed = true;
+    } else {
+        for (int i = 0; i < 5; i++)
+            if (!is_int(rep->element[i]))
+                d->rj.failed = true;
+        for (int i = 0; i < 5 && !d->rj.failed; i++)
+            d->rj.tot[i] += rep->element[i]->integer;
+        if (!d->rj.tok && rep->element[5]->len &&
+            !(d->rj.tok = strdup(rep->element[5]->str)))
+            d->rj.failed = true;
+    }
+    rejoin_step(d);
+}
+
+/* One step of the sweep answered: {"more"|"done"|"lost", removed}. */
+static void got_sweep(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+    const redisReply *st;
+
+    if (k->gen != d->rj.gen)
+        return;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
+        !is_bulk(st = rep->element[0]) || !is_int(rep->element[1])) {
+        d->rj.failed = true;
+        rejoin_step(d);
         return;
     }
-    for (int i = 0; i < 5; i++)
-        if (!is_int(rep->element[i]))
-            return;
-    stat_add(&d->st->rejoins, 1);
-    srv_log(HUB_LOG_INFO, 0,
-            "backplane: rejoined the directory: %lld subscriptions on %lld "
-            "channels, %lld presence members (%lld users appeared, %lld "
-            "left cluster-wide)",
-            rep->element[0]->integer, rep->element[1]->integer,
-            rep->element[2]->integer, rep->element[3]->integer,
-            rep->element[4]->integer);
+    d->rj.tot[4] += rep->element[1]->integer;
+    if (strcmp(st->str, "more")) {
+        /* done, or lost: another node's reaper finishes the token. */
+        free(d->rj.tok);
+        d->rj.tok = NULL;
+    }
+    rejoin_step(d);
 }
 
 static void got_refresh(struct call *k, const redisReply *rep)
@@ -536,6 +596,9 @@ static void call_cb(redisAsyncContext *ac, void *reply, void *priv)
         break;
     case P_REJOIN:
         got_rejoin(k, rep);
+        break;
+    case P_REJOIN_SWEEP:
+        got_sweep(k, rep);
         break;
     case P_REFRESH:
         got_refresh(k, rep);
@@ -827,6 +890,11 @@ void srv_redis_dir_down(struct srv_redis_dir *d)
         hub_cluster_op_free(op);
     }
     refresh_clear(d);
+    /* A REJOIN in progress ends here, silently: the next up rejoins. */
+    d->rj.gen++;
+    d->rj.sent_all = false;
+    free(d->rj.tok);
+    d->rj.tok = NULL;
     for (int i = 0; i < SRV_SCRIPT_N; i++)
         d->sha[i][0] = '\0';
 }
@@ -916,11 +984,67 @@ static void view_one(void *ctx, unsigned app, const char *name, size_t len)
     d->refresh = f;
 }
 
+/* The next step of the REJOIN in progress, once its chunks are all
+ * answered: one sweep step while the old share has a rest, then the end
+ * (the one log line, the views' lists). */
+static void rejoin_step(struct srv_redis_dir *d)
+{
+    struct call *k;
+
+    if (!d->rj.sent_all || d->rj.left)
+        return;
+    if (!d->rj.failed && d->rj.tok) {
+        k = call_new(d, SRV_SCRIPT_REJOIN_SWEEP, P_REJOIN_SWEEP, NULL);
+        if (k) {
+            k->gen = d->rj.gen;
+            arg(k, "0");
+            arg(k, hub_cluster_prefix(d->c));
+            arg(k, d->node);
+            arg(k, d->rj.tok);
+            argf(k, "%d", SRV_REJOIN_CHUNK);
+            call_send(k); /* its reply (or failure) steps again */
+            return;
+        }
+        d->rj.failed = true;
+    }
+    d->rj.sent_all = false; /* ended: nothing steps it again */
+    free(d->rj.tok);
+    d->rj.tok = NULL;
+    if (d->rj.failed) {
+        srv_log(HUB_LOG_WARN, 0,
+                "backplane: rejoin of the directory incomplete (a script "
+                "call of %u failed); the next reconnect rejoins again",
+                d->rj.chunks);
+    } else {
+        stat_add(&d->st->rejoins, 1);
+        srv_log(HUB_LOG_INFO, 0,
+                "backplane: rejoined the directory: %lld subscriptions on "
+                "%lld channels, %lld presence members (%lld users appeared, "
+                "%lld left cluster-wide)",
+                d->rj.tot[0], d->rj.tot[1], d->rj.tot[2], d->rj.tot[3],
+                d->rj.tot[4]);
+    }
+    /* Then every view's list, once its member channel is confirmed: after
+     * the sweep, so that no list still has a member the sweep removes. */
+    hub_cluster_views(d->c, view_one, d);
+}
+
 void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
 {
     struct share sh = { d, calloc(1, sizeof(struct call)),
                        calloc(1, sizeof(struct call)), 0, 0 };
-    struct call *k;
+    long long is = 0, im = 0;
+    bool first = true;
+
+    /* A REJOIN still in progress is forgotten (its token is reaped once
+     * its lock lapses); this one starts from the share as it is now. */
+    d->rj.gen++;
+    d->rj.chunks = d->rj.left = 0;
+    d->rj.sent_all = d->rj.failed = false;
+    memset(d->rj.tot, 0, sizeof(d->rj.tot));
+    free(d->rj.tok);
+    d->rj.tok = NULL;
+    refresh_clear(d);
     if (!d->cmd_fn(d->r) || !sh.subs || !sh.mem) {
         free(sh.subs);
         free(sh.mem);
@@ -928,29 +1052,50 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
     }
     sh.subs->d = sh.mem->d = d;
     hub_cluster_dir_snapshot(d->c, share_chan, share_member, &sh);
-    k = call_new(d, SRV_SCRIPT_REJOIN, P_REJOIN, NULL);
-    if (k) {
+    if (sh.subs->oom || sh.mem->oom)
+        d->rj.failed = true;
+    /* Views whose first subscriber came while Redis was away get one;
+     * every view takes the next list whatever its sequence. */
+    hub_cluster_views_seed(d->c);
+    hub_cluster_views_stale(d->c);
+    /* The chunks go out back to back on the command connection, before
+     * any later op of this node: to this node's own joins and leaves they
+     * are one step, as the single script was. */
+    while (!d->rj.failed && (first || is < sh.n_s || im < sh.n_m)) {
+        long long ns = sh.n_s - is, nm;
+        struct call *k = call_new(d, SRV_SCRIPT_REJOIN, P_REJOIN, NULL);
+
+        if (!k) {
+            d->rj.failed = true;
+            break;
+        }
+        if (ns > SRV_REJOIN_CHUNK)
+            ns = SRV_REJOIN_CHUNK;
+        nm = sh.n_m - im;
+        if (nm > SRV_REJOIN_CHUNK - ns)
+            nm = SRV_REJOIN_CHUNK - ns;
+        k->gen = d->rj.gen;
         arg(k, "0");
         arg(k, hub_cluster_prefix(d->c));
         arg(k, d->node);
-        argf(k, "%lld", sh.n_s);
-        for (int i = 0; i < sh.subs->argc; i++)
+        arg(k, first ? "1" : "0");
+        argf(k, "%lld", ns);
+        for (long long i = 2 * is; i < 2 * (is + ns); i++)
             arg_n(k, sh.subs->argv[i], sh.subs->argvlen[i]);
-        argf(k, "%lld", sh.n_m);
-        for (int i = 0; i < sh.mem->argc; i++)
+        argf(k, "%lld", nm);
+        for (long long i = 3 * im; i < 3 * (im + nm); i++)
             arg_n(k, sh.mem->argv[i], sh.mem->argvlen[i]);
-        if (sh.subs->oom || sh.mem->oom)
-            k->oom = true;
-        call_send(k);
+        is += ns;
+        im += nm;
+        first = false;
+        d->rj.chunks++;
+        d->rj.left++;
+        call_send(k); /* a failure here counts down at once */
     }
     call_free(sh.subs);
     call_free(sh.mem);
-    /* Then every view's list, once its member channel is confirmed (the
-     * reads follow the REJOIN on the same connection). */
-    refresh_clear(d);
-    hub_cluster_views_seed(d->c);
-    hub_cluster_views_stale(d->c);
-    hub_cluster_views(d->c, view_one, d);
+    d->rj.sent_all = true;
+    rejoin_step(d);
 }
 
 void srv_redis_dir_up(struct srv_redis_dir *d)

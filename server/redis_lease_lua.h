@@ -29,6 +29,7 @@
     "    end "                                                                \
     "  end "                                                                  \
     "  redis.call('UNLINK', p .. ':ni:' .. dead) "                            \
+    "  redis.call('UNLINK', p .. ':rjtok:' .. dead) "                         \
     "  for _, a in ipairs(apps) do "                                          \
     "    redis.call('HDEL', p .. ':nc:' .. a, dead) "                         \
     "  end "                                                                  \

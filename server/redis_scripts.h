@@ -13,6 +13,7 @@
  *   P:gm:<app>:<ch> HASH uid -> connections over all nodes
  *   P:gi:<app>:<ch> HASH uid -> user_info
  *   P:gq:<app>   HASH ch -> the channel's member sequence
+ *   P:rjtok:<node> STRING the reap token of a REJOIN in progress
  * Member events: PUBLISH P:m:<app>:<ch> "<cseq>\n+\n<uid>\n<info>" or
  * "<cseq>\n-\n<uid>\n". Every count reaching 0 is HDELed.
  */
@@ -26,6 +27,7 @@ enum srv_script {
     SRV_SCRIPT_LIST,
     SRV_SCRIPT_MEMBERS,
     SRV_SCRIPT_REJOIN,
+    SRV_SCRIPT_REJOIN_SWEEP,
     SRV_SCRIPT_N,
 };
 
@@ -129,22 +131,51 @@ enum srv_script {
     "for i = 1, #all do r[#r + 1] = all[i] end\n"                            \
     "return r\n"
 
-/* ARGV P node n_s (fs count)*n_s n_m (fm conns info)*n_m: this node's
- * whole share as it really is. The old share (ns/nm/ni) is replaced and
- * the difference applied to the totals, with member events for users who
- * appear or disappear cluster-wide. {subscriptions, channels, members,
- * added, removed}. Keys are built here from the share's fields (one
- * Redis, not Redis Cluster). */
+/* One chunk of a REJOIN: ARGV P node first(0|1) n_s (fs count)*n_s n_m
+ * (fm conns info)*n_m, at most SRV_REJOIN_CHUNK fields in all. The first
+ * chunk moves the node's old share (ns, nm) aside under a reap token
+ * (P:rp:<tok>:ns|nm, listed in P:reaping, locked by P:reap:<tok> for this
+ * node, named in P:rjtok:<node>) and drops ni; every chunk then takes its
+ * fields out of the old share, applies the difference to the totals (with
+ * member events for users who appear or disappear cluster-wide) and
+ * writes them into the new share. What is left of the old share once the
+ * last chunk ran is what the node no longer has: REJOIN_SWEEP removes it.
+ * Totals count the old share and the new one at every step, so a node
+ * that dies in the middle leaves a token the reaper finishes (its lock
+ * lapses). {subscriptions, channels, members, added, removed, token}.
+ * Keys are built here from the share's fields (one Redis, not Redis
+ * Cluster). */
+#define SRV_REJOIN_CHUNK 1000
+
 #define SRV_LUA_REJOIN                                                       \
-    "local P, node = ARGV[1], ARGV[2]\n"                                     \
+    "local P, node, first = ARGV[1], ARGV[2], ARGV[3]\n"                     \
     "local US = '\\31'\n"                                                     \
     "local ns, nm, ni = P..':ns:'..node, P..':nm:'..node, P..':ni:'..node\n" \
-    "local ws, wm, i = {}, {}, 3\n"                                          \
-    "local n = tonumber(ARGV[i]); i = i + 1\n"                               \
-    "for k = 1, n do ws[ARGV[i]] = tonumber(ARGV[i + 1]); i = i + 2 end\n"   \
-    "n = tonumber(ARGV[i]); i = i + 1\n"                                     \
-    "for k = 1, n do\n"                                                      \
-    "  wm[ARGV[i]] = {tonumber(ARGV[i + 1]), ARGV[i + 2]}; i = i + 3\n"      \
+    "local tk = P..':rjtok:'..node\n"                                        \
+    "local tok\n"                                                            \
+    "if first == '1' then\n"                                                 \
+    "  tok = node..':'..redis.call('INCR', P..':reapseq')\n"                 \
+    "  for _, k in ipairs({'ns', 'nm'}) do\n"                                \
+    "    local src = P..':'..k..':'..node\n"                                 \
+    "    if redis.call('EXISTS', src) == 1 then\n"                           \
+    "      redis.call('RENAME', src, P..':rp:'..tok..':'..k)\n"              \
+    "    end\n"                                                              \
+    "  end\n"                                                                \
+    "  redis.call('UNLINK', ni)\n"                                           \
+    "  redis.call('SADD', P..':reaping', tok)\n"                             \
+    "  redis.call('SET', P..':reap:'..tok, node, 'PX', 30000)\n"             \
+    "  redis.call('SET', tk, tok)\n"                                         \
+    "else\n"                                                                 \
+    "  tok = redis.call('GET', tk) or ''\n"                                  \
+    "end\n"                                                                  \
+    "local osh, omh = P..':rp:'..tok..':ns', P..':rp:'..tok..':nm'\n"          \
+    "local function had(old, new, f)\n"                                      \
+    "  local v = 0\n"                                                        \
+    "  if tok ~= '' then\n"                                                  \
+    "    v = tonumber(redis.call('HGET', old, f)) or 0\n"                    \
+    "    if v ~= 0 then redis.call('HDEL', old, f) end\n"                    \
+    "  end\n"                                                                \
+    "  return v + (tonumber(redis.call('HGET', new, f)) or 0)\n"             \
     "end\n"                                                                  \
     "local function cut(f)\n"                                                \
     "  local a = string.find(f, US, 1, true)\n"                              \
@@ -154,38 +185,37 @@ enum srv_script {
     "  if not b then return app, rest, nil end\n"                            \
     "  return app, string.sub(rest, 1, b - 1), string.sub(rest, b + 1)\n"    \
     "end\n"                                                                  \
-    "local hs, hm = {}, {}\n"                                                \
-    "local old = redis.call('HGETALL', ns)\n"                                \
-    "for k = 1, #old, 2 do hs[old[k]] = tonumber(old[k + 1]) or 0 end\n"     \
-    "for f, _ in pairs(hs) do if ws[f] == nil then ws[f] = 0 end end\n"      \
     "local nsubs, nchan, nmem, added, removed = 0, 0, 0, 0, 0\n"             \
-    "for f, want in pairs(ws) do\n"                                          \
-    "  local had = hs[f] or 0\n"                                             \
+    "local i = 4\n"                                                          \
+    "local n = tonumber(ARGV[i]); i = i + 1\n"                               \
+    "for k = 1, n do\n"                                                      \
+    "  local f, want = ARGV[i], tonumber(ARGV[i + 1]) or 0; i = i + 2\n"     \
+    "  local h = had(osh, ns, f)\n"                                           \
     "  local app, ch = cut(f)\n"                                             \
-    "  if app and ch and want ~= had then\n"                                 \
+    "  if app and ch and want ~= h then\n"                                   \
     "    local gs = P..':gs:'..app\n"                                        \
-    "    if redis.call('HINCRBY', gs, ch, want - had) <= 0 then\n"           \
+    "    if redis.call('HINCRBY', gs, ch, want - h) <= 0 then\n"             \
     "      redis.call('HDEL', gs, ch)\n"                                     \
     "    end\n"                                                              \
     "  end\n"                                                                \
-    "  if want > 0 then nsubs = nsubs + want; nchan = nchan + 1 end\n"       \
+    "  if want > 0 then\n"                                                   \
+    "    redis.call('HSET', ns, f, want)\n"                                  \
+    "    nsubs = nsubs + want; nchan = nchan + 1\n"                          \
+    "  else redis.call('HDEL', ns, f) end\n"                                 \
     "end\n"                                                                  \
-    "redis.call('DEL', ns)\n"                                                \
-    "for f, want in pairs(ws) do\n"                                          \
-    "  if want > 0 then redis.call('HSET', ns, f, want) end\n"               \
-    "end\n"                                                                  \
-    "old = redis.call('HGETALL', nm)\n"                                      \
-    "for k = 1, #old, 2 do hm[old[k]] = tonumber(old[k + 1]) or 0 end\n"     \
-    "for f, _ in pairs(hm) do if wm[f] == nil then wm[f] = {0, ''} end end\n"\
-    "for f, w in pairs(wm) do\n"                                             \
-    "  local want, had = w[1], hm[f] or 0\n"                                 \
+    "n = tonumber(ARGV[i]); i = i + 1\n"                                     \
+    "for k = 1, n do\n"                                                      \
+    "  local f, want, info = ARGV[i], tonumber(ARGV[i + 1]) or 0,\n"         \
+    "                        ARGV[i + 2]\n"                                  \
+    "  i = i + 3\n"                                                          \
+    "  local h = had(omh, nm, f)\n"                                           \
     "  local app, ch, uid = cut(f)\n"                                        \
-    "  if app and ch and uid and want ~= had then\n"                         \
+    "  if app and ch and uid and want ~= h then\n"                           \
     "    local gm = P..':gm:'..app..':'..ch\n"                               \
     "    local gi = P..':gi:'..app..':'..ch\n"                               \
     "    local mchan = P..':m:'..app..':'..ch\n"                             \
-    "    local g = redis.call('HINCRBY', gm, uid, want - had)\n"             \
-    "    local before = g - (want - had)\n"                                  \
+    "    local g = redis.call('HINCRBY', gm, uid, want - h)\n"               \
+    "    local before = g - (want - h)\n"                                    \
     "    if g <= 0 then redis.call('HDEL', gm, uid) end\n"                   \
     "    if before > 0 and g <= 0 then\n"                                    \
     "      redis.call('HDEL', gi, uid)\n"                                    \
@@ -193,21 +223,84 @@ enum srv_script {
     "      redis.call('PUBLISH', mchan, s..'\\n-\\n'..uid..'\\n')\n"            \
     "      removed = removed + 1\n"                                          \
     "    elseif before <= 0 and g > 0 then\n"                                \
-    "      redis.call('HSET', gi, uid, w[2])\n"                              \
+    "      redis.call('HSET', gi, uid, info)\n"                              \
     "      local s = redis.call('HINCRBY', P..':gq:'..app, ch, 1)\n"         \
-    "      redis.call('PUBLISH', mchan, s..'\\n+\\n'..uid..'\\n'..w[2])\n"      \
+    "      redis.call('PUBLISH', mchan, s..'\\n+\\n'..uid..'\\n'..info)\n"      \
     "      added = added + 1\n"                                              \
     "    end\n"                                                              \
     "  end\n"                                                                \
-    "  if want > 0 then nmem = nmem + 1 end\n"                               \
+    "  if want > 0 then\n"                                                   \
+    "    redis.call('HSET', nm, f, want)\n"                                  \
+    "    redis.call('HSET', ni, f, info)\n"                                  \
+    "    nmem = nmem + 1\n"                                                  \
+    "  else redis.call('HDEL', nm, f); redis.call('HDEL', ni, f) end\n"     \
     "end\n"                                                                  \
-    "redis.call('DEL', nm, ni)\n"                                            \
-    "for f, w in pairs(wm) do\n"                                             \
-    "  if w[1] > 0 then\n"                                                   \
-    "    redis.call('HSET', nm, f, w[1])\n"                                  \
-    "    redis.call('HSET', ni, f, w[2])\n"                                  \
+    "return {nsubs, nchan, nmem, added, removed, tok}\n"
+
+/* The end of a REJOIN, one step: ARGV P node token max. Removes at most
+ * max fields of what is left of the old share (members first, then
+ * subscriptions) from the totals, with a member event for each user gone
+ * cluster-wide; when nothing is left the token, its lock and P:rjtok go.
+ * {"more"|"done"|"lost", removed}; "lost": the lock lapsed and another
+ * node's reaper has the token now (it finishes the job). */
+#define SRV_LUA_REJOIN_SWEEP                                                 \
+    "local P, node, tok, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])\n"\
+    "local lock = P..':reap:'..tok\n"                                        \
+    "if redis.call('GET', lock) ~= node then return {'lost', 0} end\n"       \
+    "redis.call('PEXPIRE', lock, 30000)\n"                                   \
+    "local nmk, nsk = P..':rp:'..tok..':nm', P..':rp:'..tok..':ns'\n"        \
+    "local removed, used = 0, 0\n"                                           \
+    "local function take(key)\n"                                             \
+    "  local out, seen, cur, want = {}, {}, '0', max - used\n"               \
+    "  if want <= 0 then return out end\n"                                   \
+    "  repeat\n"                                                             \
+    "    local r = redis.call('HSCAN', key, cur, 'COUNT', want)\n"           \
+    "    cur = r[1]\n"                                                       \
+    "    for i = 1, #r[2], 2 do\n"                                           \
+    "      local f = r[2][i]\n"                                              \
+    "      if not seen[f] and #out < 2 * want then\n"                        \
+    "        seen[f] = true; out[#out + 1] = f; out[#out + 1] = r[2][i + 1]\n"\
+    "      end\n"                                                            \
+    "    end\n"                                                              \
+    "  until cur == '0' or #out >= 2 * want\n"                               \
+    "  return out\n"                                                         \
+    "end\n"                                                                  \
+    "local function sub(k, f, n)\n"                                          \
+    "  local before = tonumber(redis.call('HGET', k, f)) or 0\n"             \
+    "  if before > n then redis.call('HINCRBY', k, f, -n)\n"                 \
+    "  else redis.call('HDEL', k, f) end\n"                                  \
+    "  return before\n"                                                      \
+    "end\n"                                                                  \
+    "local f = take(nmk)\n"                                                  \
+    "for i = 1, #f, 2 do\n"                                                  \
+    "  local a, c, u = string.match(f[i], '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')\n"\
+    "  local n = tonumber(f[i + 1]) or 0\n"                                  \
+    "  if a and n > 0 then\n"                                                \
+    "    local before = sub(P..':gm:'..a..':'..c, u, n)\n"                   \
+    "    if before > 0 and before <= n then\n"                               \
+    "      redis.call('HDEL', P..':gi:'..a..':'..c, u)\n"                    \
+    "      local cs = redis.call('HINCRBY', P..':gq:'..a, c, 1)\n"           \
+    "      redis.call('PUBLISH', P..':m:'..a..':'..c, cs..'\\n-\\n'..u..'\\n')\n"\
+    "      removed = removed + 1\n"                                          \
+    "    end\n"                                                              \
     "  end\n"                                                                \
+    "  redis.call('HDEL', nmk, f[i])\n"                                      \
+    "  used = used + 1\n"                                                    \
     "end\n"                                                                  \
-    "return {nsubs, nchan, nmem, added, removed}\n"
+    "f = take(nsk)\n"                                                        \
+    "for i = 1, #f, 2 do\n"                                                  \
+    "  local a, c = string.match(f[i], '^([^\\31]*)\\31(.*)$')\n"             \
+    "  local n = tonumber(f[i + 1]) or 0\n"                                  \
+    "  if a and n > 0 then sub(P..':gs:'..a, c, n) end\n"                    \
+    "  redis.call('HDEL', nsk, f[i])\n"                                      \
+    "  used = used + 1\n"                                                    \
+    "end\n"                                                                  \
+    "if redis.call('EXISTS', nmk, nsk) > 0 then return {'more', removed} end\n"\
+    "redis.call('SREM', P..':reaping', tok)\n"                               \
+    "redis.call('DEL', lock)\n"                                              \
+    "if redis.call('GET', P..':rjtok:'..node) == tok then\n"                 \
+    "  redis.call('DEL', P..':rjtok:'..node)\n"                              \
+    "end\n"                                                                  \
+    "return {'done', removed}\n"
 
 #endif

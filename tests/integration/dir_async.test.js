@@ -17,9 +17,9 @@ const {
 
 const DELAY_MS = 400;
 
-async function slowHub(t, loops = 1) {
+async function slowHub(t, loops = 1, delayMs = DELAY_MS) {
   const hub = await startHub(['--loops', String(loops), '--drain-timeout', '1s'],
-    { env: { LUBDUB_TEST_DIR_DELAY_MS: String(DELAY_MS) } });
+    { env: { LUBDUB_TEST_DIR_DELAY_MS: String(delayMs) } });
   t.after(async () => {
     await closeTracked(hub);
     const exit = await hub.stop();
@@ -180,9 +180,9 @@ test('a connection that goes before its answer: dropped safely', async (t) => {
   const loop0 = async () => (await hub.stats()).per_loop[0];
   await waitFor(async () => (await loop0()).rest_waiting === 3, 'three requests waiting');
   for (const sock of socks) sock.resetAndDestroy();
-  // Each answer is then dropped (counted when lws saw the reset first) or
-  // written into the dead socket (lws 4.1.6 reads nothing of a GET waiting
-  // for its answer, so it learns of the reset only when it writes).
+  // Each answer is then dropped (counted when the hub saw the reset
+  // first: a waiting GET's socket is probed) or written into the dead
+  // socket (a reset that came after the answer).
   await waitFor(async () => (await loop0()).rest_waiting === 0, 'no request waiting');
   assert.ok((await loop0()).rest_answers_dropped <= 3);
   // The publish still goes out (the request was whole; only its answer is
@@ -193,6 +193,80 @@ test('a connection that goes before its answer: dropped safely', async (t) => {
   const r = await rest(hub, 'GET', `/apps/${APP.id}/channels/public-gone`,
     { params: { info: 'subscription_count' } });
   assert.deepEqual(r.json, { occupied: true, subscription_count: 1 });
+});
+
+test('a client that leaves while its GET waits is forgotten before the answer', async (t) => {
+  // The directory answers in 5 s: long enough that "before the answer" is
+  // a state the test can see (rest_waiting still 1), not a race.
+  const hub = await slowHub(t, 1, 5000);
+  const loop0 = async () => (await hub.stats()).per_loop[0];
+  const cpu = () => {
+    const f = require('node:fs').readFileSync(`/proc/${hub.pid}/stat`, 'utf8')
+      .split(') ')[1].split(' ');
+    return Number(f[11]) + Number(f[12]);
+  };
+  for (const how of ['fin', 'reset']) {
+    const base = (await loop0()).rest_answers_dropped;
+    const sock = net.connect(hub.port, hub.host);
+    let closed = false;
+    sock.on('error', () => {});
+    sock.on('data', () => {});
+    sock.on('close', () => { closed = true; });
+    sock.on('connect', () => sock.write(rawGet(signedPath('GET', `/apps/${APP.id}/channels`, {}))));
+    await waitFor(async () => (await loop0()).rest_waiting === 1, `${how}: the GET waits`);
+    const before = cpu();
+    if (how === 'fin') sock.end(); else sock.resetAndDestroy();
+    // Forgotten (counted dropped) while the directory has not answered
+    // yet, and (FIN) the hub closed the connection: no answer is written
+    // into it later.
+    await waitFor(async () => (await loop0()).rest_answers_dropped === base + 1,
+      `${how}: the answer forgotten`, 4000);
+    assert.equal((await loop0()).rest_waiting, 1, `${how}: still before the answer`);
+    if (how === 'fin') await waitFor(() => closed, 'fin: closed by the hub', 4000);
+    // Nothing spins meanwhile (lws does not read a waiting GET's socket:
+    // its POLLIN is off): far less than a core over the wait.
+    await waitFor(async () => (await loop0()).rest_waiting === 0, `${how}: the late answer`, 20000);
+    assert.ok(cpu() - before < 150, `${how}: ${cpu() - before} ticks of CPU while waiting`);
+  }
+  // The hub goes on answering (ASan: nothing used after its free, no leak).
+  const r = await rest(hub, 'GET', `/apps/${APP.id}/channels`, {});
+  assert.deepEqual(r.json, { channels: {} });
+});
+
+test('a POST with info= and a request pipelined behind it is refused, not published', async (t) => {
+  const hub = await slowHub(t, 1);
+  const a = await rawClient(t, hub);
+  await a.subscribed('public-pipe');
+  const body = JSON.stringify({ name: 'refused', channels: ['public-pipe'], data: 'x', info: 'subscription_count' });
+  // The POST and a GET behind it in one write: lws cannot keep the
+  // connection while the POST waits for the directory, so the hub answers
+  // at once, and what would wait is refused with a clear 400.
+  const text = rawPost(signedPath('POST', `/apps/${APP.id}/events`, {}, body), body) +
+    rawGet(signedPath('GET', `/apps/${APP.id}/channels`, {}));
+  const got = await new Promise((resolve, reject) => {
+    const sock = net.connect(hub.port, hub.host);
+    let data = '';
+    sock.setTimeout(15000, () => { sock.destroy(); reject(new Error(`timeout: ${data}`)); });
+    sock.on('connect', () => sock.write(text));
+    sock.on('data', (d) => { data += d; });
+    sock.on('close', () => resolve(responses(data)));
+    sock.on('error', reject);
+  });
+  assert.equal(got.length, 1, JSON.stringify(got));
+  assert.match(got[0].head, /^HTTP\/1\.1 400/);
+  assert.match(got[0].head, /connection: close/i);
+  assert.match(JSON.parse(got[0].body).error, /pipelined .*nothing was published/);
+  // Not published: an event sent after it through the same late directory
+  // (its wait fires after the refused one's would have) arrives alone.
+  const after = await publish(hub, 'public-pipe', { n: 2 }, 'subscription_count');
+  assert.equal(after.status, 200);
+  await a.event('evt', 'public-pipe');
+  assert.equal(a.count('refused', 'public-pipe'), 0);
+  // The same POST alone is published and answered as usual.
+  const ok = await rest(hub, 'POST', `/apps/${APP.id}/events`, { body: JSON.parse(body) });
+  assert.equal(ok.status, 200);
+  assert.deepEqual(ok.json, { channels: { 'public-pipe': { subscription_count: 1 } } });
+  await a.event('refused', 'public-pipe');
 });
 
 test('a WebSocket that goes while its subscription is pending leaves it', async (t) => {

@@ -833,6 +833,85 @@ static void test_cluster_dir_ops_queue(void **state)
     hub_cluster_destroy(c);
 }
 
+/* Shutdown with answers outstanding: every caller gets -ECANCELED at
+ * destroy, once (hub/backplane.h, join_async), whether its op was still
+ * queued, answered after the cluster closed, or cancelled by the
+ * backplane thread (a join parked on its SUBSCRIBE). */
+static int cancel_calls, cancel_rc_ok;
+
+static void cancel_join_done(struct hub_dir_join_req *req, int rc)
+{
+    cancel_calls++;
+    if (rc == -ECANCELED)
+        cancel_rc_ok++;
+    if (req->j) {
+        free(req->j->members_json); /* as subscribe.c's pending_free */
+        req->j->members_json = NULL;
+    }
+}
+
+static void cancel_query_done(struct hub_dir_query *q, int rc)
+{
+    cancel_calls++;
+    if (rc == -ECANCELED && !q->json)
+        cancel_rc_ok++;
+}
+
+static void test_cluster_dir_cancel_at_destroy(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane bp;
+    struct hub_cluster_op *ops[8];
+    char not_a_loop; /* never reached: the cluster is closed first */
+    struct hub_loop *l = (struct hub_loop *)(void *)&not_a_loop;
+    struct hub_presence_join j = { .user_id = "u1", .user_info = "{}" };
+    struct hub_dir_join_req queued = { .app = 0, .name = "c1", .len = 2,
+                                       .loop = l, .done = cancel_join_done };
+    struct hub_dir_join_req late = { .app = 0, .name = "presence-y",
+                                     .len = 10, .j = &j, .loop = l,
+                                     .done = cancel_join_done };
+    struct hub_dir_query q = { .kind = HUB_DIR_Q_LIST, .app = 0, .loop = l,
+                               .done = cancel_query_done };
+    struct hub_cluster_dirop *jd = NULL, *qd = NULL;
+    size_t n;
+
+    (void)state;
+    cancel_calls = cancel_rc_ok = 0;
+    hub_cluster_backplane(c, &bp);
+    hub_cluster_dir_set_up(c, true);
+    assert_int_equal(bp.dir->join_async(bp.dir_impl, &late), HUB_DIR_PENDING);
+    assert_int_equal(bp.dir->query_async(bp.dir_impl, &q), HUB_DIR_PENDING);
+    take_list(c, ops, 8, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->kind == HUB_COP_JOIN)
+            jd = ops[i]->dop;
+        if (ops[i]->kind == HUB_COP_QUERY)
+            qd = ops[i]->dop;
+        ops[i]->dop = ops[i]->kind == HUB_COP_JOIN ||
+                              ops[i]->kind == HUB_COP_QUERY
+                          ? NULL
+                          : ops[i]->dop;
+        hub_cluster_op_free(ops[i]);
+    }
+    assert_non_null(jd);
+    assert_non_null(qd);
+    /* Queued, never taken by the backplane thread. */
+    assert_int_equal(bp.dir->join_async(bp.dir_impl, &queued),
+                     HUB_DIR_PENDING);
+    assert_int_equal(hub_cluster_stats(c)->dir_pending, 3);
+    /* The loops stop: the cluster is closed; Redis fails the join after
+     * that (answered locally, but no loop takes the answer), and the read
+     * is cancelled as srv_redis_dir_free() cancels a parked op. */
+    hub_cluster_close(c);
+    hub_cluster_dir_local(c, jd);
+    hub_cluster_dir_cancel(c, qd);
+    assert_int_equal(cancel_calls, 0); /* nothing runs before destroy */
+    hub_cluster_destroy(c);
+    assert_int_equal(cancel_calls, 3);
+    assert_int_equal(cancel_rc_ok, 3);
+    assert_null(j.members_json);
+}
+
 static char *vjson(struct hub_cluster *c, const char *ch, uint64_t *applied)
 {
     return hub_cluster_view_json(c, 0, ch, strlen(ch), applied);
@@ -1018,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_cluster_hub_publish_and_receive),
         cmocka_unit_test(test_cluster_cache),
         cmocka_unit_test(test_cluster_dir_ops_queue),
+        cmocka_unit_test(test_cluster_dir_cancel_at_destroy),
         cmocka_unit_test(test_cluster_views),
         cmocka_unit_test(test_cluster_views_seeded_after_down),
         cmocka_unit_test(test_cluster_member_msg_hostile),

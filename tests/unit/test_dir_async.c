@@ -692,6 +692,69 @@ static void test_rest_events_info_wait_then_publish(void **state)
     env_stop(&e);
 }
 
+/* A caller that cannot wait (server/http.c: a request pipelined behind
+ * the POST body): what would wait is refused with 400 and not published,
+ * before its wait starts (hub_rest_handle_nowait) or during it
+ * (hub_rest_wait_refuse); what needs no read is answered as usual. */
+static void test_rest_pipelined_post_refused_not_published(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+    struct answer_rec ans = { 0 };
+    struct hub_rest_response out;
+    struct hub_rest_wait *w;
+    const char *ev = "{\"name\":\"ev\",\"channel\":\"c1\","
+                     "\"data\":\"x\",\"info\":\"subscription_count\"}";
+    const char *plain = "{\"name\":\"ev\",\"channel\":\"c1\",\"data\":\"x\"}";
+    char query[1024];
+
+    (void)state;
+    env_start(&e, 0);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "c1", NULL);
+    answer_join(&e.f, 0);
+    fake_flush(&a->s);
+
+    assert_int_equal(hub_auth_sign_rest(&e.fh.apps[0], "POST",
+                                        "/apps/app-id/events", "", ev,
+                                        strlen(ev), 1700000000, query,
+                                        sizeof(query)),
+                     0);
+    hub_rest_handle_nowait(e.fh.loops[0], HUB_HTTP_POST, "/apps/app-id/events",
+                           query, ev, strlen(ev), 1700000000, &out);
+    assert_int_equal(out.status, 400);
+    assert_non_null(strstr(out.body, "nothing was published"));
+    free(out.body);
+    assert_int_equal(e.f.n_qq, 0);
+    assert_int_equal(fake_count(&a->s, "\"ev\""), 0);
+
+    assert_int_equal(hub_auth_sign_rest(&e.fh.apps[0], "POST",
+                                        "/apps/app-id/events", "", plain,
+                                        strlen(plain), 1700000000, query,
+                                        sizeof(query)),
+                     0);
+    hub_rest_handle_nowait(e.fh.loops[0], HUB_HTTP_POST, "/apps/app-id/events",
+                           query, plain, strlen(plain), 1700000000, &out);
+    assert_int_equal(out.status, 200);
+    free(out.body);
+    assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
+    fake_flush(&a->s);
+
+    /* Refused while it waits: the read still comes, nothing goes out. */
+    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
+    assert_non_null(w);
+    hub_rest_wait_refuse(w, &out);
+    assert_int_equal(out.status, 400);
+    free(out.body);
+    answer_query(&e.f, 0);
+    assert_int_equal(ans.calls, 0);
+    assert_int_equal(fake_count(&a->s, "\"ev\""), 0);
+    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
+    assert_int_equal(e.fh.loops[0]->stats.rest_answers_dropped, 0);
+    close_heap(a);
+    env_stop(&e);
+}
+
 static void test_take_seq_shares_the_space(void **state)
 {
     struct hub_directory *d = hub_directory_create();
@@ -736,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_presence_again_waits),
         cmocka_unit_test(test_rest_reads_wait_for_the_directory),
         cmocka_unit_test(test_rest_events_info_wait_then_publish),
+        cmocka_unit_test(test_rest_pipelined_post_refused_not_published),
         cmocka_unit_test(test_take_seq_shares_the_space),
         cmocka_unit_test(test_local_directory_stays_synchronous),
     };
