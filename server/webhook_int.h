@@ -8,6 +8,7 @@
 #define SRV_WEBHOOK_INT_H
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -47,6 +48,10 @@ struct endpoint {
     struct batch *head, **tail;
     CURL *easy;
     struct curl_slist *hdrs;
+    /* HMAC-SHA256 keyed with mac_key (the app secret when it was made):
+     * re-initialised per body instead of fetched and keyed again. */
+    EVP_MAC_CTX *mac;
+    char *mac_key;
     bool in_flight;
     bool failing;
     size_t body_seen;
