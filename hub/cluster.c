@@ -23,6 +23,7 @@
 #include "hub/json.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
+#include "hub/subcount.h"
 #include "timer/clock.h"
 
 #define USER_PREFIX "#server-to-user-"
@@ -1917,6 +1918,26 @@ static int cbus_publish_cache(void *b, struct hub *h, struct hub_loop *from,
     return rc;
 }
 
+/* Tell the nodes with subscribers of the channel that its count moved
+ * here (envelope kind 4): they read it anew from Redis. Not while the
+ * directory is down: Redis has no count to read then. */
+static void cbus_count_changed(void *b, struct hub *h, unsigned app,
+                               const char *name, size_t len)
+{
+    struct hub_cluster *c = b;
+    struct hub_cluster_op *op;
+
+    if (!hub_cluster_dir_is_up(c) ||
+        atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return;
+    op = op_new(c, HUB_COP_COUNT, app, name, len);
+    if (!op) {
+        stat_add(&c->stats.lost, 1);
+        return;
+    }
+    enqueue(c, op);
+}
+
 static void cbus_destroy(void *b)
 {
     hub_cluster_destroy(b);
@@ -1927,6 +1948,7 @@ static const struct hub_bus_ops cluster_bus_ops = {
     .terminate_user = cbus_terminate,
     .destroy = cbus_destroy,
     .publish_cache = cbus_publish_cache,
+    .count_changed = cbus_count_changed,
 };
 
 int hub_cluster_backplane(struct hub_cluster *c, struct hub_backplane *bp)
@@ -1951,6 +1973,7 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
     struct hub_envelope e = {
         .kind = op->kind == HUB_COP_EVENT   ? HUB_ENV_EVENT
                 : op->kind == HUB_COP_CACHE ? HUB_ENV_CACHE
+                : op->kind == HUB_COP_COUNT ? HUB_ENV_COUNT
                                             : HUB_ENV_TERMINATE,
         .origin = c->node_id,
         .origin_len = c->node_len,
@@ -2113,6 +2136,10 @@ static void deliver(struct hub_cluster *c, unsigned app,
             return;
         }
         hub_fanout_terminate(c->hub, NULL, app, uid);
+        return;
+    }
+    if (e.kind == HUB_ENV_COUNT) {
+        hub_subcount_remote(c->hub, app, e.channel, e.channel_len);
         return;
     }
     f = hub_frame_create_text(e.data, e.data_len);

@@ -70,6 +70,9 @@ enum hub_cluster_op_kind {
     HUB_COP_JOIN,
     HUB_COP_LEAVE,
     HUB_COP_QUERY,
+    /* A count notice (envelope kind 4, no payload): this node changed the
+     * channel's subscription count (hub/subcount.h). */
+    HUB_COP_COUNT,
 };
 
 /*
