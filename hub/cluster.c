@@ -1345,6 +1345,28 @@ uint64_t hub_cluster_dir_snapshot(
     return gen;
 }
 
+/* One channel of the node's own directory: a counting one is refreshed. */
+static void count_one(void *ctx, unsigned app, const char *name, size_t len,
+                      uint32_t subs)
+{
+    struct hub_cluster *c = ctx;
+    enum hub_channel_kind k = hub_channel_classify(name, len);
+
+    if (!subs || app >= c->n_apps || !c->apps[app].subscription_count ||
+        k == HUB_CHANNEL_PRESENCE || k == HUB_CHANNEL_USER)
+        return;
+    hub_subcount_refresh(c->hub, app, name, len);
+}
+
+void hub_cluster_counts_refresh(struct hub_cluster *c)
+{
+    if (!c->hub)
+        return;
+    pthread_mutex_lock(&c->mu);
+    hub_directory_foreach(c->dir, count_one, NULL, c);
+    pthread_mutex_unlock(&c->mu);
+}
+
 bool hub_cluster_dir_stale(struct hub_cluster *c,
                            const struct hub_cluster_dirop *dop)
 {

@@ -306,6 +306,7 @@ struct sc_remote {
     struct hub_inbox_node inbox;
     unsigned app;
     size_t len;
+    bool local;
     char name[];
 };
 
@@ -315,7 +316,7 @@ static void remote_run(struct hub_inbox_node *in, struct hub_loop *l,
     struct sc_remote *m = hub_container_of(in, struct sc_remote, inbox);
 
     (void)now_ms;
-    mark(l, m->app, m->name, m->len, false);
+    mark(l, m->app, m->name, m->len, m->local);
     free(m);
 }
 
@@ -326,8 +327,9 @@ static void remote_drop(struct hub_inbox_node *in)
 
 static const struct hub_inbox_ops remote_ops = { remote_run, remote_drop };
 
-void hub_subcount_remote(struct hub *h, unsigned app, const char *name,
-                         size_t len)
+/* Mark (app, name) on one of h's loops, from any thread. */
+static void post_mark(struct hub *h, unsigned app, const char *name,
+                      size_t len, bool local)
 {
     struct sc_remote *m;
     struct hub_loop *l;
@@ -341,9 +343,22 @@ void hub_subcount_remote(struct hub *h, unsigned app, const char *name,
     m->inbox.ops = &remote_ops;
     m->app = app;
     m->len = len;
+    m->local = local;
     memcpy(m->name, name, len);
     m->name[len] = '\0';
     /* Any loop may own the mark; spread channels over them. */
     l = h->loops[hub_chan_hash(app, name, len) % h->n_loops];
     hub_loop_post(l, &m->inbox);
+}
+
+void hub_subcount_remote(struct hub *h, unsigned app, const char *name,
+                         size_t len)
+{
+    post_mark(h, app, name, len, false);
+}
+
+void hub_subcount_refresh(struct hub *h, unsigned app, const char *name,
+                          size_t len)
+{
+    post_mark(h, app, name, len, true);
 }

@@ -67,6 +67,12 @@ void hub_subcount_changed(struct hub_loop *l, unsigned app, const char *name,
 void hub_subcount_remote(struct hub *h, unsigned app, const char *name,
                          size_t len);
 
+/* Any thread: as if this process's own subscribers had changed the
+ * count of (app, name): read anew and tell the others (after the
+ * cluster directory's rejoin, whose totals may have moved). */
+void hub_subcount_refresh(struct hub *h, unsigned app, const char *name,
+                          size_t len);
+
 /* Build the event for count (tests). Owned frame, NULL when out of
  * memory. */
 struct hub_frame *hub_subcount_frame(const char *channel, unsigned count);

@@ -5,7 +5,8 @@
 // ends with the cluster-wide count (what REST answers from Redis), the
 // events stay throttled, and a node with no subscriber of the channel
 // hears nothing of it and sends nothing. With Redis gone each node counts
-// its own subscribers again, as a single node does.
+// its own subscribers again, as a single node does; when Redis returns the
+// counts are cluster-wide again without waiting for a change.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
@@ -107,7 +108,7 @@ test('subscription_count is cluster-wide on every node, throttled, and costs a n
     on1.every((c) => lastCount(c) === 7), 'all three nodes count 7', 20000);
 });
 
-test('subscription_count while Redis is down: each node counts its own subscribers', async (t) => {
+test('subscription_count while Redis is down: each node counts its own; cluster-wide again once it is back', async (t) => {
   const redis = await startRedis(t);
   const cfg = configFile(t, {
     apps: [{ id: APP.id, key: APP.key, secret: APP.secret, subscription_count: true }],
@@ -129,4 +130,12 @@ test('subscription_count while Redis is down: each node counts its own subscribe
     a.msgs.filter((m) => m.event === 'pusher_internal:subscription_count').length >= 2,
   'n1 sends its own count', 20000);
   assert.equal(lastCount(b), 2);
+
+  // Redis back (empty): each node rejoins, reads its channels' counts anew
+  // and tells the others, so everyone converges on 3 without a change.
+  await startRedis(t, { port: redis.port });
+  await allUp([n1, n2]);
+  await waitFor(() => [a, a2, b].every((c) => lastCount(c) === 3),
+    'every subscriber counts 3 after Redis returned', 30000);
+  for (const n of [n1, n2]) assert.equal(await restCount(n), 3);
 });
