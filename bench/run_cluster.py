@@ -429,7 +429,8 @@ def main():
         return a_ / b_ if a_ and b_ else None
 
     # At saturation (closed loop: each setup at its own top rate) and at
-    # half load (open loop: both at the same offered rate).
+    # half load (open loop: both at the same offered rate; the summary's
+    # cpu_ratio_half*).
     cpu_ratio = {p: paired(p, "sat", cpu_r) for p in ("rest", "ws")}
     cpu_ratio_half = {p: paired(p, "lat", cpu_r) for p in ("rest", "ws")}
     def p99_diff(c, s):
@@ -590,8 +591,17 @@ def main():
         return f(med((setup, path, "lat"),
                      lambda d: d["lat_us"][q] / 1e3), 2)
 
-    def cpu_m(setup, path):
-        return f(med((setup, path, "sat"), lambda d: d["server_cpu_s_per_M"]))
+    def cpu_m(setup, path, kind="sat"):
+        return f(med((setup, path, kind), lambda d: d["server_cpu_s_per_M"]))
+
+    def util_half(path):
+        """cluster/single servers' CPU % of their core at the half-load
+        rate: at ~100 % a set-up spent all it had (a corking hub spends
+        spare CPU on smaller writes), and its CPU per delivery there is
+        what keeping up took, not what the rate needs at the least."""
+        return "/".join(f(med((setup, path, "lat"),
+                              lambda d: 100 * d["server_util"]), 0)
+                        for setup in ("cluster", "single"))
 
     print("cluster: cpu_ratio=%s cpu_ratio_rest=%s cpu_ratio_ws=%s "
           "cpu_s_per_M=%s single_cpu_s_per_M=%s "
@@ -603,6 +613,10 @@ def main():
           "p50_ms_rest=%s p99_ms_rest=%s single_p50_ms_rest=%s "
           "single_p99_ms_rest=%s p50_ms_ws=%s p99_ms_ws=%s single_p50_ms_ws=%s "
           "single_p99_ms_ws=%s half_rate_rest=%s half_rate_ws=%s "
+          "cpu_ratio_half=%s cpu_ratio_half_rest=%s cpu_ratio_half_ws=%s "
+          "cpu_s_per_M_half=%s single_cpu_s_per_M_half=%s "
+          "cpu_s_per_M_half_ws=%s single_cpu_s_per_M_half_ws=%s "
+          "servers_util_half_rest=%s servers_util_half_ws=%s "
           "load1=%s loader_saturated=%s" % (
               f(worst(cpu_ratio)), f(cpu_ratio["rest"]), f(cpu_ratio["ws"]),
               cpu_m("cluster", "rest"), cpu_m("single", "rest"),
@@ -617,6 +631,11 @@ def main():
               lat("cluster", "ws", "p50"), lat("cluster", "ws", "p99"),
               lat("single", "ws", "p50"), lat("single", "ws", "p99"),
               f(rates["rest"], 0), f(rates["ws"], 0),
+              f(worst(cpu_ratio_half)), f(cpu_ratio_half["rest"]),
+              f(cpu_ratio_half["ws"]),
+              cpu_m("cluster", "rest", "lat"), cpu_m("single", "rest", "lat"),
+              cpu_m("cluster", "ws", "lat"), cpu_m("single", "ws", "lat"),
+              util_half("rest"), util_half("ws"),
               "/".join(load0[:1] + load1[:1]),
               "yes" if bound else "no"), flush=True)
     return 0

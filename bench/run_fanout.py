@@ -622,10 +622,11 @@ def hub_webhook_stats(port):
 
 
 def thread_ticks(pid):
-    """(loop-thread ticks, all ticks) of a process: utime + stime of its
-    threads from /proc; loop threads are named lubdub-N (server/threads.c),
-    the webhook sender and the rest keep the process name."""
-    loop = total = 0
+    """(loop-thread ticks, all ticks, webhook-sender ticks) of a process:
+    utime + stime of its threads from /proc; loop threads are named
+    lubdub-N (server/threads.c), the webhook sender wh-sender
+    (server/webhook_send.c), the rest keep the process name."""
+    loop = total = sender = 0
     try:
         tids = os.listdir("/proc/%d/task" % pid)
     except OSError:
@@ -642,7 +643,9 @@ def thread_ticks(pid):
         total += n
         if comm.startswith("lubdub-"):
             loop += n
-    return loop, total
+        elif comm == "wh-sender":
+            sender += n
+    return loop, total, sender
 
 
 def run_webhooks(a):
@@ -694,6 +697,8 @@ def run_webhooks(a):
                                                (tk1[1] - tk0[1]))
                             d["loop_cpu_s"] = d["server_cpu_s"] * \
                                 d["loop_share"]
+                            d["sender_share"] = ((tk1[2] - tk0[2]) /
+                                                 (tk1[1] - tk0[1]))
                         d["rep"] = rep
                         d["invalid"] = check_valid(d, sid)
                         if p.name == "hub_wh":
@@ -736,13 +741,28 @@ def run_webhooks(a):
         u = per_unit(d, sid)
         return u * d["loop_share"] if u and "loop_share" in d else None
 
-    def cpu_ratio(sid, f=per_unit):
+    def rep_ratios(sid, f=per_unit):
         by = {}
         for name in ("hub", "hub_wh"):
             for d in valid(sid, name):
                 by.setdefault(d["rep"], {})[name] = f(d, sid)
-        return median([v["hub_wh"] / v["hub"] for v in by.values()
-                       if v.get("hub") and v.get("hub_wh")])
+        return [v["hub_wh"] / v["hub"] for v in by.values()
+                if v.get("hub") and v.get("hub_wh")]
+
+    def cpu_ratio(sid, f=per_unit):
+        return median(rep_ratios(sid, f))
+
+    def pooled_ratio(sid):
+        """All valid reps' CPU over all their units, on / off: each rep
+        weighted by its length instead of one median pair."""
+        k = "churn_cycles" if sid.startswith("S5") else "deliveries"
+        tot = {}
+        for name in ("hub", "hub_wh"):
+            v = [d for d in valid(sid, name) if d["server_cpu_s"] > 0]
+            cpu, n = sum(d["server_cpu_s"] for d in v), sum(d[k] for d in v)
+            tot[name] = cpu / n if n and cpu else None
+        return (tot["hub_wh"] / tot["hub"] if tot["hub"] and tot["hub_wh"]
+                else None)
 
     def rate_ratio(sid):
         k = "churn_per_s" if sid.startswith("S5") else "deliveries_per_s"
@@ -766,13 +786,13 @@ def run_webhooks(a):
         s5 = sid.startswith("S5")
         lines += ["## " + label, "",
                   "| peer | %s | server CPU µs / %s | loop threads µs / %s "
-                  "| server %% | loader %% "
+                  "| server %% | sender thread %% of server | loader %% "
                   "| loader-bound | webhook events (s) | events/s | "
                   "batches/s | valid reps |" % (
                       "cycles/s" if s5 else "deliveries/s",
                       "cycle" if s5 else "delivery",
                       "cycle" if s5 else "delivery"),
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for p in peers:
             runs = res[sid][p.name]
             v = valid(sid, p.name)
@@ -781,14 +801,16 @@ def run_webhooks(a):
             for d in v:
                 for n, c in (d.get("wh_names") or {}).items():
                     names[n] = names.get(n, 0) + c
-            lines.append("| %s | %s | %s | %s | %s | %s | %d | %s | %s "
-                         "| %s | %d/%d |" % (
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %d | %s "
+                         "| %s | %s | %d/%d |" % (
                 p.name, fmt(median([d[k] for d in v])),
                 fmt(median([per_unit(d, sid) and per_unit(d, sid) * 1e6
                             for d in v]), 3),
                 fmt(median([loop_unit(d, sid) and loop_unit(d, sid) * 1e6
                             for d in v]), 3),
                 fmt(median([100 * d["server_util"] for d in v])),
+                fmt(median([100 * d["sender_share"] for d in v
+                            if "sender_share" in d]), 1),
                 fmt(median([100 * max(d["loader_util"], d["loader_cpu_busy"])
                             for d in v])),
                 sum(1 for d in v if d.get("loader_bound")),
@@ -798,10 +820,13 @@ def run_webhooks(a):
                 fmt(median([d.get("wh_batches_per_s") for d in v]), 1),
                 len(v), len(runs)))
         lines += ["", "- on/off: CPU per %s %s (loop threads %s), rate %s "
-                  "(medians of per-rep ratios)" % (
+                  "(medians of per-rep ratios); per rep %s; pooled over "
+                  "reps %s" % (
                       "cycle" if s5 else "delivery", fmt(cpu_ratio(sid), 3),
                       fmt(cpu_ratio(sid, loop_unit), 3),
-                      fmt(rate_ratio(sid), 3)), ""]
+                      fmt(rate_ratio(sid), 3),
+                      " ".join("%.3f" % r for r in sorted(rep_ratios(sid)))
+                      or "-", fmt(pooled_ratio(sid), 3)), ""]
     with open(os.path.join(RESULTS, "webhooks.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(RESULTS, "webhooks.json"), "w") as f:
@@ -821,7 +846,8 @@ def run_webhooks(a):
           "s3_loop_cpu_ratio=%s s5_loop_cpu_ratio=%s "
           "s5_edges_loop_cpu_ratio=%s "
           "s3_rate_ratio=%s s5_rate_ratio=%s webhook_events_per_s=%s "
-          "batches_per_s=%s events_per_batch=%s" % (
+          "batches_per_s=%s events_per_batch=%s s3_cpu_ratio_pooled=%s "
+          "s3_cpu_ratios=%s s3_sender_cpu_share=%s load1=%s/%s" % (
               r3(cpu_ratio("S3-1000-32")), r3(cpu_ratio("S5")),
               r3(cpu_ratio("S5-edges")),
               r3(cpu_ratio("S3-1000-32", loop_unit)),
@@ -830,7 +856,13 @@ def run_webhooks(a):
               r3(rate_ratio("S3-1000-32")),
               r3(rate_ratio("S5")), "%d" % round(ev) if ev else "n/a",
               "%.1f" % bt if bt else "n/a",
-              "%.1f" % epb if epb else "n/a"), flush=True)
+              "%.1f" % epb if epb else "n/a",
+              r3(pooled_ratio("S3-1000-32")),
+              "/".join("%.3f" % r for r in sorted(rep_ratios("S3-1000-32")))
+              or "n/a", r3(median([d["sender_share"]
+                                   for d in valid("S3-1000-32", "hub_wh")
+                                   if "sender_share" in d])),
+              load0[0], load1[0]), flush=True)
     return 0
 
 

@@ -54,6 +54,10 @@ enum hub_wh_type {
 /* Pusher's batch window: 250 ms or 20 events. */
 #define HUB_WH_BATCH_MS 250
 #define HUB_WH_BATCH_EVENTS 20
+/* How late the sender may take a queued event while it has a batch open
+ * (hub_whq_set_room): the engine's wheel tick, so batch windows and edge
+ * delays keep the precision they had. */
+#define HUB_WH_LAZY_MS 10
 /* The queue from the loops to the sender: events and bytes at most. */
 #define HUB_WH_QUEUE_EVENTS 100000
 #define HUB_WH_QUEUE_BYTES (32u << 20)
@@ -125,6 +129,10 @@ struct hub_whq {
     _Atomic(struct hub_whq_wants *) wants;
     void (*wake)(void *ctx);       /* any thread; must not block */
     void *wake_ctx;
+    /* Under mu: 0, a push into an empty queue wakes the sender (the
+     * default); n > 0, only the push that makes the queue n long does
+     * (hub_whq_set_room). */
+    uint32_t room;
     atomic_uint_fast64_t enqueued, dropped;
 };
 
@@ -143,6 +151,16 @@ bool hub_whq_wants(const struct hub_whq *q, unsigned app, unsigned type);
 int hub_whq_push(struct hub_whq *q, struct hub_wh_event *ev);
 /* Take everything queued, oldest first; NULL when empty. */
 struct hub_wh_event *hub_whq_pop_all(struct hub_whq *q);
+/*
+ * The sender, before it sleeps: room 0 = wake me on the first event (it
+ * must be handled at once); room n > 0 = I look at the queue by myself
+ * within HUB_WH_LAZY_MS, wake me earlier only when n events are queued
+ * (hub_wh_engine_room: then a batch may be full). Returns how many events
+ * are queued now: a push made before the call did not wake the sender
+ * when it should have under the new setting, so it must not sleep when
+ * that is >= room (or > 0 with room 0).
+ */
+uint32_t hub_whq_set_room(struct hub_whq *q, uint32_t room);
 
 /* The directory's edge hook (ctx = the struct hub_whq *). */
 struct hub_dir_edge;
@@ -226,6 +244,14 @@ struct hub_wh_engine_stats {
 };
 void hub_wh_engine_get_stats(const struct hub_wh_engine *e,
                              struct hub_wh_engine_stats *out);
+/*
+ * How many more events may wait in the queue before the sender must feed
+ * them: the room left in the fullest open batch (they could all be its),
+ * or 0 when the next event must be fed at once: no batch is open (the
+ * event would open one and start its window) or an app with webhooks
+ * sends without batching.
+ */
+unsigned hub_wh_engine_room(const struct hub_wh_engine *e);
 
 /*
  * Encode one body: {"time_ms":wall_ms,"events":[...]} with every event of

@@ -118,6 +118,61 @@ static void test_encode(void **state)
         free(e[i]);
 }
 
+/* The direct encoder writes what jansson writes, for every ASCII byte in
+ * every string field; a non-ASCII string goes through jansson (and comes
+ * out the same). */
+static void test_encode_matches_jansson(void **state)
+{
+    char all[128], uid[40], sid[8];
+    const char *datas[] = { all, "", "{\"a\":\"b\\\\c\"}", "caf\xc3\xa9 \xe2\x82\xac" };
+
+    (void)state;
+    for (int i = 1; i < 128; i++)
+        all[i - 1] = (char)i;
+    all[127] = '\0';
+    for (unsigned k = 0; k < sizeof(datas) / sizeof(datas[0]); k++) {
+        struct hub_wh_event *e[2];
+        uint64_t seqs[2] = { 18446744073709551615ull, 2 };
+        json_t *root, *arr;
+        char *want, *body;
+        size_t len;
+        unsigned n;
+
+        snprintf(uid, sizeof(uid), "u\t\"%u\x01\x1f\x7f/", k);
+        snprintf(sid, sizeof(sid), "%u.%u", k, k + 1);
+        e[0] = hub_wh_event_new(0, HUB_WH_CLIENT_EVENT, "private-\\x", 10,
+                                uid, "client-\"e", datas[k], sid);
+        e[1] = hub_wh_event_new(0, HUB_WH_MEMBER_REMOVED, "presence-p", 10,
+                                datas[k], NULL, NULL, NULL);
+        arr = json_array();
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name",
+                           "client_event", "channel", "private-\\x", "event",
+                           "client-\"e", "data", datas[k], "socket_id", sid,
+                           "user_id", uid, "id",
+                           "00000000deadbeef-18446744073709551615"));
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s,s:s,s:s}", "name", "member_removed",
+                           "channel", "presence-p", "user_id", datas[k], "id",
+                           "00000000deadbeef-2"));
+        root = json_pack("{s:I,s:o}", "time_ms", (json_int_t)1733090000123,
+                         "events", arr);
+        assert_non_null(root);
+        want = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+        body = hub_wh_encode((const struct hub_wh_event *const *)e, seqs, 2,
+                             NULL, 0xdeadbeefull, 1733090000123ull, &len, &n);
+        assert_non_null(body);
+        assert_int_equal(n, 2);
+        assert_string_equal(body, want);
+        assert_int_equal(len, strlen(want));
+        free(body);
+        free(want);
+        free(e[0]);
+        free(e[1]);
+    }
+}
+
 static void test_backoff_schedule(void **state)
 {
     (void)state;
@@ -448,6 +503,117 @@ static void test_engine_batching_and_filters(void **state)
     out_reset();
 }
 
+static unsigned wakes;
+
+static void count_wake(void *ctx)
+{
+    (void)ctx;
+    wakes++;
+}
+
+static void push_cm(struct hub_whq *q)
+{
+    assert_int_equal(hub_whq_push(q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                                      "c", 1, NULL, NULL,
+                                                      NULL, NULL)),
+                     0);
+}
+
+static void free_events(struct hub_wh_event *l)
+{
+    while (l) {
+        struct hub_wh_event *next = l->next;
+
+        free(l);
+        l = next;
+    }
+}
+
+/* The sender is woken per empty queue by default, per batch's worth while
+ * it has a batch open (hub_whq_set_room), and learns what was queued. */
+static void test_queue_wakes(void **state)
+{
+    struct hub_app app = { 0 };
+    struct hub_whq q;
+
+    (void)state;
+    app.webhook_types = HUB_WH_BIT(HUB_WH_CACHE_MISS);
+    assert_int_equal(hub_whq_init(&q, 100, &app, 1), 0);
+    q.wake = count_wake;
+    wakes = 0;
+    push_cm(&q);
+    push_cm(&q);
+    assert_int_equal(wakes, 1);
+    free_events(hub_whq_pop_all(&q));
+    push_cm(&q);
+    assert_int_equal(wakes, 2);
+    /* Room 3 with one queued: the third event wakes, not the second. */
+    assert_int_equal(hub_whq_set_room(&q, 3), 1);
+    push_cm(&q);
+    assert_int_equal(wakes, 2);
+    push_cm(&q);
+    assert_int_equal(wakes, 3);
+    push_cm(&q);
+    assert_int_equal(wakes, 3);
+    free_events(hub_whq_pop_all(&q));
+    /* Back to 0: the first push into the empty queue wakes again. */
+    assert_int_equal(hub_whq_set_room(&q, 0), 0);
+    push_cm(&q);
+    assert_int_equal(wakes, 4);
+    hub_whq_fini(&q);
+}
+
+/* hub_wh_engine_room: 0 with no batch open or an app without batching,
+ * else what the fullest open batch has left. */
+static void test_engine_room(void **state)
+{
+    struct hub_webhook_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
+    struct hub_app apps[2] = { { 0 }, { 0 } };
+    struct hub_wh_engine *e;
+    char name[8];
+
+    (void)state;
+    out_reset();
+    for (int i = 0; i < 2; i++) {
+        apps[i].webhooks = &w;
+        apps[i].n_webhooks = 1;
+        apps[i].webhook_types = HUB_WH_ALL_TYPES;
+        apps[i].webhook_batching = true;
+    }
+    e = hub_wh_engine_create(apps, 2, 0, 1, 0, emit, NULL);
+    assert_non_null(e);
+    assert_int_equal(hub_wh_engine_room(e), 0);
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof(name), "a%d", i);
+        hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, name, NULL), 0);
+    }
+    assert_int_equal(hub_wh_engine_room(e), HUB_WH_BATCH_EVENTS - 5);
+    {
+        struct hub_wh_event *x =
+            hub_wh_event_new(1, HUB_WH_CACHE_MISS, "b", 1, NULL, NULL, NULL,
+                             NULL);
+
+        hub_wh_engine_feed(e, x, 0);
+    }
+    assert_int_equal(hub_wh_engine_room(e), HUB_WH_BATCH_EVENTS - 5);
+    for (int i = 5; i < HUB_WH_BATCH_EVENTS - 1; i++) {
+        snprintf(name, sizeof(name), "a%d", i);
+        hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, name, NULL), 0);
+    }
+    assert_int_equal(hub_wh_engine_room(e), 1);
+    hub_wh_engine_feed(e, ev(HUB_WH_CHANNEL_OCCUPIED, "last", NULL), 0);
+    assert_int_equal(out.n, 1);    /* app 0's batch of 20 went */
+    assert_int_equal(hub_wh_engine_room(e), HUB_WH_BATCH_EVENTS - 1);
+    /* An app that sends at once: every event must be taken at once. */
+    apps[1].webhook_batching = false;
+    assert_int_equal(hub_wh_engine_room(e), 0);
+    apps[1].webhook_batching = true;
+    hub_wh_engine_flush(e, 5);
+    assert_int_equal(hub_wh_engine_room(e), 0);
+    hub_wh_engine_destroy(e);
+    out_reset();
+}
+
 /* One engine run: edges, a delay, a batch, a flush, teardown. */
 static void engine_run(const struct hub_app *app)
 {
@@ -593,8 +759,11 @@ int main(void)
         cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_filter_matching),
         cmocka_unit_test(test_encode),
+        cmocka_unit_test(test_encode_matches_jansson),
         cmocka_unit_test(test_backoff_schedule),
         cmocka_unit_test(test_queue_bounded),
+        cmocka_unit_test(test_queue_wakes),
+        cmocka_unit_test(test_engine_room),
         cmocka_unit_test(test_directory_edges),
         cmocka_unit_test(test_engine_delay_and_cancel),
         cmocka_unit_test(test_engine_batching_and_filters),
