@@ -2161,7 +2161,10 @@ static void deliver(struct hub_cluster *c, unsigned app,
         return;
     }
     if (e.kind == HUB_ENV_COUNT) {
-        hub_subcount_remote(c->hub, app, e.channel, e.channel_len);
+        /* Only for an app this node counts too (the same apps everywhere,
+         * but a node may be configured apart). */
+        if (app < c->n_apps && c->apps[app].subscription_count)
+            hub_subcount_remote(c->hub, app, e.channel, e.channel_len);
         return;
     }
     f = hub_frame_create_text(e.data, e.data_len);
