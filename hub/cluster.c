@@ -1345,26 +1345,57 @@ uint64_t hub_cluster_dir_snapshot(
     return gen;
 }
 
-/* One channel of the node's own directory: a counting one is refreshed. */
+/* The counting channels of the node's own directory, collected under
+ * c->mu and refreshed after it (a chain of copies). */
+struct count_ch {
+    struct count_ch *next;
+    unsigned app;
+    size_t len;
+    char name[];
+};
+
+struct count_walk {
+    struct hub_cluster *c;
+    struct count_ch *head;
+};
+
 static void count_one(void *ctx, unsigned app, const char *name, size_t len,
                       uint32_t subs)
 {
-    struct hub_cluster *c = ctx;
+    struct count_walk *w = ctx;
     enum hub_channel_kind k = hub_channel_classify(name, len);
+    struct count_ch *ch;
 
-    if (!subs || app >= c->n_apps || !c->apps[app].subscription_count ||
+    if (!subs || app >= w->c->n_apps || !w->c->apps[app].subscription_count ||
         k == HUB_CHANNEL_PRESENCE || k == HUB_CHANNEL_USER)
         return;
-    hub_subcount_refresh(c->hub, app, name, len);
+    ch = malloc(sizeof(*ch) + len + 1);
+    if (!ch)
+        return;                    /* that channel waits for its next change */
+    ch->app = app;
+    ch->len = len;
+    memcpy(ch->name, name, len);
+    ch->name[len] = '\0';
+    ch->next = w->head;
+    w->head = ch;
 }
 
 void hub_cluster_counts_refresh(struct hub_cluster *c)
 {
-    if (!c->hub)
-        return;
+    struct count_walk w = { c, NULL };
+    struct count_ch *ch, *next;
+
     pthread_mutex_lock(&c->mu);
-    hub_directory_foreach(c->dir, count_one, NULL, c);
+    hub_directory_foreach(c->dir, count_one, NULL, &w);
     pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->deliver_mu);
+    for (ch = w.head; ch; ch = next) {
+        next = ch->next;
+        if (c->hub && !c->closed)
+            hub_subcount_refresh(c->hub, ch->app, ch->name, ch->len);
+        free(ch);
+    }
+    pthread_mutex_unlock(&c->deliver_mu);
 }
 
 bool hub_cluster_dir_stale(struct hub_cluster *c,
