@@ -325,7 +325,8 @@ static void test_subcount_reads_cluster_count(void **state)
     fake_flush(&a->s);
     answer_query(&e.f, -EIO);
     assert_int_equal(a->s.q.count, 0);
-    assert_int_equal(HUB_STAT_GET(e.fh.loops[0]->stats.subscription_count_dropped), 1);
+    assert_int_equal(
+        HUB_STAT_GET(e.fh.loops[0]->stats.subscription_count_dropped), 1);
     /* The last local subscriber gone: the others are told, nothing read. */
     close_heap(a);
     fake_hub_advance(&e.fh, 2001);
