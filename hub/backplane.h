@@ -194,6 +194,12 @@ struct hub_bus_ops {
      * channel's last event (hub/ccache.h). */
     int (*publish_cache)(void *b, struct hub *h, struct hub_loop *from,
                          const struct hub_pub_req *r);
+    /* Optional (NULL: one process, nothing to tell): this process changed
+     * the subscription count of (app, name); tell the other processes
+     * with subscribers of it, which then read the count anew
+     * (hub/subcount.h). Never blocks; may drop the notice. */
+    void (*count_changed)(void *b, struct hub *h, unsigned app,
+                          const char *name, size_t len);
 };
 
 struct hub_backplane {
@@ -216,6 +222,16 @@ struct hub *hub_create_with(const struct hub_config *cfg,
                             const struct hub_backplane *bp);
 
 /* Fronts. */
+
+/* True when the bus reaches other processes and was told. */
+static inline bool hub_bus_count_changed(struct hub *h, unsigned app,
+                                         const char *name, size_t len)
+{
+    if (!h->bp->bus->count_changed)
+        return false;
+    h->bp->bus->count_changed(h->bp->bus_impl, h, app, name, len);
+    return true;
+}
 
 static inline int hub_dir_join(struct hub *h, unsigned app, const char *name,
                                size_t len, struct hub_presence_join *j)

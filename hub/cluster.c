@@ -23,6 +23,7 @@
 #include "hub/json.h"
 #include "hub/loop.h"
 #include "hub/protocol.h"
+#include "hub/subcount.h"
 #include "timer/clock.h"
 
 #define USER_PREFIX "#server-to-user-"
@@ -1387,6 +1388,59 @@ uint64_t hub_cluster_dir_snapshot(
     return gen;
 }
 
+/* The counting channels of the node's own directory, collected under
+ * c->mu and refreshed after it (a chain of copies). */
+struct count_ch {
+    struct count_ch *next;
+    unsigned app;
+    size_t len;
+    char name[];
+};
+
+struct count_walk {
+    struct hub_cluster *c;
+    struct count_ch *head;
+};
+
+static void count_one(void *ctx, unsigned app, const char *name, size_t len,
+                      uint32_t subs)
+{
+    struct count_walk *w = ctx;
+    enum hub_channel_kind k = hub_channel_classify(name, len);
+    struct count_ch *ch;
+
+    if (!subs || app >= w->c->n_apps || !w->c->apps[app].subscription_count ||
+        k == HUB_CHANNEL_PRESENCE || k == HUB_CHANNEL_USER)
+        return;
+    ch = malloc(sizeof(*ch) + len + 1);
+    if (!ch)
+        return;                    /* that channel waits for its next change */
+    ch->app = app;
+    ch->len = len;
+    memcpy(ch->name, name, len);
+    ch->name[len] = '\0';
+    ch->next = w->head;
+    w->head = ch;
+}
+
+void hub_cluster_counts_refresh(struct hub_cluster *c)
+{
+    struct count_walk w = { c, NULL };
+    struct count_ch *ch, *next;
+
+    pthread_mutex_lock(&c->mu);
+    hub_directory_foreach(c->dir, count_one, NULL, &w);
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->deliver_mu);
+    for (ch = w.head; ch; ch = next) {
+        next = ch->next;
+        if (c->hub && !c->closed)
+            hub_subcount_refresh(c->hub, ch->app, ch->name, ch->len);
+        free(ch);
+    }
+    pthread_mutex_unlock(&c->deliver_mu);
+}
+
 bool hub_cluster_dir_stale(struct hub_cluster *c,
                            const struct hub_cluster_dirop *dop)
 {
@@ -1960,6 +2014,26 @@ static int cbus_publish_cache(void *b, struct hub *h, struct hub_loop *from,
     return rc;
 }
 
+/* Tell the nodes with subscribers of the channel that its count moved
+ * here (envelope kind 4): they read it anew from Redis. Not while the
+ * directory is down: Redis has no count to read then. */
+static void cbus_count_changed(void *b, struct hub *h, unsigned app,
+                               const char *name, size_t len)
+{
+    struct hub_cluster *c = b;
+    struct hub_cluster_op *op;
+
+    if (!hub_cluster_dir_is_up(c) ||
+        atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return;
+    op = op_new(c, HUB_COP_COUNT, app, name, len);
+    if (!op) {
+        stat_add(&c->stats.lost, 1);
+        return;
+    }
+    enqueue(c, op);
+}
+
 static void cbus_destroy(void *b)
 {
     hub_cluster_destroy(b);
@@ -1970,6 +2044,7 @@ static const struct hub_bus_ops cluster_bus_ops = {
     .terminate_user = cbus_terminate,
     .destroy = cbus_destroy,
     .publish_cache = cbus_publish_cache,
+    .count_changed = cbus_count_changed,
 };
 
 int hub_cluster_backplane(struct hub_cluster *c, struct hub_backplane *bp)
@@ -1994,6 +2069,7 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
     struct hub_envelope e = {
         .kind = op->kind == HUB_COP_EVENT   ? HUB_ENV_EVENT
                 : op->kind == HUB_COP_CACHE ? HUB_ENV_CACHE
+                : op->kind == HUB_COP_COUNT ? HUB_ENV_COUNT
                                             : HUB_ENV_TERMINATE,
         .origin = c->node_id,
         .origin_len = c->node_len,
@@ -2156,6 +2232,13 @@ static void deliver(struct hub_cluster *c, unsigned app,
             return;
         }
         hub_fanout_terminate(c->hub, NULL, app, uid);
+        return;
+    }
+    if (e.kind == HUB_ENV_COUNT) {
+        /* Only for an app this node counts too (the same apps everywhere,
+         * but a node may be configured apart). */
+        if (app < c->n_apps && c->apps[app].subscription_count)
+            hub_subcount_remote(c->hub, app, e.channel, e.channel_len);
         return;
     }
     f = hub_frame_create_text(e.data, e.data_len);

@@ -70,6 +70,9 @@ enum hub_cluster_op_kind {
     HUB_COP_JOIN,
     HUB_COP_LEAVE,
     HUB_COP_QUERY,
+    /* A count notice (envelope kind 4, no payload): this node changed the
+     * channel's subscription count (hub/subcount.h). */
+    HUB_COP_COUNT,
 };
 
 /*
@@ -239,6 +242,11 @@ uint64_t hub_cluster_dir_snapshot(
     void (*member)(void *ctx, unsigned app, const char *name, size_t len,
                    const char *uid, const char *info, uint32_t conns),
     void *ctx);
+/* Backplane thread, after a rejoin: every counting channel with local
+ * subscribers is due again as after a local change (hub/subcount.h), so
+ * that its subscribers, here and on the other nodes, get the count Redis
+ * holds now. */
+void hub_cluster_counts_refresh(struct hub_cluster *c);
 /* Is dop's effect already in the latest REJOIN snapshot? */
 bool hub_cluster_dir_stale(struct hub_cluster *c,
                            const struct hub_cluster_dirop *dop);

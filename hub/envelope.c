@@ -17,7 +17,7 @@ static const unsigned char magic[4] = { 'L', 'D', 'B', '1' };
 static bool in_bounds(const struct hub_envelope *e)
 {
     if (e->kind != HUB_ENV_EVENT && e->kind != HUB_ENV_TERMINATE &&
-        e->kind != HUB_ENV_CACHE)
+        e->kind != HUB_ENV_CACHE && e->kind != HUB_ENV_COUNT)
         return false;
     if ((e->kind == HUB_ENV_CACHE) != (e->ttl_ms != 0) ||
         e->ttl_ms > HUB_ENV_MAX_TTL)
@@ -26,7 +26,8 @@ static bool in_bounds(const struct hub_envelope *e)
         !e->app_len || e->app_len > HUB_ENV_MAX_APP || !e->channel_len ||
         e->channel_len > HUB_ENV_MAX_CHANNEL || e->data_len > HUB_ENV_MAX_DATA)
         return false;
-    if (e->kind == HUB_ENV_TERMINATE && e->data_len)
+    if ((e->kind == HUB_ENV_TERMINATE || e->kind == HUB_ENV_COUNT) &&
+        e->data_len)
         return false;
     return true;
 }

@@ -7,7 +7,9 @@
  *   "LDB1"            magic and version (4 bytes)
  *   u8  kind          1 = event, 2 = terminate, 3 = cache event (an
  *                     event on a cache channel that every node keeps as
- *                     the channel's last event, hub/ccache.h)
+ *                     the channel's last event, hub/ccache.h), 4 =
+ *                     count notice (the channel's subscription count
+ *                     changed on the origin; no payload, hub/subcount.h)
  *   u8  flags         bit 0: excl socket id set
  *   u16 origin_len    then origin bytes (the node id, 1..255)
  *   u64 epoch         the origin's run (changes on restart or seq reset)
@@ -16,7 +18,7 @@
  *   u16 chan_len      then the channel name bytes (1..1024)
  *   u64 excl_hi, u32 excl_lo   the excluded socket id ("hi.lo")
  *   u64 member_seq    the origin's member_seq (0 = none)
- *   u32 data_len      then data_len payload bytes (kinds 1, 3), 0 for kind 2
+ *   u32 data_len      then data_len payload bytes (kinds 1, 3); 0 (2, 4)
  *   u32 ttl_ms        kind 3 only: the cached event's remaining life, in
  *                     ms (1..HUB_ENV_MAX_TTL), when the origin sent it
  * Nothing may follow. Decoding borrows pointers into the input.
@@ -33,6 +35,7 @@
 #define HUB_ENV_EVENT 1
 #define HUB_ENV_TERMINATE 2
 #define HUB_ENV_CACHE 3
+#define HUB_ENV_COUNT 4
 
 #define HUB_ENV_MAX_ORIGIN 255
 #define HUB_ENV_MAX_APP 255

@@ -13,6 +13,15 @@
  * hub-wide however many subscriptions come and go, and each carries the
  * count as of its send.
  *
+ * Several processes (a backplane with count_changed, docs/SCALING.md):
+ * when a channel is due after a change of this process's own, the
+ * process first tells the others with subscribers of it
+ * (hub_bus_count_changed); a process told so marks the channel as if it
+ * had changed here (hub_subcount_remote). Either way the count sent is
+ * the cluster-wide one, read without waiting (hub_dir_query_async), and
+ * only to this process's subscribers; a process without subscribers of
+ * the channel reads nothing.
+ *
  * A mark that cannot allocate is dropped (counted in
  * subscription_count_dropped); the next change of that channel sends the
  * count again.
@@ -49,6 +58,19 @@ void hub_subcount_loop_fini(struct hub_loop *l);
 
 /* The subscription count of (app, name) changed on loop l. */
 void hub_subcount_changed(struct hub_loop *l, unsigned app, const char *name,
+                          size_t len);
+
+/* Any thread (the backplane's): another process changed the count of
+ * (app, name) (docs/SCALING.md). Marks it on one of the loops, as a
+ * change of this process would, except that it is not told back to the
+ * others. Dropped when out of memory. */
+void hub_subcount_remote(struct hub *h, unsigned app, const char *name,
+                         size_t len);
+
+/* Any thread: as if this process's own subscribers had changed the
+ * count of (app, name): read anew and tell the others (after the
+ * cluster directory's rejoin, whose totals may have moved). */
+void hub_subcount_refresh(struct hub *h, unsigned app, const char *name,
                           size_t len);
 
 /* Build the event for count (tests). Owned frame, NULL when out of

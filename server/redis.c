@@ -703,6 +703,7 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
             break;
         case HUB_COP_EVENT:
         case HUB_COP_TERMINATE:
+        case HUB_COP_COUNT:
             send_event(r, op);
             break;
         case HUB_COP_CACHE:

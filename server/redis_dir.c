@@ -1048,6 +1048,8 @@ static void rejoin_step(struct srv_redis_dir *d)
                 "%lld left cluster-wide)",
                 d->rj.tot[0], d->rj.tot[1], d->rj.tot[2], d->rj.tot[3],
                 d->rj.tot[4]);
+        /* The totals moved: subscription counts are read anew. */
+        hub_cluster_counts_refresh(d->c);
     }
     /* Then every view's list, once its member channel is confirmed: after
      * the sweep, so that no list still has a member the sweep removes. */

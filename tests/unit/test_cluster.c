@@ -148,6 +148,40 @@ static void test_envelope_hostile_bytes(void **state)
     }
 }
 
+/* Kind 4, a count notice: the event layout with no payload. */
+static void test_envelope_count_kind(void **state)
+{
+    struct hub_envelope e = sample(), d;
+    unsigned char buf[512], m[512];
+    size_t n;
+
+    (void)state;
+    e.kind = HUB_ENV_COUNT;
+    assert_int_equal(hub_envelope_size(&e), 0); /* it carries no data */
+    e.data = NULL;
+    e.data_len = 0;
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_ENV_COUNT);
+    assert_int_equal(d.data_len, 0);
+    assert_int_equal(d.channel_len, e.channel_len);
+    assert_memory_equal(d.channel, e.channel, e.channel_len);
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(decode_copy(buf, k), -EINVAL);
+    /* An event with a payload relabelled kind 4 is refused. */
+    e = sample();
+    n = hub_envelope_encode(&e, m, sizeof(m));
+    m[4] = HUB_ENV_COUNT;
+    assert_int_equal(decode_copy(m, n), -EINVAL);
+    /* A ttl belongs to kind 3 only. */
+    e.kind = HUB_ENV_COUNT;
+    e.data = NULL;
+    e.data_len = 0;
+    e.ttl_ms = 5;
+    assert_int_equal(hub_envelope_size(&e), 0);
+}
+
 /* Kind 3, a cache event: the same layout plus its remaining life. */
 static void test_envelope_cache_kind(void **state)
 {
@@ -1091,6 +1125,7 @@ int main(void)
         cmocka_unit_test(test_envelope_refuses_out_of_bounds_input),
         cmocka_unit_test(test_envelope_hostile_bytes),
         cmocka_unit_test(test_envelope_cache_kind),
+        cmocka_unit_test(test_envelope_count_kind),
         cmocka_unit_test(test_cluster_subscribes_on_first_and_last),
         cmocka_unit_test(test_cluster_receive_rules),
         cmocka_unit_test(test_cluster_encode_carries_the_frame),

@@ -24,6 +24,7 @@
 #include "fake_hub.h"
 #include "hub/rest.h"
 #include "hub/subscribe.h"
+#include "hub/subcount.h"
 
 #define MAXQ 16
 
@@ -35,6 +36,7 @@ struct fdir {
     struct hub_dir_query *qq[MAXQ];
     unsigned n_qq;
     unsigned joins, leaves, member_added, member_removed, publishes;
+    unsigned notices;              /* count_changed calls */
 };
 
 static int f_join(void *impl, unsigned app, const char *name, size_t len,
@@ -134,9 +136,20 @@ static int f_terminate(void *impl, struct hub *h, struct hub_loop *from,
     return hub_bus_local_ops.terminate_user(NULL, h, from, app, uid);
 }
 
+static void f_count_changed(void *impl, struct hub *h, unsigned app,
+                            const char *name, size_t len)
+{
+    (void)h;
+    (void)app;
+    (void)name;
+    (void)len;
+    ((struct fdir *)impl)->notices++;
+}
+
 static const struct hub_bus_ops fbus_ops = {
     .publish = f_publish,
     .terminate_user = f_terminate,
+    .count_changed = f_count_changed,
 };
 
 /* The oldest pending join answered: counted in the wrapped directory
@@ -180,7 +193,7 @@ struct env {
     struct fdir f;
 };
 
-static void env_start(struct env *e, uint32_t max_subs)
+static void env_start_with(struct env *e, uint32_t max_subs, bool counting)
 {
     struct hub_backplane bp = { &fdir_ops, &e->f, &fbus_ops, &e->f, NULL };
 
@@ -189,9 +202,18 @@ static void env_start(struct env *e, uint32_t max_subs)
     assert_non_null(e->f.d);
     fake_hub_init(&e->fh, 1);
     e->fh.cfg.max_subscriptions = max_subs;
+    if (counting) {
+        e->fh.cfg.subscription_count_interval_ms = 1000;
+        e->fh.apps[0].subscription_count = true;
+    }
     e->fh.hub = hub_create_with(&e->fh.cfg, &e->fh.clock, &bp);
     assert_non_null(e->fh.hub);
     assert_int_equal(fake_hub_loops_start(&e->fh), 0);
+}
+
+static void env_start(struct env *e, uint32_t max_subs)
+{
+    env_start_with(e, max_subs, false);
 }
 
 static void env_stop(struct env *e)
@@ -243,6 +265,82 @@ static const char *presence_data(const char *uid)
 
     snprintf(buf, sizeof(buf), "{\"user_id\":\"%s\",\"user_info\":{}}", uid);
     return buf;
+}
+
+/*
+ * subscription_count with a backplane that reaches other processes: a
+ * local change is told to the others (count_changed) when the channel is
+ * due and the count sent is the directory's answer to an INFO read (here
+ * 7, as if other nodes held 6 more); another node's notice
+ * (hub_subcount_remote) reads again but is not told back; a read
+ * cancelled at shutdown is only freed.
+ */
+static void test_subcount_reads_cluster_count(void **state)
+{
+    struct env e;
+    struct fake_session *a;
+
+    (void)state;
+    env_start_with(&e, 0, true);
+    a = open_heap(&e);
+    fake_subscribe(&e.fh, &a->s, "room", NULL);
+    answer_join(&e.f, 0);
+    fake_flush(&a->s);
+    fake_hub_advance(&e.fh, 1001);
+    fake_hub_drain(&e.fh);
+    assert_int_equal(e.f.notices, 1);
+    assert_int_equal(e.f.n_qq, 1);
+    assert_int_equal(e.f.qq[0]->kind, HUB_DIR_Q_INFO);
+    assert_int_equal(a->s.q.count, 0);  /* nothing before the answer */
+    {
+        struct hub_dir_query *q = e.f.qq[0];
+
+        e.f.n_qq = 0;
+        q->info.subscription_count = 7;
+        q->done(q, 0);
+    }
+    assert_int_equal(fake_count(&a->s, "{\\\"subscription_count\\\":7}"), 1);
+    fake_flush(&a->s);
+    /* Another node's change: read again, not told back. */
+    hub_subcount_remote(e.fh.hub, 0, "room", 4);
+    fake_hub_drain(&e.fh);
+    fake_hub_advance(&e.fh, 2001);
+    fake_hub_drain(&e.fh);
+    assert_int_equal(e.f.notices, 1);
+    assert_int_equal(e.f.n_qq, 1);
+    {
+        struct hub_dir_query *q = e.f.qq[0];
+
+        e.f.n_qq = 0;
+        q->info.subscription_count = 9;
+        q->done(q, 0);
+    }
+    assert_int_equal(fake_count(&a->s, "{\\\"subscription_count\\\":9}"), 1);
+    /* A failed read sends nothing and is counted. */
+    hub_subcount_remote(e.fh.hub, 0, "room", 4);
+    fake_hub_drain(&e.fh);
+    fake_hub_advance(&e.fh, 2001);
+    fake_hub_drain(&e.fh);
+    assert_int_equal(e.f.n_qq, 1);
+    fake_flush(&a->s);
+    answer_query(&e.f, -EIO);
+    assert_int_equal(a->s.q.count, 0);
+    assert_int_equal(
+        HUB_STAT_GET(e.fh.loops[0]->stats.subscription_count_dropped), 1);
+    /* The last local subscriber gone: the others are told, nothing read. */
+    close_heap(a);
+    fake_hub_advance(&e.fh, 2001);
+    fake_hub_drain(&e.fh);
+    assert_int_equal(e.f.notices, 2);
+    assert_int_equal(e.f.n_qq, 0);
+    /* A notice for a channel nobody here subscribes to reads nothing. */
+    hub_subcount_remote(e.fh.hub, 0, "other", 5);
+    fake_hub_drain(&e.fh);
+    fake_hub_advance(&e.fh, 2001);
+    fake_hub_drain(&e.fh);
+    assert_int_equal(e.f.n_qq, 0);
+    assert_int_equal(e.f.notices, 2);
+    env_stop(&e);
 }
 
 static void test_pending_subscription_waits_for_done(void **state)
@@ -802,6 +900,7 @@ int main(void)
         cmocka_unit_test(test_rest_pipelined_post_refused_not_published),
         cmocka_unit_test(test_take_seq_shares_the_space),
         cmocka_unit_test(test_local_directory_stays_synchronous),
+        cmocka_unit_test(test_subcount_reads_cluster_count),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
