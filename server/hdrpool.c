@@ -106,11 +106,17 @@ bool srv_hdrpool_put(void *p)
 
 unsigned srv_hdrpool_release(unsigned keep)
 {
+    /* One release at a time: take[] is shared scratch (16 KiB, too big
+     * for a loop's stack), and two releases interleaving over it would
+     * put one slot on the free list twice, lending it to two users.
+     * Lock order: release_mu, then pool.mu. */
+    static pthread_mutex_t release_mu = PTHREAD_MUTEX_INITIALIZER;
     static uint32_t take[SRV_HDRPOOL_SLOTS];
     unsigned n = 0, kept;
 
     if (!pool.base)
         return 0;
+    pthread_mutex_lock(&release_mu);
     /* Take the oldest free slots that still hold pages off the list. */
     pthread_mutex_lock(&pool.mu);
     if (pool.nfree > keep) {
@@ -144,6 +150,7 @@ unsigned srv_hdrpool_release(unsigned keep)
     }
     pool.nfree = kept + n;
     pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&release_mu);
     return n;
 }
 

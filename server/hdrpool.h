@@ -49,8 +49,9 @@ bool srv_hdrpool_put(void *p);
 /*
  * Give back the pages of the free slots beyond the `keep` most recently
  * freed; returns how many slots were given back. For the main thread
- * after a burst: the madvise calls run outside the mutex, on slots taken
- * off the free list meanwhile.
+ * after a burst (any thread may call it; releases run one at a time):
+ * the madvise calls run outside the pool's mutex, on slots taken off the
+ * free list meanwhile, so lending never waits for them.
  */
 unsigned srv_hdrpool_release(unsigned keep);
 
