@@ -808,23 +808,14 @@ static json_t *event_json(const struct hub_wh_event *ev, uint64_t boot,
     return event_json_id(ev, id);
 }
 
-/* The general encoder: any UTF-8, and the reference for the one below. */
-static char *encode_jansson(const struct hub_wh_event *const *evs,
-                            const uint64_t *seqs, unsigned n,
-                            const struct hub_webhook_conf *w, uint64_t boot,
-                            uint64_t wall_ms, size_t *len, unsigned *n_out)
+/* The batch around m events in arr (taken): {"time_ms", "events"}; NULL
+ * when none matched or an append failed (ok false). */
+static char *wrap_events(json_t *arr, bool ok, unsigned m, uint64_t wall_ms,
+                         unsigned *n_out, size_t *len)
 {
-    json_t *root = NULL, *arr = json_array();
+    json_t *root;
     char *body = NULL;
-    unsigned m = 0;
-    bool ok = arr != NULL;
 
-    for (unsigned i = 0; ok && i < n; i++) {
-        if (w && !hub_webhook_matches(w, evs[i]->type, evs[i]->channel))
-            continue;
-        m++;
-        ok = !json_array_append_new(arr, event_json(evs[i], boot, seqs[i]));
-    }
     *n_out = m;
     *len = 0;
     if (!m || !ok) {
@@ -841,6 +832,25 @@ static char *encode_jansson(const struct hub_wh_event *const *evs,
     if (body)
         *len = strlen(body);
     return body;
+}
+
+/* The general encoder: any UTF-8, and the reference for the one below. */
+static char *encode_jansson(const struct hub_wh_event *const *evs,
+                            const uint64_t *seqs, unsigned n,
+                            const struct hub_webhook_conf *w, uint64_t boot,
+                            uint64_t wall_ms, size_t *len, unsigned *n_out)
+{
+    json_t *arr = json_array();
+    unsigned m = 0;
+    bool ok = arr != NULL;
+
+    for (unsigned i = 0; ok && i < n; i++) {
+        if (w && !hub_webhook_matches(w, evs[i]->type, evs[i]->channel))
+            continue;
+        m++;
+        ok = !json_array_append_new(arr, event_json(evs[i], boot, seqs[i]));
+    }
+    return wrap_events(arr, ok, m, wall_ms, n_out, len);
 }
 
 /*
@@ -1000,8 +1010,7 @@ char *hub_wh_encode_ids(const struct hub_wh_event *const *evs,
                         const struct hub_webhook_conf *w, uint64_t wall_ms,
                         size_t *len, unsigned *n_out)
 {
-    json_t *root = NULL, *arr = json_array();
-    char *body = NULL;
+    json_t *arr = json_array();
     unsigned m = 0;
     bool ok = arr != NULL;
 
@@ -1014,22 +1023,7 @@ char *hub_wh_encode_ids(const struct hub_wh_event *const *evs,
         snprintf(id, sizeof(id), "%s", ids[i]);
         ok = !json_array_append_new(arr, event_json_id(evs[i], id));
     }
-    *n_out = m;
-    *len = 0;
-    if (!m || !ok) {
-        json_decref(arr);
-        return NULL;
-    }
-    root = json_object();
-    if (root &&
-        !json_object_set_new(root, "time_ms", json_integer((json_int_t)wall_ms)) &&
-        !json_object_set(root, "events", arr))
-        body = hub_json_dumps(root, JSON_COMPACT);
-    json_decref(arr);
-    json_decref(root);
-    if (body)
-        *len = strlen(body);
-    return body;
+    return wrap_events(arr, ok, m, wall_ms, n_out, len);
 }
 
 uint64_t hub_wh_backoff_ms(unsigned attempt, uint64_t base_ms, uint64_t max_ms,

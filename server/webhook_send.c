@@ -67,6 +67,24 @@ static void store_tx(struct srv_wh *wh)
     wh->dirty = true;
 }
 
+/* Keep batch b of ep in the store (pending), or count the store error. */
+static void store_add(struct srv_wh *wh, struct endpoint *ep,
+                      struct batch *b)
+{
+    const struct srv_wh_row r = {
+        .app = ep->app->id, .url = ep->conf->url, .idem = b->idem,
+        .created_ms = b->created_ms, .n_events = b->n_events,
+        .body = b->body, .len = b->len,
+    };
+
+    store_tx(wh);
+    b->id = srv_wh_store_add(wh->store, &r);
+    if (b->id < 0) {
+        b->id = 0;
+        atomic_fetch_add(&wh->store_errors, 1);
+    }
+}
+
 static void depth_update(struct endpoint *ep)
 {
     atomic_store_explicit(&ep->oldest_ms, ep->head ? ep->head->created_ms : 0,
@@ -150,20 +168,8 @@ static void on_emit(void *ctx, struct hub_wh_out *out)
     b->created_ms = wall_ms();
     if (!ep_push(ep, b))
         return;
-    if (wh->store) {
-        const struct srv_wh_row r = {
-            .app = ep->app->id, .url = ep->conf->url, .idem = b->idem,
-            .created_ms = b->created_ms, .n_events = b->n_events,
-            .body = b->body, .len = b->len,
-        };
-
-        store_tx(wh);
-        b->id = srv_wh_store_add(wh->store, &r);
-        if (b->id < 0) {
-            b->id = 0;
-            atomic_fetch_add(&wh->store_errors, 1);
-        }
-    }
+    if (wh->store)
+        store_add(wh, ep, b);
 }
 
 static size_t discard(char *p, size_t sz, size_t n, void *ctx)
@@ -385,21 +391,8 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
                 "attempts (%s)",
                 ep->shown, ep->app->id, b->idem, b->attempts,
                 ep->last_err);
-        if (wh->store && b->acks && !b->id) {
-            /* From the cluster's stream: not in the store until now. */
-            const struct srv_wh_row r = {
-                .app = ep->app->id, .url = ep->conf->url, .idem = b->idem,
-                .created_ms = b->created_ms, .n_events = b->n_events,
-                .body = b->body, .len = b->len,
-            };
-
-            store_tx(wh);
-            b->id = srv_wh_store_add(wh->store, &r);
-            if (b->id < 0) {
-                b->id = 0;
-                atomic_fetch_add(&wh->store_errors, 1);
-            }
-        }
+        if (wh->store && b->acks && !b->id)
+            store_add(wh, ep, b); /* from the cluster's stream: not stored yet */
         if (wh->store && b->id) {
             store_tx(wh);
             if (srv_wh_store_dead(wh->store, b->id, wall, b->attempts,
