@@ -5,8 +5,9 @@
  * Every comparison of a secret-derived value goes through CRYPTO_memcmp so
  * that timing reveals nothing about how much of a signature matched.
  * Strings to sign are assembled in stack buffers; only an unusually large
- * presence channel_data or user_data falls back to the heap. Pure: any
- * thread (OpenSSL's one-shot HMAC() and EVP_Digest() are thread-safe).
+ * presence channel_data or user_data falls back to the heap. Any thread:
+ * the keyed HMAC contexts (mac_cache below) are each thread's own, and
+ * OpenSSL's one-shot HMAC() and EVP_Digest() are thread-safe.
  */
 #include "hub/why.h"
 #include "hub/auth.h"
@@ -19,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -40,16 +44,180 @@ static void to_hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+/*
+ * Keyed HMAC-SHA256 contexts, a few per thread, found by the key's bytes.
+ *
+ * OpenSSL 3's one-shot HMAC() fetches the algorithm, allocates a context
+ * and hashes the key pads on every call; a context keyed once and re-armed
+ * with EVP_MAC_init(ctx, NULL, 0, NULL) (same key) skips all three. Every
+ * REST request, private/presence subscription and sign-in signs with its
+ * app's secret, so a loop thread sees the same few keys again and again.
+ *
+ * Lookup is by the key bytes themselves, not by app pointer or index: a
+ * reload (hub/appswap.c) that changes an app's secret simply misses and
+ * keys a new slot, and nothing can answer with a stale key. The least
+ * recently used slot is re-keyed on a miss (its old key wiped first), so a
+ * thread serving more apps than slots costs what the one-shot costs, no
+ * more. The keys compared are the hub's own configured secrets, never
+ * attacker input, so the lookup needs no constant-time compare.
+ *
+ * The cache is thread-local: no context is ever shared between threads.
+ * A thread's slots are freed when it exits (the pthread key's
+ * destructor), or by hub_auth_thread_release().
+ */
+#define MAC_SLOTS 8
+
+struct mac_slot {
+    EVP_MAC_CTX *ctx;   /* keyed with key; NULL = empty slot */
+    char *key;
+    size_t key_len;
+    uint64_t used;      /* the cache's tick when last used */
+};
+
+struct mac_cache {
+    struct mac_slot slot[MAC_SLOTS];
+    uint64_t tick;
+};
+
+static __thread struct mac_cache *mac_tls;
+static pthread_key_t mac_key;
+static pthread_once_t mac_once = PTHREAD_ONCE_INIT;
+static bool mac_key_ok;
+
+static void slot_drop(struct mac_slot *s)
+{
+    EVP_MAC_CTX_free(s->ctx);
+    s->ctx = NULL;
+    if (s->key) {
+        OPENSSL_cleanse(s->key, s->key_len);
+        free(s->key);
+        s->key = NULL;
+    }
+    s->key_len = 0;
+}
+
+static void cache_free(void *v)
+{
+    struct mac_cache *c = v;
+
+    if (!c)
+        return;
+    for (unsigned i = 0; i < MAC_SLOTS; i++)
+        slot_drop(&c->slot[i]);
+    free(c);
+}
+
+static void mac_key_init(void)
+{
+    mac_key_ok = pthread_key_create(&mac_key, cache_free) == 0;
+}
+
+void hub_auth_thread_release(void)
+{
+    struct mac_cache *c = mac_tls;
+
+    mac_tls = NULL;
+    if (mac_key_ok)
+        pthread_setspecific(mac_key, NULL);
+    cache_free(c);
+}
+
+static struct mac_cache *cache_get(void)
+{
+    struct mac_cache *c = mac_tls;
+
+    if (c)
+        return c;
+    pthread_once(&mac_once, mac_key_init);
+    /* Without the key the thread's slots could not be freed at its exit:
+     * use the one-shot instead. */
+    if (!mac_key_ok || !(c = calloc(1, sizeof(*c))))
+        return NULL;
+    if (pthread_setspecific(mac_key, c)) {
+        free(c);
+        return NULL;
+    }
+    mac_tls = c;
+    return c;
+}
+
+/* A context keyed with key, ready for EVP_MAC_update(); NULL on failure
+ * (the caller then uses the one-shot). */
+static EVP_MAC_CTX *mac_for(const char *key, size_t key_len)
+{
+    struct mac_cache *c = cache_get();
+    struct mac_slot *s, *lru;
+    OSSL_PARAM params[2];
+    EVP_MAC *alg;
+
+    if (!c)
+        return NULL;
+    c->tick++;
+    lru = NULL;
+    for (unsigned i = 0; i < MAC_SLOTS; i++) {
+        s = &c->slot[i];
+        if (!s->ctx) {
+            if (!lru || lru->ctx)
+                lru = s; /* an empty slot before any used one */
+            continue;
+        }
+        if (s->key_len == key_len &&
+            (key_len == 0 || memcmp(s->key, key, key_len) == 0)) {
+            s->used = c->tick;
+            /* NULL key: start over with the key it already holds. */
+            if (EVP_MAC_init(s->ctx, NULL, 0, NULL))
+                return s->ctx;
+            slot_drop(s);
+            return NULL;
+        }
+        if (!lru || (lru->ctx && s->used < lru->used))
+            lru = s;
+    }
+    s = lru;
+    slot_drop(s);
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 (char *)"SHA256", 0);
+    params[1] = OSSL_PARAM_construct_end();
+    alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    s->ctx = alg ? EVP_MAC_CTX_new(alg) : NULL;
+    EVP_MAC_free(alg);
+    s->key = malloc(key_len ? key_len : 1);
+    if (!s->ctx || !s->key ||
+        !EVP_MAC_init(s->ctx, (const unsigned char *)key, key_len, params)) {
+        slot_drop(s);
+        return NULL;
+    }
+    if (key_len)
+        memcpy(s->key, key, key_len);
+    s->key_len = key_len;
+    s->used = c->tick;
+    return s->ctx;
+}
+
 void hub_auth_hmac_hex(const char *key, size_t key_len, const void *msg,
                        size_t msg_len, char out[HUB_SHA256_HEX_LEN + 1])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
+    EVP_MAC_CTX *ctx = key_len <= INT32_MAX ? mac_for(key, key_len) : NULL;
 
+    if (ctx) {
+        size_t n = 0;
+
+        if (EVP_MAC_update(ctx, msg, msg_len) &&
+            EVP_MAC_final(ctx, md, &n, sizeof(md)) &&
+            n == HUB_SHA256_HEX_LEN / 2) {
+            to_hex(md, n, out);
+            return;
+        }
+        /* A context that failed is not trusted again. */
+        hub_auth_thread_release();
+    }
     /*
-     * HMAC() takes an int key length; a longer key than that is not a
-     * credential anyone configures. On failure out is empty, which then
-     * never equals a received signature.
+     * The one-shot: no cache on this thread, or it failed. HMAC() takes
+     * an int key length; a longer key than that is not a credential
+     * anyone configures. On failure out is empty, which then never equals
+     * a received signature.
      */
     if (key_len > INT32_MAX ||
         HMAC(EVP_sha256(), key, (int)key_len, msg, msg_len, md, &md_len) ==

@@ -3,7 +3,7 @@
  * sign-in, REST request signing (docs/PROTOCOL.md 6.1) and webhook bodies.
  * HMAC-SHA256 and MD5 through OpenSSL; every comparison is constant-time.
  *
- * Pure functions: any thread.
+ * Any thread (hub_auth_hmac_hex()'s contexts are per thread).
  */
 #ifndef HUB_AUTH_H
 #define HUB_AUTH_H
@@ -17,9 +17,17 @@
 #define HUB_SHA256_HEX_LEN 64
 #define HUB_MD5_HEX_LEN 32
 
-/* out gets lowercase hex HMAC-SHA256(key, msg) and a NUL (65 bytes). */
+/*
+ * out gets lowercase hex HMAC-SHA256(key, msg) and a NUL (65 bytes). Each
+ * thread keeps a few contexts keyed by the keys it used last (found by
+ * the key's bytes, so a changed secret takes effect at once); when that
+ * fails it falls back to OpenSSL's one-shot. Empty out on failure.
+ */
 void hub_auth_hmac_hex(const char *key, size_t key_len, const void *msg,
                        size_t msg_len, char out[HUB_SHA256_HEX_LEN + 1]);
+/* Free the calling thread's keyed contexts now (a thread's are freed at
+ * its exit anyway; tests and the main thread call this). */
+void hub_auth_thread_release(void);
 /* out gets lowercase hex MD5(data) and a NUL (33 bytes). */
 void hub_auth_md5_hex(const void *data, size_t len,
                       char out[HUB_MD5_HEX_LEN + 1]);

@@ -14,6 +14,11 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "hub/auth.h"
 #include "hub/query.h"
 
@@ -632,6 +637,156 @@ static void test_auth_sign_rest_refuses_reserved_params(void **state)
                      -EINVAL);
 }
 
+/* The one-shot, as OpenSSL computes it, for comparison. */
+static void oneshot_hex(const char *key, size_t key_len, const void *msg,
+                        size_t msg_len, char out[HUB_SHA256_HEX_LEN + 1])
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+
+    assert_non_null(HMAC(EVP_sha256(), key, (int)key_len, msg, msg_len, md,
+                         &n));
+    assert_int_equal(n, HUB_SHA256_HEX_LEN / 2);
+    for (unsigned i = 0; i < n; i++) {
+        out[2 * i] = digits[md[i] >> 4];
+        out[2 * i + 1] = digits[md[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* Deterministic bytes (no clock, no rand()). */
+static uint32_t next_u32(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+/*
+ * The keyed contexts give what the one-shot gives: many keys (more than a
+ * thread keeps, so slots are re-keyed), keys of every length up to and
+ * past the SHA-256 block (64 bytes: longer keys are hashed first), the
+ * empty key and message, and keys used again after others.
+ */
+static void test_auth_hmac_cached_equals_oneshot(void **state)
+{
+    char key[160], msg[300];
+    char got[HUB_SHA256_HEX_LEN + 1], want[HUB_SHA256_HEX_LEN + 1];
+    uint32_t x = 0x9e3779b9u;
+
+    (void)state;
+    for (int round = 0; round < 2000; round++) {
+        /* 20 distinct keys, reused in a pattern that hits and misses. */
+        uint32_t k = next_u32(&x) % 20;
+        size_t key_len = (k * 7) % sizeof(key);
+        size_t msg_len = next_u32(&x) % sizeof(msg);
+
+        for (size_t i = 0; i < key_len; i++)
+            key[i] = (char)('a' + (k * 31 + i * 17) % 26);
+        for (size_t i = 0; i < msg_len; i++)
+            msg[i] = (char)next_u32(&x);
+        hub_auth_hmac_hex(key, key_len, msg, msg_len, got);
+        oneshot_hex(key, key_len, msg, msg_len, want);
+        assert_string_equal(got, want);
+    }
+    /* Two messages in a row with one key: the re-armed context does not
+     * carry anything of the first into the second. */
+    hub_auth_hmac_hex(SECRET, strlen(SECRET), "a", 1, got);
+    hub_auth_hmac_hex(SECRET, strlen(SECRET), "b", 1, got);
+    oneshot_hex(SECRET, strlen(SECRET), "b", 1, want);
+    assert_string_equal(got, want);
+    hub_auth_thread_release();
+}
+
+/*
+ * A reload that changes an app's secret: the same app (same struct, same
+ * pointer), a new secret of the same length, and a channel auth signed
+ * with the old one is refused at once, the new one accepted. Back to the
+ * old secret works too.
+ */
+static void test_auth_hmac_key_change_takes_effect(void **state)
+{
+    struct hub_app app = test_app();
+    char secret[] = SECRET;
+    char sig_old[HUB_SHA256_HEX_LEN + 1], sig_new[HUB_SHA256_HEX_LEN + 1];
+    char auth[128];
+    const char *tosign = "1234.1234:private-foobar";
+
+    (void)state;
+    app.secret = secret;
+    oneshot_hex(SECRET, strlen(SECRET), tosign, strlen(tosign), sig_old);
+    snprintf(auth, sizeof(auth), "%s:%s", KEY, sig_old);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0, auth,
+                                            NULL, 0),
+                     0);
+    secret[0] = secret[0] == 'x' ? 'y' : 'x'; /* same length, new bytes */
+    oneshot_hex(secret, strlen(secret), tosign, strlen(tosign), sig_new);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0, auth,
+                                            NULL, 0),
+                     -EACCES);
+    snprintf(auth, sizeof(auth), "%s:%s", KEY, sig_new);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0, auth,
+                                            NULL, 0),
+                     0);
+    memcpy(secret, SECRET, sizeof(secret));
+    snprintf(auth, sizeof(auth), "%s:%s", KEY, sig_old);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                            "private-foobar", NULL, 0, auth,
+                                            NULL, 0),
+                     0);
+    hub_auth_thread_release();
+}
+
+/* Each thread signs with contexts of its own; a thread's are freed when
+ * it exits (ASan's leak check sees it otherwise). */
+struct mac_thread_arg {
+    uint32_t seed;
+    int mismatches;
+};
+
+static void *mac_thread(void *v)
+{
+    struct mac_thread_arg *a = v;
+    char key[40], msg[64];
+    char got[HUB_SHA256_HEX_LEN + 1], want[HUB_SHA256_HEX_LEN + 1];
+    uint32_t x = a->seed;
+
+    for (int i = 0; i < 3000; i++) {
+        size_t key_len = 1 + next_u32(&x) % 12, msg_len = sizeof(msg);
+
+        for (size_t j = 0; j < key_len; j++)
+            key[j] = (char)('0' + next_u32(&x) % 3);
+        for (size_t j = 0; j < msg_len; j++)
+            msg[j] = (char)next_u32(&x);
+        hub_auth_hmac_hex(key, key_len, msg, msg_len, got);
+        oneshot_hex(key, key_len, msg, msg_len, want);
+        if (strcmp(got, want))
+            a->mismatches++;
+    }
+    return NULL;
+}
+
+static void test_auth_hmac_threads_own_contexts(void **state)
+{
+    pthread_t t[4];
+    struct mac_thread_arg a[4];
+
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct mac_thread_arg){ 0x1234567u * (uint32_t)(i + 1), 0 };
+        assert_int_equal(pthread_create(&t[i], NULL, mac_thread, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(a[i].mismatches, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -670,6 +825,9 @@ int main(void)
         cmocka_unit_test(test_auth_sign_rest_round_trips),
         cmocka_unit_test(test_auth_sign_rest_small_buffer_is_e2big),
         cmocka_unit_test(test_auth_sign_rest_refuses_reserved_params),
+        cmocka_unit_test(test_auth_hmac_cached_equals_oneshot),
+        cmocka_unit_test(test_auth_hmac_key_change_takes_effect),
+        cmocka_unit_test(test_auth_hmac_threads_own_contexts),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
