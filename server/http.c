@@ -7,9 +7,11 @@
  * Responses are built whole in memory and written at once, headers and
  * body together, and the connection stays open for keep-alive unless the
  * request sent "Connection: close" (respond()). A POST with a body is
- * answered from HTTP_WRITEABLE, outside lws's read path, and a connection
- * that sent anything behind a POST body before its answer is closed after
- * it (srv_http_post_*() in server/http_post.c: the lws 4.1.6 trap).
+ * answered outside lws's read path, from the loop's answer queue once the
+ * read pass is over (srv_http_post_flush()) or from HTTP_WRITEABLE, and a
+ * connection that sent anything behind a POST body before its answer is
+ * closed after it (srv_http_post_*() in server/http_post.c: the lws 4.1.6
+ * trap).
  * Unknown paths get a prompt 404. Before the handshake, RFC 6455 upgrade
  * checks answer 426/400 and an over-long header 431 (refuse()).
  *
@@ -99,6 +101,7 @@ struct http_req {
     struct hub_rest_wait *wait;
     struct hub_rest_response later;
     bool later_ready;
+    struct srv_loop *loop_q;     /* a POST queued for its answer */
     struct srv_loop *loop;       /* a probed GET: its loop's wheel */
     struct hub_timer probe;      /* armed while a GET waits */
     bool rx_off;                 /* POLLIN stopped while it waits */
@@ -137,6 +140,9 @@ static void req_free(struct http_pss *ps)
 {
     if (!ps->req)
         return;
+    if (ps->req->loop_q)
+        srv_http_postq_remove(&ps->req->loop_q->postq,
+                              &ps->req->post_state);
     if (ps->req->loop)
         hub_wheel_stop(ps->req->loop->hub->wheel, &ps->req->probe);
     if (ps->req->wait)
@@ -704,6 +710,68 @@ int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
     return 0;
 }
 
+/*
+ * The loop's queued POSTs, answered after lws's read pass and before it
+ * polls again (server/http_post.h): outside any lws callback, so lws has
+ * already moved bytes read past each body to its buffer list, where
+ * srv_http_post_rx_pending() sees them, and it reads nothing more before
+ * the answer is out (a client's FIN right behind its request cannot close
+ * the connection first).
+ */
+void srv_http_post_flush(struct srv_loop *l)
+{
+    struct srv_http_postq *q = &l->postq;
+    struct srv_http_post *pp;
+
+    while ((pp = srv_http_postq_pop(q))) {
+        struct http_req *p = hub_container_of(pp, struct http_req,
+                                              post_state);
+        struct lws *wsi = p->wsi;
+        bool gone;
+        int rc;
+
+        if (p->answered || p->wait || pp->phase != SRV_HTTP_POST_PENDING) {
+            p->loop_q = NULL;
+            continue;
+        }
+        if (srv_http_post_rx_pending(wsi)) {
+            /*
+             * Input that lws read and has not parsed, maybe behind this
+             * body: never answer with keep-alive over it. As before the
+             * queue: HTTP_WRITEABLE answers, or the second BODY_COMPLETION
+             * of those bytes closes; a client already gone half-closed is
+             * answered now and closed (lws would read its FIN first).
+             */
+            if (!srv_http_post_peer_done(wsi)) {
+                p->loop_q = NULL;
+                lws_callback_on_writable(wsi);
+                continue;
+            }
+            HUB_STAT_ADD(l->hub->stats.http_post_closes, 1);
+            p->close = true;
+        }
+        (void)srv_http_post_writeable(pp); /* PENDING -> DONE */
+        q->cur = pp;
+        q->cur_gone = false;
+        /* May free p: a completed keep-alive transaction drops it (its
+         * req_free() then sets cur_gone, p->loop_q still being set). */
+        rc = handle_request(wsi, l, p);
+        gone = q->cur_gone;
+        q->cur = NULL;
+        if (!gone)
+            p->loop_q = NULL;
+        if (rc < 0) {
+            /* Outside a callback: lws closes it from its own service. */
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            continue;
+        }
+        /* Answered whole, transaction completed (the request was dropped
+         * with it): back to lws, ready for the next request. */
+        if (rc == 0 && gone && !lws_partial_buffered(wsi))
+            srv_http_post_resume(wsi);
+    }
+}
+
 int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                       void *user, void *in, size_t len)
 {
@@ -796,20 +864,22 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
         switch (srv_http_post_body_complete(&ps->req->post_state,
                                             ps->req->answered)) {
         case SRV_HTTP_POST_WAIT:
-            if (ps->req->close || srv_http_post_peer_done(wsi)) {
+            if (ps->req->close) {
                 /* The connection ends after this answer anyway (the
-                 * client asked, or already sent its FIN, which lws would
-                 * read before HTTP_WRITEABLE): answer now, as before
-                 * keep-alive for POST, and close. */
-                ps->req->close = true;
-                /* Deferred: the answer, written from HTTP_WRITEABLE,
-                 * closes (a FIN read first closes unanswered). */
+                 * client asked): answer now, as before keep-alive for
+                 * POST, and close. Deferred: the answer, written from
+                 * HTTP_WRITEABLE, closes (a FIN read first closes
+                 * unanswered). */
                 if (handle_request(wsi, loop_of(wsi), ps->req) ==
                     HTTP_DEFERRED)
                     return 0;
                 return -1;
             }
-            lws_callback_on_writable(wsi);
+            /* Answered once this read pass is over: the loop's queue. */
+            l = loop_of(wsi);
+            ps->req->wsi = wsi;
+            ps->req->loop_q = l;
+            srv_http_postq_add(&l->postq, &ps->req->post_state);
             return 0;
         case SRV_HTTP_POST_ANSWER_CLOSE:
             /* Bytes behind the body: answer it now and close. */

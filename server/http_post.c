@@ -43,3 +43,45 @@ bool srv_http_post_peer_done(struct lws *wsi)
 
     return fd >= 0 && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
+
+void srv_http_postq_add(struct srv_http_postq *q, struct srv_http_post *p)
+{
+    p->next = q->head;
+    if (q->head)
+        q->head->pprev = &p->next;
+    q->head = p;
+    p->pprev = &q->head;
+}
+
+void srv_http_postq_remove(struct srv_http_postq *q, struct srv_http_post *p)
+{
+    if (q->cur == p)
+        q->cur_gone = true;
+    if (!p->pprev)
+        return;
+    *p->pprev = p->next;
+    if (p->next)
+        p->next->pprev = p->pprev;
+    p->next = NULL;
+    p->pprev = NULL;
+}
+
+struct srv_http_post *srv_http_postq_pop(struct srv_http_postq *q)
+{
+    struct srv_http_post *p = q->head;
+
+    if (p)
+        srv_http_postq_remove(q, p);
+    return p;
+}
+
+void srv_http_post_resume(struct lws *wsi)
+{
+    struct lws_pollfd pfd;
+
+    pfd.fd = lws_get_socket_fd(wsi);
+    pfd.events = LWS_POLLIN | LWS_POLLOUT;
+    pfd.revents = LWS_POLLOUT;
+    if (pfd.fd >= 0)
+        (void)lws_service_fd(lws_get_context(wsi), &pfd);
+}

@@ -19,6 +19,7 @@
 #include "hub/log.h"
 #include "timer/clock.h"
 #include "server/config.h"
+#include "server/http_post.h"
 
 #define SRV_CORK_BYTES (64 * 1024)
 
@@ -60,6 +61,11 @@ struct srv_loop {
     struct srv_tls_creds *tls_current;    /* reloaded cert, NULL = lws's */
     /* Set by the main thread on SIGHUP, taken by the loop (server/tls.c). */
     _Atomic(struct srv_tls_creds *) tls_pending;
+    /* POSTs answered after the read pass, before the next poll
+     * (server/http_post.h); with libev, the prepare watcher that drains
+     * them (an ev_prepare, server/threads.c). */
+    struct srv_http_postq postq;
+    void *post_prepare;
 };
 
 struct ev_loop;
@@ -148,6 +154,9 @@ void srv_lwslog_install(void);
 int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
                       void *user, void *in, size_t len);
 size_t srv_http_pss_size(void);
+/* Answer the loop's queued POSTs (server/http_post.h): after lws's read
+ * pass, before it polls again, outside any lws callback. Loop thread. */
+void srv_http_post_flush(struct srv_loop *l);
 /* Reject a ws upgrade before it happens (origin, capacity); 0 = accept. */
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi);
 /* RFC 6455 handshake checks (400, 426, 431) on an "Upgrade: websocket"

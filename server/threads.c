@@ -38,6 +38,15 @@ static void wake_loop(void *ctx)
         lws_cancel_service(l->ctx);
 }
 
+/* The loop's queued POST answers (server/http_post.h), drained once the
+ * events of a libev round are handled, before the next poll. */
+static void post_prepare_cb(struct ev_loop *evl, ev_prepare *w, int revents)
+{
+    (void)evl;
+    (void)revents;
+    srv_http_post_flush(w->data);
+}
+
 /* Timers. */
 
 static void wheel_sul_cb(lws_sorted_usec_list_t *sul);
@@ -272,6 +281,16 @@ int srv_loops_create(struct srv *srv)
             info.foreign_loops = foreign;
             l->ctx = lws_create_context(&info);
             info.foreign_loops = NULL;
+            {
+                ev_prepare *w = calloc(1, sizeof(*w));
+
+                if (!w)
+                    return -ENOMEM;
+                ev_prepare_init(w, post_prepare_cb);
+                w->data = l;
+                ev_prepare_start(l->evl, w);
+                l->post_prepare = w;
+            }
         } else {
             l->ctx = lws_create_context(&info);
         }
@@ -307,9 +326,11 @@ static void *loop_thread(void *arg)
         while (l->running)
             ev_run(l->evl, 0);
     } else {
-        while (l->running)
+        while (l->running) {
             if (lws_service(l->ctx, 0) < 0)
                 break;
+            srv_http_post_flush(l);
+        }
     }
     /* Every loop has stopped servicing before any context goes away: a
      * late lws_cancel_service() into a destroyed context would be a
@@ -323,6 +344,10 @@ static void *loop_thread(void *arg)
     lws_context_destroy(l->ctx);
     l->ctx = NULL;
     if (l->evl) {
+        if (l->post_prepare)
+            ev_prepare_stop(l->evl, l->post_prepare);
+        free(l->post_prepare);
+        l->post_prepare = NULL;
         ev_loop_destroy(l->evl);
         l->evl = NULL;
     }
