@@ -742,6 +742,33 @@ static void test_auth_hmac_key_change_takes_effect(void **state)
     hub_auth_thread_release();
 }
 
+/* hub_auth_md5_hex (a context kept per thread) against EVP_Digest. */
+static void test_auth_md5_cached_equals_oneshot(void **state)
+{
+    static const char digits[] = "0123456789abcdef";
+    char msg[300], got[HUB_MD5_HEX_LEN + 1], want[HUB_MD5_HEX_LEN + 1];
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n;
+    uint32_t x = 0x2545f491u;
+
+    (void)state;
+    for (int round = 0; round < 500; round++) {
+        size_t len = next_u32(&x) % sizeof(msg);
+
+        for (size_t i = 0; i < len; i++)
+            msg[i] = (char)next_u32(&x);
+        hub_auth_md5_hex(msg, len, got);
+        assert_true(EVP_Digest(msg, len, md, &n, EVP_md5(), NULL));
+        for (unsigned i = 0; i < n; i++) {
+            want[2 * i] = digits[md[i] >> 4];
+            want[2 * i + 1] = digits[md[i] & 15];
+        }
+        want[2 * n] = '\0';
+        assert_string_equal(got, want);
+    }
+    hub_auth_thread_release();
+}
+
 /* Each thread signs with contexts of its own; a thread's are freed when
  * it exits (ASan's leak check sees it otherwise). */
 struct mac_thread_arg {
@@ -828,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_auth_hmac_cached_equals_oneshot),
         cmocka_unit_test(test_auth_hmac_key_change_takes_effect),
         cmocka_unit_test(test_auth_hmac_threads_own_contexts),
+        cmocka_unit_test(test_auth_md5_cached_equals_oneshot),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
