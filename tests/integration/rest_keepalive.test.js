@@ -89,6 +89,48 @@ test('the pusher SDK on a keep-alive agent publishes every event on one connecti
   assert.equal(closes, 0, 'the hub closed the keep-alive connection');
 });
 
+// The answer is written once the loop's read pass is over (server/
+// http_post.h), from a libev prepare watcher or after lws_service() with
+// poll: the same keep-alive exchange under the other event loop.
+test('keep-alive POSTs under --event-loop poll: one connection, every answer', async (t) => {
+  const hub = await startHub(['--loops', '1', '--event-loop', 'poll']);
+  t.after(() => hub.stop());
+  const chunks = [];
+  for (let i = 0; i < 10; i++) chunks.push(signedPost('p' + i, 'c1'));
+  chunks.push('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  const out = await exchange(hub, chunks, { waitAnswers: true });
+  assert.equal(responses(out).length, 11, out);
+  assert.equal((out.match(/HTTP\/1\.1 200/g) || []).length, 11, out);
+  assert.doesNotMatch(out, /connection: close/i);
+});
+
+// A client that half-closes right behind its POST still gets its answer:
+// lws reads nothing of the connection between the body and the answer, so
+// it cannot see the FIN first.
+test('a POST whose client half-closes right behind it is answered', async (t) => {
+  const hub = await startHub(['--loops', '1']);
+  t.after(() => hub.stop());
+  const sub = await rawClient(t, hub);
+  await sub.subscribed('fin');
+  const N = 20;
+  let answered = 0;
+  for (let i = 0; i < N; i++) {
+    const out = await new Promise((resolve, reject) => {
+      const sock = net.connect(hub.port, hub.host);
+      let data = '';
+      sock.setTimeout(15000, () => { sock.destroy(); reject(new Error(`timeout: ${data}`)); });
+      sock.on('connect', () => { sock.write(signedPost('f', 'fin', String(i))); sock.end(); });
+      sock.on('data', (d) => { data += d; });
+      sock.on('close', () => resolve(data));
+      sock.on('error', reject);
+    });
+    const r = responses(out);
+    if (r.length === 1 && /^HTTP\/1\.1 200/.test(r[0].head)) answered++;
+  }
+  assert.equal(answered, N);
+  await waitFor(() => sub.count('f') === N, 'every event delivered');
+});
+
 test('a request after a POST answer on the same connection is served', async (t) => {
   const hub = await startHub([]);
   t.after(() => hub.stop());
