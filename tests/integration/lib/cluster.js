@@ -65,15 +65,12 @@ function defer(t, fn, { last = false } = {}) {
     stack = [];
     scopes.set(t, stack);
     t.after(async () => {
-      if (t.passed === false) keepLogs(`test '${t.name}' failed`);
       let first = null;
       while (stack.length) {
         try { await stack.pop()(); } catch (e) { first = first || e; }
       }
-      if (first) {
-        keepLogs(`test '${t.name}' teardown failed`);
-        throw first;
-      }
+      if (first || t.passed === false) keepLogs(`test '${t.name}' ${first ? 'teardown ' : ''}failed`);
+      if (first) throw first;
     });
   }
   if (last) stack.unshift(fn);
