@@ -8,7 +8,11 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
 const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const PusherServer = require('pusher');
 const { startHub, waitFor, responses, getJson } = require('./lib/hub');
 const { rawClient, signedPath, APP } = require('./lib/clients');
@@ -102,6 +106,43 @@ test('keep-alive POSTs under --event-loop poll: one connection, every answer', a
   assert.equal(responses(out).length, 11, out);
   assert.equal((out.match(/HTTP\/1\.1 200/g) || []).length, 11, out);
   assert.doesNotMatch(out, /connection: close/i);
+});
+
+// Over TLS the answer after the read pass must not miss input that the TLS
+// layer holds decrypted (srv_http_post_rx_pending() covers it): an SDK's
+// keep-alive agent still gets every answer on one connection.
+test('keep-alive POSTs over TLS: one connection, every answer', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-restka-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes',
+    '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+  const hub = await startHub(['--loops', '1', '--tls-cert', cert, '--tls-key', key]);
+  t.after(() => hub.stop());
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: fs.readFileSync(cert) });
+  t.after(() => agent.destroy());
+  let connects = 0;
+  const create = agent.createConnection.bind(agent);
+  agent.createConnection = (...a) => { connects++; return create(...a); };
+  const N = 20;
+  for (let i = 0; i < N; i++) {
+    const body = JSON.stringify({ name: 't', channels: ['tls'], data: String(i) });
+    const res = await new Promise((resolve, reject) => {
+      const req = https.request({
+        host: '127.0.0.1', port: hub.port, method: 'POST', agent,
+        path: signedPath('POST', `/apps/${APP.id}/events`, {}, body),
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      }, (r) => { r.resume(); r.on('end', () => resolve(r)); });
+      req.setTimeout(15000, () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end(body);
+    });
+    assert.equal(res.statusCode, 200);
+    assert.notEqual(res.headers.connection, 'close');
+  }
+  assert.equal(connects, 1);
 });
 
 // A client that half-closes right behind its POST still gets its answer:
