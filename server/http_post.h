@@ -104,10 +104,12 @@ bool srv_http_post_rx_pending(struct lws *wsi);
 /*
  * True when the peer has already finished sending (its FIN is queued on
  * the socket with no data before it: a client that half-closed after its
- * request). Such a POST is answered at once with "Connection: close": lws
- * would read the FIN and close before HTTP_WRITEABLE. A peek, nothing is
- * consumed; a FIN that arrives later than the body's read still loses the
- * answer (the connection closes unanswered, as for any request cut short).
+ * request). Asked only when the drain cannot answer with keep-alive (input
+ * pending): such a POST is then answered at once with "Connection: close",
+ * since lws would read the FIN and close before HTTP_WRITEABLE. A peek,
+ * nothing is consumed; a FIN that arrives later still loses the answer on
+ * that path (the connection closes unanswered, as for any request cut
+ * short).
  */
 bool srv_http_post_peer_done(struct lws *wsi);
 
