@@ -722,7 +722,6 @@ void srv_http_post_flush(struct srv_loop *l)
 {
     struct srv_http_postq *q = &l->postq;
     struct srv_http_post *pp;
-    bool answered = false;
 
     while ((pp = srv_http_postq_pop(q))) {
         struct http_req *p = hub_container_of(pp, struct http_req,
@@ -752,7 +751,6 @@ void srv_http_post_flush(struct srv_loop *l)
             p->close = true;
         }
         (void)srv_http_post_writeable(pp); /* PENDING -> DONE */
-        answered = true;
         q->cur = pp;
         q->cur_gone = false;
         /* May free p: a completed keep-alive transaction drops it (its
@@ -772,10 +770,6 @@ void srv_http_post_flush(struct srv_loop *l)
         if (rc == 0 && gone && !lws_partial_buffered(wsi))
             srv_http_post_resume(wsi);
     }
-    /* What the answered POSTs published goes out now, not at the flush
-     * sul, which lws would not re-arm from here (srv_write_flush_now()). */
-    if (answered)
-        srv_write_flush_now(l);
 }
 
 int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,

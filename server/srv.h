@@ -141,9 +141,6 @@ size_t srv_ws_pss_size(void);
 
 /* server/write.c: the write path. */
 extern const struct hub_transport_ops srv_transport_ops;
-/* The corked flush of the loop's pending sessions, now (outside lws
- * callbacks only). */
-void srv_write_flush_now(struct srv_loop *l);
 /* SERVER_WRITEABLE: write what the session has next; 0, or -1 to close. */
 int srv_write_one(struct srv_loop *l, struct hub_session *s, struct lws *wsi);
 /* Test only: arm a stall on loop id (any thread); false if no such loop. */

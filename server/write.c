@@ -165,16 +165,3 @@ static void flush_sul_cb(lws_sorted_usec_list_t *sul)
     hub_loop_flush(l->hub, flush_one, l);
 }
 
-/*
- * The same flush, now, from outside lws's callbacks (the POST answer
- * queue's drain, server/http.c). With libev, lws 4.1.6 re-arms its timer
- * for suls only from its own I/O and timer callbacks: a sul scheduled from
- * a libev prepare watcher waits for the next socket event or the next
- * tick, which on a quiet loop delayed deliveries by milliseconds. The sul
- * stays scheduled and later finds nothing to do.
- */
-void srv_write_flush_now(struct srv_loop *l)
-{
-    hub_loop_flush(l->hub, flush_one, l);
-}
-
