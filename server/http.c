@@ -768,7 +768,7 @@ void srv_http_post_flush(struct srv_loop *l)
         /* Answered whole, transaction completed (the request was dropped
          * with it): back to lws, ready for the next request. */
         if (rc == 0 && gone && !lws_partial_buffered(wsi))
-            srv_http_post_resume(wsi);
+            srv_http_post_resume(wsi, l->evl);
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <ev.h>
 #include <libwebsockets.h>
 
 enum srv_http_post_action srv_http_post_body_complete(struct srv_http_post *p,
@@ -75,13 +76,23 @@ struct srv_http_post *srv_http_postq_pop(struct srv_http_postq *q)
     return p;
 }
 
-void srv_http_post_resume(struct lws *wsi)
+void srv_http_post_resume(struct lws *wsi, struct ev_loop *evl)
 {
     struct lws_pollfd pfd;
 
     pfd.fd = lws_get_socket_fd(wsi);
+    if (pfd.fd < 0)
+        return;
+    if (evl) {
+        /* Through lws's own write watcher (started by the transaction's
+         * end): libev runs it within this prepare round, and lws's
+         * watcher callback also starts its idle watcher, which re-arms
+         * lws's timer for the suls the answer scheduled (the corked
+         * flush of what the POST published). */
+        ev_feed_fd_event(evl, pfd.fd, EV_WRITE);
+        return;
+    }
     pfd.events = LWS_POLLIN | LWS_POLLOUT;
     pfd.revents = LWS_POLLOUT;
-    if (pfd.fd >= 0)
-        (void)lws_service_fd(lws_get_context(wsi), &pfd);
+    (void)lws_service_fd(lws_get_context(wsi), &pfd);
 }

@@ -121,8 +121,14 @@ bool srv_http_post_peer_done(struct lws *wsi);
  * written whole, so the socket was writable: this hands lws that POLLOUT
  * (lws_service_fd() with revents POLLOUT), which is all it waits for.
  * Only outside lws's service (the drain), and only when the transaction
- * completed with nothing buffered (lws_partial_buffered() false).
+ * completed with nothing buffered (lws_partial_buffered() false). With
+ * libev (evl not NULL) the POLLOUT is fed to lws's write watcher
+ * (ev_feed_fd_event()), so lws handles it in its own watcher callback,
+ * which also starts lws's idle watcher: lws 4.1.6 re-arms its sul timer
+ * only from there and from its timer callback, and the corked flush of
+ * what the POST published is such a sul. With poll, lws_service_fd().
  */
-void srv_http_post_resume(struct lws *wsi);
+struct ev_loop;
+void srv_http_post_resume(struct lws *wsi, struct ev_loop *evl);
 
 #endif
