@@ -56,6 +56,7 @@ struct srv_loop {
     struct lws *metrics_acceptor;         /* paused after EMFILE */
     lws_sorted_usec_list_t sul_metrics;   /* resume it */
     unsigned char *cork;                  /* SRV_CORK_BYTES */
+    struct srv_direct *direct;            /* read bypass; NULL when off */
     SSL_CTX *ssl_ctx;                     /* the vhost's, with TLS */
     struct srv_tls_creds *tls_current;    /* reloaded cert, NULL = lws's */
     /* Set by the main thread on SIGHUP, taken by the loop (server/tls.c). */

@@ -1,0 +1,330 @@
+/*
+ * server/direct.c - the read bypass for established plain-TCP sessions
+ * (--ws-direct-read, docs/DESIGN.md section 14 step 2, docs/LWS.md "The
+ * read bypass").
+ *
+ * lws 4.1.6 reads a WebSocket at most rx_buffer_size bytes per loop pass;
+ * here one recv() of up to 64 KiB per readiness goes into the loop's one
+ * buffer and server/wsread.c frames it. The handover:
+ *
+ * - ESTABLISHED only notes the session. lws parsed the upgrade out of its
+ *   read and will put what followed the request (a client that did not
+ *   wait for the 101) on the wsi's buflist after the callback returns.
+ * - Right before the loop next polls (an ev_prepare watcher: every
+ *   callback of this pass has run, lws has not serviced the socket
+ *   again), lws_service_adjust_timeout() says whether any wsi of the
+ *   context that is not flow-controlled holds buflist bytes. If none does,
+ *   lws has parsed no WebSocket byte of these sessions and holds none, so
+ *   lubdub takes the socket: lws's reading is turned off with a flow
+ *   control reason bit of our own and the watcher starts. If some wsi
+ *   holds bytes (it may be one of ours), these sessions stay on lws's
+ *   read path for good (counted as ws_direct_declined).
+ * - lws re-enables its reading in its close states only by clearing the
+ *   user-bool reason (ops-ws.c, rops_handle_POLLIN_ws); our own bit stays
+ *   set, so from the handover until CLOSED only this watcher reads the
+ *   socket. The closes lws runs (the hub's close frame, a 1002) wait for
+ *   the peer's answer here: a close frame or EOF ends the connection
+ *   through lws_set_timeout(LWS_TO_KILL_ASYNC), as lws would on the ack.
+ * - CLOSED stops the watcher and frees the framing state before lws
+ *   closes the fd.
+ *
+ * Thread: the loop's own.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "hub/pusher.h"
+#include "server/direct.h"
+#include "server/srv.h"
+#include "server/wsread.h"
+
+#define DIRECT_BUF_BYTES (64 * 1024)
+/* A flow-control reason bit lws itself never uses (lws-misc.h uses bits
+ * 0, 6 and 7): lws's own "allow" in its close states leaves it set. */
+#define DIRECT_RXFLOW_BIT (1 << 4)
+
+struct srv_direct {
+    struct srv_loop *l;
+    struct srv_wsread_loop *wr;
+    unsigned char *buf;            /* DIRECT_BUF_BYTES */
+    ev_prepare prep;
+    struct lws **pending;          /* established, not handed over yet */
+    size_t n_pending, cap_pending;
+};
+
+static struct srv_ws_pss *pss_of_watcher(ev_io *w)
+{
+    return (struct srv_ws_pss *)((char *)w - offsetof(struct srv_ws_pss, rd));
+}
+
+static void kill_async(struct lws *wsi)
+{
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
+/* The sink: what server/ws.c does for lws's callbacks, from our frames. */
+
+static void sink_data(void *u, const void *p, size_t len, size_t remaining,
+                      bool fin, bool binary)
+{
+    struct srv_ws_pss *ps = u;
+    struct hub_session *s = &ps->s;
+    const char *msg;
+    size_t msg_len;
+    uint64_t now;
+
+    if (!hub_session_live(s)) {
+        kill_async(hub_session_conn(s));
+        return;
+    }
+    now = srv_now_ms();
+    if (hub_session_rx_append(s, p, len, remaining, fin, binary, now, &msg,
+                              &msg_len) <= 0)
+        return;
+    hub_pusher_on_message(s, msg, msg_len, now);
+    hub_session_rx_done(s);
+}
+
+static void sink_pong(void *u)
+{
+    struct srv_ws_pss *ps = u;
+
+    if (hub_session_live(&ps->s))
+        hub_session_on_pong(&ps->s, srv_now_ms());
+}
+
+static void sink_want_write(void *u)
+{
+    struct srv_ws_pss *ps = u;
+
+    lws_callback_on_writable(hub_session_conn(&ps->s));
+}
+
+static bool sink_close(void *u, const unsigned char *p, size_t len)
+{
+    struct srv_ws_pss *ps = u;
+    struct hub_session *s = &ps->s;
+    struct lws *wsi = hub_session_conn(s);
+    const char *why;
+    unsigned code;
+
+    if (!hub_session_is_open(s)) {
+        /* The answer to a close lws sent (or is about to): done, as lws
+         * would be in AWAITING_CLOSE_ACK. */
+        kill_async(wsi);
+        return false;
+    }
+    code = hub_session_on_peer_close(s, p, len, srv_now_ms(), &why);
+    if (code) {
+        /* As server/ws.c: the hub's code instead of an echo. */
+        lws_close_reason(wsi, (enum lws_close_status)code,
+                         (unsigned char *)why, strlen(why));
+        kill_async(wsi);
+        return false;
+    }
+    /* Echoed from SERVER_WRITEABLE (srv_direct_writable), as lws does. */
+    lws_callback_on_writable(wsi);
+    return true;
+}
+
+static void sink_fail(void *u, unsigned code, const char *why)
+{
+    struct srv_ws_pss *ps = u;
+    struct lws *wsi = hub_session_conn(&ps->s);
+
+    HUB_STAT_ADD(srv_loop_of(wsi)->hub->stats.ws_direct_proto_errors, 1);
+    lws_close_reason(wsi, (enum lws_close_status)code, (unsigned char *)why,
+                     strlen(why));
+    kill_async(wsi);
+}
+
+static const struct srv_wsread_sink sink = {
+    .data = sink_data,
+    .pong = sink_pong,
+    .want_write = sink_want_write,
+    .close = sink_close,
+    .fail = sink_fail,
+};
+
+static void on_readable(struct ev_loop *evl, ev_io *w, int revents)
+{
+    struct srv_ws_pss *ps = pss_of_watcher(w);
+    struct lws *wsi = hub_session_conn(&ps->s);
+    struct srv_loop *l = srv_loop_of(wsi);
+    struct srv_direct *d = l->direct;
+    struct srv_wsread **sp = (struct srv_wsread **)&w->data;
+    ssize_t n;
+
+    (void)revents;
+    n = recv(w->fd, d->buf, DIRECT_BUF_BYTES, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (n <= 0) {
+        /* EOF or a reset: lws closes the session (hub_session_closed runs
+         * from CLOSED, once). Nothing more to read. */
+        ev_io_stop(evl, w);
+        kill_async(wsi);
+        return;
+    }
+    HUB_STAT_ADD(l->hub->stats.ws_direct_reads, 1);
+    switch (srv_wsread_feed(d->wr, sp, d->buf, (size_t)n, &sink, ps)) {
+    case SRV_WSREAD_MORE:
+    case SRV_WSREAD_STOP:
+        /* After a close or failure the state discards what follows until
+         * EOF or lws's close timeout ends the connection. */
+        break;
+    case SRV_WSREAD_NOMEM:
+        hub_session_close(&ps->s, 1011, "out of memory", HUB_CLOSE_ERROR,
+                          true);
+        ev_io_stop(evl, w);
+        kill_async(wsi);
+        break;
+    }
+}
+
+static void handover(struct srv_direct *d, struct lws *wsi)
+{
+    struct srv_ws_pss *ps = lws_wsi_user(wsi);
+
+    lws_rx_flow_control(wsi, LWS_RXFLOW_REASON_APPLIES_DISABLE |
+                                 DIRECT_RXFLOW_BIT |
+                                 LWS_RXFLOW_REASON_FLAG_PROCESS_NOW);
+    ev_io_init(&ps->rd, on_readable, lws_get_socket_fd(wsi), EV_READ);
+    ps->rd.data = NULL;
+    ev_io_start(d->l->evl, &ps->rd);
+    HUB_STAT_ADD(d->l->hub->stats.ws_direct_sessions, 1);
+}
+
+static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents)
+{
+    struct srv_direct *d = (struct srv_direct *)((char *)w -
+                                                 offsetof(struct srv_direct,
+                                                          prep));
+    /* Non-zero: no wsi that lws would read holds buflist bytes. */
+    bool clean = lws_service_adjust_timeout(d->l->ctx, 1, 0) != 0;
+
+    (void)revents;
+    for (size_t i = 0; i < d->n_pending; i++) {
+        if (clean)
+            handover(d, d->pending[i]);
+        else
+            HUB_STAT_ADD(d->l->hub->stats.ws_direct_declined, 1);
+    }
+    d->n_pending = 0;
+    ev_prepare_stop(evl, w);
+}
+
+int srv_direct_init(struct srv_loop *l)
+{
+    struct srv_direct *d;
+
+    l->direct = NULL;
+    if (!l->evl || !l->srv->cfg->ws_direct_read)
+        return 0;
+    d = calloc(1, sizeof(*d));
+    if (!d)
+        return -ENOMEM;
+    d->l = l;
+    d->wr = srv_wsread_loop_new();
+    d->buf = malloc(DIRECT_BUF_BYTES);
+    if (!d->wr || !d->buf) {
+        srv_wsread_loop_free(d->wr);
+        free(d->buf);
+        free(d);
+        return -ENOMEM;
+    }
+    ev_prepare_init(&d->prep, on_prepare);
+    l->direct = d;
+    return 0;
+}
+
+void srv_direct_fini(struct srv_loop *l)
+{
+    struct srv_direct *d = l->direct;
+
+    if (!d)
+        return;
+    if (l->evl)
+        ev_prepare_stop(l->evl, &d->prep);
+    srv_wsread_loop_free(d->wr);
+    free(d->pending);
+    free(d->buf);
+    free(d);
+    l->direct = NULL;
+}
+
+void srv_direct_established(struct srv_loop *l, struct lws *wsi,
+                            struct srv_ws_pss *p)
+{
+    struct srv_direct *d = l->direct;
+
+    (void)p;
+    if (!d || lws_is_ssl(wsi))
+        return;
+    if (d->n_pending == d->cap_pending) {
+        size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
+        struct lws **n = realloc(d->pending, cap * sizeof(*n));
+
+        if (!n) {
+            /* Stays on lws's read path: nothing lost but speed. */
+            HUB_STAT_ADD(l->hub->stats.ws_direct_declined, 1);
+            return;
+        }
+        d->pending = n;
+        d->cap_pending = cap;
+    }
+    d->pending[d->n_pending++] = wsi;
+    ev_prepare_start(l->evl, &d->prep);
+}
+
+int srv_direct_writable(struct lws *wsi, struct srv_ws_pss *p, int *ret)
+{
+    unsigned char buf[LWS_PRE + 2 + 125];
+    size_t len = 0;
+    unsigned op;
+
+    if (!p->rd.data)
+        return 0;
+    op = srv_wsread_take_out((struct srv_wsread **)&p->rd.data,
+                             buf + LWS_PRE + 2, &len);
+    if (op == 0x8) {
+        /* The close echo, byte for byte (an empty close gets an empty
+         * one), as a raw server frame: lws's public API sends close
+         * frames only with a status code (lws_close_reason). Then lws
+         * closes without a close frame of its own (no reason was set). */
+        buf[LWS_PRE] = 0x88;
+        buf[LWS_PRE + 1] = (unsigned char)len;
+        (void)lws_write(wsi, buf + LWS_PRE + 2 - 2, len + 2, LWS_WRITE_RAW);
+        *ret = -1;
+        return 1;
+    }
+    if (op == 0xA) {
+        *ret = lws_write(wsi, buf + LWS_PRE + 2, len, LWS_WRITE_PONG) <
+                       (int)len
+                   ? -1
+                   : 0;
+        /* Whatever else the session has goes out on the next callback. */
+        lws_callback_on_writable(wsi);
+        return 1;
+    }
+    return 0;
+}
+
+void srv_direct_closed(struct srv_loop *l, struct lws *wsi,
+                       struct srv_ws_pss *p)
+{
+    struct srv_direct *d = l->direct;
+
+    if (!d)
+        return;
+    if (ev_is_active(&p->rd))
+        ev_io_stop(l->evl, &p->rd);
+    srv_wsread_free((struct srv_wsread **)&p->rd.data);
+    for (size_t i = 0; i < d->n_pending; i++)
+        if (d->pending[i] == wsi) {
+            d->pending[i] = d->pending[--d->n_pending];
+            break;
+        }
+}
