@@ -117,13 +117,10 @@ static bool sink_close(void *u, const unsigned char *p, size_t len)
         return false;
     }
     code = hub_session_on_peer_close(s, p, len, srv_now_ms(), &why);
-    if (code) {
-        /* As server/ws.c: the hub's code instead of an echo. */
-        lws_close_reason(wsi, (enum lws_close_status)code,
-                         (unsigned char *)why, strlen(why));
-        kill_async(wsi);
+    if (code)
+        /* The hub started its own close with that code (1002 or 1007)
+         * instead of an echo; its close frame goes out as any other. */
         return false;
-    }
     /* Echoed from SERVER_WRITEABLE (srv_direct_writable), as lws does. */
     lws_callback_on_writable(wsi);
     return true;
@@ -132,12 +129,17 @@ static bool sink_close(void *u, const unsigned char *p, size_t len)
 static void sink_fail(void *u, unsigned code, const char *why)
 {
     struct srv_ws_pss *ps = u;
-    struct lws *wsi = hub_session_conn(&ps->s);
+    struct hub_session *s = &ps->s;
+    struct lws *wsi = hub_session_conn(s);
 
     HUB_STAT_ADD(srv_loop_of(wsi)->hub->stats.ws_direct_proto_errors, 1);
-    lws_close_reason(wsi, (enum lws_close_status)code, (unsigned char *)why,
-                     strlen(why));
-    kill_async(wsi);
+    if (!hub_session_live(s)) {
+        kill_async(wsi);
+        return;
+    }
+    /* The close frame goes out through the hub's write path (lws's
+     * LWS_TO_KILL_ASYNC would close without one). why is static. */
+    hub_session_close(s, (uint16_t)code, why, HUB_CLOSE_ERROR, true);
 }
 
 static const struct srv_wsread_sink sink = {

@@ -30,7 +30,9 @@ struct srv_wsread {
     uint64_t unparsed;           /* bytes in w not yet in a returned frame */
     uint64_t frame_off;          /* payload bytes of the open frame seen */
     bool in_frame;               /* a frame's first chunk was returned */
-    bool stopped;                /* after a close or failure: discard */
+    bool stopped;                /* after a close or bad header: discard */
+    bool failed;                 /* failed (1002): only a close counts */
+    bool skip;                   /* the open frame is not delivered */
     uint8_t msg;                 /* open fragmented message: 1 text, 2 binary */
     uint8_t ctl_len;             /* control payload gathered so far */
     uint8_t out_op;              /* owed: 0x8 close echo, else 0 */
@@ -92,7 +94,8 @@ void srv_wsread_loop_free(struct srv_wsread_loop *L)
 
 static bool holds(const struct srv_wsread *st)
 {
-    return st->w || st->msg || st->out_op || st->pong_owed || st->stopped;
+    return st->w || st->msg || st->out_op || st->pong_owed || st->stopped ||
+           st->failed;
 }
 
 size_t srv_wsread_held(const struct srv_wsread *st)
@@ -150,10 +153,16 @@ static enum srv_wsread_rc chunk(struct srv_wsread *st,
     bool done;
 
     if (!st->in_frame) {
-        if ((bad = frame_start(st, f))) {
+        /* After a failure frames are still parsed (the stream is in step)
+         * so that the peer's answering close ends the connection; nothing
+         * but that close means anything any more. */
+        bad = frame_start(st, f);
+        if (bad && !st->failed) {
             k->fail(u, 1002, bad);
-            return SRV_WSREAD_STOP;
+            st->failed = true;
+            st->msg = 0;
         }
+        st->skip = bad || (st->failed && f->opcode != WSLAY_CONNECTION_CLOSE);
         st->in_frame = true;
         st->frame_off = 0;
         st->unparsed -= header_len(f->payload_length, f->mask);
@@ -163,6 +172,8 @@ static enum srv_wsread_rc chunk(struct srv_wsread *st,
     done = st->frame_off == f->payload_length;
     if (done)
         st->in_frame = false;
+    if (st->skip)
+        return SRV_WSREAD_MORE;
     if (!wslay_is_ctrl_frame(f->opcode)) {
         bool binary = st->msg == 2;
 

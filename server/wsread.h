@@ -42,7 +42,10 @@ struct srv_wsread_sink {
      * payload kept as the close echo owed (srv_wsread_take_out). */
     bool (*close)(void *u, const unsigned char *p, size_t len);
     /* The peer broke RFC 6455: fail the connection with code (1002) and
-     * the reason text. The feed returns SRV_WSREAD_STOP. */
+     * the reason text, once. Frames are still parsed after it and only a
+     * close frame still reaches the sink (the peer's answer), except when
+     * wslay refused a header: then the stream cannot be followed and the
+     * feed returns SRV_WSREAD_STOP. */
     void (*fail)(void *u, unsigned code, const char *why);
 };
 
