@@ -52,6 +52,8 @@ struct srv_direct {
     ev_prepare prep;
     struct lws **pending;          /* established, not handed over yet */
     size_t n_pending, cap_pending;
+    bool flush_due;                /* a read ran: flush before polling */
+    bool kill;                     /* the read's sink asked for a close */
 };
 
 static struct srv_ws_pss *pss_of_watcher(ev_io *w)
@@ -59,9 +61,13 @@ static struct srv_ws_pss *pss_of_watcher(ev_io *w)
     return (struct srv_ws_pss *)((char *)w - offsetof(struct srv_ws_pss, rd));
 }
 
-static void kill_async(struct lws *wsi)
+/* From the sink (inside a feed): the connection ends once the feed is
+ * over (on_readable), synchronously, as nothing touches it afterwards. A
+ * sul (LWS_TO_KILL_ASYNC) scheduled outside lws's service would wait for
+ * lws's next timer run. */
+static void kill_after_read(struct lws *wsi)
 {
-    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+    srv_loop_of(wsi)->direct->kill = true;
 }
 
 /* The sink: what server/ws.c does for lws's callbacks, from our frames. */
@@ -76,7 +82,7 @@ static void sink_data(void *u, const void *p, size_t len, size_t remaining,
     uint64_t now;
 
     if (!hub_session_live(s)) {
-        kill_async(hub_session_conn(s));
+        kill_after_read(hub_session_conn(s));
         return;
     }
     now = srv_now_ms();
@@ -113,7 +119,7 @@ static bool sink_close(void *u, const unsigned char *p, size_t len)
     if (!hub_session_is_open(s)) {
         /* The answer to a close lws sent (or is about to): done, as lws
          * would be in AWAITING_CLOSE_ACK. */
-        kill_async(wsi);
+        kill_after_read(wsi);
         return false;
     }
     code = hub_session_on_peer_close(s, p, len, srv_now_ms(), &why);
@@ -134,7 +140,7 @@ static void sink_fail(void *u, unsigned code, const char *why)
 
     HUB_STAT_ADD(srv_loop_of(wsi)->hub->stats.ws_direct_proto_errors, 1);
     if (!hub_session_live(s)) {
-        kill_async(wsi);
+        kill_after_read(wsi);
         return;
     }
     /* The close frame goes out through the hub's write path (lws's
@@ -163,27 +169,33 @@ static void on_readable(struct ev_loop *evl, ev_io *w, int revents)
     n = recv(w->fd, d->buf, DIRECT_BUF_BYTES, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
-    if (n <= 0) {
-        /* EOF or a reset: lws closes the session (hub_session_closed runs
-         * from CLOSED, once). Nothing more to read. */
-        ev_io_stop(evl, w);
-        kill_async(wsi);
-        return;
+    if (n > 0) {
+        HUB_STAT_ADD(l->hub->stats.ws_direct_reads, 1);
+        d->kill = false;
+        switch (srv_wsread_feed(d->wr, sp, d->buf, (size_t)n, &sink, ps)) {
+        case SRV_WSREAD_MORE:
+        case SRV_WSREAD_STOP:
+            /* After a close or failure the state discards what follows
+             * until EOF or the hub's close timeout ends the connection. */
+            break;
+        case SRV_WSREAD_NOMEM:
+            hub_session_close(&ps->s, 1011, "out of memory", HUB_CLOSE_ERROR,
+                              true);
+            d->kill = true;
+            break;
+        }
+        /* What the messages queued goes out before the loop polls. */
+        d->flush_due = true;
+        ev_prepare_start(evl, &d->prep);
+        if (!d->kill)
+            return;
+        d->kill = false;
     }
-    HUB_STAT_ADD(l->hub->stats.ws_direct_reads, 1);
-    switch (srv_wsread_feed(d->wr, sp, d->buf, (size_t)n, &sink, ps)) {
-    case SRV_WSREAD_MORE:
-    case SRV_WSREAD_STOP:
-        /* After a close or failure the state discards what follows until
-         * EOF or lws's close timeout ends the connection. */
-        break;
-    case SRV_WSREAD_NOMEM:
-        hub_session_close(&ps->s, 1011, "out of memory", HUB_CLOSE_ERROR,
-                          true);
-        ev_io_stop(evl, w);
-        kill_async(wsi);
-        break;
-    }
+    /* EOF, a reset, or the sink's close: lws closes the session now
+     * (CLOSED stops this watcher and frees the state; hub_session_closed
+     * runs there, once). Nothing touches ps or wsi after this. */
+    ev_io_stop(evl, w);
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
 }
 
 static void handover(struct srv_direct *d, struct lws *wsi)
@@ -205,7 +217,8 @@ static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents)
                                                  offsetof(struct srv_direct,
                                                           prep));
     /* Non-zero: no wsi that lws would read holds buflist bytes. */
-    bool clean = lws_service_adjust_timeout(d->l->ctx, 1, 0) != 0;
+    bool clean = d->n_pending &&
+                 lws_service_adjust_timeout(d->l->ctx, 1, 0) != 0;
 
     (void)revents;
     for (size_t i = 0; i < d->n_pending; i++) {
@@ -215,6 +228,10 @@ static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents)
             HUB_STAT_ADD(d->l->hub->stats.ws_direct_declined, 1);
     }
     d->n_pending = 0;
+    if (d->flush_due) {
+        d->flush_due = false;
+        srv_write_flush_now(d->l);
+    }
     ev_prepare_stop(evl, w);
 }
 
