@@ -67,7 +67,7 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         if (hub_session_init(s, l->hub, wsi, srv_now_ms()))
             return -1;
         ws_established(s, wsi);
-        srv_direct_established(l, wsi, user);
+        srv_direct_established(l, wsi);
         return 0;
     case LWS_CALLBACK_RECEIVE:
         if (!hub_session_live(s))
@@ -91,7 +91,7 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 
         /* A pong or close echo the read bypass owes goes first, as lws
          * writes its own ahead of the user's. */
-        if (srv_direct_writable(wsi, user, &ret))
+        if (srv_direct_writable(wsi, &ret))
             return ret;
         if (!hub_session_live(s))
             return 0;
@@ -113,7 +113,7 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         return -1;
     }
     case LWS_CALLBACK_CLOSED:
-        srv_direct_closed(srv_loop_of(wsi), wsi, user);
+        srv_direct_closed(srv_loop_of(wsi), wsi);
         hub_session_closed(s, srv_now_ms());
         return 0;
     default:
@@ -125,6 +125,6 @@ size_t srv_ws_pss_size(void)
 {
     size_t h = srv_http_pss_size();
 
-    return h > sizeof(struct srv_ws_pss) ? h : sizeof(struct srv_ws_pss);
+    return h > sizeof(struct hub_session) ? h : sizeof(struct hub_session);
 }
 
