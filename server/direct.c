@@ -16,15 +16,19 @@
  *   context that is not flow-controlled holds buflist bytes. If none does,
  *   lws has parsed no WebSocket byte of these sessions and holds none, so
  *   lubdub takes the socket: lws's reading is turned off with a flow
- *   control reason bit of our own and the watcher starts. If some wsi
+ *   control reason bit of our own and the socket joins the loop's epoll
+ *   set. If some wsi
  *   holds bytes (it may be one of ours), these sessions stay on lws's
  *   read path for good (counted as ws_direct_declined).
  * - lws re-enables its reading in its close states only by clearing the
  *   user-bool reason (ops-ws.c, rops_handle_POLLIN_ws); our own bit stays
- *   set, so from the handover until CLOSED only this watcher reads the
+ *   set, so from the handover until CLOSED only this file reads the
  *   socket. The closes lws runs (the hub's close frame, a 1002) wait for
  *   the peer's answer here: a close frame or EOF ends the connection
- *   through lws_set_timeout(LWS_TO_KILL_ASYNC), as lws would on the ack.
+ *   (LWS_TO_KILL_SYNC, the read's last step), as lws would on the ack.
+ * - A sul scheduled from here waits for lws's next timer run (lws re-arms
+ *   its libev timer only from its own callbacks), so the corked flush of
+ *   what the reads queued runs from our ev_prepare.
  * - CLOSED takes the socket out of the watch and frees the framing state
  *   before lws closes the fd.
  *
