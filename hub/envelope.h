@@ -9,7 +9,10 @@
  *                     event on a cache channel that every node keeps as
  *                     the channel's last event, hub/ccache.h), 4 =
  *                     count notice (the channel's subscription count
- *                     changed on the origin; no payload, hub/subcount.h)
+ *                     changed on the origin; no payload, hub/subcount.h),
+ *                     5 = script event (an event a Redis script published,
+ *                     server/redis_online_lua.h: delivered by every node,
+ *                     the origin's too; epoch and seq 0, not numbered)
  *   u8  flags         bit 0: excl socket id set
  *   u16 origin_len    then origin bytes (the node id, 1..255)
  *   u64 epoch         the origin's run (changes on restart or seq reset)
@@ -36,6 +39,7 @@
 #define HUB_ENV_TERMINATE 2
 #define HUB_ENV_CACHE 3
 #define HUB_ENV_COUNT 4
+#define HUB_ENV_SCRIPT 5
 
 #define HUB_ENV_MAX_ORIGIN 255
 #define HUB_ENV_MAX_APP 255

@@ -59,7 +59,7 @@ static bool saw(const struct seen *s, const char *text)
     return false;
 }
 
-#define CB(seen) { on_edge, on_initial, (seen) }
+#define CB(seen) { on_edge, on_initial, (seen), NULL }
 
 static int signin(struct hub_online *o, const char *user, bool new_conn,
                   const char *const *ids, size_t n, uint32_t maxw,
@@ -272,7 +272,7 @@ static void race_edge(void *ctx, unsigned app, const char *watcher,
 static void *race(void *arg)
 {
     struct racer *r = arg;
-    struct hub_online_cb cb = { race_edge, NULL, r };
+    struct hub_online_cb cb = { race_edge, NULL, r, NULL };
 
     for (int i = 0; i < 2000; i++) {
         assert_int_equal(hub_online_signin(r->o, 3, "x", true, NULL, &cb,

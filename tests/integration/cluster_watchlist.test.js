@@ -1,0 +1,171 @@
+'use strict';
+// Watchlists and online state across nodes (docs/SCALING.md, "Watchlists
+// and online state"; docs/PROTOCOL.md 4.3): a redis-server of our own and
+// three nodes. pusher-js clients sign in with a watchlist: a watcher on n1
+// hears a user come online and go offline on n2; a user on two nodes is
+// online once and offline once; the initial state lists a user online on
+// another node; kill -9 of a node gives its users' watchers an offline
+// within the lease bound; with Redis gone each node's own users count (as
+// on a single node), and once Redis is back the state converges.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { waitFor } = require('./lib/hub');
+const { pusherClient, serverSdk } = require('./lib/clients');
+const { startRedis } = require('./lib/redis');
+const { startNode, contractNode, bp, allUp } = require('./lib/cluster');
+
+// A pusher-js client on hub signed in as user, recording its watchlist
+// events in order as [name, ...ids].
+async function signedIn(t, hub, user) {
+  const client = pusherClient(t, hub, { user });
+  const events = [];
+  client.user.watchlist.bind('online', (e) => events.push(['online', ...e.user_ids]));
+  client.user.watchlist.bind('offline', (e) => events.push(['offline', ...e.user_ids]));
+  await waitFor(() => client.connection.state === 'connected', `${user.id} connected`, 20000);
+  client.signin();
+  await waitFor(() => client.user.user_data && client.user.serverToUserChannel &&
+    client.user.serverToUserChannel.subscribed, `${user.id} signed in`, 20000);
+  const c = { client, events, close: () => client.disconnect(), hub };
+  return c;
+}
+
+// What the events say about uid at the end: true online, false offline,
+// undefined never mentioned.
+function state(c, uid) {
+  let s;
+  for (const [name, ...ids] of c.events) if (ids.includes(uid)) s = name === 'online';
+  return s;
+}
+
+const count = (c, name, uid) =>
+  c.events.filter(([n, ...ids]) => n === name && ids.includes(uid)).length;
+
+// Everything published to c's user channel before now (through Redis, from
+// any node) has reached c: a sendToUser through c's own node travels the
+// same Redis channel.
+async function barrier(c, userId, via) {
+  const got = [];
+  const h = (d) => got.push(d);
+  c.client.user.bind('barrier', h);
+  const n = Math.random();
+  await serverSdk(via || c.hub).sendToUser(userId, 'barrier', { n });
+  await waitFor(() => got.some((d) => d.n === n), 'barrier', 20000);
+  c.client.user.unbind('barrier', h);
+}
+
+const users = async (hub) => (await hub.stats()).totals.sessions;
+
+test('watchlist across nodes: edges, a user on two nodes, the initial state', async (t) => {
+  const redis = await startRedis(t);
+  const nodes = [];
+  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `n${k}`));
+  await allUp(nodes);
+  const [n1, n2, n3] = nodes;
+
+  // y is online on n3 before w signs in on n1: w's first event lists it.
+  const y = await signedIn(t, n3, { id: 'y' });
+  const w = await signedIn(t, n1, { id: 'w', watchlist: ['x', 'y', 'nobody'] });
+  await waitFor(() => state(w, 'y') === true, 'initial state lists y (on n3)', 20000);
+  assert.deepEqual(w.events[0], ['online', 'y']);
+  // A second connection of w, on n2, keeps w's list (no watchlist of its own).
+  const w2 = await signedIn(t, n2, { id: 'w' });
+  await waitFor(() => state(w2, 'y') === true, 'w on n2 gets the state too', 20000);
+
+  // x connects on n2: both of w's connections hear it, once.
+  const x1 = await signedIn(t, n2, { id: 'x' });
+  await waitFor(() => state(w, 'x') === true && state(w2, 'x') === true, 'x online', 20000);
+  // x's second connection, on n3: not a new edge.
+  const x2 = await signedIn(t, n3, { id: 'x' });
+  await barrier(w, 'w');
+  await barrier(w2, 'w');
+  assert.equal(count(w, 'online', 'x'), 1);
+  assert.equal(count(w2, 'online', 'x'), 1);
+
+  // x leaves n2: still online through n3.
+  x1.close();
+  await waitFor(async () => (await users(n2)) === 1, 'x1 gone from n2', 20000);
+  await barrier(w, 'w', n2);
+  assert.equal(count(w, 'offline', 'x'), 0);
+  // x's last connection leaves: offline once, on both of w's connections.
+  x2.close();
+  await waitFor(() => state(w, 'x') === false && state(w2, 'x') === false, 'x offline', 20000);
+  await barrier(w, 'w');
+  await barrier(w2, 'w');
+  assert.equal(count(w, 'offline', 'x'), 1);
+  assert.equal(count(w2, 'offline', 'x'), 1);
+  assert.equal(count(w, 'online', 'x'), 1);
+
+  // y leaves n3: offline.
+  y.close();
+  await waitFor(() => state(w, 'y') === false, 'y offline', 20000);
+
+  // The watchlist goes with w's last connection: Redis keeps nothing.
+  w.close();
+  w2.close();
+  await waitFor(async () => (await redis.cli('KEYS', 'lubdub:w*')) === '' &&
+    (await redis.cli('HLEN', 'lubdub:go:app-id')) === '0',
+  'no watchlist or online key left in Redis', 20000).catch(async (e) => {
+    throw new Error(`${e.message}: ${await redis.cli('KEYS', 'lubdub:*')}`);
+  });
+});
+
+test('watchlist across nodes: kill -9 of a node sends its users offline', async (t) => {
+  const redis = await startRedis(t);
+  const extra = ['--loops', '2', '--drain-timeout', '1s', '--node-lease', '2s'];
+  const n1 = await contractNode(t, redis.url(), 'n1', extra);
+  const n2 = await contractNode(t, redis.url(), 'n2', extra);
+  await allUp([n1, n2]);
+  const w = await signedIn(t, n1, { id: 'w', watchlist: ['v', 'u'] });
+  const v = await signedIn(t, n2, { id: 'v' });
+  const u1 = await signedIn(t, n2, { id: 'u' });
+  const u2 = await signedIn(t, n1, { id: 'u' });
+  await waitFor(() => state(w, 'v') === true && state(w, 'u') === true, 'v and u online', 20000);
+
+  const t0 = Date.now();
+  await n2.kill9();
+  await waitFor(() => state(w, 'v') === false, 'v offline after n2 died', 20000);
+  const took = Date.now() - t0;
+  t.diagnostic(`kill -9 to offline: ${took} ms (lease 2 s)`);
+  // Bound: lease + one tick + round trips, generous on a loaded machine.
+  assert.ok(took < 10000, `${took} ms`);
+  // u is still signed in on n1: no offline for it.
+  await barrier(w, 'w');
+  assert.equal(count(w, 'offline', 'u'), 0);
+  assert.equal(state(w, 'u'), true);
+  void v; void u1; void u2;
+});
+
+test('watchlist across nodes: Redis down is local, Redis back converges', async (t) => {
+  const redis = await startRedis(t);
+  const n1 = await startNode(t, redis.url(), 'n1');
+  const n2 = await startNode(t, redis.url(), 'n2');
+  await allUp([n1, n2]);
+  const w = await signedIn(t, n1, { id: 'w', watchlist: ['a', 'b', 'c'] });
+  const c = await signedIn(t, n2, { id: 'c' });
+  await waitFor(() => state(w, 'c') === true, 'c online (n2)', 20000);
+
+  await redis.stop();
+  await waitFor(async () => (await bp(n1)).state !== 'up' && (await bp(n2)).state !== 'up',
+    'both nodes see Redis down', 20000);
+  // Local behaviour: a on n1 is seen by w at once; b on n2 is not.
+  const a = await signedIn(t, n1, { id: 'a' });
+  await waitFor(() => state(w, 'a') === true, 'a online (n1, local)', 20000);
+  const b = await signedIn(t, n2, { id: 'b' });
+  // c leaves n2 meanwhile: w cannot hear it now.
+  c.close();
+  await waitFor(async () => (await users(n2)) === 1, 'c gone from n2', 20000);
+  assert.notEqual(state(w, 'b'), true);
+
+  // Redis back, empty: every node re-registers its users and w gets the
+  // state as it is: a and b online, c offline.
+  await startRedis(t, { port: redis.port });
+  await allUp([n1, n2]);
+  await waitFor(() => state(w, 'a') === true && state(w, 'b') === true &&
+    state(w, 'c') === false, 'w converges: a, b online; c offline', 30000).catch((e) => {
+    throw new Error(`${e.message}: ${JSON.stringify(w.events)}`);
+  });
+  // And edges work again across nodes.
+  b.close();
+  await waitFor(() => state(w, 'b') === false, 'b offline after Redis returned', 20000);
+  void a;
+});
