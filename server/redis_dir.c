@@ -553,6 +553,24 @@ static void got_sweep(struct call *k, const redisReply *rep)
     rejoin_step(d);
 }
 
+/* A signin's {edge, online, skipped} or a signout's {edge}. */
+static void got_online(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+        !is_int(rep->element[0])) {
+        stat_add(&d->st->bad, 1);
+        return;
+    }
+    if (rep->element[0]->integer > 0)
+        stat_add(&d->st->online_edges, 1);
+    if (rep->elements >= 3 && is_int(rep->element[2]) &&
+        rep->element[2]->integer > 0)
+        stat_add(&d->st->watch_skipped,
+                 (uint64_t)rep->element[2]->integer);
+}
+
 /* A chunk of the online REJOIN answered: {users, appeared}. */
 static void got_online_rejoin(struct call *k, const redisReply *rep)
 {
@@ -635,7 +653,8 @@ static void call_cb(redisAsyncContext *ac, void *reply, void *priv)
         got_refresh(k, rep);
         break;
     case P_ONLINE:
-        break; /* the script published what it decided */
+        got_online(k, rep); /* the script published what it decided */
+        break;
     case P_ONLINE_REJOIN:
         got_online_rejoin(k, rep);
         break;
