@@ -169,8 +169,10 @@
  * P:no:<node> included, aside under the token in P:rjtok:<node>): ARGV P
  * node n, then n times (app uid n_ids ids...). Each user takes its field
  * out of the old share (or, not there, counts once more: an online edge
- * when it is the first anywhere), goes into the new share, gets its
- * watchlist as this node has it. Then (server/redis_dir.c) each user gets
+ * when it is the first anywhere), goes into the new share, and gets its
+ * watchlist as this node has it, unless that is empty (a connection that
+ * signed in without a list here while the list came with another node's
+ * signin: Redis's is kept). Then (server/redis_dir.c) each user gets
  * the full state of its watched users through a SIGNIN with full, once
  * its channel is subscribed again: what it was told while Redis was away
  * is corrected. The REJOIN sweep takes the old share's rest
@@ -191,7 +193,7 @@
     "  local had = (tok ~= '' and redis.call('HDEL', old, f) == 1) or\n"     \
     "              redis.call('HEXISTS', no, f) == 1\n"                      \
     "  redis.call('HSET', no, f, 1)\n"                                       \
-    "  wl_set(P, a, u, ids, 0)\n"                                            \
+    "  if m > 0 then wl_set(P, a, u, ids, 0) end\n"                          \
     "  if not had and redis.call('HINCRBY', P..':go:'..a, u, 1) == 1 then\n" \
     "    added = added + 1\n"                                                \
     "    wl_online(P, a, node, u)\n"                                         \

@@ -114,8 +114,9 @@ test('watchlist across nodes: kill -9 of a node sends its users offline', async 
   const extra = ['--loops', '2', '--drain-timeout', '1s', '--node-lease', '2s'];
   const n1 = await contractNode(t, redis.url(), 'n1', extra);
   const n2 = await contractNode(t, redis.url(), 'n2', extra);
-  await allUp([n1, n2]);
-  const w = await signedIn(t, n1, { id: 'w', watchlist: ['v', 'u'] });
+  const n3 = await contractNode(t, redis.url(), 'n3', extra);
+  await allUp([n1, n2, n3]);
+  const w = await signedIn(t, n1, { id: 'w', watchlist: ['v', 'u', 'z'] });
   const v = await signedIn(t, n2, { id: 'v' });
   const u1 = await signedIn(t, n2, { id: 'u' });
   const u2 = await signedIn(t, n1, { id: 'u' });
@@ -132,7 +133,17 @@ test('watchlist across nodes: kill -9 of a node sends its users offline', async 
   await barrier(w, 'w');
   assert.equal(count(w, 'offline', 'u'), 0);
   assert.equal(state(w, 'u'), true);
-  void v; void u1; void u2;
+
+  // SIGTERM of n3: its users sign out as it drains (z offline at once,
+  // no lease to wait for).
+  const z = await signedIn(t, n3, { id: 'z' });
+  await waitFor(() => state(w, 'z') === true, 'z online (n3)', 20000);
+  const t1 = Date.now();
+  assert.equal((await n3.stop()).code, 0);
+  await waitFor(() => state(w, 'z') === false, 'z offline after n3 stopped', 20000);
+  t.diagnostic(`SIGTERM to offline: ${Date.now() - t1} ms`);
+  assert.equal(count(w, 'offline', 'z'), 1);
+  void v; void u1; void u2; void z;
 });
 
 test('watchlist across nodes: Redis down is local, Redis back converges', async (t) => {
@@ -141,8 +152,11 @@ test('watchlist across nodes: Redis down is local, Redis back converges', async 
   const n2 = await startNode(t, redis.url(), 'n2');
   await allUp([n1, n2]);
   const w = await signedIn(t, n1, { id: 'w', watchlist: ['a', 'b', 'c'] });
+  // w on n2 too, without a list of its own: n2's rejoin must keep w's.
+  const w2 = await signedIn(t, n2, { id: 'w' });
   const c = await signedIn(t, n2, { id: 'c' });
-  await waitFor(() => state(w, 'c') === true, 'c online (n2)', 20000);
+  await waitFor(() => state(w, 'c') === true && state(w2, 'c') === true,
+    'c online (n2)', 20000);
 
   await redis.stop();
   await waitFor(async () => (await bp(n1)).state !== 'up' && (await bp(n2)).state !== 'up',
@@ -153,19 +167,23 @@ test('watchlist across nodes: Redis down is local, Redis back converges', async 
   const b = await signedIn(t, n2, { id: 'b' });
   // c leaves n2 meanwhile: w cannot hear it now.
   c.close();
-  await waitFor(async () => (await users(n2)) === 1, 'c gone from n2', 20000);
+  await waitFor(async () => (await users(n2)) === 2, 'c gone from n2', 20000);
   assert.notEqual(state(w, 'b'), true);
 
   // Redis back, empty: every node re-registers its users and w gets the
   // state as it is: a and b online, c offline.
   await startRedis(t, { port: redis.port });
   await allUp([n1, n2]);
-  await waitFor(() => state(w, 'a') === true && state(w, 'b') === true &&
-    state(w, 'c') === false, 'w converges: a, b online; c offline', 30000).catch((e) => {
-    throw new Error(`${e.message}: ${JSON.stringify(w.events)}`);
+  const conv = (x) => state(x, 'a') === true && state(x, 'b') === true &&
+    state(x, 'c') === false;
+  await waitFor(() => conv(w) && conv(w2), 'w converges on both nodes: a, b online; c offline',
+    30000).catch((e) => {
+    throw new Error(`${e.message}: n1 ${JSON.stringify(w.events)}; n2 ${JSON.stringify(w2.events)}`);
   });
-  // And edges work again across nodes.
+  assert.equal(await redis.cli('SCARD', 'lubdub:wl:app-id:w'), '3');
+  // And edges work again across nodes, to both of w's connections.
   b.close();
-  await waitFor(() => state(w, 'b') === false, 'b offline after Redis returned', 20000);
+  await waitFor(() => state(w, 'b') === false && state(w2, 'b') === false,
+    'b offline after Redis returned', 20000);
   void a;
 });
