@@ -10,7 +10,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
-const { pusherClient, serverSdk } = require('./lib/clients');
+const { pusherClient, serverSdk, configFile, APP } = require('./lib/clients');
 const { startRedis } = require('./lib/redis');
 const { startNode, contractNode, bp, allUp } = require('./lib/cluster');
 
@@ -40,20 +40,26 @@ function state(c, uid) {
 const count = (c, name, uid) =>
   c.events.filter(([n, ...ids]) => n === name && ids.includes(uid)).length;
 
-// Everything published to c's user channel before now (through Redis, from
-// any node) has reached c: a sendToUser through c's own node travels the
-// same Redis channel.
+// Everything Redis published on c's user channel before now has reached c:
+// a sendToUser through another node (via) reaches c's node through the
+// same Redis channel, behind it. (Through c's own node it would be
+// delivered locally at once.) Callers first wait until Redis holds the
+// change whose events they count.
 async function barrier(c, userId, via) {
+  assert.notEqual(via, c.hub, 'the barrier must come through another node');
   const got = [];
   const h = (d) => got.push(d);
   c.client.user.bind('barrier', h);
   const n = Math.random();
-  await serverSdk(via || c.hub).sendToUser(userId, 'barrier', { n });
+  await serverSdk(via).sendToUser(userId, 'barrier', { n });
   await waitFor(() => got.some((d) => d.n === n), 'barrier', 20000);
   c.client.user.unbind('barrier', h);
 }
 
 const users = async (hub) => (await hub.stats()).totals.sessions;
+
+// The nodes Redis counts user uid signed in on ('' = offline).
+const goCount = (redis, uid) => redis.cli('HGET', 'lubdub:go:app-id', uid);
 
 test('watchlist across nodes: edges, a user on two nodes, the initial state', async (t) => {
   const redis = await startRedis(t);
@@ -76,21 +82,23 @@ test('watchlist across nodes: edges, a user on two nodes, the initial state', as
   await waitFor(() => state(w, 'x') === true && state(w2, 'x') === true, 'x online', 20000);
   // x's second connection, on n3: not a new edge.
   const x2 = await signedIn(t, n3, { id: 'x' });
-  await barrier(w, 'w');
-  await barrier(w2, 'w');
+  await waitFor(async () => (await goCount(redis, 'x')) === '2', 'x on two nodes', 20000);
+  await barrier(w, 'w', n3);
+  await barrier(w2, 'w', n3);
   assert.equal(count(w, 'online', 'x'), 1);
   assert.equal(count(w2, 'online', 'x'), 1);
 
   // x leaves n2: still online through n3.
   x1.close();
-  await waitFor(async () => (await users(n2)) === 1, 'x1 gone from n2', 20000);
-  await barrier(w, 'w', n2);
+  await waitFor(async () => (await goCount(redis, 'x')) === '1', 'x on one node', 20000);
+  await barrier(w, 'w', n3);
+  await barrier(w2, 'w', n3);
   assert.equal(count(w, 'offline', 'x'), 0);
   // x's last connection leaves: offline once, on both of w's connections.
   x2.close();
   await waitFor(() => state(w, 'x') === false && state(w2, 'x') === false, 'x offline', 20000);
-  await barrier(w, 'w');
-  await barrier(w2, 'w');
+  await barrier(w, 'w', n3);
+  await barrier(w2, 'w', n3);
   assert.equal(count(w, 'offline', 'x'), 1);
   assert.equal(count(w2, 'offline', 'x'), 1);
   assert.equal(count(w, 'online', 'x'), 1);
@@ -130,7 +138,8 @@ test('watchlist across nodes: kill -9 of a node sends its users offline', async 
   // Bound: lease + one tick + round trips, generous on a loaded machine.
   assert.ok(took < 10000, `${took} ms`);
   // u is still signed in on n1: no offline for it.
-  await barrier(w, 'w');
+  await waitFor(async () => (await goCount(redis, 'v')) === '', 'v gone from Redis', 20000);
+  await barrier(w, 'w', n3);
   assert.equal(count(w, 'offline', 'u'), 0);
   assert.equal(state(w, 'u'), true);
 
@@ -186,4 +195,61 @@ test('watchlist across nodes: Redis down is local, Redis back converges', async 
   await waitFor(() => state(w, 'b') === false && state(w2, 'b') === false,
     'b offline after Redis returned', 20000);
   void a;
+});
+
+test('watchlist across nodes: max_watchers counts the watchers of every node', async (t) => {
+  const redis = await startRedis(t);
+  const cfg = configFile(t, {
+    apps: [{ id: APP.id, key: APP.key, secret: APP.secret, max_watchers: 1 }],
+  });
+  const n1 = await startNode(t, redis.url(), 'n1', ['--config', cfg]);
+  const n2 = await startNode(t, redis.url(), 'n2', ['--config', cfg]);
+  await allUp([n1, n2]);
+  // a watches x on n1; b on n2 would be x's second watcher: n2's own
+  // registry has none, so only the script can tell, and leaves x out.
+  const a = await signedIn(t, n1, { id: 'a', watchlist: ['x'] });
+  const b = await signedIn(t, n2, { id: 'b', watchlist: ['x', 'y'] });
+  await waitFor(async () => (await bp(n2)).watch_skipped === 1, 'n2 skipped x for b', 20000);
+  const x = await signedIn(t, n2, { id: 'x' });
+  const y = await signedIn(t, n1, { id: 'y' });
+  await waitFor(() => state(a, 'x') === true && state(b, 'y') === true, 'a hears x, b hears y',
+    20000);
+  await waitFor(async () => (await goCount(redis, 'x')) === '1', 'x counted', 20000);
+  await barrier(b, 'b', n1);
+  assert.equal(state(b, 'x'), undefined);
+  assert.equal(await redis.cli('SMEMBERS', 'lubdub:wl:app-id:b'), 'y');
+  assert.ok((await bp(n2)).online_edges >= 1);
+  void x; void y;
+});
+
+test('watchlist across nodes: an initial state never contradicts a later edge', async (t) => {
+  const redis = await startRedis(t);
+  const n1 = await startNode(t, redis.url(), 'n1');
+  const n2 = await startNode(t, redis.url(), 'n2');
+  await allUp([n1, n2]);
+  // x comes and goes on n2 while watchers keep signing in on n1; each
+  // watcher's events about x must alternate (a repeated online is the
+  // idempotent initial state only when it is the first event) and end
+  // with what Redis says.
+  const watchers = [];
+  let x = null;
+  for (let i = 0; i < 12; i++) {
+    if (x) {
+      x.close();
+      x = null;
+    } else {
+      x = await signedIn(t, n2, { id: 'x' });
+    }
+    watchers.push(await signedIn(t, n1, { id: `w${i}`, watchlist: ['x'] }));
+  }
+  if (x) x.close();
+  await waitFor(async () => (await goCount(redis, 'x')) === '', 'x offline in Redis', 20000);
+  for (const w of watchers) {
+    await barrier(w, w.client.user.user_data.id, n2);
+    const seq = w.events.map(([n]) => n);
+    for (let k = 1; k < seq.length; k++) {
+      assert.notEqual(seq[k], seq[k - 1], `${w.client.user.user_data.id}: ${seq.join(',')}`);
+    }
+    assert.notEqual(state(w, 'x'), true, `${w.client.user.user_data.id}: ${seq.join(',')}`);
+  }
 });
