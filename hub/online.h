@@ -15,6 +15,13 @@
  * the list goes when the user's last connection does. Only online users
  * watch, so every watcher reported is online.
  *
+ * With several nodes (hub/backplane.h dir->online, while Redis is up) the
+ * registry still counts this process's connections and links, but hands
+ * each change to the directory (cb->shared), which decides the edges
+ * cluster-wide and tells the watchers itself (docs/SCALING.md,
+ * "Watchlists and online state"); the local edges are the answer while
+ * the broker is away.
+ *
  * Touched on signin and on a signed-in session's end, never per message.
  * Pure: no session, loop or frame; the caller turns the callbacks into
  * messages. Thread: any; one mutex.
