@@ -2,6 +2,8 @@
  * hub/envelope.h - what one node sends another through the broker: a
  * publication (a sealed frame's payload) or a terminate order, with what
  * the receiver needs to deliver it exactly as the origin would have.
+ * Kind 5 is built by Lua in Redis (server/redis_online_lua.h) in this
+ * same layout.
  *
  * Wire layout (all integers big-endian, every length checked on decode):
  *   "LDB1"            magic and version (4 bytes)
