@@ -253,3 +253,23 @@ test('watchlist across nodes: an initial state never contradicts a later edge', 
     assert.notEqual(state(w, 'x'), true, `${w.client.user.user_data.id}: ${seq.join(',')}`);
   }
 });
+
+test('watchlist across nodes: a node stopped past its lease is reaped, then comes back', async (t) => {
+  const redis = await startRedis(t);
+  const extra = ['--loops', '2', '--drain-timeout', '1s', '--node-lease', '2s'];
+  const n1 = await contractNode(t, redis.url(), 'n1', extra);
+  const n2 = await contractNode(t, redis.url(), 'n2', extra);
+  await allUp([n1, n2]);
+  const w = await signedIn(t, n1, { id: 'w', watchlist: ['p'] });
+  const p = await signedIn(t, n2, { id: 'p' });
+  await waitFor(() => state(w, 'p') === true, 'p online (n2)', 20000);
+  // SIGSTOP n2 past its lease: n1 reaps it, p goes offline for w.
+  n2.pause();
+  await waitFor(() => state(w, 'p') === false, 'p offline once n2 was reaped', 20000);
+  // SIGCONT: n2 finds it was reaped, re-registers what it has: p is back.
+  n2.resume();
+  await waitFor(() => state(w, 'p') === true, 'p online again after n2 re-registered', 30000)
+    .catch((e) => { throw new Error(`${e.message}: ${JSON.stringify(w.events)}`); });
+  assert.equal(await goCount(redis, 'p'), '1');
+  void p;
+});
