@@ -190,6 +190,11 @@ test('watchlist across nodes: Redis down is local, Redis back converges', async 
     throw new Error(`${e.message}: n1 ${JSON.stringify(w.events)}; n2 ${JSON.stringify(w2.events)}`);
   });
   assert.equal(await redis.cli('SCARD', 'lubdub:wl:app-id:w'), '3');
+  // One log line per rejoin with online users.
+  await waitFor(() => /backplane: rejoined online state: 2 signed-in users/.test(n1.stderr),
+    'n1 logs its online rejoin', 20000).catch((e) => {
+    throw new Error(`${e.message}: ${n1.stderr.slice(-2000)}`);
+  });
   // And edges work again across nodes, to both of w's connections.
   b.close();
   await waitFor(() => state(w, 'b') === false && state(w2, 'b') === false,
