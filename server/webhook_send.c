@@ -885,17 +885,17 @@ static bool wants_edges(unsigned types)
 /*
  * Main thread: tell the cluster which apps' edges its join / leave / reap
  * scripts queue in Redis (docs/WEBHOOKS.md, "In a cluster"): those of the
- * loops' queue (hub_whq_wants, as published last), or (with apps) the
- * union of the current set and apps[0..n) (their indices idx[j]->index),
- * which a reload publishes before the loops can see an added app. 0 or
- * -1 when out of memory.
+ * loops' queue (hub_whq_wants, as published last, for n_index app
+ * indices), or (with apps) the union of the current set and apps[0..n)
+ * (their indices idx[j]->index), which a reload publishes before the
+ * loops can see an added app. 0 or -1 when out of memory.
  */
 static int cluster_mark(struct srv_wh *wh, const struct hub_app *apps,
                         struct hub_app *const *idx, unsigned n,
                         unsigned n_index)
 {
     struct hub_cluster *c = wh->srv->cluster;
-    unsigned na = apps ? n_index : wh->view->n;
+    unsigned na = n_index;
     bool *in;
     int rc;
 
@@ -1035,7 +1035,7 @@ int srv_webhooks_start(struct srv *srv)
                                  "channel edges; occupied, vacated and "
                                  "member events are not sent");
     if (wh->whs && srv->cluster) {
-        if (cluster_mark(wh, NULL, NULL, 0, 0)) {
+        if (cluster_mark(wh, NULL, NULL, 0, wh->view->n)) {
             hub_dir_set_edge_hook(srv->hub, NULL, NULL);
             wh_free(wh);
             srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
@@ -1120,7 +1120,7 @@ void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
                                 "the event types of before the reload");
     /* With --redis, from now on exactly the reloaded apps' edges go to
      * Redis: a removed or disabled app's no longer do. */
-    else if (cluster_mark(wh, NULL, NULL, 0, 0))
+    else if (cluster_mark(wh, NULL, NULL, 0, v->n))
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: the cluster's "
                                 "scripts keep queueing the edges of the "
                                 "apps of before the reload");
