@@ -16,6 +16,7 @@
 #include <sys/random.h>
 
 #include "hub/ccache.h"
+#include "hub/wh_stream.h"
 #include "hub/chantab.h"
 #include "hub/directory.h"
 #include "hub/envelope.h"
@@ -80,6 +81,7 @@ struct hub_cluster_origin {
 struct wh_set {
     struct wh_set *older;
     uint64_t delay_ms;
+    unsigned max_entries;
     unsigned n;
     bool in[];
 };
@@ -1078,7 +1080,7 @@ static void edge(struct hub_cluster *c, enum hub_dir_edge_kind kind,
 }
 
 int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
-                       unsigned n, uint64_t delay_ms)
+                       unsigned n, uint64_t delay_ms, unsigned max_entries)
 {
     struct wh_set *w = calloc(1, sizeof(*w) + (n ? n : 1) * sizeof(bool));
 
@@ -1086,11 +1088,22 @@ int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
         return -ENOMEM;
     w->n = n;
     w->delay_ms = delay_ms;
+    w->max_entries = max_entries ? max_entries : HUB_WHS_MAX_ENTRIES;
     memcpy(w->in, in_redis, n * sizeof(bool));
     /* One writer (the main thread): no lost update. */
     w->older = atomic_load_explicit(&c->wh, memory_order_relaxed);
     atomic_store_explicit(&c->wh, w, memory_order_release);
     return 0;
+}
+
+unsigned hub_cluster_wh_max(const struct hub_cluster *c)
+{
+    const struct wh_set *w =
+        c ? atomic_load_explicit(&((struct hub_cluster *)c)->wh,
+                                 memory_order_acquire)
+          : NULL;
+
+    return w ? w->max_entries : HUB_WHS_MAX_ENTRIES;
 }
 
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,

@@ -175,7 +175,10 @@ const char *hub_cluster_node_id(const struct hub_cluster *c);
  * the new set from their next operation on). 0 or -ENOMEM.
  */
 int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
-                       unsigned n, uint64_t delay_ms);
+                       unsigned n, uint64_t delay_ms, unsigned max_entries);
+/* The entries an app's stream holds at most (--webhook-stream-max; the
+ * default before any set). Any thread. */
+unsigned hub_cluster_wh_max(const struct hub_cluster *c);
 /* Does app's edge go through Redis? Its delay in *delay_ms. */
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms);

@@ -918,7 +918,10 @@ static int cluster_mark(struct srv_wh *wh, const struct hub_app *apps,
     for (unsigned i = 0; apps && i < na; i++)
         if (hub_cluster_wh_redis(c, i, NULL))
             in[i] = true;
-    rc = hub_cluster_set_wh(c, in, na, wh->cfg->webhook_delay_ms) ? -1 : 0;
+    rc = hub_cluster_set_wh(c, in, na, wh->cfg->webhook_delay_ms,
+                            wh->cfg->webhook_stream_max)
+             ? -1
+             : 0;
     free(in);
     return rc;
 }

@@ -146,6 +146,7 @@ struct srv_whs {
     char *node, *prefix;
     uint64_t lease_ms;
     char lease_txt[24];
+    unsigned max_entries;          /* --webhook-stream-max */
     redisContext *rc;
     uint64_t retry_ms, round_ms;
     uint64_t backoff_ms;           /* until the next connect attempt */
@@ -190,6 +191,8 @@ int srv_whs_create(struct srv_wh *wh)
         return -1;
     }
     z->lease_ms = cfg->node_lease_ms ? cfg->node_lease_ms : 3000;
+    z->max_entries = cfg->webhook_stream_max ? cfg->webhook_stream_max
+                                             : HUB_WHS_MAX_ENTRIES;
     snprintf(z->lease_txt, sizeof(z->lease_txt), "%" PRIu64, z->lease_ms);
     wh->whs = z;
     return 0;
@@ -363,7 +366,7 @@ static int append_one(struct srv_whs *z, const char *app,
 
     if (key(kw, sizeof(kw), z, "wh", app) || key(kn, sizeof(kn), z, "whn", app))
         return -1;
-    snprintf(bound, sizeof(bound), "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+    snprintf(bound, sizeof(bound), "%u", z->max_entries);
     av[n++] = "EVAL";
     av[n++] = lua_add;
     av[n++] = "2";
@@ -903,7 +906,7 @@ static void drops(struct srv_wh *wh, unsigned ai, const char *app)
                     "webhooks: app %s: its redis stream holds %u entries; "
                     "new events are dropped (counted in "
                     "webhook_stream_dropped_total) until it drains",
-                    app, (unsigned)HUB_WHS_MAX_ENTRIES);
+                    app, z->max_entries);
         a->dropping = true;
     } else if (a->dropping) {
         srv_log(HUB_LOG_INFO, 0, "webhooks: app %s: its redis stream takes "
@@ -1037,7 +1040,7 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
                               PUMP_LIMIT };
         char bound[16];
 
-        snprintf(bound, sizeof(bound), "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+        snprintf(bound, sizeof(bound), "%u", z->max_entries);
         av[6] = bound;
         freeReplyObject(cmd(z, 8, av, NULL));
     }

@@ -92,6 +92,7 @@ struct fake_redis {
     /* What it was asked. */
     unsigned xadds, xacks, claims, trims, releases, reads, retires, destroys;
     char last_read_id[32];
+    char last_bound[16];           /* ARGV[1] of the last XADD script */
 };
 
 static struct group *group_of(struct fake_redis *r, const char *name)
@@ -269,6 +270,7 @@ static void eval(struct fake_redis *r, char **a, unsigned n, struct out *o)
         put(o, ":0\r\n");                  /* the pump: nothing due */
     } else if (strstr(s, "XADD")) {        /* KEYS wh whn; ARGV bound f v.. */
         assert_true(n >= 6);
+        snprintf(r->last_bound, sizeof(r->last_bound), "%s", a[5]);
         add_entry(r, (const char *const *)(a + 6), n - 6);
         r->queued++;
         r->xadds++;
@@ -739,12 +741,28 @@ static void test_take_sends_client_events_to_the_stream(void **state)
     assert_string_equal(g->redis.e[1].f[1], "cache_miss");
     assert_int_equal(g->redis.e[1].nf, 4);
     assert_int_equal(whs_stat(g, "added"), 2);
+    /* The bound the script checks: --webhook-stream-max (its default). */
+    assert_string_equal(g->redis.last_bound, "100000");
     {
         json_t *j = srv_whs_stats_json(&g->wh);
 
         assert_true(json_is_true(json_object_get(j, "connected")));
         json_decref(j);
     }
+}
+
+static void test_stream_max_is_the_scripts_bound(void **state)
+{
+    struct rig *g = *state;
+
+    srv_whs_ep_fini(&g->ep);
+    srv_whs_free(&g->wh);
+    g->cfg.webhook_stream_max = 1234;
+    assert_int_equal(srv_whs_create(&g->wh), 0);
+    assert_int_equal(srv_whs_ep_init(&g->wh, &g->ep), 0);
+    assert_null(srv_whs_take(&g->wh, client_event("private-a", "1")));
+    assert_string_equal(g->redis.last_bound, "1234");
+    g->cfg.webhook_stream_max = 0;
 }
 
 static void test_take_without_redis_keeps_every_event(void **state)
@@ -1072,6 +1090,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         RIG_TEST(test_take_sends_client_events_to_the_stream),
         RIG_TEST(test_take_without_redis_keeps_every_event),
+        RIG_TEST(test_stream_max_is_the_scripts_bound),
         RIG_TEST(test_holder_reads_one_batch_acks_and_trims),
         RIG_TEST(test_new_holder_claims_and_resends_a_dead_ones_entries),
         RIG_TEST(test_another_holder_means_no_reads),
