@@ -21,7 +21,11 @@
  *   consumer's pending list from id 0 before new entries: a dead holder's
  *   undelivered batches are sent again (receivers deduplicate by event
  *   id, "<app id>-<entry id>");
- * - entries every group has acknowledged are trimmed (XTRIM MINID).
+ * - entries every group has acknowledged are trimmed (XTRIM MINID);
+ * - after a reload (docs/WEBHOOKS.md, "Reloads"): a missing group starts
+ *   at 0 only in a stream without groups, else at $; the holder destroys
+ *   the groups no configured endpoint names; an app that lost its
+ *   webhooks gives its lease up and lets its keys expire (lua_retire).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,7 +50,7 @@
 #define IO_TIMEOUT_MS 500          /* every command; a sender, not a loop */
 #define PUMP_LIMIT "200"           /* delayed edges moved per round */
 #define CLAIM_ROUNDS 1000          /* XAUTOCLAIM pages per takeover */
-#define HUB_WHS_MAX_STALE 16        /* groups destroyed per trim pass */
+#define MAX_STALE 16               /* groups destroyed per trim pass */
 #define MAX_FIFO 2                 /* stream batches waiting per endpoint */
 /* The keys of an app no node sends for any more (removed or disabled by
  * a reload) expire this long after its last holder let it go, unless a
@@ -130,7 +134,7 @@ struct whs_ep {
 };
 
 struct whs_app {
-    char *id;                      /* while held or retiring */
+    char *id;                      /* once served here; NULL after retire */
     bool held;
     bool retiring;                 /* gone from the view: lua_retire due */
     const char *start;             /* where a missing group starts: "0"
@@ -772,8 +776,8 @@ static void trim(struct srv_wh *wh, unsigned ai, const char *k)
 {
     struct srv_whs *z = wh->whs;
     char min[48] = "";
-    char stale[HUB_WHS_MAX_STALE][HUB_WHS_GROUP_LEN];
-    long long stale_pending[HUB_WHS_MAX_STALE], stale_lag[HUB_WHS_MAX_STALE];
+    char stale[MAX_STALE][HUB_WHS_GROUP_LEN];
+    long long stale_pending[MAX_STALE], stale_lag[MAX_STALE];
     unsigned n_stale = 0;
     redisReply *r;
     const char *av[3] = { "XINFO", "GROUPS", k };
@@ -814,7 +818,7 @@ static void trim(struct srv_wh *wh, unsigned ai, const char *k)
                 !strcmp(wh->eps[e]->whs->group, name))
                 ours = true;
         if (!ours && name && !strncmp(name, "wh-", 3) &&
-            strlen(name) < HUB_WHS_GROUP_LEN && n_stale < HUB_WHS_MAX_STALE) {
+            strlen(name) < HUB_WHS_GROUP_LEN && n_stale < MAX_STALE) {
             /* A webhook no longer configured here (the holder's config
              * decides): its group goes, so it neither lingers nor is
              * counted by anyone's trimming. */
