@@ -16,6 +16,7 @@
 #include <sys/random.h>
 
 #include "hub/ccache.h"
+#include "hub/wh_stream.h"
 #include "hub/chantab.h"
 #include "hub/directory.h"
 #include "hub/envelope.h"
@@ -77,6 +78,15 @@ struct hub_cluster_origin {
     char id[];
 };
 
+/* Which apps' edges the scripts queue in Redis (hub_cluster_set_wh). */
+struct wh_set {
+    struct wh_set *older;
+    uint64_t delay_ms;
+    unsigned max_entries;
+    unsigned n;
+    bool in[];
+};
+
 struct hub_cluster {
     char *node_id;
     size_t node_len;
@@ -129,10 +139,10 @@ struct hub_cluster {
     hub_dir_edge_fn *edge;
     void *edge_ctx;
     /* Durable webhooks: whose edges the scripts queue in Redis (by app
-     * index, set once before the backplane thread starts). */
-    bool *wh_apps;
-    unsigned wh_n;
-    uint64_t wh_delay_ms;
+     * index). Published whole by the main thread (start, each reload),
+     * read by the backplane threads; older sets are kept until destroy
+     * (a reader may still hold one; reloads are rare). */
+    _Atomic(struct wh_set *) wh;
 
     struct hub_backplane_stats stats;
 };
@@ -372,7 +382,10 @@ void hub_cluster_destroy(struct hub_cluster *c)
     views_free(c);
     pthread_mutex_destroy(&c->vmu);
     pthread_mutex_destroy(&c->edge_mu);
-    free(c->wh_apps);
+    for (struct wh_set *w = atomic_load(&c->wh), *older; w; w = older) {
+        older = w->older;
+        free(w);
+    }
     hub_directory_destroy(c->dir);
     for (unsigned i = 0; i < c->n_ids; i++)
         free(c->ids[i]);
@@ -1070,27 +1083,44 @@ static void edge(struct hub_cluster *c, enum hub_dir_edge_kind kind,
 }
 
 int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
-                       unsigned n, uint64_t delay_ms)
+                       unsigned n, uint64_t delay_ms, unsigned max_entries)
 {
-    bool *a = calloc(n ? n : 1, sizeof(*a));
+    struct wh_set *w = calloc(1, sizeof(*w) + (n ? n : 1) * sizeof(bool));
 
-    if (!a)
+    if (!w)
         return -ENOMEM;
-    memcpy(a, in_redis, n * sizeof(*a));
-    free(c->wh_apps);
-    c->wh_apps = a;
-    c->wh_n = n;
-    c->wh_delay_ms = delay_ms;
+    w->n = n;
+    w->delay_ms = delay_ms;
+    w->max_entries = max_entries ? max_entries : HUB_WHS_MAX_ENTRIES;
+    memcpy(w->in, in_redis, n * sizeof(bool));
+    /* One writer (the main thread): no lost update. */
+    w->older = atomic_load_explicit(&c->wh, memory_order_relaxed);
+    atomic_store_explicit(&c->wh, w, memory_order_release);
     return 0;
+}
+
+unsigned hub_cluster_wh_max(const struct hub_cluster *c)
+{
+    const struct wh_set *w =
+        c ? atomic_load_explicit(&((struct hub_cluster *)c)->wh,
+                                 memory_order_acquire)
+          : NULL;
+
+    return w ? w->max_entries : HUB_WHS_MAX_ENTRIES;
 }
 
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms)
 {
-    if (!c || app >= c->wh_n || !c->wh_apps[app])
+    const struct wh_set *w =
+        c ? atomic_load_explicit(&((struct hub_cluster *)c)->wh,
+                                 memory_order_acquire)
+          : NULL;
+
+    if (!w || app >= w->n || !w->in[app])
         return false;
     if (delay_ms)
-        *delay_ms = c->wh_delay_ms;
+        *delay_ms = w->delay_ms;
     return true;
 }
 

@@ -188,12 +188,15 @@ const char *hub_cluster_node_id(const struct hub_cluster *c);
  * i < n with in_redis[i], the join / leave / reap scripts queue the app's
  * edges in Redis themselves (delay and cancel included, delay_ms long),
  * and the edges their replies report are not handed to the edge hook
- * (the local directory's edges while Redis is down still are). Apps a
- * reload adds keep the edge hook. Main thread, before the backplane
- * thread starts (copied). 0 or -ENOMEM.
+ * (the local directory's edges while Redis is down still are). Main
+ * thread, at start and at each reload (copied; the backplane threads see
+ * the new set from their next operation on). 0 or -ENOMEM.
  */
 int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
-                       unsigned n, uint64_t delay_ms);
+                       unsigned n, uint64_t delay_ms, unsigned max_entries);
+/* The entries an app's stream holds at most (--webhook-stream-max; the
+ * default before any set). Any thread. */
+unsigned hub_cluster_wh_max(const struct hub_cluster *c);
 /* Does app's edge go through Redis? Its delay in *delay_ms. */
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms);

@@ -702,10 +702,11 @@ static void keys7(struct call *k, const struct hub_cluster_dirop *dop,
 }
 
 /* The webhook ARGV tail: the delay and the stream's bound. */
-static void wh_args(struct call *k, uint64_t delay_ms)
+static void wh_args(struct srv_redis_dir *d, struct call *k,
+                    uint64_t delay_ms)
 {
     argf(k, "%llu", (unsigned long long)delay_ms);
-    argf(k, "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+    argf(k, "%u", hub_cluster_wh_max(d->c));
 }
 
 static void send_members(struct srv_redis_dir *d, struct call *k,
@@ -756,7 +757,7 @@ static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         key_chan(k, "m", dop->app_id, dop->name, dop->len);
     }
     if (wh)
-        wh_args(k, delay);
+        wh_args(d, k, delay);
     call_send(k);
 }
 
@@ -785,7 +786,7 @@ static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         key_chan(k, "m", dop->app_id, dop->name, dop->len);
     }
     if (wh)
-        wh_args(k, delay);
+        wh_args(d, k, delay);
     call_send(k);
 }
 
