@@ -173,7 +173,8 @@ static const struct srv_option_desc srv_options[] = {
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "
-     "that much memory per connection.",
+     "that much memory per connection. With ws_direct_read on, only TLS "
+     "sessions read this way.",
      NULL, 64, 65536, 0, SRV_CFG(ws_rx_buffer)},
     {"ws_direct_read", SRV_OPT_ENUM, SRV_ALL, 0, "on", NULL,
      "Read established plain-TCP WebSockets with one 64 KiB read per loop "
