@@ -251,6 +251,14 @@
       "Presence member events missing in a channel's cluster sequence.")     \
     X(rejoins, counter, "rejoins", "backplane_rejoins_total",                \
       "Times this node re-registered its whole share in Redis (REJOIN).")    \
+    /* Watchlists across nodes (server/redis_online_lua.h). */               \
+    X(online_edges, counter, "online_edges", "backplane_online_edges_total", \
+      "Online/offline edges (first or last connection anywhere) decided by " \
+      "this node's signin and signout scripts.")                             \
+    X(watch_skipped, counter, "watch_skipped",                               \
+      "backplane_watch_skipped_total",                                       \
+      "Watchlist ids a signin's script left out: the watched user had "      \
+      "max_watchers watchers cluster-wide.")                                 \
     /* Node lease and reaper (server/redis_lease.h). */                       \
     X(nodes, gauge, "nodes", "backplane_nodes",                               \
       "Nodes with a live lease, as this node's last lease tick saw them.")    \

@@ -229,6 +229,10 @@ static const struct srv_option_desc srv_options[] = {
      "Bytes of webhook batches held (and stored) at once; past it new "
      "batches are dropped and counted.",
      NULL, 65536, UINT64_C(1) << 34, 0, SRV_CFG(webhook_max_pending)},
+    {"webhook_stream_max", SRV_OPT_UINT, SRV_ALL, 0, "100000", "N",
+     "With --redis: entries an app's webhook stream in Redis holds at "
+     "most; past it new events are dropped and counted.",
+     NULL, 1000, 10000000, 0, SRV_CFG(webhook_stream_max)},
     {"webhook_dead_letters", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
      "Print the dead-lettered webhook batches in --state-dir as JSON lines, "
      "then exit.",

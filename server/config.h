@@ -97,6 +97,7 @@ struct srv_config {
     uint64_t webhook_retry_window_ms; /* then dead letter, default 5m */
     uint64_t webhook_backoff_max_ms;  /* retry backoff cap, default 60s */
     uint64_t webhook_max_pending;  /* bytes of batches held, default 64MiB */
+    uint32_t webhook_stream_max;   /* --redis: entries per app's stream */
     bool webhook_dead_letters;     /* --webhook-dead-letters: list, exit */
     char *webhook_replay;          /* --webhook-replay ID|all: then exit */
     /* Scale-out (docs/SCALING.md). */

@@ -9,19 +9,12 @@ const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const { waitFor, request, BINARY } = require('./lib/hub');
 const {
-  RawClient, APP, sign, serverSdk, rest, trackClient,
+  APP, serverSdk, rest, rawClient: client, signIn,
 } = require('./lib/clients');
-const { startRedis, freePort, numsub } = require('./lib/redis');
-const { startNode, bp, allUp } = require('./lib/cluster');
+const {
+  startRedis, startNode, startCluster, bp, allUp, freePort, numsub,
+} = require('./lib/cluster');
 const { promtool } = require('./lib/promtool');
-
-async function client(t, hub) {
-  const c = new RawClient(hub.wsUrl());
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
-  return c;
-}
 
 async function subscriber(t, hub, channel) {
   const c = await client(t, hub);
@@ -48,21 +41,10 @@ async function publish(hub, channel, i, extra = {}) {
   assert.equal(r.status, 200, r.body);
 }
 
-async function signedIn(t, hub, user) {
-  const c = await client(t, hub);
-  const ud = JSON.stringify({ id: user });
-  c.send({ event: 'pusher:signin', data: {
-    auth: `${APP.key}:${sign(APP.secret, `${c.socketId}::user::${ud}`)}`, user_data: ud,
-  } });
-  await c.event('pusher:signin_success');
-  return c;
-}
+const signedIn = async (t, hub, user) => signIn(await client(t, hub), user);
 
 test('three nodes: delivery, exclusion, client events, users, silence', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `n${k}`));
-  await allUp(nodes);
+  const { redis, nodes } = await startCluster(t);
 
   await t.test('socket ids are unique and keep the Pusher format', async () => {
     const seen = new Set();
@@ -204,11 +186,9 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
 });
 
 test('Redis killed and restarted mid-traffic', async (t) => {
-  let redis = await startRedis(t);
-  const port = redis.port;
-  const n1 = await startNode(t, redis.url(), 'r1');
-  const n2 = await startNode(t, redis.url(), 'r2');
-  await allUp([n1, n2]);
+  const started = await startCluster(t, { n: 2, prefix: 'r' });
+  const [n1, n2] = started.nodes;
+  let { redis } = started;
   const ch = 'restart-1';
   const local = await subscriber(t, n1, ch);
   const remote = await subscriber(t, n2, ch);
@@ -228,7 +208,7 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   await waitFor(() => ids(local, ch).length >= 30, 'local delivery during the outage');
   assert.ok((await bp(n1)).lost >= 1, 'cross-node messages counted lost');
 
-  redis = await startRedis(t, { port });
+  redis = await redis.again();
   await allUp([n1, n2]);
   await heardBy(redis, ch, 2);
   const s1 = await bp(n1);
@@ -249,21 +229,17 @@ test('Redis killed and restarted mid-traffic', async (t) => {
 });
 
 test('Redis stopped (SIGSTOP): nodes notice by PING, local delivery never waits', async (t) => {
-  const redis = await startRedis(t);
-  const n1 = await startNode(t, redis.url(), 's1');
-  const n2 = await startNode(t, redis.url(), 's2');
-  await allUp([n1, n2]);
+  const { redis, nodes: [n1, n2] } = await startCluster(t, { n: 2, prefix: 's' });
   const ch = 'stall-1';
   const local = await subscriber(t, n1, ch);
   const remote = await subscriber(t, n2, ch);
   await heardBy(redis, ch, 2);
-  process.kill(redis.pid, 'SIGSTOP');
-  t.after(() => { try { process.kill(redis.pid, 'SIGCONT'); } catch (_) { /* gone */ } });
+  redis.pause();
   // Redis takes nothing now; publishing and local delivery go on.
   for (let i = 0; i < 20; i++) await publish(n1, ch, i);
   await waitFor(() => ids(local, ch).length >= 20, 'local delivery while Redis hangs');
   await waitFor(async () => (await bp(n1)).state === 'down', 'n1 sees Redis down (no PING reply)', 20000);
-  process.kill(redis.pid, 'SIGCONT');
+  redis.resume();
   await allUp([n1, n2]);
   await heardBy(redis, ch, 2);
   await publish(n1, ch, 100);

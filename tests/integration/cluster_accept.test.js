@@ -26,10 +26,11 @@ const net = require('node:net');
 const Pusher = require('pusher-js');
 const { waitFor, startHub } = require('./lib/hub');
 const {
-  RawClient, APP, sign, serverSdk, pusherClient, connected, trackClient, configFile,
+  RawClient, APP, signIn, serverSdk, pusherClient, connected, trackClient, configFile,
 } = require('./lib/clients');
-const { startRedis, freePort, numsub } = require('./lib/redis');
-const { contractNode, allUp, bp, agree, presenceView } = require('./lib/cluster');
+const {
+  startRedis, contractNode, startCluster, allUp, allDown, bp, agree, presenceView, freePort, numsub,
+} = require('./lib/cluster');
 
 // laravel-echo ships an ES module build only (see echo.test.js).
 let Echo;
@@ -39,12 +40,9 @@ test.before(async () => {
 
 // ---------------------------------------------------------------- helpers
 
-async function cluster(t, redis, n = 3) {
-  const nodes = [];
-  for (let k = 1; k <= n; k++) nodes.push(await contractNode(t, redis.url(), `n${k}`));
-  await allUp(nodes);
-  return nodes;
-}
+// A Redis of the test's own and three nodes n1..n3 started as the contract
+// says, all up: {redis, nodes}.
+const cluster = (t, opts = {}) => startCluster(t, { contract: true, ...opts });
 
 async function raw(t, hub) {
   const c = new RawClient(hub.wsUrl());
@@ -132,8 +130,7 @@ function note(t, text) {
 // ------------------------------------------------- publication (on main)
 
 test('publication across three nodes: exactly once, exclusion, client events, users', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { redis, nodes } = await cluster(t);
 
   await t.test('REST and batch events from every node, every message counted', async () => {
     const ch = 'acc-pub';
@@ -249,15 +246,7 @@ test('publication across three nodes: exactly once, exclusion, client events, us
     for (const g of tabs) assert.deepEqual(g.map((d) => d.k).sort(), [0, 1, 2]);
 
     // Raw signed-in sockets of another user on n1 and n3; terminated from n2.
-    async function signedIn(n, user) {
-      const c = await raw(t, n);
-      const ud = JSON.stringify({ id: user });
-      c.send({ event: 'pusher:signin', data: {
-        auth: `${APP.key}:${sign(APP.secret, `${c.socketId}::user::${ud}`)}`, user_data: ud,
-      } });
-      await c.event('pusher:signin_success');
-      return c;
-    }
+    const signedIn = async (n, user) => signIn(await raw(t, n), user);
     const v1 = await signedIn(nodes[0], 'acc-vic');
     const v3 = await signedIn(nodes[2], 'acc-vic');
     const bystander = await signedIn(nodes[2], 'acc-bystander');
@@ -277,8 +266,7 @@ test('publication across three nodes: exactly once, exclusion, client events, us
 // ---------------------------------------- the first round trip (directory)
 
 test('publish right after subscription_succeeded on another node: never missed (x100)', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   const clients = [];
   for (const n of nodes) clients.push(await raw(t, n));
   const misses = [];
@@ -304,8 +292,7 @@ test('publish right after subscription_succeeded on another node: never missed (
 // ------------------------------------------------------------- presence
 
 test('presence: a user on two nodes is one member, events once, everywhere', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   const CH = 'presence-acc-room';
   const watchers = [];
   for (let k = 0; k < 3; k++) watchers.push(await sub(t, nodes[k], CH, member(`w${k + 1}`)));
@@ -381,8 +368,7 @@ test('presence: a user on two nodes is one member, events once, everywhere', asy
 });
 
 test('unsubscribe or close before the join is answered: nothing stays counted', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   const CH = 'presence-acc-quick';
   const PUB = 'acc-quick';
   const w = await sub(t, nodes[0], CH, member('w'));
@@ -410,8 +396,7 @@ test('unsubscribe or close before the join is answered: nothing stays counted', 
 });
 
 test('presence churn over three nodes: every member list ends equal to the truth', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { redis, nodes } = await cluster(t);
   const CH = 'presence-acc-churn';
   // A fixed pseudo-random schedule: 6 users join and leave on random nodes
   // (close or unsubscribe, sometimes before the join was answered), while
@@ -468,8 +453,7 @@ test('presence churn over three nodes: every member list ends equal to the truth
 });
 
 test('Laravel Echo presence across nodes: here, joining, leaving, whisper', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   function makeEcho(node, user) {
     const s = serverSdk(node);
     const echo = new Echo({
@@ -549,8 +533,7 @@ test('Laravel Echo presence across nodes: here, joining, leaving, whisper', asyn
 // ------------------------------------------------------------ REST state
 
 test('REST queries give the same cluster-wide answer on every node', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   const held = [];
   held.push(await sub(t, nodes[0], 'rq-pub'), await sub(t, nodes[0], 'rq-pub'), await sub(t, nodes[1], 'rq-pub'));
   held.push(await sub(t, nodes[2], 'private-rq'));
@@ -600,8 +583,7 @@ test('REST queries give the same cluster-wide answer on every node', async (t) =
 });
 
 test('a node without subscribers of a presence channel hears none of its member traffic', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   const CH = 'presence-acc-quiet';
   const w1 = await sub(t, nodes[0], CH, member('w1'));
   const w2 = await sub(t, nodes[1], CH, member('w2'));
@@ -621,14 +603,9 @@ test('a node without subscribers of a presence channel hears none of its member 
 });
 
 test('max_connections per app is counted over the cluster', async (t) => {
-  const redis = await startRedis(t);
   const CAPPED = { id: 'capped-id', key: 'capped-key', secret: 'capped-secret', max_connections: 4 };
   const file = configFile(t, { apps: [APP, CAPPED] });
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) {
-    nodes.push(await contractNode(t, redis.url(), `n${k}`, ['--drain-timeout', '1s', '--config', file]));
-  }
-  await allUp(nodes);
+  const { nodes } = await cluster(t, { args: ['--drain-timeout', '1s', '--config', file] });
   // A handshake: established (kept) or refused with its code.
   async function attempt(node) {
     const c = new RawClient(node.wsUrl(CAPPED.key));
@@ -674,8 +651,7 @@ test('max_connections per app is counted over the cluster', async (t) => {
 // ------------------------------------------------------------ node death
 
 test('kill -9 of a node: its members removed on the others within the bound', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   const [n1, n2, n3] = nodes;
   const CH = 'presence-acc-kill';
   const w1 = await sub(t, n1, CH, member('w1'));
@@ -733,8 +709,7 @@ test('kill -9 of a node: its members removed on the others within the bound', as
 });
 
 test('SIGSTOP a node past its lease, then SIGCONT: the cluster converges', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = await cluster(t, redis);
+  const { nodes } = await cluster(t);
   const [n1, n2, n3] = nodes;
   const CH = 'presence-acc-stop';
   const w1 = await sub(t, n1, CH, member('w1'));
@@ -783,9 +758,9 @@ test('SIGSTOP a node past its lease, then SIGCONT: the cluster converges', async
 // -------------------------------------------------------------- Redis loss
 
 test('Redis restarted mid-traffic: local delivery goes on, cross-node resumes, members converge', async (t) => {
-  let redis = await startRedis(t);
-  const port = redis.port;
-  const nodes = await cluster(t, redis);
+  const started = await cluster(t);
+  const { nodes } = started;
+  let { redis } = started;
   const [n1, n2, n3] = nodes;
   const CH = 'presence-acc-rr';
   const PUB = 'acc-rr-pub';
@@ -816,8 +791,7 @@ test('Redis restarted mid-traffic: local delivery goes on, cross-node resumes, m
   await waitFor(() => remote.every((c) => ids(c, PUB).length >= 20), 'traffic crosses nodes');
 
   await redis.stop('SIGKILL');
-  await waitFor(async () => (await Promise.all(nodes.map(bp))).every((s) => s.state === 'down'),
-    'every node sees Redis down', 20000);
+  await allDown(nodes, 'every node sees Redis down');
   const downAt = seq;
   // During the outage: presence among local members, client events, REST.
   const c1 = await sub(t, n1, CH, member('c'));
@@ -833,7 +807,7 @@ test('Redis restarted mid-traffic: local delivery goes on, cross-node resumes, m
   await waitFor(() => seq > downAt + 20 && ids(local, PUB).includes(ok[ok.length - 1]),
     'local delivery during the outage');
 
-  redis = await startRedis(t, { port });
+  redis = await redis.again();
   await allUp(nodes);
   const upAt = seq;
   await waitFor(() => remote.every((c) => ids(c, PUB).some((i) => i > upAt)), 'cross-node delivery resumed', 30000);

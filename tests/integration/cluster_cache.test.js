@@ -12,8 +12,9 @@ const { waitFor } = require('./lib/hub');
 const {
   APP, pusherClient, connected, rest, trackClient, rawClient,
 } = require('./lib/clients');
-const { startRedis, numsub } = require('./lib/redis');
-const { startNode, bp, allUp } = require('./lib/cluster');
+const {
+  startNode, startCluster, bp, allUp, numsub,
+} = require('./lib/cluster');
 
 async function allUpAndCaching(redis, nodes) {
   await allUp(nodes);
@@ -90,9 +91,7 @@ async function firstAfterSucceeded(c, channel) {
 }
 
 test('a cache channel is cluster-wide: replicas, a late node, live events once', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `c${k}`));
+  const { redis, nodes } = await startCluster(t, { prefix: 'c' });
   await allUpAndCaching(redis, nodes);
 
   await t.test('published on A with no subscribers anywhere, a subscriber on C gets it', async () => {
@@ -178,9 +177,7 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
 });
 
 test('a node whose Redis connections drop loads the entries again', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = [];
-  for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `r${k}`));
+  const { redis, nodes } = await startCluster(t, { n: 2, prefix: 'r' });
   await allUpAndCaching(redis, nodes);
   // An entry another node wrote while these two were not listening.
   const channel = 'cache-injected';
@@ -209,11 +206,7 @@ test('a node whose Redis connections drop loads the entries again', async (t) =>
 });
 
 test('a short TTL expires on every node, Redis included', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) {
-    nodes.push(await startNode(t, redis.url(), `t${k}`, ['--cache-ttl', '3s']));
-  }
+  const { redis, nodes } = await startCluster(t, { prefix: 't', args: ['--cache-ttl', '3s'] });
   await allUpAndCaching(redis, nodes);
   await publish(nodes[0], 'cache-brief', { v: 1 });
   await waitFor(async () => (await bp(nodes[2])).cache_received >= 1, 'replicated', 15000);

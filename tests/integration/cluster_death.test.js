@@ -15,12 +15,13 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { startHub, waitFor, request } = require('./lib/hub');
+const { waitFor } = require('./lib/hub');
 const {
   RawClient, APP, rest, trackClient, configFile, rawClient,
 } = require('./lib/clients');
-const { startRedis } = require('./lib/redis');
-const { startNode, bp, allUp } = require('./lib/cluster');
+const {
+  startRedis, startNode, startCluster, bp, allUp, joined,
+} = require('./lib/cluster');
 
 const P = 'lubdub';
 const US = '\x1f';
@@ -33,16 +34,8 @@ const BOUND_MS = LEASE_MS + LEASE_MS / 3 + 1000;
 
 // A node this test kills or stops: killed by PID at the end whatever
 // happened (its exit status is not checked: it was killed on purpose).
-async function startVictim(t, redisUrl, id, extra = []) {
-  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redisUrl, '--node-id', id, ...LEASE, ...extra]);
-  t.after(async () => {
-    try { process.kill(hub.pid, 'SIGCONT'); } catch (_) { /* gone */ }
-    if (hub.clientCloses) for (const c of hub.clientCloses) c();
-    await hub.stop('SIGKILL');
-  });
-  return hub;
-}
+const startVictim = (t, redisUrl, id, extra = []) =>
+  startNode(t, redisUrl, id, [...LEASE, ...extra], { victim: true });
 
 const logs = (hub) => hub.stderr + hub.stdout;
 const countLines = (nodes, re) => nodes.reduce((n, h) => n + (logs(h).match(re) || []).length, 0);
@@ -106,12 +99,7 @@ class RedisSub {
 const raw = rawClient;
 
 // A raw client subscribed to a presence channel as user id.
-async function member(t, hub, channel, id) {
-  const c = await raw(t, hub);
-  const r = await c.subscribed(channel, { channelData: { user_id: id, user_info: { n: id } } });
-  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
-  return c;
-}
+const member = joined;
 
 // How many name events on channel (about uid) c got, from message index from.
 const events = (c, name, channel, uid, from = 0) => c.msgs.slice(from).filter((m) => m.event === name &&
@@ -146,10 +134,7 @@ async function clusterDirectory(redis, channel) {
 }
 
 test('node lease and reaper', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, LEASE));
-  await allUp(nodes);
+  const { redis, nodes } = await startCluster(t, { args: LEASE });
 
   await t.test('every node holds a lease and counts the live nodes', async () => {
     await waitFor(async () => (await smembers(redis, `${P}:nodes`)).join() === 'n1,n2,n3',
@@ -227,7 +212,7 @@ test('node lease and reaper', async (t) => {
     }
     const before = await reapedSum(survivors);
     const t0 = Date.now();
-    await victim.stop('SIGKILL');
+    await victim.kill9();
     await waitFor(async () => !(await smembers(redis, `${P}:nodes`)).includes('k1'),
       'k1 reaped', 15000, 20);
     const reapedAt = Date.now() - t0;
@@ -272,7 +257,7 @@ test('node lease and reaper', async (t) => {
     const before = await reapedSum(nodes);
     const from = w.msgs.length;
     const stayFrom = stay.msgs.length;
-    process.kill(victim.pid, 'SIGSTOP');
+    victim.pause();
     await waitFor(async () => !(await smembers(redis, `${P}:nodes`)).includes('s1'),
       's1 reaped while stopped', 15000, 20);
     await waitFor(async () => (await reapedSum(nodes)) === before + 1, 'one reaped count');
@@ -283,7 +268,7 @@ test('node lease and reaper', async (t) => {
     // A member leaves while its node is stopped (the node sees the close
     // only when it runs again): it must not come back.
     leaver.ws.terminate();
-    process.kill(victim.pid, 'SIGCONT');
+    victim.resume();
     await waitFor(async () => (await bp(victim)).lease_lost === 1, 's1 knows it was reaped', 15000);
     assert.match(logs(victim), /this node \(s1\) was reaped while away/);
     await waitFor(async () => (await smembers(redis, `${P}:nodes`)).includes('s1'), 's1 registered again');
@@ -351,11 +336,9 @@ test('node lease and reaper', async (t) => {
 });
 
 test('max_connections counts the connections of every node', async (t) => {
-  const redis = await startRedis(t);
   const cfg = configFile(t, { apps: [{ ...APP, max_connections: 4 }] });
-  const a = await startNode(t, redis.url(), 'q1', [...LEASE, '--config', cfg]);
-  const b = await startNode(t, redis.url(), 'q2', [...LEASE, '--config', cfg]);
-  await allUp([a, b]);
+  const { redis, nodes: [a, b] } = await startCluster(t,
+    { n: 2, prefix: 'q', args: [...LEASE, '--config', cfg] });
   // Open one and say whether it was let in (connection_established) or
   // refused over quota (4004).
   const attempt = async (hub) => {
@@ -393,7 +376,7 @@ test('max_connections counts the connections of every node', async (t) => {
 });
 
 test('a dead node\'s edges reach the webhooks once, from the reaper', async (t) => {
-  const { startReceiver } = require('./lib/receiver');
+  const { startReceiver, isEdge: is } = require('./lib/receiver');
   const redis = await startRedis(t);
   const rx = await startReceiver(t, APP);
   const types = ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed'];
@@ -411,12 +394,10 @@ test('a dead node\'s edges reach the webhooks once, from the reaper', async (t) 
     t.diagnostic('skipped: no cluster-wide directory in this build (a closing edge without its opening is dropped)');
     return;
   }
-  const is = (name, channel, uid) => (e) => e.name === name && e.channel === channel &&
-    (uid === undefined || e.user_id === uid);
   await rx.waitEvents(is('member_added', 'presence-wh', 'gone'), 1, 'member_added gone');
   await rx.waitEvents(is('channel_occupied', 'wh-public'), 1, 'wh-public occupied');
   const before = await reapedSum(nodes);
-  await victim.stop('SIGKILL');
+  await victim.kill9();
   await rx.waitEvents(is('member_removed', 'presence-wh', 'gone'), 1, 'member_removed gone', 20000);
   await rx.waitEvents(is('channel_vacated', 'wh-public'), 1, 'wh-public vacated', 20000);
   await waitFor(async () => (await reapedSum(nodes)) === before + 1, 'one reaped count');

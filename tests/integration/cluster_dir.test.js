@@ -9,47 +9,18 @@
 // answered locally, and joins still waiting at shutdown leave nothing behind.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { waitFor, startHub } = require('./lib/hub');
+const { waitFor } = require('./lib/hub');
 const {
-  RawClient, APP, rest, trackClient, pusherClient, connected,
+  APP, rest, pusherClient, connected, rawClient: client,
 } = require('./lib/clients');
 const net = require('node:net');
-const { startRedis } = require('./lib/redis');
-const { startNode, bp, allUp } = require('./lib/cluster');
-
-async function client(t, hub) {
-  const c = new RawClient(hub.wsUrl());
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
-  return c;
-}
+const {
+  startRedis, startNode, startCluster, bp, allUp, allDown, joined, memberIds: view,
+} = require('./lib/cluster');
 
 // A raw client in presence channel ch as uid; resolves with the client
 // once subscription_succeeded came.
-async function member(t, hub, ch, uid, info = { name: uid }) {
-  const c = await client(t, hub);
-  const r = await c.subscribed(ch, { channelData: { user_id: uid, user_info: info } });
-  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
-  return c;
-}
-
-// The member list c was told: its subscription_succeeded, then its
-// member events in order.
-function view(c, ch) {
-  let ids = null;
-  for (const m of c.msgs) {
-    if (m.channel !== ch) continue;
-    if (m.event === 'pusher_internal:subscription_succeeded') {
-      ids = new Set(JSON.parse(m.data).presence.ids);
-    } else if (ids && m.event === 'pusher_internal:member_added') {
-      ids.add(JSON.parse(m.data).user_id);
-    } else if (ids && m.event === 'pusher_internal:member_removed') {
-      ids.delete(JSON.parse(m.data).user_id);
-    }
-  }
-  return ids ? [...ids].sort() : null;
-}
+const member = (t, hub, ch, uid, info = { name: uid }) => joined(t, hub, ch, uid, info);
 
 function events(c, ch, name, uid) {
   return c.msgs.filter((m) => m.channel === ch && m.event === name &&
@@ -130,10 +101,7 @@ async function slowSubscriberProxy(t, redisPort, delayMs) {
 }
 
 test('three nodes: one cluster-wide directory', async (t) => {
-  const redis = await startRedis(t);
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `n${k}`));
-  await allUp(nodes);
+  const { redis, nodes } = await startCluster(t);
   await waitFor(async () => (await Promise.all(nodes.map(bp))).every((s) => s.rejoins >= 1),
     'every node rejoined', 20000, 50);
 
@@ -275,14 +243,12 @@ test('three nodes: one cluster-wide directory', async (t) => {
     const w3 = await member(t, nodes[2], ch, 'w3');
     await waitFor(() => [w1, w2, w3].every((w) => same(view(w, ch), ['w1', 'w2', 'w3'])),
       'everyone sees everyone', 15000);
-    const port = redis.port;
     await redis.stop('SIGKILL');
-    await waitFor(async () => (await Promise.all(nodes.map(bp))).every((s) => s.state === 'down'),
-      'every node down', 20000, 50);
+    await allDown(nodes);
     // While down: a user joins on node 2 (served locally), w3 leaves.
     const late = await member(t, nodes[1], ch, 'late');
     w3.close();
-    const redis2 = await startRedis(t, { port });
+    const redis2 = await redis.again();
     await allUp(nodes);
     const want = ['late', 'w1', 'w2'];
     await waitFor(() => [w1, w2].every((w) => same(view(w, ch), want)),
@@ -300,7 +266,7 @@ test('three nodes: one cluster-wide directory', async (t) => {
 });
 
 test('webhook edges are sent once cluster-wide', async (t) => {
-  const { startReceiver } = require('./lib/receiver');
+  const { startReceiver, edgeOf: strip } = require('./lib/receiver');
   const { configFile } = require('./lib/clients');
   const redis = await startRedis(t);
   const rx = await startReceiver(t, APP);
@@ -308,11 +274,8 @@ test('webhook edges are sent once cluster-wide', async (t) => {
     url: rx.url(),
     event_types: ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed'],
   }] }] });
-  const nodes = [];
-  for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `wh${k}`, ['--config', file]));
-  await allUp(nodes);
+  const { nodes } = await startCluster(t, { redis, n: 2, prefix: 'wh', args: ['--config', file] });
   const ch = 'presence-hooks';
-  const strip = (e) => ({ name: e.name, channel: e.channel, ...(e.user_id ? { user_id: e.user_id } : {}) });
   // One user through both nodes, one more on the second.
   const a1 = await member(t, nodes[0], ch, 'ann');
   const a2 = await member(t, nodes[1], ch, 'ann');
@@ -366,9 +329,7 @@ test('joins still waiting on Redis at shutdown: the node exits clean', async (t)
   // The node's SUBSCRIBEs reach Redis only after 30 s: its joins wait
   // (parked on the SUBSCRIBE) when it is stopped.
   const proxyPort = await slowSubscriberProxy(t, redis.port, 30000);
-  const node = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', `redis://127.0.0.1:${proxyPort}/0`, '--node-id', 'q1']);
-  t.after(() => node.stop('SIGKILL'));
+  const node = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'q1', [], { victim: true });
   await allUp([node]);
   const c = await client(t, node);
   c.subscribe('presence-shut', { channelData: { user_id: 'solo' } });

@@ -10,37 +10,14 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { waitFor } = require('./lib/hub');
-const { RawClient, APP, rest, trackClient } = require('./lib/clients');
-const { startRedis } = require('./lib/redis');
-const { startNode, bp, allUp } = require('./lib/cluster');
+const { APP, rest, rawClient } = require('./lib/clients');
+const {
+  startCluster, allUp, allDown, memberIds: view,
+} = require('./lib/cluster');
 
 const SOCKETS = 5;
 const PER = 500;                   // public channels per socket
 const CH = 'presence-rj';
-
-async function client(t, hub) {
-  const c = new RawClient(hub.wsUrl());
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
-  return c;
-}
-
-// The member list c was told: subscription_succeeded, then its events.
-function view(c, ch) {
-  let ids = null;
-  for (const m of c.msgs) {
-    if (m.channel !== ch) continue;
-    if (m.event === 'pusher_internal:subscription_succeeded') {
-      ids = new Set(JSON.parse(m.data).presence.ids);
-    } else if (ids && m.event === 'pusher_internal:member_added') {
-      ids.add(JSON.parse(m.data).user_id);
-    } else if (ids && m.event === 'pusher_internal:member_removed') {
-      ids.delete(JSON.parse(m.data).user_id);
-    }
-  }
-  return ids ? [...ids].sort() : null;
-}
 
 // Redis's MONITOR on a connection of its own: the REJOIN chunks among the
 // top-level script calls (not the commands they run, shown as "[0 lua]"),
@@ -73,18 +50,17 @@ async function redisNum(redis, ...args) {
 }
 
 test('a share of several chunks rejoins after a restart and after a stall', async (t) => {
-  let redis = await startRedis(t);
-  const args = ['--max-subscriptions', '0', '--node-lease', '20s'];
-  const n1 = await startNode(t, redis.url(), 'n1', args);
-  const n2 = await startNode(t, redis.url(), 'n2', args);
-  const nodes = [n1, n2];
-  await allUp(nodes);
+  const started = await startCluster(t,
+    { n: 2, args: ['--max-subscriptions', '0', '--node-lease', '20s'] });
+  const { nodes } = started;
+  let { redis } = started;
+  const [n1, n2] = nodes;
   const gs = `lubdub:gs:${APP.id}`;
 
   // n1: five sockets, 500 public channels and one presence membership each.
   const socks = [];
   for (let i = 0; i < SOCKETS; i++) {
-    const c = await client(t, n1);
+    const c = await rawClient(t, n1);
     for (let k = 0; k < PER; k++) c.subscribe(`public-rj-${i * PER + k}`);
     c.subscribe(CH, { channelData: { user_id: `u${i}`, user_info: { i } } });
     await waitFor(() => c.count('pusher_internal:subscription_succeeded') === PER + 1,
@@ -92,7 +68,7 @@ test('a share of several chunks rejoins after a restart and after a stall', asyn
     socks.push(c);
   }
   // n2: a presence watcher, and a second subscriber of public-rj-0.
-  const w = await client(t, n2);
+  const w = await rawClient(t, n2);
   await w.subscribed(CH, { channelData: { user_id: 'w', user_info: {} } });
   await w.subscribed('public-rj-0');
   const users = (n) => ['w', ...Array.from({ length: n }, (_, i) => `u${i}`)].sort();
@@ -131,14 +107,12 @@ test('a share of several chunks rejoins after a restart and after a stall', asyn
   const rejoins = () => (n1.stderr.match(/rejoined the directory: /g) || []).length;
 
   // 1. Redis restarted empty; socket 4 closes meanwhile (served locally).
-  const port = redis.port;
   await redis.stop('SIGKILL');
-  await waitFor(async () => (await Promise.all(nodes.map(bp))).every((s) => s.state === 'down'),
-    'every node down', 20000, 50);
+  await allDown(nodes);
   const before = rejoins();
   socks[4].close();
   await waitFor(async () => (await n1.stats()).totals.sessions === SOCKETS - 1, 'socket 4 gone');
-  redis = await startRedis(t, { port });
+  redis = await redis.again();
   await allUp(nodes);
   await converged(4, 'after the restart');
   await waitFor(() => rejoins() > before, 'the rejoin line');
@@ -152,15 +126,13 @@ test('a share of several chunks rejoins after a restart and after a stall', asyn
   const mon = monitor(t, redis.port);
   await waitFor(async () => / flags=O /.test(await redis.cli('CLIENT', 'LIST')),
     'the monitor on');
-  process.kill(redis.pid, 'SIGSTOP');
-  t.after(() => { try { process.kill(redis.pid, 'SIGCONT'); } catch (_) { /* gone */ } });
-  await waitFor(async () => (await Promise.all(nodes.map(bp))).every((s) => s.state === 'down'),
-    'every node down (stalled redis)', 20000, 50);
+  redis.pause();
+  await allDown(nodes, 'every node down (stalled redis)');
   const mid = rejoins();
   socks[2].close();
   socks[3].close();
   await waitFor(async () => (await n1.stats()).totals.sessions === 2, 'sockets 2 and 3 gone');
-  process.kill(redis.pid, 'SIGCONT');
+  redis.resume();
   await allUp(nodes);
   await converged(2, 'after the stall');
   await waitFor(() => rejoins() > mid, 'the rejoin line');

@@ -11,23 +11,17 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
 const {
-  RawClient, APP, rest, trackClient, pusherClient, connected, configFile,
+  APP, rest, pusherClient, connected, configFile,
 } = require('./lib/clients');
-const { startRedis } = require('./lib/redis');
-const { startNode, bp, allUp } = require('./lib/cluster');
+const {
+  startCluster, bp, allUp, joined,
+} = require('./lib/cluster');
 
 const INTERVAL_MS = 300;
 const CH = 'room';
 
-async function raw(t, hub) {
-  const c = new RawClient(hub.wsUrl());
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
-  const r = await c.subscribed(CH);
-  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
-  return c;
-}
+// A raw subscriber of CH.
+const raw = (t, hub) => joined(t, hub, CH);
 
 // The last count a raw client was sent (0: none yet).
 function lastCount(c) {
@@ -62,18 +56,19 @@ async function cmdstats(redis) {
   return out;
 }
 
+// The nodes' flags: an app with subscription_count on, a short interval.
+function countingArgs(t) {
+  const cfg = configFile(t, {
+    apps: [{ id: APP.id, key: APP.key, secret: APP.secret, subscription_count: true }],
+  });
+  return ['--config', cfg, '--sub-count-interval', `${INTERVAL_MS}ms`];
+}
+
 const perLoop = async (hub, key) =>
   (await hub.stats()).per_loop.reduce((a, l) => a + l[key], 0);
 
 test('subscription_count is cluster-wide on every node, throttled, and costs a node without subscribers nothing', async (t) => {
-  const redis = await startRedis(t);
-  const cfg = configFile(t, {
-    apps: [{ id: APP.id, key: APP.key, secret: APP.secret, subscription_count: true }],
-  });
-  const args = ['--config', cfg, '--sub-count-interval', `${INTERVAL_MS}ms`];
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, args));
-  await allUp(nodes);
+  const { redis, nodes } = await startCluster(t, { args: countingArgs(t) });
   const [n1, n2, n3] = nodes;
   const start = Date.now();
   const cs0 = await cmdstats(redis);
@@ -124,14 +119,7 @@ test('subscription_count is cluster-wide on every node, throttled, and costs a n
 });
 
 test('subscription_count while Redis is down: each node counts its own; cluster-wide again once it is back', async (t) => {
-  const redis = await startRedis(t);
-  const cfg = configFile(t, {
-    apps: [{ id: APP.id, key: APP.key, secret: APP.secret, subscription_count: true }],
-  });
-  const args = ['--config', cfg, '--sub-count-interval', `${INTERVAL_MS}ms`];
-  const n1 = await startNode(t, redis.url(), 'n1', args);
-  const n2 = await startNode(t, redis.url(), 'n2', args);
-  await allUp([n1, n2]);
+  const { redis, nodes: [n1, n2] } = await startCluster(t, { n: 2, args: countingArgs(t) });
   const a = await raw(t, n1);
   const b = await raw(t, n2);
   const b2 = await raw(t, n2);
@@ -147,7 +135,7 @@ test('subscription_count while Redis is down: each node counts its own; cluster-
 
   // Redis back (empty): each node rejoins, reads its channels' counts anew
   // and tells the others, so everyone converges on 4 without a change.
-  await startRedis(t, { port: redis.port });
+  await redis.again();
   await allUp([n1, n2]);
   await waitFor(() => [a, a2, b, b2].every((c) => lastCount(c) === 4),
     'every subscriber counts 4 after Redis returned', 30000);

@@ -11,33 +11,18 @@
 // channel_vacated and one member_removed, sent by the reaper.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startHub, waitFor } = require('./lib/hub');
+const { waitFor } = require('./lib/hub');
+const { APP, configFile } = require('./lib/clients');
 const {
-  APP, configFile, rawClient,
-} = require('./lib/clients');
-const { startRedis } = require('./lib/redis');
-const { startNode, bp, allUp } = require('./lib/cluster');
-const { startReceiver } = require('./lib/receiver');
+  startRedis, startNode, startCluster, bp, allUp, joined,
+} = require('./lib/cluster');
+const { startReceiver, edgeOf: strip, isEdge: is } = require('./lib/receiver');
 
 const P = 'lubdub';
 const LEASE = ['--node-lease', '2s'];
 const TYPES = ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed'];
 // The delay path is exercised, but short: a test waits on it.
 const DELAY = ['--webhook-delay', '200ms'];
-
-// raw(t, hub): a RawClient opened on hub, closed after the test.
-const raw = rawClient;
-
-async function joined(t, hub, channel, uid) {
-  const c = await raw(t, hub);
-  const r = await c.subscribed(channel, uid ? { channelData: { user_id: uid, user_info: { n: uid } } } : undefined);
-  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
-  return c;
-}
-
-const strip = (e) => ({ name: e.name, channel: e.channel, ...(e.user_id ? { user_id: e.user_id } : {}) });
-const is = (name, channel, uid) => (e) => e.name === name && e.channel === channel &&
-  (uid === undefined || e.user_id === uid);
 
 async function setup(t) {
   const redis = await startRedis(t);
@@ -75,9 +60,7 @@ async function markers(t, nodes, rx, tag) {
 
 test('three nodes: each edge is sent once, whichever node made it', async (t) => {
   const { rx, redis, args } = await setup(t);
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, args));
-  await allUp(nodes);
+  const { nodes } = await startCluster(t, { redis, args });
 
   // Three public channels: channel k is opened through node k and closed
   // through node k + 1, with a subscriber on every node in between.
@@ -140,12 +123,7 @@ test('kill -9 of the node with the last subscriber: one vacated and one removed,
   const nodes = [];
   for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, args));
   // The victim is killed on purpose: stopped by PID whatever happens.
-  const victim = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redis.url(), '--node-id', 'n3', ...args]);
-  t.after(async () => {
-    if (victim.clientCloses) for (const c of victim.clientCloses) c();
-    await victim.stop('SIGKILL');
-  });
+  const victim = await startNode(t, redis.url(), 'n3', args, { victim: true });
   await allUp([...nodes, victim]);
 
   const ch = 'wh-dead';
@@ -176,7 +154,7 @@ test('kill -9 of the node with the last subscriber: one vacated and one removed,
   };
   const before = await reaped();
   const queuedBefore = Number(await redis.cli('HGET', `${P}:whn:${APP.id}`, 'queued'));
-  await victim.stop('SIGKILL');
+  await victim.kill9();
   void p3; void d3;
   await rx.waitEvents(is('channel_vacated', ch), 1, `${ch} vacated by the reaper`, 30000);
   await rx.waitEvents(is('member_removed', pres, 'dan'), 1, 'dan removed by the reaper', 30000);

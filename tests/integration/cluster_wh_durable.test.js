@@ -19,25 +19,20 @@
 //      the same --node-id reads its own pending list and sends it all.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startHub, waitFor } = require('./lib/hub');
+const { waitFor } = require('./lib/hub');
 const { APP, configFile, rawClient } = require('./lib/clients');
-const { startRedis } = require('./lib/redis');
-const { allUp } = require('./lib/cluster');
-const { startReceiver } = require('./lib/receiver');
+const {
+  startRedis, startNode, startCluster, allUp, joined,
+} = require('./lib/cluster');
+const { startReceiver, edgeOf: strip, isEdge: is } = require('./lib/receiver');
 
 const P = 'lubdub';
 const TYPES = ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed'];
 
-async function joined(t, hub, channel, uid) {
-  const c = await rawClient(t, hub);
-  const r = await c.subscribed(channel, uid ? { channelData: { user_id: uid, user_info: { n: uid } } } : undefined);
-  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
-  return c;
-}
-
-const strip = (e) => ({ name: e.name, channel: e.channel, ...(e.user_id ? { user_id: e.user_id } : {}) });
-const is = (name, channel, uid) => (e) => e.name === name && e.channel === channel &&
-  (uid === undefined || e.user_id === uid);
+// The flags of every node here: a 2 s lease, the given webhook delay and
+// a 1 s backoff cap.
+const whArgs = (delay, cfg) => ['--node-lease', '2s', '--webhook-delay', delay,
+  '--webhook-backoff-max', '1s', '--config', cfg];
 
 // Three nodes n1..n3; any of them may be killed with -9 by the test
 // (node.kill9()); the others must exit 0 at the end.
@@ -45,24 +40,7 @@ async function cluster(t, delay, extra = [], types = TYPES) {
   const redis = await startRedis(t);
   const rx = await startReceiver(t, APP);
   const cfg = configFile(t, { apps: [{ ...APP, client_events: true, webhooks: [{ url: rx.url(), event_types: types }] }] });
-  const nodes = [];
-  for (let k = 1; k <= 3; k++) {
-    const id = `n${k}`;
-    const hub = await startHub(['--loops', '2', '--drain-timeout', '1s', '--redis', redis.url(),
-      '--node-id', id, '--node-lease', '2s', '--webhook-delay', delay,
-      '--webhook-backoff-max', '1s', '--config', cfg, ...extra]);
-    hub.id = id;
-    hub.killed = false;
-    hub.kill9 = async () => { hub.killed = true; await hub.stop('SIGKILL'); };
-    t.after(async () => {
-      if (hub.clientCloses) for (const c of hub.clientCloses) c();
-      if (hub.killed) return;
-      const exit = await hub.stop();
-      if (exit.code !== 0) throw new Error(`node ${id} exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    });
-    nodes.push(hub);
-  }
-  await allUp(nodes);
+  const { nodes } = await startCluster(t, { redis, args: [...whArgs(delay, cfg), ...extra] });
   const holder = async () => {
     let who = null;
     await waitFor(async () => {
@@ -241,10 +219,8 @@ test('f) a holder killed with -9 and restarted with the same node id sends its o
   const redis = await startRedis(t);
   const rx = await startReceiver(t, APP);
   const cfg = configFile(t, { apps: [{ ...APP, webhooks: [{ url: rx.url(), event_types: TYPES }] }] });
-  const args = ['--loops', '2', '--drain-timeout', '1s', '--redis', redis.url(), '--node-id', 'solo',
-    '--node-lease', '2s', '--webhook-delay', '200ms', '--webhook-backoff-max', '1s', '--config', cfg];
-  const first = await startHub(args);
-  t.after(async () => { await first.stop('SIGKILL'); });
+  const args = whArgs('200ms', cfg);
+  const first = await startNode(t, redis.url(), 'solo', args, { victim: true });
   await allUp([first]);
   await waitFor(async () => (await redis.cli('GET', `${P}:whl:${APP.id}`)) === 'solo', 'solo holds the lease', 30000, 50);
   rx.mode = 'status';
@@ -252,17 +228,12 @@ test('f) a holder killed with -9 and restarted with the same node id sends its o
   const N = 25;
   for (let i = 0; i < N; i++) await joined(t, first, `solo-${i}`);
   await waitFor(async () => (await first.stats()).webhooks.stream.read >= N, 'read every entry', 30000, 50);
-  await first.stop('SIGKILL');
+  await first.kill9();
   // Its entries are pending for consumer "solo" in Redis, nowhere else.
   const group = (await redis.cli('XINFO', 'GROUPS', `${P}:wh:${APP.id}`)).split('\n')[1];
   assert.match(group, /^wh-[0-9a-f]{16}$/);
   rx.mode = 'ok';
-  const again = await startHub(args);
-  t.after(async () => {
-    if (again.clientCloses) for (const c of again.clientCloses) c();
-    const exit = await again.stop();
-    if (exit.code !== 0) throw new Error(`solo exited ${JSON.stringify(exit)}: ${again.stderr.slice(-4000)}`);
-  });
+  await startNode(t, redis.url(), 'solo', args);
   await rx.waitEvents((e) => e.name === 'channel_occupied', N, 'every occupied after the restart', 60000);
   const got = rx.delivered((e) => e.name === 'channel_occupied').map((e) => e.channel);
   assert.equal(new Set(got).size, N);

@@ -211,16 +211,48 @@ static void env_start_with(struct env *e, uint32_t max_subs, bool counting)
     assert_int_equal(fake_hub_loops_start(&e->fh), 0);
 }
 
-static void env_start(struct env *e, uint32_t max_subs)
-{
-    env_start_with(e, max_subs, false);
-}
-
 static void env_stop(struct env *e)
 {
     assert_int_equal(e->f.n_jq, 0);
     assert_int_equal(e->f.n_qq, 0);
     fake_hub_stop(&e->fh);
+}
+
+/* The fixture of the tests on a hub (cmocka's setup and teardown): an env
+ * started in *state, no join or read left waiting at the end. */
+static int env_setup(void **state, uint32_t max_subs, bool counting)
+{
+    struct env *e = calloc(1, sizeof(*e));
+
+    if (!e)
+        return -1;
+    env_start_with(e, max_subs, counting);
+    *state = e;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return env_setup(state, 0, false);
+}
+
+static int setup_counting(void **state)  /* subscription_count on */
+{
+    return env_setup(state, 0, true);
+}
+
+static int setup_two_subs(void **state)  /* max_subscriptions 2 */
+{
+    return env_setup(state, 2, false);
+}
+
+static int teardown(void **state)
+{
+    struct env *e = *state;
+
+    env_stop(e);
+    free(e);
+    return 0;
 }
 
 /* A session in heap storage, so that a use after free shows under ASan. */
@@ -267,6 +299,60 @@ static const char *presence_data(const char *uid)
     return buf;
 }
 
+/* fs subscribes to name (data: its presence channel_data, or NULL) and
+ * the directory accepts the join. */
+static void join_now(struct env *e, struct fake_session *fs, const char *name,
+                     const char *data)
+{
+    fake_subscribe(&e->fh, &fs->s, name, data);
+    answer_join(&e->f, 0);
+}
+
+/* A heap session already in name, what it was sent so far dropped. */
+static struct fake_session *open_joined(struct env *e, const char *name,
+                                        const char *data)
+{
+    struct fake_session *fs = open_heap(e);
+
+    join_now(e, fs, name, data);
+    fake_flush(&fs->s);
+    return fs;
+}
+
+/* a closes while its n joins wait; then each is answered rc. Returns how
+ * many leaves the late answers made (a counted join is left at once). */
+static unsigned close_while_pending(struct env *e, struct fake_session *a,
+                                    unsigned n, int rc)
+{
+    unsigned before;
+
+    assert_int_equal(e->f.n_jq, n);
+    close_heap(a);
+    before = e->f.leaves;
+    while (n--)
+        answer_join(&e->f, rc);
+    return e->f.leaves - before;
+}
+
+/* The pending INFO read answered: n subscribers cluster-wide. */
+static void answer_count(struct fdir *f, uint32_t n)
+{
+    struct hub_dir_query *q = f->qq[0];
+
+    f->n_qq = 0;
+    q->info.subscription_count = n;
+    q->done(q, 0);
+}
+
+/* Another node's notice that name changed, then a whole interval on. */
+static void remote_notice(struct env *e, const char *name)
+{
+    hub_subcount_remote(e->fh.hub, 0, name, strlen(name));
+    fake_hub_drain(&e->fh);
+    fake_hub_advance(&e->fh, 2001);
+    fake_hub_drain(&e->fh);
+}
+
 /*
  * subscription_count with a backplane that reaches other processes: a
  * local change is told to the others (count_changed) when the channel is
@@ -277,328 +363,254 @@ static const char *presence_data(const char *uid)
  */
 static void test_subcount_reads_cluster_count(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
 
-    (void)state;
-    env_start_with(&e, 0, true);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "room", NULL);
-    answer_join(&e.f, 0);
-    fake_flush(&a->s);
-    fake_hub_advance(&e.fh, 1001);
-    fake_hub_drain(&e.fh);
-    assert_int_equal(e.f.notices, 1);
-    assert_int_equal(e.f.n_qq, 1);
-    assert_int_equal(e.f.qq[0]->kind, HUB_DIR_Q_INFO);
+    a = open_joined(e, "room", NULL);
+    fake_hub_advance(&e->fh, 1001);
+    fake_hub_drain(&e->fh);
+    assert_int_equal(e->f.notices, 1);
+    assert_int_equal(e->f.n_qq, 1);
+    assert_int_equal(e->f.qq[0]->kind, HUB_DIR_Q_INFO);
     assert_int_equal(a->s.q.count, 0);  /* nothing before the answer */
-    {
-        struct hub_dir_query *q = e.f.qq[0];
-
-        e.f.n_qq = 0;
-        q->info.subscription_count = 7;
-        q->done(q, 0);
-    }
+    answer_count(&e->f, 7);
     assert_int_equal(fake_count(&a->s, "{\\\"subscription_count\\\":7}"), 1);
     fake_flush(&a->s);
     /* Another node's change: read again, not told back. */
-    hub_subcount_remote(e.fh.hub, 0, "room", 4);
-    fake_hub_drain(&e.fh);
-    fake_hub_advance(&e.fh, 2001);
-    fake_hub_drain(&e.fh);
-    assert_int_equal(e.f.notices, 1);
-    assert_int_equal(e.f.n_qq, 1);
-    {
-        struct hub_dir_query *q = e.f.qq[0];
-
-        e.f.n_qq = 0;
-        q->info.subscription_count = 9;
-        q->done(q, 0);
-    }
+    remote_notice(e, "room");
+    assert_int_equal(e->f.notices, 1);
+    assert_int_equal(e->f.n_qq, 1);
+    answer_count(&e->f, 9);
     assert_int_equal(fake_count(&a->s, "{\\\"subscription_count\\\":9}"), 1);
     /* A failed read sends nothing and is counted. */
-    hub_subcount_remote(e.fh.hub, 0, "room", 4);
-    fake_hub_drain(&e.fh);
-    fake_hub_advance(&e.fh, 2001);
-    fake_hub_drain(&e.fh);
-    assert_int_equal(e.f.n_qq, 1);
+    remote_notice(e, "room");
+    assert_int_equal(e->f.n_qq, 1);
     fake_flush(&a->s);
-    answer_query(&e.f, -EIO);
+    answer_query(&e->f, -EIO);
     assert_int_equal(a->s.q.count, 0);
     assert_int_equal(
-        HUB_STAT_GET(e.fh.loops[0]->stats.subscription_count_dropped), 1);
+        HUB_STAT_GET(e->fh.loops[0]->stats.subscription_count_dropped), 1);
     /* The last local subscriber gone: the others are told, nothing read. */
     close_heap(a);
-    fake_hub_advance(&e.fh, 2001);
-    fake_hub_drain(&e.fh);
-    assert_int_equal(e.f.notices, 2);
-    assert_int_equal(e.f.n_qq, 0);
+    fake_hub_advance(&e->fh, 2001);
+    fake_hub_drain(&e->fh);
+    assert_int_equal(e->f.notices, 2);
+    assert_int_equal(e->f.n_qq, 0);
     /* A notice for a channel nobody here subscribes to reads nothing. */
-    hub_subcount_remote(e.fh.hub, 0, "other", 5);
-    fake_hub_drain(&e.fh);
-    fake_hub_advance(&e.fh, 2001);
-    fake_hub_drain(&e.fh);
-    assert_int_equal(e.f.n_qq, 0);
-    assert_int_equal(e.f.notices, 2);
-    env_stop(&e);
+    remote_notice(e, "other");
+    assert_int_equal(e->f.n_qq, 0);
+    assert_int_equal(e->f.notices, 2);
 }
 
 static void test_pending_subscription_waits_for_done(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
-    assert_int_equal(e.f.n_jq, 1);
+    a = open_heap(e);
+    fake_subscribe(&e->fh, &a->s, "private-c", NULL);
+    assert_int_equal(e->f.n_jq, 1);
     assert_int_equal(a->s.q.count, 0);
     assert_null(hub_pusher_find_sub(&a->s, "private-c", 9));
-    assert_int_equal(hub_chanmap_count(e.fh.loops[0]->chans), 0);
+    assert_int_equal(hub_chanmap_count(e->fh.loops[0]->chans), 0);
     /* Nothing is delivered to it while pending... */
-    publish_to(&e, "private-c");
+    publish_to(e, "private-c");
     assert_int_equal(a->s.q.count, 0);
     /* ...a second subscribe is ignored (one join asked)... */
-    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
-    assert_int_equal(e.f.n_jq, 1);
+    fake_subscribe(&e->fh, &a->s, "private-c", NULL);
+    assert_int_equal(e->f.n_jq, 1);
     assert_int_equal(a->s.q.count, 0);
     /* ...and a client event on it is refused. */
-    fake_recv(&e.fh, &a->s,
+    fake_recv(&e->fh, &a->s,
               "{\"event\":\"client-x\",\"channel\":\"private-c\","
               "\"data\":{}}");
     assert_true(fake_find(&a->s, "not subscribed") >= 0);
     fake_flush(&a->s);
     assert_false(a->s.authorized);
 
-    answer_join(&e.f, 0);
+    answer_join(&e->f, 0);
     assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
     assert_non_null(hub_pusher_find_sub(&a->s, "private-c", 9));
     assert_true(a->s.authorized);
-    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 1);
-    assert_int_equal(hub_chanmap_check(e.fh.loops[0]->chans), 0);
+    assert_int_equal(e->fh.loops[0]->stats.subscriptions, 1);
+    assert_int_equal(hub_chanmap_check(e->fh.loops[0]->chans), 0);
     fake_flush(&a->s);
-    publish_to(&e, "private-c");
+    publish_to(e, "private-c");
     assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
-    assert_int_equal(info_of(&e, "private-c").subscription_count, 1);
+    assert_int_equal(info_of(e, "private-c").subscription_count, 1);
 
     close_heap(a);
-    assert_int_equal(e.f.leaves, 1);
-    assert_int_equal(info_of(&e, "private-c").subscription_count, 0);
-    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 0);
-    env_stop(&e);
+    assert_int_equal(e->f.leaves, 1);
+    assert_int_equal(info_of(e, "private-c").subscription_count, 0);
+    assert_int_equal(e->fh.loops[0]->stats.subscriptions, 0);
 }
 
 static void test_refused_join_answers_4100(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    answer_join(&e.f, -ENOSPC);
+    a = open_heap(e);
+    fake_subscribe(&e->fh, &a->s, "presence-p", presence_data("u1"));
+    answer_join(&e->f, -ENOSPC);
     assert_true(fake_find(&a->s, "Presence channel is full") >= 0);
     assert_null(hub_pusher_find_sub(&a->s, "presence-p", 10));
     assert_true(hub_list_is_empty(&a->s.subs));
     /* It can subscribe again. */
     fake_flush(&a->s);
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    answer_join(&e.f, 0);
+    join_now(e, a, "presence-p", presence_data("u1"));
     assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
     close_heap(a);
-    assert_int_equal(e.f.leaves, 1);
-    env_stop(&e);
+    assert_int_equal(e->f.leaves, 1);
 }
 
 static void test_disconnect_while_pending_leaves_once(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a, *b;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    b = open_heap(&e);
-    fake_subscribe(&e.fh, &b->s, "presence-p", presence_data("u2"));
-    answer_join(&e.f, 0);
-    fake_flush(&b->s);
-    e.f.member_added = 0;
+    a = open_heap(e);
+    b = open_joined(e, "presence-p", presence_data("u2"));
+    e->f.member_added = 0;
 
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    fake_subscribe(&e.fh, &a->s, "private-q", NULL);
-    assert_int_equal(e.f.n_jq, 2);
-    close_heap(a);
-    assert_int_equal(e.f.leaves, 0);
+    fake_subscribe(&e->fh, &a->s, "presence-p", presence_data("u1"));
+    fake_subscribe(&e->fh, &a->s, "private-q", NULL);
     /* Both answers come after the session is gone: each counted join is
      * left once; the presence one as a join and a leave would be. */
-    answer_join(&e.f, 0);
-    answer_join(&e.f, 0);
-    assert_int_equal(e.f.leaves, 2);
-    assert_int_equal(info_of(&e, "presence-p").subscription_count, 1);
-    assert_int_equal(info_of(&e, "presence-p").user_count, 1);
-    assert_int_equal(info_of(&e, "private-q").subscription_count, 0);
-    assert_int_equal(e.f.member_added, 1);
-    assert_int_equal(e.f.member_removed, 1);
-    assert_int_equal(hub_chanmap_check(e.fh.loops[0]->chans), 0);
-    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 1);
+    assert_int_equal(close_while_pending(e, a, 2, 0), 2);
+    assert_int_equal(e->f.leaves, 2);
+    assert_int_equal(info_of(e, "presence-p").subscription_count, 1);
+    assert_int_equal(info_of(e, "presence-p").user_count, 1);
+    assert_int_equal(info_of(e, "private-q").subscription_count, 0);
+    assert_int_equal(e->f.member_added, 1);
+    assert_int_equal(e->f.member_removed, 1);
+    assert_int_equal(hub_chanmap_check(e->fh.loops[0]->chans), 0);
+    assert_int_equal(e->fh.loops[0]->stats.subscriptions, 1);
     close_heap(b);
-    env_stop(&e);
 }
 
 static void test_disconnect_then_refused_answer(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "private-q", NULL);
-    close_heap(a);
-    answer_join(&e.f, -EIO);
+    a = open_heap(e);
+    fake_subscribe(&e->fh, &a->s, "private-q", NULL);
     /* Nothing was counted: nothing to leave. */
-    assert_int_equal(e.f.leaves, 0);
-    env_stop(&e);
+    assert_int_equal(close_while_pending(e, a, 1, -EIO), 0);
+    assert_int_equal(e->f.leaves, 0);
 }
 
 static void test_unsubscribe_while_pending(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
-    fake_recv(&e.fh, &a->s,
+    a = open_heap(e);
+    fake_subscribe(&e->fh, &a->s, "private-c", NULL);
+    fake_recv(&e->fh, &a->s,
               "{\"event\":\"pusher:unsubscribe\",\"data\":"
               "{\"channel\":\"private-c\"}}");
     assert_true(hub_list_is_empty(&a->s.subs));
-    answer_join(&e.f, 0);
-    assert_int_equal(e.f.leaves, 1);
+    answer_join(&e->f, 0);
+    assert_int_equal(e->f.leaves, 1);
     assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 0);
-    assert_int_equal(info_of(&e, "private-c").subscription_count, 0);
-    assert_int_equal(e.fh.loops[0]->stats.subscriptions, 0);
+    assert_int_equal(info_of(e, "private-c").subscription_count, 0);
+    assert_int_equal(e->fh.loops[0]->stats.subscriptions, 0);
     /* Subscribing again works. */
-    fake_subscribe(&e.fh, &a->s, "private-c", NULL);
-    answer_join(&e.f, 0);
+    join_now(e, a, "private-c", NULL);
     assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
     close_heap(a);
-    assert_int_equal(e.f.leaves, 2);
-    env_stop(&e);
+    assert_int_equal(e->f.leaves, 2);
 }
 
 static void test_pending_counts_against_max_subscriptions(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
 
-    (void)state;
-    env_start(&e, 2);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "c1", NULL);
-    fake_subscribe(&e.fh, &a->s, "c2", NULL);
-    fake_subscribe(&e.fh, &a->s, "c3", NULL);
-    assert_int_equal(e.f.n_jq, 2);
+    a = open_heap(e);
+    fake_subscribe(&e->fh, &a->s, "c1", NULL);
+    fake_subscribe(&e->fh, &a->s, "c2", NULL);
+    fake_subscribe(&e->fh, &a->s, "c3", NULL);
+    assert_int_equal(e->f.n_jq, 2);
     assert_true(fake_find(&a->s, "4100") >= 0);
-    answer_join(&e.f, 0);
-    answer_join(&e.f, 0);
+    answer_join(&e->f, 0);
+    answer_join(&e->f, 0);
     assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 2);
     close_heap(a);
-    assert_int_equal(e.f.leaves, 2);
-    env_stop(&e);
+    assert_int_equal(e->f.leaves, 2);
 }
 
 static void test_dir_events_stop_hub_member_events(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a, *b;
 
-    (void)state;
-    env_start(&e, 0);
-    e.f.dir_events = true;
-    a = open_heap(&e);
-    b = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    answer_join(&e.f, 0);
-    fake_subscribe(&e.fh, &b->s, "presence-p", presence_data("u2"));
-    answer_join(&e.f, 0);
+    e->f.dir_events = true;
+    a = open_heap(e);
+    b = open_heap(e);
+    join_now(e, a, "presence-p", presence_data("u1"));
+    join_now(e, b, "presence-p", presence_data("u2"));
     assert_int_equal(fake_count(&b->s, "subscription_succeeded"), 1);
     assert_true(fake_find(&b->s, "u1") >= 0);
     /* The directory announces members itself: the hub published none. */
-    assert_int_equal(e.f.member_added, 0);
+    assert_int_equal(e->f.member_added, 0);
     assert_int_equal(fake_count(&a->s, "member_added"), 0);
     close_heap(b);
-    assert_int_equal(e.f.member_removed, 0);
+    assert_int_equal(e->f.member_removed, 0);
     close_heap(a);
-    assert_int_equal(e.f.publishes, 0);
-    env_stop(&e);
+    assert_int_equal(e->f.publishes, 0);
 }
 
 static void test_hub_member_events_without_dir_events(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a, *b;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    b = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    answer_join(&e.f, 0);
+    a = open_heap(e);
+    b = open_heap(e);
+    join_now(e, a, "presence-p", presence_data("u1"));
     fake_flush(&a->s);
-    fake_subscribe(&e.fh, &b->s, "presence-p", presence_data("u2"));
-    answer_join(&e.f, 0);
-    assert_int_equal(e.f.member_added, 2);
+    join_now(e, b, "presence-p", presence_data("u2"));
+    assert_int_equal(e->f.member_added, 2);
     assert_int_equal(fake_count(&a->s, "member_added"), 1);
     /* b joined at the seq of its own change: not told of itself. */
     assert_int_equal(fake_count(&b->s, "member_added"), 0);
     close_heap(b);
-    assert_int_equal(e.f.member_removed, 1);
+    assert_int_equal(e->f.member_removed, 1);
     assert_int_equal(fake_count(&a->s, "member_removed"), 1);
     close_heap(a);
-    env_stop(&e);
 }
 
 static void test_presence_again_waits(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    answer_join(&e.f, 0);
-    fake_flush(&a->s);
+    a = open_joined(e, "presence-p", presence_data("u1"));
     /* The same user again: the member list comes when answered. */
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    assert_int_equal(e.f.n_jq, 1);
+    fake_subscribe(&e->fh, &a->s, "presence-p", presence_data("u1"));
+    assert_int_equal(e->f.n_jq, 1);
     assert_int_equal(a->s.q.count, 0);
-    answer_join(&e.f, 0);
+    answer_join(&e->f, 0);
     assert_int_equal(fake_count(&a->s, "subscription_succeeded"), 1);
-    assert_int_equal(e.f.leaves, 1);
-    assert_int_equal(info_of(&e, "presence-p").subscription_count, 1);
+    assert_int_equal(e->f.leaves, 1);
+    assert_int_equal(info_of(e, "presence-p").subscription_count, 1);
     fake_flush(&a->s);
     /* Another user: 409 at once. */
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u9"));
-    assert_int_equal(e.f.n_jq, 0);
+    fake_subscribe(&e->fh, &a->s, "presence-p", presence_data("u9"));
+    assert_int_equal(e->f.n_jq, 0);
     assert_true(fake_find(&a->s, "409") >= 0);
-    /* Twice again, then gone before the answers. */
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    assert_int_equal(e.f.n_jq, 2);
-    close_heap(a);
-    assert_int_equal(e.f.leaves, 2);
-    answer_join(&e.f, 0);
-    answer_join(&e.f, 0);
-    assert_int_equal(e.f.leaves, 4);
-    assert_int_equal(info_of(&e, "presence-p").subscription_count, 0);
-    assert_int_equal(info_of(&e, "presence-p").user_count, 0);
-    assert_int_equal(e.f.member_removed, 1);
-    env_stop(&e);
+    /* Twice again, then gone before the answers (the close leaves the
+     * membership it had; each late answer is left again). */
+    fake_subscribe(&e->fh, &a->s, "presence-p", presence_data("u1"));
+    fake_subscribe(&e->fh, &a->s, "presence-p", presence_data("u1"));
+    assert_int_equal(close_while_pending(e, a, 2, 0), 2);
+    assert_int_equal(e->f.leaves, 4);
+    assert_int_equal(info_of(e, "presence-p").subscription_count, 0);
+    assert_int_equal(info_of(e, "presence-p").user_count, 0);
+    assert_int_equal(e->f.member_removed, 1);
 }
 
 /* REST through hub_rest_handle_async(). */
@@ -619,73 +631,95 @@ static void on_answer(void *ctx, struct hub_rest_response *r)
     free(r->body);
 }
 
+#define NOW_S 1700000000
+
+/* The query string of a request signed at NOW_S with the app's secret. */
+static void sign_now(struct env *e, enum hub_http_method m, const char *path,
+                     const char *q, const char *body, char *query,
+                     size_t size)
+{
+    assert_int_equal(hub_auth_sign_rest(&e->fh.apps[0],
+                                        m == HUB_HTTP_POST ? "POST" : "GET",
+                                        path, q, body, strlen(body), NOW_S,
+                                        query, size),
+                     0);
+}
+
 static struct hub_rest_wait *rest(struct env *e, enum hub_http_method m,
                                   const char *path, const char *q,
                                   const char *body, struct answer_rec *a,
                                   struct hub_rest_response *out)
 {
     char query[1024];
-    uint64_t now_s = 1700000000;
 
-    assert_int_equal(hub_auth_sign_rest(&e->fh.apps[0],
-                                        m == HUB_HTTP_POST ? "POST" : "GET",
-                                        path, q, body, strlen(body), now_s,
-                                        query, sizeof(query)),
-                     0);
+    sign_now(e, m, path, q, body, query, sizeof(query));
     return hub_rest_handle_async(e->fh.loops[0], m, path, query, body,
-                                 strlen(body), now_s, on_answer, a, out);
+                                 strlen(body), NOW_S, on_answer, a, out);
+}
+
+/* A request answered at once: by hub_rest_handle_nowait (a caller that
+ * cannot wait) or hub_rest_handle (one that never waits). */
+static void rest_at_once(struct env *e, bool nowait, enum hub_http_method m,
+                         const char *path, const char *body,
+                         struct hub_rest_response *out)
+{
+    char query[1024];
+
+    sign_now(e, m, path, "", body, query, sizeof(query));
+    if (nowait)
+        hub_rest_handle_nowait(e->fh.loops[0], m, path, query, body,
+                               strlen(body), NOW_S, out);
+    else
+        hub_rest_handle(e->fh.loops[0], m, path, query, body, strlen(body),
+                        NOW_S, out);
 }
 
 static void test_rest_reads_wait_for_the_directory(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
     struct answer_rec ans = { 0 };
     struct hub_rest_response out;
     struct hub_rest_wait *w;
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "presence-p", presence_data("u1"));
-    answer_join(&e.f, 0);
+    a = open_joined(e, "presence-p", presence_data("u1"));
 
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/presence-p",
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels/presence-p",
              "info=user_count,subscription_count", "", &ans, &out);
     assert_non_null(w);
     assert_int_equal(out.status, 0);
     assert_int_equal(ans.calls, 0);
-    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 1);
-    answer_query(&e.f, 0);
-    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
+    assert_int_equal(e->fh.loops[0]->stats.rest_waiting, 1);
+    answer_query(&e->f, 0);
+    assert_int_equal(e->fh.loops[0]->stats.rest_waiting, 0);
     assert_int_equal(ans.calls, 1);
     assert_int_equal(ans.status, 200);
     assert_string_equal(ans.body, "{\"occupied\":true,\"user_count\":1,"
                                   "\"subscription_count\":1}");
 
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
     assert_non_null(w);
-    answer_query(&e.f, 0);
+    answer_query(&e->f, 0);
     assert_int_equal(ans.calls, 2);
     assert_string_equal(ans.body, "{\"channels\":{\"presence-p\":{}}}");
 
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/presence-p/users", "",
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels/presence-p/users", "",
              "", &ans, &out);
     assert_non_null(w);
-    answer_query(&e.f, 0);
+    answer_query(&e->f, 0);
     assert_int_equal(ans.calls, 3);
     assert_string_equal(ans.body, "{\"users\":[{\"id\":\"u1\"}]}");
 
     /* A directory failure is a 503, out of memory a 500. */
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
-    answer_query(&e.f, -EIO);
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    answer_query(&e->f, -EIO);
     assert_int_equal(ans.status, 503);
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
-    answer_query(&e.f, -ENOMEM);
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    answer_query(&e->f, -ENOMEM);
     assert_int_equal(ans.status, 500);
 
     /* Refusals that need no read answer at once. */
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/private-x/users", "",
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels/private-x/users", "",
              "", &ans, &out);
     assert_null(w);
     assert_int_equal(out.status, 400);
@@ -693,27 +727,16 @@ static void test_rest_reads_wait_for_the_directory(void **state)
     assert_int_equal(ans.calls, 5);
 
     /* hub_rest_handle() never waits: the synchronous reads. */
-    {
-        char query[1024];
-
-        assert_int_equal(hub_auth_sign_rest(&e.fh.apps[0], "GET",
-                                            "/apps/app-id/channels", "", "",
-                                            0, 1700000000, query,
-                                            sizeof(query)),
-                         0);
-        hub_rest_handle(e.fh.loops[0], HUB_HTTP_GET, "/apps/app-id/channels",
-                        query, "", 0, 1700000000, &out);
-        assert_int_equal(out.status, 200);
-        assert_int_equal(e.f.n_qq, 0);
-        free(out.body);
-    }
+    rest_at_once(e, false, HUB_HTTP_GET, "/apps/app-id/channels", "", &out);
+    assert_int_equal(out.status, 200);
+    assert_int_equal(e->f.n_qq, 0);
+    free(out.body);
     close_heap(a);
-    env_stop(&e);
 }
 
 static void test_rest_events_info_wait_then_publish(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
     struct answer_rec ans = { 0 };
     struct hub_rest_response out;
@@ -724,20 +747,15 @@ static void test_rest_events_info_wait_then_publish(void **state)
                         "\"data\":\"x\"},{\"name\":\"e2\",\"channel\":\"c2\","
                         "\"data\":\"x\",\"info\":\"subscription_count\"}]}";
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "c1", NULL);
-    answer_join(&e.f, 0);
-    fake_flush(&a->s);
+    a = open_joined(e, "c1", NULL);
 
-    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
+    w = rest(e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
     assert_non_null(w);
-    assert_int_equal(e.f.n_qq, 2);
-    answer_query(&e.f, 0);
+    assert_int_equal(e->f.n_qq, 2);
+    answer_query(&e->f, 0);
     /* Published only once every read is in. */
     assert_int_equal(a->s.q.count, 0);
-    answer_query(&e.f, 0);
+    answer_query(&e->f, 0);
     assert_int_equal(ans.calls, 1);
     assert_int_equal(ans.status, 200);
     assert_string_equal(ans.body,
@@ -746,11 +764,11 @@ static void test_rest_events_info_wait_then_publish(void **state)
     assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
     fake_flush(&a->s);
 
-    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/batch_events", "", batch, &ans,
+    w = rest(e, HUB_HTTP_POST, "/apps/app-id/batch_events", "", batch, &ans,
              &out);
     assert_non_null(w);
-    assert_int_equal(e.f.n_qq, 1);
-    answer_query(&e.f, 0);
+    assert_int_equal(e->f.n_qq, 1);
+    answer_query(&e->f, 0);
     assert_int_equal(ans.calls, 2);
     assert_string_equal(ans.body,
                         "{\"batch\":[{},{\"subscription_count\":0}]}");
@@ -758,7 +776,7 @@ static void test_rest_events_info_wait_then_publish(void **state)
     fake_flush(&a->s);
 
     /* Without info= no read: answered at once. */
-    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "",
+    w = rest(e, HUB_HTTP_POST, "/apps/app-id/events", "",
              "{\"name\":\"ev\",\"channel\":\"c1\",\"data\":\"x\"}", &ans,
              &out);
     assert_null(w);
@@ -767,27 +785,26 @@ static void test_rest_events_info_wait_then_publish(void **state)
     fake_flush(&a->s);
 
     /* The requester goes first: no answer, the event still goes out. */
-    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
+    w = rest(e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
     assert_non_null(w);
     hub_rest_wait_cancel(w);
-    answer_query(&e.f, 0);
-    answer_query(&e.f, 0);
+    answer_query(&e->f, 0);
+    answer_query(&e->f, 0);
     assert_int_equal(ans.calls, 2);
     assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
 
     /* A cancelled read: dropped, freed (ASan: no leak). */
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels/c1/users", "", "",
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels/c1/users", "", "",
              &ans, &out);
     assert_null(w);
     free(out.body);
-    w = rest(&e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
+    w = rest(e, HUB_HTTP_GET, "/apps/app-id/channels", "", "", &ans, &out);
     hub_rest_wait_cancel(w);
-    answer_query(&e.f, 0);
+    answer_query(&e->f, 0);
     assert_int_equal(ans.calls, 2);
-    assert_int_equal(e.fh.loops[0]->stats.rest_answers_dropped, 2);
-    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
+    assert_int_equal(e->fh.loops[0]->stats.rest_answers_dropped, 2);
+    assert_int_equal(e->fh.loops[0]->stats.rest_waiting, 0);
     close_heap(a);
-    env_stop(&e);
 }
 
 /* A caller that cannot wait (server/http.c: a request pipelined behind
@@ -796,7 +813,7 @@ static void test_rest_events_info_wait_then_publish(void **state)
  * (hub_rest_wait_refuse); what needs no read is answered as usual. */
 static void test_rest_pipelined_post_refused_not_published(void **state)
 {
-    struct env e;
+    struct env *e = *state;
     struct fake_session *a;
     struct answer_rec ans = { 0 };
     struct hub_rest_response out;
@@ -804,53 +821,34 @@ static void test_rest_pipelined_post_refused_not_published(void **state)
     const char *ev = "{\"name\":\"ev\",\"channel\":\"c1\","
                      "\"data\":\"x\",\"info\":\"subscription_count\"}";
     const char *plain = "{\"name\":\"ev\",\"channel\":\"c1\",\"data\":\"x\"}";
-    char query[1024];
 
-    (void)state;
-    env_start(&e, 0);
-    a = open_heap(&e);
-    fake_subscribe(&e.fh, &a->s, "c1", NULL);
-    answer_join(&e.f, 0);
-    fake_flush(&a->s);
+    a = open_joined(e, "c1", NULL);
 
-    assert_int_equal(hub_auth_sign_rest(&e.fh.apps[0], "POST",
-                                        "/apps/app-id/events", "", ev,
-                                        strlen(ev), 1700000000, query,
-                                        sizeof(query)),
-                     0);
-    hub_rest_handle_nowait(e.fh.loops[0], HUB_HTTP_POST, "/apps/app-id/events",
-                           query, ev, strlen(ev), 1700000000, &out);
+    rest_at_once(e, true, HUB_HTTP_POST, "/apps/app-id/events", ev, &out);
     assert_int_equal(out.status, 400);
     assert_non_null(strstr(out.body, "nothing was published"));
     free(out.body);
-    assert_int_equal(e.f.n_qq, 0);
+    assert_int_equal(e->f.n_qq, 0);
     assert_int_equal(fake_count(&a->s, "\"ev\""), 0);
 
-    assert_int_equal(hub_auth_sign_rest(&e.fh.apps[0], "POST",
-                                        "/apps/app-id/events", "", plain,
-                                        strlen(plain), 1700000000, query,
-                                        sizeof(query)),
-                     0);
-    hub_rest_handle_nowait(e.fh.loops[0], HUB_HTTP_POST, "/apps/app-id/events",
-                           query, plain, strlen(plain), 1700000000, &out);
+    rest_at_once(e, true, HUB_HTTP_POST, "/apps/app-id/events", plain, &out);
     assert_int_equal(out.status, 200);
     free(out.body);
     assert_int_equal(fake_count(&a->s, "\"ev\""), 1);
     fake_flush(&a->s);
 
     /* Refused while it waits: the read still comes, nothing goes out. */
-    w = rest(&e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
+    w = rest(e, HUB_HTTP_POST, "/apps/app-id/events", "", ev, &ans, &out);
     assert_non_null(w);
     hub_rest_wait_refuse(w, &out);
     assert_int_equal(out.status, 400);
     free(out.body);
-    answer_query(&e.f, 0);
+    answer_query(&e->f, 0);
     assert_int_equal(ans.calls, 0);
     assert_int_equal(fake_count(&a->s, "\"ev\""), 0);
-    assert_int_equal(e.fh.loops[0]->stats.rest_waiting, 0);
-    assert_int_equal(e.fh.loops[0]->stats.rest_answers_dropped, 0);
+    assert_int_equal(e->fh.loops[0]->stats.rest_waiting, 0);
+    assert_int_equal(e->fh.loops[0]->stats.rest_answers_dropped, 0);
     close_heap(a);
-    env_stop(&e);
 }
 
 static void test_take_seq_shares_the_space(void **state)
@@ -883,24 +881,30 @@ static void test_local_directory_stays_synchronous(void **state)
     bp.dir->destroy(bp.dir_impl);
 }
 
+/* A case on the fixture's default env. */
+#define ENV_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pending_subscription_waits_for_done),
-        cmocka_unit_test(test_refused_join_answers_4100),
-        cmocka_unit_test(test_disconnect_while_pending_leaves_once),
-        cmocka_unit_test(test_disconnect_then_refused_answer),
-        cmocka_unit_test(test_unsubscribe_while_pending),
-        cmocka_unit_test(test_pending_counts_against_max_subscriptions),
-        cmocka_unit_test(test_dir_events_stop_hub_member_events),
-        cmocka_unit_test(test_hub_member_events_without_dir_events),
-        cmocka_unit_test(test_presence_again_waits),
-        cmocka_unit_test(test_rest_reads_wait_for_the_directory),
-        cmocka_unit_test(test_rest_events_info_wait_then_publish),
-        cmocka_unit_test(test_rest_pipelined_post_refused_not_published),
+        ENV_TEST(test_pending_subscription_waits_for_done),
+        ENV_TEST(test_refused_join_answers_4100),
+        ENV_TEST(test_disconnect_while_pending_leaves_once),
+        ENV_TEST(test_disconnect_then_refused_answer),
+        ENV_TEST(test_unsubscribe_while_pending),
+        cmocka_unit_test_setup_teardown(
+            test_pending_counts_against_max_subscriptions, setup_two_subs,
+            teardown),
+        ENV_TEST(test_dir_events_stop_hub_member_events),
+        ENV_TEST(test_hub_member_events_without_dir_events),
+        ENV_TEST(test_presence_again_waits),
+        ENV_TEST(test_rest_reads_wait_for_the_directory),
+        ENV_TEST(test_rest_events_info_wait_then_publish),
+        ENV_TEST(test_rest_pipelined_post_refused_not_published),
         cmocka_unit_test(test_take_seq_shares_the_space),
         cmocka_unit_test(test_local_directory_stays_synchronous),
-        cmocka_unit_test(test_subcount_reads_cluster_count),
+        cmocka_unit_test_setup_teardown(test_subcount_reads_cluster_count,
+                                        setup_counting, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -283,6 +283,17 @@ async function rest(hub, method, urlPath, { params = {}, body, signOpts = {}, ta
 }
 
 // Both loops of a 2-loop hub hold at least one session.
+// Sign a raw client in as user id (pusher:signin with the app's
+// signature); resolves with c once pusher:signin_success came.
+async function signIn(c, user, app = APP) {
+  const ud = JSON.stringify({ id: user });
+  c.send({ event: 'pusher:signin', data: {
+    auth: `${app.key}:${sign(app.secret, `${c.socketId}::user::${ud}`)}`, user_data: ud,
+  } });
+  await c.event('pusher:signin_success');
+  return c;
+}
+
 async function bothLoopsBusy(hub) {
   await waitFor(async () => {
     const s = await hub.stats();
@@ -293,5 +304,5 @@ async function bothLoopsBusy(hub) {
 module.exports = {
   APP, MASTER_KEY, loopOf, configFile, twoLoopHub, serverSdk, pusherClient,
   connected, pusherOnLoop, RawClient, rawClient, rawOnLoop, sign, signedPath,
-  rest, bothLoopsBusy, onLoop, trackClient, closeTracked,
+  rest, bothLoopsBusy, onLoop, trackClient, closeTracked, signIn,
 };

@@ -1,49 +1,93 @@
 'use strict';
-// What the cluster tests share (cluster.test.js, cluster_cache.test.js):
-// a node started against a Redis URL that must exit 0 when the test ends,
-// the /stats backplane block of a node, and a wait until every node of a
-// list says its backplane is up.
+// What the cluster tests share (every cluster*.test.js): a redis-server of
+// the test's own, nodes started against it, and what they are asked.
+//
+// Start-up: startRedis(t) (lib/redis.js's, on a free loopback port with no
+// persistence), startNode(t, url, id, args) for a two-loop node,
+// contractNode(...) for one started exactly as issue 11's contract spells
+// it, startCluster(t, {n, args}) for a Redis and n nodes, all up.
+// Every node can be killed (node.kill9()), stopped and continued
+// (node.pause(), node.resume()); so can Redis (redis.stop('SIGKILL'),
+// redis.again() on the same port, redis.pause(), redis.resume()).
+//
+// Teardown: when t ends, what was started on it is stopped in reverse
+// order (nodes before the Redis they use): a stopped process continued,
+// the node's tracked clients closed, SIGTERM and exit status 0 expected,
+// unless the test killed the node on purpose or started it as a victim
+// ({victim: true}: killed with SIGKILL at the end, its exit not checked).
+// Everything is still killed by PID at exit whatever happened (lib/hub.js,
+// lib/redis.js).
+//
+// Logs: when a test or the file fails, the output of every node and Redis
+// the file started is written to a new directory (under $LUBDUB_TEST_LOGS,
+// else the system's temporary directory) named on stderr.
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { startHub, waitFor } = require('./hub');
-// (contractNode, agree and presenceView are for cluster_accept.test.js and
-// any other test of the cluster-wide directory.)
-const { closeTracked } = require('./clients');
+const redisLib = require('./redis');
+const { closeTracked, rawClient } = require('./clients');
 
-// A two-loop node with the given --node-id; its tracked clients are closed
-// and its exit status checked when t ends. extra: more flags.
-async function startNode(t, redisUrl, id, extra = []) {
-  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redisUrl, '--node-id', id, ...extra]);
-  t.after(async () => {
-    await closeTracked(hub);
-    const exit = await hub.stop();
-    if (exit.code !== 0) {
-      throw new Error(`node ${id} exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
+// -------------------------------------------------------- logs on failure
+
+const logs = [];            // {name, text()}: every process started here
+let logDir = null;
+
+function keepLogs(why) {
+  if (!logs.length) return;
+  try {
+    if (!logDir) {
+      const file = require.main ? path.basename(require.main.filename, '.test.js') : 'cluster';
+      logDir = fs.mkdtempSync(path.join(process.env.LUBDUB_TEST_LOGS || os.tmpdir(), `lubdub-${file}-`));
     }
-  });
-  return hub;
+    for (const l of logs) fs.writeFileSync(path.join(logDir, `${l.name}.log`), l.text());
+    process.stderr.write(`${why}: the logs of ${logs.length} processes are in ${logDir}\n`);
+  } catch (e) {
+    process.stderr.write(`${why}: logs not kept (${e.message})\n`);
+  }
+}
+process.on('exit', () => { if (process.exitCode) keepLogs('this file failed'); });
+
+function logged(id, text) {
+  logs.push({ name: `${String(logs.length + 1).padStart(2, '0')}-${id}`, text });
 }
 
-const bp = async (hub) => (await hub.stats()).backplane;
+// ------------------------------------------------ teardown in reverse order
 
-async function allUp(nodes) {
-  await waitFor(async () => {
-    for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
-    return true;
-  }, 'every node up', 20000, 50);
+const scopes = new WeakMap();
+
+// Run fn when t ends, before whatever was deferred on t earlier (last:
+// after all of it).
+function defer(t, fn, { last = false } = {}) {
+  let stack = scopes.get(t);
+  if (!stack) {
+    stack = [];
+    scopes.set(t, stack);
+    t.after(async () => {
+      let first = null;
+      while (stack.length) {
+        try { await stack.pop()(); } catch (e) { first = first || e; }
+      }
+      if (first || t.passed === false) keepLogs(`test '${t.name}' ${first ? 'teardown ' : ''}failed`);
+      if (first) throw first;
+    });
+  }
+  if (last) stack.unshift(fn);
+  else stack.push(fn);
 }
 
-// A node started as issue 11's contract spells it:
-//   lubdub --port P --redis URL --node-id ID   (the default app)
-// plus extra flags (a short drain by default, so that cleanup is quick).
-// P is a free loopback port chosen here. The node may be killed (kill9),
-// stopped and continued (pause/resume) by the test; cleanup continues a
-// stopped node, closes its tracked clients, stops it with SIGTERM and
-// expects exit 0, unless the test killed it on purpose.
-async function contractNode(t, redisUrl, id, extra = ['--drain-timeout', '1s'], opts = {}) {
-  const { freePort } = require('./redis');
-  const port = await freePort();
-  const hub = await startHub(['--port', String(port), '--redis', redisUrl, '--node-id', id,
-    ...extra], { exactArgs: true, ...opts });
+// A redis-server for t (lib/redis.js), stopped after the nodes started on
+// t. redis.again(): a new one on the same port, same args.
+async function startRedis(t, opts = {}) {
+  const r = await redisLib.startRedis(t, { ...opts, defer: (fn) => defer(t, fn, { last: true }) });
+  logged(`redis-${r.port}`, () => r.out);
+  r.again = () => startRedis(t, { ...opts, port: r.port });
+  return r;
+}
+
+// A started node: its controls and its teardown (see the top).
+function adopt(t, hub, id, victim) {
   hub.id = id;
   hub.killed = false;
   hub.paused = false;
@@ -58,14 +102,15 @@ async function contractNode(t, redisUrl, id, extra = ['--drain-timeout', '1s'], 
     hub.paused = false;
     try { process.kill(hub.pid, 'SIGCONT'); } catch (_) { /* gone */ }
   };
-  t.after(async () => {
+  logged(id, () => hub.stdout + hub.stderr);
+  defer(t, async () => {
     hub.resume();
-    if (hub.killed) {
-      await hub.kill9();
+    if (hub.killed || victim) {
       for (const close of hub.clientCloses || []) {
         try { close(); } catch (_) { /* closed */ }
       }
       hub.clientCloses = [];
+      await hub.stop('SIGKILL');
       return;
     }
     await closeTracked(hub);
@@ -75,6 +120,80 @@ async function contractNode(t, redisUrl, id, extra = ['--drain-timeout', '1s'], 
     }
   });
   return hub;
+}
+
+// A two-loop node with the given --node-id and a short drain; extra: more
+// flags. opts.victim: the test kills it or checks its exit itself.
+async function startNode(t, redisUrl, id, extra = [], { victim = false } = {}) {
+  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
+    '--redis', redisUrl, '--node-id', id, ...extra]);
+  return adopt(t, hub, id, victim);
+}
+
+const bp = async (hub) => (await hub.stats()).backplane;
+
+async function allUp(nodes) {
+  await waitFor(async () => {
+    for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
+    return true;
+  }, 'every node up', 20000, 50);
+}
+
+async function allDown(nodes, msg = 'every node down') {
+  await waitFor(async () => (await Promise.all(nodes.map(bp))).every((s) => s.state === 'down'),
+    msg, 20000, 50);
+}
+
+// A node started as issue 11's contract spells it:
+//   lubdub --port P --redis URL --node-id ID   (the default app)
+// plus extra flags (a short drain by default, so that cleanup is quick).
+// P is a free loopback port chosen here.
+async function contractNode(t, redisUrl, id, extra = ['--drain-timeout', '1s'], opts = {}) {
+  const { victim = false, ...hubOpts } = opts;
+  const port = await redisLib.freePort();
+  const hub = await startHub(['--port', String(port), '--redis', redisUrl, '--node-id', id,
+    ...extra], { exactArgs: true, ...hubOpts });
+  return adopt(t, hub, id, victim);
+}
+
+// A Redis of the test's own (or opts.redis) and n nodes <prefix>1..<prefix>n
+// started with args (contract: as contractNode), every one up.
+async function startCluster(t, { n = 3, prefix = 'n', args, redis, contract = false } = {}) {
+  const r = redis || await startRedis(t);
+  const nodes = [];
+  for (let k = 1; k <= n; k++) {
+    nodes.push(await (contract ? contractNode : startNode)(t, r.url(), `${prefix}${k}`, args));
+  }
+  await allUp(nodes);
+  return { redis: r, nodes };
+}
+
+// ------------------------------------------------------------ the clients
+
+// A raw client (closed when t ends) subscribed to channel, as presence
+// member uid with user_info info when uid is given.
+async function joined(t, hub, channel, uid, info = { n: uid }) {
+  const c = await rawClient(t, hub);
+  const r = await c.subscribed(channel, uid ? { channelData: { user_id: uid, user_info: info } } : undefined);
+  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
+  return c;
+}
+
+// The member ids a raw client was told of (subscription_succeeded's ids,
+// then its member_added and member_removed), sorted; null before it.
+function memberIds(c, ch) {
+  let ids = null;
+  for (const m of c.msgs) {
+    if (m.channel !== ch) continue;
+    if (m.event === 'pusher_internal:subscription_succeeded') {
+      ids = new Set(JSON.parse(m.data).presence.ids);
+    } else if (ids && m.event === 'pusher_internal:member_added') {
+      ids.add(JSON.parse(m.data).user_id);
+    } else if (ids && m.event === 'pusher_internal:member_removed') {
+      ids.delete(JSON.parse(m.data).user_id);
+    }
+  }
+  return ids ? [...ids].sort() : null;
 }
 
 // Wait until every node's answer to ask(node) deep-equals want (a value,
@@ -136,4 +255,8 @@ function presenceView(c, channel) {
   };
 }
 
-module.exports = { startNode, bp, allUp, contractNode, agree, presenceView };
+module.exports = {
+  startRedis, startNode, contractNode, startCluster, defer, bp, allUp, allDown,
+  joined, memberIds, agree, presenceView,
+  freePort: redisLib.freePort, numsub: redisLib.numsub, redisCli: redisLib.redisCli,
+};

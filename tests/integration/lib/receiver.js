@@ -101,4 +101,9 @@ async function startReceiver(t, app, { tls } = {}) {
   return rx;
 }
 
-module.exports = { startReceiver };
+// A delivered event as {name, channel[, user_id]}, and a predicate for one.
+const edgeOf = (e) => ({ name: e.name, channel: e.channel, ...(e.user_id ? { user_id: e.user_id } : {}) });
+const isEdge = (name, channel, uid) => (e) => e.name === name && e.channel === channel &&
+  (uid === undefined || e.user_id === uid);
+
+module.exports = { startReceiver, edgeOf, isEdge };

@@ -36,7 +36,11 @@ function redisCli(port, ...args) {
 }
 
 // Start redis-server; resolves once it answers PING. extra: more args.
-async function startRedis(t, { port, extra = [] } = {}) {
+// It is killed when t ends, or through defer(stop) when given (lib/cluster.js
+// stops it after the nodes that use it). r.pause()/r.resume() stop and
+// continue it (SIGSTOP/SIGCONT; continued at the end too); r.again() starts
+// a new one on the same port with the same args, after r.stop().
+async function startRedis(t, { port, extra = [], defer } = {}) {
   const p = port || await freePort();
   const child = spawn(REDIS_SERVER, ['--port', String(p), '--bind', '127.0.0.1',
     '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...extra],
@@ -57,7 +61,17 @@ async function startRedis(t, { port, extra = [] } = {}) {
   };
   r.url = (db = 0) => `redis://127.0.0.1:${p}/${db}`;
   r.cli = (...args) => redisCli(p, ...args);
-  if (t) t.after(() => r.stop());
+  r.paused = false;
+  r.pause = () => { r.paused = true; process.kill(r.pid, 'SIGSTOP'); };
+  r.resume = () => {
+    if (!r.paused) return;
+    r.paused = false;
+    try { process.kill(r.pid, 'SIGCONT'); } catch (_) { /* gone */ }
+  };
+  r.again = () => startRedis(t, { port: p, extra, defer });
+  const cleanup = () => { r.resume(); return r.stop(); };
+  if (defer) defer(cleanup);
+  else if (t) t.after(cleanup);
   const auth = extra.includes('--requirepass') ? ['-a', extra[extra.indexOf('--requirepass') + 1], '--no-auth-warning'] : [];
   await waitFor(async () => {
     if (r.exit) throw new Error(`redis-server exited: ${r.out}`);
