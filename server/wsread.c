@@ -123,6 +123,10 @@ static uint64_t header_len(uint64_t plen, bool mask)
 static const char *frame_start(struct srv_wsread *st,
                                const struct wslay_frame_iocb *f)
 {
+    /* RFC 6455 section 5.1: a server must fail an unmasked client frame
+     * (lws 4.1.6 cannot tell; this path can). */
+    if (!f->mask)
+        return "unmasked client frame";
     if (f->rsv)
         return "reserved bits set";
     switch (f->opcode) {

@@ -219,7 +219,7 @@ static void test_many_frames_and_big_one(void **state)
     for (int i = 0; i < 50; i++)
         n += mkframe(buf + n, 0x81, "0123456789", 10, true);
     n += mkframe(buf + n, 0x82, payload, big, true);
-    n += mkframe(buf + n, 0x81, "", 0, false); /* empty and unmasked */
+    n += mkframe(buf + n, 0x81, "", 0, true); /* empty */
     assert_int_equal(pump(L, &st, buf, n, 64 * 1024, r), SRV_WSREAD_MORE);
     assert_int_equal(r->messages, 52);
     assert_int_equal(r->msg_len, 500 + big);
@@ -331,6 +331,11 @@ static void test_errors(void **state)
 
     (void)state;
     memset(big, 'p', sizeof(big));
+    /* Unmasked client frames (RFC 6455 section 5.1), data and control. */
+    n = mkframe(f, 0x81, "x", 1, false);
+    expect_fail(f, n, true);
+    n = mkframe(f, 0x89, "", 0, false);
+    expect_fail(f, n, true);
     for (unsigned rsv = 1; rsv < 8; rsv++) {
         n = mkframe(f, 0x81 | (rsv << 4), "x", 1, true);
         expect_fail(f, n, true);
