@@ -166,6 +166,22 @@ struct hub_dir_query {
     void (*done)(struct hub_dir_query *q, int rc);
 };
 
+/*
+ * A change of the hub's online registry (hub/online.h) for a directory
+ * shared by several processes: a signin (first: the user's first
+ * connection in this process; replace: the signin carried the watchlist
+ * ids[0..n), else the user's list is kept) or the user's last signout in
+ * this process. Everything borrowed for the call.
+ */
+struct hub_online_change {
+    unsigned app;
+    const char *user;
+    bool signin, first, replace;
+    const char *const *ids;
+    size_t n;
+    uint32_t max_watchers;
+};
+
 struct hub_directory_ops {
     int (*join)(void *d, unsigned app, const char *name, size_t len,
                 struct hub_presence_join *j);
@@ -181,6 +197,13 @@ struct hub_directory_ops {
     /* Optional, NULL = the synchronous ops above (see the contract). */
     int (*join_async)(void *d, struct hub_dir_join_req *req);
     int (*query_async)(void *d, struct hub_dir_query *q);
+    /* Optional (NULL: online state is this process's): ch is decided
+     * cluster-wide, the directory telling watchers and the signing user
+     * (docs/SCALING.md, "Watchlists and online state"). Called under the
+     * online registry's mutex, in the order of the changes; must not
+     * block. True when taken; false: the caller tells them itself (the
+     * broker is away). */
+    bool (*online)(void *d, const struct hub_online_change *ch);
 };
 
 struct hub_bus_ops {
@@ -222,6 +245,13 @@ struct hub *hub_create_with(const struct hub_config *cfg,
                             const struct hub_backplane *bp);
 
 /* Fronts. */
+
+/* True when the directory took the online change (see the op). */
+static inline bool hub_dir_online(struct hub *h,
+                                  const struct hub_online_change *ch)
+{
+    return h->bp->dir->online && h->bp->dir->online(h->bp->dir_impl, ch);
+}
 
 /* True when the bus reaches other processes and was told. */
 static inline bool hub_bus_count_changed(struct hub *h, unsigned app,

@@ -16,12 +16,14 @@
 #include <sys/random.h>
 
 #include "hub/ccache.h"
+#include "hub/wh_stream.h"
 #include "hub/chantab.h"
 #include "hub/directory.h"
 #include "hub/envelope.h"
 #include "hub/frame.h"
 #include "hub/json.h"
 #include "hub/loop.h"
+#include "hub/online.h"
 #include "hub/protocol.h"
 #include "hub/subcount.h"
 #include "timer/clock.h"
@@ -76,6 +78,15 @@ struct hub_cluster_origin {
     char id[];
 };
 
+/* Which apps' edges the scripts queue in Redis (hub_cluster_set_wh). */
+struct wh_set {
+    struct wh_set *older;
+    uint64_t delay_ms;
+    unsigned max_entries;
+    unsigned n;
+    bool in[];
+};
+
 struct hub_cluster {
     char *node_id;
     size_t node_len;
@@ -121,16 +132,17 @@ struct hub_cluster {
     /* The cluster-wide directory. */
     atomic_bool dir_up;
     uint64_t gen;                  /* under mu: REJOIN generation */
+    uint64_t ogen;                 /* under mu: online snapshot generation */
     pthread_mutex_t vmu;           /* views */
     struct hub_chantab views;
     pthread_mutex_t edge_mu;       /* the edge hook */
     hub_dir_edge_fn *edge;
     void *edge_ctx;
     /* Durable webhooks: whose edges the scripts queue in Redis (by app
-     * index, set once before the backplane thread starts). */
-    bool *wh_apps;
-    unsigned wh_n;
-    uint64_t wh_delay_ms;
+     * index). Published whole by the main thread (start, each reload),
+     * read by the backplane threads; older sets are kept until destroy
+     * (a reader may still hold one; reloads are rare). */
+    _Atomic(struct wh_set *) wh;
 
     struct hub_backplane_stats stats;
 };
@@ -311,6 +323,7 @@ void hub_cluster_op_free(struct hub_cluster_op *op)
     if (op->f)
         hub_frame_unref(op->f);
     hub_cluster_dirop_free(op->dop);
+    hub_cluster_onop_free(op->oop);
     free(op);
 }
 
@@ -369,7 +382,10 @@ void hub_cluster_destroy(struct hub_cluster *c)
     views_free(c);
     pthread_mutex_destroy(&c->vmu);
     pthread_mutex_destroy(&c->edge_mu);
-    free(c->wh_apps);
+    for (struct wh_set *w = atomic_load(&c->wh), *older; w; w = older) {
+        older = w->older;
+        free(w);
+    }
     hub_directory_destroy(c->dir);
     for (unsigned i = 0; i < c->n_ids; i++)
         free(c->ids[i]);
@@ -1067,27 +1083,44 @@ static void edge(struct hub_cluster *c, enum hub_dir_edge_kind kind,
 }
 
 int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
-                       unsigned n, uint64_t delay_ms)
+                       unsigned n, uint64_t delay_ms, unsigned max_entries)
 {
-    bool *a = calloc(n ? n : 1, sizeof(*a));
+    struct wh_set *w = calloc(1, sizeof(*w) + (n ? n : 1) * sizeof(bool));
 
-    if (!a)
+    if (!w)
         return -ENOMEM;
-    memcpy(a, in_redis, n * sizeof(*a));
-    free(c->wh_apps);
-    c->wh_apps = a;
-    c->wh_n = n;
-    c->wh_delay_ms = delay_ms;
+    w->n = n;
+    w->delay_ms = delay_ms;
+    w->max_entries = max_entries ? max_entries : HUB_WHS_MAX_ENTRIES;
+    memcpy(w->in, in_redis, n * sizeof(bool));
+    /* One writer (the main thread): no lost update. */
+    w->older = atomic_load_explicit(&c->wh, memory_order_relaxed);
+    atomic_store_explicit(&c->wh, w, memory_order_release);
     return 0;
+}
+
+unsigned hub_cluster_wh_max(const struct hub_cluster *c)
+{
+    const struct wh_set *w =
+        c ? atomic_load_explicit(&((struct hub_cluster *)c)->wh,
+                                 memory_order_acquire)
+          : NULL;
+
+    return w ? w->max_entries : HUB_WHS_MAX_ENTRIES;
 }
 
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms)
 {
-    if (!c || app >= c->wh_n || !c->wh_apps[app])
+    const struct wh_set *w =
+        c ? atomic_load_explicit(&((struct hub_cluster *)c)->wh,
+                                 memory_order_acquire)
+          : NULL;
+
+    if (!w || app >= w->n || !w->in[app])
         return false;
     if (delay_ms)
-        *delay_ms = c->wh_delay_ms;
+        *delay_ms = w->delay_ms;
     return true;
 }
 
@@ -1892,6 +1925,143 @@ void hub_cluster_report_edge(struct hub_cluster *c,
         script_edge(c, e->kind, e->app, e->name, e->len, e->user_id);
 }
 
+/* Online state and watchlists across nodes (docs/SCALING.md, "Watchlists
+ * and online state"): while Redis is up each change of the hub's online
+ * registry becomes an ONLINE op, pushed under the registry's mutex (the
+ * caller holds it) so that ops leave in the order the registry decided. */
+
+void hub_cluster_onop_free(struct hub_cluster_onop *oop)
+{
+    if (!oop)
+        return;
+    for (size_t i = 0; i < oop->n; i++)
+        free(oop->ids[i]);
+    free(oop->ids);
+    free(oop->uid);
+    free(oop);
+}
+
+static struct hub_cluster_op *online_op(struct hub_cluster *c,
+                                        const struct hub_online_change *ch)
+{
+    static const char pre[] = USER_PREFIX;
+    size_t ulen = strlen(ch->user), nlen = sizeof(pre) - 1 + ulen;
+    struct hub_cluster_onop *oop = calloc(1, sizeof(*oop));
+    struct hub_cluster_op *op = NULL;
+    char *name = malloc(nlen + 1);
+    bool ok = oop && name;
+
+    if (ok) {
+        memcpy(name, pre, sizeof(pre) - 1);
+        memcpy(name + sizeof(pre) - 1, ch->user, ulen + 1);
+        oop->signin = ch->signin;
+        oop->first = ch->first;
+        oop->replace = ch->replace;
+        oop->max_watchers = ch->max_watchers;
+        oop->app_id = id_of(c, ch->app);
+        oop->uid = strdup(ch->user);
+        ok = oop->app_id && oop->uid;
+    }
+    if (ok && ch->replace && ch->n) {
+        oop->ids = calloc(ch->n, sizeof(*oop->ids));
+        ok = oop->ids != NULL;
+        for (size_t i = 0; ok && i < ch->n; i++) {
+            oop->ids[i] = strdup(ch->ids[i]);
+            ok = oop->ids[i] != NULL;
+            oop->n = i + 1;
+        }
+    }
+    if (ok)
+        op = op_new(c, HUB_COP_ONLINE, ch->app, name, nlen);
+    free(name);
+    if (!op) {
+        hub_cluster_onop_free(oop);
+        return NULL;
+    }
+    op->oop = oop;
+    return op;
+}
+
+static bool cdir_online(void *d, const struct hub_online_change *ch)
+{
+    struct hub_cluster *c = d;
+    struct hub_cluster_op *op;
+    bool e = false;
+
+    if (!hub_cluster_dir_is_up(c))
+        return false;
+    op = online_op(c, ch);
+    if (!op) {
+        /* Out of memory: Redis is not told (the next REJOIN corrects the
+         * share); the caller tells this node's watchers meanwhile. */
+        stat_add(&c->stats.lost, 1);
+        return false;
+    }
+    pthread_mutex_lock(&c->mu);
+    op->oop->gen = c->ogen;
+    push_locked(c, op, &e);
+    wake_locked(c, e);
+    pthread_mutex_unlock(&c->mu);
+    stat_add(&c->stats.dir_ops, 1);
+    return true;
+}
+
+struct hub_cluster_op *hub_cluster_online_state_op(struct hub_cluster *c,
+                                                   unsigned app,
+                                                   const char *uid)
+{
+    const struct hub_online_change ch = { .app = app, .user = uid,
+                                          .signin = true };
+    struct hub_cluster_op *op = online_op(c, &ch);
+
+    if (op) {
+        op->oop->full = true;
+        pthread_mutex_lock(&c->mu);
+        op->oop->gen = c->ogen;
+        pthread_mutex_unlock(&c->mu);
+    }
+    return op;
+}
+
+struct online_snap {
+    struct hub_cluster *c;
+};
+
+static void online_begin(void *ctx)
+{
+    struct online_snap *sn = ctx;
+
+    pthread_mutex_lock(&sn->c->mu);
+    sn->c->ogen++;
+    pthread_mutex_unlock(&sn->c->mu);
+}
+
+void hub_cluster_online_snapshot(
+    struct hub_cluster *c,
+    void (*user)(void *ctx, unsigned app, const char *id,
+                 const char *const *ids, size_t n),
+    void *ctx)
+{
+    struct online_snap sn = { c };
+
+    if (!c->hub || !c->hub->online)
+        return;
+    /* begin runs under the registry's mutex: every op pushed before it
+     * (under that mutex) has the old generation and is in the visit. */
+    hub_online_visit(c->hub->online, online_begin, &sn, user, ctx);
+}
+
+bool hub_cluster_online_stale(struct hub_cluster *c,
+                              const struct hub_cluster_onop *oop)
+{
+    bool stale;
+
+    pthread_mutex_lock(&c->mu);
+    stale = oop->gen != c->ogen;
+    pthread_mutex_unlock(&c->mu);
+    return stale;
+}
+
 static const struct hub_directory_ops cluster_dir_ops = {
     .join = cdir_join,
     .leave = cdir_leave,
@@ -1902,6 +2072,7 @@ static const struct hub_directory_ops cluster_dir_ops = {
     .destroy = NULL, /* the bus's destroy frees the whole cluster */
     .join_async = cdir_join_async,
     .query_async = cdir_query_async,
+    .online = cdir_online,
 };
 
 
@@ -2190,12 +2361,15 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
         stat_add(&c->stats.bad, 1);
         return -EINVAL;
     }
-    if (e.origin_len == c->node_len && !memcmp(e.origin, c->node_id,
-                                               c->node_len)) {
+    /* A script's event (kind 5) came from Redis, not from a node's local
+     * delivery: every node delivers it, the one whose script sent it too,
+     * and it carries no sequence to track. */
+    if (e.kind != HUB_ENV_SCRIPT && e.origin_len == c->node_len &&
+        !memcmp(e.origin, c->node_id, c->node_len)) {
         stat_add(&c->stats.own_ignored, 1);
         return 1;
     }
-    if (rx)
+    if (rx && e.kind != HUB_ENV_SCRIPT)
         track(c, rx, &e);
     stat_add(&c->stats.received, 1);
     if (e.kind == HUB_ENV_CACHE)

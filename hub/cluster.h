@@ -73,6 +73,23 @@ enum hub_cluster_op_kind {
     /* A count notice (envelope kind 4, no payload): this node changed the
      * channel's subscription count (hub/subcount.h). */
     HUB_COP_COUNT,
+    /* An online change (hub/backplane.h dir->online): op->oop set;
+     * rchan is the user's channel, "<prefix>:<app id>:#server-to-user-<id>"
+     * (a signin's script runs once Redis confirmed its SUBSCRIBE). */
+    HUB_COP_ONLINE,
+};
+
+/* An online change for the backplane thread (docs/SCALING.md, "Watchlists
+ * and online state"). */
+struct hub_cluster_onop {
+    bool signin, first, replace;
+    bool full;                     /* a resync: offline ids told too */
+    uint32_t max_watchers;
+    uint64_t gen;                  /* the online snapshot's generation */
+    const char *app_id;            /* valid until the cluster goes */
+    char *uid;                     /* owned */
+    char **ids;                    /* owned, n of them */
+    size_t n;
 };
 
 /*
@@ -118,6 +135,7 @@ struct hub_cluster_op {
     char *rchan;
     bool member;                   /* SUB/UNSUB of a member-event channel */
     struct hub_cluster_dirop *dop; /* JOIN, LEAVE, QUERY */
+    struct hub_cluster_onop *oop;  /* ONLINE */
 };
 
 /* Per broker channel, on the receiving side: the last seq seen from each
@@ -170,12 +188,15 @@ const char *hub_cluster_node_id(const struct hub_cluster *c);
  * i < n with in_redis[i], the join / leave / reap scripts queue the app's
  * edges in Redis themselves (delay and cancel included, delay_ms long),
  * and the edges their replies report are not handed to the edge hook
- * (the local directory's edges while Redis is down still are). Apps a
- * reload adds keep the edge hook. Main thread, before the backplane
- * thread starts (copied). 0 or -ENOMEM.
+ * (the local directory's edges while Redis is down still are). Main
+ * thread, at start and at each reload (copied; the backplane threads see
+ * the new set from their next operation on). 0 or -ENOMEM.
  */
 int hub_cluster_set_wh(struct hub_cluster *c, const bool *in_redis,
-                       unsigned n, uint64_t delay_ms);
+                       unsigned n, uint64_t delay_ms, unsigned max_entries);
+/* The entries an app's stream holds at most (--webhook-stream-max; the
+ * default before any set). Any thread. */
+unsigned hub_cluster_wh_max(const struct hub_cluster *c);
 /* Does app's edge go through Redis? Its delay in *delay_ms. */
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms);
@@ -247,6 +268,28 @@ uint64_t hub_cluster_dir_snapshot(
  * that its subscribers, here and on the other nodes, get the count Redis
  * holds now. */
 void hub_cluster_counts_refresh(struct hub_cluster *c);
+/*
+ * The online REJOIN snapshot (backplane thread): bumps the online
+ * generation under the hub's online registry's mutex and visits every
+ * user online on this node with its watchlist (hub_online_visit). Ops
+ * made before it are in it.
+ */
+void hub_cluster_online_snapshot(
+    struct hub_cluster *c,
+    void (*user)(void *ctx, unsigned app, const char *id,
+                 const char *const *ids, size_t n),
+    void *ctx);
+/* A resync of uid's watched users (a SIGNIN op with full, neither first
+ * nor replace) for the backplane thread itself; NULL out of memory. */
+struct hub_cluster_op *hub_cluster_online_state_op(struct hub_cluster *c,
+                                                   unsigned app,
+                                                   const char *uid);
+/* Is oop's change already in the latest online snapshot? */
+bool hub_cluster_online_stale(struct hub_cluster *c,
+                              const struct hub_cluster_onop *oop);
+/* Free an online op's payload (NULL: nothing). */
+void hub_cluster_onop_free(struct hub_cluster_onop *oop);
+
 /* Is dop's effect already in the latest REJOIN snapshot? */
 bool hub_cluster_dir_stale(struct hub_cluster *c,
                            const struct hub_cluster_dirop *dop);

@@ -17,7 +17,8 @@ static const unsigned char magic[4] = { 'L', 'D', 'B', '1' };
 static bool in_bounds(const struct hub_envelope *e)
 {
     if (e->kind != HUB_ENV_EVENT && e->kind != HUB_ENV_TERMINATE &&
-        e->kind != HUB_ENV_CACHE && e->kind != HUB_ENV_COUNT)
+        e->kind != HUB_ENV_CACHE && e->kind != HUB_ENV_COUNT &&
+        e->kind != HUB_ENV_SCRIPT)
         return false;
     if ((e->kind == HUB_ENV_CACHE) != (e->ttl_ms != 0) ||
         e->ttl_ms > HUB_ENV_MAX_TTL)

@@ -2,6 +2,8 @@
  * hub/envelope.h - what one node sends another through the broker: a
  * publication (a sealed frame's payload) or a terminate order, with what
  * the receiver needs to deliver it exactly as the origin would have.
+ * Kind 5 is built by Lua in Redis (server/redis_online_lua.h) in this
+ * same layout.
  *
  * Wire layout (all integers big-endian, every length checked on decode):
  *   "LDB1"            magic and version (4 bytes)
@@ -9,7 +11,10 @@
  *                     event on a cache channel that every node keeps as
  *                     the channel's last event, hub/ccache.h), 4 =
  *                     count notice (the channel's subscription count
- *                     changed on the origin; no payload, hub/subcount.h)
+ *                     changed on the origin; no payload, hub/subcount.h),
+ *                     5 = script event (an event a Redis script published,
+ *                     server/redis_online_lua.h: delivered by every node,
+ *                     the origin's too; epoch and seq 0, not numbered)
  *   u8  flags         bit 0: excl socket id set
  *   u16 origin_len    then origin bytes (the node id, 1..255)
  *   u64 epoch         the origin's run (changes on restart or seq reset)
@@ -36,6 +41,7 @@
 #define HUB_ENV_TERMINATE 2
 #define HUB_ENV_CACHE 3
 #define HUB_ENV_COUNT 4
+#define HUB_ENV_SCRIPT 5
 
 #define HUB_ENV_MAX_ORIGIN 255
 #define HUB_ENV_MAX_APP 255

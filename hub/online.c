@@ -233,6 +233,7 @@ int hub_online_signin(struct hub_online *o, unsigned app, const char *user,
                       const struct hub_online_cb *cb, size_t *over)
 {
     struct onode *u;
+    bool shared;
     int rc = 0;
 
     pthread_mutex_lock(&o->mu);
@@ -248,10 +249,13 @@ int hub_online_signin(struct hub_online *o, unsigned app, const char *user,
         pthread_mutex_unlock(&o->mu);
         return rc;
     }
-    if (new_conn && ++u->conns == 1 && cb && cb->edge)
+    shared = cb && cb->shared &&
+             cb->shared(cb->ctx, app, u->id, true, new_conn && !u->conns,
+                        w && w->replace ? w : NULL);
+    if (new_conn && ++u->conns == 1 && cb && cb->edge && !shared)
         for (uint32_t i = 0; i < u->n_watchers; i++)
             cb->edge(cb->ctx, app, u->watchers[i]->id, u->id, true);
-    if (cb && cb->initial)
+    if (cb && cb->initial && !shared)
         for (uint32_t i = 0; i < u->n_watching; i++)
             if (u->watching[i]->conns)
                 cb->initial(cb->ctx, u->watching[i]->id);
@@ -268,11 +272,41 @@ void hub_online_signout(struct hub_online *o, unsigned app, const char *user,
     pthread_mutex_lock(&o->mu);
     u = find(o, app, user);
     if (u && u->conns && --u->conns == 0) {
-        if (cb && cb->edge)
+        bool shared = cb && cb->shared &&
+                      cb->shared(cb->ctx, app, u->id, false, false, NULL);
+
+        if (cb && cb->edge && !shared)
             for (uint32_t i = 0; i < u->n_watchers; i++)
                 cb->edge(cb->ctx, app, u->watchers[i]->id, u->id, false);
         unwatch_all(o, u);
         gc(o, u);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+void hub_online_visit(struct hub_online *o, void (*begin)(void *bctx),
+                      void *bctx,
+                      void (*user)(void *ctx, unsigned app, const char *id,
+                                   const char *const *ids, size_t n),
+                      void *ctx)
+{
+    struct hub_chan_node *n;
+
+    pthread_mutex_lock(&o->mu);
+    if (begin)
+        begin(bctx);
+    for (n = hub_chantab_next(&o->t, NULL); n; n = hub_chantab_next(&o->t, n)) {
+        struct onode *x = onode_of(n);
+        const char **ids = NULL;
+
+        if (!x->conns)
+            continue;
+        if (x->n_watching)
+            ids = malloc(x->n_watching * sizeof(*ids));
+        for (uint32_t i = 0; ids && i < x->n_watching; i++)
+            ids[i] = x->watching[i]->id;
+        user(ctx, x->node.app, x->id, ids, ids ? x->n_watching : 0);
+        free(ids);
     }
     pthread_mutex_unlock(&o->mu);
 }

@@ -15,6 +15,13 @@
  * the list goes when the user's last connection does. Only online users
  * watch, so every watcher reported is online.
  *
+ * With several nodes (hub/backplane.h dir->online, while Redis is up) the
+ * registry still counts this process's connections and links, but hands
+ * each change to the directory (cb->shared), which decides the edges
+ * cluster-wide and tells the watchers itself (docs/SCALING.md,
+ * "Watchlists and online state"); the local edges are the answer while
+ * the broker is away.
+ *
  * Touched on signin and on a signed-in session's end, never per message.
  * Pure: no session, loop or frame; the caller turns the callbacks into
  * messages. Thread: any; one mutex.
@@ -28,6 +35,8 @@
 
 struct hub_online;
 
+struct hub_watchlist;
+
 /* What the registry reports. Both run under the registry's mutex: they
  * must not call back into it (and should only queue). */
 struct hub_online_cb {
@@ -37,6 +46,17 @@ struct hub_online_cb {
     /* At signin: one of the signing user's watched users that is online. */
     void (*initial)(void *ctx, const char *user);
     void *ctx;
+    /*
+     * Optional: a registry shared by several processes (the cluster's,
+     * hub/backplane.h dir->online). Called under the mutex, in the order
+     * of the changes: at every signin (first: the user's first connection
+     * here; w: the signin's watchlist, NULL when it carried none) and at
+     * the user's last signout here (signin false). True when it tells the
+     * watchers and the signing user itself: edge and initial are then not
+     * called for this change.
+     */
+    bool (*shared)(void *ctx, unsigned app, const char *user, bool signin,
+                   bool first, const struct hub_watchlist *w);
 };
 
 /* A signin's watchlist. ids: distinct, non-empty strings (the caller
@@ -69,6 +89,19 @@ int hub_online_signin(struct hub_online *o, unsigned app, const char *user,
  */
 void hub_online_signout(struct hub_online *o, unsigned app, const char *user,
                         const struct hub_online_cb *cb);
+
+/*
+ * Every online user (conns > 0) with the ids it watches (borrowed for the
+ * call; NULL, 0 when out of memory), under the mutex; begin(ctx) first,
+ * under the mutex too (a snapshot's generation: changes reported through
+ * cb->shared before it are in the visit, those after are not), with
+ * bctx.
+ */
+void hub_online_visit(struct hub_online *o, void (*begin)(void *bctx),
+                      void *bctx,
+                      void (*user)(void *ctx, unsigned app, const char *id,
+                                   const char *const *ids, size_t n),
+                      void *ctx);
 
 /* For tests and /stats: the user's connection count (0 = offline). */
 uint32_t hub_online_conns(struct hub_online *o, unsigned app,

@@ -14,6 +14,12 @@
  * The initial state (watched users online now) goes to the signing
  * session alone, after the registry call: an edge decided later from
  * another loop reaches this loop's inbox, behind it.
+ *
+ * In a cluster (--redis, while Redis is up) the registry hands each change
+ * to the directory instead (on_shared): Redis decides the edges and
+ * publishes them and the initial state (docs/SCALING.md, "Watchlists and
+ * online state"); the registry still counts this node's own, the answer
+ * while Redis is away.
  */
 #include "hub/watchlist.h"
 
@@ -86,6 +92,21 @@ static void on_edge(void *arg, unsigned app, const char *watcher,
         return;
     }
     HUB_STAT_ADD(l->stats.watchlist_events, 1);
+}
+
+/* Under the registry's mutex: a cluster-wide directory takes the change
+ * (and then tells the watchers and the user itself, through Redis). */
+static bool on_shared(void *arg, unsigned app, const char *user, bool signin,
+                      bool first, const struct hub_watchlist *w)
+{
+    struct ctx *c = arg;
+    const struct hub_online_change ch = {
+        .app = app, .user = user, .signin = signin, .first = first,
+        .replace = w != NULL, .ids = w ? w->ids : NULL, .n = w ? w->n : 0,
+        .max_watchers = c->s->app->max_watchers,
+    };
+
+    return hub_dir_online(c->s->loop->hub, &ch);
 }
 
 static void on_initial(void *arg, const char *user)
@@ -184,7 +205,7 @@ int hub_watchlist_signin(struct hub_session *s, json_t *ud)
     struct hub_loop *l = s->loop;
     struct hub_online *o = l->hub->online;
     struct ctx c = { s, NULL, false };
-    const struct hub_online_cb cb = { on_edge, on_initial, &c };
+    const struct hub_online_cb cb = { on_edge, on_initial, &c, on_shared };
     struct hub_watchlist w;
     const char **ids;
     size_t over = 0;
@@ -245,7 +266,7 @@ void hub_watchlist_signout(struct hub_session *s)
 {
     struct hub_loop *l = s->loop;
     struct ctx c = { s, NULL, false };
-    const struct hub_online_cb cb = { on_edge, NULL, &c };
+    const struct hub_online_cb cb = { on_edge, NULL, &c, on_shared };
 
     if (!s->online_counted || !l || !l->hub->online || !s->user_id)
         return;

@@ -17,8 +17,9 @@
 
 struct hub_wh_event;
 
-/* Entries an app's stream holds at most; past it an XADD is refused and
- * counted (the "dropped" field of <prefix>:whn:<app>). */
+/* Entries an app's stream holds at most by default
+ * (--webhook-stream-max); past it an XADD is refused and counted (the
+ * "dropped" field of <prefix>:whn:<app>). */
 #define HUB_WHS_MAX_ENTRIES 100000
 /* Entries read per XREADGROUP (and so per batch at most). */
 #define HUB_WHS_READ_COUNT 20

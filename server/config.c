@@ -46,6 +46,7 @@ static const char *const srv__log_levels[] = {
 };
 static const char *const srv__log_formats[] = {"text", "json", NULL};
 static const char *const srv__event_loops[] = {"libev", "poll", NULL};
+static const char *const srv__off_on[] = {"off", "on", NULL};
 
 #define SRV_CFG(field) offsetof(struct srv_config, field), \
     sizeof(((struct srv_config *)0)->field), NULL
@@ -172,8 +173,14 @@ static const struct srv_option_desc srv_options[] = {
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "
-     "that much memory per connection.",
+     "that much memory per connection. With ws_direct_read on, only TLS "
+     "sessions read this way.",
      NULL, 64, 65536, 0, SRV_CFG(ws_rx_buffer)},
+    {"ws_direct_read", SRV_OPT_ENUM, SRV_ALL, 0, "on", NULL,
+     "Read established plain-TCP WebSockets with one 64 KiB read per loop "
+     "pass instead of lws's ws_rx_buffer-sized ones (libev only; TLS "
+     "sessions always read through lws).",
+     srv__off_on, 0, 0, 0, SRV_CFG(ws_direct_read)},
     {"auth_timestamp_window", SRV_OPT_SECONDS, SRV_ALL, 0, "600s", NULL,
      "REST auth_timestamp must be this close to now, in whole seconds; "
      "0 skips the check.",
@@ -229,6 +236,10 @@ static const struct srv_option_desc srv_options[] = {
      "Bytes of webhook batches held (and stored) at once; past it new "
      "batches are dropped and counted.",
      NULL, 65536, UINT64_C(1) << 34, 0, SRV_CFG(webhook_max_pending)},
+    {"webhook_stream_max", SRV_OPT_UINT, SRV_ALL, 0, "100000", "N",
+     "With --redis: entries an app's webhook stream in Redis holds at "
+     "most; past it new events are dropped and counted.",
+     NULL, 1000, 10000000, 0, SRV_CFG(webhook_stream_max)},
     {"webhook_dead_letters", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
      "Print the dead-lettered webhook batches in --state-dir as JSON lines, "
      "then exit.",

@@ -67,6 +67,7 @@ struct srv_config {
     uint64_t cache_max_bytes;   /* per app; default 16 MiB; 0 = no cap */
     uint64_t subscription_count_interval_ms; /* default 1 s */
     uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
+    int ws_direct_read;        /* 1: the read bypass (server/direct.h) */
 
     /* REST. */
     uint64_t auth_timestamp_window_s; /* default 600; 0 = not checked */
@@ -97,6 +98,7 @@ struct srv_config {
     uint64_t webhook_retry_window_ms; /* then dead letter, default 5m */
     uint64_t webhook_backoff_max_ms;  /* retry backoff cap, default 60s */
     uint64_t webhook_max_pending;  /* bytes of batches held, default 64MiB */
+    uint32_t webhook_stream_max;   /* --redis: entries per app's stream */
     bool webhook_dead_letters;     /* --webhook-dead-letters: list, exit */
     char *webhook_replay;          /* --webhook-replay ID|all: then exit */
     /* Scale-out (docs/SCALING.md). */

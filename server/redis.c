@@ -712,6 +712,7 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
         case HUB_COP_JOIN:
         case HUB_COP_LEAVE:
         case HUB_COP_QUERY:
+        case HUB_COP_ONLINE:
             if (r->dir && srv_redis_dir_op(r->dir, op))
                 continue; /* held until its channel is confirmed */
             break;

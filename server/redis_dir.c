@@ -25,6 +25,9 @@ static const char *const script_text[SRV_SCRIPT_N] = {
     [SRV_SCRIPT_MEMBERS] = SRV_LUA_MEMBERS,
     [SRV_SCRIPT_REJOIN] = SRV_LUA_REJOIN,
     [SRV_SCRIPT_REJOIN_SWEEP] = SRV_LUA_REJOIN_SWEEP,
+    [SRV_SCRIPT_ONLINE_SIGNIN] = SRV_LUA_ONLINE_SIGNIN,
+    [SRV_SCRIPT_ONLINE_SIGNOUT] = SRV_LUA_ONLINE_SIGNOUT,
+    [SRV_SCRIPT_ONLINE_REJOIN] = SRV_LUA_ONLINE_REJOIN,
 };
 
 /* A presence view to refresh once its member channel is confirmed. */
@@ -56,6 +59,7 @@ struct srv_redis_dir {
         unsigned chunks, left;     /* chunks sent; still unanswered */
         bool sent_all, failed;
         long long tot[5];          /* subs, channels, members, +, - */
+        long long on[2];           /* online users, appeared */
         char *tok;                 /* the old share's reap token */
     } rj;
 };
@@ -68,6 +72,8 @@ enum purpose {
     P_REJOIN,
     P_REJOIN_SWEEP,
     P_REFRESH,
+    P_ONLINE,                      /* a signin or signout script */
+    P_ONLINE_REJOIN,               /* a chunk of the online REJOIN */
 };
 
 /* One script call in flight: its arguments are kept for a NOSCRIPT
@@ -272,7 +278,13 @@ static void call_failed(struct call *k)
         hub_cluster_dir_local(d->c, k->dop);
         k->dop = NULL;
         break;
+    case P_ONLINE:
+        /* Its watchers are told nothing now; the next REJOIN's resync
+         * corrects what they show. */
+        stat_add(&d->st->lost, 1);
+        break;
     case P_REJOIN:
+    case P_ONLINE_REJOIN:
         if (k->gen == d->rj.gen) {
             d->rj.failed = true;
             d->rj.left--;
@@ -541,6 +553,42 @@ static void got_sweep(struct call *k, const redisReply *rep)
     rejoin_step(d);
 }
 
+/* A signin's {edge, online, skipped} or a signout's {edge}. */
+static void got_online(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+        !is_int(rep->element[0])) {
+        stat_add(&d->st->bad, 1);
+        return;
+    }
+    if (rep->element[0]->integer > 0)
+        stat_add(&d->st->online_edges, 1);
+    if (rep->elements >= 3 && is_int(rep->element[2]) &&
+        rep->element[2]->integer > 0)
+        stat_add(&d->st->watch_skipped,
+                 (uint64_t)rep->element[2]->integer);
+}
+
+/* A chunk of the online REJOIN answered: {users, appeared}. */
+static void got_online_rejoin(struct call *k, const redisReply *rep)
+{
+    struct srv_redis_dir *d = k->d;
+
+    if (k->gen != d->rj.gen)
+        return;
+    d->rj.left--;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
+        !is_int(rep->element[0]) || !is_int(rep->element[1])) {
+        d->rj.failed = true;
+    } else {
+        d->rj.on[0] += rep->element[0]->integer;
+        d->rj.on[1] += rep->element[1]->integer;
+    }
+    rejoin_step(d);
+}
+
 static void got_refresh(struct call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
@@ -604,6 +652,12 @@ static void call_cb(redisAsyncContext *ac, void *reply, void *priv)
     case P_REFRESH:
         got_refresh(k, rep);
         break;
+    case P_ONLINE:
+        got_online(k, rep); /* the script published what it decided */
+        break;
+    case P_ONLINE_REJOIN:
+        got_online_rejoin(k, rep);
+        break;
     }
     call_free(k);
 }
@@ -648,10 +702,11 @@ static void keys7(struct call *k, const struct hub_cluster_dirop *dop,
 }
 
 /* The webhook ARGV tail: the delay and the stream's bound. */
-static void wh_args(struct call *k, uint64_t delay_ms)
+static void wh_args(struct srv_redis_dir *d, struct call *k,
+                    uint64_t delay_ms)
 {
     argf(k, "%llu", (unsigned long long)delay_ms);
-    argf(k, "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+    argf(k, "%u", hub_cluster_wh_max(d->c));
 }
 
 static void send_members(struct srv_redis_dir *d, struct call *k,
@@ -702,7 +757,7 @@ static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         key_chan(k, "m", dop->app_id, dop->name, dop->len);
     }
     if (wh)
-        wh_args(k, delay);
+        wh_args(d, k, delay);
     call_send(k);
 }
 
@@ -731,7 +786,7 @@ static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         key_chan(k, "m", dop->app_id, dop->name, dop->len);
     }
     if (wh)
-        wh_args(k, delay);
+        wh_args(d, k, delay);
     call_send(k);
 }
 
@@ -800,10 +855,77 @@ static void park(struct srv_redis_dir *d, struct hub_cluster_op *op)
     d->parked_tail = &op->next;
 }
 
+/* An online change's script (docs/SCALING.md, "Watchlists and online
+ * state"); takes oop. */
+static void run_online(struct srv_redis_dir *d, struct hub_cluster_onop *oop)
+{
+    bool first = oop->first, replace = oop->replace;
+    struct call *k;
+
+    if (hub_cluster_online_stale(d->c, oop)) {
+        /* In the latest online snapshot already: a signout has nothing
+         * left to do, a signin still owes the user its initial state. */
+        if (!oop->signin) {
+            hub_cluster_onop_free(oop);
+            return;
+        }
+        first = replace = false;
+    }
+    k = call_new(d, oop->signin ? SRV_SCRIPT_ONLINE_SIGNIN
+                                : SRV_SCRIPT_ONLINE_SIGNOUT,
+                 P_ONLINE, NULL);
+    if (!k) {
+        stat_add(&d->st->lost, 1);
+        hub_cluster_onop_free(oop);
+        return;
+    }
+    arg(k, "0");
+    arg(k, hub_cluster_prefix(d->c));
+    arg(k, d->node);
+    arg(k, oop->app_id);
+    arg(k, oop->uid);
+    if (oop->signin) {
+        arg(k, first ? "1" : "0");
+        arg(k, replace ? "1" : "0");
+        argf(k, "%u", (unsigned)oop->max_watchers);
+        arg(k, oop->full ? "1" : "0");
+        argf(k, "%zu", replace ? oop->n : (size_t)0);
+        for (size_t i = 0; replace && i < oop->n; i++)
+            arg(k, oop->ids[i]);
+    }
+    hub_cluster_onop_free(oop);
+    call_send(k);
+}
+
+/* An ONLINE op: a signin waits until Redis confirmed the SUBSCRIBE of the
+ * user's channel (its initial state is published there), and nothing of a
+ * user overtakes a parked op of that user. True when op is kept. */
+static bool online_in(struct srv_redis_dir *d, struct hub_cluster_op *op)
+{
+    struct hub_cluster_onop *oop = op->oop;
+
+    if (!oop)
+        return false;
+    if (!d->cmd_fn(d->r)) {
+        stat_add(&d->st->lost, 1);
+        return false;
+    }
+    if ((oop->signin && !d->confirmed_fn(d->r, op->rchan, op->rchan_len)) ||
+        parked_on(d, op->rchan, op->rchan_len)) {
+        park(d, op);
+        return true;
+    }
+    op->oop = NULL;
+    run_online(d, oop);
+    return false;
+}
+
 bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op)
 {
     struct hub_cluster_dirop *dop = op->dop;
 
+    if (op->kind == HUB_COP_ONLINE)
+        return online_in(d, op);
     if (!dop)
         return false;
     if (!d->cmd_fn(d->r)) {
@@ -884,7 +1006,15 @@ void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
     for (; op; op = next) {
         next = op->next;
         op->next = NULL;
-        if (op->rchan_len == len && !memcmp(op->rchan, name, len)) {
+        if (op->rchan_len == len && !memcmp(op->rchan, name, len) &&
+            op->kind == HUB_COP_ONLINE) {
+            struct hub_cluster_onop *oop = op->oop;
+
+            op->oop = NULL;
+            if (oop)
+                run_online(d, oop);
+            hub_cluster_op_free(op);
+        } else if (op->rchan_len == len && !memcmp(op->rchan, name, len)) {
             struct hub_cluster_dirop *dop = op->dop;
 
             op->dop = NULL;
@@ -911,7 +1041,10 @@ void srv_redis_dir_down(struct srv_redis_dir *d)
 
         next = op->next;
         op->dop = NULL;
-        hub_cluster_dir_local(d->c, dop);
+        if (dop)
+            hub_cluster_dir_local(d->c, dop);
+        else
+            stat_add(&d->st->lost, 1); /* an online op: the resync mends */
         hub_cluster_op_free(op);
     }
     refresh_clear(d);
@@ -1009,6 +1142,109 @@ static void view_one(void *ctx, unsigned app, const char *name, size_t len)
     d->refresh = f;
 }
 
+/* The online share for REJOIN (docs/SCALING.md, "Watchlists and online
+ * state"): per user (app id, uid, n ids, ids...) in args, the argument
+ * ranges in ent. */
+struct oshare {
+    struct srv_redis_dir *d;
+    struct call *args;             /* argument list only */
+    struct oent {
+        unsigned app;
+        int at, n;                 /* args->argv[at .. at + n) */
+    } *ent;
+    size_t n, cap;
+    bool oom;
+};
+
+static void share_online(void *ctx, unsigned app, const char *id,
+                         const char *const *ids, size_t n)
+{
+    struct oshare *os = ctx;
+    const char *aid = hub_cluster_app_id(os->d->c, app);
+    int at = os->args->argc;
+
+    if (!aid || os->oom)
+        return;
+    if (os->n == os->cap) {
+        size_t cap = os->cap ? os->cap * 2 : 64;
+        struct oent *v = realloc(os->ent, cap * sizeof(*v));
+
+        if (!v) {
+            os->oom = true;
+            return;
+        }
+        os->ent = v;
+        os->cap = cap;
+    }
+    arg(os->args, aid);
+    arg(os->args, id);
+    argf(os->args, "%zu", n);
+    for (size_t i = 0; i < n; i++)
+        arg(os->args, ids[i]);
+    if (os->args->oom) {
+        os->oom = true;
+        return;
+    }
+    os->ent[os->n++] = (struct oent){ app, at, os->args->argc - at };
+}
+
+/* The online half of a REJOIN, right after the directory's chunks (the
+ * first of which moved the old share aside): chunks of at most
+ * SRV_REJOIN_CHUNK users (and about 8 * SRV_REJOIN_CHUNK arguments), then
+ * each user's resync once its channel is confirmed. */
+static void rejoin_online(struct srv_redis_dir *d)
+{
+    struct oshare os = { d, calloc(1, sizeof(struct call)), NULL, 0, 0,
+                         false };
+    size_t i = 0;
+
+    if (!os.args) {
+        d->rj.failed = true;
+        return;
+    }
+    os.args->d = d;
+    hub_cluster_online_snapshot(d->c, share_online, &os);
+    if (os.oom)
+        d->rj.failed = true;
+    while (!d->rj.failed && i < os.n) {
+        struct call *k = call_new(d, SRV_SCRIPT_ONLINE_REJOIN,
+                                  P_ONLINE_REJOIN, NULL);
+        size_t j = i;
+        int nargs = 0;
+
+        if (!k) {
+            d->rj.failed = true;
+            break;
+        }
+        while (j < os.n && j - i < SRV_REJOIN_CHUNK &&
+               (j == i || nargs + os.ent[j].n <= 8 * SRV_REJOIN_CHUNK))
+            nargs += os.ent[j++].n;
+        k->gen = d->rj.gen;
+        arg(k, "0");
+        arg(k, hub_cluster_prefix(d->c));
+        arg(k, d->node);
+        argf(k, "%zu", j - i);
+        for (; i < j; i++)
+            for (int a = 0; a < os.ent[i].n; a++)
+                arg_n(k, os.args->argv[os.ent[i].at + a],
+                      os.args->argvlen[os.ent[i].at + a]);
+        d->rj.chunks++;
+        d->rj.left++;
+        call_send(k); /* a failure here counts down at once */
+    }
+    /* The resyncs: every user's watched users as Redis has them after the
+     * chunks (a user swept away later gets its offline edge after this). */
+    for (i = 0; !d->rj.failed && i < os.n; i++) {
+        struct hub_cluster_op *op = hub_cluster_online_state_op(
+            d->c, os.ent[i].app, os.args->argv[os.ent[i].at + 1]);
+
+        if (op && !online_in(d, op))
+            hub_cluster_op_free(op);
+    }
+    free(os.ent);
+    call_free(os.args);
+}
+
 /* The next step of the REJOIN in progress, once its chunks are all
  * answered: one sweep step while the old share has a rest, then the end
  * (the one log line, the views' lists). */
@@ -1048,6 +1284,11 @@ static void rejoin_step(struct srv_redis_dir *d)
                 "%lld left cluster-wide)",
                 d->rj.tot[0], d->rj.tot[1], d->rj.tot[2], d->rj.tot[3],
                 d->rj.tot[4]);
+        if (d->rj.on[0])
+            srv_log(HUB_LOG_INFO, 0,
+                    "backplane: rejoined online state: %lld signed-in "
+                    "users (%lld came online cluster-wide)",
+                    d->rj.on[0], d->rj.on[1]);
         /* The totals moved: subscription counts are read anew. */
         hub_cluster_counts_refresh(d->c);
     }
@@ -1069,6 +1310,7 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
     d->rj.chunks = d->rj.left = 0;
     d->rj.sent_all = d->rj.failed = false;
     memset(d->rj.tot, 0, sizeof(d->rj.tot));
+    memset(d->rj.on, 0, sizeof(d->rj.on));
     free(d->rj.tok);
     d->rj.tok = NULL;
     refresh_clear(d);
@@ -1121,6 +1363,8 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
     }
     call_free(sh.subs);
     call_free(sh.mem);
+    if (!d->rj.failed)
+        rejoin_online(d);
     d->rj.sent_all = true;
     rejoin_step(d);
 }

@@ -396,7 +396,7 @@ static void reap_next(struct srv_lease *l)
         if (hub_cluster_wh_redis(l->cluster, l->apps[i].index, &d))
             av[n++] = l->apps[i].id;
     snprintf(delay, sizeof(delay), "%" PRIu64, d);
-    snprintf(bound, sizeof(bound), "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+    snprintf(bound, sizeof(bound), "%u", hub_cluster_wh_max(l->cluster));
     av[4] = delay;
     av[5] = bound;
     if (run_script(l, S_REAP, reap_reply, l, n, av) == 0)

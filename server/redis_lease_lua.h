@@ -12,6 +12,8 @@
 #ifndef SRV_REDIS_LEASE_LUA_H
 #define SRV_REDIS_LEASE_LUA_H
 
+#include "server/redis_online_lua.h"
+
 /*
  * claim(dead): move a node's share out of the way under a new token, in
  * one step, so that the node (back from a pause) can register afresh
@@ -22,7 +24,7 @@
     "local p, me = ARGV[1], ARGV[2] "                                         \
     "local function claim(dead, apps) "                                       \
     "  local tok = dead .. ':' .. redis.call('INCR', p .. ':reapseq') "       \
-    "  for _, k in ipairs({'ns', 'nm'}) do "                                  \
+    "  for _, k in ipairs({'ns', 'nm', 'no'}) do "                            \
     "    local src = p .. ':' .. k .. ':' .. dead "                           \
     "    if redis.call('EXISTS', src) == 1 then "                             \
     "      redis.call('RENAME', src, p .. ':rp:' .. tok .. ':' .. k) "        \
@@ -59,7 +61,8 @@ static const char lease_lua_tick[] =
     "if reg == '1' then "
     "  if member == 0 then st = 'reaped' end "
     "elseif member == 1 or redis.call('EXISTS', p .. ':ns:' .. me, "
-    "       p .. ':nm:' .. me, p .. ':ni:' .. me) > 0 then "
+    "       p .. ':nm:' .. me, p .. ':ni:' .. me, p .. ':no:' .. me) > 0 "
+    "       then "
     /* An earlier run of this node id left state: reap it ourselves. */
     "  claimed[#claimed + 1] = me "
     "  claimed[#claimed + 1] = claim(me, apps) "
@@ -121,6 +124,7 @@ static const char lease_lua_leave[] =
  * uid ""). "lost": another node took the token over.
  */
 static const char lease_lua_reap[] =
+    SRV_LUA_WL_PRELUDE
     "local p, me, tok, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]) "
     "local lock = p .. ':reap:' .. tok "
     "if redis.call('GET', lock) ~= me then return {'lost', 0, 0, {}} end "
@@ -192,6 +196,13 @@ static const char lease_lua_reap[] =
     "  redis.call('HDEL', nmk, f[i]) "
     "  used = used + 1 "
     "end "
+    "local nok = p .. ':rp:' .. tok .. ':no' "
+    "f = take(nok) "
+    "for i = 1, #f, 2 do "
+    "  wl_down(p, me, f[i]) "
+    "  redis.call('HDEL', nok, f[i]) "
+    "  used = used + 1 "
+    "end "
     "f = take(nsk) "
     "for i = 1, #f, 2 do "
     "  local a, c = string.match(f[i], '^([^\\31]*)\\31(.*)$') "
@@ -208,7 +219,7 @@ static const char lease_lua_reap[] =
     "  redis.call('HDEL', nsk, f[i]) "
     "  used = used + 1 "
     "end "
-    "if redis.call('EXISTS', nmk, nsk) > 0 then "
+    "if redis.call('EXISTS', nmk, nsk, nok) > 0 then "
     "  return {'more', subs, mems, edges} "
     "end "
     "redis.call('SREM', p .. ':reaping', tok) "

@@ -20,6 +20,8 @@
 #ifndef SRV_REDIS_SCRIPTS_H
 #define SRV_REDIS_SCRIPTS_H
 
+#include "server/redis_online_lua.h"
+
 enum srv_script {
     SRV_SCRIPT_JOIN,
     SRV_SCRIPT_LEAVE,
@@ -28,6 +30,10 @@ enum srv_script {
     SRV_SCRIPT_MEMBERS,
     SRV_SCRIPT_REJOIN,
     SRV_SCRIPT_REJOIN_SWEEP,
+    /* Online state and watchlists (server/redis_online_lua.h). */
+    SRV_SCRIPT_ONLINE_SIGNIN,
+    SRV_SCRIPT_ONLINE_SIGNOUT,
+    SRV_SCRIPT_ONLINE_REJOIN,
     SRV_SCRIPT_N,
 };
 
@@ -209,7 +215,7 @@ enum srv_script {
     "local tok\n"                                                            \
     "if first == '1' then\n"                                                 \
     "  tok = node..':'..redis.call('INCR', P..':reapseq')\n"                 \
-    "  for _, k in ipairs({'ns', 'nm'}) do\n"                                \
+    "  for _, k in ipairs({'ns', 'nm', 'no'}) do\n"                          \
     "    local src = P..':'..k..':'..node\n"                                 \
     "    if redis.call('EXISTS', src) == 1 then\n"                           \
     "      redis.call('RENAME', src, P..':rp:'..tok..':'..k)\n"              \
@@ -298,6 +304,7 @@ enum srv_script {
  * {"more"|"done"|"lost", removed}; "lost": the lock lapsed and another
  * node's reaper has the token now (it finishes the job). */
 #define SRV_LUA_REJOIN_SWEEP                                                 \
+    SRV_LUA_WL_PRELUDE                                                       \
     "local P, node, tok, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])\n"\
     "local lock = P..':reap:'..tok\n"                                        \
     "if redis.call('GET', lock) ~= node then return {'lost', 0} end\n"       \
@@ -341,6 +348,13 @@ enum srv_script {
     "  redis.call('HDEL', nmk, f[i])\n"                                      \
     "  used = used + 1\n"                                                    \
     "end\n"                                                                  \
+    "local nok = P..':rp:'..tok..':no'\n"                                    \
+    "f = take(nok)\n"                                                        \
+    "for i = 1, #f, 2 do\n"                                                  \
+    "  wl_down(P, node, f[i])\n"                                             \
+    "  redis.call('HDEL', nok, f[i])\n"                                      \
+    "  used = used + 1\n"                                                    \
+    "end\n"                                                                  \
     "f = take(nsk)\n"                                                        \
     "for i = 1, #f, 2 do\n"                                                  \
     "  local a, c = string.match(f[i], '^([^\\31]*)\\31(.*)$')\n"             \
@@ -349,7 +363,9 @@ enum srv_script {
     "  redis.call('HDEL', nsk, f[i])\n"                                      \
     "  used = used + 1\n"                                                    \
     "end\n"                                                                  \
-    "if redis.call('EXISTS', nmk, nsk) > 0 then return {'more', removed} end\n"\
+    "if redis.call('EXISTS', nmk, nsk, nok) > 0 then\n"                      \
+    "  return {'more', removed}\n"                                            \
+    "end\n"                                                                  \
     "redis.call('SREM', P..':reaping', tok)\n"                               \
     "redis.call('DEL', lock)\n"                                              \
     "if redis.call('GET', P..':rjtok:'..node) == tok then\n"                 \

@@ -105,6 +105,7 @@ int srv_apps_reload(struct srv *srv)
     if (!d.added && !d.removed && !d.changed) {
         /* Webhooks are not part of the table's diff: the sender may still
          * have something to change. */
+        srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
         srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
         hub_apptab_discard(next);
         srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
@@ -123,6 +124,8 @@ int srv_apps_reload(struct srv *srv)
             goto out;
         }
     }
+    /* And which of the apps' edges its scripts queue for the webhooks. */
+    srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
     ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
     ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
     ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));

@@ -91,6 +91,14 @@ void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
                          struct hub_app *const *idx, unsigned n,
                          unsigned n_index);
 
+/* Main thread, with --redis, before a reload publishes its apps (same
+ * arguments as srv_webhooks_reload): the join / leave / reap scripts
+ * start queueing in Redis the edges of the apps it adds (or whose
+ * webhooks now want edges), before any loop can see them. */
+void srv_webhooks_reload_prepare(struct srv *srv, const struct hub_app *apps,
+                                 struct hub_app *const *idx, unsigned n,
+                                 unsigned n_index);
+
 /* /stats: the "webhooks" object (new reference; NULL when none). */
 json_t *srv_webhooks_stats_json(struct srv *srv);
 /* /metrics: append the webhook families (nothing when none). */

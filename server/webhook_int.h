@@ -119,6 +119,9 @@ void srv_whs_free(struct srv_wh *wh);
 /* An endpoint made or retired (its stream state). -1 out of memory. */
 int srv_whs_ep_init(struct srv_wh *wh, struct endpoint *ep);
 void srv_whs_ep_fini(struct endpoint *ep);
+/* ep is being removed by a reload: the entries it read but has not
+ * batched yet become a batch at the tail of its FIFO. */
+void srv_whs_ep_flush(struct srv_wh *wh, struct endpoint *ep);
 /* The events popped from the loops' queue: client events and cache
  * misses go to the app's stream while Redis answers; the rest (and
  * everything when it does not) is returned for the local engine. */

@@ -714,14 +714,25 @@ static unsigned ep_retire(struct srv_wh *wh, struct endpoint *ep,
     }
     curl_slist_free_all(ep->hdrs);
     mac_drop(ep);
+    /* From the cluster's stream: what is read but not yet batched becomes
+     * a batch, to be dead-lettered with the rest. */
+    if (why)
+        srv_whs_ep_flush(wh, ep);
     while (ep->head) {
         struct batch *b = ep->head;
 
+        /* A stream batch is stored only when it becomes a dead letter. */
+        if (why && wh->store && b->acks && !b->id)
+            store_add(wh, ep, b);
         if (why && wh->store && b->id) {
             store_tx(wh);
             if (srv_wh_store_dead(wh->store, b->id, wall, b->attempts, why))
                 atomic_fetch_add(&wh->store_errors, 1);
         }
+        /* Its entries leave the group's pending list (the lease holder
+         * then destroys the group, server/webhook_stream.c). */
+        if (why && b->acks && srv_whs_holds(wh, ep))
+            srv_whs_done(wh, ep, b);
         n++;
         ep_pop(ep);
     }
@@ -861,6 +872,60 @@ static void wh_free(struct srv_wh *wh)
 
 static struct srv_wh *the_wh;      /* for /stats; set once at start */
 
+/* Does a webhook of app want an edge type (occupied, vacated, added,
+ * removed)? */
+static bool wants_edges(unsigned types)
+{
+    for (unsigned t = HUB_WH_CHANNEL_OCCUPIED; t <= HUB_WH_MEMBER_REMOVED; t++)
+        if (types & HUB_WH_BIT(t))
+            return true;
+    return false;
+}
+
+/*
+ * Main thread: tell the cluster which apps' edges its join / leave / reap
+ * scripts queue in Redis (docs/WEBHOOKS.md, "In a cluster"): those of the
+ * loops' queue (hub_whq_wants, as published last, for n_index app
+ * indices), or (with apps) the union of the current set and apps[0..n)
+ * (their indices idx[j]->index), which a reload publishes before the
+ * loops can see an added app. 0 or -1 when out of memory.
+ */
+static int cluster_mark(struct srv_wh *wh, const struct hub_app *apps,
+                        struct hub_app *const *idx, unsigned n,
+                        unsigned n_index)
+{
+    struct hub_cluster *c = wh->srv->cluster;
+    unsigned na = n_index;
+    bool *in;
+    int rc;
+
+    if (!wh->whs || !c)
+        return 0;
+    in = calloc(na ? na : 1, sizeof(*in));
+    if (!in)
+        return -1;
+    for (unsigned i = 0; i < na; i++)
+        for (unsigned t = HUB_WH_CHANNEL_OCCUPIED;
+             !apps && t <= HUB_WH_MEMBER_REMOVED; t++)
+            if (hub_whq_wants(&wh->q, i, t))
+                in[i] = true;
+    for (unsigned j = 0; apps && j < n; j++) {
+        unsigned i = idx[j]->index;
+
+        if (i < na && apps[j].enabled && wants_edges(apps[j].webhook_types))
+            in[i] = true;
+    }
+    for (unsigned i = 0; apps && i < na; i++)
+        if (hub_cluster_wh_redis(c, i, NULL))
+            in[i] = true;
+    rc = hub_cluster_set_wh(c, in, na, wh->cfg->webhook_delay_ms,
+                            wh->cfg->webhook_stream_max)
+             ? -1
+             : 0;
+    free(in);
+    return rc;
+}
+
 int srv_webhooks_start(struct srv *srv)
 {
     const struct srv_config *cfg = srv->cfg;
@@ -973,25 +1038,12 @@ int srv_webhooks_start(struct srv *srv)
                                  "channel edges; occupied, vacated and "
                                  "member events are not sent");
     if (wh->whs && srv->cluster) {
-        /* The apps whose edges the cluster's scripts queue in Redis: any
-         * webhook of theirs wants an edge type. */
-        unsigned na = wh->view->n;
-        bool *in = calloc(na ? na : 1, sizeof(*in));
-
-        for (unsigned i = 0; in && i < na; i++)
-            for (unsigned t = HUB_WH_CHANNEL_OCCUPIED;
-                 t <= HUB_WH_MEMBER_REMOVED; t++)
-                if (hub_whq_wants(&wh->q, i, t))
-                    in[i] = true;
-        if (!in || hub_cluster_set_wh(srv->cluster, in, na,
-                                      cfg->webhook_delay_ms)) {
-            free(in);
+        if (cluster_mark(wh, NULL, NULL, 0, wh->view->n)) {
             hub_dir_set_edge_hook(srv->hub, NULL, NULL);
             wh_free(wh);
             srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
             return -1;
         }
-        free(in);
         srv_log(HUB_LOG_INFO, 0,
                 "webhooks: durable through redis streams (%s:wh:<app>); "
                 "one node per app sends, holding %s:whl:<app>",
@@ -1069,7 +1121,26 @@ void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
     if (hub_whq_set_wants(&wh->q, v->apps, v->n))
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: the loops keep "
                                 "the event types of before the reload");
+    /* With --redis, from now on exactly the reloaded apps' edges go to
+     * Redis: a removed or disabled app's no longer do. */
+    else if (cluster_mark(wh, NULL, NULL, 0, v->n))
+        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: the cluster's "
+                                "scripts keep queueing the edges of the "
+                                "apps of before the reload");
     curl_multi_wakeup(wh->multi);
+}
+
+void srv_webhooks_reload_prepare(struct srv *srv, const struct hub_app *apps,
+                                 struct hub_app *const *idx, unsigned n,
+                                 unsigned n_index)
+{
+    struct srv_wh *wh = the_wh;
+
+    (void)srv;
+    if (wh && cluster_mark(wh, apps, idx, n, n_index))
+        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: edges of apps "
+                                "this reload adds go to this node's own "
+                                "engine");
 }
 
 #define LD(x) ((json_int_t)atomic_load_explicit(&(x), memory_order_relaxed))

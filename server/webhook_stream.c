@@ -21,7 +21,11 @@
  *   consumer's pending list from id 0 before new entries: a dead holder's
  *   undelivered batches are sent again (receivers deduplicate by event
  *   id, "<app id>-<entry id>");
- * - entries every group has acknowledged are trimmed (XTRIM MINID).
+ * - entries every group has acknowledged are trimmed (XTRIM MINID);
+ * - after a reload (docs/WEBHOOKS.md, "Reloads"): a missing group starts
+ *   at 0 only in a stream without groups, else at $; the holder destroys
+ *   the groups no configured endpoint names; an app that lost its
+ *   webhooks gives its lease up and lets its keys expire (lua_retire).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,15 +50,36 @@
 #define IO_TIMEOUT_MS 500          /* every command; a sender, not a loop */
 #define PUMP_LIMIT "200"           /* delayed edges moved per round */
 #define CLAIM_ROUNDS 1000          /* XAUTOCLAIM pages per takeover */
+#define MAX_STALE 16               /* groups destroyed per trim pass */
 #define MAX_FIFO 2                 /* stream batches waiting per endpoint */
+/* The keys of an app no node sends for any more (removed or disabled by
+ * a reload) expire this long after its last holder let it go, unless a
+ * node that still has it takes the lease (which PERSISTs them). */
+#define RETIRE_TTL_S 3600
 
-/* Renew (1), take (2) or not (0). KEYS lease; ARGV me ms. */
+/* Renew (1), take (2) or not (0). KEYS lease wh whd whn; ARGV me ms.
+ * Taking it cancels an expiry a retiring holder set (lua_retire). */
 static const char lua_lease[] =
     "local v = redis.call('GET', KEYS[1]) "
     "if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end "
     "if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+    "  redis.call('PERSIST', KEYS[2]) redis.call('PERSIST', KEYS[3]) "
+    "  redis.call('PERSIST', KEYS[4]) "
     "  return 2 end "
     "return 0";
+
+/* This node no longer has the app (a reload removed or disabled it):
+ * unless another node holds the lease (it has the app, or lets it go
+ * itself), drop ours and let the keys expire. 1 done, 0 another holds it.
+ * KEYS lease wh whd whn; ARGV me ttl. */
+static const char lua_retire[] =
+    "local v = redis.call('GET', KEYS[1]) "
+    "if v and v ~= ARGV[1] then return 0 end "
+    "if v then redis.call('DEL', KEYS[1]) end "
+    "redis.call('PEXPIRE', KEYS[2], ARGV[2]) "
+    "redis.call('PEXPIRE', KEYS[3], ARGV[2]) "
+    "redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
+    "return 1";
 
 static const char lua_release[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
@@ -109,7 +134,12 @@ struct whs_ep {
 };
 
 struct whs_app {
+    char *id;                      /* once served here; NULL after retire */
     bool held;
+    bool retiring;                 /* gone from the view: lua_retire due */
+    const char *start;             /* where a missing group starts: "0"
+                                      when the stream has no group yet,
+                                      else "$" (a new endpoint) */
     uint64_t renew_ms, trim_ms;
     long long drop_seen;
     bool drop_base, dropping;
@@ -120,6 +150,7 @@ struct srv_whs {
     char *node, *prefix;
     uint64_t lease_ms;
     char lease_txt[24];
+    unsigned max_entries;          /* --webhook-stream-max */
     redisContext *rc;
     uint64_t retry_ms, round_ms;
     uint64_t backoff_ms;           /* until the next connect attempt */
@@ -127,7 +158,8 @@ struct srv_whs {
     struct whs_app *apps;
     unsigned n_apps;
     /* /stats, read from any thread. */
-    atomic_uint_fast64_t added, read, claimed, acked, dropped, held;
+    atomic_uint_fast64_t added, read, claimed, acked, dropped, held, destroyed,
+        released;
     atomic_bool up;                /* rc is connected */
 };
 
@@ -163,6 +195,8 @@ int srv_whs_create(struct srv_wh *wh)
         return -1;
     }
     z->lease_ms = cfg->node_lease_ms ? cfg->node_lease_ms : 3000;
+    z->max_entries = cfg->webhook_stream_max ? cfg->webhook_stream_max
+                                             : HUB_WHS_MAX_ENTRIES;
     snprintf(z->lease_txt, sizeof(z->lease_txt), "%" PRIu64, z->lease_ms);
     wh->whs = z;
     return 0;
@@ -309,6 +343,8 @@ void srv_whs_free(struct srv_wh *wh)
         freeReplyObject(r);
     }
     disconnect(z);
+    for (unsigned i = 0; i < z->n_apps; i++)
+        free(z->apps[i].id);
     free(z->apps);
     free(z->node);
     free(z->prefix);
@@ -334,7 +370,7 @@ static int append_one(struct srv_whs *z, const char *app,
 
     if (key(kw, sizeof(kw), z, "wh", app) || key(kn, sizeof(kn), z, "whn", app))
         return -1;
-    snprintf(bound, sizeof(bound), "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+    snprintf(bound, sizeof(bound), "%u", z->max_entries);
     av[n++] = "EVAL";
     av[n++] = lua_add;
     av[n++] = "2";
@@ -585,13 +621,21 @@ static void ep_abandon(struct srv_wh *wh, struct endpoint *ep)
                           memory_order_relaxed);
 }
 
+void srv_whs_ep_flush(struct srv_wh *wh, struct endpoint *ep)
+{
+    if (wh->whs && ep->whs)
+        flush_open(wh, ep, srv_now_ms(), true);
+}
+
 /* Take every pending entry of ep's group (creating the group). */
 static void claim(struct srv_whs *z, struct endpoint *ep, const char *k)
 {
     struct whs_ep *x = ep->whs;
     char cur[48] = "0-0";
     redisReply *r;
-    const char *mk[6] = { "XGROUP", "CREATE", k, x->group, "0", "MKSTREAM" };
+    const struct whs_app *a = &z->apps[ep->app->index];
+    const char *mk[6] = { "XGROUP", "CREATE", k, x->group,
+                          a->start ? a->start : "0", "MKSTREAM" };
 
     /* BUSYGROUP when it exists; anything else shows in the next read. */
     freeReplyObject(cmd(z, 6, mk, NULL));
@@ -732,6 +776,9 @@ static void trim(struct srv_wh *wh, unsigned ai, const char *k)
 {
     struct srv_whs *z = wh->whs;
     char min[48] = "";
+    char stale[MAX_STALE][HUB_WHS_GROUP_LEN];
+    long long stale_pending[MAX_STALE], stale_lag[MAX_STALE];
+    unsigned n_stale = 0;
     redisReply *r;
     const char *av[3] = { "XINFO", "GROUPS", k };
 
@@ -743,7 +790,7 @@ static void trim(struct srv_wh *wh, unsigned ai, const char *k)
     for (size_t g = 0; g < r->elements; g++) {
         const redisReply *o = r->element[g];
         const char *name = NULL, *last = NULL;
-        long long pending = 0;
+        long long pending = 0, lag = -1;
         char cand[48];
         bool ours = false;
 
@@ -761,6 +808,8 @@ static void trim(struct srv_wh *wh, unsigned ai, const char *k)
             else if (!strcmp(f->str, "last-delivered-id") &&
                      v->type == REDIS_REPLY_STRING)
                 last = v->str;
+            else if (!strcmp(f->str, "lag") && v->type == REDIS_REPLY_INTEGER)
+                lag = v->integer;
         }
         /* Only the groups of endpoints configured here count: a removed
          * webhook's group does not hold the stream forever. */
@@ -768,6 +817,15 @@ static void trim(struct srv_wh *wh, unsigned ai, const char *k)
             if (wh->eps[e]->app->index == ai && wh->eps[e]->whs &&
                 !strcmp(wh->eps[e]->whs->group, name))
                 ours = true;
+        if (!ours && name && !strncmp(name, "wh-", 3) &&
+            strlen(name) < HUB_WHS_GROUP_LEN && n_stale < MAX_STALE) {
+            /* A webhook no longer configured here (the holder's config
+             * decides): its group goes, so it neither lingers nor is
+             * counted by anyone's trimming. */
+            snprintf(stale[n_stale], HUB_WHS_GROUP_LEN, "%s", name);
+            stale_pending[n_stale] = pending;
+            stale_lag[n_stale++] = lag;
+        }
         if (!ours || !last)
             continue;
         snprintf(cand, sizeof(cand), "%s", last);
@@ -796,6 +854,22 @@ static void trim(struct srv_wh *wh, unsigned ai, const char *k)
         }
     }
     freeReplyObject(r);
+    for (unsigned i = 0; i < n_stale && z->rc; i++) {
+        const char *dv[4] = { "XGROUP", "DESTROY", k, stale[i] };
+        redisReply *d = cmd(z, 4, dv, NULL);
+
+        if (d && d->type == REDIS_REPLY_INTEGER && d->integer > 0) {
+            stat_add(&z->destroyed, 1);
+            /* lag: entries it had not read (-1: Redis cannot tell). */
+            srv_log(HUB_LOG_INFO, 0,
+                    "webhooks: app %s: destroyed consumer group %s of a "
+                    "webhook no longer configured (%lld pending, %lld unread "
+                    "entries not sent to it)",
+                    wh->view->apps[ai].id, stale[i], stale_pending[i],
+                    stale_lag[i]);
+        }
+        freeReplyObject(d);
+    }
     if (min[0] && z->rc) {
         const char *tv[4] = { "XTRIM", k, "MINID", min };
 
@@ -836,7 +910,7 @@ static void drops(struct srv_wh *wh, unsigned ai, const char *app)
                     "webhooks: app %s: its redis stream holds %u entries; "
                     "new events are dropped (counted in "
                     "webhook_stream_dropped_total) until it drains",
-                    app, (unsigned)HUB_WHS_MAX_ENTRIES);
+                    app, z->max_entries);
         a->dropping = true;
     } else if (a->dropping) {
         srv_log(HUB_LOG_INFO, 0, "webhooks: app %s: its redis stream takes "
@@ -844,6 +918,72 @@ static void drops(struct srv_wh *wh, unsigned ai, const char *app)
         a->dropping = false;
     }
     a->drop_seen = v;
+}
+
+/* Has the stream k a consumer group (no: it is new, or none of its
+ * endpoints has read it yet)? An error counts as none. */
+static bool has_groups(struct srv_whs *z, const char *k)
+{
+    const char *av[3] = { "XINFO", "GROUPS", k };
+    redisReply *r = cmd(z, 3, av, NULL);
+    bool yes = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+
+    freeReplyObject(r);
+    return yes;
+}
+
+/* Slot ai of the apps no longer has webhooks in the view (a reload
+ * removed or disabled the app): give its lease up and let its keys
+ * expire, unless another node holds the lease. Tried each renewal
+ * period until done. */
+static void app_retire(struct srv_wh *wh, unsigned ai, uint64_t now)
+{
+    struct srv_whs *z = wh->whs;
+    struct whs_app *a = &z->apps[ai];
+    char kl[512], kw[512], kd[512], kn[512];
+    redisReply *r;
+
+    if (now < a->renew_ms)
+        return;
+    a->renew_ms = now + z->lease_ms / 3;
+    /* The same id again at another index (removed, then added back):
+     * that slot has the app's keys now. */
+    for (unsigned i = 0; i < wh->view->n; i++)
+        if (i != ai && wh->view->apps[i].id && wh->view->apps[i].n_webhooks &&
+            !strcmp(wh->view->apps[i].id, a->id))
+            goto forget;
+    if (key(kl, sizeof(kl), z, "whl", a->id) ||
+        key(kw, sizeof(kw), z, "wh", a->id) ||
+        key(kd, sizeof(kd), z, "whd", a->id) ||
+        key(kn, sizeof(kn), z, "whn", a->id))
+        goto forget;
+    {
+        char ttl[24];
+        const char *av[9] = { "EVAL", lua_retire, "4", kl, kw, kd, kn,
+                              z->node, ttl };
+
+        snprintf(ttl, sizeof(ttl), "%u", RETIRE_TTL_S * 1000u);
+
+        r = cmd(z, 9, av, NULL);
+    }
+    if (!r)
+        return;
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+        freeReplyObject(r);
+        return;                    /* another node holds it: later */
+    }
+    freeReplyObject(r);
+    stat_add(&z->released, 1);
+    srv_log(HUB_LOG_INFO, 0,
+            "webhooks: app %s: no longer has webhooks here; %sits redis "
+            "keys expire in %u s unless a node that has it takes the lease",
+            a->id, a->held ? "released its webhook lease; " : "",
+            RETIRE_TTL_S);
+forget:
+    if (a->held)
+        atomic_fetch_add(&z->held, (uint64_t)-1);
+    free(a->id);
+    memset(a, 0, sizeof(*a));
 }
 
 static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
@@ -855,17 +995,19 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
     unsigned first = wh->ep_base[ai], n = app->n_webhooks;
     redisReply *r;
 
+    if (!a->id && !(a->id = strdup(app->id)))
+        return;                    /* out of memory: next round */
     if (key(kl, sizeof(kl), z, "whl", app->id) ||
         key(kw, sizeof(kw), z, "wh", app->id) ||
         key(kd, sizeof(kd), z, "whd", app->id) ||
         key(kn, sizeof(kn), z, "whn", app->id))
         return;
     if (now >= a->renew_ms) {
-        const char *av[6] = { "EVAL", lua_lease, "1", kl, z->node,
+        const char *av[9] = { "EVAL", lua_lease, "4", kl, kw, kd, kn, z->node,
                               z->lease_txt };
         bool had = a->held, took;
 
-        r = cmd(z, 6, av, NULL);
+        r = cmd(z, 9, av, NULL);
         if (!r)
             return;
         a->held = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
@@ -892,12 +1034,17 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
     }
     if (!a->held || !z->rc)
         return;
+    for (unsigned j = 0; j < n; j++)
+        if (wh->eps[first + j]->whs && !wh->eps[first + j]->whs->grouped) {
+            a->start = has_groups(z, kw) ? "$" : "0";
+            break;
+        }
     {
         const char *av[8] = { "EVAL", lua_pump, "3", kd, kw, kn, NULL,
                               PUMP_LIMIT };
         char bound[16];
 
-        snprintf(bound, sizeof(bound), "%u", (unsigned)HUB_WHS_MAX_ENTRIES);
+        snprintf(bound, sizeof(bound), "%u", z->max_entries);
         av[6] = bound;
         freeReplyObject(cmd(z, 8, av, NULL));
     }
@@ -930,9 +1077,18 @@ uint64_t srv_whs_round(struct srv_wh *wh, uint64_t now)
     }
     if (!connect_now(z, now))
         return ROUND_MS;
-    for (unsigned i = 0; z->rc && i < wh->view->n; i++)
-        if (wh->view->apps[i].id && wh->view->apps[i].n_webhooks)
+    for (unsigned i = 0; z->rc && i < wh->view->n; i++) {
+        if (wh->view->apps[i].id && wh->view->apps[i].n_webhooks) {
+            z->apps[i].retiring = false;
             app_round(wh, i, now);
+        } else if (z->apps[i].id) {
+            /* Had webhooks here before a reload. */
+            if (!z->apps[i].retiring)
+                z->apps[i].renew_ms = 0;
+            z->apps[i].retiring = true;
+            app_retire(wh, i, now);
+        }
+    }
     return ROUND_MS;
 }
 
@@ -943,10 +1099,12 @@ json_t *srv_whs_stats_json(struct srv_wh *wh)
 #define L(x) ((json_int_t)atomic_load_explicit(&z->x, memory_order_relaxed))
     if (!z)
         return NULL;
-    return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "connected",
+    return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "connected",
                      atomic_load(&z->up), "leases_held", L(held), "added",
                      L(added), "read", L(read), "claimed", L(claimed),
-                     "acked", L(acked), "dropped", L(dropped));
+                     "acked", L(acked), "dropped", L(dropped),
+                     "groups_destroyed", L(destroyed), "apps_retired",
+                     L(released));
 #undef L
 }
 

@@ -182,6 +182,28 @@ static void test_envelope_count_kind(void **state)
     assert_int_equal(hub_envelope_size(&e), 0);
 }
 
+/* Kind 5, a script's event: the event layout, not numbered. */
+static void test_envelope_script_kind(void **state)
+{
+    struct hub_envelope e = sample(), d;
+    unsigned char buf[512];
+    size_t n;
+
+    (void)state;
+    e.kind = HUB_ENV_SCRIPT;
+    e.epoch = e.seq = 0;
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_ENV_SCRIPT);
+    assert_int_equal(d.data_len, e.data_len);
+    assert_memory_equal(d.data, e.data, e.data_len);
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(decode_copy(buf, k), -EINVAL);
+    e.ttl_ms = 5; /* a ttl belongs to kind 3 only */
+    assert_int_equal(hub_envelope_size(&e), 0);
+}
+
 /* Kind 3, a cache event: the same layout plus its remaining life. */
 static void test_envelope_cache_kind(void **state)
 {
@@ -385,6 +407,85 @@ static void test_cluster_receive_rules(void **state)
     assert_int_equal(hub_cluster_receive(c, NULL, NULL, 0, buf, n), 0);
     assert_int_equal(st->gaps, 2);
     hub_cluster_rx_fini(&rx);
+    hub_cluster_destroy(c);
+}
+
+/* A script's event (kind 5) is delivered whoever ran the script, this
+ * node included, and is not tracked for gaps. */
+static void test_cluster_receive_script_kind(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane_stats *st = hub_cluster_stats(c);
+    struct hub_cluster_rx rx = { 0 };
+    struct hub_envelope e = sample();
+    unsigned char buf[512];
+    size_t n;
+
+    (void)state;
+    e.kind = HUB_ENV_SCRIPT;
+    e.origin = "n1";
+    e.origin_len = 2;
+    e.epoch = e.seq = 0;
+    e.app = "app-id";
+    e.app_len = 6;
+    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+    assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+    assert_int_equal(st->own_ignored, 0);
+    assert_int_equal(st->received, 2);
+    assert_int_equal(st->gaps, 0);
+    assert_int_equal(rx.n, 0);
+    hub_cluster_rx_fini(&rx);
+    hub_cluster_destroy(c);
+}
+
+/* Online changes: none while down (the caller tells its own watchers);
+ * while up an ONLINE op on the user's channel with its own copies. */
+static void test_cluster_online_ops(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane bp;
+    static const char *const ids[] = { "a", "b" };
+    struct hub_online_change ch = {
+        .app = 0, .user = "u1", .signin = true, .first = true,
+        .replace = true, .ids = ids, .n = 2, .max_watchers = 9,
+    };
+    struct hub_cluster_op *op;
+
+    (void)state;
+    hub_cluster_backplane(c, &bp);
+    assert_false(bp.dir->online(bp.dir_impl, &ch));
+    assert_null(hub_cluster_take(c));
+    hub_cluster_dir_set_up(c, true);
+    assert_true(bp.dir->online(bp.dir_impl, &ch));
+    ch.signin = ch.first = ch.replace = false;
+    ch.ids = NULL;
+    ch.n = 0;
+    assert_true(bp.dir->online(bp.dir_impl, &ch));
+    op = hub_cluster_take(c);
+    assert_non_null(op);
+    assert_int_equal(op->kind, HUB_COP_ONLINE);
+    assert_string_equal(op->rchan, "pfx:app-id:#server-to-user-u1");
+    assert_true(op->oop->signin && op->oop->first && op->oop->replace);
+    assert_int_equal(op->oop->n, 2);
+    assert_string_equal(op->oop->ids[1], "b");
+    assert_int_equal(op->oop->max_watchers, 9);
+    assert_string_equal(op->oop->app_id, "app-id");
+    assert_false(hub_cluster_online_stale(c, op->oop));
+    assert_non_null(op->next);
+    assert_false(op->next->oop->signin);
+    assert_null(op->next->next);
+    hub_cluster_op_free(op->next);
+    hub_cluster_op_free(op);
+    /* A resync: a signin with full, neither first nor replace. */
+    op = hub_cluster_online_state_op(c, 0, "u2");
+    assert_non_null(op);
+    assert_true(op->oop->signin && op->oop->full);
+    assert_false(op->oop->first || op->oop->replace);
+    hub_cluster_op_free(op);
+    /* An app index the cluster does not know: not taken. */
+    ch.app = 7;
+    assert_false(bp.dir->online(bp.dir_impl, &ch));
     hub_cluster_destroy(c);
 }
 
@@ -1126,12 +1227,15 @@ int main(void)
         cmocka_unit_test(test_envelope_hostile_bytes),
         cmocka_unit_test(test_envelope_cache_kind),
         cmocka_unit_test(test_envelope_count_kind),
+        cmocka_unit_test(test_envelope_script_kind),
         cmocka_unit_test(test_cluster_subscribes_on_first_and_last),
         cmocka_unit_test(test_cluster_receive_rules),
         cmocka_unit_test(test_cluster_encode_carries_the_frame),
         cmocka_unit_test(test_cluster_hub_publish_and_receive),
         cmocka_unit_test(test_cluster_cache),
         cmocka_unit_test(test_cluster_dir_ops_queue),
+        cmocka_unit_test(test_cluster_receive_script_kind),
+        cmocka_unit_test(test_cluster_online_ops),
         cmocka_unit_test(test_cluster_dir_cancel_at_destroy),
         cmocka_unit_test(test_cluster_views),
         cmocka_unit_test(test_cluster_views_seeded_after_down),

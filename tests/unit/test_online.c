@@ -59,7 +59,7 @@ static bool saw(const struct seen *s, const char *text)
     return false;
 }
 
-#define CB(seen) { on_edge, on_initial, (seen) }
+#define CB(seen) { on_edge, on_initial, (seen), NULL }
 
 static int signin(struct hub_online *o, const char *user, bool new_conn,
                   const char *const *ids, size_t n, uint32_t maxw,
@@ -77,6 +77,103 @@ static void signout(struct hub_online *o, const char *user,
     struct hub_online_cb cb = CB(seen);
 
     hub_online_signout(o, 3, user, &cb);
+}
+
+/* A shared registry (the cluster's): every change reported, in order;
+ * while it takes them no edge or initial state is reported locally. */
+struct shared_seen {
+    struct seen s;
+    bool take;
+};
+
+static bool on_shared(void *ctx, unsigned app, const char *user, bool in,
+                      bool first, const struct hub_watchlist *w)
+{
+    struct shared_seen *x = ctx;
+    char b[48];
+
+    assert_int_equal(app, 3);
+    snprintf(b, sizeof(b), "%c%s%s%s%zu", in ? 'I' : 'O', user,
+             first ? "!" : "", w ? "w" : "", w ? w->n : (size_t)0);
+    rec(&x->s, b);
+    return x->take;
+}
+
+static void on_edge_shared(void *ctx, unsigned app, const char *watcher,
+                           const char *user, bool online)
+{
+    on_edge(&((struct shared_seen *)ctx)->s, app, watcher, user, online);
+}
+
+static void on_initial_shared(void *ctx, const char *user)
+{
+    on_initial(&((struct shared_seen *)ctx)->s, user);
+}
+
+static void visit_begin(void *ctx)
+{
+    (*(int *)ctx)++;
+}
+
+static void visit_user(void *ctx, unsigned app, const char *id,
+                       const char *const *ids, size_t n)
+{
+    struct seen *s = ctx;
+    char b[48];
+    int k;
+
+    k = snprintf(b, sizeof(b), "%u:%s:", app, id);
+    for (size_t i = 0; i < n && k > 0 && (size_t)k < sizeof(b); i++)
+        k += snprintf(b + k, sizeof(b) - (size_t)k, "%s,", ids[i]);
+    rec(s, b);
+}
+
+static void test_shared(void **state)
+{
+    struct hub_online *o = hub_online_create();
+    static const char *const wl[] = { "x", "y" };
+    struct shared_seen x = { .take = true };
+    const struct hub_online_cb cb = { on_edge_shared, on_initial_shared, &x,
+                                      on_shared };
+    struct hub_watchlist w = { wl, 2, true, 0 }, none = { 0 };
+    struct seen v = { 0 };
+    int begun = 0;
+
+    (void)state;
+    assert_non_null(o);
+    /* Taken: the registry still counts and links, reports nothing. */
+    assert_int_equal(hub_online_signin(o, 3, "x", true, &none, &cb, NULL), 0);
+    assert_int_equal(hub_online_signin(o, 3, "w", true, &w, &cb, NULL), 0);
+    assert_int_equal(hub_online_signin(o, 3, "w", true, &none, &cb, NULL), 0);
+    assert_int_equal(hub_online_signin(o, 3, "w", false, &none, &cb, NULL), 0);
+    assert_int_equal(x.s.n, 4);
+    assert_string_equal(x.s.log[0], "Ix!0");
+    assert_string_equal(x.s.log[1], "Iw!w2");
+    assert_string_equal(x.s.log[2], "Iw0");   /* a second connection */
+    assert_string_equal(x.s.log[3], "Iw0");   /* a signin again */
+    assert_int_equal(hub_online_conns(o, 3, "w"), 2);
+    assert_int_equal(hub_online_check(o), 0);
+    /* The visit: online users with their lists, begin once first. */
+    hub_online_visit(o, visit_begin, &begun, visit_user, &v);
+    assert_int_equal(begun, 1);
+    assert_int_equal(v.n, 2);
+    assert_true(saw(&v, "3:w:x,") || saw(&v, "3:w:x,y,"));
+    assert_true(saw(&v, "3:x:"));
+    /* Only the last local signout is a change. */
+    hub_online_signout(o, 3, "w", &cb);
+    assert_int_equal(x.s.n, 4);
+    hub_online_signout(o, 3, "w", &cb);
+    assert_int_equal(x.s.n, 5);
+    assert_string_equal(x.s.log[4], "Ow0");
+    /* Not taken (the broker is away): reported locally as before. */
+    x.take = false;
+    assert_int_equal(hub_online_signin(o, 3, "w", true, &w, &cb, NULL), 0);
+    assert_true(saw(&x.s, "=x"));
+    hub_online_signout(o, 3, "x", &cb);
+    assert_true(saw(&x.s, "w<x-"));
+    hub_online_signout(o, 3, "w", &cb);
+    assert_int_equal(hub_online_records(o), 0);
+    hub_online_destroy(o);
 }
 
 static void test_edges(void **state)
@@ -272,7 +369,7 @@ static void race_edge(void *ctx, unsigned app, const char *watcher,
 static void *race(void *arg)
 {
     struct racer *r = arg;
-    struct hub_online_cb cb = { race_edge, NULL, r };
+    struct hub_online_cb cb = { race_edge, NULL, r, NULL };
 
     for (int i = 0; i < 2000; i++) {
         assert_int_equal(hub_online_signin(r->o, 3, "x", true, NULL, &cb,
@@ -307,6 +404,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_shared),
         cmocka_unit_test(test_replace_and_keep),
         cmocka_unit_test(test_max_watchers),
         cmocka_unit_test(test_nomem),

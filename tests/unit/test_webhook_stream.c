@@ -18,7 +18,13 @@
  * pending entries claimed and sent again from the pending list; a lease
  * held by another node reads nothing; entries the endpoint's filter does
  * not take, and malformed ones, acknowledged at once; a lost lease drops
- * the batches not in flight; a clean stop releases the lease.
+ * the batches not in flight; a clean stop releases the lease. Reloads:
+ * an app that gets webhooks takes the lease and reads its stream from the
+ * start; an endpoint added to a served app starts at new entries; a
+ * removed endpoint's read entries become a batch and its group is
+ * destroyed; a removed app gives its lease up and lets its keys expire
+ * (not while another node holds the lease), and taking the lease again
+ * cancels the expiry.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -47,7 +53,7 @@
 
 #define MAX_ENTRIES 64
 #define MAX_FIELDS 12
-#define MAX_GROUPS 2
+#define MAX_GROUPS 4
 #define MAX_ARGS 64
 
 struct entry {
@@ -81,10 +87,12 @@ struct fake_redis {
     struct group g[MAX_GROUPS];
     unsigned ng;
     char lease[32];                /* P:whl:<app>; "" = none */
+    bool expiring;                 /* the app's keys have a TTL */
     long long queued, dropped;     /* P:whn:<app> */
     /* What it was asked. */
-    unsigned xadds, xacks, claims, trims, releases, reads;
+    unsigned xadds, xacks, claims, trims, releases, reads, retires, destroys;
     char last_read_id[32];
+    char last_bound[16];           /* ARGV[1] of the last XADD script */
 };
 
 static struct group *group_of(struct fake_redis *r, const char *name)
@@ -237,19 +245,32 @@ static void eval(struct fake_redis *r, char **a, unsigned n, struct out *o)
 {
     const char *s = a[1];
 
-    if (strstr(s, "PEXPIRE")) {            /* the lease: KEYS l; ARGV me ms */
-        if (!strcmp(r->lease, a[4])) {
+    if (strstr(s, "PERSIST")) {     /* the lease: KEYS l wh whd whn; ARGV me ms */
+        assert_int_equal(n, 9);
+        if (!strcmp(r->lease, a[7])) {
             put(o, ":1\r\n");
         } else if (!r->lease[0]) {
-            snprintf(r->lease, sizeof(r->lease), "%s", a[4]);
+            snprintf(r->lease, sizeof(r->lease), "%s", a[7]);
+            r->expiring = false;
             put(o, ":2\r\n");
         } else {
             put(o, ":0\r\n");
+        }
+    } else if (strstr(s, "PEXPIRE")) {     /* retire: KEYS l wh whd whn; me ttl */
+        assert_int_equal(n, 9);
+        r->retires++;
+        if (r->lease[0] && strcmp(r->lease, a[7])) {
+            put(o, ":0\r\n");
+        } else {
+            r->lease[0] = '\0';
+            r->expiring = true;
+            put(o, ":1\r\n");
         }
     } else if (strstr(s, "ZRANGEBYSCORE")) {
         put(o, ":0\r\n");                  /* the pump: nothing due */
     } else if (strstr(s, "XADD")) {        /* KEYS wh whn; ARGV bound f v.. */
         assert_true(n >= 6);
+        snprintf(r->last_bound, sizeof(r->last_bound), "%s", a[5]);
         add_entry(r, (const char *const *)(a + 6), n - 6);
         r->queued++;
         r->xadds++;
@@ -266,12 +287,19 @@ static void eval(struct fake_redis *r, char **a, unsigned n, struct out *o)
 
 static void xinfo_groups(struct fake_redis *r, struct out *o)
 {
+    if (!r->exists && !r->ng) {
+        put(o, "-ERR no such key\r\n");
+        return;
+    }
     put(o, "*%u\r\n", r->ng);
     for (unsigned i = 0; i < r->ng; i++) {
         char id[32];
+        unsigned lag = 0;
 
+        for (unsigned j = 0; j < r->ne; j++)
+            lag += r->e[j].seq > r->g[i].last;
         id_of(r->g[i].last, id, sizeof(id));
-        put(o, "*8\r\n");
+        put(o, "*10\r\n");
         bulk(o, "name");
         bulk(o, r->g[i].name);
         bulk(o, "consumers");
@@ -280,6 +308,8 @@ static void xinfo_groups(struct fake_redis *r, struct out *o)
         put(o, ":%u\r\n", r->g[i].np);
         bulk(o, "last-delivered-id");
         bulk(o, id);
+        bulk(o, "lag");
+        put(o, ":%u\r\n", lag);
     }
 }
 
@@ -313,7 +343,15 @@ static void command(struct fake_redis *r, char **a, unsigned n, struct out *o)
         put(o, "+OK\r\n");
     } else if (!strcasecmp(c, "EVAL")) {
         eval(r, a, n, o);
-    } else if (!strcasecmp(c, "XGROUP")) {  /* CREATE k g 0 MKSTREAM */
+    } else if (!strcasecmp(c, "XGROUP") && !strcasecmp(a[1], "DESTROY")) {
+        struct group *g = group_of(r, a[3]);  /* DESTROY k g */
+
+        if (g) {
+            *g = r->g[--r->ng];
+            r->destroys++;
+        }
+        put(o, ":%u\r\n", g ? 1u : 0u);
+    } else if (!strcasecmp(c, "XGROUP")) {  /* CREATE k g 0|$ MKSTREAM */
         if (group_of(r, a[3])) {
             put(o, "-BUSYGROUP Consumer Group name already exists\r\n");
             return;
@@ -321,7 +359,7 @@ static void command(struct fake_redis *r, char **a, unsigned n, struct out *o)
         assert_true(r->ng < MAX_GROUPS);
         memset(&r->g[r->ng], 0, sizeof(r->g[0]));
         snprintf(r->g[r->ng].name, sizeof(r->g[0].name), "%s", a[3]);
-        r->g[r->ng++].last = seq_of(a[4]);
+        r->g[r->ng++].last = strcmp(a[4], "$") ? seq_of(a[4]) : r->next_seq;
         r->exists = true;
         put(o, "+OK\r\n");
     } else if (!strcasecmp(c, "XAUTOCLAIM")) { /* k g c 0 start COUNT n JUSTID */
@@ -703,12 +741,28 @@ static void test_take_sends_client_events_to_the_stream(void **state)
     assert_string_equal(g->redis.e[1].f[1], "cache_miss");
     assert_int_equal(g->redis.e[1].nf, 4);
     assert_int_equal(whs_stat(g, "added"), 2);
+    /* The bound the script checks: --webhook-stream-max (its default). */
+    assert_string_equal(g->redis.last_bound, "100000");
     {
         json_t *j = srv_whs_stats_json(&g->wh);
 
         assert_true(json_is_true(json_object_get(j, "connected")));
         json_decref(j);
     }
+}
+
+static void test_stream_max_is_the_scripts_bound(void **state)
+{
+    struct rig *g = *state;
+
+    srv_whs_ep_fini(&g->ep);
+    srv_whs_free(&g->wh);
+    g->cfg.webhook_stream_max = 1234;
+    assert_int_equal(srv_whs_create(&g->wh), 0);
+    assert_int_equal(srv_whs_ep_init(&g->wh, &g->ep), 0);
+    assert_null(srv_whs_take(&g->wh, client_event("private-a", "1")));
+    assert_string_equal(g->redis.last_bound, "1234");
+    g->cfg.webhook_stream_max = 0;
 }
 
 static void test_take_without_redis_keeps_every_event(void **state)
@@ -874,6 +928,161 @@ static void test_lost_lease_drops_held_batches_and_stop_releases(void **state)
     assert_string_equal(g->redis.lease, "");
 }
 
+/* The rig's app without webhooks here (a reload removed or disabled
+ * them), or with its one webhook again (a reload added it). */
+static void set_hooked(struct rig *g, bool on)
+{
+    g->app.n_webhooks = on ? 1 : 0;
+    g->wh.n_eps = on ? 1 : 0;
+}
+
+static void test_reload_added_app_reads_from_the_start(void **state)
+{
+    struct rig *g = *state;
+
+    /* The app has no webhooks on this node yet; other nodes' scripts
+     * already queue its edges (they reloaded first). */
+    set_hooked(g, false);
+    stream_add(g, "channel_occupied", "c1");
+    stream_add(g, "channel_vacated", "c1");
+    rounds(g, 2);
+    assert_string_equal(g->redis.lease, "");
+    assert_int_equal(g->redis.ng, 0);
+    /* The reload reaches this node: lease, group from id 0 (the stream
+     * had no group: nothing in it was sent to anyone), both entries. */
+    set_hooked(g, true);
+    rounds(g, 3);
+    assert_string_equal(g->redis.lease, "n1");
+    assert_int_equal(g->redis.ng, 1);
+    assert_int_equal(held(g), 1);
+    assert_int_equal(g->ep.head->n_acks, 2);
+    assert_string_equal(g->ep.head->acks[0], "1-1");
+    assert_non_null(strstr(g->ep.head->body, "\"id\":\"app-id-1-2\""));
+}
+
+static void test_added_endpoint_of_a_served_app_starts_at_new(void **state)
+{
+    struct rig *g = *state;
+    struct group *other;
+    struct hub_webhook_conf conf2 = { .url = "http://127.0.0.1:9/two" };
+    struct endpoint ep2 = { .wh = &g->wh, .app = &g->app, .conf = &conf2 };
+    struct endpoint *eps[2] = { &g->ep, &ep2 };
+
+    /* Another endpoint of the app, configured here too (only its group
+     * matters: it is not read in this test), has read and acknowledged
+     * two entries. */
+    ep2.tail = &ep2.head;
+    assert_int_equal(srv_whs_ep_init(&g->wh, &ep2), 0);
+    g->wh.eps = eps;
+    g->wh.n_eps = 2;
+    stream_add(g, "channel_occupied", "c1");
+    stream_add(g, "channel_vacated", "c1");
+    other = &g->redis.g[g->redis.ng++];
+    hub_whs_group(conf2.url, other->name);
+    other->last = 2;
+    /* Ours is new: its group starts at the stream's end ("$"), so the
+     * events of before it was added are not sent to it. */
+    rounds(g, 3);
+    assert_int_equal(g->redis.ng, 2);
+    assert_int_equal(held(g), 0);
+    stream_add(g, "channel_occupied", "c2");
+    rounds(g, 3);
+    assert_int_equal(held(g), 1);
+    assert_int_equal(g->ep.head->n_acks, 1);
+    assert_string_equal(g->ep.head->acks[0], "1-3");
+    assert_int_equal(g->redis.destroys, 0);
+    g->wh.eps = g->eps;
+    g->wh.n_eps = 1;
+    srv_whs_ep_fini(&ep2);
+}
+
+static void test_removed_endpoint_dead_letters_and_group_goes(void **state)
+{
+    struct rig *g = *state;
+    char old[HUB_WHS_GROUP_LEN];
+
+    hub_whs_group(URL, old);
+    stream_add(g, "channel_occupied", "c1");
+    rounds(g, 2);                            /* lease, claim, history */
+    g->now += 101;                           /* one read, no batch yet */
+    srv_whs_round(&g->wh, g->now);
+    assert_int_equal(held(g), 0);
+    assert_int_equal(g->redis.g[0].np, 1);
+    /* A reload removes it (server/webhook_send.c ep_retire): what it read
+     * becomes a batch, dead-lettered and acknowledged. */
+    srv_whs_ep_flush(&g->wh, &g->ep);
+    assert_int_equal(held(g), 1);
+    assert_int_equal(g->ep.head->n_acks, 1);
+    deliver_head(g);
+    assert_int_equal(g->redis.g[0].np, 0);
+    srv_whs_ep_fini(&g->ep);
+    /* Its replacement (another URL): a new group from the stream's end;
+     * the old one is destroyed by the holder's next trim pass. */
+    g->conf.url = "http://127.0.0.1:9/other";
+    assert_int_equal(srv_whs_ep_init(&g->wh, &g->ep), 0);
+    g->now += 1001;
+    rounds(g, 2);
+    assert_int_equal(g->redis.destroys, 1);
+    assert_int_equal(g->redis.ng, 1);
+    assert_null(group_of(&g->redis, old));
+    assert_int_equal(whs_stat(g, "groups_destroyed"), 1);
+    assert_int_equal(held(g), 0);            /* c1 was not its event */
+    stream_add(g, "channel_vacated", "c1");
+    rounds(g, 3);
+    assert_int_equal(held(g), 1);
+    assert_string_equal(g->ep.head->acks[0], "1-2");
+    g->conf.url = URL;
+}
+
+static void test_removed_app_gives_up_lease_and_keys_expire(void **state)
+{
+    struct rig *g = *state;
+
+    stream_add(g, "channel_occupied", "c1");
+    rounds(g, 3);
+    assert_string_equal(g->redis.lease, "n1");
+    assert_int_equal(whs_stat(g, "leases_held"), 1);
+    /* What it held was dead-lettered by the reload (ep_retire). */
+    deliver_head(g);
+    set_hooked(g, false);
+    rounds(g, 1);
+    assert_string_equal(g->redis.lease, "");
+    assert_true(g->redis.expiring);
+    assert_int_equal(whs_stat(g, "leases_held"), 0);
+    assert_int_equal(whs_stat(g, "apps_retired"), 1);
+    g->now += 1001;
+    rounds(g, 2);
+    assert_int_equal(g->redis.retires, 1);   /* done once */
+    /* Added back: the lease again, and the keys no longer expire. */
+    set_hooked(g, true);
+    rounds(g, 1);
+    assert_string_equal(g->redis.lease, "n1");
+    assert_false(g->redis.expiring);
+}
+
+static void test_retire_leaves_another_nodes_lease(void **state)
+{
+    struct rig *g = *state;
+
+    rounds(g, 1);                            /* seen, not held: n2 has it */
+    snprintf(g->redis.lease, sizeof(g->redis.lease), "n2");
+    g->now += 1001;
+    rounds(g, 1);
+    assert_false(srv_whs_holds(&g->wh, &g->ep));
+    set_hooked(g, false);
+    rounds(g, 1);
+    /* n2 still has the app (or will let it go itself): nothing changes. */
+    assert_string_equal(g->redis.lease, "n2");
+    assert_false(g->redis.expiring);
+    assert_int_equal(whs_stat(g, "apps_retired"), 0);
+    /* n2 went: the next try lets the keys expire. */
+    g->redis.lease[0] = '\0';
+    g->now += 1001;
+    rounds(g, 1);
+    assert_true(g->redis.expiring);
+    assert_int_equal(whs_stat(g, "apps_retired"), 1);
+}
+
 #define RIG_TEST(f) cmocka_unit_test_setup_teardown(f, rig_setup, rig_teardown)
 
 int main(void)
@@ -881,11 +1090,17 @@ int main(void)
     const struct CMUnitTest tests[] = {
         RIG_TEST(test_take_sends_client_events_to_the_stream),
         RIG_TEST(test_take_without_redis_keeps_every_event),
+        RIG_TEST(test_stream_max_is_the_scripts_bound),
         RIG_TEST(test_holder_reads_one_batch_acks_and_trims),
         RIG_TEST(test_new_holder_claims_and_resends_a_dead_ones_entries),
         RIG_TEST(test_another_holder_means_no_reads),
         RIG_TEST(test_filtered_entries_are_acked_at_once),
         RIG_TEST(test_lost_lease_drops_held_batches_and_stop_releases),
+        RIG_TEST(test_reload_added_app_reads_from_the_start),
+        RIG_TEST(test_added_endpoint_of_a_served_app_starts_at_new),
+        RIG_TEST(test_removed_endpoint_dead_letters_and_group_goes),
+        RIG_TEST(test_removed_app_gives_up_lease_and_keys_expire),
+        RIG_TEST(test_retire_leaves_another_nodes_lease),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
