@@ -20,6 +20,10 @@
  *   raw     Plain WebSocket peers (bench/raw_peer.c, lws_minimal, node ws,
  *           uWebSockets.js): a publisher connection sends "pub" first, then
  *           every text message it sends is broadcast to all the others.
+ *           With --rooms R (raw_single and raw_corked only) each subscriber
+ *           sends "sub <room>" and waits for "subscribed"; publishers send
+ *           "r<room> <payload>", round-robin over their rooms as in Pusher
+ *           mode, and the server sends <payload> to that room's members.
  *
  * Every payload starts with "@<seq>:<t_ns>:" where t_ns is CLOCK_MONOTONIC
  * nanoseconds at send time; the rest is padding up to --size bytes. Several
@@ -167,7 +171,7 @@ enum st {
     ST_CONNECTING,
     ST_HS,       /* upgrade request sent, waiting for 101 */
     ST_WAIT_EST, /* pusher: waiting for connection_established */
-    ST_WAIT_SUB, /* pusher: waiting for subscription_succeeded */
+    ST_WAIT_SUB, /* pusher: subscription_succeeded; raw rooms: subscribed */
     ST_WAIT_PONG,/* churn: one round trip before closing */
     ST_READY,
     ST_DEAD
@@ -722,6 +726,15 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
         send_text(c, pong, sizeof pong - 1);
         return;
     }
+    if (opt.mode == MODE_RAW && c->st == ST_WAIT_SUB) {
+        if (n == 10 && memcmp(p, "subscribed", 10) == 0) {
+            became_ready(c);
+        } else {
+            errno = EPROTO;
+            conn_kill(c, 1);
+        }
+        return;
+    }
     uint64_t seq, t;
     if (draining)
         return;
@@ -831,10 +844,18 @@ static size_t parse_upgrade(struct conn *c, unsigned char *buf, size_t len)
         conn_kill(c, 1);
         return len;
     }
-    if (opt.mode == MODE_PUSHER)
+    if (opt.mode == MODE_PUSHER) {
         c->st = ST_WAIT_EST;
-    else
+    } else if (opt.rooms > 1 && (c->kind == K_SUB || c->kind == K_SLOW)) {
+        /* Raw rooms (raw_single): join one room, ready at its answer. */
+        char m[32];
+        int k = snprintf(m, sizeof m, "sub %d", c->room);
+        c->st = ST_WAIT_SUB;
+        queue_frame(c, 1, m, (size_t)k);
+        flush_out(c);
+    } else {
         became_ready(c);
+    }
     return (size_t)(e - buf) + 4;
 }
 
@@ -943,7 +964,7 @@ static void publish_one(struct conn *c, uint64_t now)
 {
     char *data = pub_data;
     uint64_t seq = next_seq++;
-    int room = c->kind == K_PUB_WS && ws_publish()
+    int room = c->kind == K_PUB_WS && (ws_publish() || opt.mode == MODE_RAW)
                    ? pub_room(c, c->pub_rr++)
                    : (int)(seq % (uint64_t)opt.rooms);
     int n = snprintf(data, 64, "@%" PRIu64 ":%" PRIu64 ":", seq, now);
@@ -978,6 +999,11 @@ static void publish_one(struct conn *c, uint64_t now)
                           "{\"event\":\"client-bench\",\"channel\":\"%s\","
                           "\"data\":\"%s\"}",
                           ch, data);
+        queue_frame(c, 1, rest_body, (size_t)bl);
+    } else if (opt.rooms > 1) {
+        /* Raw rooms: "r<room> " names the room; the server sends what
+         * follows it, so subscribers get the same payload as without. */
+        int bl = snprintf(rest_body, rest_body_cap, "r%d %s", room, data);
         queue_frame(c, 1, rest_body, (size_t)bl);
     } else {
         queue_frame(c, 1, data, (size_t)n);
@@ -1323,9 +1349,11 @@ static void parse_args(int argc, char **argv)
     if (opt.rooms < 1 || opt.size < 0 || opt.size > (1 << 20) || opt.window < 1 ||
         opt.subs < 0 || opt.pubs < 0 || opt.batch < 1 ||
         opt.subs + opt.pubs > 19900 || opt.churn > 1000 ||
-        (opt.mode == MODE_RAW && opt.rooms != 1)) {
+        (opt.mode == MODE_RAW && (opt.rooms > 65536 ||
+                                  (opt.rooms > 1 && opt.churn)))) {
         fprintf(stderr, "loadgen: bad option values (subs+pubs <= 19900, "
-                        "size <= 1 MiB, raw mode has one room)\n");
+                        "size <= 1 MiB, raw mode: rooms <= 65536 and no "
+                        "churn with rooms)\n");
         exit(2);
     }
 }

@@ -11,6 +11,13 @@
  * all connections that are not publishers. Nothing else is parsed, so the
  * numbers bound what any real WebSocket server could do on this machine.
  *
+ * Rooms (S4): a connection whose first message is "sub <room>" (0..65535)
+ * leaves the broadcast list, joins that room and is answered "subscribed";
+ * a publisher's "r<room> <payload>" sends <payload> to the room's members
+ * only (raw_single: one write() per delivery, the floor for small rooms
+ * where no subscriber gets two messages in one round; raw_corked: one
+ * write() per member per round, like the broadcast).
+ *
  * A subscriber that cannot take its bytes keeps them in its own output
  * buffer; past OUT_LIMIT it is closed (a slow reader must not grow memory).
  */
@@ -37,10 +44,12 @@
 #define RBUF_SIZE (64 * 1024)
 #define OUT_LIMIT (4u << 20)
 #define MAX_FRAME (1u << 20)
+#define MAX_ROOMS 65536
 
 struct peer {
     int fd;
     int upgraded, publisher, sub_index;
+    int room, room_index; /* room -1: not in a room */
     unsigned char *in;
     size_t in_len, in_cap;
     unsigned char *out;
@@ -55,6 +64,20 @@ static unsigned char rbuf[RBUF_SIZE];
 #if RAW_CORKED
 static unsigned char *round_buf; /* frames broadcast in this round */
 static size_t round_len, round_cap;
+#endif
+
+struct room {
+    struct peer **m; /* dense array of members */
+    int n, cap;
+#if RAW_CORKED
+    unsigned char *buf; /* frames sent to this room in this round */
+    size_t len, bcap;
+    int dirty;
+#endif
+};
+static struct room *rooms; /* MAX_ROOMS, allocated at the first "sub" */
+#if RAW_CORKED
+static int *dirty_rooms, ndirty;
 #endif
 
 static void die(const char *m)
@@ -85,16 +108,33 @@ static void set_events(struct peer *p)
     epoll_ctl(ep, EPOLL_CTL_MOD, p->fd, &ev);
 }
 
-static void peer_close(struct peer *p)
+static void subs_remove(struct peer *p)
 {
-    if (p->fd < 0)
-        return;
     if (p->sub_index >= 0) {
         struct peer *last = subs[--nsubs];
         subs[p->sub_index] = last;
         last->sub_index = p->sub_index;
         p->sub_index = -1;
     }
+}
+
+static void room_remove(struct peer *p)
+{
+    if (p->room < 0)
+        return;
+    struct room *r = &rooms[p->room];
+    struct peer *last = r->m[--r->n];
+    r->m[p->room_index] = last;
+    last->room_index = p->room_index;
+    p->room = -1;
+}
+
+static void peer_close(struct peer *p)
+{
+    if (p->fd < 0)
+        return;
+    subs_remove(p);
+    room_remove(p);
     epoll_ctl(ep, EPOLL_CTL_DEL, p->fd, NULL);
     close(p->fd);
     p->fd = -1;
@@ -202,6 +242,83 @@ static void broadcast(const unsigned char *d, size_t n)
 #endif
 }
 
+/* A publisher's "r<room> <payload>": the payload to the room's members. */
+static void room_broadcast(int room, const unsigned char *d, size_t n)
+{
+    if (!rooms)
+        return;
+    struct room *r = &rooms[room];
+#if RAW_CORKED
+    if (grow(&r->buf, &r->bcap, r->len + n + 10))
+        return;
+    r->len += frame_header(r->buf + r->len, 1, n);
+    memcpy(r->buf + r->len, d, n);
+    r->len += n;
+    if (!r->dirty) {
+        r->dirty = 1;
+        dirty_rooms[ndirty++] = room;
+    }
+#else
+    static unsigned char *f;
+    static size_t fcap;
+    if (grow(&f, &fcap, n + 10))
+        return;
+    size_t hl = frame_header(f, 1, n);
+    memcpy(f + hl, d, n);
+    for (int i = r->n - 1; i >= 0; i--)
+        peer_send(r->m[i], f, hl + n);
+#endif
+}
+
+/* "<digits><stop>" at d: the number (-1 when absent or >= MAX_ROOMS) and
+ * its length through the stop byte. */
+static int room_number(const unsigned char *d, size_t n, int stop,
+                       size_t *used)
+{
+    size_t i = 0;
+    long v = 0;
+    while (i < n && i < 6 && d[i] >= '0' && d[i] <= '9')
+        v = v * 10 + (d[i++] - '0');
+    if (i == 0 || v >= MAX_ROOMS || (stop >= 0 && (i >= n || d[i] != stop)))
+        return -1;
+    *used = i + (stop >= 0);
+    return (int)v;
+}
+
+static void room_join(struct peer *p, int room)
+{
+    if (!rooms) {
+        rooms = calloc(MAX_ROOMS, sizeof *rooms);
+#if RAW_CORKED
+        dirty_rooms = calloc(MAX_ROOMS, sizeof *dirty_rooms);
+        if (!dirty_rooms) {
+            free(rooms);
+            rooms = NULL;
+        }
+#endif
+        if (!rooms) {
+            peer_kill(p);
+            return;
+        }
+    }
+    struct room *r = &rooms[room];
+    if (r->n == r->cap) {
+        int nc = r->cap ? r->cap * 2 : 8;
+        struct peer **nm = realloc(r->m, (size_t)nc * sizeof *nm);
+        if (!nm) {
+            peer_kill(p);
+            return;
+        }
+        r->m = nm;
+        r->cap = nc;
+    }
+    subs_remove(p);
+    room_remove(p);
+    p->room = room;
+    p->room_index = r->n;
+    r->m[r->n++] = p;
+}
+
 static void control(struct peer *p, int op, const unsigned char *d, size_t n)
 {
     unsigned char f[140];
@@ -214,14 +331,32 @@ static void control(struct peer *p, int op, const unsigned char *d, size_t n)
 
 static void on_message(struct peer *p, const unsigned char *d, size_t n)
 {
+    size_t used;
+    int room;
     if (!p->publisher && n == 3 && memcmp(d, "pub", 3) == 0) {
         p->publisher = 1;
-        if (p->sub_index >= 0) {
-            struct peer *last = subs[--nsubs];
-            subs[p->sub_index] = last;
-            last->sub_index = p->sub_index;
-            p->sub_index = -1;
+        subs_remove(p);
+        room_remove(p);
+        return;
+    }
+    if (!p->publisher && n > 4 && memcmp(d, "sub ", 4) == 0) {
+        room = room_number(d + 4, n - 4, -1, &used);
+        if (room < 0 || used != n - 4) {
+            peer_kill(p);
+            return;
         }
+        room_join(p, room);
+        if (p->fd >= 0) {
+            unsigned char f[16];
+            size_t hl = frame_header(f, 1, 10);
+            memcpy(f + hl, "subscribed", 10);
+            peer_send(p, f, hl + 10);
+        }
+        return;
+    }
+    if (p->publisher && n > 1 && d[0] == 'r' &&
+        (room = room_number(d + 1, n - 1, ' ', &used)) >= 0) {
+        room_broadcast(room, d + 1 + used, n - 1 - used);
         return;
     }
     if (p->publisher)
@@ -385,6 +520,7 @@ static void on_accept(void)
             subs_cap = nc;
         }
         p->fd = fd;
+        p->room = -1;
         p->sub_index = nsubs;
         subs[nsubs++] = p;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
@@ -440,6 +576,14 @@ int main(int argc, char **argv)
                 peer_send(subs[i], round_buf, round_len);
             round_len = 0;
         }
+        for (int k = 0; k < ndirty; k++) {
+            struct room *r = &rooms[dirty_rooms[k]];
+            for (int i = r->n - 1; i >= 0; i--)
+                peer_send(r->m[i], r->buf, r->len);
+            r->len = 0;
+            r->dirty = 0;
+        }
+        ndirty = 0;
 #endif
         for (int i = 0; i < ndead; i++) {
             free(dead[i]->in);

@@ -38,6 +38,7 @@ Tables go to bench/results/cluster.md, raw loader JSON to cluster.json.
 import argparse
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -73,12 +74,12 @@ class Redis:
     """redis-server on a free loopback port, no persistence, on CPU 0;
     stopped by its PID (its own session)."""
 
-    def __init__(self):
+    def __init__(self, cpu=None):
         self.port = rf.next_port()
         self.logpath = os.path.join(rf.RESULTS, "cluster-redis.log")
         self.logf = open(self.logpath, "wb")
         self.proc = subprocess.Popen(
-            ["taskset", "-c", rf.SERVER_CPU, REDIS_SERVER, "--port",
+            ["taskset", "-c", cpu or rf.SERVER_CPU, REDIS_SERVER, "--port",
              str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--protected-mode", "no",
              "--loglevel", "warning"],
@@ -140,24 +141,102 @@ class Target:
         self.pid = ",".join(str(p) for p in pids)
 
 
+def tids(pid):
+    try:
+        return {int(t) for t in os.listdir("/proc/%d/task" % pid)}
+    except OSError:
+        return set()
+
+
+def start_sched(sched, delay, seconds):
+    """perf sched record on both CPUs for `seconds` after `delay`, in the
+    background (diagnostic: --sched)."""
+    outdir, name, groups = sched
+    os.makedirs(outdir, exist_ok=True)
+    data = os.path.join(outdir, name + ".sched.data")
+    cmd = ("sleep %.1f; exec perf sched record -q -C %s,%s -o %s -- sleep "
+           "%.1f" % (delay, rf.SERVER_CPU, rf.LOADER_CPU, data,
+                     max(0.5, seconds)))
+    return (subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL), data, groups)
+
+
+# perf sched timehist lines: time [cpu] comm[tid] (or comm[tid/pid])
+# wait-time sch-delay run-time, in ms.
+TIMEHIST = re.compile(r"^\s*[\d.]+\s+\[(\d+)\]\s+(.*?)\[(\d+)(?:/\d+)?\]"
+                      r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
+
+
+def finish_sched(prof):
+    """Scheduling delay (wakeup to running, perf sched timehist's
+    "sch delay") per group of threads: p50 / p99 / max in ms, how many
+    times they ran, and their run time."""
+    proc, data, groups = prof
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+        return None
+    try:
+        r = subprocess.run(["perf", "sched", "timehist", "-i", data],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           timeout=300)
+    except subprocess.TimeoutExpired:
+        return None
+    by = {g: [] for g in groups}
+    by["loader"], by["other"] = [], []
+    run = {g: 0.0 for g in by}
+    for ln in r.stdout.decode(errors="replace").splitlines():
+        m = TIMEHIST.match(ln)
+        if not m:
+            continue
+        comm, tid = m.group(2), int(m.group(3))
+        g = next((g for g, ts in groups.items() if tid in ts), None)
+        if g is None:
+            if comm.startswith("<idle>"):
+                continue
+            g = "loader" if comm.startswith("loadgen") else "other"
+        by[g].append(float(m.group(5)))
+        run[g] += float(m.group(6))
+    try:
+        os.unlink(data)
+    except OSError:
+        pass
+
+    def pct(xs, q):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))] if xs else None
+    return {g: {"n": len(xs), "p50": pct(xs, 50), "p99": pct(xs, 99),
+                "max": max(xs) if xs else None, "run_ms": run[g]}
+            for g, xs in by.items()}
+
+
 def measure(target, args, warmup, duration, nodes=(), sub_ports=None,
-            pub_ports=None, profile=None):
+            pub_ports=None, profile=None, sched=None):
     """One loader run; adds per-node backplane counter deltas and the
     servers' deliveries per write() (whole run, setup included). nodes:
     the servers whose /stats to read. profile: (outdir, name, pids) to
-    perf-record those PIDs in the middle of the measurement."""
+    perf-record those PIDs in the middle of the measurement. sched:
+    (outdir, name, {group: tids}) to record the scheduler for a second
+    in the middle of it (perf sched)."""
     extra = []
     if sub_ports:
         extra += ["--sub-ports", ",".join(str(p) for p in sub_ports)]
     if pub_ports:
         extra += ["--pub-ports", ",".join(str(p) for p in pub_ports)]
     bp0 = [node_counters(n.port) for n in nodes]
-    prof = None
+    prof = sch = None
     if profile:
         prof = start_profile(profile, warmup + 1.5, duration - 1)
+    if sched:
+        # perf sched record takes about a second to start recording.
+        sch = start_sched(sched, max(0.0, warmup + duration / 2 - 0.5), 1.0)
     d = rf.run_loader(target, list(args) + extra, warmup, duration)
     if prof:
         finish_profile(prof)
+    if sch:
+        d["sched"] = finish_sched(sch)
     bp1 = [node_counters(n.port) for n in nodes]
     dw = sum(b1["writes"] - b0["writes"] for b0, b1 in zip(bp0, bp1))
     if dw > 0:
@@ -224,6 +303,15 @@ def main():
                     help="fixed open-loop rate (messages/s) for the latency "
                     "measurements instead of half the slower set-up's")
     ap.add_argument("--hub", help="lubdub binary (default: BUILD/lubdub)")
+    ap.add_argument("--redis-cpu", default=None,
+                    help="CPU list for redis-server (default: the servers' "
+                    "CPU %s; e.g. %s puts it on the loader's core)" % (
+                        rf.SERVER_CPU, rf.LOADER_CPU))
+    ap.add_argument("--sched", metavar="DIR",
+                    help="diagnostic: perf sched record (both CPUs, 1 s in "
+                    "the middle) of every half-load measurement; the "
+                    "scheduling delay of the servers' threads goes to "
+                    "cluster.md")
     ap.add_argument("--profile", metavar="DIR",
                     help="after the run, one more closed-loop measurement "
                     "per setup and path under perf record -g (all server "
@@ -252,7 +340,7 @@ def main():
     try:
         single = rf.Server(rf.Peer("cluster-single", "pusher", hub_argv))
         started.append(single)
-        redis = Redis()
+        redis = Redis(a.redis_cpu)
         started.append(redis)
         if not single.ok or not redis.ok:
             log("bench-cluster: %s did not start" % (
@@ -293,12 +381,21 @@ def main():
 
         def run(setup, path, kind, rep, args):
             t = tgt[(setup, path)]
+            sched = None
+            if a.sched and kind == "lat":
+                groups = ({"single": tids(single.pid)} if setup == "single"
+                          else {"nodes": set().union(
+                              *[tids(n.pid) for n in nodes]),
+                                "redis": tids(redis.pid)})
+                sched = (a.sched, "%s-%s-%d" % (setup, path, rep), groups)
             if setup == "cluster":
                 d = measure(t, args, a.warmup, a.duration, nodes,
                             sub_ports=ports,
-                            pub_ports=ports if path == "rest" else None)
+                            pub_ports=ports if path == "rest" else None,
+                            sched=sched)
             else:
-                d = measure(t, args, a.warmup, a.duration, [single])
+                d = measure(t, args, a.warmup, a.duration, [single],
+                            sched=sched)
             d["rep"] = rep
             results.setdefault((setup, path, kind), []).append(d)
             log("bench-cluster: rep %d %s %s %s: %s" % (
@@ -470,8 +567,10 @@ def main():
         "whole run %.0f s" % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), a.reps,
                               a.duration, a.warmup, elapsed),
         "- servers (single node; Redis + 3 nodes) pinned to CPU %s, loader "
-        "to CPU %s, --loops 1; loadavg before %s, after %s" % (
-            rf.SERVER_CPU, rf.LOADER_CPU, " ".join(load0), " ".join(load1)),
+        "to CPU %s, --loops 1%s; loadavg before %s, after %s" % (
+            rf.SERVER_CPU, rf.LOADER_CPU,
+            "; redis-server on CPU %s (--redis-cpu)" % a.redis_cpu
+            if a.redis_cpu else "", " ".join(load0), " ".join(load1)),
         "- %d subscribers of one channel, 32 B; cluster: subscriber i on "
         "node i mod 3; REST publishers spread the same way, the client-event "
         "publisher on n1" % SUBS,
@@ -539,6 +638,34 @@ def main():
                         " / ".join("%d" % x for x in recv) or "-",
                         len(v), len(runs), (" (" + why + ")") if why else "",
                         (", %d loader-bound" % nlb) if nlb else ""))
+    sch_rows = []
+    for path in ("rest", "ws"):
+        for setup in ("single", "cluster"):
+            v = [d for d in results.get((setup, path, "lat"), [])
+                 if d.get("sched")]
+            for g in (("single",) if setup == "single" else
+                      ("nodes", "redis")) + ("loader", "other"):
+                xs = [d["sched"][g] for d in v if d["sched"].get(g) and
+                      d["sched"][g]["n"]]
+                if not xs:
+                    continue
+                sch_rows.append("| lat %s | %s | %s | %d | %s | %s | %s | %s |"
+                                % ("REST" if path == "rest" else
+                                   "client-event", setup, g,
+                                   median([x["n"] for x in xs]),
+                                   f(median([x["p50"] for x in xs])),
+                                   f(median([x["p99"] for x in xs])),
+                                   f(median([x["max"] for x in xs])),
+                                   f(median([x["run_ms"] / 10.0
+                                             for x in xs]), 0)))
+    if sch_rows:
+        lines += ["", "Scheduling delay at half load (`--sched`: perf sched "
+                  "record of both CPUs for 1 s in the middle of each "
+                  "measurement; `perf sched timehist` \"sch delay\", the time "
+                  "a woken thread waited for a CPU; medians over reps):", "",
+                  "| measurement | setup | threads | runs in 1 s | p50 ms | "
+                  "p99 ms | max ms | CPU % |", "|---|---|---|---|---|---|---|"
+                  "---|"] + sch_rows
     lines += ["", "Remote minus local p99 inside each cluster client-event "
               "half-load measurement (n2/n3 subscribers through Redis, n1's "
               "local): %s ms (per rep: %s); p50 %s ms." % (
@@ -603,6 +730,16 @@ def main():
                               lambda d: 100 * d["server_util"]), 0)
                         for setup in ("cluster", "single"))
 
+    def foreign_half():
+        """Other processes' CPU on the servers' / the loader's core during
+        the half-load measurements (both set-ups, median, % of a core):
+        the machine's own noise in the latency figures."""
+        v = [d for path in ("rest", "ws") for setup in ("single", "cluster")
+             for d in results.get((setup, path, "lat"), [])
+             if not d["invalid"]]
+        return "/".join(f(median([100 * d[k] for d in v]), 0) for k in (
+            "foreign_server_cpu", "foreign_loader_cpu"))
+
     print("cluster: cpu_ratio=%s cpu_ratio_rest=%s cpu_ratio_ws=%s "
           "cpu_s_per_M=%s single_cpu_s_per_M=%s "
           "p99_added_ms=%s p99_added_ms_rest=%s p99_added_ms_ws=%s "
@@ -617,7 +754,7 @@ def main():
           "cpu_s_per_M_half=%s single_cpu_s_per_M_half=%s "
           "cpu_s_per_M_half_ws=%s single_cpu_s_per_M_half_ws=%s "
           "servers_util_half_rest=%s servers_util_half_ws=%s "
-          "load1=%s loader_saturated=%s" % (
+          "load1=%s loader_saturated=%s foreign_pct_half=%s" % (
               f(worst(cpu_ratio)), f(cpu_ratio["rest"]), f(cpu_ratio["ws"]),
               cpu_m("cluster", "rest"), cpu_m("single", "rest"),
               f(worst(p99_added), 2), f(p99_added["rest"], 2),
@@ -637,7 +774,7 @@ def main():
               cpu_m("cluster", "ws", "lat"), cpu_m("single", "ws", "lat"),
               util_half("rest"), util_half("ws"),
               "/".join(load0[:1] + load1[:1]),
-              "yes" if bound else "no"), flush=True)
+              "yes" if bound else "no", foreign_half()), flush=True)
     return 0
 
 

@@ -17,11 +17,17 @@ missing, uWS fell back to its NodeJS shim), reports 0 and its ratios n/a.
 Scenarios:
   S3  1 publisher -> N subscribers (100, 1000, 10000) x (32 B, 1 KiB)
   S4  2,000 rooms x 8 members, publisher round-robin over rooms
-      (Pusher peers only: the raw peers have no rooms; uws_rooms is the
+      (Pusher peers, and raw_single: rooms in the trivial raw protocol,
+      one write() per delivery, bench/raw_peer.c; uws_rooms is the
       uWebSockets.js topic pub/sub anchor, bench/peers/uws_rooms.js)
   S5  churn: connect -> (subscribe) -> one round trip -> close, 64 in flight
   S7  S3 at 1,000 x 1 KiB with 1% subscribers that never read: the server
       should close them (slow-consumer policy); reported as closed/total
+  S3-1000-32-half
+      after the reps: the hub and raw_cork in open loop at one offered
+      rate, half the slower one's median S3 1,000 x 32 B closed-loop
+      message rate in this run, paired per rep: p50/p99 publish-to-receive
+      (summary field p99_half_vs_raw_cork)
 
 Publishing: the raw peers get one WebSocket publisher. The hub gets one too
 by default (--hub-publish ws): client events on private-bench, relayed to
@@ -82,7 +88,7 @@ def log(*a):
 
 class Peer:
     def __init__(self, name, mode, argv, path="/", env=None, pusher=False,
-                 fallback_marker=None, publish="ws", only=None):
+                 fallback_marker=None, publish="ws", only=None, rooms=False):
         self.name = name
         self.mode = mode
         self.argv = argv  # argv with "{port}" placeholders
@@ -94,6 +100,9 @@ class Peer:
         # Pusher mode: client events); "rest": the REST API.
         self.publish = publish
         self.only = only  # scenario ids this peer runs (None: all)
+        # A raw peer that speaks the raw rooms protocol (loadgen --mode raw
+        # --rooms): it runs the rooms scenario (S4) too.
+        self.rooms = rooms
         self.unavailable = None  # reason string when it cannot run
 
     def label(self):
@@ -152,7 +161,7 @@ def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
         Peer("raw_cork", "raw", [os.path.join(b, "raw_corked"), "--port",
                                  "{port}"]),
         Peer("raw_single", "raw", [os.path.join(b, "raw_single"), "--port",
-                                   "{port}"]),
+                                   "{port}"], rooms=True),
         Peer("lws", "raw", [os.path.join(b, "lws_minimal"), "--port",
                             "{port}"]),
         Peer("nodews", "raw", ["node", os.path.join(BENCH, "peers",
@@ -391,6 +400,16 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
             npub = min(32, w)
             args = args[:i] + args[i + 2:] + ["--window", max(1, w // npub),
                                               "--pubs", npub]
+    elif (not p.pusher and "--rooms" in args and "--window" in args and
+          "--churn" not in args):
+        # Raw rooms (raw_single in S4): the same 32 WebSocket publishers
+        # as the hub's client-event publishers, each on its share of the
+        # rooms (p, p + 32, ...), the window spread over them.
+        i = args.index("--window")
+        w = int(args[i + 1])
+        npub = min(32, w)
+        args = args[:i] + args[i + 2:] + ["--window", max(1, w // npub),
+                                          "--pubs", npub]
     elif p.pusher and "--window" in args and "--churn" not in args:
         # REST publishing: the window is spread over 32 publisher
         # connections with one request in flight on each, the way a
@@ -892,6 +911,10 @@ def main():
                     help="issue 12: the hub with webhooks off and on to a "
                     "local receiver, paired; S3-1000-32, S5, S5-edges; ends "
                     "with a 'webhooks:' line (bench/README.md)")
+    ap.add_argument("--half-rate", type=float, default=0,
+                    help="S3 1,000 x 32 B half-load rate, messages/s, for "
+                    "both hub and raw_cork (default: half the slower one's "
+                    "median closed-loop rate in this run)")
     ap.add_argument("--scenarios", default="",
                     help="comma list of ids or prefixes, e.g. S3-1000-32,S5")
     a = ap.parse_args()
@@ -931,6 +954,7 @@ def main():
         scens = [s for s in scens if any(s[0] == k or s[0].startswith(k + "-")
                                          or s[0] == k for k in keys)]
     headline = "S3-1000-32"
+    HALF = "S3-1000-32-half"
     load0 = open("/proc/loadavg").read().split()[:3]
 
     chk, why = self_check(a.warmup, a.duration)
@@ -973,7 +997,7 @@ def main():
                     p.unavailable = notes[p.name]
                     continue
                 for sid, label, args, pusher_only in scens:
-                    if pusher_only and not p.pusher:
+                    if pusher_only and not (p.pusher or p.rooms):
                         continue
                     if p.only is not None and sid not in p.only:
                         continue
@@ -1032,6 +1056,62 @@ def main():
                 by_rep.setdefault(d["rep"], {})[k] = d["churn_per_s"]
         return median([v["n"] / v["d"] for v in by_rep.values()
                        if v.get("n") and v.get("d")])
+
+    # Issue 14's "p99 at half load <= 1.2x raw_cork": the hub (client-event
+    # publisher) and raw_cork in open loop at one offered rate, half the
+    # slower one's median closed-loop message rate at S3 1,000 x 32 B in
+    # this run (or --half-rate), paired per rep with the order alternating.
+    half = {"rate": None, "why": None}
+    hpeers = [p for p in peers if p.name in ("hub", "raw_cork")]
+    if any(sc[0] == headline for sc in scens) and len(hpeers) == 2:
+        sat = {}
+        for p in hpeers:
+            r = med_rate(headline, p.name)
+            if r:
+                sat[p.name] = r / 1000.0  # messages/s: 1,000 subscribers
+        half["sat"] = sat
+        half["sat_loader_bound"] = sorted(
+            n for n in sat if any(d.get("loader_bound")
+                                  for d in valid_runs(headline, n)))
+        if a.half_rate > 0:
+            half["rate"] = a.half_rate
+        elif len(sat) == 2:
+            half["rate"] = 0.5 * min(sat.values())
+            half["slower"] = min(sat, key=sat.get)
+        else:
+            half["why"] = ("no valid S3 1,000 x 32 B measurement of %s" %
+                           " and ".join(p.name for p in hpeers
+                                        if p.name not in sat))
+        if half["rate"] and any(p.unavailable for p in hpeers):
+            half["rate"] = None
+            half["why"] = "hub or raw_cork unavailable"
+    if half["rate"]:
+        results[HALF] = {p.name: [] for p in hpeers}
+        hargs = ["--subs", 1000, "--size", 32, "--rate",
+                 "%.0f" % half["rate"], "--msg-timeout",
+                 1.5 if a.quick else 5]
+        for rep in range(a.reps):
+            for p in (hpeers if rep % 2 == 0 else hpeers[::-1]):
+                log("bench-fanout: half load rep %d/%d %s (%.0f msgs/s)" % (
+                    rep + 1, a.reps, p.name, half["rate"]))
+                srv = Server(p)
+                try:
+                    if not srv.ok:
+                        continue
+                    d = run_loader(srv, hargs, a.warmup, a.duration)
+                    d["rep"] = rep
+                    d["invalid"] = check_valid(d, HALF)
+                    results[HALF][p.name].append(d)
+                finally:
+                    srv.stop()
+
+    def half_ratios(q="p99"):
+        by_rep = {}
+        for name, k in (("hub", "n"), ("raw_cork", "d")):
+            for d in valid_runs(HALF, name):
+                by_rep.setdefault(d["rep"], {})[k] = d["lat_us"][q]
+        return [by_rep[r]["n"] / by_rep[r]["d"] for r in sorted(by_rep)
+                if by_rep[r].get("n") and by_rep[r].get("d")]
 
     # Loader saturation: the deliveries/s ratios of such measurements
     # understate the faster server; CPU per delivery does not depend on it.
@@ -1118,11 +1198,60 @@ def main():
                 fmt(dpw, 1) if dpw is not None else "-",
                 fmt(rpr, 3) if rpr is not None else "-", vr))
         lines.append("")
+    if HALF in results or half["why"]:
+        lines += ["## S3 1 pub -> 1000 subs, 32 B, at half load (open loop, "
+                  "hub and raw_cork at one rate)", ""]
+    if half["why"]:
+        lines += ["- not measured: %s" % half["why"], ""]
+    if HALF in results:
+        sat = half["sat"]
+        lines.append(
+            "- offered rate %.0f messages/s (x 1,000 subscribers), %s; "
+            "closed-loop medians this run: %s%s" % (
+                half["rate"], "fixed by --half-rate" if a.half_rate > 0 else
+                "half of %s's" % half.get("slower"),
+                ", ".join("%s %.0f msgs/s" % kv for kv in sorted(sat.items()))
+                or "n/a",
+                ("; LOADER SATURATED in the closed-loop measurements of %s, "
+                 "so the rate is half of what the loader could drive, not "
+                 "half of the server's capacity" % ", ".join(
+                     half["sat_loader_bound"]))
+                if half["sat_loader_bound"] else ""))
+        lines += ["", "| peer | deliveries/s | p50 µs | p99 µs | p99.9 µs | "
+                  "server CPU s / M deliveries | loader % | server % | "
+                  "foreign % cpu0/cpu1 | valid reps |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for p in hpeers:
+            runs = results[HALF][p.name]
+            v = valid_runs(HALF, p.name)
+            why = "; ".join(sorted({d["invalid"] for d in runs
+                                    if d.get("invalid")}))
+            nlb = sum(1 for d in v if d.get("loader_bound"))
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s/%s | "
+                         "%d/%d%s%s |" % (
+                p.label(), fmt(median([d["deliveries_per_s"] for d in v])),
+                fmt(median([d["lat_us"]["p50"] for d in v])),
+                fmt(median([d["lat_us"]["p99"] for d in v])),
+                fmt(median([d["lat_us"]["p999"] for d in v])),
+                fmt(median([d["server_cpu_s_per_M"] for d in v]), 3),
+                fmt(median([100 * max(d["loader_util"], d["loader_cpu_busy"])
+                            for d in v])),
+                fmt(median([100 * d["server_util"] for d in v])),
+                fmt(median([100 * d["foreign_server_cpu"] for d in v])),
+                fmt(median([100 * d["foreign_loader_cpu"] for d in v])),
+                len(v), len(runs), (" (" + why + ")") if why else "",
+                (", %d loader-bound" % nlb) if nlb else ""))
+        lines += ["", "- hub / raw_cork per rep: p99 %s, p50 %s; "
+                  "`p99_half_vs_raw_cork` (median) %s (goal <= 1.2)" % (
+                      " ".join("%.2f" % r for r in half_ratios()) or "n/a",
+                      " ".join("%.2f" % r for r in half_ratios("p50"))
+                      or "n/a", fmt(median(half_ratios()), 3)), ""]
     with open(os.path.join(RESULTS, "latest.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(RESULTS, "latest.json"), "w") as f:
         json.dump({"self_check": chk, "invalid": run_invalid,
-                   "notes": notes, "results": results}, f, indent=1)
+                   "notes": notes, "half_load": half, "results": results},
+                  f, indent=1)
     log("bench-fanout: tables in %s" % os.path.relpath(
         os.path.join(RESULTS, "latest.md"), ROOT))
     if run_invalid:
@@ -1149,12 +1278,19 @@ def main():
     # cpu_vs_X: X's server CPU per delivery / the hub's (above 1: the hub
     # spends less); rest_vs_ws: the hub's client-event CPU per delivery /
     # its REST one; churn_vs_uws: S5 cycles/s hub / uws. Medians of
-    # per-rep ratios.
+    # per-rep ratios. Appended after them: p99_half_vs_raw_cork (hub p99 /
+    # raw_cork p99 at one half-load rate), cpu_vs_raw_single_rooms (S4),
+    # the half-load rate and whether the loader saturated there.
+    p99h = median(half_ratios())
+    hbound = any(d.get("loader_bound") for n in ("hub", "raw_cork")
+                 for d in valid_runs(HALF, n))
     print("fanout: hub=%s hub_rest=%s uws=%s raw_cork=%s lws=%s nodews=%s "
           "soketi=%s vs_uws=%s vs_raw_cork=%s vs_soketi=%s "
           "cpu_vs_uws=%s cpu_vs_raw_cork=%s cpu_vs_uws_100x1k=%s "
           "cpu_vs_uws_10k=%s cpu_vs_uws_rooms=%s rest_vs_ws=%s "
-          "churn_vs_uws=%s" % (
+          "churn_vs_uws=%s p99_half_vs_raw_cork=%s "
+          "cpu_vs_raw_single_rooms=%s half_rate=%s "
+          "half_loader_saturated=%s" % (
               rate("hub"), rate("hub_rest"), rate("uws"), rate("raw_cork"),
               rate("lws"), rate("nodews"), rate("soketi"), ratio("hub", "uws"),
               ratio("hub", "raw_cork"), ratio("hub", "soketi"),
@@ -1163,7 +1299,12 @@ def main():
               cpu("S3-10000-32", "uws", "hub"),
               cpu("S4", "uws_rooms", "hub"),
               cpu(headline, "hub", "hub_rest"),
-              "%.3f" % churn if churn else "n/a"), flush=True)
+              "%.3f" % churn if churn else "n/a",
+              "%.3f" % p99h if p99h else "n/a",
+              cpu("S4", "raw_single", "hub"),
+              "%.0f" % half["rate"] if half["rate"] else "n/a",
+              ("yes" if hbound else "no") if HALF in results else "n/a"),
+          flush=True)
     if a.hub_base:
         # Before/after: deliveries/s ratio (median of per-rep ratios) and
         # server CPU s per million deliveries, per scenario.
