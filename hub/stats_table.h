@@ -88,6 +88,18 @@
       "Most inbox items drained in one wakeup.")                               \
     X(accept_paused, counter, U64, 0, LOOP, "accept_paused",                   \
       "accept_pauses_total", "Accept pauses for lack of file descriptors.")    \
+    X(ws_direct_sessions, counter, U64, 0, LOOP, "ws_direct_sessions",         \
+      "ws_direct_sessions_total",                                              \
+      "WebSocket sessions read by lubdub itself (--ws-direct-read).")          \
+    X(ws_direct_declined, counter, U64, 0, LOOP, "ws_direct_declined",         \
+      "ws_direct_declined_total",                                              \
+      "Plain-TCP sessions left on lws's read path (lws held their bytes).")   \
+    X(ws_direct_reads, counter, U64, 0, LOOP, "ws_direct_reads",               \
+      "ws_direct_reads_total",                                                 \
+      "recv() calls of the read bypass that returned data.")                   \
+    X(ws_direct_proto_errors, counter, U64, 0, LOOP, "ws_direct_proto_errors", \
+      "ws_direct_proto_errors_total",                                          \
+      "Bypassed sessions failed for an RFC 6455 framing error (1002).")        \
     X(queued_bytes, gauge, U64, 12, LOOP, "queued_bytes", "queued_bytes",      \
       "Outbound bytes waiting in send queues.")                                \
     X(queue_budget_drops, counter, U64, 13, LOOP, "queue_budget_drops",        \

@@ -46,6 +46,7 @@ static const char *const srv__log_levels[] = {
 };
 static const char *const srv__log_formats[] = {"text", "json", NULL};
 static const char *const srv__event_loops[] = {"libev", "poll", NULL};
+static const char *const srv__off_on[] = {"off", "on", NULL};
 
 #define SRV_CFG(field) offsetof(struct srv_config, field), \
     sizeof(((struct srv_config *)0)->field), NULL
@@ -172,8 +173,14 @@ static const struct srv_option_desc srv_options[] = {
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "
-     "that much memory per connection.",
+     "that much memory per connection. With ws_direct_read on, only TLS "
+     "sessions read this way.",
      NULL, 64, 65536, 0, SRV_CFG(ws_rx_buffer)},
+    {"ws_direct_read", SRV_OPT_ENUM, SRV_ALL, 0, "on", NULL,
+     "Read established plain-TCP WebSockets with one 64 KiB read per loop "
+     "pass instead of lws's ws_rx_buffer-sized ones (libev only; TLS "
+     "sessions always read through lws).",
+     srv__off_on, 0, 0, 0, SRV_CFG(ws_direct_read)},
     {"auth_timestamp_window", SRV_OPT_SECONDS, SRV_ALL, 0, "600s", NULL,
      "REST auth_timestamp must be this close to now, in whole seconds; "
      "0 skips the check.",

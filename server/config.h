@@ -67,6 +67,7 @@ struct srv_config {
     uint64_t cache_max_bytes;   /* per app; default 16 MiB; 0 = no cap */
     uint64_t subscription_count_interval_ms; /* default 1 s */
     uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
+    int ws_direct_read;        /* 1: the read bypass (server/direct.h) */
 
     /* REST. */
     uint64_t auth_timestamp_window_s; /* default 600; 0 = not checked */

@@ -56,6 +56,7 @@ struct srv_loop {
     struct lws *metrics_acceptor;         /* paused after EMFILE */
     lws_sorted_usec_list_t sul_metrics;   /* resume it */
     unsigned char *cork;                  /* SRV_CORK_BYTES */
+    struct srv_direct *direct;            /* read bypass; NULL when off */
     SSL_CTX *ssl_ctx;                     /* the vhost's, with TLS */
     struct srv_tls_creds *tls_current;    /* reloaded cert, NULL = lws's */
     /* Set by the main thread on SIGHUP, taken by the loop (server/tls.c). */
@@ -137,6 +138,8 @@ size_t srv_ws_pss_size(void);
 extern const struct hub_transport_ops srv_transport_ops;
 /* SERVER_WRITEABLE: write what the session has next; 0, or -1 to close. */
 int srv_write_one(struct srv_loop *l, struct hub_session *s, struct lws *wsi);
+/* The corked flush now, not from its sul (the read bypass's pass end). */
+void srv_write_flush_now(struct srv_loop *l);
 /* Test only: arm a stall on loop id (any thread); false if no such loop. */
 bool srv_test_stall_arm(struct srv *srv, unsigned id);
 

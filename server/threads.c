@@ -23,6 +23,7 @@
 
 #include "hub/cluster.h"
 #include "server/hdrpool.h"
+#include "server/direct.h"
 #include "server/srv.h"
 
 static const lws_retry_bo_t no_validity = {
@@ -281,6 +282,8 @@ int srv_loops_create(struct srv *srv)
             return -EIO;
         }
         l->vh = lws_get_vhost_by_name(l->ctx, "default");
+        if (srv_direct_init(l))
+            return -ENOMEM;
         /* No service thread runs yet, so touching the sul list is safe. */
         l->running = true;
         l->last_wheel_ms = srv_now_ms();
@@ -322,6 +325,7 @@ static void *loop_thread(void *arg)
     atomic_store(&l->srv->hub->stopping, true);
     lws_context_destroy(l->ctx);
     l->ctx = NULL;
+    srv_direct_fini(l);
     if (l->evl) {
         ev_loop_destroy(l->evl);
         l->evl = NULL;

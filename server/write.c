@@ -165,3 +165,15 @@ static void flush_sul_cb(lws_sorted_usec_list_t *sul)
     hub_loop_flush(l->hub, flush_one, l);
 }
 
+/*
+ * The read bypass's pass is over (server/direct.c, before the loop polls):
+ * the same flush, now. Its reads run outside lws's service, and a sul
+ * scheduled there is only noticed when lws next runs its timers (its libev
+ * idle or timer watcher), up to a wheel tick later.
+ */
+void srv_write_flush_now(struct srv_loop *l)
+{
+    lws_sul_cancel(&l->sul_flush);
+    hub_loop_flush(l->hub, flush_one, l);
+}
+

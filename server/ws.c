@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hub/pusher.h"
+#include "server/direct.h"
 #include "server/srv.h"
 
 /*
@@ -66,6 +67,7 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         if (hub_session_init(s, l->hub, wsi, srv_now_ms()))
             return -1;
         ws_established(s, wsi);
+        srv_direct_established(l, wsi);
         return 0;
     case LWS_CALLBACK_RECEIVE:
         if (!hub_session_live(s))
@@ -84,10 +86,17 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         if (hub_session_live(s))
             hub_session_on_pong(s, srv_now_ms());
         return 0;
-    case LWS_CALLBACK_SERVER_WRITEABLE:
+    case LWS_CALLBACK_SERVER_WRITEABLE: {
+        int ret;
+
+        /* A pong or close echo the read bypass owes goes first, as lws
+         * writes its own ahead of the user's. */
+        if (srv_direct_writable(wsi, &ret))
+            return ret;
         if (!hub_session_live(s))
             return 0;
         return srv_write_one(srv_loop_of(wsi), s, wsi);
+    }
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: {
         /* Before lws echoes the peer's close: lws 4.1.6 would echo a
          * one-byte payload, codes of 5000 and up and reasons that are not
@@ -104,6 +113,7 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         return -1;
     }
     case LWS_CALLBACK_CLOSED:
+        srv_direct_closed(srv_loop_of(wsi), wsi);
         hub_session_closed(s, srv_now_ms());
         return 0;
     default:
