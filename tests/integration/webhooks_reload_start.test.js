@@ -13,8 +13,8 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { startHub, waitFor } = require('./lib/hub');
-const { APP, configFile, rawClient } = require('./lib/clients');
+const { waitFor } = require('./lib/hub');
+const { APP, configFile, rawClient, ownedHub } = require('./lib/clients');
 const { startRedis, startCluster, joined } = require('./lib/cluster');
 const { startReceiver, edgeOf: strip, isEdge: is } = require('./lib/receiver');
 
@@ -37,16 +37,8 @@ async function reloadAll(hubs, file, apps) {
     count(h, /webhooks: reloaded/g) > before[k][1]), 'every hub reloaded', 20000, 20);
 }
 
-async function node(t, args, clean = true) {
-  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s', ...args]);
-  t.after(async () => {
-    for (const c of hub.clientCloses || []) { try { c(); } catch (_) { /* closed */ } }
-    const exit = await hub.stop();
-    if (clean && exit.signal !== 'SIGKILL' && exit.code !== 0) {
-      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    }
-  });
-  return hub;
+function node(t, args, clean = true) {
+  return ownedHub(t, ['--loops', '2', '--drain-timeout', '1s', ...args], { clean });
 }
 
 test('one node: a reload brings the first webhook, the sender starts with its store', async (t) => {
