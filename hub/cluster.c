@@ -505,6 +505,21 @@ const char *hub_cluster_app_id(struct hub_cluster *c, unsigned index)
     return id_of(c, index);
 }
 
+unsigned hub_cluster_app_span(struct hub_cluster *c)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&c->ids_mu);
+    n = c->n_ids;
+    pthread_mutex_unlock(&c->ids_mu);
+    return n;
+}
+
+int hub_cluster_app_index(struct hub_cluster *c, const char *id, size_t len)
+{
+    return index_of(c, id, len);
+}
+
 const char *hub_cluster_prefix(const struct hub_cluster *c)
 {
     return c->prefix;

@@ -295,6 +295,11 @@ bool hub_cluster_dir_stale(struct hub_cluster *c,
                            const struct hub_cluster_dirop *dop);
 /* The app id of index (valid until destroy), NULL when unknown. */
 const char *hub_cluster_app_id(struct hub_cluster *c, unsigned index);
+/* The indices the cluster knows ids for: 0..span-1 (the apps at start and
+ * every app a reload added; a removed app keeps its id). Any thread. */
+unsigned hub_cluster_app_span(struct hub_cluster *c);
+/* The index of the app id[0..len) (a scan), or -1. Any thread. */
+int hub_cluster_app_index(struct hub_cluster *c, const char *id, size_t len);
 const char *hub_cluster_prefix(const struct hub_cluster *c);
 
 /* A JOIN's script reply: rc 0 or -ENOSPC (the channel is full

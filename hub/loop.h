@@ -92,9 +92,11 @@ struct hub {
      * app key matched) and its REST rate buckets. */
     _Atomic(struct hub_apptab *) apps;
     uint64_t started_ms;
-    /* The webhook queue (hub/webhook.h), set by server/ before the loops
-     * start when an app has webhooks; NULL = none. Borrowed. */
-    struct hub_whq *webhooks;
+    /* The webhook queue (hub/webhook.h), set by server/ when an app has
+     * webhooks: before the loops start, or later by the reload that
+     * brings the first ones (hence atomic: loops read it while the main
+     * thread sets it once); NULL = none. Borrowed. */
+    _Atomic(struct hub_whq *) webhooks;
     struct hub_cache *cache;       /* cache channels' last events; owned */
     struct hub_subcount *subcount; /* subscription_count pending set */
 };

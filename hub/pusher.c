@@ -278,8 +278,9 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
         goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
     /* The data text is built only for an app that wants the webhook. */
-    if (l->hub->webhooks &&
-        hub_whq_wants(l->hub->webhooks, app->index, HUB_WH_CLIENT_EVENT)) {
+    if (hub_whq_wants(atomic_load_explicit(&l->hub->webhooks,
+                                           memory_order_acquire),
+                      app->index, HUB_WH_CLIENT_EVENT)) {
         /* user_id: the presence member, else the signed-in user. */
         const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
                                                        : s->user_id;

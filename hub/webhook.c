@@ -322,18 +322,24 @@ void hub_webhook_client_event(struct hub *h, unsigned app,
                               const char *event, const char *data,
                               const char *socket_id, const char *user_id)
 {
-    if (!hub_whq_wants(h->webhooks, app, HUB_WH_CLIENT_EVENT))
+    struct hub_whq *q = atomic_load_explicit(&h->webhooks,
+                                             memory_order_acquire);
+
+    if (!hub_whq_wants(q, app, HUB_WH_CLIENT_EVENT))
         return;
-    push_new(h->webhooks, app, HUB_WH_CLIENT_EVENT, channel, len, user_id,
+    push_new(q, app, HUB_WH_CLIENT_EVENT, channel, len, user_id,
              event, data ? data : "", socket_id);
 }
 
 void hub_webhook_cache_miss(struct hub *h, unsigned app, const char *channel,
                             size_t len)
 {
-    if (!hub_whq_wants(h->webhooks, app, HUB_WH_CACHE_MISS))
+    struct hub_whq *q = atomic_load_explicit(&h->webhooks,
+                                             memory_order_acquire);
+
+    if (!hub_whq_wants(q, app, HUB_WH_CACHE_MISS))
         return;
-    push_new(h->webhooks, app, HUB_WH_CACHE_MISS, channel, len, NULL, NULL,
+    push_new(q, app, HUB_WH_CACHE_MISS, channel, len, NULL, NULL,
              NULL, NULL);
 }
 

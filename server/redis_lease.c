@@ -58,7 +58,8 @@ struct srv_lease {
     struct hub_backplane_stats *st;
     struct srv_redis *redis;
     void (*rejoin)(struct srv_redis *r);
-    struct lapp *apps;             /* the apps at start, by index */
+    struct lapp *apps;             /* the apps at start (the tick's session
+                                      sums; the reaper follows reloads) */
     unsigned n_apps;
 
     struct ev_loop *loop;
@@ -281,23 +282,21 @@ static void report_edges(struct srv_lease *l, const redisReply *ed)
         const redisReply *k = ed->element[i], *a = ed->element[i + 1],
                          *c = ed->element[i + 2], *u = ed->element[i + 3];
         struct hub_dir_edge e;
-        const struct lapp *app = NULL;
+        int app;
         char *uid;
 
         if (!is_str(k) || !is_str(a) || !is_str(c) || !is_str(u))
             continue;
-        for (unsigned j = 0; j < l->n_apps && !app; j++)
-            if (strlen(l->apps[j].id) == a->len &&
-                !memcmp(l->apps[j].id, a->str, a->len))
-                app = &l->apps[j];
-        /* An app this node does not have (a reload added it elsewhere):
-         * its webhooks are another node's. */
-        if (!app || !(uid = strndup(u->str, u->len)))
+        /* By the cluster's ids, which a reload extends: an app added
+         * since the start is found too. An app this node never had (a
+         * reload added it elsewhere): its webhooks are another node's. */
+        app = hub_cluster_app_index(l->cluster, a->str, a->len);
+        if (app < 0 || !(uid = strndup(u->str, u->len)))
             continue;
         e = (struct hub_dir_edge){
             .kind = k->str[0] == 'r' ? HUB_DIR_MEMBER_LAST
                                      : HUB_DIR_CHANNEL_LAST,
-            .app = app->index,
+            .app = (unsigned)app,
             .name = c->str,
             .len = c->len,
             .user_id = k->str[0] == 'r' ? uid : NULL,
@@ -380,21 +379,29 @@ static void reap_next(struct srv_lease *l)
     const char **av;
     char delay[24], bound[24];
     uint64_t d = 0;
+    unsigned span;
     int n = 6;
 
     if (!x || l->reap_out || !l->cmd)
         return;
-    av = calloc(6 + l->n_apps, sizeof(*av));
+    span = hub_cluster_app_span(l->cluster);
+    av = calloc(6 + (size_t)span, sizeof(*av));
     if (!av)
         return;                    /* the next tick tries again */
     av[0] = l->prefix;
     av[1] = l->node_id;
     av[2] = x->token;
     av[3] = REAP_CHUNK;
-    /* The apps whose closing edges the script queues for the webhooks. */
-    for (unsigned i = 0; i < l->n_apps; i++)
-        if (hub_cluster_wh_redis(l->cluster, l->apps[i].index, &d))
-            av[n++] = l->apps[i].id;
+    /* The apps whose closing edges the script queues for the webhooks:
+     * those of the current configuration (the set each reload publishes,
+     * hub_cluster_set_wh), by the cluster's ids, which outlive it. */
+    for (unsigned i = 0; i < span; i++) {
+        const char *id;
+
+        if (hub_cluster_wh_redis(l->cluster, i, &d) &&
+            (id = hub_cluster_app_id(l->cluster, i)))
+            av[n++] = id;
+    }
     snprintf(delay, sizeof(delay), "%" PRIu64, d);
     snprintf(bound, sizeof(bound), "%u", hub_cluster_wh_max(l->cluster));
     av[4] = delay;

@@ -124,7 +124,8 @@ int srv_apps_reload(struct srv *srv)
             goto out;
         }
     }
-    /* And which of the apps' edges its scripts queue for the webhooks. */
+    /* And which of the apps' edges its scripts queue for the webhooks
+     * (the first webhooks since the start also start the sender here). */
     srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
     ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
     ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));

@@ -84,16 +84,18 @@ void srv_webhooks_stop(struct srv *srv);
 /* Main thread, after a reload (server/reload.c): the sender takes a copy
  * of apps[0..n) (apps[j] has app index idx[j]->index, of n_index) and
  * switches to it on its own thread: webhooks, filters, batching, key and
- * secret. Without a running sender (no webhooks at start) it only logs
- * that webhooks need a restart. */
+ * secret. Without a running sender (none since the start, or it failed
+ * to start) nothing. */
 struct hub_app;
 void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
                          struct hub_app *const *idx, unsigned n,
                          unsigned n_index);
 
-/* Main thread, with --redis, before a reload publishes its apps (same
- * arguments as srv_webhooks_reload): the join / leave / reap scripts
- * start queueing in Redis the edges of the apps it adds (or whose
+/* Main thread, before a reload publishes its apps (same arguments as
+ * srv_webhooks_reload): starts the sender when these are the first
+ * webhooks since the start (as srv_webhooks_start would have: store,
+ * streams, srv->hub->webhooks); with --redis the join / leave / reap
+ * scripts start queueing in Redis the edges of the apps it adds (or whose
  * webhooks now want edges), before any loop can see them. */
 void srv_webhooks_reload_prepare(struct srv *srv, const struct hub_app *apps,
                                  struct hub_app *const *idx, unsigned n,

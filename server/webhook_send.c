@@ -870,7 +870,8 @@ static void wh_free(struct srv_wh *wh)
     free(wh);
 }
 
-static struct srv_wh *the_wh;      /* for /stats; set once at start */
+static _Atomic(struct srv_wh *) the_wh; /* for /stats; set once: at start,
+                                           or by the first reload with webhooks */
 
 /* Does a webhook of app want an edge type (occupied, vacated, added,
  * removed)? */
@@ -926,23 +927,23 @@ static int cluster_mark(struct srv_wh *wh, const struct hub_app *apps,
     return rc;
 }
 
-int srv_webhooks_start(struct srv *srv)
+/*
+ * Main thread: make the sender for apps[0..n) (indices as view_new takes
+ * them) and start its thread. At start (before the loops run) or from the
+ * first reload that brings webhooks (the loops run: the queue and the_wh
+ * are published last, atomically). n_eps: the apps' webhooks. 0 or -1
+ * (logged; nothing is left behind but libcurl's global init).
+ */
+static int wh_start(struct srv *srv, const struct hub_app *apps,
+                    struct hub_app *const *idx, unsigned n_apps,
+                    unsigned n_index, unsigned n)
 {
     const struct srv_config *cfg = srv->cfg;
     struct srv_wh *wh;
     struct wh_view *view;
-    unsigned n = 0;
     uint64_t boot = 0;
     char err[512];
 
-    for (unsigned i = 0; i < cfg->n_apps; i++)
-        n += cfg->apps[i].n_webhooks;
-    if (!n) {
-        if (cfg->state_dir)
-            srv_log(HUB_LOG_INFO, 0, "webhooks: none configured; "
-                                     "--state-dir is not used");
-        return 0;
-    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         srv_log(HUB_LOG_ERR, 0, "webhooks: libcurl did not initialise");
         return -1;
@@ -953,7 +954,7 @@ int srv_webhooks_start(struct srv *srv)
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
         return -1;
     }
-    view = view_new(cfg->apps, NULL, cfg->n_apps, cfg->n_apps);
+    view = view_new(apps, idx, n_apps, n_index);
     if (!view || hub_whq_init(&wh->q, HUB_WH_QUEUE_EVENTS, view->apps,
                               view->n)) {
         view_free(view);
@@ -1058,9 +1059,26 @@ int srv_webhooks_start(struct srv *srv)
     /* Named apart from the loops (lubdub-N) for top -H and the benchmarks'
      * per-thread CPU. */
     pthread_setname_np(wh->thread, "wh-sender");
-    srv->hub->webhooks = &wh->q;
-    the_wh = wh;
+    atomic_store_explicit(&srv->hub->webhooks, &wh->q, memory_order_release);
+    atomic_store_explicit(&the_wh, wh, memory_order_release);
     return 0;
+}
+
+int srv_webhooks_start(struct srv *srv)
+{
+    const struct srv_config *cfg = srv->cfg;
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < cfg->n_apps; i++)
+        n += cfg->apps[i].n_webhooks;
+    if (!n) {
+        if (cfg->state_dir)
+            srv_log(HUB_LOG_INFO, 0, "webhooks: none configured; "
+                                     "--state-dir is used once a reload "
+                                     "brings some");
+        return 0;
+    }
+    return wh_start(srv, cfg->apps, NULL, cfg->n_apps, cfg->n_apps, n);
 }
 
 void srv_webhooks_stop(struct srv *srv)
@@ -1094,16 +1112,8 @@ void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
     struct wh_view *v, *stale;
 
     (void)srv;
-    if (!wh) {
-        for (unsigned j = 0; j < n; j++)
-            if (apps[j].n_webhooks) {
-                srv_log(HUB_LOG_WARN, 0, "webhooks: the reloaded apps have "
-                                         "webhooks but none were configured "
-                                         "at start; restart to send them");
-                break;
-            }
-        return;
-    }
+    if (!wh)
+        return;      /* none, or the sender did not start (logged) */
     v = view_new(apps, idx, n, n_index);
     if (!v) {
         srv_log(HUB_LOG_ERR, 0, "webhooks: reload not applied, the "
@@ -1135,8 +1145,28 @@ void srv_webhooks_reload_prepare(struct srv *srv, const struct hub_app *apps,
                                  unsigned n_index)
 {
     struct srv_wh *wh = the_wh;
+    unsigned eps = 0;
 
-    (void)srv;
+    /* The first webhooks since the start: the sender starts now, before
+     * the reloaded apps reach the loops, with the store (--state-dir) and
+     * the streams (--redis) as at start; srv_webhooks_reload then hands
+     * it the same apps. A sender that fails to start is tried again by
+     * the next reload. */
+    for (unsigned j = 0; !wh && j < n; j++)
+        if (apps[j].enabled)
+            eps += apps[j].n_webhooks;
+    if (!wh && eps) {
+        srv_log(HUB_LOG_INFO, 0, "webhooks: the reloaded apps have the "
+                                 "first webhooks since the start; starting "
+                                 "the sender");
+        if (wh_start(srv, apps, idx, n, n_index, eps)) {
+            srv_log(HUB_LOG_ERR, 0, "webhooks: the sender did not start; "
+                                    "nothing is sent until a reload starts "
+                                    "it");
+            return;
+        }
+        wh = the_wh;
+    }
     if (wh && cluster_mark(wh, apps, idx, n, n_index))
         srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: edges of apps "
                                 "this reload adds go to this node's own "

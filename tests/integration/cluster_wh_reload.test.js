@@ -22,6 +22,7 @@ const { startReceiver, edgeOf: strip, isEdge: is } = require('./lib/receiver');
 const P = 'lubdub';
 const EDGES = ['channel_occupied', 'channel_vacated'];
 const B = { id: 'app-b', key: 'key-b', secret: 'secret-b' };
+const C = { id: 'app-c', key: 'key-c', secret: 'secret-c' };
 
 // The consumer group names of a stream, from redis-cli's XINFO GROUPS.
 async function groups(redis, app) {
@@ -125,4 +126,47 @@ test('a reload adds an app and removes a webhook on every node', async (t) => {
   await waitFor(async () => Number(await redis.cli('PTTL', `${P}:wh:${B.id}`)) > 0,
     'B\'s stream expires', 20000, 50);
   assert.equal(rxA.invalid, 0, 'every request to A valid for the pusher SDK');
+});
+
+// The reaper follows the reload: an app added by SIGHUP on both nodes has
+// the closing edges of a node killed with -9 queued in its stream by the
+// survivor's reap script (before, the reaper knew the apps of the start
+// only, and the edge was lost).
+test('a dead node\'s closing edge of an app a reload added is queued by the reaper', async (t) => {
+  const redis = await startRedis(t);
+  const rxA = await startReceiver(t, APP);
+  const rxC = await startReceiver(t, C);
+  const appA = { ...APP, webhooks: [{ url: rxA.url(), event_types: EDGES }] };
+  const cfg = configFile(t, { apps: [appA] });
+  const { nodes } = await startCluster(t, {
+    n: 2, redis,
+    args: ['--node-lease', '2s', '--webhook-delay', '200ms', '--webhook-backoff-max', '1s',
+      '--config', cfg],
+  });
+  await reloadAll(nodes, cfg, [appA, { ...C, webhooks: [{ url: rxC.url(), event_types: EDGES }] }]);
+  const [n1, n2] = nodes;
+
+  const c = await rawClient(t, n2, C.key);
+  const r = await c.subscribed('c-room', { key: C.key, secret: C.secret });
+  assert.equal(r.event, 'pusher_internal:subscription_succeeded', JSON.stringify(r));
+  await rxC.waitEvents(is('channel_occupied', 'c-room'), 1, 'c-room occupied', 30000);
+  const queued = async () => Number(await redis.cli('HGET', `${P}:whn:${C.id}`, 'queued')) || 0;
+  const before = await queued();
+
+  await n2.kill9();
+  await rxC.waitEvents(is('channel_vacated', 'c-room'), 1, 'c-room vacated by the reaper', 30000);
+  await waitFor(async () => (await n1.stats()).backplane.reaped >= 1, 'n1 reaped n2', 20000, 50);
+  // A marker through the survivor: once its vacated is in, anything queued
+  // before it is too.
+  const mc = await rawClient(t, n1, C.key);
+  await mc.subscribed('c-marker', { key: C.key, secret: C.secret });
+  await rxC.waitEvents(is('channel_occupied', 'c-marker'), 1, 'c-marker occupied', 30000);
+  mc.close();
+  await rxC.waitEvents(is('channel_vacated', 'c-marker'), 1, 'c-marker vacated', 30000);
+
+  assert.equal(rxC.delivered(is('channel_vacated', 'c-room')).length, 1,
+    JSON.stringify(rxC.delivered().map(strip)));
+  assert.equal(await queued() - before, 1 + 2, 'the reaper\'s edge and the marker\'s two went through the stream');
+  for (const e of rxC.delivered()) assert.match(e.id, new RegExp(`^${C.id}-\\d+-\\d+$`));
+  assert.equal(rxC.invalid, 0, 'every request to C valid for the pusher SDK');
 });

@@ -10,8 +10,8 @@ const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { startHub, waitFor, BINARY } = require('./lib/hub');
-const { RawClient, configFile, trackClient } = require('./lib/clients');
+const { waitFor, BINARY } = require('./lib/hub');
+const { RawClient, configFile, trackClient, ownedHub } = require('./lib/clients');
 const { startReceiver } = require('./lib/receiver');
 const { startRedis } = require('./lib/redis');
 
@@ -28,16 +28,9 @@ function stateDir(t) {
 // A hub with apps [{...APP, webhooks, ...extra}], stopped (cleanly) at the end.
 async function hubWith(t, webhooks, { args = [], app = {}, dir, clean = true } = {}) {
   const file = configFile(t, { apps: [{ ...APP, client_events: true, webhooks, ...app }] });
-  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--config', file, ...(dir ? ['--state-dir', dir] : []), ...args]);
+  const hub = await ownedHub(t, ['--loops', '2', '--drain-timeout', '1s',
+    '--config', file, ...(dir ? ['--state-dir', dir] : []), ...args], { clean });
   hub.configFile = file;
-  t.after(async () => {
-    for (const c of hub.clientCloses || []) { try { c(); } catch (_) { /* closed */ } }
-    const exit = await hub.stop();
-    if (clean && exit.signal !== 'SIGKILL' && exit.code !== 0) {
-      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    }
-  });
   return hub;
 }
 

@@ -1219,6 +1219,28 @@ static void test_cluster_member_msg_hostile(void **state)
     hub_cluster_destroy(c);
 }
 
+/* The id registry the lease's reaper names apps from: the apps at start,
+ * then every app a reload adds (by index, gaps allowed); a removed app's
+ * id stays. */
+static void test_cluster_app_registry(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+
+    (void)state;
+    assert_int_equal(hub_cluster_app_span(c), 1);
+    assert_int_equal(hub_cluster_app_index(c, "app-id", 6), 0);
+    assert_int_equal(hub_cluster_app_index(c, "app-idx", 6), 0); /* by len */
+    assert_int_equal(hub_cluster_app_index(c, "app-i", 5), -1);
+    assert_int_equal(hub_cluster_app_index(c, "added", 5), -1);
+    assert_int_equal(hub_cluster_app_added(c, 3, "added"), 0);
+    assert_int_equal(hub_cluster_app_span(c), 4);
+    assert_int_equal(hub_cluster_app_index(c, "added", 5), 3);
+    assert_null(hub_cluster_app_id(c, 1));
+    assert_string_equal(hub_cluster_app_id(c, 3), "added");
+    assert_int_equal(hub_cluster_app_index(c, "app-id", 6), 0);
+    hub_cluster_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1240,6 +1262,7 @@ int main(void)
         cmocka_unit_test(test_cluster_views),
         cmocka_unit_test(test_cluster_views_seeded_after_down),
         cmocka_unit_test(test_cluster_member_msg_hostile),
+        cmocka_unit_test(test_cluster_app_registry),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

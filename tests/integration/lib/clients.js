@@ -61,6 +61,21 @@ function trackClient(hub, close) {
   hub.clientCloses.push(close);
 }
 
+// A hub of the test's own: its tracked clients closed and the hub stopped
+// at the end; with clean, an exit other than 0 (or SIGKILL, which the test
+// sent) fails the test.
+async function ownedHub(t, args, { clean = true } = {}) {
+  const hub = await startHub(args);
+  t.after(async () => {
+    for (const c of hub.clientCloses || []) { try { c(); } catch (_) { /* closed */ } }
+    const exit = await hub.stop();
+    if (clean && exit.signal !== 'SIGKILL' && exit.code !== 0) {
+      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
+    }
+  });
+  return hub;
+}
+
 async function closeTracked(hub) {
   const closes = hub.clientCloses || [];
   hub.clientCloses = [];
@@ -304,5 +319,5 @@ async function bothLoopsBusy(hub) {
 module.exports = {
   APP, MASTER_KEY, loopOf, configFile, twoLoopHub, serverSdk, pusherClient,
   connected, pusherOnLoop, RawClient, rawClient, rawOnLoop, sign, signedPath,
-  rest, bothLoopsBusy, onLoop, trackClient, closeTracked, signIn,
+  rest, bothLoopsBusy, onLoop, trackClient, closeTracked, ownedHub, signIn,
 };
