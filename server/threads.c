@@ -53,9 +53,12 @@ static void post_prepare_cb(struct ev_loop *evl, ev_prepare *w, int revents)
 static void wheel_sul_cb(lws_sorted_usec_list_t *sul);
 
 /*
- * Leave lws_service(): suls run before poll() computes its timeout, so a
- * flag set inside one would only be seen after the next event. A 1 ms sul
- * bounds that wait.
+ * Leave lws_service(). On libev, ev_break. Under --event-loop poll, suls
+ * run before poll() computes its timeout, so a flag set inside one would
+ * only be seen after the next event; a 1 ms sul bounds that wait. (On
+ * libev a sul scheduled outside lws's own callbacks does not re-arm lws's
+ * timer: work that must run before the next poll uses an ev_prepare, as
+ * server/direct.c and the POST answer queue do.)
  */
 static void loop_leave(struct srv_loop *l)
 {
