@@ -221,6 +221,23 @@ static size_t frame_header(unsigned char *h, int op, size_t n)
     return 10;
 }
 
+#if !RAW_CORKED
+/* One text frame of d in a buffer reused by every call (*len: its
+ * length); NULL when out of memory. */
+static const unsigned char *one_frame(const unsigned char *d, size_t n,
+                                      size_t *len)
+{
+    static unsigned char *f;
+    static size_t fcap;
+    if (grow(&f, &fcap, n + 10))
+        return NULL;
+    size_t hl = frame_header(f, 1, n);
+    memcpy(f + hl, d, n);
+    *len = hl + n;
+    return f;
+}
+#endif
+
 static void broadcast(const unsigned char *d, size_t n)
 {
 #if RAW_CORKED
@@ -230,15 +247,13 @@ static void broadcast(const unsigned char *d, size_t n)
     memcpy(round_buf + round_len, d, n);
     round_len += n;
 #else
-    static unsigned char *f;
-    static size_t fcap;
-    if (grow(&f, &fcap, n + 10))
+    size_t fl;
+    const unsigned char *f = one_frame(d, n, &fl);
+    if (!f)
         return;
-    size_t hl = frame_header(f, 1, n);
-    memcpy(f + hl, d, n);
     /* Backwards: a killed subscriber is replaced by the last one. */
     for (int i = nsubs - 1; i >= 0; i--)
-        peer_send(subs[i], f, hl + n);
+        peer_send(subs[i], f, fl);
 #endif
 }
 
@@ -259,14 +274,12 @@ static void room_broadcast(int room, const unsigned char *d, size_t n)
         dirty_rooms[ndirty++] = room;
     }
 #else
-    static unsigned char *f;
-    static size_t fcap;
-    if (grow(&f, &fcap, n + 10))
+    size_t fl;
+    const unsigned char *f = one_frame(d, n, &fl);
+    if (!f)
         return;
-    size_t hl = frame_header(f, 1, n);
-    memcpy(f + hl, d, n);
     for (int i = r->n - 1; i >= 0; i--)
-        peer_send(r->m[i], f, hl + n);
+        peer_send(r->m[i], f, fl);
 #endif
 }
 
