@@ -1489,15 +1489,22 @@ void hub_cluster_counts_refresh(struct hub_cluster *c)
     pthread_mutex_unlock(&c->deliver_mu);
 }
 
-bool hub_cluster_dir_stale(struct hub_cluster *c,
-                           const struct hub_cluster_dirop *dop)
+/* Whether gen is no longer *cur (a generation kept under c->mu). */
+static bool gen_stale(struct hub_cluster *c, uint64_t gen,
+                      const uint64_t *cur)
 {
     bool stale;
 
     pthread_mutex_lock(&c->mu);
-    stale = dop->gen != c->gen;
+    stale = gen != *cur;
     pthread_mutex_unlock(&c->mu);
     return stale;
+}
+
+bool hub_cluster_dir_stale(struct hub_cluster *c,
+                           const struct hub_cluster_dirop *dop)
+{
+    return gen_stale(c, dop->gen, &c->gen);
 }
 
 /* The ops. */
@@ -2069,12 +2076,7 @@ void hub_cluster_online_snapshot(
 bool hub_cluster_online_stale(struct hub_cluster *c,
                               const struct hub_cluster_onop *oop)
 {
-    bool stale;
-
-    pthread_mutex_lock(&c->mu);
-    stale = oop->gen != c->ogen;
-    pthread_mutex_unlock(&c->mu);
-    return stale;
+    return gen_stale(c, oop->gen, &c->ogen);
 }
 
 static const struct hub_directory_ops cluster_dir_ops = {
