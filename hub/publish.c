@@ -85,9 +85,9 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            const struct hub_excl *excl)
 {
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
-    uint64_t budget, share = 0, accounted = 0;
+    uint64_t budget, share = 0;
     struct hub_list *pos;
-    unsigned n = 0;
+    unsigned n = 0, sent = 0;
     bool tight = false, forced = false;
 
     if (!ch)
@@ -116,23 +116,26 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
             continue;
         if (excl && excl->member_seq && sub->joined_seq >= excl->member_seq)
             continue;
-        if (tight && !hub_budget_admit(l, s, share, budget, f->len, &forced))
-            continue;
-        if (hub_session_push(s, f) == 0) {
-            n++;
-            if (tight) {
-                /* Counted at once: the next recipient's check sees it. */
-                hub_loop_queued_add(l, f->len);
-                accounted += f->len;
-            }
+        if (!tight) {
+            /* Nothing in this walk drops another session's queue: the
+             * references and bytes are added once, after it. */
+            if (hub_session_push(s, f) == 0)
+                n++;
+        } else if (hub_budget_admit(l, s, share, budget, f->len, &forced) &&
+                   hub_session_send(s, f) == 0) {
+            /* A later recipient's admission may evict (close, dropping
+             * its queue) one already given f, so each copy holds its own
+             * reference from the start, and its bytes are counted at once
+             * for the next recipient's check. */
+            sent++;
         }
     }
     if (n) {
         hub_frame_ref_n(f, n);
-        hub_loop_queued_add(l, (uint64_t)n * f->len - accounted);
+        hub_loop_queued_add(l, (uint64_t)n * f->len);
     }
     HUB_STAT_ADD(l->stats.publishes, 1);
-    return n;
+    return n + sent;
 }
 
 /* Close this loop's sessions on the user's #server-to-user- channel. */

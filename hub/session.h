@@ -208,6 +208,9 @@ int hub_session_send(struct hub_session *s, struct hub_frame *f);
  * recipients at once with hub_frame_ref_n() (one atomic, not one each).
  * The caller's own reference keeps f alive until then. The caller also
  * accounts the bytes (hub_loop_queued_add), once for all recipients.
+ * Until the reference is added nothing may drop this queue (an eviction
+ * closing the session would release a reference it does not yet hold),
+ * so a walk that can evict uses hub_session_send().
  */
 int hub_session_push(struct hub_session *s, struct hub_frame *f);
 /* Queue a copy of a text message (control messages, errors). */

@@ -477,6 +477,59 @@ static void test_channel_queue_budget_closes_furthest_behind(void **state)
     fake_hub_stop(&fh);
 }
 
+/*
+ * A recipient's admission evicts one that already got this publish: the
+ * evicted queue must release only a reference it holds. Before the fix the
+ * walk added the references after it, so the eviction freed the frame
+ * while the walk and (across loops) other loops still used it.
+ */
+static void test_channel_queue_budget_evicts_earlier_recipient(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session e, w;
+    struct hub_loop *l;
+    struct hub_frame *g, *f;
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    fh.cfg.max_queue = 100000;
+    fh.cfg.max_queued_total = 10000; /* share 5000 each, low mark 7500 */
+    assert_int_equal(fake_hub_start(&fh), 0);
+    l = fh.loops[0];
+    fake_session_open(&fh, &e, 0, &fh.apps[0]);
+    fake_session_open(&fh, &w, 0, &fh.apps[0]);
+    fake_subscribe(&fh, &e.s, "c", NULL); /* e comes first in the walk */
+    fake_subscribe(&fh, &w.s, "c", NULL);
+    fake_flush(&e.s);
+    fake_flush(&w.s);
+    g = kib_frame();
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(hub_deliver_local(l, 0, "c", 1, g, NULL), 2);
+    hub_frame_unref(g); /* the queues hold it now */
+    assert_int_equal(hub_queued(&fh), 8 * 1004);
+    f = kib_frame();
+    fake_hub_advance(&fh, 20);
+    /* 8032 + 2 x 1004 passes the budget: e (4016, within its share) gets
+     * f and so passes its share; w's admission then does not fit, the
+     * forced eviction closes e with its queue, and w gets f. */
+    assert_int_equal(hub_deliver_local(l, 0, "c", 1, f, NULL), 2);
+    assert_int_equal(e.s.state, HUB_SESSION_CLOSING);
+    assert_int_equal(e.s.close_reason_id, HUB_CLOSE_QUEUE_BUDGET);
+    assert_int_equal(e.s.q.count, 1); /* only the 4100 error */
+    assert_int_equal(w.s.state, HUB_SESSION_OPEN);
+    assert_int_equal(w.s.q.count, 5);
+    /* Ours and w's queue: exactly two references. */
+    assert_int_equal(atomic_load(&f->refs), 2);
+    assert_int_equal(HUB_STAT_GET(l->stats.queued_bytes),
+                     e.s.q.bytes + w.s.q.bytes);
+    hub_frame_unref(f);
+    fake_flush(&w.s);
+    hub_session_fini(&e.s, HUB_CLOSE_QUEUE_BUDGET);
+    hub_session_fini(&w.s, HUB_CLOSE_PEER);
+    assert_int_equal(hub_queued(&fh), 0);
+    fake_hub_stop(&fh);
+}
+
 static void test_channel_queue_budget_across_loops(void **state)
 {
     struct fake_hub fh;
@@ -740,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_channel_app_max_connections_4004),
         cmocka_unit_test(test_channel_signin_user_channel_and_terminate),
         cmocka_unit_test(test_channel_queue_budget_closes_furthest_behind),
+        cmocka_unit_test(test_channel_queue_budget_evicts_earlier_recipient),
         cmocka_unit_test(test_channel_queue_budget_across_loops),
         cmocka_unit_test(test_channel_max_subscriptions_refused),
         cmocka_unit_test(test_pusher_subscribe_refusals),
