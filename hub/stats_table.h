@@ -253,6 +253,9 @@
       "Directory operations (joins, leaves, reads) sent to Redis.")          \
     X(dir_pending, gauge, "dir_pending", "backplane_dir_pending",            \
       "Joins and reads waiting for Redis's answer.")                         \
+    X(dir_parked, gauge, "dir_parked", "backplane_dir_parked",              \
+      "Joins, leaves and signins held until Redis confirms the SUBSCRIBE "   \
+      "of their channel (or the node unsubscribes it).")                     \
     X(dir_local, counter, "dir_local", "backplane_dir_local_total",          \
       "Directory operations answered from this node's own state because "    \
       "Redis was down.")                                                     \

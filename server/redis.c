@@ -665,6 +665,10 @@ static void do_unsub(struct srv_redis *r, const struct hub_cluster_op *op)
 {
     struct rxrec *x = tab_find(&r->rx, op->rchan, op->rchan_len);
 
+    /* Its SUBSCRIBE's confirmation no longer counts (x->subscribed goes
+     * false below): what waited for it must not wait forever. */
+    if (r->dir)
+        srv_redis_dir_unsubscribed(r->dir, op->rchan, op->rchan_len);
     if (op->member)
         hub_cluster_view_drop(r->c, op->app, op->rchan + op->name_off,
                               op->rchan_len - op->name_off);

@@ -853,6 +853,21 @@ static void park(struct srv_redis_dir *d, struct hub_cluster_op *op)
     op->next = NULL;
     *d->parked_tail = op;
     d->parked_tail = &op->next;
+    stat_add(&d->st->dir_parked, 1);
+}
+
+/* The parked list, emptied; the gauge follows. */
+static struct hub_cluster_op *unpark_all(struct srv_redis_dir *d)
+{
+    struct hub_cluster_op *op = d->parked;
+    uint64_t n = 0;
+
+    for (const struct hub_cluster_op *o = op; o; o = o->next)
+        n++;
+    d->parked = NULL;
+    d->parked_tail = &d->parked;
+    __atomic_fetch_sub(&d->st->dir_parked, n, __ATOMIC_RELAXED);
+    return op;
 }
 
 /* An online change's script (docs/SCALING.md, "Watchlists and online
@@ -982,10 +997,12 @@ static void send_refresh(struct srv_redis_dir *d, unsigned app,
     send_members(d, k, id, name, len);
 }
 
+static void run_parked(struct srv_redis_dir *d, const char *name,
+                       size_t len);
+
 void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
                              size_t len)
 {
-    struct hub_cluster_op *op, *next;
     struct refresh **pf = &d->refresh, *f;
 
     /* The view's list first, then the joins in their order. */
@@ -1000,10 +1017,38 @@ void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
             pf = &f->next;
         }
     }
-    op = d->parked;
-    d->parked = NULL;
-    d->parked_tail = &d->parked;
-    for (; op; op = next) {
+    run_parked(d, name, len);
+}
+
+void srv_redis_dir_unsubscribed(struct srv_redis_dir *d, const char *name,
+                                size_t len)
+{
+    struct refresh **pf = &d->refresh, *f;
+
+    /* A view's list waiting for this channel: the view is dropped. */
+    while ((f = *pf)) {
+        if (f->mlen == len && !memcmp(f->mchan, name, len)) {
+            *pf = f->next;
+            free(f->mchan);
+            free(f->name);
+            free(f);
+        } else {
+            pf = &f->next;
+        }
+    }
+    /* Every op parked on it came before this UNSUBSCRIBE (one ordered
+     * stream): the joins and leaves of members already gone, a signin and
+     * signout of a user already gone. The Redis state gets them in their
+     * order; a later join waits for the next SUBSCRIBE. */
+    run_parked(d, name, len);
+}
+
+/* Run the ops parked on broker channel name, in order; keep the rest. */
+static void run_parked(struct srv_redis_dir *d, const char *name, size_t len)
+{
+    struct hub_cluster_op *op, *next;
+
+    for (op = unpark_all(d); op; op = next) {
         next = op->next;
         op->next = NULL;
         if (op->rchan_len == len && !memcmp(op->rchan, name, len) &&
@@ -1033,10 +1078,7 @@ void srv_redis_dir_down(struct srv_redis_dir *d)
 {
     struct hub_cluster_op *op, *next;
 
-    op = d->parked;
-    d->parked = NULL;
-    d->parked_tail = &d->parked;
-    for (; op; op = next) {
+    for (op = unpark_all(d); op; op = next) {
         struct hub_cluster_dirop *dop = op->dop;
 
         next = op->next;

@@ -41,6 +41,11 @@ bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op);
 /* Redis confirmed the SUBSCRIBE of broker channel name. */
 void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
                              size_t len);
+/* The node unsubscribes broker channel name (no local subscriber left):
+ * what waited for its SUBSCRIBE runs now, in order, as the SUBSCRIBE's
+ * confirmation (which no longer counts) will not run it. */
+void srv_redis_dir_unsubscribed(struct srv_redis_dir *d, const char *name,
+                                size_t len);
 void srv_redis_dir_rejoin_now(struct srv_redis_dir *d);
 
 #endif

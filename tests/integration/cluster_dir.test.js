@@ -11,7 +11,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
 const {
-  APP, rest, pusherClient, connected, rawClient: client,
+  APP, rest, pusherClient, connected, rawClient: client, signIn,
 } = require('./lib/clients');
 const net = require('node:net');
 const {
@@ -322,6 +322,26 @@ test('a join waiting on Redis when it dies is answered locally', async (t) => {
   // Served locally meanwhile: REST answers this node's own state.
   const info = await get(node, '/channels/presence-wait', { info: 'user_count' });
   assert.deepEqual(info, { occupied: true, user_count: 1 });
+});
+
+// A user that signs in and goes while its signin still waits for the
+// SUBSCRIBE of its user channel (its node unsubscribes the channel before
+// Redis confirmed it): the signin and the signout run then, in order.
+// They used to stay parked for as long as the Redis connection lasted (a
+// client could pile them up, each later op scanning them), since the late
+// confirmation of an unsubscribed channel does not count.
+test('a signin still waiting when its user goes does not stay parked', async (t) => {
+  const redis = await startRedis(t);
+  const proxyPort = await slowSubscriberProxy(t, redis.port, 60000);
+  const slow = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'r1');
+  await allUp([slow]);
+  const users = [];
+  for (const id of ['brief1', 'brief2']) users.push(await signIn(await client(t, slow), id));
+  await waitFor(async () => (await bp(slow)).dir_parked === 2, 'two signins parked', 10000, 20);
+  for (const c of users) c.close();
+  await waitFor(async () => (await slow.stats()).totals.sessions === 0, 'both gone', 10000, 20);
+  await waitFor(async () => (await bp(slow)).dir_parked === 0,
+    'nothing parked once both users went', 20000, 20);
 });
 
 test('joins still waiting on Redis at shutdown: the node exits clean', async (t) => {
