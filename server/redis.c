@@ -889,6 +889,12 @@ void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l)
     r->lease = l;
 }
 
+int srv_redis_app_added(struct srv_redis *r, unsigned index, const char *id,
+                        struct hub_app_live *live)
+{
+    return r ? srv_lease_app_added(r->lease, index, id, live) : 0;
+}
+
 void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
 {
     r->c = c;

@@ -29,6 +29,11 @@ struct srv_lease;
 /* The node lease and reaper (server/redis_lease.h), owned from now on
  * (before start). */
 void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l);
+struct hub_app_live;
+/* A reload added app index: its connections count cluster-wide
+ * (srv_lease_app_added). Main thread. 0 or -ENOMEM. */
+int srv_redis_app_added(struct srv_redis *r, unsigned index, const char *id,
+                        struct hub_app_live *live);
 /* The cluster whose queue it serves (before start). */
 void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c);
 /* The hub_cluster_cfg wake function (ctx = the struct srv_redis). */

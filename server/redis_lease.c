@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,13 @@ struct srv_lease {
     struct hub_backplane_stats *st;
     struct srv_redis *redis;
     void (*rejoin)(struct srv_redis *r);
-    struct lapp *apps;             /* the apps at start (the tick's session
-                                      sums; the reaper follows reloads) */
-    unsigned n_apps;
+    /* The apps whose connections the tick counts: those at start, then
+     * each one a reload adds (srv_lease_app_added, main thread), appended
+     * only, so a tick's reply matches the list it was sent with. apps_mu
+     * guards the array; the backplane thread holds it while it reads. */
+    pthread_mutex_t apps_mu;
+    struct lapp *apps;
+    unsigned n_apps, cap_apps;
 
     struct ev_loop *loop;
     redisAsyncContext *cmd;        /* NULL while down */
@@ -107,12 +112,13 @@ struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg)
         return NULL;
     l->node_id = strdup(cfg->node_id);
     l->prefix = strdup(cfg->prefix);
-    l->apps = calloc(t->n ? t->n : 1, sizeof(*l->apps));
+    pthread_mutex_init(&l->apps_mu, NULL);
+    l->cap_apps = t->n ? t->n : 1;
+    l->apps = calloc(l->cap_apps, sizeof(*l->apps));
     if (!l->node_id || !l->prefix || !l->apps)
         goto fail;
     /* The apps at start (main thread, before the loops run: the table is
-     * stable). Their live structs last for the hub; a reload's new apps
-     * keep a per-node quota (docs/SCALING.md). */
+     * stable). Their live structs last for the hub. */
     for (unsigned i = 0; i < t->n; i++) {
         if (!t->apps[i])
             continue;
@@ -155,6 +161,45 @@ static void q_pop(struct srv_lease *l)
     free(x);
 }
 
+int srv_lease_app_added(struct srv_lease *l, unsigned index, const char *id,
+                        struct hub_app_live *live)
+{
+    char *copy;
+    int rc = 0;
+
+    if (!l)
+        return 0;
+    copy = strdup(id);
+    if (!copy)
+        return -ENOMEM;
+    pthread_mutex_lock(&l->apps_mu);
+    for (unsigned i = 0; i < l->n_apps; i++) {
+        if (l->apps[i].index == index) {
+            /* Known (a reload that failed after telling us): the index's
+             * app is the new table's. */
+            free(l->apps[i].id);
+            l->apps[i].id = copy;
+            l->apps[i].live = live;
+            goto out;
+        }
+    }
+    if (l->n_apps == l->cap_apps) {
+        struct lapp *a = realloc(l->apps, 2 * l->cap_apps * sizeof(*a));
+
+        if (!a) {
+            free(copy);
+            rc = -ENOMEM;
+            goto out;
+        }
+        l->apps = a;
+        l->cap_apps *= 2;
+    }
+    l->apps[l->n_apps++] = (struct lapp){ copy, index, live };
+out:
+    pthread_mutex_unlock(&l->apps_mu);
+    return rc;
+}
+
 void srv_lease_destroy(struct srv_lease *l)
 {
     if (!l)
@@ -164,6 +209,7 @@ void srv_lease_destroy(struct srv_lease *l)
     for (unsigned i = 0; i < l->n_apps; i++)
         free(l->apps[i].id);
     free(l->apps);
+    pthread_mutex_destroy(&l->apps_mu);
     free(l->node_id);
     free(l->prefix);
     free(l);
@@ -474,10 +520,12 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
     l->registered = true;
     stat_set(&l->st->nodes, int_of(rep->element[1]));
     sums = rep->element[2];
+    pthread_mutex_lock(&l->apps_mu);
     for (size_t i = 0; i < sums->elements && i < l->n_apps; i++)
         atomic_store_explicit(&l->apps[i].live->remote_sessions,
                               (uint_fast32_t)int_of(sums->element[i]),
                               memory_order_relaxed);
+    pthread_mutex_unlock(&l->apps_mu);
     cl = rep->element[3];
     for (size_t i = 0; i + 1 < cl->elements; i += 2) {
         const redisReply *d = cl->element[i], *t = cl->element[i + 1];
@@ -506,9 +554,11 @@ static void send_tick(struct srv_lease *l)
         stat_add(&l->st->lease_failures, 1);
         return;
     }
+    pthread_mutex_lock(&l->apps_mu); /* the ids until the call copied them */
     av = malloc((6 + 2 * (size_t)l->n_apps) * sizeof(*av));
     counts = malloc((l->n_apps ? l->n_apps : 1) * sizeof(*counts));
     if (!av || !counts) {
+        pthread_mutex_unlock(&l->apps_mu);
         free(av);
         free(counts);
         stat_add(&l->st->lease_failures, 1);
@@ -530,6 +580,7 @@ static void send_tick(struct srv_lease *l)
     }
     if (run_script(l, S_TICK, tick_reply, l, (int)n, av) == 0)
         l->tick_out = true;
+    pthread_mutex_unlock(&l->apps_mu);
     free(av);
     free(counts);
     reap_next(l); /* a step that failed earlier */
@@ -588,9 +639,11 @@ void srv_lease_down(struct srv_lease *l)
     while (l->q)
         q_pop(l);
     /* Without Redis every node counts its own connections. */
+    pthread_mutex_lock(&l->apps_mu);
     for (unsigned i = 0; i < l->n_apps; i++)
         atomic_store_explicit(&l->apps[i].live->remote_sessions, 0,
                               memory_order_relaxed);
+    pthread_mutex_unlock(&l->apps_mu);
     if (l->leaving && l->leave_done) {
         /* Not from inside go_down: finish on the next loop iteration. */
         ev_timer_stop(l->loop, &l->leave_w);
@@ -664,9 +717,12 @@ bool srv_lease_leave(struct srv_lease *l, void (*done)(void *ctx), void *ctx)
 
     if (!l || !l->cmd || !l->registered || l->leaving)
         return false;
+    pthread_mutex_lock(&l->apps_mu);
     av = malloc((3 + (size_t)l->n_apps) * sizeof(*av));
-    if (!av)
+    if (!av) {
+        pthread_mutex_unlock(&l->apps_mu);
         return false;
+    }
     av[n++] = l->prefix;
     av[n++] = l->node_id;
     snprintf(nabuf, sizeof(nabuf), "%u", l->n_apps);
@@ -674,6 +730,7 @@ bool srv_lease_leave(struct srv_lease *l, void (*done)(void *ctx), void *ctx)
     for (unsigned i = 0; i < l->n_apps; i++)
         av[n++] = l->apps[i].id;
     rc = run_script(l, S_LEAVE, leave_reply, l, (int)n, av);
+    pthread_mutex_unlock(&l->apps_mu);
     free(av);
     if (rc)
         return false;

@@ -40,13 +40,15 @@ struct redisAsyncContext;
 struct hub;
 struct hub_cluster;
 struct hub_backplane_stats;
+struct hub_app_live;
 struct srv_redis;
 
 struct srv_lease_cfg {
     const char *node_id;           /* copied */
     const char *prefix;            /* copied */
     uint64_t lease_ms;             /* 1000..60000 */
-    struct hub *hub;               /* the apps at start: ids, live structs */
+    struct hub *hub;               /* the apps at start: ids, live structs
+                                      (a reload's: srv_lease_app_added) */
     struct hub_cluster *cluster;   /* the edge hook */
     struct hub_backplane_stats *st;
     struct srv_redis *redis;       /* rejoin's argument */
@@ -63,6 +65,13 @@ struct srv_lease;
 struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg);
 /* After the backplane thread stopped (or never started). NULL: no-op. */
 void srv_lease_destroy(struct srv_lease *l);
+/*
+ * A reload published app index (id, its live struct, which lasts for the
+ * hub): from the next tick on its connections count cluster-wide. 0 or
+ * -ENOMEM (the app keeps a per-node quota). Main thread; NULL: no-op.
+ */
+int srv_lease_app_added(struct srv_lease *l, unsigned index, const char *id,
+                        struct hub_app_live *live);
 
 /* The backplane came up on cmd: the first tick goes out at once (call
  * this before any other command on the new connection: a first

@@ -21,6 +21,7 @@
 
 #include "hub/appswap.h"
 #include "hub/cluster.h"
+#include "server/redis.h"
 #include "server/srv.h"
 #include "server/webhook.h"
 
@@ -69,7 +70,7 @@ int srv_apps_reload(struct srv *srv)
     struct hub_apptab_diff d;
     struct hub_app **v = NULL;
     char err[512];
-    unsigned n = 0, i;
+    unsigned n = 0, i, first_new;
     int rc = -1;
 
     if (!srv->cfg->config_file) {
@@ -131,11 +132,23 @@ int srv_apps_reload(struct srv *srv)
     ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
     ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));
     /* After the publish cur may be freed at any moment: the names are
-     * copied above. */
+     * copied above, and its size here. */
+    first_new = cur->n;
     if (hub_apps_publish(srv->hub, next)) {
         srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
                                 "out of memory");
         goto out;
+    }
+    /* The new apps' connections count cluster-wide from the next lease
+     * tick. next stays valid here: only the next reload (this thread)
+     * retires it. */
+    for (i = first_new; srv->redis && i < next->n; i++) {
+        if (next->apps[i] &&
+            srv_redis_app_added(srv->redis, i, next->apps[i]->id,
+                                next->live[i]))
+            srv_log(HUB_LOG_WARN, 0, "apps: %s: out of memory, its "
+                    "max_connections counts this node only",
+                    next->apps[i]->id);
     }
     srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
     srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "

@@ -22,6 +22,7 @@
 // too; the rest need the cluster-wide directory (docs/SCALING.md).
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const net = require('node:net');
 const Pusher = require('pusher-js');
 const { waitFor, startHub } = require('./lib/hub');
@@ -602,10 +603,11 @@ test('a node without subscribers of a presence channel hears none of its member 
   assert.equal(after.received - before.received, 0, 'n3 received nothing of the channel');
 });
 
-test('max_connections per app is counted over the cluster', async (t) => {
-  const CAPPED = { id: 'capped-id', key: 'capped-key', secret: 'capped-secret', max_connections: 4 };
-  const file = configFile(t, { apps: [APP, CAPPED] });
-  const { nodes } = await cluster(t, { args: ['--drain-timeout', '1s', '--config', file] });
+const CAPPED = { id: 'capped-id', key: 'capped-key', secret: 'capped-secret', max_connections: 4 };
+
+// CAPPED's quota of 4 holds over the nodes: two held on n1, two on n2,
+// then n3 refuses (4004); a slot freed on n1 can be taken on n3.
+async function quotaOverNodes(t, nodes) {
   // A handshake: established (kept) or refused with its code.
   async function attempt(node) {
     const c = new RawClient(node.wsUrl(CAPPED.key));
@@ -643,9 +645,29 @@ test('max_connections per app is counted over the cluster', async (t) => {
     held.push(r.c);
     return true;
   }, 'n3 accepts after a slot was freed on n1', 30000, 200);
+  for (const c of held) c.close();
+}
+
+test('max_connections per app is counted over the cluster', async (t) => {
+  const file = configFile(t, { apps: [APP, CAPPED] });
+  const { nodes } = await cluster(t, { args: ['--drain-timeout', '1s', '--config', file] });
+  await quotaOverNodes(t, nodes);
   // The default app is not capped.
   const other = await raw(t, nodes[2]);
   assert.match(other.socketId, /^\d+\.\d+$/);
+});
+
+// An app a reload adds is counted over the cluster too (it used to keep
+// a per-node quota: the lease counted only the apps at start).
+test('max_connections of an app a reload added is counted over the cluster', async (t) => {
+  const file = configFile(t, { apps: [APP] });
+  const { nodes } = await cluster(t, { args: ['--drain-timeout', '1s', '--config', file] });
+  const reloads = (n) => (n.stderr.match(/apps: reloaded/g) || []).length;
+  const before = nodes.map(reloads);
+  fs.writeFileSync(file, JSON.stringify({ apps: [APP, CAPPED] }));
+  for (const n of nodes) process.kill(n.pid, 'SIGHUP');
+  await waitFor(() => nodes.every((n, k) => reloads(n) > before[k]), 'every node reloaded', 20000, 20);
+  await quotaOverNodes(t, nodes);
 });
 
 // ------------------------------------------------------------ node death
