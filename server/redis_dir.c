@@ -1000,16 +1000,19 @@ static void send_refresh(struct srv_redis_dir *d, unsigned app,
 static void run_parked(struct srv_redis_dir *d, const char *name,
                        size_t len);
 
-void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
-                             size_t len)
+/* Broker channel name's SUBSCRIBE was confirmed (send: the views' lists
+ * waiting for it go out) or will not be (the views are dropped): the
+ * refresh records go, then what is parked on it runs, in order. */
+static void channel_settled(struct srv_redis_dir *d, const char *name,
+                            size_t len, bool send)
 {
     struct refresh **pf = &d->refresh, *f;
 
-    /* The view's list first, then the joins in their order. */
     while ((f = *pf)) {
         if (f->mlen == len && !memcmp(f->mchan, name, len)) {
             *pf = f->next;
-            send_refresh(d, f->app, f->name, f->len);
+            if (send)
+                send_refresh(d, f->app, f->name, f->len);
             free(f->mchan);
             free(f->name);
             free(f);
@@ -1020,27 +1023,20 @@ void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
     run_parked(d, name, len);
 }
 
+void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
+                             size_t len)
+{
+    channel_settled(d, name, len, true);
+}
+
 void srv_redis_dir_unsubscribed(struct srv_redis_dir *d, const char *name,
                                 size_t len)
 {
-    struct refresh **pf = &d->refresh, *f;
-
-    /* A view's list waiting for this channel: the view is dropped. */
-    while ((f = *pf)) {
-        if (f->mlen == len && !memcmp(f->mchan, name, len)) {
-            *pf = f->next;
-            free(f->mchan);
-            free(f->name);
-            free(f);
-        } else {
-            pf = &f->next;
-        }
-    }
     /* Every op parked on it came before this UNSUBSCRIBE (one ordered
      * stream): the joins and leaves of members already gone, a signin and
      * signout of a user already gone. The Redis state gets them in their
      * order; a later join waits for the next SUBSCRIBE. */
-    run_parked(d, name, len);
+    channel_settled(d, name, len, false);
 }
 
 /* Run the ops parked on broker channel name, in order; keep the rest. */
