@@ -2379,15 +2379,24 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
         return -EINVAL;
     }
     /* A script's event (kind 5) came from Redis, not from a node's local
-     * delivery: every node delivers it, the one whose script sent it too,
-     * and it carries no sequence to track. */
+     * delivery: every node delivers it, the one whose script sent it too.
+     * Its sequence is Redis's, per watcher, whichever node's script sent
+     * it: tracked under an origin no node has (the empty id); 0 is an
+     * older node's script, not numbered. */
     if (e.kind != HUB_ENV_SCRIPT && e.origin_len == c->node_len &&
         !memcmp(e.origin, c->node_id, c->node_len)) {
         stat_add(&c->stats.own_ignored, 1);
         return 1;
     }
-    if (rx && e.kind != HUB_ENV_SCRIPT)
+    if (rx && e.kind != HUB_ENV_SCRIPT) {
         track(c, rx, &e);
+    } else if (rx && e.seq) {
+        struct hub_envelope redis_seq = e;
+
+        redis_seq.origin = "";
+        redis_seq.origin_len = 0;
+        track(c, rx, &redis_seq);
+    }
     stat_add(&c->stats.received, 1);
     if (e.kind == HUB_ENV_CACHE)
         stat_add(&c->stats.cache_received, 1);

@@ -14,7 +14,9 @@
  *                     changed on the origin; no payload, hub/subcount.h),
  *                     5 = script event (an event a Redis script published,
  *                     server/redis_online_lua.h: delivered by every node,
- *                     the origin's too; epoch and seq 0, not numbered)
+ *                     the origin's too; numbered by Redis per watcher,
+ *                     whichever node's script sent it; seq 0: not
+ *                     numbered)
  *   u8  flags         bit 0: excl socket id set
  *   u16 origin_len    then origin bytes (the node id, 1..255)
  *   u64 epoch         the origin's run (changes on restart or seq reset)

@@ -232,7 +232,8 @@
       "Cross-node envelopes not sent: Redis down, or the hand-off queue "     \
       "full.")                                                                \
     X(gaps, counter, "gaps", "backplane_gaps_total",                          \
-      "Envelopes missing in another node's per-channel sequence.")            \
+      "Envelopes missing in another node's per-channel sequence (or in "    \
+      "Redis's per-user sequence of watchlist events).")                     \
     X(bad, counter, "bad", "backplane_bad_total",                             \
       "Messages from Redis that were not a valid envelope (dropped).")        \
     X(channels, gauge, "channels", "backplane_channels",                      \

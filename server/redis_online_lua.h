@@ -10,6 +10,7 @@
  *   P:go:<a>     HASH uid -> nodes the user is signed in on (online > 0)
  *   P:wl:<a>:<uid>  SET the users uid watches (while uid is online)
  *   P:ww:<a>:<uid>  SET the users watching uid (the reverse index)
+ *   P:wq:<a>:<uid>  HASH the numbering of uid's watchlist events
  *
  * An edge (P:go's count moving 0 <-> 1) is decided by the script that
  * moves it, which PUBLISHes one pusher_internal:watchlist_events frame per
@@ -23,8 +24,12 @@
 /*
  * wl_frame(evs): the Pusher message text of evs = {{name, {uid, ...}},
  * ...}. wl_pub(P, a, origin, w, evs): that frame to watcher w, in an
- * envelope of kind 5 (magic, kind, flags, origin, epoch 0, seq 0, app,
- * channel, no exclusion, member seq 0, data). wl_online / wl_offline: u's
+ * envelope of kind 5 (magic, kind, flags, origin, epoch, seq, app,
+ * channel, no exclusion, member seq 0, data), numbered per watcher in
+ * P:wq:<a>:<w> (HASH n: the last seq, e: the epoch, Redis's TIME in µs
+ * when the count started; dropped when w goes offline, else kept a day
+ * after the last event) so that the receiving nodes count what pub/sub
+ * lost. wl_online / wl_offline: u's
  * edge to its watchers (offline also drops u's watchlist: only online
  * users watch). wl_set: u's watchlist becomes ids (its own id, repeats
  * and ids that already have maxw watchers skipped: the count of those is
@@ -46,11 +51,23 @@
     "  return '{\"event\":\"pusher_internal:watchlist_events\",\"data\":'..\n"\
     "         cjson.encode(d)..'}'\n"                                        \
     "end\n"                                                                  \
+    "local function wl_u64(x)\n"                                             \
+    "  return struct.pack('>I4I4', math.floor(x / 4294967296), x % 4294967296)\n"\
+    "end\n"                                                                  \
     "local function wl_pub(P, a, origin, w, evs)\n"                          \
     "  local ch = '#server-to-user-'..w\n"                                   \
     "  local f = wl_frame(evs)\n"                                            \
+    "  local q = P..':wq:'..a..':'..w\n"                                     \
+    "  local n = redis.call('HINCRBY', q, 'n', 1)\n"                         \
+    "  if n == 1 then\n"                                                     \
+    "    local t = redis.call('TIME')\n"                                     \
+    "    redis.call('HSET', q, 'e', string.format('%.0f',\n"                \
+    "                                 t[1] * 1000000 + t[2]))\n"             \
+    "  end\n"                                                                \
+    "  local ep = tonumber(redis.call('HGET', q, 'e')) or 1\n"               \
+    "  redis.call('PEXPIRE', q, 86400000)\n"                                 \
     "  local env = 'LDB1'..struct.pack('>BBH', 5, 0, #origin)..origin..\n"   \
-    "    string.rep(wl_Z, 16)..struct.pack('>H', #a)..a..\n"                 \
+    "    wl_u64(ep)..wl_u64(n)..struct.pack('>H', #a)..a..\n"               \
     "    struct.pack('>H', #ch)..ch..string.rep(wl_Z, 20)..\n"               \
     "    struct.pack('>I4', #f)..f\n"                                        \
     "  redis.call('PUBLISH', P..':'..a..':'..ch, env)\n"                     \
@@ -68,7 +85,7 @@
     "  for _, x in ipairs(redis.call('SMEMBERS', wl)) do\n"                  \
     "    redis.call('SREM', P..':ww:'..a..':'..x, u)\n"                      \
     "  end\n"                                                                \
-    "  redis.call('DEL', wl)\n"                                              \
+    "  redis.call('DEL', wl, P..':wq:'..a..':'..u)\n"                       \
     "end\n"                                                                  \
     "local function wl_set(P, a, u, ids, maxw)\n"                            \
     "  local wl, old, new, skipped = P..':wl:'..a..':'..u, {}, {}, 0\n"      \

@@ -106,6 +106,10 @@ test('watchlist across nodes: edges, a user on two nodes, the initial state', as
   // y leaves n3: offline.
   y.close();
   await waitFor(() => state(w, 'y') === false, 'y offline', 20000);
+  // Redis numbered w's events (per watcher, whichever node decided the
+  // edge) and no node saw a hole in that sequence.
+  assert.ok(Number(await redis.cli('HGET', 'lubdub:wq:app-id:w', 'n')) >= 5);
+  for (const n of nodes) assert.equal((await bp(n)).gaps, 0, n.nodeId);
 
   // The watchlist goes with w's last connection: Redis keeps nothing.
   w.close();

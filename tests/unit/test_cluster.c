@@ -411,7 +411,7 @@ static void test_cluster_receive_rules(void **state)
 }
 
 /* A script's event (kind 5) is delivered whoever ran the script, this
- * node included, and is not tracked for gaps. */
+ * node included; unnumbered (an older node's script) it is not tracked. */
 static void test_cluster_receive_script_kind(void **state)
 {
     struct hub_cluster *c = cluster("n1");
@@ -435,6 +435,51 @@ static void test_cluster_receive_script_kind(void **state)
     assert_int_equal(st->received, 2);
     assert_int_equal(st->gaps, 0);
     assert_int_equal(rx.n, 0);
+    hub_cluster_rx_fini(&rx);
+    hub_cluster_destroy(c);
+}
+
+/* Numbered by Redis per watcher, whichever node's script sent them: one
+ * sequence over all origins, its holes counted, a new epoch (the count
+ * expired and started over) a fresh start. */
+static void test_cluster_receive_script_numbered(void **state)
+{
+    static const struct {
+        const char *origin;
+        uint64_t epoch, seq, gaps;
+    } steps[] = {
+        { "n1", 9, 5, 0 }, /* the first one seen: where it starts */
+        { "n2", 9, 6, 0 }, /* another node's script, the same sequence */
+        { "n3", 9, 9, 2 }, /* 7 and 8 lost */
+        { "n2", 9, 8, 2 }, /* late or repeated: nothing counted */
+        { "n1", 4, 1, 2 }, /* a new epoch starts over */
+        { "n1", 4, 3, 3 },
+        { "n2", 0, 0, 3 }, /* unnumbered: not tracked */
+    };
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane_stats *st = hub_cluster_stats(c);
+    struct hub_cluster_rx rx = { 0 };
+    struct hub_envelope e = sample();
+    unsigned char buf[512];
+
+    (void)state;
+    e.kind = HUB_ENV_SCRIPT;
+    e.app = "app-id";
+    e.app_len = 6;
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        size_t n;
+
+        e.origin = steps[i].origin;
+        e.origin_len = strlen(e.origin);
+        e.epoch = steps[i].epoch;
+        e.seq = steps[i].seq;
+        n = hub_envelope_encode(&e, buf, sizeof(buf));
+        assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
+        assert_int_equal(st->gaps, steps[i].gaps);
+    }
+    assert_int_equal(rx.n, 1);
+    assert_int_equal(st->received, 7);
+    assert_int_equal(st->own_ignored, 0);
     hub_cluster_rx_fini(&rx);
     hub_cluster_destroy(c);
 }
@@ -1257,6 +1302,7 @@ int main(void)
         cmocka_unit_test(test_cluster_cache),
         cmocka_unit_test(test_cluster_dir_ops_queue),
         cmocka_unit_test(test_cluster_receive_script_kind),
+        cmocka_unit_test(test_cluster_receive_script_numbered),
         cmocka_unit_test(test_cluster_online_ops),
         cmocka_unit_test(test_cluster_dir_cancel_at_destroy),
         cmocka_unit_test(test_cluster_views),
