@@ -250,11 +250,14 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
             break;
         if (r < 0) {
             /* A length or control-frame rule (wslay_frame_recv). The
-             * context's state is now unknown: it is not reused. */
+             * context's state is now unknown: it is not reused. After an
+             * earlier failure the connection is already failing: the sink
+             * hears of it once (the transport counts and closes once). */
             wslay_frame_context_free(st->w);
             st->w = NULL;
-            k->fail(u, 1002, r == WSLAY_ERR_PROTO ? "invalid frame header"
-                                                  : "frame parse error");
+            if (!st->failed)
+                k->fail(u, 1002, r == WSLAY_ERR_PROTO ? "invalid frame header"
+                                                      : "frame parse error");
             rc = SRV_WSREAD_STOP;
             break;
         }

@@ -363,6 +363,34 @@ static void test_errors(void **state)
     }
 }
 
+/* Found by fuzz_wsread: a header wslay refuses after an earlier failure
+ * (the peer answered the 1002 with a ping over 125 bytes instead of a
+ * close) reported the failure a second time; wsread.h says once. */
+static void test_bad_header_after_failure_fails_once(void **state)
+{
+    struct srv_wsread_loop *L = srv_wsread_loop_new();
+    struct srv_wsread *st = NULL;
+    struct rec *r = calloc(1, sizeof(*r));
+    unsigned char buf[256], big[126];
+    size_t n = 0;
+
+    (void)state;
+    memset(big, 'p', sizeof(big));
+    n += mkframe(buf + n, 0x81, "x", 1, false); /* unmasked: 1002 */
+    n += mkframe(buf + n, 0x89, big, sizeof(big), true);
+    for (size_t piece = 1; piece <= n; piece += n - 1) {
+        memset(r, 0, sizeof(*r));
+        assert_int_equal(pump(L, &st, buf, n, piece, r), SRV_WSREAD_STOP);
+        assert_int_equal(r->fails, 1);
+        assert_int_equal(r->fail_code, 1002);
+        assert_int_equal(r->want_writes, 0);
+        assert_non_null(st); /* stopped: what follows is discarded */
+        srv_wsread_free(&st);
+    }
+    free(r);
+    srv_wsread_loop_free(L);
+}
+
 static void test_states_across_sessions(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
@@ -397,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_ping_inside_fragmented_message),
         cmocka_unit_test(test_close_echo),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_bad_header_after_failure_fails_once),
         cmocka_unit_test(test_states_across_sessions),
     };
 
