@@ -247,7 +247,7 @@ static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
     slots = srv_hdrpool_release(SRV_HDRPOOL_KEEP);
     kib = srv_memtrim_run();
     srv_log(HUB_LOG_DEBUG, 0, "memory: after %llu handshakes, %u header "
-            "buffers and %llu KiB of heap given back, in %llu ms",
+            "buffers and tables and %llu KiB of heap given back, in %llu ms",
             (unsigned long long)n, slots, (unsigned long long)kib,
             (unsigned long long)(srv_now_ms() - t0));
 }
