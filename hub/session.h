@@ -118,7 +118,7 @@ struct hub_session {
     char *user_id;
     /* Inbound fragments being reassembled; NULL when none. */
     char *rx_buf;
-    size_t rx_len, rx_cap;
+    uint32_t rx_len, rx_cap;       /* <= max_message (1 GiB at most) */
     const char *close_text;        /* borrowed: a static string */
 };
 
