@@ -179,7 +179,12 @@ static unsigned pool_release(struct pool *pl, unsigned keep)
 
 unsigned srv_hdrpool_release(unsigned keep)
 {
-    return pool_release(&hdr, keep) + pool_release(&tab, keep);
+    return pool_release(&hdr, keep);
+}
+
+unsigned srv_hdrpool_tab_release(unsigned keep)
+{
+    return pool_release(&tab, keep);
 }
 
 static void pool_stats(struct pool *pl, struct srv_hdrpool_stats *out)

@@ -65,12 +65,14 @@ bool srv_hdrpool_put(void *p);
 
 /*
  * Give back the pages of the free slots beyond the `keep` most recently
- * freed, in each pool; returns how many slots were given back. For the
- * main thread after a burst (any thread may call it; releases run one at a time):
+ * freed; returns how many slots were given back. For the main thread
+ * after a burst (any thread may call it; releases run one at a time):
  * the madvise calls run outside the pool's mutex, on slots taken off the
  * free list meanwhile, so lending never waits for them.
  */
 unsigned srv_hdrpool_release(unsigned keep);
+/* The same for the header-table pool. */
+unsigned srv_hdrpool_tab_release(unsigned keep);
 
 /* The header buffers' pool; the header tables' pool. */
 void srv_hdrpool_stats(struct srv_hdrpool_stats *out);

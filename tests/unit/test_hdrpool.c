@@ -176,7 +176,7 @@ static void test_header_tables(void **state)
     srv_hdrpool_tab_stats(&st);
     assert_int_equal(st.in_use, 0);
     assert_int_equal(st.resident, 1);
-    srv_hdrpool_release(0);
+    assert_int_equal(srv_hdrpool_tab_release(0), 1);
     srv_hdrpool_tab_stats(&st);
     assert_int_equal(st.resident, 0);
     assert_int_equal(st.free, SLOTS);
