@@ -16,7 +16,7 @@
  * heap, a burst leaves those freed between the sessions' allocations too;
  * the sessions' later allocations fill them only in part, and the
  * 32-272 B remainders stay resident for as long as their neighbours live
- * (about 120 B a session at 19,800: docs/BENCHMARKS.md, "Where an idle
+ * (about 150 B a session at 19,800: docs/BENCHMARKS.md, "Where an idle
  * session's bytes go"). So the tables get a second pool of the same
  * kind, one page a slot: a page is the least madvise can give back.
  *
