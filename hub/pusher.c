@@ -61,13 +61,13 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
     s->app_counted = true;
     s->bucket_tokens = app->client_event_rate * 1000;
     s->bucket_ms = s->connected_ms;
-    n = hub_proto_encode_established(buf, sizeof(buf), s->socket_id,
+    n = hub_proto_encode_established(buf, sizeof(buf), HUB_SID(s),
                                      s->loop->cfg->activity_timeout_s);
     hub_session_send_text(s, buf, n);
     /* Authorized connections: sign in by the app's deadline, or 4009. */
     hub_session_arm_signin_deadline(s);
     if (hub_tail_watched())
-        hub_tail_connection(s->loop->hub, app->index, true, s->socket_id, 0);
+        hub_tail_connection(s->loop->hub, app->index, true, HUB_SID(s), 0);
 }
 
 /* "<id>\0<user_info JSON or empty>\0" for s->user_id; NULL when out of
@@ -110,11 +110,11 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
     char *text;
     int rc;
 
-    rc = hub_auth_check_user(app, s->socket_id, m->user_data,
+    rc = hub_auth_check_user(app, HUB_SID(s), m->user_data,
                              m->user_data_len, m->auth);
     if (rc) {
         hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: signin refused: %s",
-                s->socket_id, rc == -EACCES ? "bad signature" : "bad auth");
+                HUB_SID(s), rc == -EACCES ? "bad signature" : "bad auth");
         hub_session_send_error(s, 4009, "Invalid signature for pusher:signin",
                                true);
         return;
@@ -298,7 +298,7 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
                                       : NULL);
         hub_webhook_client_event(l->hub, app->index, sub->ch->name,
                                  sub->ch->name_len, m->event,
-                                 d ? d : "null", s->socket_id, uid);
+                                 d ? d : "null", HUB_SID(s), uid);
         free(text);
     }
     return;
@@ -329,7 +329,7 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
 
         HUB_STAT_ADD(l->stats.bad_messages, 1);
         hub_log(HUB_LOG_INFO, l->id, "socket %s: bad message: %s",
-                s->socket_id, why);
+                HUB_SID(s), why);
         snprintf(msg, sizeof(msg), "Invalid message: %s", why);
         hub_session_send_error(s, -1, msg, false);
         return -EINVAL;
@@ -372,7 +372,7 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
                                 uri_len - 5);
     if (!app) {
         hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: unknown app key in %s",
-                s->socket_id, uri && uri_len ? uri : "?");
+                HUB_SID(s), uri && uri_len ? uri : "?");
         hub_session_send_error(s, 4001, "App key not in this cluster", true);
         return;
     }
@@ -392,7 +392,7 @@ static void pusher_fini(struct hub_session *s)
     hub_watchlist_signout(s);
     hub_pusher_leave_all(s);
     if (hub_tail_watched() && s->app_counted)
-        hub_tail_connection(s->loop->hub, s->app->index, false, s->socket_id,
+        hub_tail_connection(s->loop->hub, s->app->index, false, HUB_SID(s),
                             s->close_code);
 }
 

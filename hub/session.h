@@ -94,7 +94,6 @@ struct hub_session {
     uint32_t sid_lo;               /* socket_id = "<hi>.<lo>" */
     uint32_t ping_seq;
     uint64_t sid_hi;
-    char socket_id[32];
     uint64_t connected_ms;
     uint64_t last_data_ms;         /* last inbound data message */
     uint64_t ping_sent_ms;
@@ -118,9 +117,19 @@ struct hub_session {
     char *user_id;
     /* Inbound fragments being reassembled; NULL when none. */
     char *rx_buf;
-    size_t rx_len, rx_cap;
+    uint32_t rx_len, rx_cap;       /* <= max_message (1 GiB at most) */
     const char *close_text;        /* borrowed: a static string */
 };
+
+/* The socket id, "<sid_hi>.<sid_lo>", formatted into buf (at least
+ * HUB_SOCKET_ID_MAX bytes) when it is needed: kept formatted it was 32 B
+ * of every idle session (docs/BENCHMARKS.md, "Where an idle session's
+ * bytes go"), and it is needed only at the connect, on an auth check, in
+ * a log line or a webhook, never per delivery. HUB_SID(s) formats it
+ * into a buffer that lives until the end of the caller's block. */
+#define HUB_SOCKET_ID_MAX 32
+const char *hub_session_socket_id(const struct hub_session *s, char *buf);
+#define HUB_SID(s) hub_session_socket_id((s), (char[HUB_SOCKET_ID_MAX]){0})
 
 /*
  * Link s into its loop (shard, timers) as a new connection. s is transport

@@ -360,7 +360,7 @@ static bool sub_authorize(struct hub_session *s, const struct hub_msg *m,
                        "pusher:signin first)", 401);
         return true;
     }
-    rc = hub_auth_check_channel(s->app, s->socket_id, r->name, cd,
+    rc = hub_auth_check_channel(s->app, HUB_SID(s), r->name, cd,
                                 cd ? m->channel_data_len : 0, m->auth, expect,
                                 sizeof(expect));
     if (!rc)
@@ -368,7 +368,7 @@ static bool sub_authorize(struct hub_session *s, const struct hub_msg *m,
     hub_log(HUB_LOG_INFO, s->loop->id,
             "socket %s: subscribe %s refused: bad signature "
             "(expected HMAC of \"%s\")",
-            s->socket_id, r->name, expect);
+            HUB_SID(s), r->name, expect);
     send_sub_error(s, r->name, "AuthError",
                    rc == -EACCES ? "Invalid signature"
                                  : "Missing or malformed auth",

@@ -19,7 +19,7 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-static struct {
+struct pool {
     pthread_mutex_t mu;
     unsigned char *base;   /* NULL: no pool, the heap serves everything */
     size_t slot;
@@ -29,172 +29,230 @@ static struct {
     uint64_t fallbacks;
     uint32_t free[SRV_HDRPOOL_SLOTS];
     bool clean[SRV_HDRPOOL_SLOTS]; /* free and its pages given back */
-} pool = { .mu = PTHREAD_MUTEX_INITIALIZER };
+};
 
-int srv_hdrpool_init(size_t slot_bytes, unsigned slots)
+/* hdr: the header buffers; tab: the tables lws keeps beside each one. */
+static struct pool hdr = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static struct pool tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int pool_init(struct pool *pl, size_t slot_bytes, unsigned slots)
 {
     void *m;
 
-    if (pool.base || !slot_bytes || slots > SRV_HDRPOOL_SLOTS)
+    if (pl->base || !slot_bytes || slots > SRV_HDRPOOL_SLOTS)
         return -1;
     m = mmap(NULL, slot_bytes * slots, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
-    pthread_mutex_lock(&pool.mu);
-    pool.slot = slot_bytes;
-    pool.slots = slots;
+    pthread_mutex_lock(&pl->mu);
+    pl->slot = slot_bytes;
+    pl->slots = slots;
     /* Slot 0 on top: the first handshakes use the lowest addresses. */
     for (unsigned i = 0; i < slots; i++) {
-        pool.free[i] = slots - 1 - i;
-        pool.clean[i] = true;
+        pl->free[i] = slots - 1 - i;
+        pl->clean[i] = true;
     }
-    pool.nfree = slots;
-    pool.resident = 0;
-    pool.base = m;
-    pthread_mutex_unlock(&pool.mu);
+    pl->nfree = slots;
+    pl->resident = 0;
+    pl->base = m;
+    pthread_mutex_unlock(&pl->mu);
     POISON(m, slot_bytes * slots);
     return 0;
 }
 
-static bool owns(const void *p)
+int srv_hdrpool_init(size_t slot_bytes, unsigned slots)
+{
+    return pool_init(&hdr, slot_bytes, slots);
+}
+
+int srv_hdrpool_tab_init(size_t slot_bytes, unsigned slots)
+{
+    return pool_init(&tab, slot_bytes, slots);
+}
+
+static bool owns(const struct pool *pl, const void *p)
 {
     const unsigned char *c = p;
 
-    return pool.base && c >= pool.base &&
-           c < pool.base + pool.slot * pool.slots;
+    return pl->base && c >= pl->base && c < pl->base + pl->slot * pl->slots;
+}
+
+static void *pool_get(struct pool *pl)
+{
+    unsigned char *p = NULL;
+
+    if (!pl->base)
+        return NULL;
+    pthread_mutex_lock(&pl->mu);
+    if (pl->nfree) {
+        uint32_t i = pl->free[--pl->nfree];
+
+        if (!pl->clean[i])
+            pl->resident--;
+        pl->clean[i] = false;
+        p = pl->base + (size_t)i * pl->slot;
+    } else {
+        pl->fallbacks++;
+    }
+    pthread_mutex_unlock(&pl->mu);
+    if (p)
+        UNPOISON(p, pl->slot);
+    return p;
 }
 
 void *srv_hdrpool_get(void)
 {
-    unsigned char *p = NULL;
+    return pool_get(&hdr);
+}
 
-    if (!pool.base)
-        return NULL;
-    pthread_mutex_lock(&pool.mu);
-    if (pool.nfree) {
-        uint32_t i = pool.free[--pool.nfree];
+static bool pool_put(struct pool *pl, void *p)
+{
+    uint32_t i;
 
-        if (!pool.clean[i])
-            pool.resident--;
-        pool.clean[i] = false;
-        p = pool.base + (size_t)i * pool.slot;
-    } else {
-        pool.fallbacks++;
-    }
-    pthread_mutex_unlock(&pool.mu);
-    if (p)
-        UNPOISON(p, pool.slot);
-    return p;
+    if (!owns(pl, p))
+        return false;
+    i = (uint32_t)(((unsigned char *)p - pl->base) / pl->slot);
+    POISON(pl->base + (size_t)i * pl->slot, pl->slot);
+    pthread_mutex_lock(&pl->mu);
+    pl->clean[i] = false;
+    pl->free[pl->nfree++] = i;
+    pl->resident++;
+    pthread_mutex_unlock(&pl->mu);
+    return true;
 }
 
 bool srv_hdrpool_put(void *p)
 {
-    uint32_t i;
-
-    if (!owns(p))
-        return false;
-    i = (uint32_t)(((unsigned char *)p - pool.base) / pool.slot);
-    POISON(pool.base + (size_t)i * pool.slot, pool.slot);
-    pthread_mutex_lock(&pool.mu);
-    pool.clean[i] = false;
-    pool.free[pool.nfree++] = i;
-    pool.resident++;
-    pthread_mutex_unlock(&pool.mu);
-    return true;
+    return pool_put(&hdr, p);
 }
 
-unsigned srv_hdrpool_release(unsigned keep)
+static unsigned pool_release(struct pool *pl, unsigned keep)
 {
     /* One release at a time: take[] is shared scratch (16 KiB, too big
      * for a loop's stack), and two releases interleaving over it would
      * put one slot on the free list twice, lending it to two users.
-     * Lock order: release_mu, then pool.mu. */
+     * Lock order: release_mu, then the pool's mu. */
     static pthread_mutex_t release_mu = PTHREAD_MUTEX_INITIALIZER;
     static uint32_t take[SRV_HDRPOOL_SLOTS];
     unsigned n = 0, kept;
 
-    if (!pool.base)
+    if (!pl->base)
         return 0;
     pthread_mutex_lock(&release_mu);
     /* Take the oldest free slots that still hold pages off the list. */
-    pthread_mutex_lock(&pool.mu);
-    if (pool.nfree > keep) {
-        unsigned bottom = pool.nfree - keep, w = 0;
+    pthread_mutex_lock(&pl->mu);
+    if (pl->nfree > keep) {
+        unsigned bottom = pl->nfree - keep, w = 0;
 
         for (unsigned r = 0; r < bottom; r++) {
-            uint32_t i = pool.free[r];
+            uint32_t i = pl->free[r];
 
-            if (pool.clean[i])
-                pool.free[w++] = i;
+            if (pl->clean[i])
+                pl->free[w++] = i;
             else
                 take[n++] = i;
         }
-        memmove(&pool.free[w], &pool.free[bottom],
-                (pool.nfree - bottom) * sizeof(pool.free[0]));
-        pool.nfree = w + (pool.nfree - bottom);
-        pool.resident -= n;
+        memmove(&pl->free[w], &pl->free[bottom],
+                (pl->nfree - bottom) * sizeof(pl->free[0]));
+        pl->nfree = w + (pl->nfree - bottom);
+        pl->resident -= n;
     }
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&pl->mu);
     /* The system calls, with nothing held. */
     for (unsigned k = 0; k < n; k++)
-        madvise(pool.base + (size_t)take[k] * pool.slot, pool.slot,
+        madvise(pl->base + (size_t)take[k] * pl->slot, pl->slot,
                 MADV_DONTNEED);
     /* Back on the list, under the newer ones: clean slots go last. */
-    pthread_mutex_lock(&pool.mu);
-    kept = pool.nfree;
-    memmove(&pool.free[n], &pool.free[0], kept * sizeof(pool.free[0]));
+    pthread_mutex_lock(&pl->mu);
+    kept = pl->nfree;
+    memmove(&pl->free[n], &pl->free[0], kept * sizeof(pl->free[0]));
     for (unsigned k = 0; k < n; k++) {
-        pool.free[k] = take[k];
-        pool.clean[take[k]] = true;
+        pl->free[k] = take[k];
+        pl->clean[take[k]] = true;
     }
-    pool.nfree = kept + n;
-    pthread_mutex_unlock(&pool.mu);
+    pl->nfree = kept + n;
+    pthread_mutex_unlock(&pl->mu);
     pthread_mutex_unlock(&release_mu);
     return n;
 }
 
+unsigned srv_hdrpool_release(unsigned keep)
+{
+    return pool_release(&hdr, keep);
+}
+
+unsigned srv_hdrpool_tab_release(unsigned keep)
+{
+    return pool_release(&tab, keep);
+}
+
+static void pool_stats(struct pool *pl, struct srv_hdrpool_stats *out)
+{
+    pthread_mutex_lock(&pl->mu);
+    out->free = pl->nfree;
+    out->in_use = pl->slots - pl->nfree;
+    out->resident = pl->resident;
+    out->fallbacks = pl->fallbacks;
+    pthread_mutex_unlock(&pl->mu);
+}
+
 void srv_hdrpool_stats(struct srv_hdrpool_stats *out)
 {
-    pthread_mutex_lock(&pool.mu);
-    out->free = pool.nfree;
-    out->in_use = pool.slots - pool.nfree;
-    out->resident = pool.resident;
-    out->fallbacks = pool.fallbacks;
-    pthread_mutex_unlock(&pool.mu);
+    pool_stats(&hdr, out);
+}
+
+void srv_hdrpool_tab_stats(struct srv_hdrpool_stats *out)
+{
+    pool_stats(&tab, out);
+}
+
+/* A slot's new home when lws asks it to grow past the slot (lws does not
+ * resize these; be correct if it did). */
+static void *pool_grow(struct pool *pl, void *ptr, size_t size)
+{
+    void *n;
+
+    if (size <= pl->slot)
+        return ptr;
+    n = malloc(size);
+    if (!n)
+        return NULL;
+    memcpy(n, ptr, pl->slot);
+    pool_put(pl, ptr);
+    return n;
 }
 
 void *srv_hdrpool_lws_realloc(void *ptr, size_t size, const char *reason)
 {
     void *n;
 
-    (void)reason;
     if (!size) {
-        if (ptr && !srv_hdrpool_put(ptr))
+        if (ptr && !pool_put(&hdr, ptr) && !pool_put(&tab, ptr))
             free(ptr);
         return NULL;
     }
     if (!ptr) {
-        if (size == pool.slot && (n = srv_hdrpool_get()))
+        if (size == hdr.slot && (n = pool_get(&hdr)))
+            return n;
+        /* lws 4.1.6 names its header table so; under another name the
+         * table comes from the heap, as before. */
+        if (size <= tab.slot && reason &&
+            !strcmp(reason, SRV_HDRPOOL_TAB_REASON) && (n = pool_get(&tab)))
             return n;
         return malloc(size);
     }
-    if (!owns(ptr))
-        return realloc(ptr, size);
-    /* lws does not resize its header buffers; be correct if it did. */
-    if (size <= pool.slot)
-        return ptr;
-    n = malloc(size);
-    if (!n)
-        return NULL;
-    memcpy(n, ptr, pool.slot);
-    srv_hdrpool_put(ptr);
-    return n;
+    if (owns(&hdr, ptr))
+        return pool_grow(&hdr, ptr, size);
+    if (owns(&tab, ptr))
+        return pool_grow(&tab, ptr, size);
+    return realloc(ptr, size);
 }
 
 void srv_hdrpool_install(void)
 {
-    /* Without the mapping every request goes to the heap, as before. */
+    /* Without a mapping its requests go to the heap, as before. */
     (void)srv_hdrpool_init(SRV_HEADER_BYTES, SRV_HDRPOOL_SLOTS);
+    (void)srv_hdrpool_tab_init(SRV_HDRPOOL_TAB_BYTES, SRV_HDRPOOL_SLOTS);
     lws_set_allocator(srv_hdrpool_lws_realloc);
 }

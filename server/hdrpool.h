@@ -11,10 +11,21 @@
  * after a burst the main thread gives the pages of all but a few free
  * slots back (madvise), as it trims the heap (server/memtrim.h).
  *
- * lws reaches it through lws_set_allocator(): srv_hdrpool_lws_realloc()
- * serves allocations of exactly the slot size from the pool and every
- * other one from the C heap. One pool per process (the lws allocator is
- * process-wide), thread-safe: a mutex held for a few instructions.
+ * Beside each buffer lws keeps a table of where each header lies (its
+ * "ah struct", 976 B in 4.1.6), also for the handshake only. From the
+ * heap, a burst leaves those freed between the sessions' allocations too;
+ * the sessions' later allocations fill them only in part, and the
+ * 32-272 B remainders stay resident for as long as their neighbours live
+ * (about 150 B a session at 19,800: docs/BENCHMARKS.md, "Where an idle
+ * session's bytes go"). So the tables get a second pool of the same
+ * kind, one page a slot: a page is the least madvise can give back.
+ *
+ * lws reaches both through lws_set_allocator(): srv_hdrpool_lws_realloc()
+ * serves allocations of exactly the header slot size from the first,
+ * lws's header table (by the name lws gives the allocation) from the
+ * second, and every other one from the C heap. One of each per process
+ * (the lws allocator is process-wide), thread-safe: a mutex held for a
+ * few instructions.
  */
 #ifndef SRV_HDRPOOL_H
 #define SRV_HDRPOOL_H
@@ -26,6 +37,10 @@
 /* Slots of the mapping (virtual space: slots x slot size, reserved, only
  * touched pages resident). Past it lws's buffers come from the heap. */
 #define SRV_HDRPOOL_SLOTS 4096u
+/* The header-table pool's slot, and the name lws 4.1.6 allocates the
+ * table under (lws_realloc's reason). */
+#define SRV_HDRPOOL_TAB_BYTES 4096u
+#define SRV_HDRPOOL_TAB_REASON "ah struct"
 /* Free slots whose pages stay resident after a release: steady churn
  * with up to this many handshakes in flight never faults a page in. */
 #define SRV_HDRPOOL_KEEP 32u
@@ -40,6 +55,8 @@ struct srv_hdrpool_stats {
 /* Map slots x slot_bytes (slot_bytes a multiple of the page size). Once;
  * -1 when the mapping fails (then every request goes to the heap). */
 int srv_hdrpool_init(size_t slot_bytes, unsigned slots);
+/* The same for the header-table pool. */
+int srv_hdrpool_tab_init(size_t slot_bytes, unsigned slots);
 
 /* A free slot (the most recently freed), or NULL when none is free. */
 void *srv_hdrpool_get(void);
@@ -54,13 +71,17 @@ bool srv_hdrpool_put(void *p);
  * free list meanwhile, so lending never waits for them.
  */
 unsigned srv_hdrpool_release(unsigned keep);
+/* The same for the header-table pool. */
+unsigned srv_hdrpool_tab_release(unsigned keep);
 
+/* The header buffers' pool; the header tables' pool. */
 void srv_hdrpool_stats(struct srv_hdrpool_stats *out);
+void srv_hdrpool_tab_stats(struct srv_hdrpool_stats *out);
 
 /* The lws allocator (lws_set_allocator's contract: size 0 frees). */
 void *srv_hdrpool_lws_realloc(void *ptr, size_t size, const char *reason);
 
-/* Map the pool for SRV_HEADER_BYTES buffers and route lws's allocations
+/* Map the pools (SRV_HEADER_BYTES buffers, their tables) and route lws's allocations
  * through it. Before the first lws context exists. */
 void srv_hdrpool_install(void);
 

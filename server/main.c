@@ -239,16 +239,18 @@ static uint64_t handshakes(const struct srv *srv)
 static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
 {
     uint64_t n = handshakes(srv), kib, t0;
-    unsigned slots;
+    unsigned slots, tables;
 
     if (!srv_memtrim_due(t, n, srv_now_ms()))
         return;
     t0 = srv_now_ms();
     slots = srv_hdrpool_release(SRV_HDRPOOL_KEEP);
+    tables = srv_hdrpool_tab_release(SRV_HDRPOOL_KEEP);
     kib = srv_memtrim_run();
     srv_log(HUB_LOG_DEBUG, 0, "memory: after %llu handshakes, %u header "
-            "buffers and %llu KiB of heap given back, in %llu ms",
-            (unsigned long long)n, slots, (unsigned long long)kib,
+            "buffers and %llu KiB of heap given back (and %u header "
+            "tables), in %llu ms",
+            (unsigned long long)n, slots, (unsigned long long)kib, tables,
             (unsigned long long)(srv_now_ms() - t0));
 }
 

@@ -278,10 +278,10 @@ static inline void fake_channel_sig(const struct hub_session *s,
     char tosign[1024];
 
     if (channel_data)
-        snprintf(tosign, sizeof(tosign), "%s:%s:%s", s->socket_id, channel,
+        snprintf(tosign, sizeof(tosign), "%s:%s:%s", HUB_SID(s), channel,
                  channel_data);
     else
-        snprintf(tosign, sizeof(tosign), "%s:%s", s->socket_id, channel);
+        snprintf(tosign, sizeof(tosign), "%s:%s", HUB_SID(s), channel);
     hub_auth_hmac_hex(app->secret, strlen(app->secret), tosign,
                       strlen(tosign), sig);
 }
@@ -319,7 +319,7 @@ static inline char *fake_signin_text(const struct hub_session *s,
     json_t *msg;
     char *text;
 
-    snprintf(tosign, sizeof(tosign), "%s::user::%s", s->socket_id,
+    snprintf(tosign, sizeof(tosign), "%s::user::%s", HUB_SID(s),
              user_data);
     hub_auth_hmac_hex(app->secret, strlen(app->secret), tosign,
                       strlen(tosign), sig);

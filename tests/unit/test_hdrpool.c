@@ -3,7 +3,8 @@
  * (server/hdrpool.c): slots lent newest-freed first, the heap past the
  * last slot, only slot-sized requests pooled, lws's realloc contract
  * (size 0 frees, a resize keeps the bytes), the release of all but the
- * newest free slots' pages, and threads sharing it.
+ * newest free slots' pages, lws's header tables from their own pool
+ * by name, and threads sharing it.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -27,7 +28,8 @@ static int setup(void **state)
 
     (void)state;
     /* One pool per process: map it once for every test. */
-    if (!done && srv_hdrpool_init(SLOT, SLOTS) != 0)
+    if (!done && (srv_hdrpool_init(SLOT, SLOTS) != 0 ||
+                  srv_hdrpool_tab_init(4096, SLOTS) != 0))
         return -1;
     done = true;
     return 0;
@@ -136,6 +138,50 @@ static void test_lws_contract(void **state)
     assert_int_equal(st.in_use, 0);
 }
 
+/* lws's header table, by its name, from the second pool; the same size
+ * under another name from the heap. */
+static void test_header_tables(void **state)
+{
+    struct srv_hdrpool_stats st;
+    unsigned char *t, *u, *g;
+
+    (void)state;
+    t = srv_hdrpool_lws_realloc(NULL, 976, SRV_HDRPOOL_TAB_REASON);
+    u = srv_hdrpool_lws_realloc(NULL, 976, "new server wsi");
+    assert_non_null(t);
+    assert_non_null(u);
+    srv_hdrpool_tab_stats(&st);
+    assert_int_equal(st.in_use, 1);
+    memset(t, 5, 976);
+    /* Not the header buffers' pool's: a put there refuses it. */
+    assert_false(srv_hdrpool_put(t));
+    /* Too big for a slot: the heap. */
+    assert_null(srv_hdrpool_lws_realloc(
+        srv_hdrpool_lws_realloc(NULL, 8192, SRV_HDRPOOL_TAB_REASON), 0,
+        "lws_free"));
+    srv_hdrpool_tab_stats(&st);
+    assert_int_equal(st.in_use, 1);
+    /* A resize within the slot stays; past it, moves with the bytes. */
+    assert_ptr_equal(srv_hdrpool_lws_realloc(t, 2000, "grow"), t);
+    g = srv_hdrpool_lws_realloc(t, 5000, "grow");
+    assert_non_null(g);
+    assert_int_equal(g[975], 5);
+    srv_hdrpool_tab_stats(&st);
+    assert_int_equal(st.in_use, 0);
+    assert_null(srv_hdrpool_lws_realloc(g, 0, "lws_free"));
+    /* Freed to the pool it came from; released like the buffers. */
+    t = srv_hdrpool_lws_realloc(NULL, 976, SRV_HDRPOOL_TAB_REASON);
+    assert_null(srv_hdrpool_lws_realloc(t, 0, "lws_free"));
+    assert_null(srv_hdrpool_lws_realloc(u, 0, "lws_free"));
+    srv_hdrpool_tab_stats(&st);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(st.resident, 1);
+    assert_int_equal(srv_hdrpool_tab_release(0), 1);
+    srv_hdrpool_tab_stats(&st);
+    assert_int_equal(st.resident, 0);
+    assert_int_equal(st.free, SLOTS);
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
@@ -177,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_lend_and_return),
         cmocka_unit_test(test_release_keeps_the_newest),
         cmocka_unit_test(test_lws_contract),
+        cmocka_unit_test(test_header_tables),
         cmocka_unit_test(test_threads),
     };
 

@@ -268,7 +268,7 @@ static void test_rest_socket_id_excluded_across_loops(void **state)
     snprintf(body, sizeof(body),
              "{\"name\":\"ev\",\"channels\":[\"news\"],\"data\":\"1\","
              "\"socket_id\":\"%s\"}",
-             fx->s[1].s.socket_id);
+             HUB_SID(&fx->s[1].s));
     assert_int_equal(post_events(&fx->fh, 0, body), 200);
     fake_hub_drain(&fx->fh);
     assert_int_equal(fx->s[0].s.q.count, 1);
@@ -277,7 +277,7 @@ static void test_rest_socket_id_excluded_across_loops(void **state)
     snprintf(body, sizeof(body),
              "{\"name\":\"ev\",\"channels\":[\"news\"],\"data\":\"1\","
              "\"socket_id\":\"%s\"}",
-             fx->s[0].s.socket_id);
+             HUB_SID(&fx->s[0].s));
     assert_int_equal(post_events(&fx->fh, 1, body), 200);
     fake_hub_drain(&fx->fh);
     assert_int_equal(fx->s[0].s.q.count, 1);

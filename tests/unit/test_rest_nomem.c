@@ -386,7 +386,7 @@ static void test_rest_nomem_event_three_channels(void **state)
              "\"presence-room\"],\"data\":{\"k\":[1,2,3]},"
              "\"socket_id\":\"%s\","
              "\"info\":\"subscription_count,user_count\"}",
-             fx->s[1].s.socket_id);
+             HUB_SID(&fx->s[1].s));
     rq.body = body;
     runs = rest_countdown(fx, &rq);
     print_message("events, three channels: %ld steps\n", runs);

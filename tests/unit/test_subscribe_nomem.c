@@ -250,7 +250,7 @@ static void msg_signin(struct world *w, char *buf, size_t len)
     const char *ud = "{\"id\":\"u9\",\"name\":\"nine\"}";
     char tosign[512], sig[HUB_SHA256_HEX_LEN + 1];
 
-    snprintf(tosign, sizeof(tosign), "%s::user::%s", w->a.s.socket_id, ud);
+    snprintf(tosign, sizeof(tosign), "%s::user::%s", HUB_SID(&w->a.s), ud);
     hub_auth_hmac_hex(app->secret, strlen(app->secret), tosign,
                       strlen(tosign), sig);
     snprintf(buf, len,

@@ -248,7 +248,7 @@ static void test_connection_lines(void **state)
     line = hub_tail_next(w, NULL);
     assert_non_null(line);
     assert_non_null(strstr(line, "\"state\":\"open\""));
-    assert_non_null(strstr(line, fs.s.socket_id));
+    assert_non_null(strstr(line, HUB_SID(&fs.s)));
     free(line);
     assert_null(hub_tail_next(w, NULL));
     hub_session_fini(&fs.s, HUB_CLOSE_APP);
