@@ -172,17 +172,9 @@ int srv_lease_app_added(struct srv_lease *l, unsigned index, const char *id,
     copy = strdup(id);
     if (!copy)
         return -ENOMEM;
+    /* Only after a successful publish, and a published table never
+     * gives an index to a second app: index is new here. */
     pthread_mutex_lock(&l->apps_mu);
-    for (unsigned i = 0; i < l->n_apps; i++) {
-        if (l->apps[i].index == index) {
-            /* Known (a reload that failed after telling us): the index's
-             * app is the new table's. */
-            free(l->apps[i].id);
-            l->apps[i].id = copy;
-            l->apps[i].live = live;
-            goto out;
-        }
-    }
     if (l->n_apps == l->cap_apps) {
         struct lapp *a = realloc(l->apps, 2 * l->cap_apps * sizeof(*a));
 
