@@ -111,8 +111,12 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
                 break;
             }
             setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            if (!lws_adopt_socket_vhost(l->vh, c))
-                close(c); /* lws closes it on most failures; be sure. */
+            /* Not closed here when the adoption fails: lws 4.1.6 has
+             * closed c itself on every failure path a non-blocking
+             * socket can take, and another thread may already hold the
+             * same fd number (a second close took a Redis socket from
+             * the backplane; docs/RELIABILITY.md, series 10). */
+            (void)lws_adopt_socket_vhost(l->vh, c);
         }
         break;
     case LWS_CALLBACK_RAW_CLOSE_FILE:

@@ -239,8 +239,8 @@ int srv_ops_metrics_callback(struct lws *wsi, enum lws_callback_reasons reason,
             break;
         }
         setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (!lws_adopt_socket_vhost(l->vh_metrics, c))
-            close(c);
+        /* lws closes c when the adoption fails (server/listen.c). */
+        (void)lws_adopt_socket_vhost(l->vh_metrics, c);
     }
     return 0;
 }
