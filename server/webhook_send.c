@@ -385,7 +385,6 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         return;
     }
     if (wall >= b->created_ms + wh->cfg->webhook_retry_window_ms) {
-        atomic_fetch_add(&ep->dead, 1);
         srv_log(HUB_LOG_WARN, 0,
                 "webhook %s (app %s): batch %s dead-lettered after %u "
                 "attempts (%s)",
@@ -402,6 +401,10 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         if (b->acks)
             srv_whs_done(wh, ep, b);
         ep_pop(ep);
+        /* Counted once it has left the queue (ep_pop's depth first): a
+         * reader of dead_lettered before queue_depth never sees a batch
+         * both dead-lettered and still queued. */
+        atomic_fetch_add(&ep->dead, 1);
         return;
     }
     b->next_ms = now + hub_wh_backoff_ms(b->attempts,
@@ -1190,6 +1193,11 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
         struct endpoint *ep = wh->eps[i];
         uint64_t oldest = atomic_load(&ep->oldest_ms);
         json_t *hist = json_array(), *o;
+        /* dead before depth (the sender counts a dead letter after its
+         * pop): one batch is never shown as both. */
+        json_int_t dead = (json_int_t)atomic_load_explicit(
+                       &ep->dead, memory_order_acquire),
+                   depth = (json_int_t)atomic_load(&ep->depth);
 
         for (unsigned j = 0; hist && j <= N_LAT; j++)
             json_array_append_new(hist, json_integer(LD(ep->lat[j])));
@@ -1197,8 +1205,8 @@ json_t *srv_webhooks_stats_json(struct srv *srv)
                       "app", ep->app->id, "url", ep->shown, "up",
                       atomic_load(&ep->up), "sent", LD(ep->sent), "failed",
                       LD(ep->failed), "retried", LD(ep->retried),
-                      "dead_lettered", LD(ep->dead), "dropped",
-                      LD(ep->dropped), "queue_depth", LD(ep->depth),
+                      "dead_lettered", dead, "dropped",
+                      LD(ep->dropped), "queue_depth", depth,
                       "oldest_pending_age_ms",
                       (json_int_t)(oldest && wall > oldest ? wall - oldest
                                                            : 0),
