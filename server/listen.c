@@ -114,8 +114,8 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
             /* Not closed here when the adoption fails: lws 4.1.6 has
              * closed c itself on every failure path a non-blocking
              * socket can take, and another thread may already hold the
-             * same fd number (a second close took a Redis socket from
-             * the backplane; docs/RELIABILITY.md, series 10). */
+             * same fd number (a backplane Redis socket, another loop's
+             * session; docs/RELIABILITY.md, series 10). */
             (void)lws_adopt_socket_vhost(l->vh, c);
         }
         break;
