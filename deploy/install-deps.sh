@@ -19,7 +19,7 @@ build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libj
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
            iptables chromium prometheus curl openssl procps libtsan2
            faketime libfaketime sslscan testssl.sh universal-ctags python3
-           redis-server)
+           redis-server strace)
 # redis-server (with redis-tools' redis-cli): the cluster tests start
 # their own (tests/integration/lib/redis.js).
 cluster_pkgs=(redis-server)

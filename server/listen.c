@@ -122,6 +122,12 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     case LWS_CALLBACK_RAW_CLOSE_FILE:
         l = srv_loop_of(wsi);
         l->acceptor = NULL;
+        /* lws closes the adopted descriptor when this returns (4.1.6,
+         * __lws_close_free_wsi_final): it is no longer ours to close. A
+         * second close() at shutdown would take whatever fd number the
+         * backplane, the webhook sender or its store had just been given
+         * (docs/RELIABILITY.md, series 10). */
+        l->listen_fd = -1;
         break;
     default:
         break;

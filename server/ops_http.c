@@ -215,6 +215,8 @@ int srv_ops_metrics_callback(struct lws *wsi, enum lws_callback_reasons reason,
         l = srv_loop_of(wsi);
         lws_sul_cancel(&l->sul_metrics);
         l->metrics_acceptor = NULL;
+        /* lws closes the adopted listener itself (server/listen.c). */
+        l->metrics_fd = -1;
         return 0;
     }
     if (reason != LWS_CALLBACK_RAW_RX_FILE)

@@ -1,0 +1,83 @@
+'use strict';
+// Every close() the hub makes closes a descriptor it still owns. A second
+// close of a number that another thread has since been given takes that
+// thread's socket or file away from it: at shutdown the backplane's Redis
+// sockets, the webhook sender's connections and its SQLite store are still
+// in use while the loops go (docs/RELIABILITY.md, series 10: a node aborted
+// in libev because its backplane's socket was closed under it). lws closes
+// what it has adopted (the listeners) itself, so the hub must not.
+//
+// strace watches every thread's close() calls from attach to exit; with
+// no descriptor reused in between, a double close fails with EBADF, so any
+// failed close is the bug, whether or not it happened to hit a live fd.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { startHub, waitFor, getJson, request, TIME_SCALE } = require('./lib/hub');
+const { open, assertNoSanitizerReport } = require('./lib/ws');
+const { startRedis, freePort } = require('./lib/redis');
+
+const STRACE = process.env.STRACE || '/usr/bin/strace';
+
+// Attach strace to every thread of pid; resolves once it has attached.
+function traceCloses(t, pid) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-fd-'));
+  const out = path.join(dir, 'closes.txt');
+  const child = spawn(STRACE, ['-f', '-p', String(pid), '-e', 'trace=close',
+    '-e', 'status=failed', '-o', out], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  t.after(() => {
+    try { process.kill(child.pid, 'SIGKILL'); } catch (_) { /* gone */ }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return waitFor(() => {
+    if (/Operation not permitted|Could not attach/.test(err)) throw new Error(`strace: ${err}`);
+    return /attached/.test(err);
+  }, 'strace attached', 10000).then(() => ({
+    exited,
+    lines: () => fs.readFileSync(out, 'utf8').split('\n').filter((l) => /close\(/.test(l)),
+  }));
+}
+
+test('no close() fails at shutdown while the backplane retries a lost Redis', async (t) => {
+  const redis = await startRedis(t);
+  const metricsPort = await freePort();
+  // LeakSanitizer cannot run under ptrace: leaks are the other tests' job.
+  const asan = [process.env.ASAN_OPTIONS, 'detect_leaks=0'].filter(Boolean).join(':');
+  const hub = await startHub(['--loops', '2', '--metrics-port', String(metricsPort),
+    '--redis', redis.url(), '--node-id', 'fd1', '--drain-timeout', '1s'],
+  { env: { ASAN_OPTIONS: asan } });
+  t.after(() => hub.stop('SIGKILL'));
+  // With --metrics-port, /stats is served there only.
+  const stats = () => getJson(`http://127.0.0.1:${metricsPort}/stats`);
+  const bp = async () => (await stats()).backplane.state;
+  await waitFor(async () => (await bp()) === 'up', 'backplane up', 15000);
+
+  // Some of everything that owns descriptors: sessions on both loops, an
+  // HTTP request on each port, then Redis gone so that the backplane opens
+  // and drops sockets of its own while the hub shuts down.
+  const clients = [];
+  for (let i = 0; i < 4; i++) clients.push(await open(hub, { localAddress: `127.0.0.${2 + i}` }));
+  assert.equal((await stats()).totals.sessions, clients.length);
+  assert.equal((await request('GET', hub.url('/healthz'))).status, 200);
+  await redis.stop();
+  await waitFor(async () => (await bp()) === 'down', 'backplane down', 15000);
+
+  const trace = await traceCloses(t, hub.pid);
+  for (const c of clients) c.terminate();
+  const exit = await hub.stop('SIGTERM');
+  let timer;
+  const st = await Promise.race([trace.exited,
+    new Promise((r) => { timer = setTimeout(() => r(null), 15000 * TIME_SCALE); })]);
+  clearTimeout(timer);
+  assert.ok(st, 'strace ended with the hub');
+  assertNoSanitizerReport(hub);
+  assert.deepEqual(exit, { code: 0, signal: null }, hub.stderr.slice(-2000));
+  const failed = trace.lines();
+  assert.deepEqual(failed, [], 'close() calls that failed (a descriptor closed twice)');
+});
