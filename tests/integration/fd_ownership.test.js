@@ -7,6 +7,8 @@
 // in libev because its backplane's socket was closed under it). lws closes
 // what it has adopted (the listeners) itself, so the hub must not.
 //
+// Two set-ups: a backplane retrying a lost Redis (series 10), and the
+// webhook sender with a request in flight and its SQLite store open.
 // strace watches every thread's close() calls from attach to exit; with
 // no descriptor reused in between, a double close fails with EBADF, so any
 // failed close is the bug, whether or not it happened to hit a live fd.
@@ -17,8 +19,10 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startHub, waitFor, getJson, request, TIME_SCALE } = require('./lib/hub');
-const { open, assertNoSanitizerReport } = require('./lib/ws');
+const { open, subscribe, assertNoSanitizerReport } = require('./lib/ws');
 const { startRedis, freePort } = require('./lib/redis');
+const { startReceiver } = require('./lib/receiver');
+const { configFile, APP } = require('./lib/clients');
 
 const STRACE = process.env.STRACE || '/usr/bin/strace';
 
@@ -44,14 +48,30 @@ function traceCloses(t, pid) {
   }));
 }
 
+// LeakSanitizer cannot run under ptrace: leaks are the other tests' job.
+const ENV = { ASAN_OPTIONS: [process.env.ASAN_OPTIONS, 'detect_leaks=0'].filter(Boolean).join(':') };
+
+// Attach, close the clients, SIGTERM: the hub exits 0 and no close() failed.
+async function shutdownTraced(t, hub, clients) {
+  const trace = await traceCloses(t, hub.pid);
+  for (const c of clients) c.terminate();
+  const exit = await hub.stop('SIGTERM');
+  let timer;
+  const st = await Promise.race([trace.exited,
+    new Promise((r) => { timer = setTimeout(() => r(null), 15000 * TIME_SCALE); })]);
+  clearTimeout(timer);
+  assert.ok(st, 'strace ended with the hub');
+  assertNoSanitizerReport(hub);
+  assert.deepEqual(exit, { code: 0, signal: null }, hub.stderr.slice(-2000));
+  assert.deepEqual(trace.lines(), [], 'close() calls that failed (a descriptor closed twice)');
+}
+
 test('no close() fails at shutdown while the backplane retries a lost Redis', async (t) => {
   const redis = await startRedis(t);
   const metricsPort = await freePort();
-  // LeakSanitizer cannot run under ptrace: leaks are the other tests' job.
-  const asan = [process.env.ASAN_OPTIONS, 'detect_leaks=0'].filter(Boolean).join(':');
   const hub = await startHub(['--loops', '2', '--metrics-port', String(metricsPort),
     '--redis', redis.url(), '--node-id', 'fd1', '--drain-timeout', '1s'],
-  { env: { ASAN_OPTIONS: asan } });
+  { env: ENV });
   t.after(() => hub.stop('SIGKILL'));
   // With --metrics-port, /stats is served there only.
   const stats = () => getJson(`http://127.0.0.1:${metricsPort}/stats`);
@@ -68,16 +88,30 @@ test('no close() fails at shutdown while the backplane retries a lost Redis', as
   await redis.stop();
   await waitFor(async () => (await bp()) === 'down', 'backplane down', 15000);
 
-  const trace = await traceCloses(t, hub.pid);
-  for (const c of clients) c.terminate();
-  const exit = await hub.stop('SIGTERM');
-  let timer;
-  const st = await Promise.race([trace.exited,
-    new Promise((r) => { timer = setTimeout(() => r(null), 15000 * TIME_SCALE); })]);
-  clearTimeout(timer);
-  assert.ok(st, 'strace ended with the hub');
-  assertNoSanitizerReport(hub);
-  assert.deepEqual(exit, { code: 0, signal: null }, hub.stderr.slice(-2000));
-  const failed = trace.lines();
-  assert.deepEqual(failed, [], 'close() calls that failed (a descriptor closed twice)');
+  await shutdownTraced(t, hub, clients);
+});
+
+test('no close() fails at shutdown with webhooks in flight and their store open', async (t) => {
+  const ok = await startReceiver(t, APP);
+  const hang = await startReceiver(t, APP);
+  hang.mode = 'hang';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-fdstate-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = configFile(t, { apps: [{ ...APP, webhooks: [
+    { url: ok.url(), event_types: ['channel_occupied', 'channel_vacated'] },
+    { url: hang.url(), event_types: ['channel_occupied', 'channel_vacated'] }] }] });
+  const hub = await startHub(['--loops', '2', '--config', file, '--state-dir', dir,
+    '--webhook-delay', '0ms', '--drain-timeout', '1s'], { env: ENV });
+  t.after(() => hub.stop('SIGKILL'));
+  const clients = [];
+  for (let i = 0; i < 4; i++) {
+    const c = await open(hub, { localAddress: `127.0.0.${2 + i}` });
+    clients.push(c);
+    await subscribe(c, `room-${i}`);
+  }
+  // Delivered to the one, held open by the other: the sender has a
+  // connection in flight and its SQLite store open when the signal comes.
+  await waitFor(() => ok.requests.length >= 1, 'a webhook delivered', 15000);
+  await waitFor(() => hang.requests.length >= 1, 'a webhook held by the receiver', 15000);
+  await shutdownTraced(t, hub, clients);
 });
