@@ -388,6 +388,10 @@ void srv_loops_join(struct srv *srv)
     for (unsigned i = 0; i < srv->n_loops; i++)
         pthread_join(srv->loops[i].thread, NULL);
     for (unsigned i = 0; i < srv->n_loops; i++) {
+        /* Only a listener lws never adopted is still ours (an adopted one
+         * was closed by lws and set to -1 in its close callback): the
+         * backplane and the webhook sender still run, and a number closed
+         * twice would be theirs by now. */
         if (srv->loops[i].listen_fd >= 0)
             close(srv->loops[i].listen_fd);
         srv_ops_metrics_close(&srv->loops[i]);
