@@ -13,6 +13,7 @@
  * one exits at once; SIGHUP during the drain is ignored.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,28 @@ static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
             (unsigned long long)(srv_now_ms() - t0));
 }
 
+/*
+ * A process started with stdin, stdout or stderr closed (`2>&-`, some
+ * supervisors) would give that number to its first descriptor, a listener,
+ * an epoll set or a Redis socket, and every log line would be written into
+ * it. Hold 0-2 open on /dev/null first. open() takes the lowest free
+ * number, which in this ascending walk is fd itself.
+ */
+static void hold_stdio(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        int n;
+
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        n = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+        if (n >= 0 && n != fd) {
+            (void)dup2(n, fd);
+            close(n);
+        }
+    }
+}
+
 int main(int argc, char **argv, char **envp)
 {
     static struct srv_config cfg;
@@ -266,6 +289,7 @@ int main(int argc, char **argv, char **envp)
     struct timespec trim_ts = { 1, 0 };
     struct srv_memtrim trim;
 
+    hold_stdio();
     srv_config_defaults(&cfg);
     if (srv_config_load(&cfg, argc, argv, envp, err, sizeof(err))) {
         fprintf(stderr, "lubdub: %s\n", err);

@@ -115,3 +115,22 @@ test('no close() fails at shutdown with webhooks in flight and their store open'
   await waitFor(() => hang.requests.length >= 1, 'a webhook held by the receiver', 15000);
   await shutdownTraced(t, hub, clients);
 });
+
+test('started with stdin and stderr closed, it holds them on /dev/null', async (t) => {
+  // Otherwise the first listener or socket would take fd 0 or 2 and every
+  // log line (debug: several per connection) would be written into it.
+  const hub = await startHub(['--loops', '2', '--log-level', 'debug'],
+    { wrap: ['sh', '-c', 'exec "$0" "$@" <&- 2>&-'], env: ENV });
+  t.after(() => hub.stop('SIGKILL'));
+  for (const fd of [0, 2]) {
+    assert.equal(fs.readlinkSync(`/proc/${hub.pid}/fd/${fd}`), '/dev/null', `fd ${fd}`);
+  }
+  const clients = [];
+  for (let i = 0; i < 4; i++) {
+    const c = await open(hub, { localAddress: `127.0.0.${2 + i}` });
+    clients.push(c);
+    await subscribe(c, `room-${i}`);
+  }
+  for (const c of clients) c.terminate();
+  assert.deepEqual(await hub.stop('SIGTERM'), { code: 0, signal: null });
+});
