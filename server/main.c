@@ -259,22 +259,14 @@ static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
  * A process started with stdin, stdout or stderr closed (`2>&-`, some
  * supervisors) would give that number to its first descriptor, a listener,
  * an epoll set or a Redis socket, and every log line would be written into
- * it. Hold 0-2 open on /dev/null first. open() takes the lowest free
+ * it. Hold 0-2 open on /dev/null first: open() takes the lowest free
  * number, which in this ascending walk is fd itself.
  */
 static void hold_stdio(void)
 {
-    for (int fd = 0; fd <= 2; fd++) {
-        int n;
-
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
-            continue;
-        n = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
-        if (n >= 0 && n != fd) {
-            (void)dup2(n, fd);
-            close(n);
-        }
-    }
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF)
+            (void)open("/dev/null", fd ? O_WRONLY : O_RDONLY);
 }
 
 int main(int argc, char **argv, char **envp)
