@@ -52,6 +52,7 @@
 
 #include "hub/pusher.h"
 #include "server/direct.h"
+#include "server/rxpool.h"
 #include "server/srv.h"
 #include "server/wsread.h"
 
@@ -61,6 +62,13 @@
  * 0, 6 and 7): lws's own "allow" in its close states leaves it set. */
 #define DIRECT_RXFLOW_BIT (1 << 4)
 
+/* An established session waiting for the handover, and lws's receive
+ * buffer of it when the pool lent it (server/rxpool.h; else NULL). */
+struct pending {
+    struct lws *wsi;
+    void *rx;
+};
+
 struct srv_direct {
     struct srv_loop *l;
     struct srv_wsread_loop *wr;
@@ -68,7 +76,7 @@ struct srv_direct {
     int epfd;                      /* the handed-over sockets */
     ev_io epw;                     /* on epfd */
     ev_prepare prep;
-    struct lws **pending;          /* established, not handed over yet */
+    struct pending *pending;       /* established, not handed over yet */
     size_t n_pending, cap_pending;
     bool flush_due;                /* a read ran: flush before polling */
     bool kill;                     /* the read's sink asked for a close */
@@ -216,7 +224,7 @@ static void on_readable(struct ev_loop *evl, ev_io *w, int revents)
         ev_prepare_start(evl, &d->prep);
 }
 
-static void handover(struct srv_direct *d, struct lws *wsi)
+static void handover(struct srv_direct *d, struct lws *wsi, void *rx)
 {
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = wsi };
 
@@ -228,6 +236,11 @@ static void handover(struct srv_direct *d, struct lws *wsi)
     lws_rx_flow_control(wsi, LWS_RXFLOW_REASON_APPLIES_DISABLE |
                                  DIRECT_RXFLOW_BIT |
                                  LWS_RXFLOW_REASON_FLAG_PROCESS_NOW);
+    /* lws's parser, the only user of its receive buffer, never runs for
+     * this session again: the buffer goes back to the pool now (lws's
+     * free of it at the close is then ignored). */
+    if (rx)
+        srv_rxpool_release(rx);
     HUB_STAT_ADD(d->l->hub->stats.ws_direct_sessions, 1);
 }
 
@@ -241,7 +254,7 @@ static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents)
     (void)revents;
     for (size_t i = 0; i < d->n_pending; i++) {
         if (clean)
-            handover(d, d->pending[i]);
+            handover(d, d->pending[i].wsi, d->pending[i].rx);
         else
             HUB_STAT_ADD(d->l->hub->stats.ws_direct_declined, 1);
     }
@@ -305,12 +318,16 @@ void srv_direct_fini(struct srv_loop *l)
 void srv_direct_established(struct srv_loop *l, struct lws *wsi)
 {
     struct srv_direct *d = l->direct;
+    /* lws allocated this session's receive buffer right before calling
+     * ESTABLISHED (server/rxpool.h); taken here whatever happens next so
+     * that no later session can take it. */
+    void *rx = srv_rxpool_take_last();
 
     if (!d || lws_is_ssl(wsi))
         return;
     if (d->n_pending == d->cap_pending) {
         size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
-        struct lws **n = realloc(d->pending, cap * sizeof(*n));
+        struct pending *n = realloc(d->pending, cap * sizeof(*n));
 
         if (!n) {
             /* Stays on lws's read path: nothing lost but speed. */
@@ -320,7 +337,8 @@ void srv_direct_established(struct srv_loop *l, struct lws *wsi)
         d->pending = n;
         d->cap_pending = cap;
     }
-    d->pending[d->n_pending++] = wsi;
+    d->pending[d->n_pending].wsi = wsi;
+    d->pending[d->n_pending++].rx = rx;
     ev_prepare_start(l->evl, &d->prep);
 }
 
@@ -379,7 +397,7 @@ void srv_direct_closed(struct srv_loop *l, struct lws *wsi)
         lws_set_opaque_user_data(wsi, NULL);
     }
     for (size_t i = 0; i < d->n_pending; i++)
-        if (d->pending[i] == wsi) {
+        if (d->pending[i].wsi == wsi) {
             d->pending[i] = d->pending[--d->n_pending];
             break;
         }

@@ -8,6 +8,7 @@
 
 #include <libwebsockets.h>
 
+#include "server/rxpool.h"
 #include "server/srv.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -228,11 +229,16 @@ void *srv_hdrpool_lws_realloc(void *ptr, size_t size, const char *reason)
     void *n;
 
     if (!size) {
-        if (ptr && !pool_put(&hdr, ptr) && !pool_put(&tab, ptr))
+        if (ptr && !pool_put(&hdr, ptr) && !pool_put(&tab, ptr) &&
+            !srv_rxpool_free(ptr))
             free(ptr);
         return NULL;
     }
     if (!ptr) {
+        /* WebSocket receive buffers first (server/rxpool.h: each request
+         * sets the thread's last one); NULL for anything else. */
+        if ((n = srv_rxpool_alloc(size, reason)))
+            return n;
         if (size == hdr.slot && (n = pool_get(&hdr)))
             return n;
         /* lws 4.1.6 names its header table so; under another name the
@@ -246,6 +252,16 @@ void *srv_hdrpool_lws_realloc(void *ptr, size_t size, const char *reason)
         return pool_grow(&hdr, ptr, size);
     if (owns(&tab, ptr))
         return pool_grow(&tab, ptr, size);
+    if (srv_rxpool_owns(ptr)) {
+        /* lws does not resize these; be correct if it did. */
+        if (size <= srv_rxpool_slot_bytes())
+            return ptr;
+        if (!(n = malloc(size)))
+            return NULL;
+        memcpy(n, ptr, srv_rxpool_slot_bytes());
+        (void)srv_rxpool_free(ptr);
+        return n;
+    }
     return realloc(ptr, size);
 }
 

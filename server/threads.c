@@ -23,6 +23,7 @@
 
 #include "hub/cluster.h"
 #include "server/hdrpool.h"
+#include "server/rxpool.h"
 #include "server/direct.h"
 #include "server/srv.h"
 
@@ -202,6 +203,12 @@ int srv_loops_create(struct srv *srv)
     srv_lwslog_install();
     /* Before the first context: lws's header buffers from their own pool. */
     srv_hdrpool_install();
+    /* The receive buffers of sessions the read bypass will own, from a
+     * pool that takes them back at the handover (server/rxpool.h): the
+     * size lws 4.1.6 asks for (another lws's size goes to the heap). */
+    if (cfg->ws_direct_read)
+        (void)srv_rxpool_init((size_t)cfg->ws_rx_buffer + LWS_PRE + 4,
+                              SRV_RXPOOL_SLOTS);
     json_object_seed(0);
     srv->loops = calloc(srv->n_loops, sizeof(*srv->loops));
     if (!srv->loops)
