@@ -321,7 +321,7 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
 
     if (s->state != HUB_SESSION_OPEN || !s->app)
         return 0;
-    s->last_data_ms = now_ms;
+    s->last_data_ms = (uint32_t)now_ms;
     if (now_ms > l->now_ms)
         l->now_ms = now_ms;
     if (hub_msg_parse(&m, text, len, why, sizeof(why))) {

@@ -31,10 +31,10 @@
 
 /* Per connection, so idle memory: a new field must pay for itself
  * (docs/BENCHMARKS.md). test_session_size checks the same figure. lws
- * mallocs it, and glibc serves a request of up to 264 B from a 272 B
- * chunk, 265-280 B from 288: 8 more bytes here cost 16 a session. */
+ * mallocs it, and glibc serves a request of up to 248 B from a 256 B
+ * chunk, 249-264 B from 272: 8 more bytes here cost 16 a session. */
 #if defined(__LP64__)
-_Static_assert(sizeof(struct hub_session) <= 264,
+_Static_assert(sizeof(struct hub_session) <= 248,
                "struct hub_session grew");
 #endif
 
@@ -48,6 +48,12 @@ const char *hub_session_socket_id(const struct hub_session *s, char *buf)
 static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms);
 static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms);
 static void close_timer_cb(struct hub_timer *t, uint64_t now_ms);
+
+/* The clock's microseconds, low 32 bits (ping round trips). */
+static uint32_t ping_clock_us(const struct hub_loop *l)
+{
+    return (uint32_t)(hub_clock_now_ns(l->clock) / 1000);
+}
 
 static uint64_t slot_last_rx(const struct hub_session *s)
 {
@@ -66,7 +72,7 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     if (now_ms > l->now_ms)
         l->now_ms = now_ms;
     s->connected_ms = now_ms;
-    s->last_data_ms = now_ms;
+    s->last_data_ms = (uint32_t)now_ms;
     hub_timer_init(&s->pong_timer, pong_timer_cb);
     hub_timer_init(&s->idle_timer, idle_timer_cb);
     hub_list_init(&s->subs);
@@ -320,11 +326,11 @@ void hub_session_on_pong(struct hub_session *s, uint64_t now_ms)
     /* The pong timer stays armed (no per-frame timer work) and finds the
      * peer alive when it fires; the next ping need not wait for it. */
     s->ping_outstanding = false;
-    if (s->ping_sent_ns) {
-        uint64_t rtt = hub_clock_now_ns(l->clock) - s->ping_sent_ns;
+    if (s->ping_sent_us) {
+        uint32_t rtt = ping_clock_us(l) - s->ping_sent_us;
 
-        hub_hist_add(&l->stats.pong_rtt, rtt / 1000);
-        s->ping_sent_ns = 0;
+        hub_hist_add(&l->stats.pong_rtt, rtt);
+        s->ping_sent_us = 0;
     }
 }
 
@@ -332,7 +338,7 @@ void hub_session_ping_written(struct hub_session *s, uint64_t now_ms)
 {
     struct hub_loop *l = s->loop;
 
-    if (now_ms > s->ping_sent_ms + l->cfg->tick_ms &&
+    if ((uint32_t)now_ms - s->ping_sent_ms > l->cfg->tick_ms &&
         hub_timer_is_armed(&s->pong_timer))
         hub_wheel_start(l->wheel, &s->pong_timer, now_ms,
                         (int64_t)l->cfg->pong_timeout_ms);
@@ -385,8 +391,8 @@ int hub_session_queue_ping(struct hub_session *s, uint64_t now_ms)
         HUB_STAT_ADD(l->stats.pong_armed, 1);
     s->ping_outstanding = true;
     s->ping_due = true;
-    s->ping_sent_ms = now_ms;
-    s->ping_sent_ns = hub_clock_now_ns(l->clock);
+    s->ping_sent_ms = (uint32_t)now_ms;
+    s->ping_sent_us = ping_clock_us(l) | 1u;
     want_writable(s);
     return 0;
 }
@@ -588,7 +594,7 @@ enum hub_out_kind hub_session_next_out(struct hub_session *s,
          * UTF-8-check pongs (docs/LWS.md, "Pings and pongs"). */
         s->ping_due = false;
         out->len = (size_t)snprintf(out->ping, sizeof(out->ping),
-                                    "lubdub-%u", ++s->ping_seq);
+                                    "lubdub-%" PRIu32, s->ping_sent_us);
         out->data = (const unsigned char *)out->ping;
         break;
     case HUB_OUT_DATA:
@@ -665,7 +671,7 @@ static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms)
 
     HUB_STAT_ADD(s->loop->stats.pong_armed, -1); /* fired: disarmed */
     s->ping_outstanding = false;
-    if (slot_last_rx(s) >= s->ping_sent_ms)
+    if ((int32_t)((uint32_t)slot_last_rx(s) - s->ping_sent_ms) >= 0)
         return; /* Seen since the ping: alive. */
     hub_session_send_error(s, 4201, "Pong reply not received in time", true);
     (void)now_ms;
@@ -711,7 +717,7 @@ static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
             due = dl;
     }
     if (cfg->idle_timeout_ms) {
-        uint64_t idle = now_ms - s->last_data_ms;
+        uint64_t idle = (uint32_t)((uint32_t)now_ms - s->last_data_ms);
 
         if (idle >= cfg->idle_timeout_ms) {
             hub_session_send_error(s, 4202, "Closed after inactivity", true);

@@ -92,12 +92,19 @@ struct hub_session {
                                       or presence channel (authorized
                                       connections); in padding */
     uint32_t sid_lo;               /* socket_id = "<hi>.<lo>" */
-    uint32_t ping_seq;
+    /* The last ping queued, low 32 bits of loop ms (compared as
+     * differences: a ping is answered or timed out within a day). */
+    uint32_t ping_sent_ms;
     uint64_t sid_hi;
     uint64_t connected_ms;
-    uint64_t last_data_ms;         /* last inbound data message */
-    uint64_t ping_sent_ms;
-    uint64_t ping_sent_ns;
+    /* The same ping on the clock's microseconds, low 32 bits with the low
+     * bit set (0: no round trip to measure); also its payload's number,
+     * "lubdub-<n>". A round trip is at most pong_timeout (a day), far
+     * below the 71 minutes 32 bits of microseconds hold. */
+    uint32_t ping_sent_us;
+    /* Last inbound data message, low 32 bits of loop ms: only its age is
+     * read, with idle_timeout (at most a day) set. */
+    uint32_t last_data_ms;
     /* Client-event token bucket, in thousandths of an event. */
     uint64_t bucket_ms;
     uint32_t bucket_tokens;
@@ -270,8 +277,8 @@ struct hub_out {
 enum hub_out_kind hub_session_peek_out(const struct hub_session *s);
 /*
  * The next thing to write, in *out (only the fields of its kind are set):
- * PING when one is due and the session is open (clears ping_due, counts
- * ping_seq up: "lubdub-<seq>"); else DATA, as many whole queued frames as
+ * PING when one is due and the session is open (clears ping_due; the
+ * payload is "lubdub-<ping_sent_us>"); else DATA, as many whole queued frames as
  * fit cork (cap bytes), or a bigger head frame by pointer; else CLOSE when
  * closing (the session is then CLOSE_SENT: the transport sends the close
  * and drops the connection when the peer answers); else NONE. Clears the
