@@ -91,6 +91,9 @@
     X(ws_direct_sessions, counter, U64, 0, LOOP, "ws_direct_sessions",         \
       "ws_direct_sessions_total",                                              \
       "WebSocket sessions read by lubdub itself (--ws-direct-read).")          \
+    X(ws_direct_rx_released, counter, U64, 0, LOOP, "ws_direct_rx_released",   \
+      "ws_direct_rx_released_total",                                           \
+      "Bypassed sessions that gave lws's receive buffer back at the handover.") \
     X(ws_direct_declined, counter, U64, 0, LOOP, "ws_direct_declined",         \
       "ws_direct_declined_total",                                              \
       "Plain-TCP sessions left on lws's read path (lws held their bytes).")   \

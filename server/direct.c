@@ -239,8 +239,10 @@ static void handover(struct srv_direct *d, struct lws *wsi, void *rx)
     /* lws's parser, the only user of its receive buffer, never runs for
      * this session again: the buffer goes back to the pool now (lws's
      * free of it at the close is then ignored). */
-    if (rx)
+    if (rx) {
         srv_rxpool_release(rx);
+        HUB_STAT_ADD(d->l->hub->stats.ws_direct_rx_released, 1);
+    }
     HUB_STAT_ADD(d->l->hub->stats.ws_direct_sessions, 1);
 }
 
