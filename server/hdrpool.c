@@ -8,17 +8,9 @@
 
 #include <libwebsockets.h>
 
+#include "server/poison.h"
 #include "server/rxpool.h"
 #include "server/srv.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
 
 struct pool {
     pthread_mutex_t mu;
