@@ -200,19 +200,20 @@ void srv_hdrpool_tab_stats(struct srv_hdrpool_stats *out)
     pool_stats(&tab, out);
 }
 
-/* A slot's new home when lws asks it to grow past the slot (lws does not
- * resize these; be correct if it did). */
-static void *pool_grow(struct pool *pl, void *ptr, size_t size)
+/* A pooled buffer's new home when lws asks it to grow past its slot (lws
+ * 4.1.6 resizes none of them; be correct if it did): the heap, with the
+ * slot's bytes, and the slot given back through the free below. */
+static void *grow_out(void *ptr, size_t slot, size_t size)
 {
     void *n;
 
-    if (size <= pl->slot)
+    if (size <= slot)
         return ptr;
     n = malloc(size);
     if (!n)
         return NULL;
-    memcpy(n, ptr, pl->slot);
-    pool_put(pl, ptr);
+    memcpy(n, ptr, slot);
+    (void)srv_hdrpool_lws_realloc(ptr, 0, NULL);
     return n;
 }
 
@@ -241,19 +242,11 @@ void *srv_hdrpool_lws_realloc(void *ptr, size_t size, const char *reason)
         return malloc(size);
     }
     if (owns(&hdr, ptr))
-        return pool_grow(&hdr, ptr, size);
+        return grow_out(ptr, hdr.slot, size);
     if (owns(&tab, ptr))
-        return pool_grow(&tab, ptr, size);
-    if (srv_rxpool_owns(ptr)) {
-        /* lws does not resize these; be correct if it did. */
-        if (size <= srv_rxpool_slot_bytes())
-            return ptr;
-        if (!(n = malloc(size)))
-            return NULL;
-        memcpy(n, ptr, srv_rxpool_slot_bytes());
-        (void)srv_rxpool_free(ptr);
-        return n;
-    }
+        return grow_out(ptr, tab.slot, size);
+    if (srv_rxpool_owns(ptr))
+        return grow_out(ptr, srv_rxpool_slot_bytes(), size);
     return realloc(ptr, size);
 }
 

@@ -147,6 +147,31 @@ static void test_full_pool_falls_back(void **state)
     assert_all_back();
 }
 
+static void test_grow_leaves_the_pool(void **state)
+{
+    unsigned char *a, *g;
+
+    (void)state;
+    a = lws_alloc(BYTES, SRV_RXPOOL_REASON);
+    assert_true(srv_rxpool_owns(a));
+    (void)srv_rxpool_take_last();
+    for (unsigned i = 0; i < BYTES; i++)
+        a[i] = (unsigned char)i;
+    /* Within the slot it stays put; past it, the heap with the bytes,
+     * and the slot is free again. */
+    assert_ptr_equal(srv_hdrpool_lws_realloc(a, srv_rxpool_slot_bytes(),
+                                             "grow"),
+                     a);
+    g = srv_hdrpool_lws_realloc(a, 4 * BYTES, "grow");
+    assert_non_null(g);
+    assert_false(srv_rxpool_owns(g));
+    for (unsigned i = 0; i < BYTES; i++)
+        assert_int_equal(g[i], (unsigned char)i);
+    assert_all_back();
+    lws_free_(g);
+    assert_all_back();
+}
+
 /* Holders of a slot in the model: the sessions lws has not freed yet. */
 struct holder {
     unsigned char *p;
@@ -256,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_only_receive_buffers),
         cmocka_unit_test(test_release_then_lend_again),
         cmocka_unit_test(test_full_pool_falls_back),
+        cmocka_unit_test(test_grow_leaves_the_pool),
         cmocka_unit_test(test_model_random_order),
         cmocka_unit_test(test_threads),
     };
