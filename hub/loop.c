@@ -143,6 +143,11 @@ void hub_loop_destroy(struct hub_loop *l)
         assert(n->ops && n->ops->drop);
         n->ops->drop(n);
     }
+    /* A read pass always ends its batch; nothing is held here. */
+    assert(!l->defer.k);
+    for (unsigned i = 0; i < l->defer.k; i++)
+        hub_frame_unref(l->defer.f[i]);
+    free(l->defer.name);
     hub_chanmap_destroy(l->chans);
     hub_pending_fini(&l->pending);
     hub_shard_fini(&l->shard);

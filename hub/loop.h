@@ -26,6 +26,7 @@
 #include "hub/apptab.h"
 #include "hub/inbox.h"
 #include "hub/pending.h"
+#include "hub/publish.h"
 #include "hub/rng.h"
 #include "hub/session.h"
 #include "hub/shard.h"
@@ -116,6 +117,24 @@ static inline struct hub_app_live *hub_app_live_of(const struct hub *h,
     return hub_apps(h)->live[index];
 }
 
+/*
+ * The client events of one read, delivered together (hub/publish.h,
+ * hub_defer_begin): consecutive ones to one channel with one exclusion
+ * share one walk of the channel's members.
+ */
+#define HUB_DEFER_MAX 64
+
+struct hub_defer {
+    bool open;             /* a read pass is batching */
+    bool armed;            /* the publication in progress may join it */
+    unsigned k;            /* frames held, each with its own reference */
+    unsigned app;
+    struct hub_excl excl;
+    size_t len, cap;       /* the channel's name in name[0..len) */
+    char *name;            /* owned */
+    struct hub_frame *f[HUB_DEFER_MAX];
+};
+
 struct hub_loop {
     struct hub *hub;
     unsigned id;
@@ -143,6 +162,7 @@ struct hub_loop {
     uint64_t now_ms;
     uint64_t evict_last_ms;        /* the latest eviction scan */
     struct hub_subcount_loop subcount; /* coalesced subscription counts */
+    struct hub_defer defer;        /* client events of the read in progress */
 };
 
 /*

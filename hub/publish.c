@@ -138,6 +138,126 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
     return n + sent;
 }
 
+/*
+ * k frames to one channel's members in one walk: the batch of
+ * hub_defer_flush(). Each member gets all k in order or, when they do not
+ * all fit its queue, one by one as hub_deliver_local() would give them.
+ * When the budget is tight the frames go through hub_deliver_local() one
+ * at a time, its admission and eviction unchanged.
+ */
+static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
+                          size_t len, struct hub_frame *const *fs, unsigned k,
+                          const struct hub_excl *excl)
+{
+    struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
+    uint64_t budget, total = 0;
+    struct hub_list *pos;
+    unsigned n = 0;
+
+    if (!ch)
+        return;
+    for (unsigned j = 0; j < k; j++)
+        total += fs[j]->len;
+    l->now_ms = hub_clock_now_ms(l->clock);
+    budget = hub_loop_budget(l);
+    if (budget) {
+        uint64_t need = (uint64_t)ch->n_members * total;
+
+        if (hub_loop_queued(l) + need > budget) {
+            for (unsigned j = 0; j < k; j++)
+                hub_deliver_local(l, app, name, len, fs[j], excl);
+            return;
+        }
+        if (hub_loop_queued(l) + need > hub_budget_high(budget))
+            hub_loop_evict(l, hub_budget_low(budget), false);
+    }
+    hub_list_for_each(pos, &ch->members) {
+        struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
+                                               chan_link);
+        struct hub_session *s = sub->s;
+        int got;
+
+        if (excl->set && s->sid_hi == excl->hi && s->sid_lo == excl->lo)
+            continue;
+        if (excl->member_seq && sub->joined_seq >= excl->member_seq)
+            continue;
+        got = hub_session_push_n(s, fs, k, total);
+        if (got > 0)
+            n++;
+        else if (got < 0)
+            for (unsigned j = 0; j < k; j++)
+                (void)hub_session_send(s, fs[j]);
+    }
+    if (n) {
+        for (unsigned j = 0; j < k; j++)
+            hub_frame_ref_n(fs[j], n);
+        hub_loop_queued_add(l, (uint64_t)n * total);
+    }
+    HUB_STAT_ADD(l->stats.publishes, k);
+}
+
+void hub_defer_begin(struct hub_loop *l)
+{
+    l->defer.open = true;
+}
+
+void hub_defer_flush(struct hub_loop *l)
+{
+    struct hub_defer *d = &l->defer;
+    unsigned k = d->k;
+
+    if (!k)
+        return;
+    d->k = 0; /* first: nothing below defers again, but stay exact */
+    if (k == 1)
+        hub_deliver_local(l, d->app, d->name, d->len, d->f[0], &d->excl);
+    else
+        deliver_batch(l, d->app, d->name, d->len, d->f, k, &d->excl);
+    for (unsigned j = 0; j < k; j++)
+        hub_frame_unref(d->f[j]);
+}
+
+void hub_defer_end(struct hub_loop *l)
+{
+    hub_defer_flush(l);
+    l->defer.open = false;
+}
+
+static bool excl_eq(const struct hub_excl *a, const struct hub_excl *b)
+{
+    return a->set == b->set && a->hi == b->hi && a->lo == b->lo &&
+           a->member_seq == b->member_seq;
+}
+
+/* Join r to l's batch: 0, or -ENOMEM (nothing held; deliver it now). */
+static int defer_add(struct hub_loop *l, const struct hub_pub_req *r)
+{
+    struct hub_defer *d = &l->defer;
+    struct hub_excl ex = r->excl ? *r->excl : (struct hub_excl){ 0 };
+
+    if (d->k && (d->k == HUB_DEFER_MAX || d->app != r->app ||
+                 d->len != r->len || memcmp(d->name, r->name, r->len) ||
+                 !excl_eq(&d->excl, &ex)))
+        hub_defer_flush(l);
+    if (!d->k) {
+        if (r->len + 1 > d->cap) {
+            char *name = realloc(d->name, r->len + 1);
+
+            if (!name)
+                return -ENOMEM;
+            d->name = name;
+            d->cap = r->len + 1;
+        }
+        memcpy(d->name, r->name, r->len);
+        d->name[r->len] = '\0';
+        d->len = r->len;
+        d->app = r->app;
+        d->excl = ex;
+    }
+    d->f[d->k++] = hub_frame_ref(r->f);
+    return 0;
+}
+
 /* Close this loop's sessions on the user's #server-to-user- channel. */
 static void terminate_local(struct hub_loop *l, unsigned app, const char *name,
                             size_t len)
@@ -163,6 +283,7 @@ static void pub_run(struct hub_inbox_node *n, struct hub_loop *l,
     struct hub_pub *p = hub_container_of(n, struct pub_node, node)->pub;
 
     (void)now_ms;
+    hub_defer_flush(l); /* never held outside a read pass: a guard */
     hub_deliver_local(l, p->app, p->name, p->name_len, p->frame, &p->excl);
     pub_unref(p);
 }
@@ -213,8 +334,13 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
             k++;
         }
     }
-    if (from)
+    if (from) {
+        if (from->defer.open && from->defer.armed && defer_add(from, r) == 0)
+            return 0;
+        /* Publications leave a loop in the order they were made. */
+        hub_defer_flush(from);
         hub_deliver_local(from, r->app, name, len, r->f, r->excl);
+    }
     return 0;
 }
 
@@ -292,8 +418,10 @@ int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
         hub_loop_post(h->loops[i], &t->nodes[k].node);
         k++;
     }
-    if (from)
+    if (from) {
+        hub_defer_flush(from); /* what was published before goes first */
         terminate_local(from, app, t->name, len);
+    }
     term_unref(t);
     return 0;
 }

@@ -73,6 +73,24 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
                            const struct hub_excl *excl);
 
+/*
+ * Batching the client events of one read (the read bypass, server/direct.c:
+ * begin before it frames a socket's bytes, end after). While the batch is
+ * open, a client event published from l (hub/pusher.c arms l->defer.armed
+ * for the call) is held, with a reference, instead of being delivered on l
+ * at once; consecutive ones to the same channel with the same exclusion
+ * then reach the channel's members in one walk (deliver_batch), which at
+ * 10,000 members was half the hub's user-space time (docs/BENCHMARKS.md,
+ * "One walk per read"). Other loops and the cluster get each at once, as
+ * before. Order is kept: the batch is flushed before any other publication
+ * or terminate leaves l, before the session's next message that is not a
+ * client event is handled (hub_pusher_on_message), and at the end of the
+ * read. Only l's thread; flush and end are no-ops when nothing is held.
+ */
+void hub_defer_begin(struct hub_loop *l);
+void hub_defer_flush(struct hub_loop *l);
+void hub_defer_end(struct hub_loop *l);
+
 /* The in-process bus: publish = hub_fanout_loops, terminate_user =
  * hub_fanout_terminate (struct hub_bus_ops, hub/backplane.h). */
 extern const struct hub_bus_ops hub_bus_local_ops;

@@ -269,9 +269,12 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
                               kind == HUB_CHANNEL_PRESENCE ? sub->user_id
                                                            : NULL);
     free(data);
-    /* hub_publish reaches every loop or none. */
+    /* hub_publish reaches every loop or none. This loop's share may wait
+     * for the end of the read (hub_defer_begin). */
+    l->defer.armed = true;
     rc = f ? hub_pusher_publish(s, sub->ch->name, sub->ch->name_len, f, 0)
            : -ENOMEM;
+    l->defer.armed = false;
     if (f)
         hub_frame_unref(f);
     if (rc)
@@ -327,6 +330,8 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
     if (hub_msg_parse(&m, text, len, why, sizeof(why))) {
         char msg[192];
 
+        hub_defer_flush(l);
+
         HUB_STAT_ADD(l->stats.bad_messages, 1);
         hub_log(HUB_LOG_INFO, l->id, "socket %s: bad message: %s",
                 HUB_SID(s), why);
@@ -334,6 +339,10 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
         hub_session_send_error(s, -1, msg, false);
         return -EINVAL;
     }
+    /* Client events held for one walk are delivered before anything
+     * else this session asked for takes effect (hub/publish.h). */
+    if (m.type != HUB_MSG_CLIENT_EVENT)
+        hub_defer_flush(l);
     switch (m.type) {
     case HUB_MSG_PING:
         HUB_STAT_ADD(l->stats.pusher_pings, 1);

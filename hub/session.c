@@ -473,6 +473,24 @@ int hub_session_push(struct hub_session *s, struct hub_frame *f)
     return send_frame(s, f, false);
 }
 
+int hub_session_push_n(struct hub_session *s, struct hub_frame *const *fs,
+                       unsigned k, uint64_t total)
+{
+    if (s->state != HUB_SESSION_OPEN)
+        return 0;
+    if (s->q.bytes + total > s->loop->cfg->max_queue)
+        return -1;
+    while (s->q.cap - s->q.count < k)
+        if (hub_sendq_grow(&s->q))
+            return -1;
+    if (s->q.count == 0)
+        write_deadline_start(s);
+    for (unsigned j = 0; j < k; j++)
+        (void)hub_sendq_push(&s->q, fs[j], false); /* room was made */
+    want_writable(s);
+    return (int)k;
+}
+
 int hub_session_send_text(struct hub_session *s, const char *text, size_t len)
 {
     struct hub_frame *f;

@@ -229,6 +229,17 @@ int hub_session_send(struct hub_session *s, struct hub_frame *f);
  * so a walk that can evict uses hub_session_send().
  */
 int hub_session_push(struct hub_session *s, struct hub_frame *f);
+/*
+ * k frames of one fan-out at once, as hub_session_push() queues one: all of
+ * them (returns k; the caller owes a reference to each and accounts
+ * total, their bytes), or none. 0: the session is not open. -1: they do not
+ * all fit (the queue limit, or the ring could not grow) and nothing
+ * changed; the caller then sends them one by one with hub_session_send(),
+ * so that a full queue or a failed allocation closes the session as a
+ * single push would, while no queued frame lacks its reference.
+ */
+int hub_session_push_n(struct hub_session *s, struct hub_frame *const *fs,
+                       unsigned k, uint64_t total);
 /* Queue a copy of a text message (control messages, errors). */
 int hub_session_send_text(struct hub_session *s, const char *text, size_t len);
 /* pusher:error {code, message}; when close is true, then close with code

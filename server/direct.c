@@ -179,14 +179,19 @@ static void read_one(struct srv_direct *d, struct lws *wsi)
     void *op = lws_get_opaque_user_data(wsi);
     struct srv_wsread *st = op == BYPASSED ? NULL : op;
     ssize_t n = recv(lws_get_socket_fd(wsi), d->buf, DIRECT_BUF_BYTES, 0);
+    enum srv_wsread_rc rc;
 
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n > 0) {
         HUB_STAT_ADD(d->l->hub->stats.ws_direct_reads, 1);
         d->kill = false;
-        if (srv_wsread_feed(d->wr, &st, d->buf, (size_t)n, &sink, wsi) ==
-            SRV_WSREAD_NOMEM) {
+        /* The client events of this read reach each channel's members in
+         * one walk per run of them (hub/publish.h, hub_defer_begin). */
+        hub_defer_begin(d->l->hub);
+        rc = srv_wsread_feed(d->wr, &st, d->buf, (size_t)n, &sink, wsi);
+        hub_defer_end(d->l->hub);
+        if (rc == SRV_WSREAD_NOMEM) {
             hub_session_close(lws_wsi_user(wsi), 1011, "out of memory",
                               HUB_CLOSE_ERROR, true);
             d->kill = true;

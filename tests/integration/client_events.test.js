@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, rawOnLoop, pusherOnLoop, APP,
+  twoLoopHub, serverSdk, rawOnLoop, pusherOnLoop, APP, rawClient, ownedHub, configFile,
 } = require('./lib/clients');
 
 test('pusher-js client events on private and presence: relay, no echo, user_id', async (t) => {
@@ -135,4 +135,49 @@ test('client events refused when the app disables them', async (t) => {
   await sdk.trigger('private-q', 'mark2', '');
   await r.event('mark2', 'private-q');
   assert.equal(r.count('client-x'), 0);
+});
+
+// The read bypass delivers the client events of one read in one walk per
+// run of them (hub/publish.h, hub_defer_begin). 200 events written in one
+// write, with a run on another channel and a ping in the middle: every
+// receiver gets every event meant for it exactly once, in the order sent,
+// and the sender none.
+test('client events of one read arrive whole and in order', async (t) => {
+  const file = configFile(t, { apps: [{ ...APP, client_event_rate: 0 }] });
+  const hub = await ownedHub(t, ['--loops', '1', '--config', file]);
+  const s = await rawClient(t, hub);
+  const both = await rawClient(t, hub);
+  const one = await rawClient(t, hub);
+  for (const c of [s, both]) {
+    await c.subscribed('private-b');
+    await c.subscribed('private-o');
+  }
+  await one.subscribed('private-b');
+  const sent = [];
+  for (let i = 0; i < 200; i++) {
+    const channel = i >= 120 && i < 125 ? 'private-o' : 'private-b';
+    sent.push({ event: 'client-n', channel, data: { i } });
+  }
+  const reads0 = (await hub.stats()).per_loop[0].ws_direct_reads;
+  const sock = s.ws._socket;
+  sock.cork();
+  for (let i = 0; i < sent.length; i++) {
+    if (i === 150) s.send({ event: 'pusher:ping', data: {} });
+    s.send(sent[i]);
+  }
+  process.nextTick(() => sock.uncork());
+  const got = (c) => c.msgs.filter((m) => m.event === 'client-n');
+  await waitFor(() => got(both).length === 200 && got(one).length === 195,
+    'every event at both receivers');
+  await s.event('pusher:pong');
+  assert.deepEqual(got(both), sent);
+  assert.deepEqual(got(one), sent.filter((m) => m.channel === 'private-b'));
+  assert.equal(got(s).length, 0);
+  // Read by the bypass, in a few reads (not one per event).
+  const reads = (await hub.stats()).per_loop[0].ws_direct_reads - reads0;
+  assert.ok(reads > 0 && reads < 100, `reads ${reads}`);
+  // Nothing more arrives (no duplicate from a held batch).
+  await serverSdk(hub).trigger('private-b', 'mark', {});
+  await both.event('mark', 'private-b');
+  assert.equal(got(both).length, 200);
 });
