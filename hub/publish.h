@@ -79,9 +79,9 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
  * open, a client event published from l (hub/pusher.c arms l->defer.armed
  * for the call) is held, with a reference, instead of being delivered on l
  * at once; consecutive ones to the same channel with the same exclusion
- * then reach the channel's members in one walk (deliver_batch), which at
- * 10,000 members was half the hub's user-space time (docs/BENCHMARKS.md,
- * "One walk per read"). Other loops and the cluster get each at once, as
+ * then reach the channel's members in one walk (deliver_batch): at 10,000
+ * members the walk per message was two thirds of the hub's user-space time
+ * (docs/BENCHMARKS.md, "One walk per read"). Other loops and the cluster get each at once, as
  * before. Order is kept: the batch is flushed before any other publication
  * or terminate leaves l, before the session's next message that is not a
  * client event is handled (hub_pusher_on_message), and at the end of the
