@@ -392,9 +392,9 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
     batches, so its publish times would follow the server's writes (a
     closed loop in disguise) and differently for each server -- measured:
     the hub's subscribers were read 22 us after the write (median), the
-    busier raw_cork's 5.8 ms, and the p99 ratio moved from 1.3-1.9 to
-    0.9-1.3 with the publisher apart (docs/BENCHMARKS.md, "The open loop's
-    publisher apart"). The publisher process keeps one subscriber, so its
+    busier raw_cork's 5.8 ms, and the hub / raw_cork p99 ratio fell from
+    1.5-2.4 to a median of 1.26 over 13 pairs with the publisher apart
+    (docs/BENCHMARKS.md, "The open loop's publisher apart"). The publisher process keeps one subscriber, so its
     slot timeouts still see a lost message; "undelivered" counts the rest."""
     p = server.peer
     subs = arg_value(args, "--subs", 1000)
@@ -498,8 +498,8 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
     # Deliveries never read (a subscriber outside the publisher's process
     # has no slot to time out). The last messages of the window may still
     # be in flight when the loaders stop: up to 0.25 s of them are allowed.
-    rate_v = float(args[args.index("--rate") + 1]) if "--rate" in args else 0
     if pub_apart:
+        rate_v = float(args[args.index("--rate") + 1])
         d["undelivered"] = max(0, d["published"] * subs - d["deliveries_all"])
         d["undelivered_allowed"] = int(0.25 * rate_v * subs)
     ws1 = hub_write_stats(server)

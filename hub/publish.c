@@ -69,6 +69,17 @@ static void pub_unref(struct hub_pub *p)
     }
 }
 
+/* Whether a publication skips this membership: the excluded socket, or
+ * one that joined at or after a member event's sequence. excl may be NULL. */
+static inline bool excluded(const struct hub_sub *sub,
+                            const struct hub_excl *excl)
+{
+    return excl &&
+           ((excl->set && sub->s->sid_hi == excl->hi &&
+             sub->s->sid_lo == excl->lo) ||
+            (excl->member_seq && sub->joined_seq >= excl->member_seq));
+}
+
 /*
  * Fan-out under the queue budget (hub_loop_budget). The loop's queued
  * bytes are its own, so one comparison per publish decides: when every
@@ -111,10 +122,7 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                                                chan_link);
         struct hub_session *s = sub->s;
 
-        if (excl && excl->set && s->sid_hi == excl->hi &&
-            s->sid_lo == excl->lo)
-            continue;
-        if (excl && excl->member_seq && sub->joined_seq >= excl->member_seq)
+        if (excluded(sub, excl))
             continue;
         if (!tight) {
             /* Nothing in this walk drops another session's queue: the
@@ -177,9 +185,7 @@ static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
         struct hub_session *s = sub->s;
         int got;
 
-        if (excl->set && s->sid_hi == excl->hi && s->sid_lo == excl->lo)
-            continue;
-        if (excl->member_seq && sub->joined_seq >= excl->member_seq)
+        if (excluded(sub, excl))
             continue;
         got = hub_session_push_n(s, fs, k, total);
         if (got > 0)
