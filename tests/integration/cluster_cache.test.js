@@ -97,8 +97,11 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
   await t.test('published on A with no subscribers anywhere, a subscriber on C gets it', async () => {
     await publish(nodes[0], 'cache-score', { home: 1 });
     await publish(nodes[0], 'cache-score', { home: 2 });
-    await waitFor(async () => (await bp(nodes[2])).cache_received >= 2,
-      'node 3 received both entries', 15000);
+    // Replicas are written when the envelope arrives: node 2 is read
+    // below too, so both receivers must have it (on a loaded machine one
+    // backplane thread can lag the other).
+    await waitFor(async () => (await bp(nodes[1])).cache_received >= 2 &&
+      (await bp(nodes[2])).cache_received >= 2, 'nodes 2 and 3 received both entries', 15000);
     const s = await pusherSub(t, nodes[2], 'cache-score');
     await waitFor(() => s.got.some((g) => g.event === 'score'), 'the cached event on node 3');
     const events = s.got.map((g) => g.event).filter((e) => e !== 'pusher:subscription_succeeded');
@@ -209,7 +212,8 @@ test('a short TTL expires on every node, Redis included', async (t) => {
   const { redis, nodes } = await startCluster(t, { prefix: 't', args: ['--cache-ttl', '3s'] });
   await allUpAndCaching(redis, nodes);
   await publish(nodes[0], 'cache-brief', { v: 1 });
-  await waitFor(async () => (await bp(nodes[2])).cache_received >= 1, 'replicated', 15000);
+  await waitFor(async () => (await bp(nodes[1])).cache_received >= 1 &&
+    (await bp(nodes[2])).cache_received >= 1, 'replicated on both receivers', 15000);
   // A replica never outlives the writer's TTL.
   for (const n of nodes) {
     const x = await cacheInfo(n, 'cache-brief');
