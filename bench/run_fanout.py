@@ -394,8 +394,9 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
     the hub's subscribers were read 22 us after the write (median), the
     busier raw_cork's 5.8 ms, and the hub / raw_cork p99 ratio fell from
     1.5-2.4 to a median of 1.26 over 13 pairs with the publisher apart
-    (docs/BENCHMARKS.md, "The open loop's publisher apart"). The publisher process keeps one subscriber, so its
-    slot timeouts still see a lost message; "undelivered" counts the rest."""
+    (docs/BENCHMARKS.md, "The open loop's publisher apart"). The publisher
+    process keeps one subscriber, so its slot timeouts still see a lost
+    message; "undelivered" counts the rest."""
     p = server.peer
     subs = arg_value(args, "--subs", 1000)
     churn = arg_value(args, "--churn", 0)
