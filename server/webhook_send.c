@@ -393,9 +393,14 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         if (wh->store && b->acks && !b->id)
             store_add(wh, ep, b); /* from the cluster's stream: not stored yet */
         if (wh->store && b->id) {
+            /* Committed now, not with the round: dead_lettered must never
+             * count a letter that --webhook-dead-letters (another process,
+             * reading the store) cannot list yet. Rare; the round's other
+             * writes go with it. */
             store_tx(wh);
             if (srv_wh_store_dead(wh->store, b->id, wall, b->attempts,
-                                  ep->last_err))
+                                  ep->last_err) ||
+                srv_wh_store_commit(wh->store))
                 atomic_fetch_add(&wh->store_errors, 1);
         }
         if (b->acks)
