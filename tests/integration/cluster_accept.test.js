@@ -204,10 +204,12 @@ test('publication across three nodes: exactly once, exclusion, client events, us
       const client = pusherClient(t, n);
       await connected(client);
       const got = [];
+      const marks = [];
       const chan = client.subscribe(ch);
       chan.bind('client-msg', (d) => got.push(d.i));
+      chan.bind('mark', (d) => marks.push(d.tag));
       await waitFor(() => chan.subscribed, 'sender subscribed');
-      senders.push({ chan, got });
+      senders.push({ chan, got, marks });
     }
     const watchers = [await sub(t, nodes[0], ch), await sub(t, nodes[2], ch)];
     await heardBy(redis, ch, 3);
@@ -219,7 +221,11 @@ test('publication across three nodes: exactly once, exclusion, client events, us
     const want = [0, 1, 2, 3, 4, 5, 6, 7, 100, 101, 102, 103, 104, 105, 106, 107];
     await waitFor(() => watchers.every((c) => ids(c, ch, 'client-msg').length >= 16) &&
       senders[0].got.length >= 8 && senders[1].got.length >= 8, 'client events everywhere', 20000);
+    // The senders too: the markers of the other nodes reach each sender's
+    // node through Redis after the echo of its own events, so a copy of
+    // one that was not dropped would be in by then.
     await markers(nodes, ch, watchers);
+    await waitFor(() => senders.every((s) => s.marks.length === 3), 'markers at the senders', 20000);
     for (const c of watchers) assert.deepEqual(ids(c, ch, 'client-msg').sort((a, b) => a - b), want);
     assert.deepEqual(senders[0].got.sort((a, b) => a - b), want.slice(8), 'n1 sender: only the other one\'s');
     assert.deepEqual(senders[1].got.sort((a, b) => a - b), want.slice(0, 8), 'n2 sender: only the other one\'s');
@@ -601,6 +607,7 @@ test('a node without subscribers of a presence channel hears none of its member 
     { occupied: true, user_count: 2 }, 'n3 still answers for the channel');
   const after = await bp(nodes[2]);
   assert.equal(after.received - before.received, 0, 'n3 received nothing of the channel');
+  assert.equal(after.member_events - before.member_events, 0, 'n3 heard none of its member events');
 });
 
 const CAPPED = { id: 'capped-id', key: 'capped-key', secret: 'capped-secret', max_connections: 4 };

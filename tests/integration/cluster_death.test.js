@@ -20,7 +20,7 @@ const {
   RawClient, APP, rest, trackClient, configFile, rawClient,
 } = require('./lib/clients');
 const {
-  startRedis, startNode, startCluster, bp, allUp, joined,
+  startRedis, startNode, startCluster, bp, allUp, joined, webhookMarkers: markers,
 } = require('./lib/cluster');
 
 const P = 'lubdub';
@@ -408,6 +408,7 @@ test('a dead node\'s edges reach the webhooks once, from the reaper', async (t) 
   await rx.waitEvents(is('member_removed', 'presence-wh', 'gone'), 1, 'member_removed gone', 20000);
   await rx.waitEvents(is('channel_vacated', 'wh-public'), 1, 'wh-public vacated', 20000);
   await waitFor(async () => (await reapedSum(nodes)) === before + 1, 'one reaped count');
+  await markers(t, nodes, rx, 'reap');
   assert.equal(rx.delivered(is('member_removed', 'presence-wh', 'gone')).length, 1);
   assert.equal(rx.delivered(is('channel_vacated', 'wh-public')).length, 1);
   assert.equal(rx.delivered(is('member_removed', 'presence-wh', 'w')).length, 0);

@@ -14,7 +14,7 @@ const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
 const { APP, configFile } = require('./lib/clients');
 const {
-  startRedis, startNode, startCluster, bp, allUp, joined,
+  startRedis, startNode, startCluster, bp, allUp, joined, drained, webhookMarkers: markers,
 } = require('./lib/cluster');
 const { startReceiver, edgeOf: strip, isEdge: is } = require('./lib/receiver');
 
@@ -29,33 +29,6 @@ async function setup(t) {
   const rx = await startReceiver(t, APP);
   const cfg = configFile(t, { apps: [{ ...APP, webhooks: [{ url: rx.url(), event_types: TYPES }] }] });
   return { redis, rx, args: [...LEASE, ...DELAY, '--config', cfg] };
-}
-
-// Every node's webhook queue empty and nothing waiting in its delay: all
-// it made is at the receiver (or was never made).
-async function drained(nodes) {
-  await waitFor(async () => {
-    for (const n of nodes) {
-      const w = (await n.stats()).webhooks;
-      if (!w) continue;
-      if (w.pending_bytes !== 0) return false;
-      if (w.endpoints.some((e) => e.queue_depth !== 0)) return false;
-    }
-    return true;
-  }, 'every node\'s webhooks drained', 20000, 50);
-}
-
-// A marker channel joined and left through every node (its vacated is
-// delayed): once all three vacated edges are in, anything a node queued
-// before its marker has been delivered too.
-async function markers(t, nodes, rx, tag) {
-  for (const [k, n] of nodes.entries()) {
-    const ch = `marker-${tag}-${k}`;
-    const c = await joined(t, n, ch);
-    c.close();
-    await rx.waitEvents(is('channel_vacated', ch), 1, `${ch} vacated`, 30000);
-  }
-  await drained(nodes);
 }
 
 test('three nodes: each edge is sent once, whichever node made it', async (t) => {

@@ -132,6 +132,36 @@ async function startNode(t, redisUrl, id, extra = [], { victim = false } = {}) {
 
 const bp = async (hub) => (await hub.stats()).backplane;
 
+// Every node's webhook queue empty and nothing waiting in its delay: all
+// it made is at the receiver (or was never made). A node that has died
+// (kill -9) has no stats to ask: leave it out.
+async function drained(nodes) {
+  await waitFor(async () => {
+    for (const n of nodes) {
+      const w = (await n.stats()).webhooks;
+      if (!w) continue;
+      if (w.pending_bytes !== 0) return false;
+      if (w.endpoints.some((e) => e.queue_depth !== 0)) return false;
+    }
+    return true;
+  }, 'every node\'s webhooks drained', 20000, 50);
+}
+
+// A marker channel joined and left through every node: once each one's
+// channel_vacated is at the receiver and every node has drained, anything
+// a node queued before its marker has been delivered too, so an edge sent
+// twice would be in by then.
+async function webhookMarkers(t, nodes, rx, tag) {
+  const { isEdge } = require('./receiver');
+  for (const [k, n] of nodes.entries()) {
+    const ch = `marker-${tag}-${k}`;
+    const c = await joined(t, n, ch);
+    c.close();
+    await rx.waitEvents(isEdge('channel_vacated', ch), 1, `${ch} vacated`, 30000);
+  }
+  await drained(nodes);
+}
+
 async function allUp(nodes) {
   await waitFor(async () => {
     for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
@@ -256,7 +286,7 @@ function presenceView(c, channel) {
 }
 
 module.exports = {
-  startRedis, startNode, contractNode, startCluster, defer, bp, allUp, allDown,
+  startRedis, startNode, contractNode, startCluster, defer, bp, allUp, allDown, drained, webhookMarkers,
   joined, memberIds, agree, presenceView,
   freePort: redisLib.freePort, numsub: redisLib.numsub, redisCli: redisLib.redisCli,
 };
