@@ -31,6 +31,7 @@ const {
 } = require('./lib/clients');
 const {
   startRedis, contractNode, startCluster, allUp, allDown, bp, agree, presenceView, freePort, numsub,
+  watchClusterLateness,
 } = require('./lib/cluster');
 
 // laravel-echo ships an ES module build only (see echo.test.js).
@@ -695,10 +696,12 @@ test('kill -9 of a node: its members removed on the others within the bound', as
   await waitFor(() => [w1, w2].every((w) => JSON.stringify(presenceView(w, CH).ids) === JSON.stringify(everyone)),
     'watchers see everyone', 20000);
 
+  const survivors = [n1, n2];
+  const late = watchClusterLateness(survivors);
+  t.after(() => late.stop());
   const t0 = Date.now();
   await n3.kill9();
   for (const c of doomed) c.ws.terminate();
-  const survivors = [n1, n2];
   const alive = ['both', 'w1', 'w2'];
   let tEvents = null;
   await waitFor(() => {
@@ -732,9 +735,12 @@ test('kill -9 of a node: its members removed on the others within the bound', as
   if (st.every((s) => typeof s.reaped === 'number')) {
     assert.equal(st[0].reaped + st[1].reaped, 1, 'exactly one survivor reaped n3');
   }
-  // Documented target: 10 s with defaults; generous for a loaded machine.
-  assert.ok(tEvents <= 15000, `member_removed after ${tEvents} ms`);
-  assert.ok(tCounts <= 15000, `counts after ${tCounts} ms`);
+  // Documented target: 10 s with defaults; generous for a loaded machine,
+  // plus how late the survivors and this process ran meanwhile.
+  await late.stop();
+  const bound = 15000 + late.allowanceMs();
+  assert.ok(tEvents <= bound, `member_removed after ${tEvents} ms; ${late.describe()}`);
+  assert.ok(tCounts <= bound, `counts after ${tCounts} ms; ${late.describe()}`);
 });
 
 test('SIGSTOP a node past its lease, then SIGCONT: the cluster converges', async (t) => {

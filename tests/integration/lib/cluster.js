@@ -25,7 +25,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { startHub, waitFor } = require('./hub');
+const { startHub, waitFor, watchLateness } = require('./hub');
 const redisLib = require('./redis');
 const { closeTracked, rawClient } = require('./clients');
 
@@ -162,6 +162,19 @@ async function webhookMarkers(t, nodes, rx, tag) {
   await drained(nodes);
 }
 
+// watchLateness (lib/hub.js) over several nodes: an upper bound on how
+// long the cluster took to act adds the latest any of them ran (the
+// survivors of a kill, say: the ones doing the work).
+function watchClusterLateness(nodes) {
+  const w = nodes.map((n) => watchLateness(n));
+  const worst = () => w.reduce((a, b) => (b.allowanceMs() > a.allowanceMs() ? b : a));
+  return {
+    allowanceMs: () => worst().allowanceMs(),
+    describe: () => worst().describe(),
+    async stop() { await Promise.all(w.map((x) => x.stop())); },
+  };
+}
+
 async function allUp(nodes) {
   await waitFor(async () => {
     for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
@@ -287,6 +300,7 @@ function presenceView(c, channel) {
 
 module.exports = {
   startRedis, startNode, contractNode, startCluster, defer, bp, allUp, allDown, drained, webhookMarkers,
+  watchClusterLateness,
   joined, memberIds, agree, presenceView,
   freePort: redisLib.freePort, numsub: redisLib.numsub, redisCli: redisLib.redisCli,
 };
