@@ -8,19 +8,25 @@ const WebSocket = require('ws');
 const Pusher = require('pusher-js');
 const PusherServer = require('pusher');
 const { waitFor } = require('./lib/hub');
+const { loopOf } = require('./lib/clients');
 const { payload, startBigEventHub, assertBatchesCorked } = require('./lib/corked');
 
 test('bursts and >= 64 KiB frames arrive intact through the corked path', async (t) => {
   const hub = await startBigEventHub(t);
 
-  // Raw ws clients from several source addresses, so both loops hold some.
+  // Raw ws clients from several source addresses, at least eight, and more
+  // until both loops hold some: SO_REUSEPORT places a connection by the
+  // hash of its addresses, so a fixed few can all land on one loop.
   const raws = [];
-  for (let i = 0; i < 8; i++) {
+  t.after(() => raws.forEach((c) => c.ws.terminate()));
+  const openRaw = (i) => {
     const ws = new WebSocket(hub.wsUrl(), { localAddress: `127.0.0.${2 + (i % 4)}` });
-    const c = { ws, got: [], batch: 0, subscribed: false };
+    const c = { ws, got: [], batch: 0, subscribed: false, socketId: null };
+    raws.push(c);
     ws.on('message', (data) => {
       const m = JSON.parse(String(data));
       if (m.event === 'pusher:connection_established') {
+        c.socketId = JSON.parse(m.data).socket_id;
         ws.send(JSON.stringify({ event: 'pusher:subscribe', data: { channel: 'cork' } }));
       } else if (m.event === 'pusher_internal:subscription_succeeded') {
         c.subscribed = true;
@@ -30,9 +36,14 @@ test('bursts and >= 64 KiB frames arrive intact through the corked path', async 
         c.batch++;
       }
     });
-    raws.push(c);
+    return c;
+  };
+  const loops = () => new Set(raws.map((c) => loopOf(c.socketId))).size;
+  for (let i = 0; raws.length < 8 || loops() < 2; i++) {
+    assert.ok(i < 64, 'raw clients on both loops');
+    const c = openRaw(i);
+    await waitFor(() => c.subscribed, `raw client ${i} subscribed`);
   }
-  t.after(() => raws.forEach((c) => c.ws.terminate()));
   const pj = new Pusher('app-key', { wsHost: hub.host, wsPort: hub.port, forceTLS: false,
     enabledTransports: ['ws'], cluster: 'local' });
   t.after(() => pj.disconnect());
