@@ -148,7 +148,7 @@ bench-webhooks:
 
 # Three nodes + Redis vs one node, paired (bench/run_cluster.py,
 # docs/BENCHMARKS.md "Scale-out"). Ends with one "cluster: ..." line; tables
-# in bench/results/cluster.md. ~3 min; CLUSTER_ARGS=--quick for ~1 min.
+# in bench/results/cluster.md. ~4.5 min; CLUSTER_ARGS=--quick for ~1 min.
 CLUSTER_ARGS ?=
 bench-cluster:
 	deploy/install-deps.sh cluster
