@@ -568,6 +568,7 @@ def main():
         runs = results.get(("cluster", path, "open"), [])
         return "%d/%d" % (sum(1 for d in runs if not d["invalid"]),
                           len(runs)) if runs else "n/a"
+
     def p99_diff(c, s):
         return (c["lat_us"]["p99"] - s["lat_us"]["p99"]) / 1e3
 
