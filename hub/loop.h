@@ -52,6 +52,8 @@ struct hub_config {
     uint64_t write_timeout_ms;     /* queued, nothing written: 4100; 0 = off */
     uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
     uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
+    uint32_t subscribe_rate;       /* (un)subscribes per second per
+                                      connection, after a burst; 0 = off */
     uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
     /* Scale-out: 16 bits from the node id, folded into socket ids so that
      * they stay unique across nodes; 0 = one node (ids as before). */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hub/auth.h"
+#include "hub/budget.h"
 #include "hub/chanmap.h"
 #include "hub/json.h"
 #include "hub/log.h"
@@ -61,6 +62,7 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
     s->app_counted = true;
     s->bucket_tokens = app->client_event_rate * 1000;
     s->bucket_ms = s->connected_ms;
+    s->sub_tat = (uint32_t)s->connected_ms;
     n = hub_proto_encode_established(buf, sizeof(buf), HUB_SID(s),
                                      s->loop->cfg->activity_timeout_s);
     hub_session_send_text(s, buf, n);
@@ -181,6 +183,61 @@ static bool take_token(struct hub_session *s, uint64_t now_ms)
         return false;
     }
     s->bucket_tokens = (uint32_t)(tokens - 1000);
+    return true;
+}
+
+/*
+ * The subscribe rate limit (subscribe_rate): subscribe, unsubscribe and
+ * signin are cheap for a client and dear for the hub (the directory, Lua
+ * in Redis, SUBSCRIBE/UNSUBSCRIBE, webhook edges, the watchlist), so each
+ * connection gets a GCRA
+ * bucket (one 32-bit time in the session) of subscribe_rate a second after
+ * a burst of three times its max_subscriptions, at least 100: joining every
+ * channel (pusher-js after a reconnect), then leaving and joining them all
+ * again at once, never meets it. A request over the rate is refused with
+ * pusher:error 4301 and dropped; HUB_SUB_REFUSALS_MAX refusals in a row
+ * close the connection with 4100 (pusher-js backs off and reconnects; a
+ * 43xx close would make it give up for good).
+ */
+#define HUB_SUB_REFUSALS_MAX 16
+#define HUB_SUB_BURST_MIN 100u
+#define HUB_SUB_BURST_MAX 100000u
+
+static bool take_subscribe(struct hub_session *s, uint64_t now_ms)
+{
+    const struct hub_config *cfg = s->loop->cfg;
+    uint32_t rate = cfg->subscribe_rate, t, burst, max, now = (uint32_t)now_ms;
+    int32_t ahead;
+
+    if (!rate)
+        return true;
+    t = 1000 / rate ? 1000 / rate : 1;
+    max = s->app->max_subscriptions ? s->app->max_subscriptions
+                                    : cfg->max_subscriptions;
+    burst = max && max < HUB_SUB_BURST_MAX / 3 ? 3 * max : HUB_SUB_BURST_MAX;
+    if (burst < HUB_SUB_BURST_MIN)
+        burst = HUB_SUB_BURST_MIN;
+    ahead = (int32_t)(s->sub_tat - now);
+    if (ahead < 0)
+        ahead = 0;
+    if ((uint32_t)ahead > (burst - 1) * t) {
+        HUB_STAT_ADD(s->loop->stats.subscribe_rate_refused, 1);
+        if (++s->sub_refused >= HUB_SUB_REFUSALS_MAX) {
+            hub_log(HUB_LOG_INFO, s->loop->id,
+                    "socket %s: %u subscribe requests refused in a row by "
+                    "the rate limit: closing 4100",
+                    HUB_SID(s), (unsigned)s->sub_refused);
+            hub_session_close_behind(s, "Subscribe rate limit exceeded",
+                                     HUB_CLOSE_SLOW);
+        } else {
+            hub_session_send_error(s, 4301,
+                                   "Subscribe rejected due to rate limit",
+                                   false);
+        }
+        return false;
+    }
+    s->sub_refused = 0;
+    s->sub_tat = now + (uint32_t)ahead + t;
     return true;
 }
 
@@ -313,6 +370,21 @@ dropped:
     HUB_STAT_ADD(l->stats.client_events_dropped, 1);
 }
 
+/*
+ * A message's replies count in the loop's queued bytes like a fan-out's:
+ * hold the loop to its share of max_queued_total as hub/publish.c does,
+ * so that replies alone cannot take a loop that never publishes past it.
+ * Eviction may close the session that asked (its queue is the longest);
+ * unforced, it scans at most once a tick.
+ */
+static void hold_budget(struct hub_loop *l)
+{
+    uint64_t budget = hub_loop_budget(l);
+
+    if (budget && hub_loop_queued(l) > hub_budget_high(budget))
+        hub_loop_evict(l, hub_budget_low(budget), false);
+}
+
 int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
                           uint64_t now_ms)
 {
@@ -337,6 +409,7 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
                 HUB_SID(s), why);
         snprintf(msg, sizeof(msg), "Invalid message: %s", why);
         hub_session_send_error(s, -1, msg, false);
+        hold_budget(l);
         return -EINVAL;
     }
     /* Client events held for one walk are delivered before anything
@@ -352,22 +425,27 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
     case HUB_MSG_PONG:
         break;
     case HUB_MSG_SUBSCRIBE:
-        hub_pusher_subscribe(s, &m);
+        if (take_subscribe(s, now_ms))
+            hub_pusher_subscribe(s, &m);
         break;
     case HUB_MSG_UNSUBSCRIBE:
-        hub_pusher_unsubscribe(s, m.channel, m.channel_len);
+        if (take_subscribe(s, now_ms))
+            hub_pusher_unsubscribe(s, m.channel, m.channel_len);
         break;
     case HUB_MSG_CLIENT_EVENT:
         client_event(s, &m, now_ms);
         break;
     case HUB_MSG_SIGNIN:
-        signin(s, &m);
+        /* The watchlist, and in a cluster a Redis script, each time. */
+        if (take_subscribe(s, now_ms))
+            signin(s, &m);
         break;
     case HUB_MSG_OTHER:
         HUB_STAT_ADD(l->stats.bad_messages, 1);
         break;
     }
     hub_msg_fini(&m);
+    hold_budget(l);
     return 0;
 }
 

@@ -10,11 +10,22 @@
  * timer re-arms itself for the rest of the timeout if data arrived.
  *
  * The write deadline shares the idle entry and is as lazy: the queue's
- * empty -> non-empty edge and every write that the socket took stamp
- * tx_ms (a store; the entry is armed only when it is idle or due later),
- * and the entry, when it fires, closes a queue that has held bytes with no
- * write progress for write_timeout, else re-arms for the earlier of the two
- * deadlines. An empty queue leaves nothing armed for it.
+ * empty -> non-empty edge and every write that the socket took and that
+ * left the queue at or under the low mark (HUB_RX_LOW) stamp tx_ms (a
+ * store; the entry is armed only when it is idle or due later), and the
+ * entry, when it fires, closes a queue that has held bytes since tx_ms
+ * for write_timeout, else re-arms for the earlier of the two deadlines.
+ * So a peer that takes nothing is closed after write_timeout, and so is
+ * one that drains a trickle while its queue stays above the low mark: what
+ * it drained meanwhile is not progress. An empty queue leaves nothing
+ * armed for it.
+ *
+ * Every byte queued for a peer counts against its max_queue, replies and
+ * errors included (a peer that sends messages the hub must answer and
+ * reads nothing is a slow consumer like any other), and against its
+ * loop's share of max_queued_total (hub/pusher.c holds a loop to it after
+ * each message, as a fan-out does, so a loop that never publishes holds
+ * its budget too).
  */
 #include "hub/session.h"
 
@@ -135,6 +146,7 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
     hub_sendq_fini(&s->q);
     free(s->rx_buf);
     s->rx_buf = NULL;
+    s->rx_paused = false;
     free(s->user_id);
     s->user_id = NULL;
     s->rx_len = s->rx_cap = 0;
@@ -255,9 +267,14 @@ int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
         *msg_len = len;
     } else {
         if (s->rx_len + len > s->rx_cap) {
-            size_t cap = (size_t)s->rx_len + len + remaining;
+            /* Grown by what arrived, doubling, never by what a header
+             * declares (remaining): a peer that declares 64 KiB and sends
+             * 10 bytes gets a buffer of 1 KiB. */
+            size_t cap = (size_t)s->rx_cap * 2, need = (size_t)s->rx_len + len;
             char *n;
 
+            if (cap < need)
+                cap = need;
             if (cap < 1024)
                 cap = 1024;
             if (cap > max)
@@ -281,6 +298,27 @@ int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
     HUB_STAT_ADD(l->stats.msgs_in, 1);
     HUB_STAT_ADD(l->stats.bytes_in, *msg_len);
     return 1;
+}
+
+bool hub_session_rx_pause(struct hub_session *s)
+{
+    if (s->rx_paused)
+        return true;
+    if (!s->loop || s->state != HUB_SESSION_OPEN ||
+        s->q.bytes <= HUB_RX_HIGH(s->loop->cfg->max_queue))
+        return false;
+    s->rx_paused = true;
+    HUB_STAT_ADD(s->loop->stats.rx_paused, 1);
+    return true;
+}
+
+/* The queue is back at or under the low mark, or the session closes (the
+ * peer's answer to the close must be read): read the peer again. */
+static void rx_resume(struct hub_session *s)
+{
+    s->rx_paused = false;
+    if (s->loop->ops->resume_rx)
+        s->loop->ops->resume_rx(s->conn);
 }
 
 void hub_session_rx_done(struct hub_session *s)
@@ -550,8 +588,17 @@ static void send_error_why(struct hub_session *s, int code, const char *msg,
     if (close && code == 4100)
         sendq_drop(s); /* a slow consumer's backlog is what we drop */
     f = hub_frame_create_text(buf, n);
+    if (f && !(close && code == 4100) &&
+        s->q.bytes + f->len > s->loop->cfg->max_queue) {
+        /* An error is a reply like any other: one that does not fit the
+         * queue makes the peer a slow consumer. Then the backlog is
+         * dropped and only the 4100 goes, which always fits. */
+        hub_frame_unref(f);
+        send_error_why(s, 4100, "Slow consumer: send queue full", true,
+                       HUB_CLOSE_SLOW);
+        return;
+    }
     if (f) {
-        /* Errors bypass max_queue: they are small and one per cause. */
         (void)sendq_push(s, f, true, true);
         hub_frame_unref(f);
     }
@@ -576,6 +623,8 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     s->close_text = reason ? reason : "";
     if (drop_queue)
         sendq_drop(s);
+    if (s->rx_paused)
+        rx_resume(s);
     s->ping_due = false;
     stop_pong(l, s);
     hub_wheel_stop(l->wheel, &s->idle_timer);
@@ -645,15 +694,19 @@ static void data_written(struct hub_session *s, size_t sent)
 
     HUB_STAT_ADD(l->stats.bytes_out, sent);
     HUB_STAT_ADD(l->stats.writes, 1);
-    if (sent) {
-        /* Write progress: one clock read per write, not per frame. */
-        l->now_ms = hub_clock_now_ms(l->clock);
-        s->tx_ms = (uint32_t)l->now_ms;
+    if (sent)
         hub_loop_queued_sub(l, sent);
-    }
     done = hub_sendq_consume(&s->q, sent);
     if (done)
         HUB_STAT_ADD(l->stats.msgs_out, done);
+    if (sent && s->q.bytes <= HUB_RX_LOW(l->cfg->max_queue)) {
+        /* Write progress, and only under the low mark (the header
+         * comment): one clock read per write, not per frame. */
+        l->now_ms = hub_clock_now_ms(l->clock);
+        s->tx_ms = (uint32_t)l->now_ms;
+        if (s->rx_paused && s->state == HUB_SESSION_OPEN)
+            rx_resume(s);
+    }
 }
 
 void hub_session_out_done(struct hub_session *s, const struct hub_out *out,
@@ -691,6 +744,10 @@ static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms)
     s->ping_outstanding = false;
     if ((int32_t)((uint32_t)slot_last_rx(s) - s->ping_sent_ms) >= 0)
         return; /* Seen since the ping: alive. */
+    /* Paused by backpressure: the pong waits behind bytes the hub does
+     * not read, and the write deadline judges the session instead. */
+    if (s->rx_paused && s->loop->cfg->write_timeout_ms)
+        return;
     hub_session_send_error(s, 4201, "Pong reply not received in time", true);
     (void)now_ms;
 }

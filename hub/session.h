@@ -52,6 +52,10 @@ struct hub_transport_ops {
     void (*flush_soon)(void *ctx);
     /* Drop the connection without a close handshake, soon (not inside). */
     void (*kill)(void *conn);
+    /* Input backpressure is over (hub_session_rx_pause): read the peer
+     * again, starting with what the transport kept back. May be called
+     * from inside a write or a close: the transport defers the reading. */
+    void (*resume_rx)(void *conn);
 };
 
 /*
@@ -80,17 +84,28 @@ struct hub_session {
     uint8_t rx_utf8;               /* hub/ws.h state of the text message */
     uint16_t close_code;
     uint8_t close_reason_id;       /* enum hub_close_reason */
-    bool ping_due;                 /* a heartbeat ping is waiting to go */
-    bool ping_outstanding;         /* a ping went out; pong timer armed */
-    bool want_writable;            /* asked (pending list or writable
+    /* One byte of flags (bit-fields: no code takes their address). */
+    bool ping_due : 1;             /* a heartbeat ping is waiting to go */
+    bool ping_outstanding : 1;     /* a ping went out; pong timer armed */
+    bool want_writable : 1;        /* asked (pending list or writable
                                       callback), not yet served */
-    bool draining;                 /* the idle timer is the drain close */
-    bool app_counted;              /* counted in the app's live sessions */
-    bool online_counted;           /* counted in the hub's online registry
-                                      (hub/watchlist.c); in padding */
-    bool authorized;               /* signed in, or subscribed to a private
+    bool draining : 1;             /* the idle timer is the drain close */
+    bool app_counted : 1;          /* counted in the app's live sessions */
+    bool online_counted : 1;       /* counted in the hub's online registry
+                                      (hub/watchlist.c) */
+    bool authorized : 1;           /* signed in, or subscribed to a private
                                       or presence channel (authorized
-                                      connections); in padding */
+                                      connections) */
+    bool rx_paused : 1;            /* input backpressure: the transport
+                                      reads nothing of the peer until the
+                                      queue is back under the low mark */
+    /* Subscribe and unsubscribe requests refused in a row by the rate
+     * limit (hub/pusher.c); past HUB_SUB_REFUSALS_MAX the session closes. */
+    uint8_t sub_refused;
+    /* The subscribe rate limit's theoretical arrival time (GCRA), low 32
+     * bits of loop ms: a request is admitted while sub_tat is at most the
+     * burst's worth of intervals ahead of now (hub/pusher.c). */
+    uint32_t sub_tat;
     uint32_t sid_lo;               /* socket_id = "<hi>.<lo>" */
     /* The last ping queued, low 32 bits of loop ms (compared as
      * differences: a ping is answered or timed out within a day). */
@@ -174,6 +189,26 @@ int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
 /* The message rx_append returned was handled: free the reassembly
  * buffer (idle sessions hold none). */
 void hub_session_rx_done(struct hub_session *s);
+
+/*
+ * Input backpressure (docs/RELIABILITY.md, "What a peer can make the hub
+ * hold"). A session whose send queue is past the high mark stops being
+ * read until the queue is back at or under the low mark: whatever the
+ * peer asks, its replies cannot pile up faster than it takes them. The
+ * transport asks after each whole message it handed to the hub: true
+ * means stop reading now and keep the rest of the read (at most one
+ * read's bytes) for later; ops->resume_rx() says when to go on. While
+ * paused, the pong deadline is not judged (the pong is behind the unread
+ * bytes); the write deadline is, and closes a queue that stays above the
+ * low mark for write_timeout.
+ */
+#define HUB_RX_HIGH(max_queue) ((max_queue) / 2)
+#define HUB_RX_LOW(max_queue) ((max_queue) / 4)
+bool hub_session_rx_pause(struct hub_session *s);
+static inline bool hub_session_rx_paused(const struct hub_session *s)
+{
+    return s->rx_paused;
+}
 /*
  * The peer sent a close frame (payload in/len), before the transport
  * echoes it. Stamps the receive time. A payload the hub must not echo

@@ -103,6 +103,13 @@
     X(ws_direct_proto_errors, counter, U64, 0, LOOP, "ws_direct_proto_errors", \
       "ws_direct_proto_errors_total",                                          \
       "Bypassed sessions failed for an RFC 6455 framing error (1002).")        \
+    X(rx_paused, counter, U64, 20, LOOP, "rx_paused", "rx_paused_total",       \
+      "Times a session stopped being read: its send queue passed half of "      \
+      "max_queue (input backpressure).")                                        \
+    X(subscribe_rate_refused, counter, U64, 21, LOOP,                          \
+      "subscribe_rate_refused", "subscribe_rate_refused_total",                \
+      "Subscribe, unsubscribe and signin requests refused by "                 \
+      "subscribe_rate.")                                                        \
     X(queued_bytes, gauge, U64, 12, LOOP, "queued_bytes", "queued_bytes",      \
       "Outbound bytes waiting in send queues.")                                \
     X(queue_budget_drops, counter, U64, 13, LOOP, "queue_budget_drops",        \

@@ -157,6 +157,12 @@ static const struct srv_option_desc srv_options[] = {
      "Channels one connection may subscribe to; more are refused with "
      "pusher:subscription_error. 0 is unlimited.",
      NULL, 0, UINT32_MAX, 0, SRV_CFG(max_subscriptions)},
+    {"subscribe_rate", SRV_OPT_UINT, SRV_ALL, 0, "50", "N",
+     "Subscribe, unsubscribe and signin requests per second one connection "
+     "may send, after a burst of three times its max_subscriptions (at least 100); "
+     "more are refused with pusher:error 4301, and 16 refusals in a row "
+     "close it (4100). 0 is unlimited.",
+     NULL, 0, 1000, 0, SRV_CFG(subscribe_rate)},
     {"cache_ttl", SRV_OPT_DURATION, SRV_ALL, 0, "30m", NULL,
      "How long a cache channel keeps its last event (Pusher's 30 minutes); "
      "an app's own cache_ttl wins.",

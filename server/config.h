@@ -62,6 +62,7 @@ struct srv_config {
     uint64_t write_timeout_ms; /* queued, nothing written: 4100; default 10s */
     uint64_t max_queued_total; /* hub-wide send queues; 0 = derived from RAM */
     uint32_t max_subscriptions; /* channels per connection; default 100 */
+    uint32_t subscribe_rate;    /* (un)subscribes per second; default 50 */
     /* Cache channels and subscription counts (hub/cache.h, hub/subcount.h) */
     uint64_t cache_ttl_ms;      /* default 30 min */
     uint64_t cache_max_bytes;   /* per app; default 16 MiB; 0 = no cap */

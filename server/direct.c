@@ -31,6 +31,13 @@
  *   what the reads queued runs from our ev_prepare.
  * - CLOSED takes the socket out of the watch and frees the framing state
  *   before lws closes the fd.
+ * - Input backpressure (hub_session_rx_pause): after a message that left
+ *   the session's queue past the high mark, the feed stops, keeps the rest
+ *   of the read in the framing state and the socket leaves the epoll set;
+ *   nothing more is read of it. When the queue is back under the low mark
+ *   (srv_direct_resume, from the write path) the session joins a list
+ *   that our ev_prepare serves: the kept bytes are parsed, and if that
+ *   does not pause it again the socket rejoins the set.
  *
  * Memory: no byte per idle session in user space. The sockets handed over
  * sit in one epoll set per loop, watched by one ev_io on that set (a
@@ -78,6 +85,8 @@ struct srv_direct {
     ev_prepare prep;
     struct pending *pending;       /* established, not handed over yet */
     size_t n_pending, cap_pending;
+    struct lws **resumed;          /* paused sessions to read again */
+    size_t n_resumed, cap_resumed;
     bool flush_due;                /* a read ran: flush before polling */
     bool kill;                     /* the read's sink asked for a close */
 };
@@ -116,6 +125,8 @@ static void sink_data(void *u, const void *p, size_t len, size_t remaining,
         return;
     hub_pusher_on_message(s, msg, msg_len, now);
     hub_session_rx_done(s);
+    if (hub_session_rx_pause(s))
+        srv_wsread_pause(srv_loop_of(u)->direct->wr);
 }
 
 static void sink_pong(void *u)
@@ -173,41 +184,82 @@ static const struct srv_wsread_sink sink = {
     .fail = sink_fail,
 };
 
-/* One readable handed-over socket. */
-static void read_one(struct srv_direct *d, struct lws *wsi)
+/*
+ * Feed wsi's framing state with n bytes at buf (resume: NULL, what a pause
+ * kept). Returns true when the connection must end now (the sink's close,
+ * or out of memory). A pause takes the socket out of the epoll set.
+ */
+static bool feed(struct srv_direct *d, struct lws *wsi, const void *buf,
+                 size_t n)
 {
     void *op = lws_get_opaque_user_data(wsi);
     struct srv_wsread *st = op == BYPASSED ? NULL : op;
-    ssize_t n = recv(lws_get_socket_fd(wsi), d->buf, DIRECT_BUF_BYTES, 0);
     enum srv_wsread_rc rc;
+    bool kill;
+
+    d->kill = false;
+    /* The client events of this read reach each channel's members in
+     * one walk per run of them (hub/publish.h, hub_defer_begin). */
+    hub_defer_begin(d->l->hub);
+    rc = buf ? srv_wsread_feed(d->wr, &st, buf, n, &sink, wsi)
+             : srv_wsread_resume(d->wr, &st, &sink, wsi);
+    hub_defer_end(d->l->hub);
+    if (rc == SRV_WSREAD_NOMEM) {
+        hub_session_close(lws_wsi_user(wsi), 1011, "out of memory",
+                          HUB_CLOSE_ERROR, true);
+        d->kill = true;
+    }
+    /* After a close or failure the state discards what follows until
+     * EOF or the hub's close timeout ends the connection. */
+    lws_set_opaque_user_data(wsi, st ? (void *)st : BYPASSED);
+    d->flush_due = true;
+    kill = d->kill;
+    d->kill = false;
+    if (rc == SRV_WSREAD_PAUSED && !kill)
+        (void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, lws_get_socket_fd(wsi), NULL);
+    return kill;
+}
+
+/* One readable handed-over socket. */
+static void read_one(struct srv_direct *d, struct lws *wsi)
+{
+    ssize_t n = recv(lws_get_socket_fd(wsi), d->buf, DIRECT_BUF_BYTES, 0);
 
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n > 0) {
         HUB_STAT_ADD(d->l->hub->stats.ws_direct_reads, 1);
-        d->kill = false;
-        /* The client events of this read reach each channel's members in
-         * one walk per run of them (hub/publish.h, hub_defer_begin). */
-        hub_defer_begin(d->l->hub);
-        rc = srv_wsread_feed(d->wr, &st, d->buf, (size_t)n, &sink, wsi);
-        hub_defer_end(d->l->hub);
-        if (rc == SRV_WSREAD_NOMEM) {
-            hub_session_close(lws_wsi_user(wsi), 1011, "out of memory",
-                              HUB_CLOSE_ERROR, true);
-            d->kill = true;
-        }
-        /* After a close or failure the state discards what follows until
-         * EOF or the hub's close timeout ends the connection. */
-        lws_set_opaque_user_data(wsi, st ? (void *)st : BYPASSED);
-        d->flush_due = true;
-        if (!d->kill)
+        if (!feed(d, wsi, d->buf, (size_t)n))
             return;
-        d->kill = false;
     }
     /* EOF, a reset, or the sink's close: lws closes the session now
      * (CLOSED takes it out of the set and frees the state;
      * hub_session_closed runs there, once). */
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+}
+
+/* The paused sessions whose queues went back under the low mark: parse
+ * what each kept, then watch its socket again unless that paused it once
+ * more. A session that closed meanwhile left the list (srv_direct_closed).
+ * Each entry is taken off before it is fed: a feed can close or resume
+ * any session. */
+static void resume_all(struct srv_direct *d)
+{
+    while (d->n_resumed) {
+        struct lws *wsi = d->resumed[--d->n_resumed];
+        struct hub_session *s = lws_wsi_user(wsi);
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = wsi };
+
+        if (feed(d, wsi, NULL, 0)) {
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+            continue;
+        }
+        if (hub_session_live(s) && hub_session_rx_paused(s))
+            continue;
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, lws_get_socket_fd(wsi), &ev) &&
+            errno != EEXIST)
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+    }
 }
 
 static void on_readable(struct ev_loop *evl, ev_io *w, int revents)
@@ -260,17 +312,29 @@ static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents)
 
     (void)revents;
     for (size_t i = 0; i < d->n_pending; i++) {
-        if (clean)
+        /* A session paused by backpressure on lws's path has bytes in
+         * lws's buflist that the check above does not see (it skips
+         * flow-controlled wsis): it stays with lws. */
+        if (clean &&
+            !hub_session_rx_paused(lws_wsi_user(d->pending[i].wsi)))
             handover(d, d->pending[i].wsi, d->pending[i].rx);
         else
             HUB_STAT_ADD(d->l->hub->stats.ws_direct_declined, 1);
     }
     d->n_pending = 0;
-    if (d->flush_due) {
+    /* A flush can drain a paused session's queue and list it again: a few
+     * rounds here, then the next loop iteration (the prepare stays on). */
+    for (int round = 0; round < 4; round++) {
+        resume_all(d);
+        if (!d->flush_due)
+            break;
         d->flush_due = false;
         srv_write_flush_now(d->l);
+        if (!d->n_resumed)
+            break;
     }
-    ev_prepare_stop(evl, w);
+    if (!d->n_resumed && !d->flush_due)
+        ev_prepare_stop(evl, w);
 }
 
 int srv_direct_init(struct srv_loop *l)
@@ -317,6 +381,7 @@ void srv_direct_fini(struct srv_loop *l)
     close(d->epfd);
     srv_wsread_loop_free(d->wr);
     free(d->pending);
+    free(d->resumed);
     free(d->buf);
     free(d);
     l->direct = NULL;
@@ -384,6 +449,34 @@ int srv_direct_writable(struct lws *wsi, int *ret)
     return 0;
 }
 
+void srv_direct_resume_rx(void *conn)
+{
+    struct lws *wsi = conn;
+    struct srv_direct *d = srv_loop_of(wsi)->direct;
+
+    if (!d || !lws_get_opaque_user_data(wsi)) {
+        lws_rx_flow_control(wsi, LWS_RXFLOW_REASON_APPLIES_ENABLE |
+                                     SRV_RXFLOW_BACKPRESSURE);
+        return;
+    }
+    /* Never listed twice: the hub resumes a session once per pause, and a
+     * listed session is not read (so not paused again) until served. */
+    if (d->n_resumed == d->cap_resumed) {
+        size_t cap = d->cap_resumed ? d->cap_resumed * 2 : 16;
+        struct lws **n = realloc(d->resumed, cap * sizeof(*n));
+
+        if (!n) {
+            /* Cannot read it again: end it rather than leave it deaf. */
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            return;
+        }
+        d->resumed = n;
+        d->cap_resumed = cap;
+    }
+    d->resumed[d->n_resumed++] = wsi;
+    ev_prepare_start(d->l->evl, &d->prep);
+}
+
 void srv_direct_closed(struct srv_loop *l, struct lws *wsi)
 {
     struct srv_direct *d = l->direct;
@@ -406,6 +499,11 @@ void srv_direct_closed(struct srv_loop *l, struct lws *wsi)
     for (size_t i = 0; i < d->n_pending; i++)
         if (d->pending[i].wsi == wsi) {
             d->pending[i] = d->pending[--d->n_pending];
+            break;
+        }
+    for (size_t i = 0; i < d->n_resumed; i++)
+        if (d->resumed[i] == wsi) {
+            d->resumed[i] = d->resumed[--d->n_resumed];
             break;
         }
 }

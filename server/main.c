@@ -84,6 +84,7 @@ static void fill_hub_config(struct srv *srv)
                               : derived_queue_budget(c->max_queue,
                                                      srv->n_loops);
     h->max_subscriptions = c->max_subscriptions;
+    h->subscribe_rate = c->subscribe_rate;
     h->cache_ttl_ms = c->cache_ttl_ms;
     h->cache_max_bytes = c->cache_max_bytes;
     h->subscription_count_interval_ms = c->subscription_count_interval_ms;

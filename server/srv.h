@@ -142,6 +142,10 @@ size_t srv_ws_pss_size(void);
 
 /* server/write.c: the write path. */
 extern const struct hub_transport_ops srv_transport_ops;
+/* lws flow-control reason bit of input backpressure on lws's read path
+ * (hub_session_rx_pause). lws-misc.h uses bits 0, 6 and 7; server/direct.c
+ * uses bit 4. */
+#define SRV_RXFLOW_BACKPRESSURE (1 << 5)
 /* SERVER_WRITEABLE: write what the session has next; 0, or -1 to close. */
 int srv_write_one(struct srv_loop *l, struct hub_session *s, struct lws *wsi);
 /* The corked flush now, not from its sul (the read bypass's pass end). */

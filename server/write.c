@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/direct.h"
 #include "server/srv.h"
 
 static void flush_sul_cb(lws_sorted_usec_list_t *sul);
@@ -53,6 +54,7 @@ const struct hub_transport_ops srv_transport_ops = {
     .want_writable = op_want_writable,
     .flush_soon = op_flush_soon,
     .kill = op_kill,
+    .resume_rx = srv_direct_resume_rx,
 };
 
 /*

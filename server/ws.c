@@ -81,6 +81,11 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
             return 0;
         hub_pusher_on_message(s, msg, msg_len, now);
         hub_session_rx_done(s);
+        /* Input backpressure (hub_session_rx_pause): lws keeps what it
+         * read and delivers it when the hub resumes (srv_resume_rx). */
+        if (hub_session_rx_pause(s))
+            lws_rx_flow_control(wsi, LWS_RXFLOW_REASON_APPLIES_DISABLE |
+                                         SRV_RXFLOW_BACKPRESSURE);
         return 0;
     case LWS_CALLBACK_RECEIVE_PONG:
         if (hub_session_live(s))

@@ -15,6 +15,12 @@
  * header length follows from the payload length, as wslay refuses
  * non-minimal encodings); when they match and no frame is open, the
  * context is back at its start state and returns to the loop's spare.
+ *
+ * Input backpressure (srv_wsread_pause, hub_session_rx_pause): the sink
+ * may stop the feed after a message; the bytes of the read not yet given
+ * to wslay are copied into the session's state (at most one read, 64 KiB
+ * on the bypass) and parsed first when the session resumes. wslay's own
+ * buffer keeps what it already took, as between two reads.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,6 +48,8 @@ struct srv_wsread {
     uint8_t ctl[CTL_MAX];
     uint8_t out[CTL_MAX];
     uint8_t pong[CTL_MAX];
+    uint8_t *held;               /* kept by a pause; owned, or NULL */
+    size_t held_len;
 };
 
 struct srv_wsread_loop {
@@ -50,6 +58,7 @@ struct srv_wsread_loop {
     struct srv_wsread *cur;        /* the feed's state */
     const uint8_t *in;             /* the feed's bytes not given to wslay */
     size_t in_len;
+    bool pause;                    /* the sink asked to stop (a pause) */
 };
 
 static ssize_t recv_cb(uint8_t *buf, size_t len, int flags, void *user)
@@ -95,12 +104,17 @@ void srv_wsread_loop_free(struct srv_wsread_loop *L)
 static bool holds(const struct srv_wsread *st)
 {
     return st->w || st->msg || st->out_op || st->pong_owed || st->stopped ||
-           st->failed;
+           st->failed || st->held;
 }
 
 size_t srv_wsread_held(const struct srv_wsread *st)
 {
-    return st ? sizeof(*st) + (st->w ? 4096 + 160 : 0) : 0;
+    return st ? sizeof(*st) + (st->w ? 4096 + 160 : 0) + st->held_len : 0;
+}
+
+void srv_wsread_pause(struct srv_wsread_loop *L)
+{
+    L->pause = true;
 }
 
 void srv_wsread_free(struct srv_wsread **sp)
@@ -109,6 +123,7 @@ void srv_wsread_free(struct srv_wsread **sp)
         return;
     if ((*sp)->w)
         wslay_frame_context_free((*sp)->w);
+    free((*sp)->held);
     free(*sp);
     *sp = NULL;
 }
@@ -243,6 +258,7 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
     L->cur = st;
     L->in = buf;
     L->in_len = len;
+    L->pause = false;
     for (;;) {
         memset(&f, 0, sizeof(f));
         r = wslay_frame_recv(st->w, &f);
@@ -263,6 +279,21 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
         }
         if ((rc = chunk(st, &f, k, u)) != SRV_WSREAD_MORE)
             break;
+        if (L->pause) {
+            rc = SRV_WSREAD_PAUSED;
+            break;
+        }
+    }
+    L->pause = false;
+    if (rc == SRV_WSREAD_PAUSED && L->in_len) {
+        /* What wslay has not taken waits for srv_wsread_resume(). */
+        st->held = malloc(L->in_len);
+        if (!st->held)
+            rc = SRV_WSREAD_NOMEM;
+        else {
+            memcpy(st->held, L->in, L->in_len);
+            st->held_len = L->in_len;
+        }
     }
     L->cur = NULL;
     L->in = NULL;
@@ -291,6 +322,8 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
                 if (st->w)
                     wslay_frame_context_free(st->w);
                 st->w = NULL;
+                free(st->held);
+                st->held = NULL;
                 return SRV_WSREAD_NOMEM;
             }
             memcpy(n, st, sizeof(*n));
@@ -300,6 +333,28 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
         free(st);
         *sp = NULL;
     }
+    return rc;
+}
+
+enum srv_wsread_rc srv_wsread_resume(struct srv_wsread_loop *L,
+                                     struct srv_wsread **sp,
+                                     const struct srv_wsread_sink *k,
+                                     void *u)
+{
+    struct srv_wsread *st = *sp;
+    uint8_t *h;
+    size_t n;
+    enum srv_wsread_rc rc;
+
+    if (!st)
+        return SRV_WSREAD_MORE;
+    /* The feed may keep a new copy of what it does not parse. */
+    h = st->held;
+    n = st->held_len;
+    st->held = NULL;
+    st->held_len = 0;
+    rc = srv_wsread_feed(L, sp, h ? h : (const uint8_t *)"", n, k, u);
+    free(h);
     return rc;
 }
 

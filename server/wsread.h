@@ -52,6 +52,8 @@ struct srv_wsread_sink {
 enum srv_wsread_rc {
     SRV_WSREAD_MORE = 0,     /* everything parsed; read on */
     SRV_WSREAD_STOP = 1,     /* close or failure: read nothing more */
+    SRV_WSREAD_PAUSED = 2,   /* srv_wsread_pause(): read nothing until
+                                srv_wsread_resume() */
     SRV_WSREAD_NOMEM = -1,   /* state could not be allocated */
 };
 
@@ -68,6 +70,20 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
                                    struct srv_wsread **sp, const void *buf,
                                    size_t len,
                                    const struct srv_wsread_sink *k, void *u);
+
+/*
+ * From inside the sink (a data callback): stop after this message. The
+ * feed then returns SRV_WSREAD_PAUSED and keeps the bytes it was given and
+ * did not parse (at most the one read it was fed) in the session's state,
+ * to be parsed by srv_wsread_resume() before anything read later.
+ */
+void srv_wsread_pause(struct srv_wsread_loop *L);
+/* Parse what a pause kept, as srv_wsread_feed() would (it may pause
+ * again). SRV_WSREAD_MORE when nothing was kept. */
+enum srv_wsread_rc srv_wsread_resume(struct srv_wsread_loop *L,
+                                     struct srv_wsread **sp,
+                                     const struct srv_wsread_sink *k,
+                                     void *u);
 
 /* The control frame the session owes the peer, if any: a close echo
  * (op 0x8) before a pong (op 0xA) with the latest ping's payload. Copies it to out (125 bytes) and clears it;

@@ -31,6 +31,7 @@
 struct fake_conn {
     unsigned writable_calls;
     unsigned kills;
+    unsigned resumes;              /* resume_rx: input backpressure over */
 };
 
 struct fake_hub {
@@ -55,6 +56,11 @@ static inline void fake_kill(void *conn)
     ((struct fake_conn *)conn)->kills++;
 }
 
+static inline void fake_resume_rx(void *conn)
+{
+    ((struct fake_conn *)conn)->resumes++;
+}
+
 static inline void fake_wake(void *ctx)
 {
     ((struct fake_hub *)ctx)->wakes++;
@@ -69,6 +75,7 @@ static const struct hub_transport_ops fake_ops = {
     .want_writable = fake_want_writable,
     .flush_soon = fake_flush_soon,
     .kill = fake_kill,
+    .resume_rx = fake_resume_rx,
 };
 
 static inline uint64_t fake_now_ms(const struct fake_hub *fh)

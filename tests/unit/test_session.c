@@ -2,7 +2,9 @@
  * tests/unit/test_session.c - a session's state machine on the fake
  * transport: the send queue and its cork (which frames fit one write, a
  * frame too big for the cork buffer, partial writes resumed mid-frame),
- * the max_queue bound closing with 4100, errors bypassing the bound,
+ * the max_queue bound closing with 4100, errors held to the bound, input
+ * backpressure (pause past half of max_queue, resume at a quarter), the
+ * write deadline counting only progress under the low mark,
  * closing, the deadlines on a fake clock, inbound reassembly and its
  * checks (1009, 1007, the peer's close), the heartbeat's ping and the
  * drain, the pull order (ping, data, close), the pending list, and the
@@ -257,19 +259,86 @@ static void test_session_max_queue_closes_4100(void **state)
     hub_frame_unref(f);
 }
 
-static void test_session_errors_bypass_max_queue(void **state)
+/* An error is a reply like any other: past max_queue the peer is a slow
+ * consumer, and only the 4100 is left to go. */
+static void test_session_errors_count_against_max_queue(void **state)
 {
     struct fixture *fx = *state;
     struct hub_session *s = &fx->fs.s;
-    struct hub_frame *f = frame_of(4090, 'x'); /* 4094 of 4096 */
+    struct hub_frame *f = frame_of(4050, 'x'); /* 4054 of 4096 */
 
     assert_int_equal(hub_session_send(s, f), 0);
     hub_frame_unref(f);
     hub_session_send_error(s, 4301, "rate limited", false);
-    assert_int_equal(s->state, HUB_SESSION_OPEN);
-    assert_int_equal(s->q.count, 2);
-    assert_true(s->q.bytes > 4096);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4100);
+    assert_int_equal(s->q.count, 1);
+    assert_non_null(strstr(fake_frame_text(s, 0), "\"code\":4100"));
+    assert_true(s->q.bytes <= 4096);
     assert_int_equal(hub_session_check(s), 0);
+}
+
+/* A flood of messages the hub must answer, from a peer that reads
+ * nothing: the queue never passes max_queue whatever the peer sends. */
+static void test_session_error_flood_stays_bounded(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+
+    for (int i = 0; i < 10000 && s->state == HUB_SESSION_OPEN; i++) {
+        hub_session_send_error(s, -1, "Invalid message: x", false);
+        assert_true(s->q.bytes <= 4096);
+    }
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4100);
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+/* Input backpressure: past half of max_queue the transport stops reading;
+ * at a quarter it is told to read again, and the pong deadline waits. */
+static void test_session_rx_pause_and_resume(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    unsigned char buf[8192];
+    struct hub_out o;
+
+    push(s, 1000, 'a');
+    assert_false(hub_session_rx_pause(s)); /* 1004 of 4096: under 2048 */
+    push(s, 1000, 'b');
+    push(s, 1000, 'c');
+    assert_true(hub_session_rx_pause(s));
+    assert_true(hub_session_rx_paused(s));
+    assert_int_equal(HUB_STAT_GET(fx->fh.loops[0]->stats.rx_paused), 1);
+    /* Asked again while paused: still paused, counted once. */
+    assert_true(hub_session_rx_pause(s));
+    assert_int_equal(HUB_STAT_GET(fx->fh.loops[0]->stats.rx_paused), 1);
+    /* 2008 left is over the low mark (1024): no resume yet. */
+    assert_int_equal(hub_session_next_out(s, buf, 1004, &o), HUB_OUT_DATA);
+    hub_session_out_done(s, &o, o.len, 0);
+    assert_int_equal(fx->fs.conn.resumes, 0);
+    assert_true(hub_session_rx_paused(s));
+    /* Down to 1004: read again. */
+    assert_int_equal(hub_session_next_out(s, buf, 1004, &o), HUB_OUT_DATA);
+    hub_session_out_done(s, &o, o.len, 0);
+    assert_int_equal(fx->fs.conn.resumes, 1);
+    assert_false(hub_session_rx_paused(s));
+    assert_int_equal(hub_session_check(s), 0);
+}
+
+/* A paused session that closes is read again (the peer's close answer). */
+static void test_session_rx_pause_ends_with_the_close(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+
+    push(s, 3000, 'a');
+    assert_true(hub_session_rx_pause(s));
+    hub_session_close(s, 4200, "bye", HUB_CLOSE_DRAIN, true);
+    assert_int_equal(fx->fs.conn.resumes, 1);
+    assert_false(hub_session_rx_paused(s));
+    /* A closing session is never paused. */
+    assert_false(hub_session_rx_pause(s));
 }
 
 static void test_session_close_is_idempotent_and_timed(void **state)
@@ -606,6 +675,68 @@ static void test_session_write_timeout_shares_the_idle_entry(void **state)
     assert_int_equal(s->close_code, 4202);
     hub_session_fini(s, HUB_CLOSE_IDLE);
     fake_hub_stop(&fh);
+}
+
+/* A peer that drains a trickle while its queue stays above the low mark
+ * makes no progress: closed after write_timeout whatever it drained. */
+static void test_session_write_timeout_counts_only_under_the_low_mark(
+    void **state)
+{
+    struct fake_hub fh;
+    struct fake_session fs;
+    struct hub_session *s = &fs.s;
+    unsigned char buf[64];
+    struct hub_out o;
+
+    (void)state;
+    fake_hub_init(&fh, 1);
+    fh.cfg.write_timeout_ms = 1000;
+    fh.cfg.max_queue = 4096;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    assert_int_equal(fake_session_open(&fh, &fs, 0, NULL), 0);
+    for (int i = 0; i < 30; i++)
+        push(s, 96, 'a'); /* 3000 bytes: over the low mark, 1024 */
+    /* 10 bytes taken every 100 ms: progress of a kind, never under 1024. */
+    for (int i = 0; i < 9; i++) {
+        fake_hub_advance(&fh, 100);
+        assert_int_equal(hub_session_next_out(s, buf, sizeof(buf), &o),
+                         HUB_OUT_DATA);
+        hub_session_out_done(s, &o, 10, 0);
+        assert_int_equal(s->state, HUB_SESSION_OPEN);
+    }
+    fake_hub_advance(&fh, 200);
+    assert_int_equal(s->state, HUB_SESSION_CLOSING);
+    assert_int_equal(s->close_code, 4100);
+    assert_int_equal(s->close_reason_id, HUB_CLOSE_WRITE_TIMEOUT);
+    hub_session_fini(s, HUB_CLOSE_WRITE_TIMEOUT);
+    fake_hub_stop(&fh);
+}
+
+/* The reassembly buffer grows with the bytes that arrived, never with
+ * the length a frame header declares. */
+static void test_session_rx_buffer_follows_arrivals(void **state)
+{
+    struct fixture *fx = *state;
+    struct hub_session *s = &fx->fs.s;
+    uint64_t now = fake_now_ms(&fx->fh);
+    const char *msg = NULL;
+    size_t len = 0;
+    char chunk[700];
+
+    memset(chunk, 'x', sizeof(chunk));
+    /* A frame that declares 65,000 bytes and sends 10. */
+    assert_int_equal(hub_session_rx_append(s, chunk, 10, 64990, true, false,
+                                           now, &msg, &len), 0);
+    assert_int_equal(s->rx_cap, 1024);
+    /* It doubles as bytes come, and no further. */
+    assert_int_equal(hub_session_rx_append(s, chunk, 700, 64290, true, false,
+                                           now, &msg, &len), 0);
+    assert_int_equal(s->rx_cap, 1024);
+    assert_int_equal(hub_session_rx_append(s, chunk, 700, 63590, true, false,
+                                           now, &msg, &len), 0);
+    assert_int_equal(s->rx_cap, 2048);
+    assert_int_equal(s->rx_len, 1410);
+    hub_session_rx_done(s);
 }
 
 /* Fragments are joined; a message in one piece is handed over in place. */
@@ -1047,7 +1178,13 @@ int main(void)
         T(test_session_cork_done_partial_resumes_mid_frame),
         T(test_session_queue_grows_and_wraps),
         T(test_session_max_queue_closes_4100),
-        T(test_session_errors_bypass_max_queue),
+        T(test_session_errors_count_against_max_queue),
+        T(test_session_error_flood_stays_bounded),
+        T(test_session_rx_pause_and_resume),
+        T(test_session_rx_pause_ends_with_the_close),
+        T(test_session_rx_buffer_follows_arrivals),
+        cmocka_unit_test(
+            test_session_write_timeout_counts_only_under_the_low_mark),
         T(test_session_close_is_idempotent_and_timed),
         T(test_session_close_drop_queue),
         T(test_session_pong_deadline_4201),
