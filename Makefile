@@ -128,7 +128,7 @@ bench-scan: build
 	$(BUILD)/bench/bench_scan
 
 # The table hash on the subscribe path: the old unkeyed FNV-1a against the
-# keyed SipHash-2-4, three rounds each (bench/run_hash.sh; ~1 min).
+# keyed SipHash-2-4, three rounds each (bench/run_hash.sh; about 30 s).
 bench-hash: build
 	cmake --build $(BUILD) --target bench_hash bench_hash_fnv -j $(JOBS)
 	bench/run_hash.sh $(BUILD)/bench
