@@ -19,7 +19,7 @@ RUN_ARGS   ?= --dev-auth-endpoint
 
 .PHONY: all build build-tests run run-cluster test test-unit test-e2e test-asan test-tsan test-fuzz \
         fuzz-build fuzz-long deps deps-test \
-        clean image test-container bench-timers bench-scan bench-idle \
+        clean image test-container bench-timers bench-scan bench-hash bench-idle \
         bench-fanout bench-webhooks bench-cluster soak
 
 all: build
@@ -126,6 +126,12 @@ bench-timers: build
 
 bench-scan: build
 	$(BUILD)/bench/bench_scan
+
+# The table hash on the subscribe path: the old unkeyed FNV-1a against the
+# keyed SipHash-2-4, three rounds each (bench/run_hash.sh; about 30 s).
+bench-hash: build
+	cmake --build $(BUILD) --target bench_hash bench_hash_fnv -j $(JOBS)
+	bench/run_hash.sh $(BUILD)/bench
 
 bench-idle: build
 	LUBDUB_BINARY=$(BUILD)/lubdub IDLE_CLIENT=$(BUILD)/bench/idle_client \

@@ -12,8 +12,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 # libcurl4-openssl-dev and libsqlite3-dev: webhook delivery and its store.
 # libwslay-dev (and its libwslay1): the read bypass's frame parser.
+# libsodium-dev (and its libsodium23): the tables' keyed hash (hub/hash.h).
 build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libjansson-dev
-            libssl-dev libhiredis-dev libcurl4-openssl-dev libsqlite3-dev libwslay-dev)
+            libssl-dev libhiredis-dev libcurl4-openssl-dev libsqlite3-dev libwslay-dev
+            libsodium-dev)
 # libtsan2: gcc's ThreadSanitizer runtime (make test-tsan); faketime: the
 # wall-clock jump test (tests/integration/clock.test.js) preloads it.
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables

@@ -1,7 +1,12 @@
 /*
  * hub/apptab.c - the immutable app table (hub/apptab.h): two open
- * addressing hash indexes (FNV-1a, linear probing, at most half full), the
- * index assignment across generations, and the diff a reload logs.
+ * addressing hash indexes (the keyed hub_hash of hub/hash.h, linear
+ * probing, at most half full), the index assignment across generations,
+ * and the diff a reload logs.
+ *
+ * The keys in the indexes are the operator's, but a lookup's string is
+ * the peer's (the URL's /app/{key}, the REST path's app id): keyed, a peer
+ * cannot aim its misses at the longest run of taken slots.
  */
 #include "hub/apptab.h"
 
@@ -9,15 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t fnv1a(const char *s, size_t len)
-{
-    uint32_t h = 2166136261u;
+#include "hub/hash.h"
 
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
+static unsigned slot_of(const char *s, size_t len, unsigned mask)
+{
+    return (unsigned)hub_hash(s, len) & mask;
 }
 
 static bool same(const char *field, const char *s, size_t len)
@@ -78,7 +79,7 @@ static struct hub_apptab *tab_alloc(unsigned n, unsigned count)
 static void hash_put(uint32_t *slots, unsigned mask, const char *s,
                      unsigned index)
 {
-    unsigned i = fnv1a(s, strlen(s)) & mask;
+    unsigned i = slot_of(s, strlen(s), mask);
 
     while (slots[i])
         i = (i + 1) & mask;
@@ -186,7 +187,7 @@ static const struct hub_app *lookup(const struct hub_apptab *t,
                                     const uint32_t *slots, bool by_key,
                                     const char *s, size_t len)
 {
-    unsigned i = fnv1a(s, len) & t->mask;
+    unsigned i = slot_of(s, len, t->mask);
 
     for (; slots[i]; i = (i + 1) & t->mask) {
         const struct hub_app *a = t->apps[slots[i] - 1];

@@ -8,15 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub/hash.h"
+
 uint64_t hub_chan_hash(unsigned app, const char *name, size_t len)
 {
-    uint64_t h = 1469598103934665603ull ^ app;
-
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)name[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return hub_hash_app(app, name, len);
 }
 
 int hub_chantab_init(struct hub_chantab *t, uint32_t buckets)

@@ -5,11 +5,13 @@
  *
  * Intrusive: the caller embeds a struct hub_chan_node in its own record,
  * fills in the key (app, name, name_len) and the hash, and owns the
- * memory; the table only links nodes. FNV-1a over (app, name) picks one of
- * a power-of-two number of buckets, which double when the count reaches
- * the bucket count (load 1). Channels are few next to messages, so the
- * doubling on a subscribe is off the hot path; if it cannot allocate, the
- * table keeps its buckets and the chains get longer, still correct.
+ * memory; the table only links nodes. A keyed hash of (app, name)
+ * (hub/hash.h: SipHash-2-4 under the process key, so a peer cannot choose
+ * names that share a bucket) picks one of a power-of-two number of
+ * buckets, which double when the count reaches the bucket count (load 1).
+ * Channels are few next to messages, so the doubling on a subscribe is off
+ * the hot path; if it cannot allocate, the table keeps its buckets and the
+ * chains get longer, still correct.
  *
  * Invariants (hub_chantab_check): mask + 1 is a power of two; every node
  * sits in bucket hash & mask and its hash is hub_chan_hash() of its key;
@@ -37,6 +39,8 @@ struct hub_chantab {
     uint32_t mask, count;
 };
 
+/* hub_hash_app(app, name, len): keyed, so only for this process's tables;
+ * never send, store or log it. */
 uint64_t hub_chan_hash(unsigned app, const char *name, size_t len);
 
 /* buckets: a power of two. 0 or -ENOMEM. */

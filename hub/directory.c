@@ -160,14 +160,18 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
                        struct hub_presence_join *join)
 {
     struct hub_gchan *g;
+    uint64_t hash;
     int rc = 0;
 
     /* '#' channels (#server-to-user-) are the hub's own: joined so that a
      * backplane sees them, never counted or listed. */
     if (len && name[0] == '#' && !join)
         return 0;
+    /* Hashed once, before the hub-wide lock: the find and a new record's
+     * insert share it. */
+    hash = hub_chan_hash(app, name, len);
     pthread_mutex_lock(&d->mu);
-    g = dir_find(d, app, name, len);
+    g = gchan_of(hub_chantab_find(&d->t, app, name, len, hash));
     if (!g) {
         g = calloc(1, sizeof(*g) + len + 1);
         if (!g) {
@@ -175,7 +179,7 @@ int hub_directory_join(struct hub_directory *d, unsigned app,
             goto out;
         }
         memcpy(g->name, name, len);
-        g->node.hash = hub_chan_hash(app, name, len);
+        g->node.hash = hash;
         g->node.app = app;
         g->node.name_len = (uint32_t)len;
         g->node.name = g->name;

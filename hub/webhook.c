@@ -27,6 +27,7 @@
 
 #include "hub/app.h"
 #include "hub/directory.h"
+#include "hub/hash.h"
 #include "hub/json.h"
 #include "hub/loop.h"
 #include "timer/list.h"
@@ -381,15 +382,10 @@ struct hub_wh_engine {
     struct hub_wh_engine_stats st;
 };
 
+/* Keyed (hub/hash.h): the channel and user id are the peer's. */
 static uint64_t key_hash(unsigned app, bool member, const char *k, size_t n)
 {
-    uint64_t h = 1469598103934665603ull ^ (app * 2u + member);
-
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)k[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return hub_hash_app(app * 2u + member, k, n);
 }
 
 static void batch_fire(struct hub_timer *t, uint64_t now_ms);

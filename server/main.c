@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "hub/dirslow.h"
+#include "hub/hash.h"
 #include "hub/log.h"
 #include "hub/pusher.h"
 #include "server/fdlimit.h"
@@ -283,6 +284,12 @@ int main(int argc, char **argv, char **envp)
     struct srv_memtrim trim;
 
     hold_stdio();
+    /* The key of every table a peer's strings index (hub/hash.h): first,
+     * before any table (the apps' among them) is built. */
+    if (hub_hash_init()) {
+        fprintf(stderr, "lubdub: cannot start libsodium for the hash key\n");
+        return 1;
+    }
     srv_config_defaults(&cfg);
     if (srv_config_load(&cfg, argc, argv, envp, err, sizeof(err))) {
         fprintf(stderr, "lubdub: %s\n", err);
