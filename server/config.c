@@ -191,7 +191,7 @@ static const struct srv_option_desc srv_options[] = {
      NULL, 0, 0, 0, SRV_CFG(allow_default_secret)},
     {"dev_auth_endpoint", SRV_OPT_BOOL, SRV_ALL, 0, "false", NULL,
      "Serve /auth, which signs any subscription with the app secret; "
-     "development only.",
+     "development only, refused unless --bind is loopback.",
      NULL, 0, 0, 0, SRV_CFG(dev_auth_endpoint)},
     {"web_root", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_BUILD_DEFAULT,
      SRV_WEB_ROOT_DEFAULT, "DIR",
@@ -1323,9 +1323,12 @@ static bool srv__is_loopback(const char *host)
 
 static const char *srv__flag(const char *name, char *buf, size_t len)
 {
-    const struct srv_option_desc *d = srv__find_key(srv_options,
-                                                    SRV_N_OPTIONS, name);
+    const struct srv_option_desc *d = NULL;
 
+    /* By name, whatever its sources (--app-id has no JSON key). */
+    for (size_t i = 0; i < SRV_N_OPTIONS && !d; i++)
+        if (!strcmp(srv_options[i].name, name))
+            d = &srv_options[i];
     if (!d || srv_config_option_name(d, SRV_SRC_FLAG, buf, len))
         snprintf(buf, len, "%s", name);
     return buf;
@@ -1372,10 +1375,51 @@ static int srv__state_dir_usable(const char *dir)
     return 0;
 }
 
+/*
+ * apps[i]'s id against hub_app_id_check() (hub/app.h). The default app
+ * is named by its option, a file's app by its place in "apps".
+ */
+static int srv__check_app_id(const struct srv_config *cfg, unsigned i,
+                             char *err, size_t errlen)
+{
+    const char *id = cfg->apps[i].id;
+    char who[64], shown[16];
+    size_t bad;
+    int rc = hub_app_id_check(id, &bad);
+
+    if (!rc)
+        return 0;
+    if (cfg->apps == &cfg->app0)
+        srv__flag("app_id", who, sizeof(who));
+    else
+        snprintf(who, sizeof(who), "apps[%u]", i);
+    if (rc == -EINVAL) {
+        srv_config_err(err, errlen, "%s: app id \"%.80s%s\" is %zu "
+                       "characters long; an app id is 1 to %d characters "
+                       "of %s", who, id, bad > 80 ? "..." : "", bad,
+                       HUB_APP_ID_MAX, HUB_APP_ID_CHARS);
+        return -EINVAL;
+    }
+    /* The bad byte spelled so that a space or a byte past ASCII shows. */
+    if (id[bad] > ' ' && id[bad] < 0x7f)
+        snprintf(shown, sizeof(shown), "'%c'", id[bad]);
+    else
+        snprintf(shown, sizeof(shown), "byte 0x%02x",
+                 (unsigned)(unsigned char)id[bad]);
+    srv_config_err(err, errlen, "%s: app id \"%s\" has %s at offset %zu, "
+                   "which app ids may not hold; an app id is 1 to %d "
+                   "characters of %s%s", who, id, shown, bad,
+                   HUB_APP_ID_MAX, HUB_APP_ID_CHARS,
+                   id[bad] == ':' ? " (a ':' would let two apps' Redis "
+                                    "channel names collide)" : "");
+    return -EINVAL;
+}
+
 static int srv__validate_apps(const struct srv_config *cfg, char *err,
                               size_t errlen)
 {
     unsigned i, j;
+    int rc;
 
     if (cfg->n_apps < 1) {
         srv_config_err(err, errlen, "apps: %u apps configured; need at least 1",
@@ -1391,6 +1435,9 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
                      "empty", i);
             return -EINVAL;
         }
+        rc = srv__check_app_id(cfg, i, err, errlen);
+        if (rc)
+            return rc;
         for (j = 0; j < i; j++) {
             const struct hub_app *b = &cfg->apps[j];
 
@@ -1583,6 +1630,18 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
                  "(nor can it be made): %s",
                  srv__flag("state_dir", a, sizeof(a)), cfg->state_dir,
                  strerror(errno));
+        return -EINVAL;
+    }
+    if (cfg->dev_auth_endpoint && cfg->bind && !srv__is_loopback(cfg->bind)) {
+        /* The same shape as the default secret's refusal below, without
+         * an escape hatch: nobody needs this on a reachable address. */
+        srv_config_err(err, errlen, "%s: POST /auth signs any private or "
+                       "presence subscription for anyone who can reach the "
+                       "port, so it is only for a loopback bind (127.x.x.x, "
+                       "::1, localhost), not %s; in production the app "
+                       "server signs subscriptions",
+                       srv__flag("dev_auth_endpoint", a, sizeof(a)),
+                       cfg->bind);
         return -EINVAL;
     }
     rc = srv__validate_cluster(cfg, err, errlen);

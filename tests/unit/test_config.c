@@ -833,6 +833,105 @@ static void test_config_default_secret_on_loopback_allowed(void **state)
                  "default secret", NULL);
 }
 
+/* --dev-auth-endpoint signs anything for anyone: refused unless --bind is
+ * loopback, whatever the source, and --allow-default-secret does not
+ * lift it. */
+static void test_config_dev_auth_endpoint_needs_loopback(void **state)
+{
+    static char *const public_binds[] = {
+        "--bind=0.0.0.0", "--bind=::", "--bind=10.0.0.1", "--bind=128.0.0.1",
+    };
+    static char *const loopbacks[] = {
+        "--bind=127.0.0.1", "--bind=::1", "--bind=localhost",
+        "--bind=127.9.9.9", "--bind=::ffff:127.0.0.1",
+    };
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_DEV_AUTH_ENDPOINT=true", "LUBDUB_BIND=0.0.0.0",
+                   NULL};
+    size_t i;
+
+    for (i = 0; i < sizeof(public_binds) / sizeof(public_binds[0]); i++) {
+        assert_int_equal(load(f, NULL, public_binds[i], "--dev-auth-endpoint",
+                              "--allow-default-secret", NULL), 0);
+        expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     "--dev-auth-endpoint: ", "only for a loopback bind");
+        assert_non_null(strstr(f->err, public_binds[i] + 7));
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    expect_error(f, load_and_validate(f, env, "--app-secret=real", NULL),
+                 "--dev-auth-endpoint: ", "signs any");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    for (i = 0; i < sizeof(loopbacks) / sizeof(loopbacks[0]); i++) {
+        if (load_and_validate(f, NULL, loopbacks[i], "--dev-auth-endpoint"))
+            fail_msg("%s: %s", loopbacks[i], f->err);
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    /* Off, a public bind with a real secret is fine. */
+    assert_int_equal(load_and_validate(f, NULL, "--bind=0.0.0.0",
+                                       "--app-secret=real"), 0);
+}
+
+/* App ids: the default app's (flag or environment) and the file's, at
+ * validation (so at start, --check-config and SIGHUP alike). */
+static void test_config_app_ids_checked(void **state)
+{
+    static const struct {
+        const char *id;
+        const char *want;
+    } bad[] = {
+        {"a:b", "':' at offset 1"},
+        {"a b", "byte 0x20 at offset 1"},
+        {"tab\there", "byte 0x09"},
+        {"caf\xc3\xa9", "byte 0xc3 at offset 3"},
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+         "65 characters long"},
+    };
+    struct fixture *f = *state;
+    char flag[160], json[512];
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(flag, sizeof(flag), "--app-id=%s", bad[i].id);
+        expect_error(f, load_and_validate(f, NULL, flag, NULL), "--app-id: ",
+                     bad[i].want);
+        assert_non_null(strstr(f->err, "A-Z a-z 0-9 - _ ."));
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    {
+        char *env[] = {"LUBDUB_APP_ID=eu:1", NULL};
+
+        expect_error(f, load_and_validate(f, env, NULL, NULL), "--app-id: ",
+                     "Redis channel names collide");
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    /* A file's apps are named by their place; the first ones are fine. */
+    snprintf(json, sizeof(json),
+             "{\"apps\": [{\"id\": \"1234567\", \"key\": \"a\", "
+             "\"secret\": \"s\"}, {\"id\": \"My_app.v2-x\", \"key\": \"b\", "
+             "\"secret\": \"s\"}, {\"id\": \"eu:1\", \"key\": \"c\", "
+             "\"secret\": \"s\"}]}");
+    write_json(f, json);
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, NULL), 0);
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "apps[2]: app id \"eu:1\" has ':' at offset 2", NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    unlink(f->path);
+    /* 64 characters is the most. */
+    write_json(f, "{\"apps\": [{\"id\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"key\": \"a\", "
+                  "\"secret\": \"s\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, flag, NULL), 0);
+    assert_int_equal(strlen(f->cfg.apps[0].id), 64);
+}
+
 static void test_config_tls_needs_both_readable(void **state)
 {
     struct fixture *f = *state;
@@ -1249,6 +1348,8 @@ int main(void)
         T(test_config_default_secret_public_bind_refused),
         T(test_config_default_secret_allowed_with_flag),
         T(test_config_default_secret_on_loopback_allowed),
+        T(test_config_dev_auth_endpoint_needs_loopback),
+        T(test_config_app_ids_checked),
         T(test_config_tls_needs_both_readable),
         T(test_config_tick_must_not_exceed_ping),
         T(test_config_queue_must_hold_a_message),
