@@ -88,7 +88,7 @@ test('a SIGHUP that brings a bad app id keeps the old apps, with one line', asyn
   })).status;
   assert.equal(await publish(a), 200);
 
-  const refused = /apps: not reloaded, keeping the old ones: [^\n]*/g;
+  const refused = /SIGHUP: configuration not reloaded, keeping the old apps and secrets: [^\n]*/g;
   fs.writeFileSync(file, JSON.stringify({ apps: [{ ...a, secret: 'secret-new' },
     { id: 'eu:2', key: 'k2', secret: 's2' }] }));
   process.kill(hub.pid, 'SIGHUP');
