@@ -3,12 +3,37 @@
  *
  * The numbers follow Pusher's published limits (docs/PROTOCOL.md section 8), so
  * an app that configures nothing behaves like a Pusher app. Also the one
- * copy, compare and free path of an app (see hub/app.h). Any thread.
+ * copy, compare and free path of an app (see hub/app.h), and the check of
+ * an app id's characters. Any thread.
  */
 #include "hub/app.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+int hub_app_id_check(const char *id, size_t *bad)
+{
+    size_t n = id ? strlen(id) : 0, dummy;
+
+    if (!bad)
+        bad = &dummy;
+    if (!n || n > HUB_APP_ID_MAX) {
+        *bad = n;
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+
+        /* Spelled out rather than isalnum(): no locale may widen it. */
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')) {
+            *bad = i;
+            return -EILSEQ;
+        }
+    }
+    return 0;
+}
 
 void hub_app_defaults(struct hub_app *app)
 {

@@ -65,6 +65,25 @@ struct hub_app {
     atomic_uint refs;                /* 0 = borrowed; see the top */
 };
 
+/*
+ * App ids (docs/CONFIG.md, "App ids"): 1 to HUB_APP_ID_MAX characters of
+ * A-Z a-z 0-9 '-' '_' '.'. Pusher's ids are digits; soketi's and others'
+ * letters and digits. No ':' above all: the cluster names its Redis
+ * channels "prefix:appid:channel" (hub/cluster.h), so an id with a ':'
+ * could make two apps' channels the same name; no spaces or control
+ * characters, which logs, metrics labels and URLs would have to escape.
+ */
+#define HUB_APP_ID_MAX 64
+#define HUB_APP_ID_CHARS "A-Z a-z 0-9 - _ ."
+
+/*
+ * Is id (NUL-terminated) an allowed app id? 0 when it is; -EINVAL when it
+ * is empty or longer than HUB_APP_ID_MAX (*bad = its length); -EILSEQ
+ * when the byte at id[*bad] is not allowed (the first such). bad may be
+ * NULL. Any thread (pure).
+ */
+int hub_app_id_check(const char *id, size_t *bad);
+
 /* Fill the limits and switches with their defaults; strings untouched. */
 void hub_app_defaults(struct hub_app *app);
 

@@ -77,7 +77,8 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
     if (!srv->node_id)
         return NULL;
     srv->hcfg.node_tag = node_tag(srv->node_id);
-    srv->redis = srv_redis_create(&url, srv->node_id);
+    srv->redis = srv_redis_create(&url, srv->node_id,
+                                  &srv->secrets.redis_password);
     if (!srv->redis)
         return NULL;
     cc = (struct hub_cluster_cfg){

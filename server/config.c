@@ -7,7 +7,10 @@
  * variables, JSON keys, the defaults themselves, --help and the docs test
  * all read it, so adding an option is adding one row. Values from every
  * source go through one function, srv__set_text(), so a value means the
- * same thing wherever it is written and its errors read the same.
+ * same thing wherever it is written and its errors read the same. The
+ * secret files every source named (--app-secret-file, --admin-token-file,
+ * ...) are read last, once it is known which apply (server/secret.h); an
+ * app's "secret_file" is read with its app.
  *
  * Ownership of strings in struct srv_config: a string field that points at
  * text in the table (a default or one of the choices) is borrowed from the
@@ -19,6 +22,7 @@
 #include "server/config.h"
 #include "hub/webhook.h"
 #include "server/redis_url.h"
+#include "server/secret.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -40,6 +44,8 @@
 #define SRV_ENV_PREFIX "LUBDUB_"
 #define SRV_DEFAULT_SECRET "app-secret"
 #define SRV_MS_PER_DAY UINT64_C(86400000)
+/* Room for a secret file's error: its path and errno's text. */
+#define SRV_CFG_WHY_MAX 600
 
 static const char *const srv__log_levels[] = {
     "error", "warn", "info", "debug", NULL,
@@ -109,6 +115,17 @@ static const struct srv_option_desc srv_options[] = {
      "Token of the operator console at /console (16 or more printable "
      "characters); unset turns the console off (404).",
      NULL, 0, 0, 0, SRV_CFG(admin_token)},
+    {"metrics_token_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "File holding --metrics-token (one trailing newline is dropped), "
+     "read again on SIGHUP; safer than the flag, which every local user "
+     "can read. Not with --metrics-token.",
+     NULL, 0, 0, 0, SRV_CFG(metrics_token_file)},
+    {"admin_token_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "File holding --admin-token (one trailing newline is dropped), read "
+     "again on SIGHUP. Not with --admin-token.",
+     NULL, 0, 0, 0, SRV_CFG(admin_token_file)},
     {"tick", SRV_OPT_DURATION, SRV_ALL, 0, "100ms", NULL,
      "Timing wheel resolution; deadlines fire up to one tick late.",
      NULL, 1, 60000, 0, SRV_CFG(tick_ms)},
@@ -197,7 +214,7 @@ static const struct srv_option_desc srv_options[] = {
      NULL, 0, 0, 0, SRV_CFG(allow_default_secret)},
     {"dev_auth_endpoint", SRV_OPT_BOOL, SRV_ALL, 0, "false", NULL,
      "Serve /auth, which signs any subscription with the app secret; "
-     "development only.",
+     "development only, refused unless --bind is loopback.",
      NULL, 0, 0, 0, SRV_CFG(dev_auth_endpoint)},
     {"web_root", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_BUILD_DEFAULT,
      SRV_WEB_ROOT_DEFAULT, "DIR",
@@ -267,9 +284,15 @@ static const struct srv_option_desc srv_options[] = {
      NULL, 0, 0, 0, SRV_CFG(app0.key)},
     {"app_secret", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
      SRV_OPTF_DEFAULT_APP, SRV_DEFAULT_SECRET, "SECRET",
-     "Secret of the default app; prefer the environment, since flags show "
-     "in ps. Not with \"apps\" in the file.",
+     "Secret of the default app; prefer --app-secret-file, since flags "
+     "show in ps. Not with \"apps\" in the file.",
      NULL, 0, 0, 0, SRV_CFG(app0.secret)},
+    {"app_secret_file", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV,
+     SRV_OPTF_DEFAULT_APP | SRV_OPTF_NULLABLE, NULL, "PATH",
+     "File holding the default app's secret (one trailing newline is "
+     "dropped), read again on SIGHUP. Not with --app-secret, nor with "
+     "\"apps\" in the file (there, \"secret_file\").",
+     NULL, 0, 0, 0, SRV_CFG(app_secret_file)},
     {"redis", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "URL",
      "Redis of a cluster of nodes, redis://[user:pass@]host:port/db; unset "
      "runs one standalone node (docs/SCALING.md).",
@@ -287,6 +310,12 @@ static const struct srv_option_desc srv_options[] = {
      "How long a silent node stays in the cluster before another node "
      "removes its subscriptions and members (renewed every third of it).",
      NULL, 1000, 60000, 0, SRV_CFG(node_lease_ms)},
+    {"redis_password_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "File holding the Redis password (one trailing newline is dropped), "
+     "used instead of one in --redis; read again on SIGHUP, used from the "
+     "next reconnect.",
+     NULL, 0, 0, 0, SRV_CFG(redis_password_file)},
     {"config", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV, SRV_OPTF_NULLABLE,
      NULL, "FILE",
      "JSON file read before the environment and the flags.",
@@ -397,7 +426,19 @@ struct srv__load {
     const char *file;   /* borrowed; for error messages */
     char *err;
     size_t errlen;
+    /* The secrets some source of this load set (bit i: srv__given[i]),
+     * to refuse one given both as a value and as a file. */
+    unsigned given;
 };
+
+/* The secrets that also have a file option, by their value's field. */
+static const size_t srv__given[] = {
+    offsetof(struct srv_config, admin_token),
+    offsetof(struct srv_config, metrics_token),
+    offsetof(struct srv_config, app0.secret),
+};
+
+static int srv__read_secret_files(struct srv__load *ld);
 
 size_t srv_config_options(const struct srv_option_desc **out)
 {
@@ -782,17 +823,36 @@ static int srv__set_text(void *base, const struct srv_option_desc *d,
     }
 }
 
+/* After a source set d: note whether it is a secret now given as a
+ * value (an empty value unsets it, and the note with it). */
+static void srv__note_given(struct srv__load *ld,
+                            const struct srv_option_desc *d)
+{
+    for (size_t i = 0; i < sizeof(srv__given) / sizeof(srv__given[0]); i++) {
+        if (d->offset_ != srv__given[i])
+            continue;
+        if (*(char **)srv__field(ld->cfg, d))
+            ld->given |= 1u << i;
+        else
+            ld->given &= ~(1u << i);
+    }
+}
+
 /* Set an option from a source other than the defaults, with its checks. */
 static int srv__apply(struct srv__load *ld, const struct srv_option_desc *d,
                       const char *text, const char *label)
 {
+    int rc;
+
     if ((d->flags & SRV_OPTF_DEFAULT_APP) && ld->file_has_apps) {
         srv_config_err(ld->err, ld->errlen, "%s: cannot change the default app "
                  "when %s lists \"apps\"; set it there", label, ld->file);
         return -EINVAL;
     }
-    return srv__set_text(ld->cfg, d, text, label, false, ld->err,
-                         ld->errlen);
+    rc = srv__set_text(ld->cfg, d, text, label, false, ld->err, ld->errlen);
+    if (!rc)
+        srv__note_given(ld, d);
+    return rc;
 }
 
 void srv_config_defaults(struct srv_config *cfg)
@@ -840,6 +900,24 @@ static void srv__file_apps_fini(struct srv_config *cfg)
     cfg->n_apps = 1;
 }
 
+/* Is d's field one of the default app's own (freed with the apps)? */
+static bool srv__in_app0(const struct srv_option_desc *d)
+{
+    return d->offset_ >= offsetof(struct srv_config, app0) &&
+           d->offset_ < offsetof(struct srv_config, app0) +
+                            sizeof(struct hub_app);
+}
+
+/* Wipe a secret read from a file, then free it. */
+static void srv__free_secret(char **slot)
+{
+    if (*slot) {
+        explicit_bzero(*slot, strlen(*slot));
+        free(*slot);
+    }
+    *slot = NULL;
+}
+
 void srv_config_fini(struct srv_config *cfg)
 {
     size_t i;
@@ -849,9 +927,10 @@ void srv_config_fini(struct srv_config *cfg)
 
         /* The default app's strings are freed with the apps below. */
         if ((d->type == SRV_OPT_STRING || d->type == SRV_OPT_CHOICE) &&
-            !(d->flags & SRV_OPTF_DEFAULT_APP))
+            !srv__in_app0(d))
             srv__free_string(srv__field(cfg, d));
     }
+    srv__free_secret(&cfg->redis_password);
     srv__file_apps_fini(cfg);
     srv__app_fini(&cfg->app0);
     memset(cfg, 0, sizeof(*cfg));
@@ -1101,6 +1180,36 @@ static int srv__apply_origin_list(struct srv__load *ld, struct hub_app *app,
     return rc;
 }
 
+/*
+ * An app's "secret_file" (val) in the apps object obj: the file is read
+ * now (server/secret.h) into the app's secret. Errors name the app by
+ * its place and, when the object has one, its id.
+ */
+static int srv__app_secret_file(struct srv__load *ld, struct hub_app *app,
+                                json_t *obj, json_t *val, const char *label)
+{
+    const char *id = json_string_value(json_object_get(obj, "id"));
+    char why[SRV_CFG_WHY_MAX], named[160] = "";
+    char *v;
+    int rc;
+
+    if (id)
+        snprintf(named, sizeof(named), " (app \"%s\")", id);
+    if (!json_is_string(val) || !json_string_length(val)) {
+        srv_config_err(ld->err, ld->errlen, "%s%s: must be a non-empty "
+                       "string (a file's path)", label, named);
+        return -EINVAL;
+    }
+    rc = srv_secret_read_file(json_string_value(val), &v, why, sizeof(why));
+    if (rc) {
+        srv_config_err(ld->err, ld->errlen, "%s%s: %s", label, named, why);
+        return rc == -ENOMEM ? -ENOMEM : -EINVAL;
+    }
+    srv__free_string(&app->secret);
+    app->secret = v;
+    return 0;
+}
+
 static int srv__load_apps(struct srv__load *ld, json_t *apps)
 {
     struct srv_config *cfg = ld->cfg;
@@ -1131,7 +1240,7 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
 
     for (i = 0; i < n; i++) {
         struct hub_app *app = &cfg->file_apps[i];
-        json_t *obj = json_array_get(apps, i), *val;
+        json_t *obj = json_array_get(apps, i), *val, *secret_file;
         const char *key;
         static const char *const required[] = {"id", "key", "secret"};
         size_t r;
@@ -1144,8 +1253,16 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
                      ld->file, i);
             return -EINVAL;
         }
+        secret_file = json_object_get(obj, "secret_file");
+        if (secret_file && json_object_get(obj, "secret")) {
+            srv_config_err(ld->err, ld->errlen, "%s: apps[%zu]: \"secret\" "
+                           "and \"secret_file\" are both given; give one",
+                           ld->file, i);
+            return -EINVAL;
+        }
         for (r = 0; r < 3; r++) {
-            if (!json_object_get(obj, required[r])) {
+            if (!json_object_get(obj, required[r]) &&
+                !(r == 2 && secret_file)) {
                 srv_config_err(ld->err, ld->errlen, "%s: apps[%zu]: \"%s\" is "
                          "missing", ld->file, i, required[r]);
                 return -EINVAL;
@@ -1157,6 +1274,12 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
 
             snprintf(label, sizeof(label), "%s: apps[%zu].%s", ld->file, i,
                      key);
+            if (!strcmp(key, "secret_file")) {
+                rc = srv__app_secret_file(ld, app, obj, val, label);
+                if (rc)
+                    return rc;
+                continue;
+            }
             if (!strcmp(key, "webhooks")) {
                 /* server/config_webhooks.c: the app owns the list. */
                 rc = srv_config_webhooks(app, val, label, ld->err,
@@ -1232,6 +1355,7 @@ static int srv__load_root(struct srv__load *ld, json_t *root,
         rc = srv__apply_json(ld, ld->cfg, d, val, label);
         if (rc)
             break;
+        srv__note_given(ld, d);
     }
     json_decref(root);
     return rc;
@@ -1249,30 +1373,32 @@ int srv_config_load_buffer(struct srv_config *cfg, const char *text,
                            size_t len, const char *name, char *err,
                            size_t errlen)
 {
-    struct srv__load ld = {cfg, false, NULL, err, errlen};
+    struct srv__load ld = {cfg, false, NULL, err, errlen, 0};
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    int rc;
 
     srv_config_err(err, errlen, "%s", "");
-    return srv__load_root(&ld, root, &jerr, name);
+    rc = srv__load_root(&ld, root, &jerr, name);
+    return rc ? rc : srv__read_secret_files(&ld);
 }
 
-int srv_config_load(struct srv_config *cfg, int argc, char **argv,
-                    char **envp, char *err, size_t errlen)
+/* The file, the environment and the flags, in that order. */
+static int srv__load_sources(struct srv__load *ld, int argc, char **argv,
+                             char **envp)
 {
-    struct srv__load ld = {cfg, false, NULL, err, errlen};
+    struct srv_config *cfg = ld->cfg;
     const char *env_file;
     char *path;
     int rc;
 
-    srv_config_err(err, errlen, "%s", "");
-    rc = srv__apply_argv(&ld, argc, argv, true);
+    rc = srv__apply_argv(ld, argc, argv, true);
     if (rc || cfg->help)
         return rc;
     if (!cfg->config_file) {
         env_file = srv__getenv(envp, SRV_ENV_PREFIX "CONFIG");
         if (env_file && *env_file) {
-            rc = srv__apply(&ld, srv__find_flag("config", 6), env_file,
+            rc = srv__apply(ld, srv__find_flag("config", 6), env_file,
                             SRV_ENV_PREFIX "CONFIG");
             if (rc)
                 return rc;
@@ -1285,24 +1411,45 @@ int srv_config_load(struct srv_config *cfg, int argc, char **argv,
          */
         path = strdup(cfg->config_file);
         if (!path) {
-            srv_config_err(err, errlen, "%s: out of memory", cfg->config_file);
+            srv_config_err(ld->err, ld->errlen, "%s: out of memory",
+                           cfg->config_file);
             return -ENOMEM;
         }
-        rc = srv__load_file(&ld, path);
+        rc = srv__load_file(ld, path);
         if (rc) {
             free(path);
             return rc;
         }
-        rc = srv__apply_env(&ld, envp);
+        rc = srv__apply_env(ld, envp);
         if (!rc)
-            rc = srv__apply_argv(&ld, argc, argv, false);
+            rc = srv__apply_argv(ld, argc, argv, false);
         free(path);
         return rc;
     }
-    rc = srv__apply_env(&ld, envp);
+    rc = srv__apply_env(ld, envp);
     if (rc)
         return rc;
-    return srv__apply_argv(&ld, argc, argv, false);
+    return srv__apply_argv(ld, argc, argv, false);
+}
+
+int srv_config_load(struct srv_config *cfg, int argc, char **argv,
+                    char **envp, char *err, size_t errlen)
+{
+    struct srv__load ld = {cfg, false, NULL, err, errlen, 0};
+    int rc;
+
+    srv_config_err(err, errlen, "%s", "");
+    rc = srv__load_sources(&ld, argc, argv, envp);
+    if (rc || cfg->help)
+        return rc;
+    /* Last: only now is it known which files every source asked for. */
+    return srv__read_secret_files(&ld);
+}
+
+bool srv_config_has_secret_files(const struct srv_config *cfg)
+{
+    return cfg->app_secret_file || cfg->admin_token_file ||
+           cfg->metrics_token_file || cfg->redis_password_file;
 }
 
 /* 127.0.0.0/8, ::1, ::ffff:127.x.x.x or "localhost". */
@@ -1329,9 +1476,12 @@ static bool srv__is_loopback(const char *host)
 
 static const char *srv__flag(const char *name, char *buf, size_t len)
 {
-    const struct srv_option_desc *d = srv__find_key(srv_options,
-                                                    SRV_N_OPTIONS, name);
+    const struct srv_option_desc *d = NULL;
 
+    /* By name, whatever its sources (--app-id has no JSON key). */
+    for (size_t i = 0; i < SRV_N_OPTIONS && !d; i++)
+        if (!strcmp(srv_options[i].name, name))
+            d = &srv_options[i];
     if (!d || srv_config_option_name(d, SRV_SRC_FLAG, buf, len))
         snprintf(buf, len, "%s", name);
     return buf;
@@ -1348,6 +1498,76 @@ static int srv__check_readable(const char *name, const char *path, char *err,
         return -EINVAL;
     }
     return 0;
+}
+
+/*
+ * Read the secret in path (server/secret.h) into *slot, replacing what
+ * it held; errors name the option. wipe: *slot is a secret of ours
+ * (redis_password), wiped when replaced.
+ */
+static int srv__read_secret(const char *name, const char *path, char **slot,
+                            bool wipe, char *err, size_t errlen)
+{
+    char flag[64], why[SRV_CFG_WHY_MAX];
+    char *v;
+    int rc = srv_secret_read_file(path, &v, why, sizeof(why));
+
+    if (rc) {
+        srv_config_err(err, errlen, "%s: %s",
+                       srv__flag(name, flag, sizeof(flag)), why);
+        return rc == -ENOMEM ? -ENOMEM : -EINVAL;
+    }
+    if (wipe)
+        srv__free_secret(slot);
+    else
+        srv__free_string(slot);
+    *slot = v;
+    return 0;
+}
+
+/* A secret and its file both given: which one was meant is a guess. */
+static int srv__both_err(const char *value, const char *file, char *err,
+                         size_t errlen)
+{
+    char a[64], b[64];
+
+    srv_config_err(err, errlen, "%s: %s is set too; give the secret one way "
+                   "(the file is the safer)",
+                   srv__flag(file, a, sizeof(a)),
+                   srv__flag(value, b, sizeof(b)));
+    return -EINVAL;
+}
+
+static int srv__read_secret_files(struct srv__load *ld)
+{
+    struct srv_config *cfg = ld->cfg;
+    char *err = ld->err;
+    size_t errlen = ld->errlen;
+    int rc;
+
+    /* Bits as in srv__given[]. */
+    if (cfg->admin_token_file && (ld->given & 1u))
+        return srv__both_err("admin_token", "admin_token_file", err, errlen);
+    if (cfg->metrics_token_file && (ld->given & 2u))
+        return srv__both_err("metrics_token", "metrics_token_file", err,
+                             errlen);
+    if (cfg->app_secret_file && (ld->given & 4u))
+        return srv__both_err("app_secret", "app_secret_file", err, errlen);
+    rc = 0;
+    if (cfg->admin_token_file)
+        rc = srv__read_secret("admin_token_file", cfg->admin_token_file,
+                              &cfg->admin_token, false, err, errlen);
+    if (!rc && cfg->metrics_token_file)
+        rc = srv__read_secret("metrics_token_file", cfg->metrics_token_file,
+                              &cfg->metrics_token, false, err, errlen);
+    if (!rc && cfg->app_secret_file)
+        rc = srv__read_secret("app_secret_file", cfg->app_secret_file,
+                              &cfg->app0.secret, false, err, errlen);
+    if (!rc && cfg->redis_password_file)
+        rc = srv__read_secret("redis_password_file",
+                              cfg->redis_password_file, &cfg->redis_password,
+                              true, err, errlen);
+    return rc;
 }
 
 /* 0 when dir is a writable directory, or does not exist and its parent
@@ -1378,10 +1598,51 @@ static int srv__state_dir_usable(const char *dir)
     return 0;
 }
 
+/*
+ * apps[i]'s id against hub_app_id_check() (hub/app.h). The default app
+ * is named by its option, a file's app by its place in "apps".
+ */
+static int srv__check_app_id(const struct srv_config *cfg, unsigned i,
+                             char *err, size_t errlen)
+{
+    const char *id = cfg->apps[i].id;
+    char who[64], shown[16];
+    size_t bad;
+    int rc = hub_app_id_check(id, &bad);
+
+    if (!rc)
+        return 0;
+    if (cfg->apps == &cfg->app0)
+        srv__flag("app_id", who, sizeof(who));
+    else
+        snprintf(who, sizeof(who), "apps[%u]", i);
+    if (rc == -EINVAL) {
+        srv_config_err(err, errlen, "%s: app id \"%.80s%s\" is %zu "
+                       "characters long; an app id is 1 to %d characters "
+                       "of %s", who, id, bad > 80 ? "..." : "", bad,
+                       HUB_APP_ID_MAX, HUB_APP_ID_CHARS);
+        return -EINVAL;
+    }
+    /* The bad byte spelled so that a space or a byte past ASCII shows. */
+    if (id[bad] > ' ' && id[bad] < 0x7f)
+        snprintf(shown, sizeof(shown), "'%c'", id[bad]);
+    else
+        snprintf(shown, sizeof(shown), "byte 0x%02x",
+                 (unsigned)(unsigned char)id[bad]);
+    srv_config_err(err, errlen, "%s: app id \"%s\" has %s at offset %zu, "
+                   "which app ids may not hold; an app id is 1 to %d "
+                   "characters of %s%s", who, id, shown, bad,
+                   HUB_APP_ID_MAX, HUB_APP_ID_CHARS,
+                   id[bad] == ':' ? " (a ':' would let two apps' Redis "
+                                    "channel names collide)" : "");
+    return -EINVAL;
+}
+
 static int srv__validate_apps(const struct srv_config *cfg, char *err,
                               size_t errlen)
 {
     unsigned i, j;
+    int rc;
 
     if (cfg->n_apps < 1) {
         srv_config_err(err, errlen, "apps: %u apps configured; need at least 1",
@@ -1397,6 +1658,9 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
                      "empty", i);
             return -EINVAL;
         }
+        rc = srv__check_app_id(cfg, i, err, errlen);
+        if (rc)
+            return rc;
         for (j = 0; j < i; j++) {
             const struct hub_app *b = &cfg->apps[j];
 
@@ -1421,9 +1685,10 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
             continue;
         srv_config_err(err, errlen, "app \"%s\" uses the default secret \"%s\" on "
                  "the public bind %s; set a real secret with "
-                 "LUBDUB_APP_SECRET (or \"secret\" in the config file's "
-                 "\"apps\"), or pass --allow-default-secret for a throwaway "
-                 "setup", cfg->apps[i].id, SRV_DEFAULT_SECRET, cfg->bind);
+                 "--app-secret-file or LUBDUB_APP_SECRET (or \"secret_file\" "
+                 "or \"secret\" in the config file's \"apps\"), or pass "
+                 "--allow-default-secret for a throwaway setup",
+                 cfg->apps[i].id, SRV_DEFAULT_SECRET, cfg->bind);
         return -EINVAL;
     }
     return 0;
@@ -1459,6 +1724,12 @@ static int srv__validate_cluster(const struct srv_config *cfg, char *err,
                  why);
         return -EINVAL;
     }
+    if (cfg->redis_password_file && !cfg->redis) {
+        srv_config_err(err, errlen, "%s: needs %s",
+                       srv__flag("redis_password_file", a, sizeof(a)),
+                       srv__flag("redis", why, sizeof(why)));
+        return -EINVAL;
+    }
     if (cfg->node_id && !srv__name_ok(cfg->node_id, "._-")) {
         srv_config_err(err, errlen,
                  "%s: 1 to 64 characters of A-Z a-z 0-9 . _ -",
@@ -1491,9 +1762,9 @@ static int srv__check_token(const char *name, const char *tok, char *err,
             return -EINVAL;
         }
     }
-    if (n < 16 || n > 256) {
-        srv_config_err(err, errlen, "%s: %zu characters, need 16 to 256",
-                 srv__flag(name, a, sizeof(a)), n);
+    if (n < 16 || n > SRV_SECRET_TOKEN_MAX) {
+        srv_config_err(err, errlen, "%s: %zu characters, need 16 to %d",
+                 srv__flag(name, a, sizeof(a)), n, SRV_SECRET_TOKEN_MAX);
         return -EINVAL;
     }
     return 0;
@@ -1518,9 +1789,14 @@ static int srv__check_operator(const struct srv_config *cfg, char *err,
                  (unsigned)cfg->metrics_port);
         return -EINVAL;
     }
-    rc = srv__check_token("metrics_token", cfg->metrics_token, err, errlen);
+    /* A token read from a file is named by the file's option. */
+    rc = srv__check_token(cfg->metrics_token_file ? "metrics_token_file"
+                                                  : "metrics_token",
+                          cfg->metrics_token, err, errlen);
     if (!rc)
-        rc = srv__check_token("admin_token", cfg->admin_token, err, errlen);
+        rc = srv__check_token(cfg->admin_token_file ? "admin_token_file"
+                                                    : "admin_token",
+                              cfg->admin_token, err, errlen);
     return rc;
 }
 
@@ -1589,6 +1865,18 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
                  "(nor can it be made): %s",
                  srv__flag("state_dir", a, sizeof(a)), cfg->state_dir,
                  strerror(errno));
+        return -EINVAL;
+    }
+    if (cfg->dev_auth_endpoint && cfg->bind && !srv__is_loopback(cfg->bind)) {
+        /* The same shape as the default secret's refusal below, without
+         * an escape hatch: nobody needs this on a reachable address. */
+        srv_config_err(err, errlen, "%s: POST /auth signs any private or "
+                       "presence subscription for anyone who can reach the "
+                       "port, so it is only for a loopback bind (127.x.x.x, "
+                       "::1, localhost), not %s; in production the app "
+                       "server signs subscriptions",
+                       srv__flag("dev_auth_endpoint", a, sizeof(a)),
+                       cfg->bind);
         return -EINVAL;
     }
     rc = srv__validate_cluster(cfg, err, errlen);

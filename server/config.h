@@ -45,6 +45,10 @@ struct srv_config {
     char *metrics_bind;        /* NULL = --bind */
     char *metrics_token;       /* NULL = no bearer token asked */
     char *admin_token;         /* NULL = the console is off (404) */
+    /* Secrets in files (server/secret.h): paths, read at load into
+     * metrics_token, admin_token, app0.secret and redis_password. */
+    char *metrics_token_file;
+    char *admin_token_file;
 
     /* Liveness (milliseconds). */
     uint64_t tick_ms;              /* wheel tick, default 100 */
@@ -83,7 +87,9 @@ struct srv_config {
     struct hub_app *file_apps;
     unsigned n_file_apps;
     bool allow_default_secret;     /* on a non-loopback bind */
-    bool dev_auth_endpoint;        /* /auth signs with the app secret; dev only */
+    bool dev_auth_endpoint;        /* /auth signs with the app secret; dev only,
+                                      refused on a non-loopback bind */
+    char *app_secret_file;         /* the default app's secret, in a file */
 
     /* Files and logs. */
     char *web_root;            /* static files for / and /dashboard */
@@ -107,6 +113,8 @@ struct srv_config {
     char *node_id;             /* NULL = derived: host-pid-random */
     char *redis_prefix;        /* Redis channel prefix, default "lubdub" */
     uint64_t node_lease_ms;    /* --node-lease, 1s..60s, default 3s */
+    char *redis_password_file; /* overrides the password in --redis */
+    char *redis_password;      /* read from it; NULL = the URL's (if any) */
 
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */
@@ -184,8 +192,11 @@ void srv_config_defaults(struct srv_config *cfg);
 /*
  * Apply --config FILE (if given among argv, else LUBDUB_CONFIG), then the
  * environment (envp, NULL-terminated "K=V" strings; may be NULL), then argv
- * (argv[0] is the program name). On error returns -EINVAL (-ENOMEM when
- * out of memory) and writes one line naming the option and its source to
+ * (argv[0] is the program name), then read the secret files they name
+ * (--app-secret-file, --admin-token-file, --metrics-token-file,
+ * --redis-password-file; an app's "secret_file" is read with its app). On
+ * error returns -EINVAL (-ENOMEM when out of memory) and writes one line
+ * naming the option and its source (a file: its path and errno's text) to
  * err (NUL-terminated, errlen bytes); cfg then holds partial values and
  * still needs srv_config_fini(). With --help it sets help and returns 0
  * without reading the file or the environment.
@@ -193,9 +204,14 @@ void srv_config_defaults(struct srv_config *cfg);
 int srv_config_load(struct srv_config *cfg, int argc, char **argv,
                     char **envp, char *err, size_t errlen);
 
+/* Does cfg name any secret file (so that a SIGHUP has something to read
+ * again even without --config)? */
+bool srv_config_has_secret_files(const struct srv_config *cfg);
+
 /*
  * Apply one JSON config text (len bytes, not NUL-terminated) as if it were
- * the --config file called name (used in errors): no environment, no flags.
+ * the --config file called name (used in errors): no environment, no flags
+ * (the secret files it names are read).
  * Same return values and error lines as srv_config_load(). For tests and
  * the fuzzer (tests/fuzz/fuzz_config.c).
  */

@@ -153,10 +153,12 @@ static int serve_page(struct lws *wsi, struct srv_loop *l, const char *file,
 int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
                      bool close)
 {
-    const char *token = l->srv->cfg->admin_token;
+    char token[SRV_SECRET_TOKEN_MAX + 1];
     const struct hub_app *app;
+    bool ok;
 
-    if (!token)
+    /* Unset, the console is off. */
+    if (!srv_secret_isset(&l->srv->secrets.admin_token))
         return reply_error(wsi, 404, "not found", close);
     if (!strcmp(path, "/console") || !strcmp(path, "/console/"))
         return serve_page(wsi, l, "index.html", "text/html; charset=utf-8");
@@ -165,7 +167,13 @@ int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
                           "text/javascript; charset=utf-8");
     if (strncmp(path, "/console/api/", 13) != 0)
         return reply_error(wsi, 404, "not found", close);
-    if (!srv_ops_bearer_ok(wsi, token)) {
+    /* The token in force: a SIGHUP may have replaced it (server/secret.h);
+     * one a reload just unset passes no check. */
+    ok = srv_secret_copy(&l->srv->secrets.admin_token, token,
+                         sizeof(token)) == 1 &&
+         srv_ops_bearer_ok(wsi, token);
+    explicit_bzero(token, sizeof(token));
+    if (!ok) {
         srv_log_peer(HUB_LOG_INFO, l->id, "console: %s refused (token)",
                      path);
         return srv_ops_respond(
@@ -261,9 +269,10 @@ static int kinds_of(json_t *kinds)
  * tail. Returns -1 to close. */
 static int on_request(struct console_pss *ps, const char *text, size_t len)
 {
-    const struct srv_config *cfg = ps->l->srv->cfg;
+    char want[SRV_SECRET_TOKEN_MAX + 1];
     json_t *o = json_loadb(text, len, 0, NULL);
     const char *tok, *app_id, *ch;
+    bool ok;
     const struct hub_app *app;
     struct hub_tail_filter f = { 0 };
     json_int_t rate;
@@ -275,7 +284,13 @@ static int on_request(struct console_pss *ps, const char *text, size_t len)
         return 0;
     }
     tok = json_string_value(json_object_get(o, "token"));
-    if (!tok || !srv_ops_token_equal(tok, strlen(tok), cfg->admin_token)) {
+    /* The token in force now: one a SIGHUP replaced no longer opens a
+     * tail (a tail open already stays). */
+    ok = tok && srv_secret_copy(&ps->l->srv->secrets.admin_token, want,
+                                sizeof(want)) == 1 &&
+         srv_ops_token_equal(tok, strlen(tok), want);
+    explicit_bzero(want, sizeof(want));
+    if (!ok) {
         json_decref(o);
         srv_log_peer(HUB_LOG_INFO, ps->l->id, "console: tail refused (token)");
         lws_close_reason(ps->wsi, (enum lws_close_status)4401,
@@ -412,7 +427,8 @@ int srv_console_callback(struct lws *wsi, enum lws_callback_reasons reason,
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         l = srv_loop_of(wsi);
-        if (!l->srv->cfg->admin_token || srv_ops_is_metrics(wsi) ||
+        if (!srv_secret_isset(&l->srv->secrets.admin_token) ||
+            srv_ops_is_metrics(wsi) ||
             !is_tail_path(wsi)) {
             lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
             return 1;

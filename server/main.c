@@ -6,7 +6,8 @@
  * before any thread exists (so only sigwait sees them; no signal handler
  * runs), creates the loops serially, starts one thread per loop, then
  * waits for a signal. SIGHUP re-reads --tls-cert/--tls-key and hands them
- * to the loops (server/tls.c), and reloads the apps from --config
+ * to the loops (server/tls.c), and reloads the apps, the operator tokens
+ * and the Redis password from --config and the secret files
  * (server/reload.c); the wait goes on. The first SIGTERM or
  * SIGINT drains: /readyz turns 503, accepting stops, heartbeats stop, and
  * every session is closed with 4200, jittered over --drain-timeout. A second
@@ -323,6 +324,10 @@ int main(int argc, char **argv, char **envp)
     srv.argc = argc;
     srv.argv = argv;
     srv.envp = envp;
+    if (srv_secrets_init(&srv.secrets, &cfg)) {
+        fprintf(stderr, "lubdub: out of memory\n");
+        return 1;
+    }
     srv.test_stall_ms = test_stall_ms();
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     srv.n_loops = cfg.loops ? cfg.loops : (cpus > 0 ? (unsigned)cpus : 1);
@@ -381,7 +386,7 @@ int main(int argc, char **argv, char **envp)
             break;
         /* Only before the drain: the loops' contexts are all alive. */
         srv_tls_reload(&srv);
-        srv_apps_reload(&srv);
+        srv_config_reload(&srv);
     }
     srv_log(HUB_LOG_INFO, 0, "%s: draining over %llums (signal again to exit "
                              "now)",
@@ -404,6 +409,7 @@ int main(int argc, char **argv, char **envp)
     srv_cluster_stop(&srv);
     srv_log(HUB_LOG_INFO, 0, "drained; bye");
     hub_destroy(srv.hub);
+    srv_secrets_fini(&srv.secrets);
     srv_config_fini(&cfg);
     return 0;
 }

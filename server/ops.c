@@ -38,11 +38,17 @@ static int not_found(struct lws *wsi, bool close)
 static int serve_metrics(struct lws *wsi, struct srv_loop *l, bool stats,
                          bool close)
 {
-    char *text;
+    char *text, tok[SRV_SECRET_TOKEN_MAX + 1];
     size_t len;
-    int rc;
+    bool ok;
+    int rc, has;
 
-    if (!srv_ops_bearer_ok(wsi, l->srv->cfg->metrics_token))
+    /* The token in force (a SIGHUP may have replaced it); one longer
+     * than any token passes no check (has < 0). */
+    has = srv_secret_copy(&l->srv->secrets.metrics_token, tok, sizeof(tok));
+    ok = has >= 0 && srv_ops_bearer_ok(wsi, has ? tok : NULL);
+    explicit_bzero(tok, sizeof(tok));
+    if (!ok)
         return unauthorized(wsi, close);
     text = stats ? srv_stats_json(l->srv, &len)
                  : srv_metrics_text(l->srv, &len);
@@ -53,10 +59,7 @@ static int serve_metrics(struct lws *wsi, struct srv_loop *l, bool stats,
                          stats ? "application/json"
                                : "text/plain; version=0.0.4; charset=utf-8",
                          text, len, close,
-                         l->srv->cfg->metrics_token
-                             ? NULL
-                             : "access-control-allow-origin:",
-                         "*");
+                         has ? NULL : "access-control-allow-origin:", "*");
     free(text);
     return rc;
 }

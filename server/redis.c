@@ -56,6 +56,7 @@ struct rxrec {
 
 struct srv_redis {
     struct srv_redis_url url;
+    struct srv_secret *pass;       /* borrowed; NULL = url.pass */
     char *node_id;
     struct hub_cluster *c;
     struct hub_backplane_stats *st;
@@ -351,6 +352,7 @@ static redisAsyncContext *open_one(struct srv_redis *r, bool select,
                                    char *why)
 {
     redisAsyncContext *ac = redisAsyncConnect(r->url.host, r->url.port);
+    char pass[SRV_SECRET_FILE_MAX + 1];
 
     if (!ac) {
         snprintf(why, 160, "out of memory");
@@ -365,14 +367,22 @@ static redisAsyncContext *open_one(struct srv_redis *r, bool select,
     redisLibevAttach(r->loop, ac);
     redisAsyncSetConnectCallback(ac, connect_cb);
     redisAsyncSetDisconnectCallback(ac, disconnect_cb);
-    if (r->url.pass[0]) {
+    /* The password in force now: a SIGHUP may have replaced it
+     * (server/secret.h). hiredis formats the command at once, so the
+     * copy is wiped right after. */
+    if (!r->pass)
+        snprintf(pass, sizeof(pass), "%s", r->url.pass);
+    else if (srv_secret_copy(r->pass, pass, sizeof(pass)) < 0)
+        pass[0] = '\0';
+    if (pass[0]) {
         if (r->url.user[0])
             redisAsyncCommand(ac, setup_cb, r, "AUTH %s %s", r->url.user,
-                              r->url.pass);
+                              pass);
         else
-            redisAsyncCommand(ac, setup_cb, r, "AUTH %s", r->url.pass);
+            redisAsyncCommand(ac, setup_cb, r, "AUTH %s", pass);
         r->setup_left++;
     }
+    explicit_bzero(pass, sizeof(pass));
     if (select && r->url.db) {
         redisAsyncCommand(ac, setup_cb, r, "SELECT %d", r->url.db);
         r->setup_left++;
@@ -844,13 +854,15 @@ static void *thread_main(void *arg)
 }
 
 struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
-                                   const char *node_id)
+                                   const char *node_id,
+                                   struct srv_secret *pass)
 {
     struct srv_redis *r = calloc(1, sizeof(*r));
 
     if (!r)
         return NULL;
     r->url = *u;
+    r->pass = pass;
     r->node_id = strdup(node_id);
     r->loop = ev_loop_new(EVFLAG_AUTO);
     r->ring = calloc(MAX_INFLIGHT, sizeof(*r->ring));

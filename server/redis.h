@@ -22,9 +22,13 @@
 
 struct srv_redis;
 
-/* Owned; NULL when out of memory. */
+struct srv_secret;
+/* Owned; NULL when out of memory. pass (borrowed, outlives r; NULL =
+ * u's password) is the password in force, read at each connect, so a
+ * SIGHUP that replaces it applies from the next reconnect. */
 struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
-                                   const char *node_id);
+                                   const char *node_id,
+                                   struct srv_secret *pass);
 struct srv_lease;
 /* The node lease and reaper (server/redis_lease.h), owned from now on
  * (before start). */

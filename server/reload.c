@@ -1,17 +1,26 @@
 /*
- * server/reload.c - SIGHUP reloads the apps from the --config file while
- * the loops run (issue 13, item 5).
+ * server/reload.c - SIGHUP reloads the configuration's apps, operator
+ * tokens and Redis password while the loops run (issue 13, item 5; the
+ * secret files, docs/CONFIG.md "Secrets in files").
  *
  * The configuration is read again from the same sources as at start (the
- * file, the environment and the flags of this process, so a flag still
- * wins over the file) and validated as at start. Only the apps are taken
- * from it; every other option keeps its start value (a restart applies
- * them). A file that does not load or validate is refused with one error
- * line and the apps stay as they were. Good apps are copied into owned
- * hub apps (hub_app_dup), built into the next table (hub_apptab_build:
- * the same id keeps its index) and published (hub_apps_publish, whose
- * inbox nodes move or close the sessions on each loop). One line tells
- * what changed.
+ * --config file, the environment and the flags of this process, so a flag
+ * still wins over the file, then every secret file they name) and
+ * validated as at start. Taken from it: the apps (their secrets
+ * included, from "secret"/"secret_file" or --app-secret-file), the admin
+ * and metrics tokens and the Redis password; every other option keeps its
+ * start value (a restart applies them). A configuration that does not
+ * load or validate (a secret file that cannot be read included) is
+ * refused with one error line naming the option, the file and errno's
+ * text, and nothing changes.
+ *
+ * Tokens and the password are replaced in their live copies
+ * (server/secret.h): the next /metrics or console request and the next
+ * Redis connect read them. Good apps are copied into owned hub apps
+ * (hub_app_dup), built into the next table (hub_apptab_build: the same id
+ * keeps its index) and published (hub_apps_publish, whose inbox nodes
+ * move or close the sessions on each loop); the next signature check
+ * reads the new secret. One line tells what changed.
  *
  * Thread: the main thread only (from its sigwait loop), one at a time.
  */
@@ -61,9 +70,11 @@ static void ids_of(const struct hub_apptab *cur, const struct hub_apptab *next,
         snprintf(buf + o, len - o, ")");
 }
 
-int srv_apps_reload(struct srv *srv)
+int srv_config_reload(struct srv *srv)
 {
-    char added[160], removed[160], changed[160];
+    char added[160], removed[160], changed[160], secrets[96];
+    const char *from = srv->cfg->config_file ? srv->cfg->config_file
+                                             : "the flags and environment";
     struct srv_config *tmp = calloc(1, sizeof(*tmp));
     const struct hub_apptab *cur = hub_apps(srv->hub);
     struct hub_apptab *next = NULL;
@@ -73,25 +84,39 @@ int srv_apps_reload(struct srv *srv)
     unsigned n = 0, i, first_new;
     int rc = -1;
 
-    if (!srv->cfg->config_file) {
-        srv_log(HUB_LOG_INFO, 0, "apps: SIGHUP: started without --config, "
-                                 "no apps to reload");
+    /* Flags and environment are the same as at start: without a file
+     * to read again nothing can have changed. */
+    if (!srv->cfg->config_file && !srv_config_has_secret_files(srv->cfg)) {
+        srv_log(HUB_LOG_INFO, 0, "apps: SIGHUP: started without --config "
+                                 "or a secret file, no apps to reload");
         free(tmp);
         return 0;
     }
     if (!tmp) {
-        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
-                                "out of memory");
+        srv_log(HUB_LOG_ERR, 0, "SIGHUP: configuration not reloaded, "
+                                "keeping the old apps and secrets: out of "
+                                "memory");
         return -1;
     }
     srv_config_defaults(tmp);
     if (srv_config_load(tmp, srv->argc, srv->argv, srv->envp, err,
                         sizeof(err)) ||
         srv_config_validate(tmp, err, sizeof(err))) {
-        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
-                                "%s", err);
+        srv_log(HUB_LOG_ERR, 0, "SIGHUP: configuration not reloaded, "
+                                "keeping the old apps and secrets: %s", err);
         goto out;
     }
+    /* The tokens and the Redis password first: they do not depend on the
+     * apps, and the apps' steps below may stop early. */
+    if (srv_secrets_update(&srv->secrets, tmp, secrets, sizeof(secrets)))
+        srv_log(HUB_LOG_ERR, 0, "secrets: out of memory; some keep their "
+                                "old value");
+    if (secrets[0])
+        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: %s replaced%s", secrets,
+                strstr(secrets, "Redis") ? " (the Redis password applies "
+                                           "from the next reconnect)" : "");
+    else if (srv_config_has_secret_files(tmp))
+        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: no change");
     n = tmp->n_apps;
     v = calloc(n, sizeof(*v));
     for (i = 0; v && i < n; i++)
@@ -110,7 +135,7 @@ int srv_apps_reload(struct srv *srv)
         srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
         hub_apptab_discard(next);
         srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
-                                 "apps)", srv->cfg->config_file, n);
+                                 "apps)", from, n);
         rc = 0;
         goto out;
     }
@@ -153,7 +178,7 @@ int srv_apps_reload(struct srv *srv)
     srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
     srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
                              "removed%s, %u changed%s, %u unchanged (%u apps)",
-            srv->cfg->config_file, d.added, added, d.removed, removed,
+            from, d.added, added, d.removed, removed,
             d.changed, changed, d.unchanged, n);
     rc = 0;
 out:

@@ -20,6 +20,7 @@
 #include "timer/clock.h"
 #include "server/config.h"
 #include "server/http_post.h"
+#include "server/secret.h"
 
 #define SRV_CORK_BYTES (64 * 1024)
 
@@ -91,6 +92,10 @@ struct srv {
     int argc;
     char **argv;
     char **envp;
+    /* The operator tokens and the Redis password in force: cfg's at
+     * start, replaced by a SIGHUP (server/secret.h). Read these, never
+     * cfg->admin_token / metrics_token, after the start. */
+    struct srv_secrets secrets;
     /* Scale-out (--redis; server/cluster.c): NULL for one node. */
     struct hub_cluster *cluster;
     struct srv_redis *redis;
@@ -199,10 +204,12 @@ void srv_tls_pick_up(struct srv_loop *l);
 /* After the loop's thread is gone. */
 void srv_tls_loop_fini(struct srv_loop *l);
 
-/* server/reload.c: main thread, on SIGHUP: reload the apps from the
- * --config file; -1 (one error line, the apps unchanged) when it is
- * unusable. Without --config, one info line and nothing else. */
-int srv_apps_reload(struct srv *srv);
+/* server/reload.c: main thread, on SIGHUP: load the configuration again
+ * (the --config file, the environment, the flags, the secret files) and
+ * take its apps, operator tokens and Redis password; -1 (one error line,
+ * nothing changed) when it is unusable. Without --config or a secret
+ * file, one info line and nothing else. */
+int srv_config_reload(struct srv *srv);
 
 /* server/log.c */
 void srv_log_init(int level, enum srv_log_format fmt);

@@ -147,6 +147,7 @@ struct whs_app {
 
 struct srv_whs {
     struct srv_redis_url url;
+    struct srv_secret *pass;       /* the password in force (borrowed) */
     char *node, *prefix;
     uint64_t lease_ms;
     char lease_txt[24];
@@ -194,6 +195,9 @@ int srv_whs_create(struct srv_wh *wh)
         free(z);
         return -1;
     }
+    /* The password from --redis-password-file or the URL, replaced by
+     * a SIGHUP; read at each connect (server/secret.h). */
+    z->pass = &wh->srv->secrets.redis_password;
     z->lease_ms = cfg->node_lease_ms ? cfg->node_lease_ms : 3000;
     z->max_entries = cfg->webhook_stream_max ? cfg->webhook_stream_max
                                              : HUB_WHS_MAX_ENTRIES;
@@ -242,6 +246,7 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
     struct timeval tv = { IO_TIMEOUT_MS / 1000,
                           (IO_TIMEOUT_MS % 1000) * 1000 };
     redisReply *r = NULL;
+    char pass[SRV_SECRET_FILE_MAX + 1];
 
     if (z->rc)
         return true;
@@ -259,10 +264,11 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
         return false;
     }
     redisSetTimeout(z->rc, tv);
-    if (z->url.pass[0]) {
+    if (srv_secret_copy(z->pass, pass, sizeof(pass)) == 1) {
         r = z->url.user[0] ? redisCommand(z->rc, "AUTH %s %s", z->url.user,
-                                          z->url.pass)
-                           : redisCommand(z->rc, "AUTH %s", z->url.pass);
+                                          pass)
+                           : redisCommand(z->rc, "AUTH %s", pass);
+        explicit_bzero(pass, sizeof(pass));
         if (!r || r->type == REDIS_REPLY_ERROR) {
             freeReplyObject(r);
             disconnect(z);

@@ -18,14 +18,15 @@ const app = (n, extra = {}) => ({ id: `id-${n}`, key: `key-${n}`, secret: `secre
 const creds = (a) => ({ secret: a.secret, key: a.key });
 
 // Rewrite the config file and SIGHUP the hub; resolves once the hub has
-// logged the reload's line (the n-th "apps: " line).
+// logged the reload's line (the n-th "apps: " or refusal line).
+const RELOAD_LINE = /apps: |SIGHUP: configuration not reloaded/;
 async function reload(hub, file, apps, raw) {
-  const before = (hub.stderr.match(/apps: /g) || []).length;
+  const lines = () => hub.stderr.split('\n').filter((l) => RELOAD_LINE.test(l));
+  const before = lines().length;
   fs.writeFileSync(file, raw !== undefined ? raw : JSON.stringify({ apps }));
   process.kill(hub.pid, 'SIGHUP');
-  await waitFor(() => (hub.stderr.match(/apps: /g) || []).length > before,
-    'the reload line', 10000);
-  return hub.stderr.split('\n').filter((l) => /apps: /.test(l)).pop();
+  await waitFor(() => lines().length > before, 'the reload line', 10000);
+  return lines().pop();
 }
 
 async function publish(hub, a, channel, name, data) {
@@ -117,7 +118,7 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
 
   // A broken file: one error line, the old apps still served.
   const errLine = await reload(hub, file, null, '{"apps": [ {"id": "x", ');
-  assert.match(errLine, /apps: not reloaded, keeping the old ones: /);
+  assert.match(errLine, /SIGHUP: configuration not reloaded, keeping the old apps and secrets: /);
   assert.strictEqual(errLine.split('\n').length, 1);
   const dupLine = await reload(hub, file, [keep, { ...app(5), key: keep.key }]);
   assert.match(dupLine, /not reloaded.*already used/);

@@ -833,6 +833,338 @@ static void test_config_default_secret_on_loopback_allowed(void **state)
                  "default secret", NULL);
 }
 
+/* --dev-auth-endpoint signs anything for anyone: refused unless --bind is
+ * loopback, whatever the source, and --allow-default-secret does not
+ * lift it. */
+static void test_config_dev_auth_endpoint_needs_loopback(void **state)
+{
+    static char *const public_binds[] = {
+        "--bind=0.0.0.0", "--bind=::", "--bind=10.0.0.1", "--bind=128.0.0.1",
+    };
+    static char *const loopbacks[] = {
+        "--bind=127.0.0.1", "--bind=::1", "--bind=localhost",
+        "--bind=127.9.9.9", "--bind=::ffff:127.0.0.1",
+    };
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_DEV_AUTH_ENDPOINT=true", "LUBDUB_BIND=0.0.0.0",
+                   NULL};
+    size_t i;
+
+    for (i = 0; i < sizeof(public_binds) / sizeof(public_binds[0]); i++) {
+        assert_int_equal(load(f, NULL, public_binds[i], "--dev-auth-endpoint",
+                              "--allow-default-secret", NULL), 0);
+        expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     "--dev-auth-endpoint: ", "only for a loopback bind");
+        assert_non_null(strstr(f->err, public_binds[i] + 7));
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    expect_error(f, load_and_validate(f, env, "--app-secret=real", NULL),
+                 "--dev-auth-endpoint: ", "signs any");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    for (i = 0; i < sizeof(loopbacks) / sizeof(loopbacks[0]); i++) {
+        if (load_and_validate(f, NULL, loopbacks[i], "--dev-auth-endpoint"))
+            fail_msg("%s: %s", loopbacks[i], f->err);
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    /* Off, a public bind with a real secret is fine. */
+    assert_int_equal(load_and_validate(f, NULL, "--bind=0.0.0.0",
+                                       "--app-secret=real"), 0);
+}
+
+/* App ids: the default app's (flag or environment) and the file's, at
+ * validation (so at start, --check-config and SIGHUP alike). */
+static void test_config_app_ids_checked(void **state)
+{
+    static const struct {
+        const char *id;
+        const char *want;
+    } bad[] = {
+        {"a:b", "':' at offset 1"},
+        {"a b", "byte 0x20 at offset 1"},
+        {"tab\there", "byte 0x09"},
+        {"caf\xc3\xa9", "byte 0xc3 at offset 3"},
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+         "65 characters long"},
+    };
+    struct fixture *f = *state;
+    char flag[160], json[512];
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(flag, sizeof(flag), "--app-id=%s", bad[i].id);
+        expect_error(f, load_and_validate(f, NULL, flag, NULL), "--app-id: ",
+                     bad[i].want);
+        assert_non_null(strstr(f->err, "A-Z a-z 0-9 - _ ."));
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    {
+        char *env[] = {"LUBDUB_APP_ID=eu:1", NULL};
+
+        expect_error(f, load_and_validate(f, env, NULL, NULL), "--app-id: ",
+                     "Redis channel names collide");
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    /* A file's apps are named by their place; the first ones are fine. */
+    snprintf(json, sizeof(json),
+             "{\"apps\": [{\"id\": \"1234567\", \"key\": \"a\", "
+             "\"secret\": \"s\"}, {\"id\": \"My_app.v2-x\", \"key\": \"b\", "
+             "\"secret\": \"s\"}, {\"id\": \"eu:1\", \"key\": \"c\", "
+             "\"secret\": \"s\"}]}");
+    write_json(f, json);
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load(f, NULL, flag, NULL), 0);
+    expect_error(f, srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                 "apps[2]: app id \"eu:1\" has ':' at offset 2", NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    unlink(f->path);
+    /* 64 characters is the most. */
+    write_json(f, "{\"apps\": [{\"id\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"key\": \"a\", "
+                  "\"secret\": \"s\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, flag, NULL), 0);
+    assert_int_equal(strlen(f->cfg.apps[0].id), 64);
+}
+
+/* A temp file holding text (len bytes); path (64 bytes) gets its name. */
+static void secret_file(char *path, const char *text, size_t len)
+{
+    int fd;
+
+    snprintf(path, 64, "/tmp/lubdub-secret-XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+/* The secret files: read at load, one trailing newline dropped, from a
+ * flag, the environment or the JSON file; errors name the option and the
+ * file; a secret given both ways is refused. */
+static void test_config_secret_files(void **state)
+{
+    struct fixture *f = *state;
+    char sec[64], tok[64], tok2[64], pw[64], empty[64];
+    char a[128], b[128], c[128], d[128], json[512];
+    char *env[] = {a, NULL};
+
+    secret_file(sec, "app-s3cret\r\n", 12);
+    secret_file(tok, "admin-token-0123456789\n", 23);
+    secret_file(tok2, "short\n", 6);
+    secret_file(pw, "redis pass\n", 11);
+    secret_file(empty, "\n", 1);
+
+    snprintf(a, sizeof(a), "--app-secret-file=%s", sec);
+    snprintf(b, sizeof(b), "--admin-token-file=%s", tok);
+    assert_int_equal(load_and_validate(f, NULL, a, b), 0);
+    assert_string_equal(f->cfg.apps[0].secret, "app-s3cret");
+    assert_string_equal(f->cfg.admin_token, "admin-token-0123456789");
+    assert_true(srv_config_has_secret_files(&f->cfg));
+    /* A real secret from the file may listen publicly. */
+    assert_int_equal(load_and_validate(f, NULL, "--bind=0.0.0.0", NULL), 0);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    assert_false(srv_config_has_secret_files(&f->cfg));
+
+    /* The environment; the metrics token; the Redis password. */
+    snprintf(a, sizeof(a), "LUBDUB_APP_SECRET_FILE=%s", sec);
+    snprintf(c, sizeof(c), "--metrics-token-file=%s", tok);
+    assert_int_equal(load_and_validate(f, env, c, NULL), 0);
+    assert_string_equal(f->cfg.apps[0].secret, "app-s3cret");
+    assert_string_equal(f->cfg.metrics_token, "admin-token-0123456789");
+    assert_null(f->cfg.redis_password);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    snprintf(d, sizeof(d), "--redis-password-file=%s", pw);
+    assert_int_equal(load_and_validate(f, NULL, d,
+                                       "--redis=redis://:inurl@h:1/0"), 0);
+    assert_string_equal(f->cfg.redis_password, "redis pass");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    expect_error(f, load_and_validate(f, NULL, d, NULL),
+                 "--redis-password-file: needs --redis", NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+
+    /* JSON keys, like the other options. */
+    snprintf(json, sizeof(json), "{\"admin_token_file\": \"%s\", "
+             "\"metrics_token_file\": \"%s\", \"redis\": \"redis://h\", "
+             "\"redis_password_file\": \"%s\"}", tok, tok, pw);
+    write_json(f, json);
+    snprintf(b, sizeof(b), "--config=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, b, NULL), 0);
+    assert_string_equal(f->cfg.admin_token, "admin-token-0123456789");
+    assert_string_equal(f->cfg.metrics_token, "admin-token-0123456789");
+    assert_string_equal(f->cfg.redis_password, "redis pass");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+
+    /* Errors: the option, the file and errno's text; empty; both ways;
+     * a short token named by its file option. */
+    expect_error(f, load(f, NULL, "--admin-token-file=/nonexistent/tok",
+                         NULL),
+                 "--admin-token-file: cannot read \"/nonexistent/tok\": ",
+                 "No such file or directory");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    snprintf(a, sizeof(a), "--app-secret-file=%s", empty);
+    expect_error(f, load(f, NULL, a, NULL), "--app-secret-file: ",
+                 "is empty");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    snprintf(a, sizeof(a), "--app-secret-file=%s", sec);
+    expect_error(f, load(f, NULL, a, "--app-secret=x", NULL),
+                 "--app-secret-file: --app-secret is set too", NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    {
+        char *both[] = {"LUBDUB_ADMIN_TOKEN=admin-token-0123456789", NULL};
+
+        snprintf(b, sizeof(b), "--admin-token-file=%s", tok);
+        expect_error(f, load(f, both, b, NULL),
+                     "--admin-token-file: --admin-token is set too", NULL);
+        srv_config_fini(&f->cfg);
+        srv_config_defaults(&f->cfg);
+    }
+    snprintf(c, sizeof(c), "--metrics-token-file=%s", tok2);
+    expect_error(f, load_and_validate(f, NULL, c, NULL),
+                 "--metrics-token-file: 5 characters, need 16 to 256", NULL);
+
+    unlink(sec);
+    unlink(tok);
+    unlink(tok2);
+    unlink(pw);
+    unlink(empty);
+}
+
+/* An app's "secret_file" in the file's "apps". */
+static void test_config_app_secret_file(void **state)
+{
+    struct fixture *f = *state;
+    char sec[64], flag[96], json[512];
+
+    secret_file(sec, "from-file\n", 10);
+    snprintf(json, sizeof(json), "{\"apps\": [{\"id\": \"1\", \"key\": \"a\", "
+             "\"secret_file\": \"%s\"}, {\"id\": \"2\", \"key\": \"b\", "
+             "\"secret\": \"inline\"}]}", sec);
+    write_json(f, json);
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, flag, NULL), 0);
+    assert_string_equal(f->cfg.apps[0].secret, "from-file");
+    assert_string_equal(f->cfg.apps[1].secret, "inline");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    unlink(f->path);
+
+    /* Both, neither, not a string, unreadable (naming the app). */
+    snprintf(json, sizeof(json), "{\"apps\": [{\"id\": \"1\", \"key\": \"a\", "
+             "\"secret\": \"s\", \"secret_file\": \"%s\"}]}", sec);
+    write_json(f, json);
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL),
+                 "apps[0]: \"secret\" and \"secret_file\" are both given",
+                 NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    unlink(f->path);
+    write_json(f, "{\"apps\": [{\"id\": \"1\", \"key\": \"a\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "apps[0]: \"secret\" is missing",
+                 NULL);
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    unlink(f->path);
+    write_json(f, "{\"apps\": [{\"id\": \"1\", \"key\": \"a\", "
+                  "\"secret_file\": 3}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL), "apps[0].secret_file (app \"1\")",
+                 "must be a non-empty string");
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    unlink(f->path);
+    write_json(f, "{\"apps\": [{\"id\": \"ok\", \"key\": \"a\", \"secret\": "
+                  "\"s\"}, {\"id\": \"eu-1\", \"key\": \"b\", "
+                  "\"secret_file\": \"/nonexistent/eu\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    expect_error(f, load(f, NULL, flag, NULL),
+                 "apps[1].secret_file (app \"eu-1\"): cannot read "
+                 "\"/nonexistent/eu\": No such file or directory", NULL);
+    /* The default app's file option cannot change a file's apps. */
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+    unlink(f->path);
+    write_json(f, "{\"apps\": [{\"id\": \"1\", \"key\": \"a\", \"secret\": "
+                  "\"s\"}]}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    {
+        char a[96];
+
+        snprintf(a, sizeof(a), "--app-secret-file=%s", sec);
+        expect_error(f, load(f, NULL, flag, a, NULL), "--app-secret-file: ",
+                     "\"apps\"");
+    }
+    unlink(sec);
+}
+
+/* Secret files through srv_config_load_buffer (the fuzzer's way in),
+ * and out of memory while reading one: -ENOMEM and "out of memory",
+ * nothing leaked. */
+static void test_config_secret_file_out_of_memory(void **state)
+{
+    char sec[64], json[256], err[512];
+    struct srv_config cfg;
+    unsigned fails = 0;
+    int rc;
+
+    (void)state;
+    secret_file(sec, "from-file\n", 10);
+    snprintf(json, sizeof(json), "{\"apps\": [{\"id\": \"1\", \"key\": \"a\", "
+             "\"secret_file\": \"%s\"}], \"admin_token_file\": \"%s\"}", sec,
+             sec);
+    srv_config_defaults(&cfg);
+    assert_int_equal(srv_config_load_buffer(&cfg, json, strlen(json),
+                                            "mem.json", err, sizeof(err)), 0);
+    /* "from-file" is too short a token: the token's rule applies. */
+    assert_int_equal(srv_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--admin-token-file: 9 characters"));
+    srv_config_fini(&cfg);
+    snprintf(json, sizeof(json), "{\"apps\": [{\"id\": \"1\", \"key\": \"a\", "
+             "\"secret_file\": \"%s\"}], \"metrics_token_file\": \"%s\"}",
+             sec, sec);
+    srv_config_defaults(&cfg);
+    assert_int_equal(srv_config_load_buffer(&cfg, json, strlen(json),
+                                            "mem.json", err, sizeof(err)), 0);
+    assert_string_equal(cfg.apps[0].secret, "from-file");
+    assert_string_equal(cfg.metrics_token, "from-file");
+    srv_config_fini(&cfg);
+    FAIL_ALLOC_COUNTDOWN(
+        {
+            srv_config_defaults(&cfg);
+            err[0] = '\0';
+            rc = srv_config_load_buffer(&cfg, json, strlen(json), "mem.json",
+                                        err, sizeof(err));
+        },
+        {
+            if (rc == -ENOMEM) {
+                assert_non_null(strstr(err, "out of memory"));
+                fails++;
+            } else if (rc == 0) {
+                assert_string_equal(cfg.apps[0].secret, "from-file");
+                assert_string_equal(cfg.metrics_token, "from-file");
+            }
+            srv_config_fini(&cfg);
+            assert_int_equal(fail_alloc_live(), fa_live_before);
+        });
+    assert_true(fails > 0);
+    unlink(sec);
+}
+
 static void test_config_tls_needs_both_readable(void **state)
 {
     struct fixture *f = *state;
@@ -1249,6 +1581,11 @@ int main(void)
         T(test_config_default_secret_public_bind_refused),
         T(test_config_default_secret_allowed_with_flag),
         T(test_config_default_secret_on_loopback_allowed),
+        T(test_config_dev_auth_endpoint_needs_loopback),
+        T(test_config_app_ids_checked),
+        T(test_config_secret_files),
+        T(test_config_app_secret_file),
+        T(test_config_secret_file_out_of_memory),
         T(test_config_tls_needs_both_readable),
         T(test_config_tick_must_not_exceed_ping),
         T(test_config_queue_must_hold_a_message),

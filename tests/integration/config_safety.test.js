@@ -1,0 +1,103 @@
+'use strict';
+// Configuration that would make the hub unsafe is refused (docs/CONFIG.md):
+// --dev-auth-endpoint, which signs any subscription for anyone, starts
+// only on a loopback bind (127.0.0.1 and ::1 work, 0.0.0.0 and :: are one
+// line and exit 2); an app id outside A-Z a-z 0-9 - _ . (a ':' above all,
+// which would let two apps' Redis channels share a name) is refused at
+// start, and a SIGHUP that brings one keeps the old apps with one line.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const { spawnSync } = require('node:child_process');
+const { startHub, request, waitFor, BINARY } = require('./lib/hub');
+const { configFile, twoLoopHub, rest } = require('./lib/clients');
+
+// Run the hub as a start would (not --check-config), bounded: a refused
+// configuration exits at once; one that starts is killed at the timeout
+// and fails the assertion on the status.
+function start(args, env = {}) {
+  return spawnSync(BINARY, ['--port', '0', ...args], {
+    encoding: 'utf8', timeout: 10000, env: { ...process.env, ...env },
+  });
+}
+
+test('--dev-auth-endpoint refuses to start on a non-loopback bind', () => {
+  const cases = [
+    { args: ['--bind', '0.0.0.0', '--dev-auth-endpoint', '--app-secret', 'a-real-secret'], bind: '0.0.0.0' },
+    // --allow-default-secret does not lift it.
+    { args: ['--bind', '0.0.0.0', '--dev-auth-endpoint', '--allow-default-secret'], bind: '0.0.0.0' },
+    { args: ['--bind', '::', '--app-secret', 'a-real-secret'], env: { LUBDUB_DEV_AUTH_ENDPOINT: 'true' }, bind: '::' },
+  ];
+  for (const c of cases) {
+    const r = start(c.args, c.env);
+    assert.equal(r.status, 2, `${c.args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stdout, '');
+    const lines = r.stderr.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0], /^lubdub: --dev-auth-endpoint: POST \/auth signs any private or presence subscription/);
+    assert.match(lines[0], new RegExp(`only for a loopback bind .*, not ${c.bind.replace(/\./g, '\\.')};`));
+  }
+});
+
+// A form POST to /auth: the dev endpoint's answer.
+async function devAuth(url) {
+  const body = 'socket_id=1234.5678&channel_name=private-x';
+  return request('POST', url, body, { 'content-type': 'application/x-www-form-urlencoded' });
+}
+
+test('--dev-auth-endpoint starts on 127.0.0.1 and ::1 and signs', async (t) => {
+  for (const bind of ['127.0.0.1', '::1']) {
+    const hub = await startHub(['--loops', '1', '--drain-timeout', '1s', '--dev-auth-endpoint'], { bind });
+    t.after(() => hub.stop());
+    const host = bind.includes(':') ? `[${bind}]` : bind;
+    const r = await devAuth(`http://${host}:${hub.port}/auth`);
+    assert.equal(r.status, 200, `${bind}: ${r.body}`);
+    assert.match(JSON.parse(r.body).auth, /^app-key:[0-9a-f]{64}$/);
+    const exit = await hub.stop();
+    assert.equal(exit.code, 0, hub.stderr);
+  }
+});
+
+test('an app id with a character outside A-Z a-z 0-9 - _ . is refused at start', (t) => {
+  const bad = [
+    ['--app-id', 'eu:1', /--app-id: app id "eu:1" has ':' at offset 2.*Redis channel names collide/],
+    ['--app-id', 'a b', /--app-id: app id "a b" has byte 0x20 at offset 1/],
+  ];
+  for (const [flag, id, want] of bad) {
+    const r = start([flag, id]);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr.split('\n').filter(Boolean).length, 1);
+    assert.match(r.stderr, want);
+  }
+  const env = start([], { LUBDUB_APP_ID: 'x/y' });
+  assert.equal(env.status, 2);
+  assert.match(env.stderr, /--app-id: app id "x\/y" has '\/' at offset 1/);
+  const file = configFile(t, { apps: [{ id: '1001', key: 'k1', secret: 's1' },
+    { id: 'tenant:2', key: 'k2', secret: 's2' }] });
+  const r = start(['--config', file]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^lubdub: apps\[1\]: app id "tenant:2" has ':' at offset 6/);
+});
+
+test('a SIGHUP that brings a bad app id keeps the old apps, with one line', async (t) => {
+  const a = { id: '1001', key: 'k1', secret: 'secret-1' };
+  const file = configFile(t, { apps: [a] });
+  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const publish = async (app) => (await rest(hub, 'POST', `/apps/${app.id}/events`, {
+    body: { name: 'e', channel: 'news', data: '{}' }, signOpts: { key: app.key, secret: app.secret },
+  })).status;
+  assert.equal(await publish(a), 200);
+
+  const refused = /SIGHUP: configuration not reloaded, keeping the old apps and secrets: [^\n]*/g;
+  fs.writeFileSync(file, JSON.stringify({ apps: [{ ...a, secret: 'secret-new' },
+    { id: 'eu:2', key: 'k2', secret: 's2' }] }));
+  process.kill(hub.pid, 'SIGHUP');
+  await waitFor(() => (hub.stderr.match(refused) || []).length > 0, 'the refusal line');
+  const lines = hub.stderr.match(refused);
+  assert.equal(lines.length, 1);
+  assert.match(lines[0], /apps\[1\]: app id "eu:2" has ':' at offset 2/);
+  assert.doesNotMatch(hub.stderr, /apps: reloaded/);
+  // The old apps, with the old secret, are still served.
+  assert.equal(await publish(a), 200);
+  assert.equal(await publish({ ...a, secret: 'secret-new' }), 401);
+});
