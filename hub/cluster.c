@@ -873,6 +873,24 @@ static void view_seed_local(struct hub_cluster *c, struct view *v)
     v->based = true;
 }
 
+/* A decimal number at *pp (at least one digit, no overflow) into *v; *pp
+ * past it. false when there is none or it overflows. */
+static bool digits(const char **pp, const char *end, uint64_t *v)
+{
+    const char *p = *pp;
+
+    *v = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (*v > (UINT64_MAX - 9) / 10)
+            return false;
+        *v = *v * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == *pp)
+        return false;
+    *pp = p;
+    return true;
+}
+
 int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
                            size_t rlen, const char *data, size_t len)
 {
@@ -880,17 +898,19 @@ int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
     const char *p, *end = data + len, *nl, *uid, *info;
     const char *app_s, *ch;
     size_t app_len, ch_len, ulen, ilen;
-    uint64_t cseq = 0;
+    uint64_t cseq = 0, n = 0;
     bool add;
     int app;
     struct view *v;
 
-    /* "<prefix>:m:<app>:<channel>"; a channel name has no ':'. */
+    /* "<prefix>:m:<app>:<channel>": the app id has no ':' (ids are
+     * restricted at load), so the channel is everything after the first
+     * ':' past it, whatever bytes the channel name holds. */
     if (!rchan || rlen < plen + 3 || memcmp(rchan, c->prefix, plen) ||
         memcmp(rchan + plen, ":m:", 3))
         goto bad;
     app_s = rchan + plen + 3;
-    ch = memrchr(app_s, ':', rlen - plen - 3);
+    ch = memchr(app_s, ':', rlen - plen - 3);
     if (!ch || ch == app_s)
         goto bad;
     app_len = (size_t)(ch - app_s);
@@ -898,24 +918,24 @@ int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
     ch_len = (size_t)(rchan + rlen - ch);
     if (!ch_len || (app = index_of(c, app_s, app_len)) < 0)
         goto bad;
-    /* "<cseq>\n<+|->\n<uid>\n<info>" */
-    for (p = data; p < end && *p >= '0' && *p <= '9'; p++) {
-        if (cseq > (UINT64_MAX - 9) / 10)
-            goto bad;
-        cseq = cseq * 10 + (uint64_t)(*p - '0');
-    }
-    if (p == data || !cseq || end - p < 4 || p[0] != '\n' ||
-        (p[1] != '+' && p[1] != '-') || p[2] != '\n')
+    /* "<cseq>\n<+|-><n>\n<uid><info>": the uid is n bytes, counted and
+     * never delimited, so that a '\n' (or any byte) in it cannot move
+     * where the uid ends (docs/SCALING.md). */
+    p = data;
+    if (!digits(&p, end, &cseq) || !cseq || end - p < 3 || p[0] != '\n' ||
+        (p[1] != '+' && p[1] != '-'))
         goto bad;
     add = p[1] == '+';
-    uid = p + 3;
-    nl = memchr(uid, '\n', (size_t)(end - uid));
-    if (!nl || nl == uid)
+    p += 2;
+    if (!digits(&p, end, &n) || !n || p == end || *p != '\n' ||
+        n > (uint64_t)(end - p - 1))
         goto bad;
-    ulen = (size_t)(nl - uid);
+    uid = p + 1;
+    ulen = (size_t)n;
+    nl = uid + ulen;
     if (memchr(uid, '\0', ulen))
         goto bad;
-    info = nl + 1;
+    info = nl;
     ilen = (size_t)(end - info);
     if (!add && ilen)
         goto bad;
@@ -2419,19 +2439,19 @@ static void deliver(struct hub_cluster *c, unsigned app,
 
     if (e.kind == HUB_ENV_TERMINATE) {
         size_t plen = sizeof(USER_PREFIX) - 1;
-        char uid[HUB_ENV_MAX_CHANNEL + 1];
+        char *uid;
 
-        if (e.channel_len <= plen || memcmp(e.channel, USER_PREFIX, plen)) {
+        if (e.channel_len <= plen || memcmp(e.channel, USER_PREFIX, plen) ||
+            memchr(e.channel + plen, '\0', e.channel_len - plen)) {
             stat_add(&c->stats.bad, 1);
             return;
         }
-        memcpy(uid, e.channel + plen, e.channel_len - plen);
-        uid[e.channel_len - plen] = '\0';
-        if (strlen(uid) != e.channel_len - plen) {
-            stat_add(&c->stats.bad, 1);
-            return;
-        }
-        hub_fanout_terminate(c->hub, NULL, app, uid);
+        /* On the heap: a user id may be as long as the envelope's
+         * channel (64 KiB), too much for this thread's stack. */
+        uid = dup_n(e.channel + plen, e.channel_len - plen);
+        if (uid)
+            hub_fanout_terminate(c->hub, NULL, app, uid);
+        free(uid);
         return;
     }
     if (e.kind == HUB_ENV_COUNT) {

@@ -340,7 +340,8 @@ void hub_cluster_dir_cancel(struct hub_cluster *c,
 
 /*
  * A message on a member-event channel "<prefix>:m:<app>:<channel>":
- * "<cseq>\n+\n<uid>\n<user_info>" or "<cseq>\n-\n<uid>\n". Applied to the
+ * "<cseq>\n+<n>\n<uid><user_info>" or "<cseq>\n-<n>\n<uid>" (n the uid's
+ * length in bytes: counted, so that any byte may be in it). Applied to the
  * channel's view (events older than the view ignored, holes counted in
  * member_gaps; a change delivered to local subscribers). 0, 1 when
  * ignored (old, or no local subscriber), -EINVAL when malformed (counted
