@@ -201,6 +201,27 @@ unsigned hub_cluster_wh_max(const struct hub_cluster *c);
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms);
 
+/*
+ * The cluster key (hub/ckey.h; owned from now on, NULL: none): envelopes
+ * this node encodes carry its MAC, and what arrives must verify
+ * (docs/SCALING.md, "The cluster key"). Before the backplane thread
+ * starts.
+ */
+struct hub_ckey;
+void hub_cluster_set_key(struct hub_cluster *c, struct hub_ckey *key);
+bool hub_cluster_has_key(const struct hub_cluster *c);
+/*
+ * The stamp a join script puts before the member_added it may publish
+ * for (app, channel, uid, info): "~<ctr><time><mac><node>\n" (hex), in
+ * *out (owned, NUL-terminated). Its length; 0 (*out NULL) without a key;
+ * -ENOMEM. Backplane thread, when the script call is sent (its counter
+ * must be above every envelope sent before it).
+ */
+int hub_cluster_member_stamp(struct hub_cluster *c, const char *app_id,
+                             const char *ch, size_t ch_len, const char *uid,
+                             size_t ulen, const char *info, size_t ilen,
+                             char **out);
+
 /* Backplane thread: every queued op in order (NULL when none). */
 struct hub_cluster_op *hub_cluster_take(struct hub_cluster *c);
 void hub_cluster_op_free(struct hub_cluster_op *op);

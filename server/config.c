@@ -281,6 +281,13 @@ static const struct srv_option_desc srv_options[] = {
      "How long a silent node stays in the cluster before another node "
      "removes its subscriptions and members (renewed every third of it).",
      NULL, 1000, 60000, 0, SRV_CFG(node_lease_ms)},
+    /* Cluster key (hub/ckey.h, docs/SCALING.md "The cluster key"). */
+    {"cluster_key_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "File of the cluster key (one line; two during a rotation: sign with "
+     "the first, accept either); the same on every node. Unset: nothing "
+     "is MACed. Read at start.",
+     NULL, 0, 0, 0, SRV_CFG(cluster_key_file)},
     {"config", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV, SRV_OPTF_NULLABLE,
      NULL, "FILE",
      "JSON file read before the environment and the flags.",

@@ -106,6 +106,7 @@ struct srv_config {
     char *node_id;             /* NULL = derived: host-pid-random */
     char *redis_prefix;        /* Redis channel prefix, default "lubdub" */
     uint64_t node_lease_ms;    /* --node-lease, 1s..60s, default 3s */
+    char *cluster_key_file;    /* --cluster-key-file; NULL = no key */
 
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */
