@@ -17,6 +17,7 @@
  * Thread: main thread only, before any loop starts.
  */
 #include "server/config.h"
+#include "hub/ckey.h"
 #include "hub/webhook.h"
 #include "server/redis_url.h"
 
@@ -30,6 +31,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #ifndef LUBDUB_WEB_ROOT
 #define SRV_WEB_ROOT_DEFAULT "web"
@@ -1471,6 +1474,24 @@ static int srv__validate_cluster(const struct srv_config *cfg, char *err,
                  "%s: 1 to 64 characters of A-Z a-z 0-9 . _ - :",
                  srv__flag("redis_prefix", a, sizeof(a)));
         return -EINVAL;
+    }
+    if (cfg->cluster_key_file) {
+        /* Read now too, so that --check-config and the start refuse a
+         * bad file with one line (server/cluster.c reads it again). */
+        char *k1, *k2, kwhy[256];
+        size_t l1, l2;
+
+        if (hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2,
+                               kwhy, sizeof(kwhy))) {
+            srv_config_err(err, errlen, "%s: %s",
+                     srv__flag("cluster_key_file", a, sizeof(a)), kwhy);
+            return -EINVAL;
+        }
+        OPENSSL_cleanse(k1, l1);
+        if (k2)
+            OPENSSL_cleanse(k2, l2);
+        free(k1);
+        free(k2);
     }
     return 0;
 }

@@ -190,3 +190,24 @@ test('the cluster key: forged and replayed messages are dropped', async (t) => {
   assert.equal(s3.got('marker2'), 0);
   for (const n of [n1, n2, n3, n4]) assert.equal((await bp(n)).bad, 0, n.id);
 });
+
+test('--check-config refuses a bad cluster key file in one line', (t) => {
+  const { spawnSync } = require('node:child_process');
+  const { BINARY } = require('./lib/hub');
+  const cases = [
+    [keyFile(t, 'short\n'), /key 1 is 5 bytes \(16\.\.1024 allowed\)/],
+    [keyFile(t, `${K1}\n${K2}\n${K1}\n`), /more than two keys/],
+    [keyFile(t, '\n\n'), /no key/],
+    ['/nonexistent/cluster.key', /No such file or directory/],
+  ];
+  for (const [file, re] of cases) {
+    const r = spawnSync(BINARY, ['--check-config', '--redis', 'redis://127.0.0.1:1/0',
+      '--cluster-key-file', file], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, re);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  }
+  const ok = spawnSync(BINARY, ['--check-config', '--redis', 'redis://127.0.0.1:1/0',
+    '--cluster-key-file', keyFile(t, `${K1}\n${K2}\n`)], { encoding: 'utf8' });
+  assert.equal(ok.status, 0, ok.stderr);
+});
