@@ -16,12 +16,14 @@
 #include <sys/random.h>
 
 #include "hub/ccache.h"
+#include "hub/ckey.h"
 #include "hub/wh_stream.h"
 #include "hub/chantab.h"
 #include "hub/directory.h"
 #include "hub/envelope.h"
 #include "hub/frame.h"
 #include "hub/json.h"
+#include "hub/log.h"
 #include "hub/loop.h"
 #include "hub/online.h"
 #include "hub/protocol.h"
@@ -91,6 +93,10 @@ struct hub_cluster {
     char *node_id;
     size_t node_len;
     char *prefix;
+    /* The cluster key (hub/ckey.h; NULL: none, nothing is MACed) and the
+     * rate limit of its log line (backplane thread). */
+    struct hub_ckey *key;
+    uint64_t key_log_ms, key_log_forged, key_log_replays;
     /* App ids by index: append-only (a reload adds apps, hub/apptab.h;
      * an index keeps its id forever), so a string found here stays valid
      * until destroy. Loops and the backplane thread read it, the main
@@ -349,6 +355,8 @@ void hub_cluster_destroy(struct hub_cluster *c)
 
     if (!c)
         return;
+    hub_ckey_destroy(c->key);
+    c->key = NULL;
     for (op = c->head; op; op = next) {
         next = op->next;
         if (op->dop) {
@@ -873,24 +881,101 @@ static void view_seed_local(struct hub_cluster *c, struct view *v)
     v->based = true;
 }
 
+static uint64_t be64(const unsigned char *p);
+static void key_drop(struct hub_cluster *c, int why, const char *origin,
+                     size_t origin_len, const char *what);
+
+/* 2n lowercase hex digits at s into out[0..n). */
+static bool hex_in(const char *s, size_t n, unsigned char *out)
+{
+    for (size_t i = 0; i < 2 * n; i++) {
+        char h = s[i];
+        int v = h >= '0' && h <= '9' ? h - '0'
+                : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                       : -1;
+
+        if (v < 0)
+            return false;
+        if (i % 2)
+            out[i / 2] = (unsigned char)(out[i / 2] | v);
+        else
+            out[i / 2] = (unsigned char)(v << 4);
+    }
+    return true;
+}
+
+int hub_cluster_member_stamp(struct hub_cluster *c, const char *app_id,
+                             const char *ch, size_t ch_len, const char *uid,
+                             size_t ulen, const char *info, size_t ilen,
+                             char **out)
+{
+    const struct hub_ckey_part parts[5] = {
+        { app_id, strlen(app_id) }, { ch, ch_len }, { "+", 1 },
+        { uid, ulen }, { info, ilen } };
+    unsigned char mac[HUB_CKEY_MAC_LEN];
+    uint64_t ctr, ms;
+    char *s;
+    int n;
+
+    *out = NULL;
+    if (!c->key)
+        return 0;
+    if (hub_ckey_sign(c->key, "mem", parts, 5, &ctr, &ms, mac))
+        return -ENOMEM;
+    s = malloc(1 + 64 + c->node_len + 2);
+    if (!s)
+        return -ENOMEM;
+    n = sprintf(s, "~%016" PRIx64 "%016" PRIx64, ctr, ms);
+    for (size_t i = 0; i < HUB_CKEY_MAC_LEN; i++)
+        n += sprintf(s + n, "%02x", mac[i]);
+    memcpy(s + n, c->node_id, c->node_len);
+    n += (int)c->node_len;
+    s[n++] = '\n';
+    s[n] = '\0';
+    *out = s;
+    return n;
+}
+
+/* A decimal number at *pp (at least one digit, no overflow) into *v; *pp
+ * past it. false when there is none or it overflows. */
+static bool digits(const char **pp, const char *end, uint64_t *v)
+{
+    const char *p = *pp;
+
+    *v = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (*v > (UINT64_MAX - 9) / 10)
+            return false;
+        *v = *v * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == *pp)
+        return false;
+    *pp = p;
+    return true;
+}
+
 int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
                            size_t rlen, const char *data, size_t len)
 {
     size_t plen = strlen(c->prefix);
     const char *p, *end = data + len, *nl, *uid, *info;
     const char *app_s, *ch;
-    size_t app_len, ch_len, ulen, ilen;
-    uint64_t cseq = 0;
-    bool add;
+    size_t app_len, ch_len, ulen, ilen, snode_len = 0;
+    uint64_t cseq = 0, n = 0;
+    const char *snode = NULL;
+    unsigned char sbuf[16], smac[HUB_CKEY_MAC_LEN];
+    bool add, stamped = false;
     int app;
     struct view *v;
 
-    /* "<prefix>:m:<app>:<channel>"; a channel name has no ':'. */
+    /* "<prefix>:m:<app>:<channel>": the app id has no ':' (ids are
+     * restricted at load), so the channel is everything after the first
+     * ':' past it, whatever bytes the channel name holds. */
     if (!rchan || rlen < plen + 3 || memcmp(rchan, c->prefix, plen) ||
         memcmp(rchan + plen, ":m:", 3))
         goto bad;
     app_s = rchan + plen + 3;
-    ch = memrchr(app_s, ':', rlen - plen - 3);
+    ch = memchr(app_s, ':', rlen - plen - 3);
     if (!ch || ch == app_s)
         goto bad;
     app_len = (size_t)(ch - app_s);
@@ -898,24 +983,39 @@ int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
     ch_len = (size_t)(rchan + rlen - ch);
     if (!ch_len || (app = index_of(c, app_s, app_len)) < 0)
         goto bad;
-    /* "<cseq>\n<+|->\n<uid>\n<info>" */
-    for (p = data; p < end && *p >= '0' && *p <= '9'; p++) {
-        if (cseq > (UINT64_MAX - 9) / 10)
+    /* With a cluster key, the joining node's stamp first (hub_cluster_
+     * member_stamp): "~<ctr><time><mac><node>\n", hex. */
+    if (len && data[0] == '~') {
+        if (!c->key || len < 1 + 64 + 2 ||
+            !hex_in(data + 1, 8, sbuf) || !hex_in(data + 17, 8, sbuf + 8) ||
+            !hex_in(data + 33, HUB_CKEY_MAC_LEN, smac))
             goto bad;
-        cseq = cseq * 10 + (uint64_t)(*p - '0');
+        snode = data + 65;
+        nl = memchr(snode, '\n', (size_t)(end - snode));
+        if (!nl || nl == snode)
+            goto bad;
+        snode_len = (size_t)(nl - snode);
+        data = nl + 1;
+        stamped = true;
     }
-    if (p == data || !cseq || end - p < 4 || p[0] != '\n' ||
-        (p[1] != '+' && p[1] != '-') || p[2] != '\n')
+    /* "<cseq>\n<+|-><n>\n<uid><info>": the uid is n bytes, counted and
+     * never delimited, so that a '\n' (or any byte) in it cannot move
+     * where the uid ends (docs/SCALING.md). */
+    p = data;
+    if (!digits(&p, end, &cseq) || !cseq || end - p < 3 || p[0] != '\n' ||
+        (p[1] != '+' && p[1] != '-'))
         goto bad;
     add = p[1] == '+';
-    uid = p + 3;
-    nl = memchr(uid, '\n', (size_t)(end - uid));
-    if (!nl || nl == uid)
+    p += 2;
+    if (!digits(&p, end, &n) || !n || p == end || *p != '\n' ||
+        n > (uint64_t)(end - p - 1))
         goto bad;
-    ulen = (size_t)(nl - uid);
+    uid = p + 1;
+    ulen = (size_t)n;
+    nl = uid + ulen;
     if (memchr(uid, '\0', ulen))
         goto bad;
-    info = nl + 1;
+    info = nl;
     ilen = (size_t)(end - info);
     if (!add && ilen)
         goto bad;
@@ -927,6 +1027,29 @@ int hub_cluster_member_msg(struct hub_cluster *c, const char *rchan,
         if (!jv)
             goto bad;
         json_decref(jv);
+    }
+    if (c->key && (stamped || add)) {
+        /* A member_added must carry a stamp that verifies; a removal
+         * without one is a reaper's or a rejoin sweep's (docs/SCALING.md
+         * lists what the key does not cover). */
+        const struct hub_ckey_part parts[5] = {
+            { app_s, app_len }, { ch, ch_len }, { add ? "+" : "-", 1 },
+            { uid, ulen }, { info, ilen } };
+        int why = -EACCES;
+
+        if (stamped) {
+            enum hub_ckey_verdict vd = hub_ckey_verify(
+                c->key, snode, snode_len, be64(sbuf), be64(sbuf + 8), "mem",
+                parts, 5, smac, true);
+
+            why = vd == HUB_CKEY_OK ? 0 : vd == HUB_CKEY_REPLAY ? -ESTALE
+                                                                : -EACCES;
+        }
+        if (why) {
+            key_drop(c, why, snode, snode_len,
+                     stamped ? "a member event" : "an unsigned member_added");
+            return why;
+        }
     }
     stat_add(&c->stats.member_events, 1);
     pthread_mutex_lock(&c->vmu);
@@ -2287,10 +2410,155 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
         e.data_len = op->f->payload_len;
     }
     n = hub_envelope_size(&e);
-    if (!n || !(out = malloc(n)))
+    if (!n || !(out = malloc(n + (c->key ? HUB_CKEY_TRAILER : 0))))
         return NULL;
     *len = hub_envelope_encode(&e, out, n);
+    if (c->key) {
+        /* The trailer: counter, time, MAC over the whole envelope
+         * (docs/SCALING.md, "The cluster key"). */
+        const struct hub_ckey_part part = { out, n };
+        uint64_t ctr, ms;
+
+        if (hub_ckey_sign(c->key, "env", &part, 1, &ctr, &ms,
+                          out + n + 16)) {
+            free(out);
+            return NULL;
+        }
+        for (int i = 0; i < 8; i++) {
+            out[n + i] = (unsigned char)(ctr >> (56 - 8 * i));
+            out[n + 8 + i] = (unsigned char)(ms >> (56 - 8 * i));
+        }
+        *len = n + HUB_CKEY_TRAILER;
+    }
     return out;
+}
+
+void hub_cluster_set_key(struct hub_cluster *c, struct hub_ckey *key)
+{
+    hub_ckey_destroy(c->key);
+    c->key = key;
+}
+
+bool hub_cluster_has_key(const struct hub_cluster *c)
+{
+    return c->key != NULL;
+}
+
+static uint64_t be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* A dropped message counted, and said at most once per 10 s (with what
+ * was dropped meanwhile): a flood of forgeries costs one line. */
+static void key_drop(struct hub_cluster *c, int why, const char *origin,
+                     size_t origin_len, const char *what)
+{
+    struct timespec ts;
+    uint64_t now;
+
+    if (why == -ESTALE) {
+        stat_add(&c->stats.replays, 1);
+        c->key_log_replays++;
+    } else {
+        stat_add(&c->stats.auth_dropped, 1);
+        c->key_log_forged++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    if (c->key_log_ms && now - c->key_log_ms < 10000)
+        return;
+    c->key_log_ms = now;
+    hub_log(HUB_LOG_WARN, 0,
+            "backplane: dropped %" PRIu64 " messages that do not verify "
+            "with the cluster key and %" PRIu64 " replays (last: %s, "
+            "claiming node %.*s)",
+            c->key_log_forged, c->key_log_replays, what,
+            (int)(origin_len > 64 ? 64 : origin_len), origin ? origin : "");
+    c->key_log_forged = c->key_log_replays = 0;
+}
+
+/* A script's event (kind 5) is not MACed (Redis builds it from its own
+ * state): with a key it is taken only as what the scripts send, a
+ * watchlist_events frame on a user channel, so that a forged one can at
+ * most fake online or offline, never carry another event. */
+static bool script_frame_ok(const struct hub_envelope *e)
+{
+    static const char pre[] = USER_PREFIX;
+    json_t *root = NULL, *inner = NULL, *evs;
+    const char *data;
+    bool ok = false;
+    size_t i;
+    json_t *ev;
+
+    if (e->excl_set || e->channel_len <= sizeof(pre) - 1 ||
+        memcmp(e->channel, pre, sizeof(pre) - 1))
+        return false;
+    root = json_loadb((const char *)e->data, e->data_len, 0, NULL);
+    if (!json_is_object(root) || json_object_size(root) != 2 ||
+        !json_is_string(json_object_get(root, "event")) ||
+        strcmp(json_string_value(json_object_get(root, "event")),
+               "pusher_internal:watchlist_events") ||
+        !(data = json_string_value(json_object_get(root, "data"))))
+        goto out;
+    inner = json_loads(data, 0, NULL);
+    evs = json_object_get(inner, "events");
+    if (!json_is_object(inner) || json_object_size(inner) != 1 ||
+        !json_is_array(evs))
+        goto out;
+    json_array_foreach(evs, i, ev) {
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        json_t *ids = json_object_get(ev, "user_ids"), *id;
+        size_t j;
+
+        if (!json_is_object(ev) || json_object_size(ev) != 2 || !name ||
+            (strcmp(name, "online") && strcmp(name, "offline")) ||
+            !json_is_array(ids))
+            goto out;
+        json_array_foreach(ids, j, id) {
+            if (!json_is_string(id))
+                goto out;
+        }
+    }
+    ok = true;
+out:
+    json_decref(inner);
+    json_decref(root);
+    return ok;
+}
+
+/*
+ * data[0..len) into e, checked against the key when there is one: 0,
+ * -EINVAL (malformed), -EACCES (does not verify, or unsigned), -ESTALE
+ * (a replay; fresh only). Without a key, exactly the envelope.
+ */
+static int open_env(struct hub_cluster *c, struct hub_envelope *e,
+                    const unsigned char *data, size_t len, bool fresh)
+{
+    const struct hub_ckey_part part = { data, len - HUB_CKEY_TRAILER };
+    const unsigned char *t;
+
+    if (!c->key)
+        return hub_envelope_decode(e, data, len);
+    if (!hub_envelope_decode(e, data, len))
+        return e->kind == HUB_ENV_SCRIPT && script_frame_ok(e) ? 0 : -EACCES;
+    if (len <= HUB_CKEY_TRAILER ||
+        hub_envelope_decode(e, data, len - HUB_CKEY_TRAILER))
+        return -EINVAL;
+    t = data + len - HUB_CKEY_TRAILER;
+    switch (hub_ckey_verify(c->key, e->origin, e->origin_len, be64(t),
+                            be64(t + 8), "env", &part, 1, t + 16, fresh)) {
+    case HUB_CKEY_OK:
+        return 0;
+    case HUB_CKEY_REPLAY:
+        return -ESTALE;
+    default:
+        return -EACCES;
+    }
 }
 
 void hub_cluster_rx_fini(struct hub_cluster_rx *rx)
@@ -2370,10 +2638,14 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
                         const void *data, size_t len)
 {
     struct hub_envelope e;
-    int app = -1;
+    int app = -1, rc = open_env(c, &e, data, len, true);
 
-    if (hub_envelope_decode(&e, data, len) ||
-        !rchan_matches(c, rchan, rchan_len, &e) ||
+    if (rc == -EACCES || rc == -ESTALE) {
+        key_drop(c, rc, e.origin, e.origin_len,
+                 rc == -ESTALE ? "a replayed envelope" : "an envelope");
+        return rc;
+    }
+    if (rc || !rchan_matches(c, rchan, rchan_len, &e) ||
         (app = index_of(c, e.app, e.app_len)) < 0) {
         stat_add(&c->stats.bad, 1);
         return -EINVAL;
@@ -2419,19 +2691,19 @@ static void deliver(struct hub_cluster *c, unsigned app,
 
     if (e.kind == HUB_ENV_TERMINATE) {
         size_t plen = sizeof(USER_PREFIX) - 1;
-        char uid[HUB_ENV_MAX_CHANNEL + 1];
+        char *uid;
 
-        if (e.channel_len <= plen || memcmp(e.channel, USER_PREFIX, plen)) {
+        if (e.channel_len <= plen || memcmp(e.channel, USER_PREFIX, plen) ||
+            memchr(e.channel + plen, '\0', e.channel_len - plen)) {
             stat_add(&c->stats.bad, 1);
             return;
         }
-        memcpy(uid, e.channel + plen, e.channel_len - plen);
-        uid[e.channel_len - plen] = '\0';
-        if (strlen(uid) != e.channel_len - plen) {
-            stat_add(&c->stats.bad, 1);
-            return;
-        }
-        hub_fanout_terminate(c->hub, NULL, app, uid);
+        /* On the heap: a user id may be as long as the envelope's
+         * channel (64 KiB), too much for this thread's stack. */
+        uid = dup_n(e.channel + plen, e.channel_len - plen);
+        if (uid)
+            hub_fanout_terminate(c->hub, NULL, app, uid);
+        free(uid);
         return;
     }
     if (e.kind == HUB_ENV_COUNT) {
@@ -2498,15 +2770,22 @@ int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
 {
     struct hub_envelope e;
     const struct hub_app *app;
-    int rc = 0;
+    int rc = open_env(c, &e, data, len, false);
 
-    if (hub_envelope_decode(&e, data, len) || e.kind != HUB_ENV_CACHE ||
+    /* Stored state: the MAC is checked, not its age (a cache entry may
+     * be older than the window; its PTTL bounds it). */
+    if (rc == -EACCES) {
+        key_drop(c, rc, e.origin, e.origin_len, "a cache entry");
+        return -EINVAL;
+    }
+    if (rc || e.kind != HUB_ENV_CACHE ||
         !hub_channel_is_cache(e.channel, e.channel_len) ||
         !key_matches(c, key, key_len, &e) ||
         !(app = hub_app_find_by_id(c->apps, c->n_apps, e.app, e.app_len))) {
         stat_add(&c->stats.bad, 1);
         return -EINVAL;
     }
+    rc = 0;
     if (!pttl_ms || !c->hub)
         return 0;
     /* This node's own entries too: with a fixed --node-id, a restarted

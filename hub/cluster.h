@@ -201,6 +201,27 @@ unsigned hub_cluster_wh_max(const struct hub_cluster *c);
 bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms);
 
+/*
+ * The cluster key (hub/ckey.h; owned from now on, NULL: none): envelopes
+ * this node encodes carry its MAC, and what arrives must verify
+ * (docs/SCALING.md, "The cluster key"). Before the backplane thread
+ * starts.
+ */
+struct hub_ckey;
+void hub_cluster_set_key(struct hub_cluster *c, struct hub_ckey *key);
+bool hub_cluster_has_key(const struct hub_cluster *c);
+/*
+ * The stamp a join script puts before the member_added it may publish
+ * for (app, channel, uid, info): "~<ctr><time><mac><node>\n" (hex), in
+ * *out (owned, NUL-terminated). Its length; 0 (*out NULL) without a key;
+ * -ENOMEM. Backplane thread, when the script call is sent (its counter
+ * must be above every envelope sent before it).
+ */
+int hub_cluster_member_stamp(struct hub_cluster *c, const char *app_id,
+                             const char *ch, size_t ch_len, const char *uid,
+                             size_t ulen, const char *info, size_t ilen,
+                             char **out);
+
 /* Backplane thread: every queued op in order (NULL when none). */
 struct hub_cluster_op *hub_cluster_take(struct hub_cluster *c);
 void hub_cluster_op_free(struct hub_cluster_op *op);
@@ -340,7 +361,8 @@ void hub_cluster_dir_cancel(struct hub_cluster *c,
 
 /*
  * A message on a member-event channel "<prefix>:m:<app>:<channel>":
- * "<cseq>\n+\n<uid>\n<user_info>" or "<cseq>\n-\n<uid>\n". Applied to the
+ * "<cseq>\n+<n>\n<uid><user_info>" or "<cseq>\n-<n>\n<uid>" (n the uid's
+ * length in bytes: counted, so that any byte may be in it). Applied to the
  * channel's view (events older than the view ignored, holes counted in
  * member_gaps; a change delivered to local subscribers). 0, 1 when
  * ignored (old, or no local subscriber), -EINVAL when malformed (counted

@@ -22,7 +22,7 @@
  *   u64 epoch         the origin's run (changes on restart or seq reset)
  *   u64 seq           per (origin, epoch, channel), from 1
  *   u16 app_len       then the app id bytes (1..255)
- *   u16 chan_len      then the channel name bytes (1..1024)
+ *   u16 chan_len      then the channel name bytes (1..65535)
  *   u64 excl_hi, u32 excl_lo   the excluded socket id ("hi.lo")
  *   u64 member_seq    the origin's member_seq (0 = none)
  *   u32 data_len      then data_len payload bytes (kinds 1, 3); 0 (2, 4)
@@ -47,7 +47,9 @@
 
 #define HUB_ENV_MAX_ORIGIN 255
 #define HUB_ENV_MAX_APP 255
-#define HUB_ENV_MAX_CHANNEL 1024
+/* A user's channel "#server-to-user-<id>" carries the user id, whose bound
+ * is the app's max_user_id_len: the channel may use all of its u16. */
+#define HUB_ENV_MAX_CHANNEL 65535
 #define HUB_ENV_MAX_DATA (16u * 1024 * 1024)
 #define HUB_ENV_MAX_TTL (24u * 3600 * 1000)
 

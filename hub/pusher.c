@@ -122,6 +122,16 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
         return;
     }
     ud = json_loadb(m->user_data, m->user_data_len, 0, NULL);
+    if (!ud && (ud = json_loadb(m->user_data, m->user_data_len,
+                                JSON_ALLOW_NUL, NULL))) {
+        /* Valid JSON but for a \u0000: said plainly. A user id is a C
+         * string here and a key in Redis; a NUL is refused, not carried. */
+        json_decref(ud);
+        hub_session_send_error(s, 4009,
+                               "user_data must not contain \\u0000 (NUL)",
+                               true);
+        return;
+    }
     id = json_string_value(json_object_get(ud, "id"));
     if (!json_is_object(ud) || !id || !*id ||
         strlen(id) != json_string_length(json_object_get(ud, "id")) ||

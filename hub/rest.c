@@ -1078,24 +1078,39 @@ static struct hub_rest_wait *dispatch(struct hub_loop *l,
     }
     if (strncmp(res, "users/", 6) == 0) {
         const char *uid = res + 6, *slash = strchr(uid, '/');
-        char user[256];
+        /* As long as the app's max_user_id_len allows: decoding never
+         * lengthens, so the encoded length bounds it (the request's
+         * path, bounded by the HTTP layer). */
+        char *user = slash ? malloc((size_t)(slash - uid) + 1) : NULL;
+        int trc;
 
         if (!slash || strcmp(slash, "/terminate_connections") != 0) {
+            free(user);
             reply_error(out, 404, "not found");
             return NULL;
         }
         if (!is_post) {
+            free(user);
             reply_error(out, 405, "use POST");
             return NULL;
         }
-        if (slash == uid || (size_t)(slash - uid) >= sizeof(user) ||
-            hub_query_decode(user, sizeof(user), uid,
+        if (!user) {
+            reply_error(out, 500, "out of memory");
+            return NULL;
+        }
+        /* A %00 is refused by the decoder: a NUL would cut the id short
+         * and terminate another user. */
+        if (slash == uid ||
+            hub_query_decode(user, (size_t)(slash - uid) + 1, uid,
                              (size_t)(slash - uid)) ||
             !*user || strlen(user) > app->max_user_id_len) {
+            free(user);
             reply_error(out, 400, "bad user id");
             return NULL;
         }
-        if (hub_terminate_user(l->hub, l, app->index, user)) {
+        trc = hub_terminate_user(l->hub, l, app->index, user);
+        free(user);
+        if (trc) {
             reply_error(out, 500, "out of memory");
             return NULL;
         }

@@ -246,6 +246,12 @@
       "Redis's per-user sequence of watchlist events).")                     \
     X(bad, counter, "bad", "backplane_bad_total",                             \
       "Messages from Redis that were not a valid envelope (dropped).")        \
+    X(auth_dropped, counter, "auth_dropped", "backplane_auth_dropped_total",  \
+      "Messages from Redis dropped because they do not verify with the "     \
+      "cluster key (forged, unsigned, or another key).")                     \
+    X(replays, counter, "replays", "backplane_replays_total",                 \
+      "Messages from Redis that verify but were dropped as replays (a "      \
+      "counter already seen from that node, or older than --node-lease).")   \
     X(channels, gauge, "channels", "backplane_channels",                      \
       "Redis channels this node is subscribed to (channels with local "       \
       "subscribers).")                                                        \

@@ -218,6 +218,13 @@ static int parse_channel_data(const struct hub_app *app, const char *cd,
     int rc = -EINVAL;
 
     *user_id = *user_info = NULL;
+    if (!root && (root = json_loadb(cd, cd_len, JSON_ALLOW_NUL, NULL))) {
+        /* Valid JSON but for a \u0000: said plainly. Ids and user_info
+         * are C strings here and keys and fields in Redis; a NUL in them
+         * is refused, not carried (docs/PROTOCOL.md). */
+        *why = "channel_data must not contain \\u0000 (NUL)";
+        goto out;
+    }
     if (!root || !json_is_object(root)) {
         *why = "channel_data must be a JSON object";
         goto out;

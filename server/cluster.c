@@ -15,7 +15,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "hub/backplane.h"
+#include "hub/ckey.h"
 #include "hub/cluster.h"
 #include "server/redis.h"
 #include "server/redis_lease.h"
@@ -92,6 +95,37 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
     srv->cluster = hub_cluster_create(&cc);
     if (!srv->cluster)
         goto fail;
+    if (cfg->cluster_key_file) {
+        /* Read once, at start (docs/SCALING.md: a rotation restarts the
+         * nodes one by one, each accepting both keys). */
+        char *k1 = NULL, *k2 = NULL;
+        size_t l1 = 0, l2 = 0;
+        struct hub_ckey *key = NULL;
+
+        if (!hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2,
+                                err, sizeof(err)))
+            key = hub_ckey_create(k1, l1, k2, l2, cfg->redis_prefix,
+                                  srv->node_id,
+                                  cfg->node_lease_ms ? cfg->node_lease_ms
+                                                     : 3000);
+        else
+            srv_log(HUB_LOG_ERR, 0, "--cluster-key-file: %s", err);
+        if (k1)
+            OPENSSL_cleanse(k1, l1);
+        if (k2)
+            OPENSSL_cleanse(k2, l2);
+        free(k1);
+        free(k2);
+        if (!key) {
+            hub_cluster_destroy(srv->cluster);
+            goto fail;
+        }
+        hub_cluster_set_key(srv->cluster, key);
+        srv_log(HUB_LOG_INFO, 0,
+                "backplane: cluster key loaded (%d key%s); every envelope "
+                "is MACed and checked",
+                l2 ? 2 : 1, l2 ? "s, signing with the first" : "");
+    }
     hub_cluster_backplane(srv->cluster, &bp);
     h = hub_create_with(&srv->hcfg, hub_clock_monotonic(), &bp);
     if (!h) {

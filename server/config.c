@@ -20,6 +20,7 @@
  * Thread: main thread only, before any loop starts.
  */
 #include "server/config.h"
+#include "hub/ckey.h"
 #include "hub/webhook.h"
 #include "server/redis_url.h"
 #include "server/secret.h"
@@ -34,6 +35,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #ifndef LUBDUB_WEB_ROOT
 #define SRV_WEB_ROOT_DEFAULT "web"
@@ -316,6 +319,13 @@ static const struct srv_option_desc srv_options[] = {
      "used instead of one in --redis; read again on SIGHUP, used from the "
      "next reconnect.",
      NULL, 0, 0, 0, SRV_CFG(redis_password_file)},
+    /* Cluster key (hub/ckey.h, docs/SCALING.md "The cluster key"). */
+    {"cluster_key_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "File of the cluster key (one line; two during a rotation: sign with "
+     "the first, accept either); the same on every node. Unset: nothing "
+     "is MACed. Read at start.",
+     NULL, 0, 0, 0, SRV_CFG(cluster_key_file)},
     {"config", SRV_OPT_STRING, SRV_SRC_FLAG | SRV_SRC_ENV, SRV_OPTF_NULLABLE,
      NULL, "FILE",
      "JSON file read before the environment and the flags.",
@@ -1741,6 +1751,24 @@ static int srv__validate_cluster(const struct srv_config *cfg, char *err,
                  "%s: 1 to 64 characters of A-Z a-z 0-9 . _ - :",
                  srv__flag("redis_prefix", a, sizeof(a)));
         return -EINVAL;
+    }
+    if (cfg->cluster_key_file) {
+        /* Read now too, so that --check-config and the start refuse a
+         * bad file with one line (server/cluster.c reads it again). */
+        char *k1, *k2, kwhy[256];
+        size_t l1, l2;
+
+        if (hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2,
+                               kwhy, sizeof(kwhy))) {
+            srv_config_err(err, errlen, "%s: %s",
+                     srv__flag("cluster_key_file", a, sizeof(a)), kwhy);
+            return -EINVAL;
+        }
+        OPENSSL_cleanse(k1, l1);
+        if (k2)
+            OPENSSL_cleanse(k2, l2);
+        free(k1);
+        free(k2);
     }
     return 0;
 }

@@ -115,6 +115,7 @@ struct srv_config {
     uint64_t node_lease_ms;    /* --node-lease, 1s..60s, default 3s */
     char *redis_password_file; /* overrides the password in --redis */
     char *redis_password;      /* read from it; NULL = the URL's (if any) */
+    char *cluster_key_file;    /* --cluster-key-file; NULL = no key */
 
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */

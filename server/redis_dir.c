@@ -91,6 +91,7 @@ struct call {
     char **argv;
     size_t *argvlen;
     bool retried, oom;
+    int stamp_arg;                 /* JOIN: the stamp's argv index, 0 none */
 };
 
 static void stat_add(uint64_t *v, uint64_t n)
@@ -337,6 +338,31 @@ static void call_send(struct call *k)
     }
     k->argvlen[0] = strlen(k->argv[0]);
     k->argvlen[1] = strlen(k->argv[1]);
+    if (k->stamp_arg && k->dop) {
+        /* Stamped now, not when built: its counter must be above every
+         * envelope this node sent before the call (a parked join waited,
+         * a NOSCRIPT retry comes later). */
+        struct hub_cluster_dirop *dop = k->dop;
+        char *st = NULL;
+        int n = hub_cluster_member_stamp(d->c, dop->app_id, dop->name,
+                                         dop->len, dop->uid,
+                                         strlen(dop->uid), dop->info,
+                                         strlen(dop->info), &st);
+
+        if (n < 0) {
+            k->oom = true;
+            call_failed(k);
+            return;
+        }
+        free(k->argv[k->stamp_arg]);
+        k->argv[k->stamp_arg] = st ? st : strdup("");
+        k->argvlen[k->stamp_arg] = st ? (size_t)n : 0;
+        if (!k->argv[k->stamp_arg]) {
+            k->oom = true;
+            call_failed(k);
+            return;
+        }
+    }
     if (redisAsyncCommandArgv(cmd, call_cb, k, k->argc,
                               (const char **)k->argv, k->argvlen) !=
         REDIS_OK) {
@@ -755,6 +781,8 @@ static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         arg(k, dop->info);
         arg_field(k, dop->app_id, dop->name, dop->len, dop->uid);
         key_chan(k, "m", dop->app_id, dop->name, dop->len);
+        k->stamp_arg = k->argc;
+        arg(k, ""); /* the stamp, made by call_send() */
     }
     if (wh)
         wh_args(d, k, delay);
@@ -1142,9 +1170,25 @@ static void share_member(void *ctx, unsigned app, const char *name,
 
     if (!id)
         return;
+    char *st = NULL;
+    int n;
+
     arg_field(sh->mem, id, name, len, uid);
     argf(sh->mem, "%u", (unsigned)conns);
     arg(sh->mem, info ? info : "");
+    /* The stamp of the member_added the chunk may publish: made now, the
+     * chunks go out right after the snapshot, before anything else of
+     * this node (a NOSCRIPT retry may come after a later envelope: its
+     * events are then dropped as replays, and the views' refresh after
+     * the REJOIN brings the member anyway). */
+    n = hub_cluster_member_stamp(sh->d->c, id, name, len, uid, strlen(uid),
+                                 info ? info : "", info ? strlen(info) : 0,
+                                 &st);
+    if (n < 0)
+        sh->mem->oom = true;
+    else
+        arg_n(sh->mem, st ? st : "", st ? (size_t)n : 0);
+    free(st);
     sh->n_m++;
 }
 
@@ -1390,7 +1434,7 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
         for (long long i = 2 * is; i < 2 * (is + ns); i++)
             arg_n(k, sh.subs->argv[i], sh.subs->argvlen[i]);
         argf(k, "%lld", nm);
-        for (long long i = 3 * im; i < 3 * (im + nm); i++)
+        for (long long i = 4 * im; i < 4 * (im + nm); i++)
             arg_n(k, sh.mem->argv[i], sh.mem->argvlen[i]);
         is += ns;
         im += nm;

@@ -14,7 +14,7 @@
  * token, its ni hash and nc fields dropped, SREM nodes). The winner then
  * runs the reap script on the token, at most 1000 fields a call, until
  * it is empty: subtract from gs/gm (HDEL at 0), HDEL gi, HINCRBY gq and
- * PUBLISH "<cseq>\n-\n<uid>\n" for users gone everywhere, and reports the
+ * PUBLISH "<cseq>\n-<n>\n<uid>" for users gone everywhere, and reports the
  * member_removed / channel_vacated edges through the directory's edge hook
  * (hub_cluster_report_edge), once.
  *

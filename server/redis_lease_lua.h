@@ -187,7 +187,7 @@ static const char lease_lua_reap[] =
     "      redis.call('HDEL', p .. ':gi:' .. a .. ':' .. c, u) "
     "      local cs = redis.call('HINCRBY', p .. ':gq:' .. a, c, 1) "
     "      redis.call('PUBLISH', p .. ':m:' .. a .. ':' .. c, "
-    "                 cs .. '\\n-\\n' .. u .. '\\n') "
+    "                 cs .. '\\n-' .. #u .. '\\n' .. u) "
     "      wh_close(a, 'member_removed', c, u) "
     "      edges[#edges + 1] = 'r'; edges[#edges + 1] = a "
     "      edges[#edges + 1] = c; edges[#edges + 1] = u "

@@ -14,8 +14,10 @@
  *   P:gi:<app>:<ch> HASH uid -> user_info
  *   P:gq:<app>   HASH ch -> the channel's member sequence
  *   P:rjtok:<node> STRING the reap token of a REJOIN in progress
- * Member events: PUBLISH P:m:<app>:<ch> "<cseq>\n+\n<uid>\n<info>" or
- * "<cseq>\n-\n<uid>\n". Every count reaching 0 is HDELed.
+ * Member events: PUBLISH P:m:<app>:<ch> "<cseq>\n+<n>\n<uid><info>" or
+ * "<cseq>\n-<n>\n<uid>", n the uid's length in bytes (decimal): a uid may
+ * hold any byte but NUL ('\n' and 0x1f included), so it is counted, never
+ * delimited. Every count reaching 0 is HDELed.
  */
 #ifndef SRV_REDIS_SCRIPTS_H
 #define SRV_REDIS_SCRIPTS_H
@@ -86,7 +88,8 @@ enum srv_script {
     "end\n"
 
 /* KEYS ns nm ni gs gm gi gq [wh whd whn]; ARGV fs ch max [uid info fm
- * mchan] [delay bound].
+ * mchan stamp] [delay bound]. stamp ("" without a cluster key) goes
+ * before the member_added it publishes (hub_cluster_member_stamp).
  * {-1,0,0} when the presence channel already has max (> 0) members and
  * uid is not one; else {chan_first, member_first, cseq, uid, info, ...}
  * (presence: the member list after the join). */
@@ -113,8 +116,8 @@ enum srv_script {
     "  mf = 1; wh_open('member_added', ch, uid)\n"                           \
     "  redis.call('HSET', KEYS[6], uid, info)\n"                             \
     "  cseq = redis.call('HINCRBY', KEYS[7], ch, 1)\n"                       \
-    "  redis.call('PUBLISH', ARGV[7], cseq .. '\\n+\\n' .. uid .. '\\n' ..\n"  \
-    "             info)\n"                                                   \
+    "  redis.call('PUBLISH', ARGV[7], (ARGV[8] or '') .. cseq .. '\\n+' ..\n"\
+    "             #uid .. '\\n' .. uid .. info)\n"                           \
     "else\n"                                                                 \
     "  cseq = tonumber(redis.call('HGET', KEYS[7], ch) or '0')\n"            \
     "end\n"                                                                  \
@@ -153,8 +156,8 @@ enum srv_script {
     "        redis.call('HDEL', KEYS[6], uid)\n"                             \
     "        ml = 1; wh_close('member_removed', ch, uid)\n"                  \
     "        cseq = redis.call('HINCRBY', KEYS[7], ch, 1)\n"                 \
-    "        redis.call('PUBLISH', ARGV[5], cseq .. '\\n-\\n' .. uid ..\n"     \
-    "                   '\\n')\n"                                             \
+    "        redis.call('PUBLISH', ARGV[5], cseq .. '\\n-' .. #uid ..\n"     \
+    "                   '\\n' .. uid)\n"                                      \
     "      end\n"                                                            \
     "    end\n"                                                              \
     "  end\n"                                                                \
@@ -192,7 +195,8 @@ enum srv_script {
     "return r\n"
 
 /* One chunk of a REJOIN: ARGV P node first(0|1) n_s (fs count)*n_s n_m
- * (fm conns info)*n_m, at most SRV_REJOIN_CHUNK fields in all. The first
+ * (fm conns info stamp)*n_m, at most SRV_REJOIN_CHUNK fields in all (stamp:
+ * as JOIN's, before a member_added). The first
  * chunk moves the node's old share (ns, nm) aside under a reap token
  * (P:rp:<tok>:ns|nm, listed in P:reaping, locked by P:reap:<tok> for this
  * node, named in P:rjtok:<node>) and drops ni; every chunk then takes its
@@ -267,7 +271,8 @@ enum srv_script {
     "for k = 1, n do\n"                                                      \
     "  local f, want, info = ARGV[i], tonumber(ARGV[i + 1]) or 0,\n"         \
     "                        ARGV[i + 2]\n"                                  \
-    "  i = i + 3\n"                                                          \
+    "  local stamp = ARGV[i + 3]\n"                                          \
+    "  i = i + 4\n"                                                          \
     "  local h = had(omh, nm, f)\n"                                           \
     "  local app, ch, uid = cut(f)\n"                                        \
     "  if app and ch and uid and want ~= h then\n"                           \
@@ -280,12 +285,12 @@ enum srv_script {
     "    if before > 0 and g <= 0 then\n"                                    \
     "      redis.call('HDEL', gi, uid)\n"                                    \
     "      local s = redis.call('HINCRBY', P..':gq:'..app, ch, 1)\n"         \
-    "      redis.call('PUBLISH', mchan, s..'\\n-\\n'..uid..'\\n')\n"            \
+    "      redis.call('PUBLISH', mchan, s..'\\n-'..#uid..'\\n'..uid)\n"            \
     "      removed = removed + 1\n"                                          \
     "    elseif before <= 0 and g > 0 then\n"                                \
     "      redis.call('HSET', gi, uid, info)\n"                              \
     "      local s = redis.call('HINCRBY', P..':gq:'..app, ch, 1)\n"         \
-    "      redis.call('PUBLISH', mchan, s..'\\n+\\n'..uid..'\\n'..info)\n"      \
+    "      redis.call('PUBLISH', mchan, stamp..s..'\\n+'..#uid..'\\n'..uid..info)\n"      \
     "      added = added + 1\n"                                              \
     "    end\n"                                                              \
     "  end\n"                                                                \
@@ -341,7 +346,7 @@ enum srv_script {
     "    if before > 0 and before <= n then\n"                               \
     "      redis.call('HDEL', P..':gi:'..a..':'..c, u)\n"                    \
     "      local cs = redis.call('HINCRBY', P..':gq:'..a, c, 1)\n"           \
-    "      redis.call('PUBLISH', P..':m:'..a..':'..c, cs..'\\n-\\n'..u..'\\n')\n"\
+    "      redis.call('PUBLISH', P..':m:'..a..':'..c, cs..'\\n-'..#u..'\\n'..u)\n"\
     "      removed = removed + 1\n"                                          \
     "    end\n"                                                              \
     "  end\n"                                                                \

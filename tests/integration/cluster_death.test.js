@@ -186,7 +186,7 @@ test('node lease and reaper', async (t) => {
     // One member event, for the user gone everywhere, numbered by gq.
     await waitFor(() => sub.msgs.length >= 1, 'member event');
     const cseq = await redis.cli('HGET', `${P}:gq:${a}`, 'presence-ghost');
-    assert.deepEqual(sub.msgs, [{ channel: `${P}:m:${a}:presence-ghost`, data: `${cseq}\n-\ng1\n` }]);
+    assert.deepEqual(sub.msgs, [{ channel: `${P}:m:${a}:presence-ghost`, data: `${cseq}\n-2\ng1` }]);
     // Exactly one node reaped it.
     await waitFor(async () => (await reapedSum(nodes)) === before + 1, 'one reaped count');
     // The count is bumped before the log line is written, and the line

@@ -1134,19 +1134,19 @@ static void test_cluster_views(void **state)
     (void)state;
     /* Before the first list, events wait; the list at cseq 2 then the
      * waiting event 3 (event 2 is in the list already). */
-    assert_int_equal(msg(c, "presence-v", "2\n+\nb\n{}"), 0);
-    assert_int_equal(msg(c, "presence-v", "3\n+\nd\n"), 0);
+    assert_int_equal(msg(c, "presence-v", "2\n+1\nb{}"), 0);
+    assert_int_equal(msg(c, "presence-v", "3\n+1\nd"), 0);
     hub_cluster_view_refresh(c, 0, "presence-v", 10, 2, l1, 3);
     assert_view(c, "presence-v", IDS("\"a\",\"b\",\"d\"]"), 3);
     /* Old events are ignored, a hole is counted. */
-    assert_int_equal(msg(c, "presence-v", "3\n-\nd\n"), 0);
+    assert_int_equal(msg(c, "presence-v", "3\n-1\nd"), 0);
     assert_view(c, "presence-v", IDS("\"a\",\"b\",\"d\"]"), 3);
-    assert_int_equal(msg(c, "presence-v", "6\n-\nd\n"), 0);
+    assert_int_equal(msg(c, "presence-v", "6\n-1\nd"), 0);
     assert_int_equal(st->member_gaps, 2);
     assert_view(c, "presence-v", IDS("\"a\",\"b\"]"), 6);
     /* A removal of someone absent and a second add change nothing. */
-    assert_int_equal(msg(c, "presence-v", "7\n-\nzz\n"), 0);
-    assert_int_equal(msg(c, "presence-v", "8\n+\na\n"), 0);
+    assert_int_equal(msg(c, "presence-v", "7\n-2\nzz"), 0);
+    assert_int_equal(msg(c, "presence-v", "8\n+1\na"), 0);
     assert_view(c, "presence-v", IDS("\"a\",\"b\"]"), 8);
     /* An older list is ignored; a newer one replaces the view. */
     hub_cluster_view_refresh(c, 0, "presence-v", 10, 5, l2, 2);
@@ -1156,7 +1156,7 @@ static void test_cluster_views(void **state)
     /* After a reconnect (Redis may have restarted): the next list is
      * taken whatever its cseq; events wait for it. */
     hub_cluster_views_stale(c);
-    assert_int_equal(msg(c, "presence-v", "2\n+\nq\n"), 0);
+    assert_int_equal(msg(c, "presence-v", "2\n+1\nq"), 0);
     assert_view(c, "presence-v", IDS("\"a\",\"c\"]"), 9);
     hub_cluster_view_refresh(c, 0, "presence-v", 10, 1, l3, 1);
     assert_view(c, "presence-v", IDS("\"q\",\"x\"]"), 2);
@@ -1197,7 +1197,7 @@ static void test_cluster_views_seeded_after_down(void **state)
     assert_view(c, "presence-d", IDS("\"u1\"]"), 0);
     /* A member event waits for the list; the list brings the remote
      * member and the event after it. */
-    assert_int_equal(msg(c, "presence-d", "5\n+\nr3\n"), 0);
+    assert_int_equal(msg(c, "presence-d", "5\n+2\nr3"), 0);
     assert_view(c, "presence-d", IDS("\"u1\"]"), 0);
     hub_cluster_view_refresh(c, 0, "presence-d", 10, 4, l1, 2);
     assert_view(c, "presence-d", IDS("\"r2\",\"r3\",\"u1\"]"), 5);
@@ -1218,10 +1218,12 @@ static void test_cluster_member_msg_hostile(void **state)
     struct hub_cluster *c = cluster("n1");
     struct hub_backplane_stats *st = hub_cluster_stats(c);
     static const char *const bad[] = {
-        "", "\n+\nu\n", "0\n+\nu\n", "1\n*\nu\n", "1\n+\n\n", "1\n+\nu",
-        "1\n-\nu\nextra", "1\n+\nu\n{bad", "1+\nu\n", "x1\n+\nu\n",
-        "99999999999999999999999\n+\nu\n", "1\n+\nu\n\"unterminated",
-        "1\n\n", "1",
+        "", "\n+1\nu", "0\n+1\nu", "1\n*1\nu", "1\n+0\n", "1\n+2\nu",
+        "1\n-1\nuextra", "1\n+1\nu{bad", "1+1\nu", "x1\n+1\nu",
+        "99999999999999999999999\n+1\nu", "1\n+1\nu\"unterminated",
+        "1\n\n", "1", "1\n+\nu\n", "1\n-\nu\n", "1\n+1u",
+        "1\n+99999999999999999999999\nu", "1\n+18446744073709551615\nu",
+        "1\n-1\nu\n",
     };
     static const char *const bad_chan[] = {
         "pfx:x:app-id:c", "pfx:m:unknown:c", "pfx:m:app-id:", "pfx:m:",
@@ -1238,12 +1240,12 @@ static void test_cluster_member_msg_hostile(void **state)
     assert_int_equal(st->bad, sizeof(bad) / sizeof(bad[0]));
     /* A NUL inside the uid. */
     assert_int_equal(hub_cluster_member_msg(c, "pfx:m:app-id:c", 14,
-                                            "1\n+\nu\0v\n", 8), -EINVAL);
+                                            "1\n+3\nu\0v", 8), -EINVAL);
     for (size_t i = 0; i < sizeof(bad_chan) / sizeof(bad_chan[0]); i++)
         assert_int_equal(hub_cluster_member_msg(c, bad_chan[i],
                                                 strlen(bad_chan[i]),
-                                                "1\n+\nu\n", 6), -EINVAL);
-    assert_int_equal(hub_cluster_member_msg(c, NULL, 0, "1\n+\nu\n", 6),
+                                                "1\n+1\nu", 6), -EINVAL);
+    assert_int_equal(hub_cluster_member_msg(c, NULL, 0, "1\n+1\nu", 6),
                      -EINVAL);
     bads = st->bad;
     /* Random bytes: refused or applied, never read out of bounds (ASan). */
@@ -1260,7 +1262,42 @@ static void test_cluster_member_msg_hostile(void **state)
     }
     assert_true(st->bad > bads);
     /* A good one still works. */
-    assert_int_equal(msg(c, "presence-h", "1\n+\nu\n{\"n\":1}"), 0);
+    assert_int_equal(msg(c, "presence-h", "1\n+1\nu{\"n\":1}"), 0);
+    hub_cluster_destroy(c);
+}
+
+/* A uid is counted, not delimited: a '\n', 0x1f, ':' or a '+' line inside
+ * it stays in it, and a uid that is a prefix of another is another
+ * member. (docs/SCALING.md: peer strings never break an encoding.) */
+static void test_cluster_member_msg_odd_uids(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane_stats *st = hub_cluster_stats(c);
+    const struct hub_cluster_member l0[1] = { { "a", "", 1, 0 } };
+    static const char m1[] = "1\n+8\na\n2\n+1\nb{\"x\":1}";
+    static const char m2[] = "2\n+4\na\x1f:b";
+    static const char m3[] = "3\n-8\na\n2\n+1\nb";
+    char *j;
+
+    (void)state;
+    hub_cluster_view_refresh(c, 0, "presence-o", 10, 0, l0, 1);
+    /* uid "a\n2\n+1\nb" (what the old format would have split into a
+     * second event for "b"), info {"x":1}. */
+    assert_int_equal(hub_cluster_member_msg(c, "pfx:m:app-id:presence-o", 23,
+                                            m1, sizeof(m1) - 1), 0);
+    assert_int_equal(hub_cluster_member_msg(c, "pfx:m:app-id:presence-o", 23,
+                                            m2, sizeof(m2) - 1), 0);
+    j = vjson(c, "presence-o", NULL);
+    assert_non_null(j);
+    assert_string_equal(j, "{\"presence\":{\"ids\":[\"a\",\"a\\n2\\n+1\\nb\","
+                           "\"a\\u001F:b\"],\"hash\":{\"a\":{},"
+                           "\"a\\n2\\n+1\\nb\":{\"x\":1},\"a\\u001F:b\":{}},"
+                           "\"count\":3}}");
+    free(j);
+    assert_int_equal(hub_cluster_member_msg(c, "pfx:m:app-id:presence-o", 23,
+                                            m3, sizeof(m3) - 1), 0);
+    assert_view(c, "presence-o", IDS("\"a\",\"a\\u001F:b\"]"), 3);
+    assert_int_equal(st->bad, 0);
     hub_cluster_destroy(c);
 }
 
@@ -1308,6 +1345,7 @@ int main(void)
         cmocka_unit_test(test_cluster_views),
         cmocka_unit_test(test_cluster_views_seeded_after_down),
         cmocka_unit_test(test_cluster_member_msg_hostile),
+        cmocka_unit_test(test_cluster_member_msg_odd_uids),
         cmocka_unit_test(test_cluster_app_registry),
     };
 

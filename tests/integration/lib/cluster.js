@@ -124,9 +124,13 @@ function adopt(t, hub, id, victim) {
 
 // A two-loop node with the given --node-id and a short drain; extra: more
 // flags. opts.victim: the test kills it or checks its exit itself.
+// LUBDUB_TEST_CLUSTER_KEY_FILE: every such node also gets that
+// --cluster-key-file (to run the cluster tests with a cluster key).
 async function startNode(t, redisUrl, id, extra = [], { victim = false } = {}) {
+  const keyed = process.env.LUBDUB_TEST_CLUSTER_KEY_FILE && !extra.includes('--cluster-key-file')
+    ? ['--cluster-key-file', process.env.LUBDUB_TEST_CLUSTER_KEY_FILE] : [];
   const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redisUrl, '--node-id', id, ...extra]);
+    '--redis', redisUrl, '--node-id', id, ...keyed, ...extra]);
   return adopt(t, hub, id, victim);
 }
 
