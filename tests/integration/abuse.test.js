@@ -117,17 +117,19 @@ async function setup(t, extra = []) {
   return { hub, healthy, raws, healthyGets };
 }
 
-// While fn floods, sample the hub's queued bytes; return the maximum.
+// While busy floods, sample the hub's queued bytes and RSS; the maxima.
 async function watchQueue(hub, busy) {
   let max = 0;
+  let rss = 0;
   let done = false;
   busy.finally(() => { done = true; });
   while (!done) {
     const st = await hub.stats();
     max = Math.max(max, st.totals.queued_bytes);
+    rss = Math.max(rss, rssKiB(hub.pid));
   }
   const st = await hub.stats();
-  return Math.max(max, st.totals.queued_bytes);
+  return { maxQueued: Math.max(max, st.totals.queued_bytes), rssMax: rss };
 }
 
 // One flood of replies from a reader that reads nothing: bounded queue,
@@ -140,7 +142,7 @@ async function replyFlood(t, extra, text) {
   raws.push(a);
   const batch = frames(text, 1024);
   const busy = flood(a, () => batch);
-  const maxQueued = await watchQueue(hub, busy);
+  const { maxQueued, rssMax } = await watchQueue(hub, busy);
   await healthyGets();
   assert.ok(maxQueued <= MAX_QUEUE + QUEUE_SLACK,
     `queued_bytes reached ${maxQueued} (max-queue ${MAX_QUEUE})`);
@@ -163,6 +165,11 @@ async function replyFlood(t, extra, text) {
   const after = await hub.stats();
   assert.ok(after.totals.queued_bytes <= MAX_QUEUE,
     `queued_bytes ${after.totals.queued_bytes} after the attacker's close`);
+  // The figures docs/RELIABILITY.md quotes.
+  t.diagnostic(`sent ${a.bytesSent} B (${(a.bytesSent / text.length / 1e3).toFixed(0)}k ` +
+    `messages); handled ${st.totals.msgs_in}; queued max ${maxQueued} B; ` +
+    `rx_paused ${st.totals.rx_paused}; RSS ${rss0} -> ${rssMax} (during) -> ` +
+    `${rssKiB(hub.pid)} KiB (after)`);
 }
 
 for (const [path, extra] of [['the read bypass', []],
@@ -196,6 +203,7 @@ for (const [path, extra] of [['the read bypass', []],
     // Two round trips through the loop after every attacker's bytes.
     await healthyGets();
     await healthyGets();
+    t.diagnostic(`VmData ${vm0} -> ${vmDataKiB(hub.pid)} KiB for ${N} peers`);
     if (!isAsan(hub.pid)) {
       // Reserving the declared length was 50 MiB of address space.
       const growth = vmDataKiB(hub.pid) - vm0;
