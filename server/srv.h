@@ -111,6 +111,9 @@ const char *srv_cluster_state(const struct srv *srv);
 
 /* server/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);
+/* Is p one of the hub's internal raw protocols (the listeners'
+ * acceptors), which no client's upgrade may bind to? */
+bool srv_protocol_internal(const struct lws_protocols *p);
 int srv_loops_start(struct srv *srv);
 void srv_loops_join(struct srv *srv);
 

@@ -174,6 +174,12 @@ static int loop_cb(struct lws *wsi, enum lws_callback_reasons reason,
 }
 
 /*
+ * The table is every vhost's (the metrics vhost's too). lws binds a
+ * WebSocket upgrade to whichever of them its Sec-WebSocket-Protocol
+ * names, so the raw "acceptor" and "metrics-acceptor" refuse any upgrade
+ * themselves and server/http.c refuses naming them first (docs/LWS.md,
+ * "Subprotocol names bind to any protocol of the vhost").
+ *
  * lws gives every WebSocket connection an rx buffer of --ws-rx-buffer bytes
  * for its whole life, and reads at most that much from one socket per loop
  * pass; a message that does not fit arrives in pieces and the hub
@@ -188,6 +194,12 @@ static struct lws_protocols protocols[] = {
     { "lubdub-console", srv_console_callback, 0, 4096, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
+
+bool srv_protocol_internal(const struct lws_protocols *p)
+{
+    return p && (p->callback == srv_listen_callback ||
+                 p->callback == srv_ops_metrics_callback);
+}
 
 int srv_loops_create(struct srv *srv)
 {
