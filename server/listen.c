@@ -143,6 +143,12 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     return 0;
 }
 
+bool srv_protocol_internal(const struct lws_protocols *p)
+{
+    return p && (p->callback == srv_listen_callback ||
+                 p->callback == srv_ops_metrics_callback);
+}
+
 void srv_listen_stop(struct srv_loop *l)
 {
     if (!l->accepting)

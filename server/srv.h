@@ -111,9 +111,6 @@ const char *srv_cluster_state(const struct srv *srv);
 
 /* server/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);
-/* Is p one of the hub's internal raw protocols (the listeners'
- * acceptors), which no client's upgrade may bind to? */
-bool srv_protocol_internal(const struct lws_protocols *p);
 int srv_loops_start(struct srv *srv);
 void srv_loops_join(struct srv *srv);
 
@@ -136,6 +133,10 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
                         void *user, void *in, size_t len);
 /* Draining: accept nothing more (loop thread). */
 void srv_listen_stop(struct srv_loop *l);
+/* Is p one of the hub's internal raw protocols (the listeners'
+ * acceptors: "acceptor", "metrics-acceptor"), which no client's upgrade
+ * may bind to? */
+bool srv_protocol_internal(const struct lws_protocols *p);
 
 /* server/ws.c: the WebSocket callbacks (then HTTP's, for the rest). */
 int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,

@@ -195,12 +195,6 @@ static struct lws_protocols protocols[] = {
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
 
-bool srv_protocol_internal(const struct lws_protocols *p)
-{
-    return p && (p->callback == srv_listen_callback ||
-                 p->callback == srv_ops_metrics_callback);
-}
-
 int srv_loops_create(struct srv *srv)
 {
     struct srv_config *cfg = srv->cfg;
