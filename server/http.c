@@ -779,6 +779,7 @@ void srv_http_post_flush(struct srv_loop *l)
                                               post_state);
         struct lws *wsi = p->wsi;
         bool gone;
+        void *was;
         int rc;
 
         if (p->answered || p->wait || pp->phase != SRV_HTTP_POST_PENDING) {
@@ -805,8 +806,11 @@ void srv_http_post_flush(struct srv_loop *l)
         q->cur = pp;
         q->cur_gone = false;
         /* May free p: a completed keep-alive transaction drops it (its
-         * req_free() then sets cur_gone, p->loop_q still being set). */
+         * req_free() then sets cur_gone, p->loop_q still being set).
+         * Outside any callback: what it logs is this client's. */
+        was = hub_log_conn_swap(wsi);
         rc = handle_request(wsi, l, p);
+        hub_log_conn_swap(was);
         gone = q->cur_gone;
         q->cur = NULL;
         if (!gone)
@@ -836,6 +840,10 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
     switch (reason) {
     case LWS_CALLBACK_HTTP:
         l = loop_of(wsi);
+        /* Each request of a keep-alive connection names its own client
+         * (a proxy may carry many over one); lws zeroes the storage
+         * between requests. */
+        srv_peer_note(wsi);
         req_free(ps);
         p = ps->req = calloc(1, sizeof(*p));
         if (!p)

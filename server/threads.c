@@ -206,6 +206,11 @@ int srv_loops_create(struct srv *srv)
     protocols[0].per_session_data_size = srv_ws_pss_size();
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
     protocols[3].per_session_data_size = srv_console_pss_size();
+    /* With --trusted-proxies each connection keeps its resolved address
+     * at the end of its storage (server/peer.c). */
+    for (struct lws_protocols *p = protocols; p->name; p++)
+        if (p->per_session_data_size)
+            p->per_session_data_size += srv_peer_pss_extra();
     srv_lwslog_install();
     /* Before the first context: lws's header buffers from their own pool. */
     srv_hdrpool_install();
