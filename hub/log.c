@@ -1,4 +1,5 @@
-/* hub/log.c - the default log hook: nothing (see hub/log.h). */
+/* hub/log.c - the default log hook: nothing; and the thread's current
+ * connection (see hub/log.h). */
 #include "hub/log.h"
 
 static void log_nothing(int level, unsigned loop, const char *fmt, ...)
@@ -17,3 +18,5 @@ static bool log_disabled(int level)
 }
 
 hub_log_enabled_fn *hub_log_enabled = log_disabled;
+
+_Thread_local void *hub_log_conn;

@@ -5,7 +5,12 @@
  * no-op until the server installs its rate-limited, per-peer bridge
  * (server/lwslog.c). Unit tests may install their own to capture lines.
  *
- * Thread: any; the installed function must be thread-safe.
+ * hub_log_conn names the connection whose input the calling thread is
+ * handling, so that the installed function can charge a peer-caused line
+ * to that peer (server/log.c keys its rate limit on the peer's address).
+ *
+ * Thread: any; the installed function must be thread-safe. hub_log_conn
+ * is per thread.
  */
 #ifndef HUB_LOG_H
 #define HUB_LOG_H
@@ -28,5 +33,22 @@ typedef bool hub_log_enabled_fn(int level);
 /* Set once at start-up, before any loop thread runs. */
 extern hub_log_fn *hub_log;
 extern hub_log_enabled_fn *hub_log_enabled;
+
+/*
+ * The transport handle (borrowed: a session's conn, lws's wsi) of the
+ * connection whose callback or message this thread is running, or NULL
+ * (timers, deliveries from other loops). Set it with hub_log_conn_swap()
+ * around that work and restore what it returned: handlers nest (the
+ * server's callback runs the hub's message handler).
+ */
+extern _Thread_local void *hub_log_conn;
+
+static inline void *hub_log_conn_swap(void *conn)
+{
+    void *was = hub_log_conn;
+
+    hub_log_conn = conn;
+    return was;
+}
 
 #endif

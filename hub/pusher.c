@@ -395,8 +395,8 @@ static void hold_budget(struct hub_loop *l)
         hub_loop_evict(l, hub_budget_low(budget), false);
 }
 
-int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
-                          uint64_t now_ms)
+static int on_message(struct hub_session *s, const char *text, size_t len,
+                      uint64_t now_ms)
 {
     struct hub_loop *l = s->loop;
     struct hub_msg m;
@@ -457,6 +457,21 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
     hub_msg_fini(&m);
     hold_budget(l);
     return 0;
+}
+
+/*
+ * What a message makes the hub log (a bad signature, bad input) is
+ * charged to this session's peer (hub/log.h): the server's read bypass
+ * calls this without any lws callback around it.
+ */
+int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
+                          uint64_t now_ms)
+{
+    void *was = hub_log_conn_swap(s->conn);
+    int rc = on_message(s, text, len, now_ms);
+
+    hub_log_conn_swap(was);
+    return rc;
 }
 
 void hub_pusher_connect(struct hub_session *s, const char *uri,

@@ -24,6 +24,7 @@
 #include "hub/webhook.h"
 #include "server/redis_url.h"
 #include "server/secret.h"
+#include "server/peeraddr.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -94,6 +95,11 @@ static const struct srv_option_desc srv_options[] = {
      "Comma-separated Origin values allowed to open WebSockets; unset "
      "allows any.",
      NULL, 0, 0, 0, SRV_CFG(allowed_origins)},
+    {"trusted_proxies", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "LIST",
+     "Comma-separated CIDRs (IPv4, IPv6) of proxies whose X-Forwarded-For "
+     "names the client; unset uses the socket's peer.",
+     NULL, 0, 0, 0, SRV_CFG(trusted_proxies)},
     {"max_connections", SRV_OPT_UINT, SRV_ALL, 0, "0", "N",
      "Connections across the whole hub; 0 is unlimited.",
      NULL, 0, UINT32_MAX, 0, SRV_CFG(max_connections)},
@@ -1798,6 +1804,22 @@ static int srv__check_token(const char *name, const char *tok, char *err,
     return 0;
 }
 
+/* --trusted-proxies: a list server/peeraddr.c can parse. */
+static int srv__check_proxies(const struct srv_config *cfg, char *err,
+                              size_t errlen)
+{
+    struct srv_peeraddr_cidrs set;
+    char a[64], why[160];
+
+    if (!cfg->trusted_proxies ||
+        !srv_peeraddr_cidrs_parse(&set, cfg->trusted_proxies, why,
+                                  sizeof(why)))
+        return 0;
+    srv_config_err(err, errlen, "%s: %s",
+                   srv__flag("trusted_proxies", a, sizeof(a)), why);
+    return -EINVAL;
+}
+
 /* --metrics-port, --metrics-bind, --metrics-token, --admin-token. */
 static int srv__check_operator(const struct srv_config *cfg, char *err,
                                size_t errlen)
@@ -1911,6 +1933,9 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
     if (rc)
         return rc;
     rc = srv__check_operator(cfg, err, errlen);
+    if (rc)
+        return rc;
+    rc = srv__check_proxies(cfg, err, errlen);
     if (rc)
         return rc;
     if (cfg->tick_ms > cfg->ping_interval_ms) {

@@ -37,6 +37,7 @@ struct srv_config {
     char *tls_cert;            /* NULL = plain ws/http */
     char *tls_key;
     char *allowed_origins;     /* comma list; NULL = any */
+    char *trusted_proxies;     /* CIDR list; NULL = trust no proxy */
     uint32_t max_connections;  /* hub-wide, 0 = unlimited (default 0) */
     uint32_t fd_limit;         /* soft RLIMIT_NOFILE, 0 = derive (fdlimit.h) */
 

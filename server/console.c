@@ -414,8 +414,8 @@ static bool is_tail_path(struct lws *wsi)
     return n > 0 && strcmp(uri, "/console/tail") == 0;
 }
 
-int srv_console_callback(struct lws *wsi, enum lws_callback_reasons reason,
-                         void *user, void *in, size_t len)
+static int console_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                            void *user, void *in, size_t len)
 {
     struct console_pss *ps = user;
     struct srv_loop *l;
@@ -426,6 +426,7 @@ int srv_console_callback(struct lws *wsi, enum lws_callback_reasons reason,
         return 0;
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        srv_peer_note(wsi);
         l = srv_loop_of(wsi);
         if (!srv_secret_isset(&l->srv->secrets.admin_token) ||
             srv_ops_is_metrics(wsi) ||
@@ -501,4 +502,15 @@ int srv_console_callback(struct lws *wsi, enum lws_callback_reasons reason,
     default:
         return 0;
     }
+}
+
+/* A refused token is logged against the connection's client. */
+int srv_console_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                         void *user, void *in, size_t len)
+{
+    void *was = hub_log_conn_swap(wsi);
+    int rc = console_callback(wsi, reason, user, in, len);
+
+    hub_log_conn_swap(was);
+    return rc;
 }

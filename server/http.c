@@ -598,6 +598,57 @@ static bool hdr_value(struct lws *wsi, enum lws_token_indexes t, char *buf,
 }
 
 /*
+ * Sec-WebSocket-Protocol, before lws reads it. lws 4.1.6 binds the upgrade
+ * to the first listed name that is any protocol of the vhost
+ * (lws_process_ws_upgrade in lib/roles/ws/server-ws.c), the internal raw
+ * ones ("acceptor", "metrics-acceptor") included, which would make a
+ * WebSocket no hub code counts, pings or drains, on any path; and it
+ * closes without a status when no name is one. The same walk here, with
+ * lws's tokenizer, flags and buffer sizes, answers 400 instead when lws
+ * would pick no protocol or an internal one (docs/LWS.md, "Subprotocol
+ * names bind to any protocol of the vhost"). No header: lws binds the
+ * vhost's default, "lubdub". The internal protocols' own
+ * FILTER_PROTOCOL_CONNECTION refuses too, should the two walks differ.
+ */
+static int confirm_subprotocol(struct srv_loop *l, struct lws *wsi)
+{
+    const struct lws_protocols *pcol = NULL;
+    char buf[128], name[64];
+    struct lws_tokenize ts;
+    lws_tokenize_elem e;
+    int n = lws_hdr_copy(wsi, buf, sizeof(buf) - 1, WSI_TOKEN_PROTOCOL);
+
+    if (n == 0)
+        return 0;
+    if (n > 0) {
+        lws_tokenize_init(&ts, buf, LWS_TOKENIZE_F_COMMA_SEP_LIST |
+                                        LWS_TOKENIZE_F_MINUS_NONTERM |
+                                        LWS_TOKENIZE_F_DOT_NONTERM |
+                                        LWS_TOKENIZE_F_RFC7230_DELIMS);
+        ts.len = (size_t)n;
+        do {
+            e = lws_tokenize(&ts);
+            if (e == LWS_TOKZE_TOKEN) {
+                if (lws_tokenize_cstr(&ts, name, sizeof(name)))
+                    break;
+                pcol = lws_vhost_name_to_protocol(lws_get_vhost(wsi), name);
+                if (pcol)
+                    break;
+            } else if (e != LWS_TOKZE_DELIMITER && e != LWS_TOKZE_ENDED) {
+                break;
+            }
+        } while (e > 0);
+    }
+    if (pcol && !srv_protocol_internal(pcol))
+        return 0;
+    srv_log_peer(HUB_LOG_INFO, l->id,
+                 "upgrade refused: 400 Sec-WebSocket-Protocol \"%s\" "
+                 "names no protocol the hub offers",
+                 n > 0 ? buf : "(over 127 bytes)");
+    return refuse(wsi, l, 400, "Bad Request", NULL, NULL);
+}
+
+/*
  * RFC 6455 section 4.2.1 on a WebSocket upgrade, before lws answers it:
  * lws 4.1.6 accepts any Sec-WebSocket-Version as 13, any key, and closes
  * without a status when the key, Host or "Connection: upgrade" is
@@ -642,7 +693,7 @@ int srv_http_confirm_upgrade(struct srv_loop *l, struct lws *wsi,
                      n ? v : "");
         return refuse(wsi, l, 400, "Bad Request", NULL, NULL);
     }
-    return 0;
+    return confirm_subprotocol(l, wsi);
 }
 
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
@@ -728,6 +779,7 @@ void srv_http_post_flush(struct srv_loop *l)
                                               post_state);
         struct lws *wsi = p->wsi;
         bool gone;
+        void *was;
         int rc;
 
         if (p->answered || p->wait || pp->phase != SRV_HTTP_POST_PENDING) {
@@ -754,8 +806,11 @@ void srv_http_post_flush(struct srv_loop *l)
         q->cur = pp;
         q->cur_gone = false;
         /* May free p: a completed keep-alive transaction drops it (its
-         * req_free() then sets cur_gone, p->loop_q still being set). */
+         * req_free() then sets cur_gone, p->loop_q still being set).
+         * Outside any callback: what it logs is this client's. */
+        was = hub_log_conn_swap(wsi);
         rc = handle_request(wsi, l, p);
+        hub_log_conn_swap(was);
         gone = q->cur_gone;
         q->cur = NULL;
         if (!gone)
@@ -785,6 +840,10 @@ int srv_http_callback(struct lws *wsi, enum lws_callback_reasons reason,
     switch (reason) {
     case LWS_CALLBACK_HTTP:
         l = loop_of(wsi);
+        /* Each request of a keep-alive connection names its own client
+         * (a proxy may carry many over one); lws zeroes the storage
+         * between requests. */
+        srv_peer_note(wsi);
         req_free(ps);
         p = ps->req = calloc(1, sizeof(*p));
         if (!p)

@@ -82,6 +82,11 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     int one = 1;
 
     switch (reason) {
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        /* A client's upgrade naming "acceptor" (server/http.c refuses it
+         * first; this is the backstop): never a WebSocket here. */
+        lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, NULL);
+        return 1;
     case LWS_CALLBACK_RAW_ADOPT_FILE:
         l = srv_loop_of(wsi);
         l->acceptor = wsi;
@@ -136,6 +141,12 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     (void)in;
     (void)len;
     return 0;
+}
+
+bool srv_protocol_internal(const struct lws_protocols *p)
+{
+    return p && (p->callback == srv_listen_callback ||
+                 p->callback == srv_ops_metrics_callback);
 }
 
 void srv_listen_stop(struct srv_loop *l)

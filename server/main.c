@@ -317,10 +317,18 @@ int main(int argc, char **argv, char **envp)
     }
     resolve_web_root(&cfg);
     level = srv_log_level_parse(cfg.log_level);
-    srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg.log_format);
+    if (srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg.log_format)) {
+        fprintf(stderr, "lubdub: out of memory\n");
+        return 1;
+    }
 
     memset(&srv, 0, sizeof(srv));
     srv.cfg = &cfg;
+    /* Checked by srv_config_validate(): it parses. */
+    if (cfg.trusted_proxies)
+        (void)srv_peeraddr_cidrs_parse(&srv.trusted, cfg.trusted_proxies,
+                                       err, sizeof(err));
+    srv_peer_init(&srv.trusted);
     srv.argc = argc;
     srv.argv = argv;
     srv.envp = envp;
@@ -380,6 +388,7 @@ int main(int argc, char **argv, char **envp)
         sig = sigtimedwait(&set, NULL, &trim_ts);
         if (sig < 0) {
             trim_tick(&srv, &trim);
+            srv_log_tick(srv_now_ms());
             continue;
         }
         if (sig != SIGHUP)
@@ -395,6 +404,7 @@ int main(int argc, char **argv, char **envp)
     hub_start_drain(srv.hub);
     while (atomic_load(&srv.loops_done) < srv.n_loops) {
         sig = sigtimedwait(&set, NULL, &poll_ts);
+        srv_log_tick(srv_now_ms());
         if (sig == SIGHUP) {
             srv_log(HUB_LOG_INFO, 0, "SIGHUP: ignored while draining");
             continue;

@@ -211,6 +211,12 @@ int srv_ops_metrics_callback(struct lws *wsi, enum lws_callback_reasons reason,
     (void)user;
     (void)in;
     (void)len;
+    if (reason == LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION) {
+        /* A client's upgrade naming "metrics-acceptor" (server/http.c
+         * refuses it first; this is the backstop). */
+        lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, NULL);
+        return 1;
+    }
     if (reason == LWS_CALLBACK_RAW_CLOSE_FILE) {
         l = srv_loop_of(wsi);
         lws_sul_cancel(&l->sul_metrics);

@@ -21,6 +21,7 @@
 #include "server/config.h"
 #include "server/http_post.h"
 #include "server/secret.h"
+#include "server/peeraddr.h"
 
 #define SRV_CORK_BYTES (64 * 1024)
 
@@ -100,6 +101,8 @@ struct srv {
     struct hub_cluster *cluster;
     struct srv_redis *redis;
     char *node_id;                        /* derived or --node-id */
+    /* --trusted-proxies, parsed (n == 0: none); server/peer.c reads it. */
+    struct srv_peeraddr_cidrs trusted;
 };
 
 /* server/cluster.c: with --redis, the hub on the cluster backplane;
@@ -138,6 +141,10 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
                         void *user, void *in, size_t len);
 /* Draining: accept nothing more (loop thread). */
 void srv_listen_stop(struct srv_loop *l);
+/* Is p one of the hub's internal raw protocols (the listeners'
+ * acceptors: "acceptor", "metrics-acceptor"), which no client's upgrade
+ * may bind to? */
+bool srv_protocol_internal(const struct lws_protocols *p);
 
 /* server/ws.c: the WebSocket callbacks (then HTTP's, for the rest). */
 int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
@@ -211,13 +218,31 @@ void srv_tls_loop_fini(struct srv_loop *l);
  * file, one info line and nothing else. */
 int srv_config_reload(struct srv *srv);
 
-/* server/log.c */
-void srv_log_init(int level, enum srv_log_format fmt);
+/* server/log.c. 0, or -ENOMEM (the per-address table). */
+int srv_log_init(int level, enum srv_log_format fmt);
 void srv_log(int level, unsigned loop, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Peer-caused events: at most a few lines a second, the rest counted. */
+/* Peer-caused events: at most a few lines a second per address (that of
+ * hub_log_conn's connection), the rest counted. */
 void srv_log_peer(int level, unsigned loop, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Main thread, about once a second: the summary of suppressed lines no
+ * later line reported, at most every SRV_PEERLOG_REPORT_MS. */
+void srv_log_tick(uint64_t now_ms);
+
+/* server/peer.c: a connection's client address (docs/RELIABILITY.md,
+ * "Whose address"). Main thread, before the contexts: the trusted
+ * proxies (borrowed for the process's life; NULL or empty: none). */
+void srv_peer_init(const struct srv_peeraddr_cidrs *trusted);
+/* Bytes every protocol's per-connection storage needs at its end for the
+ * address: 16 with trusted proxies, else 0. */
+size_t srv_peer_pss_extra(void);
+/* While lws holds the request's headers: resolve and keep the address. */
+void srv_peer_note(struct lws *wsi);
+/* The connection's client address; false when the socket has none. */
+bool srv_peer_get(struct lws *wsi, struct srv_peeraddr *a);
+/* The same, formatted into buf (SRV_PEERADDR_STRLEN); "-" when none. */
+char *srv_peer_str(struct lws *wsi, char *buf);
 int srv_log_level_parse(const char *s);
 /* Would a line at this level be written? Guards costly arguments. */
 bool srv_log_enabled(int level);

@@ -174,6 +174,12 @@ static int loop_cb(struct lws *wsi, enum lws_callback_reasons reason,
 }
 
 /*
+ * The table is every vhost's (the metrics vhost's too). lws binds a
+ * WebSocket upgrade to whichever of them its Sec-WebSocket-Protocol
+ * names, so the raw "acceptor" and "metrics-acceptor" refuse any upgrade
+ * themselves and server/http.c refuses naming them first (docs/LWS.md,
+ * "Subprotocol names bind to any protocol of the vhost").
+ *
  * lws gives every WebSocket connection an rx buffer of --ws-rx-buffer bytes
  * for its whole life, and reads at most that much from one socket per loop
  * pass; a message that does not fit arrives in pieces and the hub
@@ -200,6 +206,11 @@ int srv_loops_create(struct srv *srv)
     protocols[0].per_session_data_size = srv_ws_pss_size();
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
     protocols[3].per_session_data_size = srv_console_pss_size();
+    /* With --trusted-proxies each connection keeps its resolved address
+     * at the end of its storage (server/peer.c). */
+    for (struct lws_protocols *p = protocols; p->name; p++)
+        if (p->per_session_data_size)
+            p->per_session_data_size += srv_peer_pss_extra();
     srv_lwslog_install();
     /* Before the first context: lws's header buffers from their own pool. */
     srv_hdrpool_install();

@@ -17,11 +17,12 @@
 /*
  * The upgrade went through: the hub finds the app from the path and the
  * protocol version from the query (hub_pusher_connect), then the debug
- * "open" line gets the peer's address (only looked up when it is logged).
+ * "open" line gets the client's address (only looked up when it is
+ * logged; through trusted proxies, server/peer.c).
  */
 static void ws_established(struct hub_session *s, struct lws *wsi)
 {
-    char uri[256], arg[64], peer[64];
+    char uri[256], arg[64], peer[SRV_PEERADDR_STRLEN];
     int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
     int proto = -1;
 
@@ -33,13 +34,11 @@ static void ws_established(struct hub_session *s, struct lws *wsi)
     hub_pusher_connect(s, n > 0 ? uri : NULL, n > 0 ? (size_t)n : 0, proto);
     if (!srv_log_enabled(HUB_LOG_DEBUG))
         return;
-    if (!lws_get_peer_simple(wsi, peer, sizeof(peer)))
-        strcpy(peer, "?");
-    hub_session_opened(s, peer);
+    hub_session_opened(s, srv_peer_str(wsi, peer));
 }
 
-int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
-                    void *user, void *in, size_t len)
+static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                       void *user, void *in, size_t len)
 {
     struct srv_loop *l;
     struct hub_session *s = user;
@@ -56,6 +55,9 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         /* user is the vhost's SSL_CTX; main thread, context creation. */
         return srv_tls_vhost_init(srv_loop_of(wsi), (SSL_CTX *)user) ? 1 : 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        /* The request's headers go at the upgrade: the client's address
+         * (X-Forwarded-For) is read now. */
+        srv_peer_note(wsi);
         if (srv_ops_is_metrics(wsi)) {
             /* The metrics port serves no WebSocket. */
             lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
@@ -124,6 +126,21 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
     default:
         return srv_http_callback(wsi, reason, user, in, len);
     }
+}
+
+/*
+ * Whatever the hub logs while it runs this connection's callback (a
+ * refusal, bad input, the session's end) is charged to the connection's
+ * client (hub/log.h, server/log.c).
+ */
+int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                    void *user, void *in, size_t len)
+{
+    void *was = hub_log_conn_swap(wsi);
+    int rc = ws_callback(wsi, reason, user, in, len);
+
+    hub_log_conn_swap(was);
+    return rc;
 }
 
 size_t srv_ws_pss_size(void)
