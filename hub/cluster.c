@@ -1553,6 +1553,15 @@ uint64_t hub_cluster_dir_snapshot(
     uint64_t gen;
 
     pthread_mutex_lock(&c->mu);
+    /* Up in the same step as the generation moves. A join or leave (which
+     * reads the flag and changes the local directory under mu) then comes
+     * either before: its edges went to the local engine, and the snapshot
+     * counts it; or after: it is sent with the new generation and its
+     * script decides its edges. With the flag up first, one in between
+     * was neither: its op stale (the REJOIN counted it, queuing no edge)
+     * and its local edge withheld (up), so its webhooks were lost
+     * (docs/RELIABILITY.md, "Loaded runs": webhooks lost at start-up). */
+    atomic_store(&c->dir_up, true);
     gen = ++c->gen;
     hub_directory_foreach(c->dir, chan, member, ctx);
     pthread_mutex_unlock(&c->mu);

@@ -271,12 +271,13 @@ struct hub_cluster_member {
 };
 
 /* Whether the directory answers from Redis (set by the backplane thread:
- * true once REJOIN was sent after a connect, false when Redis goes). */
+ * true from the REJOIN snapshot after a connect, false when Redis goes). */
 void hub_cluster_dir_set_up(struct hub_cluster *c, bool up);
 bool hub_cluster_dir_is_up(struct hub_cluster *c);
-/* The REJOIN snapshot: bumps the generation (ops made before it are in
- * the snapshot and are not sent again) and visits the wrapped directory
- * (hub_directory_foreach). Returns the new generation. */
+/* The REJOIN snapshot: sets the directory up and bumps the generation in
+ * one step (ops made before it are in the snapshot and are not sent
+ * again; their edges went to the local engine), and visits the wrapped
+ * directory (hub_directory_foreach). Returns the new generation. */
 uint64_t hub_cluster_dir_snapshot(
     struct hub_cluster *c,
     void (*chan)(void *ctx, unsigned app, const char *name, size_t len,

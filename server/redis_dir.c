@@ -1469,8 +1469,12 @@ void srv_redis_dir_up(struct srv_redis_dir *d)
                               script_text[i]) != REDIS_OK)
             free(l);
     }
-    /* From here on joins are sent (or, made before the snapshot, already
-     * in it). */
-    hub_cluster_dir_set_up(d->c, true);
+    /* The snapshot brings the directory up, under the same lock: from it
+     * on joins are sent; made before it, they are in it and the local
+     * engine told their edges (hub_cluster_dir_snapshot). Raising the flag
+     * here, before the snapshot, lost the webhooks of a join made in
+     * between. After: up even when the REJOIN could not start (out of
+     * memory before its snapshot), as before. */
     srv_redis_dir_rejoin_now(d);
+    hub_cluster_dir_set_up(d->c, true);
 }

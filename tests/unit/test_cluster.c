@@ -1013,6 +1013,71 @@ static void test_cluster_dir_ops_queue(void **state)
     hub_cluster_destroy(c);
 }
 
+/* The start-up race (docs/RELIABILITY.md, "Loaded runs": webhooks lost
+ * at start-up): the directory goes up in the same step as the REJOIN
+ * snapshot, so each join's edges are told once: before it by the local
+ * engine (and the snapshot counts the join), after it by Redis (its op
+ * has the snapshot's generation: not stale). server/redis_dir.c used to
+ * raise the flag first; a join between the two was told by neither (its
+ * local edge withheld, its op stale). */
+static unsigned local_edges;
+
+static void count_edge(void *ctx, const struct hub_dir_edge *e)
+{
+    (void)ctx;
+    if (e->kind == HUB_DIR_CHANNEL_FIRST)
+        local_edges++;
+}
+
+static void count_chan(void *ctx, unsigned app, const char *name, size_t len,
+                       uint32_t subs)
+{
+    (void)app;
+    if (len == 2 && !memcmp(name, "c1", 2) && subs == 1)
+        ++*(unsigned *)ctx;
+}
+
+static void test_cluster_dir_up_with_the_snapshot(void **state)
+{
+    struct hub_cluster *c = cluster("n1");
+    struct hub_backplane bp;
+    struct hub_cluster_op *ops[8], *join = NULL;
+    unsigned counted = 0;
+    size_t n;
+
+    (void)state;
+    local_edges = 0;
+    hub_cluster_backplane(c, &bp);
+    bp.dir->set_edge_hook(bp.dir_impl, count_edge, NULL);
+    /* Connected, scripts loading, no snapshot yet: still down, so the
+     * join's edge is told here and no JOIN goes to Redis. */
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "c1", 2, NULL), 0);
+    assert_int_equal(local_edges, 1);
+    take_list(c, ops, 8, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(ops[0]->kind, HUB_COP_SUB);
+    hub_cluster_op_free(ops[0]);
+    /* The snapshot counts c1 and raises the flag in the same step. */
+    assert_false(hub_cluster_dir_is_up(c));
+    assert_int_equal(hub_cluster_dir_snapshot(c, count_chan, NULL, &counted),
+                     1);
+    assert_int_equal(counted, 1);
+    assert_true(hub_cluster_dir_is_up(c));
+    /* After it: no local edge, a JOIN whose script decides the edge. */
+    assert_int_equal(bp.dir->join(bp.dir_impl, 0, "c2", 2, NULL), 0);
+    assert_int_equal(local_edges, 1);
+    take_list(c, ops, 8, &n);
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->kind == HUB_COP_JOIN)
+            join = ops[i];
+    assert_non_null(join);
+    assert_non_null(join->dop);
+    assert_false(hub_cluster_dir_stale(c, join->dop));
+    for (size_t i = 0; i < n; i++)
+        hub_cluster_op_free(ops[i]);
+    hub_cluster_destroy(c);
+}
+
 /* Shutdown with answers outstanding: every caller gets -ECANCELED at
  * destroy, once (hub/backplane.h, join_async), whether its op was still
  * queued, answered after the cluster closed, or cancelled by the
@@ -1338,6 +1403,7 @@ int main(void)
         cmocka_unit_test(test_cluster_hub_publish_and_receive),
         cmocka_unit_test(test_cluster_cache),
         cmocka_unit_test(test_cluster_dir_ops_queue),
+        cmocka_unit_test(test_cluster_dir_up_with_the_snapshot),
         cmocka_unit_test(test_cluster_receive_script_kind),
         cmocka_unit_test(test_cluster_receive_script_numbered),
         cmocka_unit_test(test_cluster_online_ops),
