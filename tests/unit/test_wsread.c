@@ -2,13 +2,15 @@
  * tests/unit/test_wsread.c - the read bypass's framing glue
  * (server/wsread.c) over wslay: frames split at every byte, several per
  * read, a ping inside a fragmented message, close echoes, every RFC 6455
- * error it must fail with 1002, and no state held by an idle session.
+ * error it must fail with 1002, no state held by an idle session, and a
+ * pause (input backpressure) keeping the rest of a read for resume.
  * The bytes come through a socketpair, read in pieces as a loop would.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,6 +33,7 @@ struct rec {
     unsigned char close_payload[125];
     size_t close_len;
     bool echo;             /* what close() answers */
+    struct srv_wsread_loop *pause_L; /* set: pause after each message */
 };
 
 static void r_data(void *u, const void *p, size_t len, size_t remaining,
@@ -44,8 +47,11 @@ static void r_data(void *u, const void *p, size_t len, size_t remaining,
     r->pieces++;
     r->last_remaining = remaining;
     r->last_binary = binary;
-    if (fin && remaining == 0)
+    if (fin && remaining == 0) {
         r->messages++;
+        if (r->pause_L)
+            srv_wsread_pause(r->pause_L);
+    }
 }
 
 static void r_pong(void *u) { ((struct rec *)u)->pongs++; }
@@ -200,6 +206,73 @@ static void test_state_only_mid_frame(void **state)
     assert_int_equal(srv_wsread_feed(L, &st, f + 1, n - 1, &sink, r),
                      SRV_WSREAD_MORE);
     assert_null(st);
+    assert_int_equal(r->messages, 1);
+    free(r);
+    srv_wsread_loop_free(L);
+}
+
+/* Input backpressure: a pause after each message keeps the rest of the
+ * read (past wslay's own 4 KiB) for resume, which hands the messages over
+ * in order, one pause at a time, and then holds nothing. */
+static void test_pause_keeps_the_rest_for_resume(void **state)
+{
+    struct srv_wsread_loop *L = srv_wsread_loop_new();
+    struct srv_wsread *st = NULL;
+    struct rec *r = calloc(1, sizeof(*r));
+    unsigned char *all = malloc(200 * 64);
+    char text[64];
+    size_t n = 0;
+    enum srv_wsread_rc rc;
+    int rounds = 0;
+
+    (void)state;
+    for (int i = 0; i < 200; i++) {
+        int len = snprintf(text, sizeof(text), "{\"event\":\"m%03d\"}", i);
+
+        n += mkframe(all + n, 0x81, text, (size_t)len, true);
+    }
+    r->pause_L = L;
+    rc = srv_wsread_feed(L, &st, all, n, &sink, r);
+    assert_int_equal(rc, SRV_WSREAD_PAUSED);
+    assert_int_equal(r->messages, 1);
+    /* wslay took its 4 KiB; the rest of the read waits in the state. */
+    assert_non_null(st);
+    assert_true(srv_wsread_held(st) > 4096 + (n - 4096) - 64);
+    while (rc == SRV_WSREAD_PAUSED && rounds++ < 1000)
+        rc = srv_wsread_resume(L, &st, &sink, r);
+    assert_int_equal(rc, SRV_WSREAD_MORE);
+    assert_int_equal(r->messages, 200);
+    assert_int_equal(rounds, 200);
+    /* In order, none lost or doubled. */
+    for (int i = 0, off = 0; i < 200; i++) {
+        int len = snprintf(text, sizeof(text), "{\"event\":\"m%03d\"}", i);
+
+        assert_memory_equal(r->msg + off, text, (size_t)len);
+        off += len;
+    }
+    assert_null(st);
+    /* Resume with nothing kept is a no-op. */
+    assert_int_equal(srv_wsread_resume(L, &st, &sink, r), SRV_WSREAD_MORE);
+    free(all);
+    free(r);
+    srv_wsread_loop_free(L);
+}
+
+/* A pause that ends the read exactly keeps nothing but the pause. */
+static void test_pause_at_the_end_holds_nothing(void **state)
+{
+    struct srv_wsread_loop *L = srv_wsread_loop_new();
+    struct srv_wsread *st = NULL;
+    struct rec *r = calloc(1, sizeof(*r));
+    unsigned char f[64];
+    size_t n = mkframe(f, 0x81, "{\"event\":\"x\"}", 13, true);
+
+    (void)state;
+    r->pause_L = L;
+    assert_int_equal(srv_wsread_feed(L, &st, f, n, &sink, r),
+                     SRV_WSREAD_PAUSED);
+    assert_null(st);
+    assert_int_equal(srv_wsread_resume(L, &st, &sink, r), SRV_WSREAD_MORE);
     assert_int_equal(r->messages, 1);
     free(r);
     srv_wsread_loop_free(L);
@@ -422,6 +495,8 @@ int main(void)
         cmocka_unit_test(test_split_at_every_byte),
         cmocka_unit_test(test_state_only_mid_frame),
         cmocka_unit_test(test_many_frames_and_big_one),
+        cmocka_unit_test(test_pause_keeps_the_rest_for_resume),
+        cmocka_unit_test(test_pause_at_the_end_holds_nothing),
         cmocka_unit_test(test_ping_inside_fragmented_message),
         cmocka_unit_test(test_close_echo),
         cmocka_unit_test(test_errors),
