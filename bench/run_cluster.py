@@ -316,6 +316,10 @@ def main():
                     "fraction of the single node's median closed-loop rate "
                     "on that path (0: skip them)")
     ap.add_argument("--hub", help="lubdub binary (default: BUILD/lubdub)")
+    ap.add_argument("--cluster-key-file", metavar="PATH",
+                    help="run the three nodes with this --cluster-key-file: "
+                    "every envelope MACed and verified (compare cpu_ratio "
+                    "with a run without it)")
     ap.add_argument("--redis-cpu", default=None,
                     help="CPU list for redis-server (default: the servers' "
                     "CPU %s; e.g. %s puts it on the loader's core)" % (
@@ -362,8 +366,10 @@ def main():
         url = "redis://127.0.0.1:%d/0" % redis.port
         nodes = []
         for k in range(1, NODES + 1):
+            key = (["--cluster-key-file", os.path.abspath(a.cluster_key_file)]
+                   if a.cluster_key_file else [])
             n = rf.Server(rf.Peer("cluster-n%d" % k, "pusher", hub_argv + [
-                "--redis", url, "--node-id", "n%d" % k]))
+                "--redis", url, "--node-id", "n%d" % k] + key))
             started.append(n)
             if not n.ok:
                 log("bench-cluster: node n%d did not start: %s" % (
