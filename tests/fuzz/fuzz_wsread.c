@@ -12,6 +12,9 @@
  *                  wslay context, so one must never see the other's bytes)
  *   opts bit 3     take the owed control frame after every feed, as the
  *                  writable callback would; otherwise only at the end
+ *   opts bit 4, 5  session 0, 1 pauses after every whole message (input
+ *                  backpressure); the harness resumes until the piece is
+ *                  parsed, and what the sink sees must be the same
  *   fail_at        the n-th allocation wsread makes fails (0: none); its
  *                  malloc, calloc and wslay context all count
  *                  (tests/fuzz/fuzz_wsread_alloc.h)
@@ -226,6 +229,8 @@ struct sess {
     size_t exp_idx;   /* events whose bytes have all been fed */
     size_t next;      /* the next piece size to use */
     bool echo;        /* what close() answers */
+    bool pausing;     /* the sink pauses after every whole message */
+    struct srv_wsread_loop *L;
     bool failed, closed, dead;
     bool close_owed, pong_owed;
     size_t close_ev, pong_ev; /* the events whose payload is owed */
@@ -262,6 +267,10 @@ static void k_data(void *u, const void *p, size_t len, size_t remaining,
     if (s->pos == e->len) {
         s->idx++;
         s->pos = 0;
+        /* Input backpressure after a message: the feed stops and keeps
+         * the rest, which resume must hand over exactly as a feed would. */
+        if (s->pausing && fin)
+            srv_wsread_pause(s->L);
     }
 }
 
@@ -444,6 +453,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < n_sess; i++) {
         s[i].R = &R;
         s[i].echo = (opts >> i) & 1;
+        s[i].pausing = (opts >> (4 + i)) & 1;
+        s[i].L = L;
         s[i].next = i; /* the second session splits differently */
     }
     do {
@@ -467,6 +478,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             injected = false;
             rc = srv_wsread_feed(L, &x->st, copy, c, &sink, x);
             free(copy);
+            /* Paused: resume until the read is all parsed (each resume
+             * may pause again, after one more message at least). */
+            for (size_t guard = 0; rc == SRV_WSREAD_PAUSED; guard++) {
+                CHECK(x->pausing);
+                CHECK(guard <= c + 1);
+                had_none = false;
+                rc = srv_wsread_resume(L, &x->st, &sink, x);
+            }
             after_feed(x, rc, injected, had_none);
             if (!x->dead && (opts & 8))
                 take(x);
