@@ -18,6 +18,7 @@
 
 #include "hub/backplane.h"
 #include "hub/cache.h"
+#include "hub/cluster.h"
 #include "hub/stats_table.h"
 #include "hub/version.h"
 #include "server/srv.h"
@@ -344,7 +345,13 @@ static bool backplane_json(struct srv *srv, json_t *root)
         return true;
     o = json_object();
     if (!put(o, "node", json_string(srv->node_id ? srv->node_id : "")) ||
-        !put(o, "state", json_string(srv_cluster_state(srv))))
+        !put(o, "state", json_string(srv_cluster_state(srv))) ||
+        /* The cluster directory: up once this node's REJOIN snapshot was
+         * taken after it reached Redis (joins before that are its own). */
+        !put(o, "directory",
+             json_string(srv->cluster && hub_cluster_dir_is_up(srv->cluster)
+                             ? "up"
+                             : "down")))
         goto fail;
 #define X(field, type, key, metric, help)                                      \
     if (!put(o, key, json_integer((json_int_t)HUB_STAT_GET(st->field))))      \

@@ -94,11 +94,28 @@ bool srv_test_stall_arm(struct srv *srv, unsigned id)
  * more is left. 0, or -1 to close the connection (after the close frame,
  * or when a write failed).
  */
+/*
+ * A TLS session paused by backpressure whose reading server/ws.c could not
+ * stop (OpenSSL still held decrypted bytes after its last message: lws
+ * 4.1.6 would loop forever between its cache and them, docs/LWS.md,
+ * "Stopping a TLS session's reads") stops being read here: lws's read of
+ * it is over and OpenSSL holds nothing, so the stop is clean, and a paused
+ * session always has output, so one of the two writers below comes by.
+ * Repeated calls change nothing in lws.
+ */
+static void rx_pause_tls(struct hub_session *s, struct lws *wsi)
+{
+    if (hub_session_rx_paused(s) && lws_is_ssl(wsi))
+        lws_rx_flow_control(wsi, LWS_RXFLOW_REASON_APPLIES_DISABLE |
+                                     SRV_RXFLOW_BACKPRESSURE);
+}
+
 int srv_write_one(struct srv_loop *l, struct hub_session *s, struct lws *wsi)
 {
     unsigned char ping[LWS_PRE + sizeof(((struct hub_out *)0)->ping)];
     struct hub_out o;
 
+    rx_pause_tls(s, wsi);
     switch (hub_session_next_out(s, l->cork, SRV_CORK_BYTES, &o)) {
     case HUB_OUT_PING:
         memcpy(ping + LWS_PRE, o.data, o.len);
@@ -138,6 +155,7 @@ static void flush_one(void *ctx, struct hub_session *s)
     struct lws *wsi = hub_session_conn(s);
     struct hub_out o;
 
+    rx_pause_tls(s, wsi);
     switch (hub_session_peek_out(s)) {
     case HUB_OUT_NONE:
         (void)hub_session_next_out(s, NULL, 0, &o); /* served: nothing */

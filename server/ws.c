@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/ssl.h>
+
 #include "hub/pusher.h"
 #include "server/direct.h"
 #include "server/srv.h"
@@ -84,8 +86,13 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
         hub_pusher_on_message(s, msg, msg_len, now);
         hub_session_rx_done(s);
         /* Input backpressure (hub_session_rx_pause): lws keeps what it
-         * read and delivers it when the hub resumes (srv_resume_rx). */
-        if (hub_session_rx_pause(s))
+         * read and delivers it when the hub resumes (resume_rx). On TLS
+         * only once OpenSSL holds no decrypted byte: lws 4.1.6 spins when
+         * a TLS session's reading stops while it does (docs/LWS.md,
+         * "Stopping a TLS session's reads"); until then the messages of
+         * the record being read are handled, and asked about again. */
+        if (hub_session_rx_pause(s) &&
+            (!lws_is_ssl(wsi) || SSL_pending(lws_get_ssl(wsi)) == 0))
             lws_rx_flow_control(wsi, LWS_RXFLOW_REASON_APPLIES_DISABLE |
                                          SRV_RXFLOW_BACKPRESSURE);
         return 0;

@@ -16,10 +16,13 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const net = require('node:net');
 const fs = require('node:fs');
+const https = require('node:https');
 const PusherServer = require('pusher');
-const { startHub, waitFor, TIME_SCALE } = require('./lib/hub');
+const os = require('node:os');
+const path = require('node:path');
+const { startHub, waitFor, TIME_SCALE, makeCert } = require('./lib/hub');
 const { open, subscribe, rssKiB, isAsan, stopAll } = require('./lib/ws');
-const { frame, OP, upgradeRequest } = require('./lib/rawws');
+const { frame, OP, upgradeRequest, RawWs } = require('./lib/rawws');
 
 const MAX_QUEUE = 256 * 1024;
 // One read of the bypass is 64 KiB; lws's own reads are smaller. The
@@ -82,6 +85,20 @@ function frames(text, n) {
   const parts = [];
   for (let i = 0; i < n; i++) parts.push(frame(OP.TEXT, text));
   return Buffer.concat(parts);
+}
+
+// GET path from a hub that serves TLS (its certificate is self-signed).
+function httpsJson(hub, p) {
+  return new Promise((resolve, reject) => {
+    const req = https.get({ host: hub.host, port: hub.port, path: p,
+      rejectUnauthorized: false, timeout: 10000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => { try { resolve(JSON.parse(body)); } catch (e) { reject(e); } });
+    });
+    req.on('timeout', () => req.destroy(new Error(`timeout GET ${p}`)));
+    req.on('error', reject);
+  });
 }
 
 function vmDataKiB(pid) {
@@ -296,3 +313,46 @@ test('the write deadline closes a reader that drains a trickle above the low mar
   }
   await healthyGets();
 });
+
+// Backpressure loses nothing: a client that pipelines thousands of
+// messages before it reads anything gets every answer, in order, once it
+// reads; the hub paused and resumed it as its queue filled and drained.
+for (const [name, extra, useTls] of [['the read bypass', [], false],
+  ["lws's read path", ['--ws-direct-read', 'off'], false], ['TLS', [], true]]) {
+  test(`a client that pipelines and reads late loses nothing (${name})`, async (t) => {
+    // On TLS the record being read (16 KiB) is handled whole after the
+    // pause (docs/LWS.md, "Stopping a TLS session's reads"): its ~210 KB
+    // of answers need the other half of max_queue, so 1 MiB, the default.
+    const args = ['--loops', '1', '--max-queue', useTls ? '1MiB' : '256KiB', ...extra];
+    if (useTls) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-abuse-'));
+      t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+      const { key, cert } = makeCert(dir);
+      args.push('--tls-cert', cert, '--tls-key', key);
+    }
+    const hub = await startHub(args);
+    if (useTls) hub.stats = () => httpsJson(hub, '/stats');
+    const c = new RawWs(hub, upgradeRequest(hub), useTls);
+    t.after(async () => { c.destroy(); await stopAll(hub); });
+    await c.open();
+    c.sock.pause();
+    // Each 7-byte message earns a ~90-byte pusher:error: 13 MB of
+    // answers, past what the kernel's socket buffers hold.
+    const N = 150000;
+    const one = frame(OP.TEXT, 'x');
+    c.send(Buffer.concat(Array(N).fill(one)));
+    await waitFor(async () => (await hub.stats()).totals.rx_paused >= 1,
+      'the hub to stop reading the client', 30000);
+    const before = c.frames.length;
+    c.sock.resume();
+    await c.until(() => c.frames.length - before >= N, `${N} answers`, 60000 * TIME_SCALE);
+    const answers = c.frames.slice(before);
+    assert.equal(answers.length, N);
+    assert.ok(answers.every((f) => f.opcode === OP.TEXT &&
+      f.payload.includes('pusher:error')), 'every answer is the pusher:error');
+    const st = await hub.stats();
+    assert.equal(st.totals.closed['4100'] + st.totals.closed.write_timeout, 0);
+    assert.equal(st.totals.sessions, 1);
+    t.diagnostic(`rx_paused ${st.totals.rx_paused}`);
+  });
+}

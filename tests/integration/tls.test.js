@@ -9,18 +9,8 @@ const os = require('node:os');
 const path = require('node:path');
 const tls = require('node:tls');
 const https = require('node:https');
-const { execFileSync } = require('node:child_process');
 const WebSocket = require('ws');
-const { startHub, once } = require('./lib/hub');
-
-function makeCert(dir) {
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes',
-    '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-  return { key, cert };
-}
+const { startHub, once, makeCert } = require('./lib/hub');
 
 function handshake(port, options) {
   return new Promise((resolve) => {

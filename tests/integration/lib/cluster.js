@@ -179,9 +179,15 @@ function watchClusterLateness(nodes) {
   };
 }
 
+// Up: the node reached Redis and its directory is the cluster's (the REJOIN
+// snapshot taken): a join before that is served by the node alone, and its
+// webhook edges by its own engine.
 async function allUp(nodes) {
   await waitFor(async () => {
-    for (const n of nodes) if ((await bp(n)).state !== 'up') return false;
+    for (const n of nodes) {
+      const s = await bp(n);
+      if (s.state !== 'up' || s.directory !== 'up') return false;
+    }
     return true;
   }, 'every node up', 20000, 50);
 }

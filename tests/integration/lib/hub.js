@@ -2,7 +2,7 @@
 // Shared harness for lubdub's integration tests: start the real binary on a
 // free port, wait on conditions (never fixed sleeps), read /stats, and
 // always stop what we started, by PID, even when a test fails.
-const { spawn } = require('node:child_process');
+const { spawn, execFileSync } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
 const { monitorEventLoopDelay } = require('node:perf_hooks');
@@ -206,8 +206,19 @@ function responses(data) {
   return out;
 }
 
+// A self-signed RSA certificate for localhost and 127.0.0.1 in dir:
+// { key, cert } paths.
+function makeCert(dir) {
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes',
+    '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+  return { key, cert };
+}
+
 module.exports = {
-  responses,
+  responses, makeCert,
   startHub, request, getJson, waitFor, once, watchLateness, ROOT, BINARY, TIME_SCALE,
   SANITIZER_RE,
 };
