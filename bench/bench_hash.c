@@ -41,6 +41,8 @@
 #include "hub/chanmap.h"
 #include "hub/chantab.h"
 #include "hub/loop.h"
+
+#include "../tests/unit/fnv_flood.h"
 #include "hub/pusher.h"
 #include "hub/session.h"
 #include "timer/clock.h"
@@ -50,12 +52,10 @@
 #endif
 
 enum { REPS = 5, SESSIONS = 512, PER = 32, SUBS = SESSIONS * PER,
-       STAGES = 14, PREFIX = 3, BLOCK = 3,
-       NAME_LEN = PREFIX + BLOCK * STAGES, HASHES = 1 << 20 };
+       STAGES = 14, NAME_LEN = FNV_FLOOD_NAME_LEN(STAGES),
+       HASHES = 1 << 20 };
 _Static_assert(SUBS == 1 << STAGES, "one flood name per subscribe");
 
-static const char charset[] =
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
 
 static char names[2][SUBS][NAME_LEN + 1]; /* [0] random, [1] flood */
 static char *msgs[SUBS];
@@ -101,63 +101,27 @@ static double fastest(const double *v)
     return m;
 }
 
-/* The old FNV-1a's low 16 bits after one more byte (see test_hash.c). */
-static uint16_t step16(uint16_t l, unsigned char b)
-{
-    return (uint16_t)((l ^ b) * (1099511628211ull & 0xffff));
-}
-
+/* [0]: random names; [1]: names in one bucket of the old FNV-1a
+ * (tests/unit/fnv_flood.h). */
 static void build_names(void)
 {
-    static int seen[1 << 16];
     uint64_t x = 0x9e3779b97f4a7c15ull;
-    char pick[STAGES][2][BLOCK];
-    /* FNV-1a 64 of app 0 and "hf-", its low 16 bits. */
-    uint64_t h0 = 1469598103934665603ull;
-    uint16_t l;
+    char pick[STAGES][2][FNV_FLOOD_BLOCK];
 
-    for (int i = 0; i < PREFIX; i++)
-        h0 = (h0 ^ (unsigned char)"hf-"[i]) * 1099511628211ull;
-    l = (uint16_t)h0;
-    for (unsigned st = 0; st < STAGES; st++) {
-        bool found = false;
-
-        memset(seen, -1, sizeof(seen));
-        for (int i = 0; i < 64 * 64 * 64 && !found; i++) {
-            uint16_t e = l;
-
-            for (int b = BLOCK - 1; b >= 0; b--)
-                e = step16(e, (unsigned char)charset[(i >> (6 * b)) & 63]);
-            if (seen[e] < 0) {
-                seen[e] = i;
-                continue;
-            }
-            for (int b = 0; b < BLOCK; b++) {
-                int sh = 6 * (BLOCK - 1 - b);
-
-                pick[st][0][b] = charset[(seen[e] >> sh) & 63];
-                pick[st][1][b] = charset[(i >> sh) & 63];
-            }
-            l = e;
-            found = true;
-        }
-        if (!found) {
-            fprintf(stderr, "bench_hash: no collision at stage %u\n", st);
-            exit(1);
-        }
+    if (!fnv_flood_picks(pick, STAGES)) {
+        fprintf(stderr, "bench_hash: no collision found\n");
+        exit(1);
     }
     for (unsigned n = 0; n < SUBS; n++) {
-        memcpy(names[0][n], "hf-", PREFIX);
-        memcpy(names[1][n], "hf-", PREFIX);
-        for (unsigned i = PREFIX; i < NAME_LEN; i++) {
+        memcpy(names[0][n], "hf-", FNV_FLOOD_PREFIX);
+        for (unsigned i = FNV_FLOOD_PREFIX; i < NAME_LEN; i++) {
             x ^= x >> 12;
             x ^= x << 25;
             x ^= x >> 27;
-            names[0][n][i] = charset[(x * 0x2545F4914F6CDD1Dull) >> 58];
+            names[0][n][i] =
+                fnv_flood_charset[(x * 0x2545F4914F6CDD1Dull) >> 58];
         }
-        for (unsigned st = 0; st < STAGES; st++)
-            memcpy(names[1][n] + PREFIX + BLOCK * st,
-                   pick[st][(n >> st) & 1], BLOCK);
+        fnv_flood_name(names[1][n], pick, STAGES, n);
     }
 }
 

@@ -26,41 +26,13 @@
 #include "hub/chantab.h"
 #include "hub/hash.h"
 
+#include "fnv_flood.h"
+
 static const unsigned char zero_key[HUB_HASH_KEY_BYTES];
 
-/* The old hub_chan_hash, FNV-1a 64 over (app, name), kept only to build
- * names that collide under it. */
-static uint64_t old_chan_hash(unsigned app, const char *name, size_t len)
-{
-    uint64_t h = 1469598103934665603ull ^ app;
-
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)name[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-/*
- * FNV-1a's low 16 bits after a byte depend only on its low 16 bits before
- * (xor and multiply carry upwards only): a machine of 65,536 states, so
- * two 3-byte blocks that lead from one state to the same state are a
- * birthday search, a few hundred blocks. (Two 2-byte blocks of printable
- * bytes never meet: the multiplier spreads their difference too far.)
- * STAGES such pairs in a row give 2^STAGES names of one low-16-bit hash (a
- * Joux multicollision), built in about a millisecond; the old tables
- * picked buckets from those low bits.
- */
-enum { STAGES = 12, NAMES = 1 << STAGES, PREFIX = 3, BLOCK = 3,
-       NAME_LEN = PREFIX + BLOCK * STAGES };
-
-static const char charset[] =
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
-
-static uint16_t step16(uint16_t l, unsigned char b)
-{
-    return (uint16_t)((l ^ b) * (1099511628211ull & 0xffff));
-}
+/* Names in one bucket of the old FNV-1a (tests/unit/fnv_flood.h). */
+enum { STAGES = 12, NAMES = 1 << STAGES,
+       NAME_LEN = FNV_FLOOD_NAME_LEN(STAGES) };
 
 struct name {
     struct hub_chan_node node;
@@ -69,39 +41,11 @@ struct name {
 
 static void build_names(struct name *out)
 {
-    static int seen[1 << 16];
-    char pick[STAGES][2][BLOCK];
-    uint16_t l = (uint16_t)old_chan_hash(0, "hf-", PREFIX);
+    char pick[STAGES][2][FNV_FLOOD_BLOCK];
 
-    for (unsigned st = 0; st < STAGES; st++) {
-        bool found = false;
-
-        memset(seen, -1, sizeof(seen));
-        for (int i = 0; i < 64 * 64 * 64 && !found; i++) {
-            uint16_t e = l;
-
-            for (int b = BLOCK - 1; b >= 0; b--)
-                e = step16(e, (unsigned char)charset[(i >> (6 * b)) & 63]);
-            if (seen[e] < 0) {
-                seen[e] = i;
-                continue;
-            }
-            for (int b = 0; b < BLOCK; b++) {
-                int sh = 6 * (BLOCK - 1 - b);
-
-                pick[st][0][b] = charset[(seen[e] >> sh) & 63];
-                pick[st][1][b] = charset[(i >> sh) & 63];
-            }
-            l = e;
-            found = true;
-        }
-        assert_true(found);
-    }
+    assert_true(fnv_flood_picks(pick, STAGES));
     for (unsigned n = 0; n < NAMES; n++) {
-        memcpy(out[n].s, "hf-", PREFIX);
-        for (unsigned st = 0; st < STAGES; st++)
-            memcpy(out[n].s + PREFIX + BLOCK * st, pick[st][(n >> st) & 1],
-                   BLOCK);
+        fnv_flood_name(out[n].s, pick, STAGES, n);
         out[n].s[NAME_LEN] = '\0';
     }
 }
@@ -208,7 +152,7 @@ static void test_hash_fnv_multicollision_spreads(void **state)
     /* Under the old hash: NAMES distinct names, one low-16-bit value, so
      * one bucket of any table of up to 65,536 (this one ends at 8,192). */
     for (unsigned i = 0; i < NAMES; i++) {
-        uint64_t h = old_chan_hash(0, v[i].s, NAME_LEN);
+        uint64_t h = fnv_flood_old_hash(0, v[i].s, NAME_LEN);
 
         if (i == 0)
             low = h & 0xffff;
