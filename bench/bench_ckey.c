@@ -1,5 +1,5 @@
 /*
- * bench/bench_ckey.c - what the cluster key (hub/ckey.h) costs per
+ * bench/bench_ckey.c - what the cluster key (hub/cluster/ckey.h) costs per
  * envelope, in one run: for payloads of 100 B, 1 KiB and 16 KiB, the
  * sender's encode (hub_envelope_encode) without and with the MAC
  * (hub_ckey_sign over the encoded bytes), and the receiver's decode
@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "hub/ckey.h"
-#include "hub/envelope.h"
+#include "hub/cluster/ckey.h"
+#include "hub/cluster/envelope.h"
 
 enum { RUNS = 7, N = 200000 };
 

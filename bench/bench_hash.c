@@ -3,8 +3,8 @@
  * and what a flood of colliding names costs.
  *
  * Built twice from this one file: bench_hash links the hub as it is
- * (keyed SipHash-2-4, hub/hash.h); bench_hash_fnv links the same hub
- * sources with bench/fnv_hash.c in place of hub/hash.c, the unkeyed
+ * (keyed SipHash-2-4, hub/base/hash.h); bench_hash_fnv links the same hub
+ * sources with bench/fnv_hash.c in place of hub/base/hash.c, the unkeyed
  * FNV-1a the tables had before. bench/run_hash.sh runs the two in turn
  * and prints their ratios (make bench-hash).
  *
@@ -37,14 +37,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "hub/app.h"
-#include "hub/chanmap.h"
-#include "hub/chantab.h"
-#include "hub/loop.h"
+#include "hub/app/app.h"
+#include "hub/loop/chanmap.h"
+#include "hub/base/chantab.h"
+#include "hub/loop/loop.h"
 
 #include "../tests/unit/fnv_flood.h"
-#include "hub/pusher.h"
-#include "hub/session.h"
+#include "hub/pusher/pusher.h"
+#include "hub/loop/session.h"
 #include "timer/clock.h"
 
 #ifndef BENCH_HASH_VARIANT

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hub/heartbeat.h"
-#include "hub/loop.h"
-#include "hub/session.h"
+#include "hub/loop/heartbeat.h"
+#include "hub/loop/loop.h"
+#include "hub/loop/session.h"
 #include "timer/clock.h"
 
 enum { RUNS = 7 };

@@ -1,5 +1,5 @@
 /*
- * bench/fnv_hash.c - hub/hash.h's functions as they were before the key:
+ * bench/fnv_hash.c - hub/base/hash.h's functions as they were before the key:
  * unkeyed FNV-1a 64, the tweak (an app index) folded into the offset
  * basis, exactly the old hub_chan_hash and webhook key hash. Only
  * bench_hash_fnv links it (bench/CMakeLists.txt), to measure the old
@@ -7,7 +7,7 @@
  *
  * Thread: any (no state).
  */
-#include "hub/hash.h"
+#include "hub/base/hash.h"
 
 int hub_hash_init(void)
 {

@@ -112,7 +112,7 @@ class Peer:
             self.name, "REST" if self.publish == "rest" else "client-event")
 
 
-# client_event_rate 0 is unlimited (hub/pusher.c take_token); the default
+# client_event_rate 0 is unlimited (hub/pusher/pusher.c take_token); the default
 # 10/s per connection would make a WebSocket publisher useless here.
 HUB_CONFIG = {"apps": [{"id": "app-id", "key": "app-key",
                         "secret": "app-secret", "client_event_rate": 0}]}
@@ -683,8 +683,8 @@ def hub_webhook_stats(port):
 def thread_ticks(pid):
     """(loop-thread ticks, all ticks, webhook-sender ticks) of a process:
     utime + stime of its threads from /proc; loop threads are named
-    lubdub-N (server/threads.c), the webhook sender wh-sender
-    (server/webhook_send.c), the rest keep the process name."""
+    lubdub-N (server/loop/threads.c), the webhook sender wh-sender
+    (server/webhook/webhook_send.c), the rest keep the process name."""
     loop = total = sender = 0
     try:
         tids = os.listdir("/proc/%d/task" % pid)

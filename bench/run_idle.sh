@@ -47,7 +47,7 @@ for _ in $(seq 300); do
 done
 sessions=$(stat_sessions)
 # Idle means after the connect burst has settled: the hub gives freed
-# handshake buffers back once no handshake came for a second (server/memtrim.h).
+# handshake buffers back once no handshake came for a second (server/base/memtrim.h).
 sleep "${IDLE_SETTLE_S:-3}"
 full=$(rss_kib "$hub_pid")
 per=$(( (full - base) * 1024 / sessions ))

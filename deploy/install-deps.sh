@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 # libcurl4-openssl-dev and libsqlite3-dev: webhook delivery and its store.
 # libwslay-dev (and its libwslay1): the read bypass's frame parser.
-# libsodium-dev (and its libsodium23): the tables' keyed hash (hub/hash.h).
+# libsodium-dev (and its libsodium23): the tables' keyed hash (hub/base/hash.h).
 build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libjansson-dev
             libssl-dev libhiredis-dev libcurl4-openssl-dev libsqlite3-dev libwslay-dev
             libsodium-dev)

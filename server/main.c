@@ -6,7 +6,7 @@
  * before any thread exists (so only sigwait sees them; no signal handler
  * runs), creates the loops serially, starts one thread per loop, then
  * waits for a signal. SIGHUP re-reads --tls-cert/--tls-key and hands them
- * to the loops (server/tls.c), and reloads the apps, the operator tokens
+ * to the loops (server/lws/tls.c), and reloads the apps, the operator tokens
  * and the Redis password from --config and the secret files
  * (server/reload.c); the wait goes on. The first SIGTERM or
  * SIGINT drains: /readyz turns 503, accepting stops, heartbeats stop, and
@@ -26,15 +26,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hub/dirslow.h"
-#include "hub/hash.h"
-#include "hub/log.h"
-#include "hub/pusher.h"
-#include "server/fdlimit.h"
-#include "server/hdrpool.h"
-#include "server/memtrim.h"
-#include "server/srv.h"
-#include "server/webhook.h"
+#include "hub/loop/dirslow.h"
+#include "hub/base/hash.h"
+#include "hub/base/log.h"
+#include "hub/pusher/pusher.h"
+#include "server/base/fdlimit.h"
+#include "server/lws/hdrpool.h"
+#include "server/base/memtrim.h"
+#include "server/lws/srv.h"
+#include "server/webhook/webhook.h"
 
 /*
  * The default queue budget: 1/8 of the memory this process may use (the
@@ -159,7 +159,7 @@ static unsigned test_stall_ms(void)
 /*
  * LUBDUB_TEST_DIR_DELAY_MS (1..10000), tests only, undocumented in --help:
  * without --redis, the directory answers every subscribe join and REST
- * read that long late through the asynchronous ops (hub/dirslow.h), so
+ * read that long late through the asynchronous ops (hub/loop/dirslow.h), so
  * that tests/integration/dir_async.test.js drives pending subscriptions
  * and deferred HTTP answers. NULL: not asked for (or --redis given).
  */
@@ -192,7 +192,7 @@ static struct hub *test_dir_hub(struct srv *srv)
 }
 
 /*
- * Run with the fd limit server/fdlimit.h picks, before any lws context
+ * Run with the fd limit server/base/fdlimit.h picks, before any lws context
  * exists: each sizes its fd table from it, and lws's debug build walks
  * that table on every close (docs/LWS.md).
  */
@@ -239,7 +239,7 @@ static uint64_t handshakes(const struct srv *srv)
 }
 
 /* Once a second on the main thread: after a burst of handshakes, give
- * the freed header buffers back (server/memtrim.h). */
+ * the freed header buffers back (server/base/memtrim.h). */
 static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
 {
     uint64_t n = handshakes(srv), kib, t0;
@@ -285,7 +285,7 @@ int main(int argc, char **argv, char **envp)
     struct srv_memtrim trim;
 
     hold_stdio();
-    /* The key of every table a peer's strings index (hub/hash.h): first,
+    /* The key of every table a peer's strings index (hub/base/hash.h): first,
      * before any table (the apps' among them) is built. */
     if (hub_hash_init()) {
         fprintf(stderr, "lubdub: cannot start libsodium for the hash key\n");

@@ -15,7 +15,7 @@
  * text, and nothing changes.
  *
  * Tokens and the password are replaced in their live copies
- * (server/secret.h): the next /metrics or console request and the next
+ * (server/config/secret.h): the next /metrics or console request and the next
  * Redis connect read them. Good apps are copied into owned hub apps
  * (hub_app_dup), built into the next table (hub_apptab_build: the same id
  * keeps its index) and published (hub_apps_publish, whose inbox nodes
@@ -28,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hub/appswap.h"
-#include "hub/cluster.h"
-#include "server/redis.h"
-#include "server/srv.h"
-#include "server/webhook.h"
+#include "hub/loop/appswap.h"
+#include "hub/cluster/cluster.h"
+#include "server/redis/redis.h"
+#include "server/lws/srv.h"
+#include "server/webhook/webhook.h"
 
 /* " (id, id, ...)" for up to 4 ids of the indices that changed as want,
  * into buf; "" when none. The ids are the operator's own text, but may
@@ -140,7 +140,7 @@ int srv_config_reload(struct srv *srv)
         goto out;
     }
     /* With --redis the cluster must know a new app's id before any loop
-     * can see the app (hub/cluster.h). */
+     * can see the app (hub/cluster/cluster.h). */
     for (i = cur->n; srv->cluster && i < next->n; i++) {
         if (next->apps[i] &&
             hub_cluster_app_added(srv->cluster, i, next->apps[i]->id)) {

@@ -92,9 +92,10 @@ def main(argv):
     dirs = args or ['timer', 'hub', 'server']
     files = []
     for d in dirs:
-        for f in sorted(os.listdir(os.path.join(ROOT, d))):
-            if f.endswith(('.c', '.h')):
-                files.append(os.path.join(d, f))
+        for top, _sub, names in sorted(os.walk(os.path.join(ROOT, d))):
+            for f in sorted(names):
+                if f.endswith(('.c', '.h')):
+                    files.append(os.path.relpath(os.path.join(top, f), ROOT))
     public, local = definitions(files)
     ident = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
     edges = collections.defaultdict(set)

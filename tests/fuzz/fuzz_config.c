@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_config.c - libFuzzer target for the JSON config loader
- * (server/config.c through srv_config_load_buffer(), the --config path
+ * (server/config/config.c through srv_config_load_buffer(), the --config path
  * without the file read).
  *
  * The input is one config text. It is loaded onto the defaults, checked
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/config.h"
+#include "server/config/config.h"
 #include "tests/fuzz/fuzz.h"
 
 static void check_err(int rc, const char *err, size_t cap)

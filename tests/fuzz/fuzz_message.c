@@ -6,7 +6,7 @@
  * Besides memory errors it checks three properties and traps when they
  * fail: each encoder's output parses back to the fields that went in, a
  * truncated encoding is a terminated prefix of the full one that never
- * writes past cap, and whatever the client-event fast path (hub/evscan.h)
+ * writes past cap, and whatever the client-event fast path (hub/wire/evscan.h)
  * accepts, jansson parses to the same fields and re-encodes to the very
  * data bytes the fast path relays.
  *
@@ -33,11 +33,11 @@
 
 #include <jansson.h>
 
-#include "hub/auth.h"
-#include "hub/evscan.h"
-#include "hub/protocol.h"
-#include "hub/query.h"
-#include "hub/ws.h"
+#include "hub/app/auth.h"
+#include "hub/wire/evscan.h"
+#include "hub/wire/protocol.h"
+#include "hub/base/query.h"
+#include "hub/wire/ws.h"
 #include "tests/unit/fake_hub.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -372,7 +372,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(m.root == NULL && m.data_raw == NULL);
         return 0;
     }
-    /* A tree, or a fast-path client event (hub/evscan.h). */
+    /* A tree, or a fast-path client event (hub/wire/evscan.h). */
     CHECK(m.event != NULL && (m.root != NULL) != (m.data_raw != NULL));
     CHECK(m.root != NULL || m.type == HUB_MSG_CLIENT_EVENT);
     if (m.channel != NULL) {

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_wsread.c - libFuzzer target for the read bypass's
- * framing glue (server/wsread.c over wslay_frame_recv): the bytes a
+ * framing glue (server/lws/wsread.c over wslay_frame_recv): the bytes a
  * hostile client can send after the upgrade, fed in pieces whose sizes
  * come from the input, so every split of headers, masks and payloads is
  * tried, 1-byte feeds included.
@@ -22,7 +22,7 @@
  *                  used in turn, cycling; no sizes: one feed of it all
  *
  * A small reference decoder, written from RFC 6455 and the contract in
- * server/wsread.h rather than from wsread.c, decodes the whole stream
+ * server/lws/wsread.h rather than from wsread.c, decodes the whole stream
  * first into the events the sink must see and, for every byte offset,
  * whether a frame ends there. The sink then checks each call against the
  * next expected event as it comes: data pieces in order, complete, with
@@ -42,7 +42,7 @@
 #include <string.h>
 #include <wslay/wslay.h>
 
-#include "server/wsread.h"
+#include "server/lws/wsread.h"
 #include "tests/fuzz/fuzz.h"
 #define FUZZ_WSREAD_HARNESS
 #include "tests/fuzz/fuzz_wsread_alloc.h"
@@ -355,7 +355,7 @@ static void after_feed(struct sess *s, enum srv_wsread_rc rc, bool nomem,
 
     if (rc == SRV_WSREAD_NOMEM) {
         /* Only when an allocation failed, and nothing half made. The
-         * transport drops the session (server/direct.c). */
+         * transport drops the session (server/lws/direct.c). */
         CHECK(nomem);
         if (had_none)
             CHECK(s->st == NULL);

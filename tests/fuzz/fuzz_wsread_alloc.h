@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_wsread_alloc.h - forced into server/wsread.c when it is
+ * tests/fuzz/fuzz_wsread_alloc.h - forced into server/lws/wsread.c when it is
  * compiled for fuzz_wsread (-include, tests/fuzz/CMakeLists.txt), so the
  * harness can fail any allocation the framing glue makes: its own malloc
  * and calloc, and the wslay context it asks libwslay for, which a link-time

@@ -138,7 +138,7 @@ test('client events refused when the app disables them', async (t) => {
 });
 
 // The read bypass delivers the client events of one read in one walk per
-// run of them (hub/publish.h, hub_defer_begin). 200 events written in one
+// run of them (hub/loop/publish.h, hub_defer_begin). 200 events written in one
 // write, with a run on another channel and a ping in the middle: every
 // receiver gets every event meant for it exactly once, in the order sent,
 // and the sender none.

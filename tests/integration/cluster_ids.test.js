@@ -144,7 +144,7 @@ test('odd user ids across nodes: presence, REST, watchlists, terminate', async (
     // terminate_connections through n1 closes exactly that user's
     // connections on n3; 'a' and 'b' signed in on n2 stay. (Only ids the
     // REST path can carry: lws decodes the path before the signature is
-    // checked and drops the query of a path with a %0A; server/http.c.)
+    // checked and drops the query of a path with a %0A; server/http/http.c.)
     const a = await signedIn(t, n2, 'a');
     const b = await signedIn(t, n2, 'b');
     const long = await signedIn(t, n3, 'L'.repeat(300));

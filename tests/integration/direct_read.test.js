@@ -1,5 +1,5 @@
 'use strict';
-// The read bypass (--ws-direct-read, server/direct.c): the cases the bypass
+// The read bypass (--ws-direct-read, server/lws/direct.c): the cases the bypass
 // could break that rfc6455.test.js does not reach. Frames split over many
 // TCP segments, a big message in one read, several frames in one read, a
 // ping inside a fragmented message, a client that sends right after the
@@ -55,7 +55,7 @@ test('sessions are read by the bypass, and give lws\'s receive buffer back', asy
   const s = await hub.stats();
   assert.ok(sum(s, 'ws_direct_sessions') > before, JSON.stringify(s.per_loop));
   assert.ok(sum(s, 'ws_direct_reads') > 0);
-  // Its buffer went back at the handover (server/rxpool.h), and the
+  // Its buffer went back at the handover (server/lws/rxpool.h), and the
   // session still answers: lws never reads it again.
   assert.ok(sum(s, 'ws_direct_rx_released') > released, JSON.stringify(s.per_loop));
   c.send(frame(OP.TEXT, pingMsg('x2')));

@@ -14,7 +14,7 @@ const { open, firstError, stopAll } = require('./lib/ws');
 const PING = 300;
 const PONG = 300;
 const TICK = 50;
-// heartbeat period = ping / 5, at least one tick (hub/loop.c).
+// heartbeat period = ping / 5, at least one tick (hub/loop/loop.c).
 const HEARTBEAT = Math.max(PING / 5, TICK);
 // The heartbeat run and the pong timer are each up to a tick late, so the
 // bound without slack is ping + heartbeat + tick + pong + tick.

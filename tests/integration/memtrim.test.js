@@ -1,6 +1,6 @@
 'use strict';
 // After a burst of handshakes the hub gives freed header buffers and heap
-// back (server/memtrim.c, server/hdrpool.c; docs/DESIGN.md section 14), once
+// back (server/base/memtrim.c, server/lws/hdrpool.c; docs/DESIGN.md section 14), once
 // per burst, and keeps serving: sessions opened after it (on slots whose
 // pages went back to the kernel) work as before.
 const test = require('node:test');

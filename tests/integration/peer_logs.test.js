@@ -1,6 +1,6 @@
 'use strict';
-// Peer-caused log lines are rate-limited per client address (server/log.c,
-// server/peerlog.h), so a noisy client cannot hide another address's auth
+// Peer-caused log lines are rate-limited per client address (server/lws/log.c,
+// server/base/peerlog.h), so a noisy client cannot hide another address's auth
 // failure; the noisy address's next line that gets through says how many
 // of its lines were suppressed, and a periodic summary says the rest. The
 // address is the socket's peer (two loopback addresses: 127.0.0.1 and

@@ -1,5 +1,5 @@
 'use strict';
-// REST keep-alive for POST (server/http_post.h): a backend's SDK on a
+// REST keep-alive for POST (server/base/http_post.h): a backend's SDK on a
 // keep-alive agent publishes every event on one TCP connection, and the lws
 // 4.1.6 trap stays shut: bytes pipelined behind a POST body get the POST
 // answered with "Connection: close" and the connection closed, never a

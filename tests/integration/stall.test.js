@@ -5,7 +5,7 @@
 // their pongs wait in loop 0's sockets while the pong deadlines pass.
 // Nothing may close 4201: not the clients of loop 1, which kept running,
 // and not those of loop 0, whose pongs are read once it wakes (the wheel
-// waits one read pass after a stall, server/threads.c). The stall must show in
+// waits one read pass after a stall, server/loop/threads.c). The stall must show in
 // /stats and /metrics: a stall counted, its length, and late timers.
 const test = require('node:test');
 const assert = require('node:assert/strict');

@@ -16,13 +16,13 @@
 
 #include <jansson.h>
 
-#include "hub/auth.h"
-#include "hub/backplane.h"
-#include "hub/chanmap.h"
-#include "hub/loop.h"
-#include "hub/publish.h"
-#include "hub/pusher.h"
-#include "hub/session.h"
+#include "hub/app/auth.h"
+#include "hub/loop/backplane.h"
+#include "hub/loop/chanmap.h"
+#include "hub/loop/loop.h"
+#include "hub/loop/publish.h"
+#include "hub/pusher/pusher.h"
+#include "hub/loop/session.h"
 #include "timer/clock.h"
 
 #define FAKE_MAX_CONNS 64
@@ -143,7 +143,7 @@ static inline void fake_hub_stop(struct fake_hub *fh)
         hub_loop_destroy(fh->loops[i]);
     hub_destroy(fh->hub);
     /* The fake loops all ran on this thread: its keyed HMAC contexts
-     * (hub/auth.h) go with them, so a leak check sees none left. */
+     * (hub/app/auth.h) go with them, so a leak check sees none left. */
     hub_auth_thread_release();
 }
 

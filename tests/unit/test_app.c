@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_app.c - hub/app.c's app id check (hub_app_id_check):
+ * tests/unit/test_app.c - hub/app/app.c's app id check (hub_app_id_check):
  * the characters and lengths it takes, and for the rest, which byte it
  * blames (the first bad one) or the length it reports.
  */
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "hub/app.h"
+#include "hub/app/app.h"
 
 static void test_app_id_accepts_the_allowed_set(void **state)
 {

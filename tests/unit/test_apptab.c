@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_apptab.c - the app table and its reload (hub/apptab.h,
- * hub/appswap.h, hub/app.h's copy path): lookups by key and id over many
+ * tests/unit/test_apptab.c - the app table and its reload (hub/app/apptab.h,
+ * hub/loop/appswap.h, hub/app/app.h's copy path): lookups by key and id over many
  * apps, stable indices and tombstones across generations, the diff a
  * reload logs, what a published table does to the sessions of each loop
  * (moved to a changed app, 4001 for a removed one, 4003 for a disabled
@@ -22,8 +22,8 @@
 #include <cmocka.h>
 
 #include "fake_hub.h"
-#include "hub/appswap.h"
-#include "hub/apptab.h"
+#include "hub/loop/appswap.h"
+#include "hub/app/apptab.h"
 
 static struct hub_app *mk(const char *id, const char *key, const char *secret)
 {
@@ -416,7 +416,7 @@ static void test_apptab_reload_threads(void **state)
     fake_hub_stop(&fh);
 }
 
-/* The cluster-wide max_connections check (hub/apptab.h): this node's
+/* The cluster-wide max_connections check (hub/app/apptab.h): this node's
  * sessions before the new one plus the other nodes' replica. */
 static void test_quota_counts_other_nodes(void **state)
 {

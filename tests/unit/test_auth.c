@@ -19,8 +19,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "hub/auth.h"
-#include "hub/query.h"
+#include "hub/app/auth.h"
+#include "hub/base/query.h"
 
 #define KEY "278d425bdf160c739803"
 #define SECRET "7ad3773142a6692b25b8"
@@ -47,7 +47,7 @@ static struct hub_app test_app(void)
 }
 
 /*
- * The query of the last rest() call, parsed as hub/rest.c parses it before
+ * The query of the last rest() call, parsed as hub/pusher/rest.c parses it before
  * the check (one request at a time), and that parse's result.
  */
 static struct hub_query parsed;
@@ -72,7 +72,7 @@ static struct hub_rest_request rest(const char *method, const char *path,
     return r;
 }
 
-/* -EINVAL when the query does not parse (hub/rest.c answers 400 before
+/* -EINVAL when the query does not parse (hub/pusher/rest.c answers 400 before
  * the check), else what the check says. */
 static int check(const char *method, const char *path, const char *query,
                  const char *body, char *why, size_t why_len)

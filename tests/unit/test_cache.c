@@ -1,9 +1,9 @@
 /*
- * tests/unit/test_cache.c - the cache channels' store (hub/cache.h) with
+ * tests/unit/test_cache.c - the cache channels' store (hub/channel/cache.h) with
  * explicit times, under a failing allocator (fail_alloc.h); and, on a
  * two-loop fake hub with a fake clock, what a subscriber to a cache
- * channel is sent (hub/chanfeat.h) and the subscription_count coalescer
- * (hub/subcount.h).
+ * channel is sent (hub/channel/chanfeat.h) and the subscription_count coalescer
+ * (hub/channel/subcount.h).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -19,10 +19,10 @@
 
 #include "fail_alloc.h"
 #include "fake_hub.h"
-#include "hub/cache.h"
-#include "hub/chanfeat.h"
-#include "hub/subcount.h"
-#include "hub/subscribe.h"
+#include "hub/channel/cache.h"
+#include "hub/channel/chanfeat.h"
+#include "hub/channel/subcount.h"
+#include "hub/pusher/subscribe.h"
 
 static struct hub_frame *text_frame(const char *text)
 {

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_ckey.c - the cluster key (hub/ckey.h): a MAC verifies
+ * tests/unit/test_ckey.c - the cluster key (hub/cluster/ckey.h): a MAC verifies
  * with the key it was made with and not with another, every covered
  * value counts, a rotation accepts either key, replays (a counter seen,
  * a time past the window) are refused unless the check is for stored
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "hub/ckey.h"
+#include "hub/cluster/ckey.h"
 
 static const char K1[] = "first-key-0123456789abcdef";
 static const char K2[] = "second-key-0123456789abcdef";

@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_cluster.c - the node-to-node envelope (hub/envelope.h)
- * and the cluster backplane's node-local half (hub/cluster.h) without a
+ * tests/unit/test_cluster.c - the node-to-node envelope (hub/cluster/envelope.h)
+ * and the cluster backplane's node-local half (hub/cluster/cluster.h) without a
  * network: encode/decode round trips, every truncation and hostile bytes
  * refused without reading out of bounds, the directory wrapper queueing a
  * SUB on a channel's first local subscriber and an UNSUB on its last, and
@@ -18,11 +18,11 @@
 #include <cmocka.h>
 
 #include "fake_hub.h"
-#include "hub/backplane.h"
-#include "hub/cache.h"
-#include "hub/cluster.h"
-#include "hub/envelope.h"
-#include "hub/frame.h"
+#include "hub/loop/backplane.h"
+#include "hub/channel/cache.h"
+#include "hub/cluster/cluster.h"
+#include "hub/cluster/envelope.h"
+#include "hub/wire/frame.h"
 
 static const unsigned char payload[] = "{\"event\":\"ev\",\"data\":\"x\"}";
 
@@ -1017,7 +1017,7 @@ static void test_cluster_dir_ops_queue(void **state)
  * at start-up): the directory goes up in the same step as the REJOIN
  * snapshot, so each join's edges are told once: before it by the local
  * engine (and the snapshot counts the join), after it by Redis (its op
- * has the snapshot's generation: not stale). server/redis_dir.c used to
+ * has the snapshot's generation: not stale). server/redis/redis_dir.c used to
  * raise the flag first; a join between the two was told by neither (its
  * local edge withheld, its op stale). */
 static unsigned local_edges;
@@ -1079,7 +1079,7 @@ static void test_cluster_dir_up_with_the_snapshot(void **state)
 }
 
 /* Shutdown with answers outstanding: every caller gets -ECANCELED at
- * destroy, once (hub/backplane.h, join_async), whether its op was still
+ * destroy, once (hub/loop/backplane.h, join_async), whether its op was still
  * queued, answered after the cluster closed, or cancelled by the
  * backplane thread (a join parked on its SUBSCRIBE). */
 static int cancel_calls, cancel_rc_ok;

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_config.c - server/config.c: defaults, precedence
+ * tests/unit/test_config.c - server/config/config.c: defaults, precedence
  * (defaults < file < environment < flags), value syntax, error messages
  * that name the option and its source, apps, validation, and docs/CONFIG.md
  * kept in sync with the option table.
@@ -20,8 +20,8 @@
 #include <jansson.h>
 
 #include "fail_alloc.h"
-#include "hub/app.h"
-#include "server/config.h"
+#include "hub/app/app.h"
+#include "server/config/config.h"
 
 #define MAX_ARGS 32
 

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_defer.c - the client events of one read, delivered in one
- * walk per run of them (hub/publish.h, hub_defer_begin): held until the
+ * walk per run of them (hub/loop/publish.h, hub_defer_begin): held until the
  * read ends, then every member has them all in the order sent; a run
  * breaks at another channel and at the sender's next message of another
  * kind, so nothing is reordered; a member whose queue cannot take the

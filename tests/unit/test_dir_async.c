@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_dir_async.c - the hub side of an asynchronous directory
- * (hub/backplane.h join_async, query_async): a fake directory that wraps
+ * (hub/loop/backplane.h join_async, query_async): a fake directory that wraps
  * the in-process one and answers when the test says so (the test thread
  * plays the loop, as done would run there). Pending subscriptions get no
  * events and no confirmation until done; unsubscribe and disconnect while
@@ -22,9 +22,9 @@
 #include <cmocka.h>
 
 #include "fake_hub.h"
-#include "hub/rest.h"
-#include "hub/subscribe.h"
-#include "hub/subcount.h"
+#include "hub/pusher/rest.h"
+#include "hub/pusher/subscribe.h"
+#include "hub/channel/subcount.h"
 
 #define MAXQ 16
 
@@ -807,7 +807,7 @@ static void test_rest_events_info_wait_then_publish(void **state)
     close_heap(a);
 }
 
-/* A caller that cannot wait (server/http.c: a request pipelined behind
+/* A caller that cannot wait (server/http/http.c: a request pipelined behind
  * the POST body): what would wait is refused with 400 and not published,
  * before its wait starts (hub_rest_handle_nowait) or during it
  * (hub_rest_wait_refuse); what needs no read is answered as usual. */

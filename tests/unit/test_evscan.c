@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_evscan.c - the client-event fast path (hub/evscan.h)
+ * tests/unit/test_evscan.c - the client-event fast path (hub/wire/evscan.h)
  * against jansson, the path it short-cuts.
  *
  * Every message below goes through both: when the scanner accepts one,
@@ -26,9 +26,9 @@
 #include "tests/unit/fail_alloc.h"
 #include "tests/unit/fake_hub.h"
 
-#include "hub/evscan.h"
-#include "hub/protocol.h"
-#include "hub/webhook.h"
+#include "hub/wire/evscan.h"
+#include "hub/wire/protocol.h"
+#include "hub/webhook/webhook.h"
 
 /* A heap copy of exactly len bytes, so ASan catches a read past it. */
 static char *exact(const char *text, size_t len)

@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "fail_alloc.h"
-#include "hub/frame.h"
+#include "hub/wire/frame.h"
 
 static void test_fail_alloc_countdown_fails_one(void **state)
 {

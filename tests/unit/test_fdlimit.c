@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_fdlimit.c - srv_fd_limit_pick (server/fdlimit.c): the
+ * tests/unit/test_fdlimit.c - srv_fd_limit_pick (server/base/fdlimit.c): the
  * soft RLIMIT_NOFILE the hub runs with, from --fd-limit, --max-connections
  * and the hard limit; never above the hard limit nor lws's 10,000,000.
  */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "server/fdlimit.h"
+#include "server/base/fdlimit.h"
 
 static uint64_t pick(uint64_t want, uint32_t conns, uint64_t hard,
                      enum srv_fd_limit_why *why)

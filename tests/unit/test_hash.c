@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_hash.c - the keyed hash of hub/hash.h and what it does
+ * tests/unit/test_hash.c - the keyed hash of hub/base/hash.h and what it does
  * for the tables: SipHash-2-4's reference vector (so libsodium is called
  * as SipHash-2-4 under our key), the key changing every value, apps kept
  * apart, and the hash-flooding case: 4,096 channel names built to agree
@@ -21,10 +21,10 @@
 
 #include <cmocka.h>
 
-#include "hub/app.h"
-#include "hub/apptab.h"
-#include "hub/chantab.h"
-#include "hub/hash.h"
+#include "hub/app/app.h"
+#include "hub/app/apptab.h"
+#include "hub/base/chantab.h"
+#include "hub/base/hash.h"
 
 #include "fnv_flood.h"
 

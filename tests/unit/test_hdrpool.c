@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_hdrpool.c - the pool for lws's header buffers
- * (server/hdrpool.c): slots lent newest-freed first, the heap past the
+ * (server/lws/hdrpool.c): slots lent newest-freed first, the heap past the
  * last slot, only slot-sized requests pooled, lws's realloc contract
  * (size 0 frees, a resize keeps the bytes), the release of all but the
  * newest free slots' pages, lws's header tables from their own pool
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "server/hdrpool.h"
+#include "server/lws/hdrpool.h"
 
 #define SLOT 8192u
 #define SLOTS 8u

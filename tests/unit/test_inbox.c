@@ -6,7 +6,7 @@
  * node and no wakeup is lost, that each producer's nodes come oldest first,
  * and that a frame's bytes written before the push are what the consumer
  * reads. The tsan label runs it under ThreadSanitizer (make test-tsan),
- * which checks the memory orders of hub/inbox.h and hub/frame.h.
+ * which checks the memory orders of hub/loop/inbox.h and hub/wire/frame.h.
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "hub/frame.h"
-#include "hub/inbox.h"
+#include "hub/wire/frame.h"
+#include "hub/loop/inbox.h"
 #include "timer/list.h"
 
 #define PRODUCERS 4

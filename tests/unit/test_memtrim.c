@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_memtrim.c - srv_memtrim_due (server/memtrim.c): a trim
+ * tests/unit/test_memtrim.c - srv_memtrim_due (server/base/memtrim.c): a trim
  * after a burst of handshakes once the count has stood still, never
  * during the burst, never twice for one burst, never for a trickle; and
  * srv_memtrim_run does not fail.
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "server/memtrim.h"
+#include "server/base/memtrim.h"
 
 static void test_burst_then_quiet(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_online.c - the online registry (hub/online.h): edges on
+ * tests/unit/test_online.c - the online registry (hub/channel/online.h): edges on
  * a user's first and last connection only, the initial state, watchlist
  * replacement, the max_watchers refusal leaving everything as it was,
  * every allocation failing in turn (nothing changed, nothing reported,
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "fail_alloc.h"
-#include "hub/online.h"
+#include "hub/channel/online.h"
 
 /* What the callbacks saw, as text: "w<x+" for "w hears x online", "w<x-"
  * offline, "=x" for an initial one. */

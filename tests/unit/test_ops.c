@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_ops.c - the bearer-token compare of the operator surfaces
- * (srv_ops_token_equal, server/ops_http.c): equal only on the same bytes
+ * (srv_ops_token_equal, server/ops/ops_http.c): equal only on the same bytes
  * and length, whatever the guess's length (empty, a prefix, longer, one
  * byte off at either end).
  */
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "server/srv.h"
+#include "server/lws/srv.h"
 
 static bool eq(const char *given, const char *want)
 {

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_peeraddr.c - server/peeraddr.c: client addresses (IPv4,
+ * tests/unit/test_peeraddr.c - server/base/peeraddr.c: client addresses (IPv4,
  * IPv6, IPv4-mapped), --trusted-proxies CIDR lists, and the
  * X-Forwarded-For walk: the right-most untrusted entry, spoofed left-most
  * entries ignored, many hops, malformed headers, an untrusted peer's
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "server/peeraddr.h"
+#include "server/base/peeraddr.h"
 
 static struct srv_peeraddr A(const char *s)
 {

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_peerlog.c - server/peerlog.c on a fake clock: a bucket
+ * tests/unit/test_peerlog.c - server/base/peerlog.c on a fake clock: a bucket
  * per address under one shared bucket, the LRU table's bound and
  * eviction, the suppressed counts reported by an address's next line and
  * by the periodic sweep. srv_peerlog_check() runs after every change.
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "server/peerlog.h"
+#include "server/base/peerlog.h"
 
 static struct srv_peeraddr addr(unsigned i)
 {

@@ -19,8 +19,8 @@
 #include <cmocka.h>
 
 #include "fake_hub.h"
-#include "hub/chantab.h"
-#include "hub/rest.h"
+#include "hub/base/chantab.h"
+#include "hub/pusher/rest.h"
 
 static unsigned frame_refs(struct hub_frame *f)
 {

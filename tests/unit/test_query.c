@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "hub/query.h"
+#include "hub/base/query.h"
 
 static int decode(char *dst, size_t dst_len, const char *src)
 {

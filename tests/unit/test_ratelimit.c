@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_ratelimit.c - the REST token bucket (hub/ratelimit.h) on
+ * tests/unit/test_ratelimit.c - the REST token bucket (hub/base/ratelimit.h) on
  * a fake clock: a full start, refill at the rate, the cap after a quiet
  * spell, a request larger than one second's worth (served from a full
  * bucket, then paid for), Retry-After in whole seconds, a rate changed
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "hub/ratelimit.h"
+#include "hub/base/ratelimit.h"
 
 static void test_bucket_refill_and_retry(void **state)
 {

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_redis_url.c - the --redis URL parser
- * (server/redis_url.h): the forms it takes, the defaults, percent-decoding,
+ * (server/config/redis_url.h): the forms it takes, the defaults, percent-decoding,
  * and one-line refusals for everything else, including over-long fields.
  */
 #include <errno.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "server/redis_url.h"
+#include "server/config/redis_url.h"
 
 static void test_url_forms(void **state)
 {

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 
 #include "fake_hub.h"
-#include "hub/query.h"
-#include "hub/rest.h"
+#include "hub/base/query.h"
+#include "hub/pusher/rest.h"
 
 #define NOW_S 1700000000ull
 
@@ -853,7 +853,7 @@ static void test_rest_403_disabled_app(void **state)
 }
 
 /*
- * The app's REST rate limits (hub/ratelimit.h): events counted one per
+ * The app's REST rate limits (hub/base/ratelimit.h): events counted one per
  * event and one per event of a batch, reads one per GET, across loops;
  * over the limit a 429 with Retry-After that publishes nothing; refusals
  * before the signature use up nothing; counted per app.

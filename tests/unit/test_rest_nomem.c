@@ -29,9 +29,9 @@
 
 #include "fail_alloc.h"
 #include "fake_hub.h"
-#include "hub/chanfeat.h"
-#include "hub/query.h"
-#include "hub/rest.h"
+#include "hub/channel/chanfeat.h"
+#include "hub/base/query.h"
+#include "hub/pusher/rest.h"
 
 #define NOW_S 1700000000ull
 #define N_SESSIONS 4

@@ -1,11 +1,11 @@
 /*
  * tests/unit/test_rxpool.c - lws's WebSocket receive buffers from a pool
- * (server/rxpool.c): only "rx_ubuf" requests of the pool's size pooled,
+ * (server/lws/rxpool.c): only "rx_ubuf" requests of the pool's size pooled,
  * the thread's last buffer taken once, a released slot lent again while
  * lws still owes its free, and a model of holders that release and free
  * in random order: no slot is ever lent while a holder that was not
  * released still has it, and every slot comes back. Through lws's
- * allocator (server/hdrpool.c), as lws reaches it.
+ * allocator (server/lws/hdrpool.c), as lws reaches it.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "server/hdrpool.h"
-#include "server/rxpool.h"
+#include "server/lws/hdrpool.h"
+#include "server/lws/rxpool.h"
 
 #define BYTES 148u /* --ws-rx-buffer 128 + LWS_PRE 16 + 4 */
 #define SLOTS 8u

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_secret.c - server/secret.c: reading a secret file (one
+ * tests/unit/test_secret.c - server/config/secret.c: reading a secret file (one
  * trailing newline dropped, nothing else; empty, NUL bytes, too large, not
  * a regular file and unreadable refused with one line naming the file),
  * and the live secrets a SIGHUP replaces: set, copy, unset, a buffer too
@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "server/config.h"
-#include "server/secret.h"
+#include "server/config/config.h"
+#include "server/config/secret.h"
 
 /* A fresh temp dir per case, removed by teardown with what is in it. */
 struct dir {

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_shard.c - the session shard (hub/shard.h) against a
+ * tests/unit/test_shard.c - the session shard (hub/loop/shard.h) against a
  * model: seeded random add / remove / touch / scan-slice / new-run steps
  * over up to 5,000 sessions, with hub_shard_check() and the model compared
  * after every mutation. The scan is driven as the heartbeat drives it
@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "hub/session.h"
-#include "hub/shard.h"
+#include "hub/loop/session.h"
+#include "hub/loop/shard.h"
 
 #define MAX_SESSIONS 5000
 

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_stats.c - the counter table (hub/stats_table.h) against
+ * tests/unit/test_stats.c - the counter table (hub/loop/stats_table.h) against
  * what is made of it and what is written about it:
  *   - docs/OPERATIONS.md has one metrics row per generated /metrics name,
  *     with its type, and no row for a name the table lacks (as
@@ -24,9 +24,9 @@
 #include <jansson.h>
 
 #include "fail_alloc.h"
-#include "hub/stats_table.h"
-#include "server/srv.h"
-#include "server/webhook.h"
+#include "hub/loop/stats_table.h"
+#include "server/lws/srv.h"
+#include "server/webhook/webhook.h"
 
 /* The table again, as the test sees it. */
 enum fmt { U64, NS_MS, MS_S, BY_REASON, LATE, RATIO };
@@ -79,7 +79,7 @@ static size_t families(struct family *out, size_t cap)
         out[n++] = (struct family){ metric, "histogram", true, false };
     HUB_LOOP_HISTS(X)
 #undef X
-    /* server/webhook.h: per app and endpoint, not per loop. */
+    /* server/webhook/webhook.h: per app and endpoint, not per loop. */
 #define X(metric, type, help)                                                  \
     if (n < cap)                                                               \
         out[n++] = (struct family){ #metric, #type, false, false };
@@ -241,7 +241,7 @@ static void test_stats_docs_match_table(void **state)
                 f = &fam[i];
         if (!f)
             fail_msg("docs/OPERATIONS.md: %s is not a metric of "
-                     "hub/stats_table.h",
+                     "hub/loop/stats_table.h",
                      name + 1);
         seen[f - fam]++;
         if (strcmp(type, f->type))
@@ -262,7 +262,7 @@ static void test_stats_docs_match_table(void **state)
     free(docs);
 }
 
-/* The table's own rules: what server/stats.c can render. */
+/* The table's own rules: what server/ops/stats.c can render. */
 static void test_stats_table_is_well_formed(void **state)
 {
     unsigned max_total = 0;

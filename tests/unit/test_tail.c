@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_tail.c - the console's live tail (hub/tail.h): the
+ * tests/unit/test_tail.c - the console's live tail (hub/ops/tail.h): the
  * filter (app, exact channel, prefix, kinds), the one-second rate window,
  * and, on a fake hub with two loops, the flag that keeps the hot paths at
  * one load, publications from another loop reaching a watcher through its
@@ -16,12 +16,12 @@
 
 #include <cmocka.h>
 
-#include "hub/backplane.h"
-#include "hub/frame.h"
-#include "hub/loop.h"
-#include "hub/pusher.h"
-#include "hub/session.h"
-#include "hub/tail.h"
+#include "hub/loop/backplane.h"
+#include "hub/wire/frame.h"
+#include "hub/loop/loop.h"
+#include "hub/pusher/pusher.h"
+#include "hub/loop/session.h"
+#include "hub/ops/tail.h"
 #include "fake_hub.h"
 
 static struct hub_tail_filter filter(unsigned app, unsigned kinds,

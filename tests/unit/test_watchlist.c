@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_watchlist.c - watchlists and authorized connections on a
- * two-loop fake hub (hub/watchlist.c, the signin deadline of
- * hub/session.c), with the failing allocator:
+ * two-loop fake hub (hub/pusher/watchlist.c, the signin deadline of
+ * hub/loop/session.c), with the failing allocator:
  *  - the signin deadline: closed 4009 at connected + timeout, not a tick
  *    before; a session signed in in time is left alone (and, with no other
  *    deadline, its idle entry is stopped); a session gone before its
@@ -26,7 +26,7 @@
 
 #include "fail_alloc.h"
 #include "fake_hub.h"
-#include "hub/online.h"
+#include "hub/channel/online.h"
 
 static uint64_t stat_sum(struct fake_hub *fh, size_t off)
 {

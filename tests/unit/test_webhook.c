@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_webhook.c - hub/webhook.h: filter matching, the body
+ * tests/unit/test_webhook.c - hub/webhook/webhook.h: filter matching, the body
  * encoding, the backoff schedule, the bounded queue, the directory's edge
  * hook, and the engine's delay, cancellation and batching, on a clock
  * driven by hand. Single-threaded.
@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "fail_alloc.h"
-#include "hub/app.h"
-#include "hub/directory.h"
-#include "hub/webhook.h"
-#include "hub/wh_stream.h"
+#include "hub/app/app.h"
+#include "hub/loop/directory.h"
+#include "hub/webhook/webhook.h"
+#include "hub/webhook/wh_stream.h"
 
 static struct hub_webhook_conf conf(unsigned types, const char *pre,
                                     const char *suf)
@@ -755,7 +755,7 @@ static void test_engine_reload(void **state)
 }
 
 
-/* Durable cluster webhooks (hub/wh_stream.h): stream entries to events,
+/* Durable cluster webhooks (hub/webhook/wh_stream.h): stream entries to events,
  * group names, ids, and the body made with the entries' ids. */
 static void test_stream_entries(void **state)
 {

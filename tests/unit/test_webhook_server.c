@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_webhook_server.c - the server half of webhooks: the
- * "webhooks" key of an app (server/config_webhooks.c, through the config
- * loader) and the SQLite store (server/webhook_store.c) in a temporary
+ * "webhooks" key of an app (server/config/config_webhooks.c, through the config
+ * loader) and the SQLite store (server/webhook/webhook_store.c) in a temporary
  * directory. Single-threaded.
  */
 #include <setjmp.h>
@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "fail_alloc.h"
-#include "hub/webhook.h"
-#include "server/config.h"
-#include "server/webhook.h"
+#include "hub/webhook/webhook.h"
+#include "server/config/config.h"
+#include "server/webhook/webhook.h"
 
 static int load(const char *text, struct srv_config *cfg, char *err,
                 size_t errlen)

@@ -1,13 +1,13 @@
 /*
  * tests/unit/test_webhook_stream.c - durable cluster webhooks, the sender
- * thread's half (server/webhook_stream.c), against a fake Redis: a thread
+ * thread's half (server/webhook/webhook_stream.c), against a fake Redis: a thread
  * on a loopback port that speaks RESP and keeps, in memory, what the
  * module's commands touch (the app's stream with its consumer groups and
  * pending lists, the lease key, the counter hash). The module's four
  * scripts are recognised by their text and run here in C, the delay pump
  * as "nothing due". The test thread plays the sender thread: it calls
  * srv_whs_take / srv_whs_round / srv_whs_done with its own clock and
- * holds the batches the module pushes, as server/webhook_send.c would.
+ * holds the batches the module pushes, as server/webhook/webhook_send.c would.
  * It reads and sets the fake's data between calls, when every command of
  * the call has had its reply and the fake thread waits in poll().
  *
@@ -44,10 +44,10 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "hub/wh_stream.h"
-#include "server/config.h"
-#include "server/srv.h"
-#include "server/webhook_int.h"
+#include "hub/webhook/wh_stream.h"
+#include "server/config/config.h"
+#include "server/lws/srv.h"
+#include "server/webhook/webhook_int.h"
 
 /* ------------------------------------------------------------ fake Redis */
 
@@ -576,7 +576,7 @@ struct rig {
     uint64_t now;
 };
 
-/* As server/webhook_send.c holds a stream batch: at ep's tail. */
+/* As server/webhook/webhook_send.c holds a stream batch: at ep's tail. */
 static bool push(struct endpoint *ep, struct batch *b)
 {
     ep->wh->held_bytes += b->len;
@@ -1008,7 +1008,7 @@ static void test_removed_endpoint_dead_letters_and_group_goes(void **state)
     srv_whs_round(&g->wh, g->now);
     assert_int_equal(held(g), 0);
     assert_int_equal(g->redis.g[0].np, 1);
-    /* A reload removes it (server/webhook_send.c ep_retire): what it read
+    /* A reload removes it (server/webhook/webhook_send.c ep_retire): what it read
      * becomes a batch, dead-lettered and acknowledged. */
     srv_whs_ep_flush(&g->wh, &g->ep);
     assert_int_equal(held(g), 1);

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_ws.c - the RFC 6455 checks of hub/ws.c: the incremental
+ * tests/unit/test_ws.c - the RFC 6455 checks of hub/wire/ws.c: the incremental
  * UTF-8 validator at every boundary of RFC 3629 and split at every byte,
  * against a plain reference decoder over every 1-3 byte sequence; close
  * codes and close payloads; the handshake header checks.
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "hub/ws.h"
+#include "hub/wire/ws.h"
 
 struct seq {
     const char *name;

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_wsread.c - the read bypass's framing glue
- * (server/wsread.c) over wslay: frames split at every byte, several per
+ * (server/lws/wsread.c) over wslay: frames split at every byte, several per
  * read, a ping inside a fragmented message, close echoes, every RFC 6455
  * error it must fail with 1002, no state held by an idle session, and a
  * pause (input backpressure) keeping the rest of a read for resume.
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "server/wsread.h"
+#include "server/lws/wsread.h"
 
 /* What the sink saw. */
 struct rec {

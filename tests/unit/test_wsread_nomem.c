@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_wsread_nomem.c - the read bypass's framing glue
- * (server/wsread.c) under failing allocations: every allocation it makes
+ * (server/lws/wsread.c) under failing allocations: every allocation it makes
  * (the loop's parser, a session's state when a read ends inside a frame or
  * a message, or owes a pong) fails once; the feed says so, holds nothing
  * half made, and leaks nothing. wslay's own context comes from libwslay,
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "fail_alloc.h"
-#include "server/wsread.h"
+#include "server/lws/wsread.h"
 
 static int pieces;
 

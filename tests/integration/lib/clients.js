@@ -2,7 +2,7 @@
 // Client helpers for the compatibility tests: pusher-js clients authorised
 // by the pusher SDK (as an app server would), raw WebSocket clients for
 // exact wire assertions, loop placement (a socket id's integer part is
-// counter * 64 + loop id, see hub/session.c), hand-signed REST requests, and
+// counter * 64 + loop id, see hub/loop/session.c), hand-signed REST requests, and
 // temporary config files. Every helper registers its own cleanup with t.after.
 const crypto = require('node:crypto');
 const fs = require('node:fs');

@@ -1,0 +1,192 @@
+/*
+ * hub/app/app.c - defaults for an app's switches and limits.
+ *
+ * The numbers follow Pusher's published limits (docs/PROTOCOL.md section 8), so
+ * an app that configures nothing behaves like a Pusher app. Also the one
+ * copy, compare and free path of an app (see hub/app/app.h), and the check of
+ * an app id's characters. Any thread.
+ */
+#include "hub/app/app.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hub_app_id_check(const char *id, size_t *bad)
+{
+    size_t n = id ? strlen(id) : 0, dummy;
+
+    if (!bad)
+        bad = &dummy;
+    if (!n || n > HUB_APP_ID_MAX) {
+        *bad = n;
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+
+        /* Spelled out rather than isalnum(): no locale may widen it. */
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')) {
+            *bad = i;
+            return -EILSEQ;
+        }
+    }
+    return 0;
+}
+
+void hub_app_defaults(struct hub_app *app)
+{
+    app->enabled = true;
+    app->client_events = true;
+    app->max_connections = 0;
+    app->client_event_rate = 10;
+    app->max_presence_members = 100;
+    app->max_user_info_bytes = 1024;
+    app->max_user_id_len = 128;
+    app->max_event_bytes = 10240;
+    app->max_event_name = 200;
+    app->max_channels_per_event = 100;
+    app->max_batch_events = 10;
+    app->max_channel_name = 200;
+    app->webhook_batching = true;
+    /* Authorized connections: off, and Pusher's 30 s when on. */
+    app->enable_user_authentication = false;
+    app->user_auth_timeout_ms = 30000;
+    app->watchlist_events = true;
+    app->max_watchlist = 100;
+    app->max_watchers = 1000;
+    app->max_backend_events_per_second = 0;
+    app->max_read_requests_per_second = 0;
+}
+
+/* A copy of s in *out (NULL stays NULL); false when out of memory. */
+static bool dup_str(char **out, const char *s)
+{
+    *out = s ? strdup(s) : NULL;
+    return !s || *out;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+struct hub_app *hub_app_dup(const struct hub_app *a)
+{
+    struct hub_app *c = malloc(sizeof(*c));
+
+    if (!c)
+        return NULL;
+    /* Scalars by value; then every owned pointer is replaced by a copy
+     * of its own (new owned fields: here, in equal() and in free()). */
+    memcpy(c, a, sizeof(*c));
+    c->id = c->key = c->secret = c->allowed_origins = NULL;
+    /* Not the webhooks: the sender thread never reads the app table; a
+     * reload hands it its own copy (srv_webhooks_reload), so the table's
+     * copy carries none (nothing to share, nothing to free twice). */
+    c->webhooks = NULL;
+    c->n_webhooks = 0;
+    atomic_init(&c->refs, 1);
+    if (!dup_str(&c->id, a->id) || !dup_str(&c->key, a->key) ||
+        !dup_str(&c->secret, a->secret) ||
+        !dup_str(&c->allowed_origins, a->allowed_origins)) {
+        hub_app_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
+{
+    return str_eq(a->id, b->id) && str_eq(a->key, b->key) &&
+           str_eq(a->secret, b->secret) && a->enabled == b->enabled &&
+           a->client_events == b->client_events &&
+           a->max_connections == b->max_connections &&
+           a->client_event_rate == b->client_event_rate &&
+           a->max_presence_members == b->max_presence_members &&
+           a->max_user_info_bytes == b->max_user_info_bytes &&
+           a->max_user_id_len == b->max_user_id_len &&
+           a->max_event_bytes == b->max_event_bytes &&
+           a->max_event_name == b->max_event_name &&
+           a->max_channels_per_event == b->max_channels_per_event &&
+           a->max_batch_events == b->max_batch_events &&
+           a->max_channel_name == b->max_channel_name &&
+           a->cache_ttl_ms == b->cache_ttl_ms &&
+           a->cache_max_bytes == b->cache_max_bytes &&
+           a->max_subscriptions == b->max_subscriptions &&
+           a->subscription_count == b->subscription_count &&
+           /* Not the webhook list: a reloaded copy has none (see dup);
+            * the sender compares its own (server/webhook/webhook_send.c). */
+           a->enable_user_authentication == b->enable_user_authentication &&
+           a->user_auth_timeout_ms == b->user_auth_timeout_ms &&
+           a->watchlist_events == b->watchlist_events &&
+           a->max_watchlist == b->max_watchlist &&
+           a->max_watchers == b->max_watchers &&
+           str_eq(a->allowed_origins, b->allowed_origins) &&
+           a->max_backend_events_per_second ==
+               b->max_backend_events_per_second &&
+           a->max_read_requests_per_second == b->max_read_requests_per_second;
+}
+
+void hub_app_clear(struct hub_app *a)
+{
+    free(a->id);
+    free(a->key);
+    free(a->secret);
+    free(a->allowed_origins);
+    a->id = a->key = a->secret = a->allowed_origins = NULL;
+}
+
+void hub_app_free(struct hub_app *a)
+{
+    if (!a)
+        return;
+    hub_app_clear(a);
+    free(a);
+}
+
+void hub_app_ref(const struct hub_app *a)
+{
+    struct hub_app *m = (struct hub_app *)a;
+
+    /* The count is the one mutable part of an app. An owned app's count
+     * cannot be 0 while a caller holds it, so 0 means borrowed. */
+    if (m && atomic_load_explicit(&m->refs, memory_order_relaxed))
+        atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+
+void hub_app_unref(const struct hub_app *a)
+{
+    struct hub_app *m = (struct hub_app *)a;
+
+    if (!m || !atomic_load_explicit(&m->refs, memory_order_relaxed))
+        return;
+    if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+        hub_app_free(m);
+}
+
+static bool equal(const char *field, const char *s, size_t len)
+{
+    return field && strlen(field) == len && memcmp(field, s, len) == 0;
+}
+
+const struct hub_app *hub_app_find_by_key(const struct hub_app *apps,
+                                          unsigned n, const char *key,
+                                          size_t len)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (equal(apps[i].key, key, len))
+            return &apps[i];
+    return NULL;
+}
+
+const struct hub_app *hub_app_find_by_id(const struct hub_app *apps,
+                                         unsigned n, const char *id,
+                                         size_t len)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (equal(apps[i].id, id, len))
+            return &apps[i];
+    return NULL;
+}

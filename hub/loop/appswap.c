@@ -1,0 +1,114 @@
+/*
+ * hub/loop/appswap.c - publishing a new app table and retiring the old one
+ * through every loop's inbox (the rules are in hub/loop/appswap.h).
+ */
+#include "hub/loop/appswap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub/loop/inbox.h"
+#include "hub/base/log.h"
+#include "hub/loop/loop.h"
+#include "hub/loop/session.h"
+
+struct swap;
+
+struct swap_node {
+    struct hub_inbox_node node;
+    struct swap *swap;
+};
+
+/* One block: the retired table and a node per loop. */
+struct swap {
+    atomic_uint refs;              /* nodes not yet run or dropped */
+    struct hub_apptab *old;        /* freed by the last node */
+    const struct hub_apptab *next; /* the table published with it */
+    struct swap_node nodes[];
+};
+
+static void swap_unref(struct swap *w)
+{
+    if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1) {
+        hub_apptab_free(w->old, false);
+        free(w);
+    }
+}
+
+/* Bring one open session to the new table: nothing, move it to its app's
+ * new settings, or close it. */
+static void session_reloaded(struct hub_session *s,
+                             const struct hub_apptab *next)
+{
+    const struct hub_app *old = s->app, *na;
+
+    if (!old || s->state != HUB_SESSION_OPEN)
+        return;
+    na = hub_apptab_get(next, old->index);
+    if (na == old)
+        return;
+    if (!na || strcmp(na->key, old->key) != 0) {
+        hub_session_send_error(s, 4001, "Application does not exist", true);
+        return;
+    }
+    if (!na->enabled) {
+        hub_session_send_error(s, 4003, "Application is disabled", true);
+        return;
+    }
+    hub_app_ref(na);
+    s->app = na;
+    hub_app_unref(old);
+    /* Authorized connections switched on: the deadline counts from the
+     * connection's start, as for a new one (nothing when off or when the
+     * session is authorized already). */
+    hub_session_arm_signin_deadline(s);
+}
+
+static void swap_run(struct hub_inbox_node *n, struct hub_loop *l,
+                     uint64_t now_ms)
+{
+    struct swap *w = ((struct swap_node *)n)->swap;
+    struct hub_shard *sh = &l->shard;
+
+    (void)now_ms;
+    /* Downwards: a session that leaves the shard while being closed
+     * takes the last slot's session, which was seen already. */
+    for (uint32_t i = sh->count; i-- > 0;)
+        if (i < sh->count)
+            session_reloaded(sh->slots[i].s, w->next);
+    swap_unref(w);
+}
+
+static void swap_drop(struct hub_inbox_node *n)
+{
+    swap_unref(((struct swap_node *)n)->swap);
+}
+
+static const struct hub_inbox_ops swap_ops = {
+    .run = swap_run,
+    .drop = swap_drop,
+};
+
+int hub_apps_publish(struct hub *h, struct hub_apptab *next)
+{
+    unsigned n = h->n_loops;
+    struct swap *w = malloc(sizeof(*w) + (n ? n : 1) * sizeof(w->nodes[0]));
+
+    if (!w) {
+        hub_apptab_discard(next);
+        return -ENOMEM;
+    }
+    atomic_init(&w->refs, n + 1);
+    w->next = next;
+    w->old = atomic_exchange_explicit(&h->apps, next, memory_order_acq_rel);
+    for (unsigned i = 0; i < n; i++) {
+        w->nodes[i].node.ops = &swap_ops;
+        w->nodes[i].swap = w;
+        hub_loop_post(h->loops[i], &w->nodes[i].node);
+    }
+    /* The publisher's own reference: with no loops the old table goes
+     * now. */
+    swap_unref(w);
+    return 0;
+}

@@ -1,0 +1,251 @@
+/*
+ * hub/loop/loop.h - the transport-agnostic half of an event loop, and the
+ * process-wide hub that ties the loops together.
+ *
+ * A loop owns a registry shard, a timing wheel, a heartbeat task, a local
+ * channel index and an inbox. server/ gives each loop a thread and an lws
+ * context and calls in: hub_loop_service() from the wheel's timer,
+ * hub_loop_drain_inbox() on every wakeup, and the session functions from
+ * the WebSocket callbacks.
+ *
+ * The hub holds what is shared: the configuration, the apps, the loops and
+ * the backplane (hub/loop/backplane.h): the channel directory (counts and
+ * presence) and the bus that carries publications between loops.
+ *
+ * Thread: a loop's functions run on its thread, except hub_loop_post() and
+ * hub_publish() (any thread) and the stats reads (relaxed atomics).
+ */
+#ifndef HUB_LOOP_H
+#define HUB_LOOP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hub/app/app.h"
+#include "hub/app/apptab.h"
+#include "hub/loop/inbox.h"
+#include "hub/loop/pending.h"
+#include "hub/loop/publish.h"
+#include "hub/base/rng.h"
+#include "hub/loop/session.h"
+#include "hub/loop/shard.h"
+#include "hub/loop/stats.h"
+#include "hub/channel/subcount.h"
+#include "timer/clock.h"
+#include "timer/task.h"
+#include "timer/wheel.h"
+
+#define HUB_MAX_LOOPS 64
+
+struct hub_config {
+    uint64_t tick_ms;              /* wheel tick */
+    uint64_t ping_interval_ms;     /* ping sessions silent this long */
+    uint64_t pong_timeout_ms;      /* then close 4201 */
+    uint64_t idle_timeout_ms;      /* no data message: 4202; 0 = off */
+    uint64_t close_timeout_ms;     /* kill a close never completed */
+    uint64_t heartbeat_interval_ms; /* 0 = derived from ping_interval */
+    uint64_t drain_timeout_ms;
+    uint32_t activity_timeout_s;   /* advertised to clients */
+    uint32_t max_message;          /* inbound bytes */
+    uint32_t max_queue;            /* outbound queued bytes per session */
+    uint64_t write_timeout_ms;     /* queued, nothing written: 4100; 0 = off */
+    uint64_t max_queued_total;     /* outbound queued bytes, hub-wide; 0 = off */
+    uint32_t max_subscriptions;    /* channels per connection; 0 = unlimited */
+    uint32_t subscribe_rate;       /* (un)subscribes per second per
+                                      connection, after a burst; 0 = off */
+    uint64_t auth_window_s;        /* REST auth_timestamp window; 0 = off */
+    /* Scale-out: 16 bits from the node id, folded into socket ids so that
+     * they stay unique across nodes; 0 = one node (ids as before). */
+    uint32_t node_tag;
+    /* Cache channels and subscription counts (hub/channel/cache.h,
+     * hub/channel/subcount.h): the defaults an app's own value (0) falls back to. */
+    uint64_t cache_ttl_ms;         /* a cached event's life */
+    uint64_t cache_max_bytes;      /* per app; 0 = no cap */
+    uint64_t subscription_count_interval_ms; /* coalescing window */
+    /* What the protocol layer does at a session's fini (hub/pusher/pusher.h's
+     * hub_pusher_hooks); NULL = nothing. Borrowed. */
+    const struct hub_session_hooks *session_hooks;
+    /* The apps at start: borrowed for the hub's life, n_apps entries,
+     * apps[i].index == i. The hub's table starts from them; a reload
+     * replaces the table (hub/loop/appswap.h), never these. */
+    const struct hub_app *apps;
+    unsigned n_apps;
+};
+
+struct hub_backplane;
+struct hub_cache;
+struct hub_chanmap;
+struct hub_whq;
+struct hub_online;
+
+struct hub {
+    const struct hub_config *cfg;  /* borrowed */
+    const struct hub_clock *clock; /* borrowed */
+    struct hub_loop *loops[HUB_MAX_LOOPS];
+    unsigned n_loops;
+    struct hub_backplane *bp;      /* owned copy; the fronts use it */
+    struct hub_online *online;     /* signed-in users, watchlists; owned */
+    atomic_bool draining;
+    atomic_bool stopping;          /* teardown: publish nothing more */
+    atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
+    /* The app table (hub/app/apptab.h): read with hub_apps(), replaced by
+     * hub_apps_publish() (hub/loop/appswap.h). Each index's live struct holds
+     * its sessions (the per-app max_connections quota; counted when the
+     * app key matched) and its REST rate buckets. */
+    _Atomic(struct hub_apptab *) apps;
+    uint64_t started_ms;
+    /* The webhook queue (hub/webhook/webhook.h), set by server/ when an app has
+     * webhooks: before the loops start, or later by the reload that
+     * brings the first ones (hence atomic: loops read it while the main
+     * thread sets it once); NULL = none. Borrowed. */
+    _Atomic(struct hub_whq *) webhooks;
+    struct hub_cache *cache;       /* cache channels' last events; owned */
+    struct hub_subcount *subcount; /* subscription_count pending set */
+};
+
+/* The current app table. Use it within one callback and keep no pointer
+ * into it past the callback (hub/loop/appswap.h says why that is enough). */
+static inline const struct hub_apptab *hub_apps(const struct hub *h)
+{
+    return atomic_load_explicit(&((struct hub *)h)->apps,
+                                memory_order_acquire);
+}
+
+/* The live struct of an app index (stable for the hub's life). */
+static inline struct hub_app_live *hub_app_live_of(const struct hub *h,
+                                                   unsigned index)
+{
+    return hub_apps(h)->live[index];
+}
+
+/*
+ * The client events of one read, delivered together (hub/loop/publish.h,
+ * hub_defer_begin): consecutive ones to one channel with one exclusion
+ * share one walk of the channel's members.
+ */
+#define HUB_DEFER_MAX 64
+
+struct hub_defer {
+    bool open;             /* a read pass is batching */
+    bool armed;            /* the publication in progress may join it */
+    unsigned k;            /* frames held, each with its own reference */
+    unsigned app;
+    struct hub_excl excl;
+    size_t len, cap;       /* the channel's name in name[0..len) */
+    char *name;            /* owned */
+    struct hub_frame *f[HUB_DEFER_MAX];
+};
+
+struct hub_loop {
+    struct hub *hub;
+    unsigned id;
+    const struct hub_config *cfg;
+    const struct hub_clock *clock;
+    const struct hub_transport_ops *ops;
+    void (*wake)(void *ctx);       /* wake this loop from another thread */
+    void *wake_ctx;
+    struct hub_wheel *wheel;
+    struct hub_task heartbeat;
+    struct hub_shard shard;
+    struct hub_chanmap *chans;
+    struct hub_inbox inbox;
+    struct hub_pending pending;    /* sessions with new output */
+    struct hub_inbox_node drain_node;
+    struct hub_loop_stats stats;
+    uint64_t sid_counter;
+    uint64_t rng;
+    bool draining;
+    bool stop;                     /* leave the service loop */
+    uint64_t drain_deadline_ms;
+    struct hub_timer drain_timer;  /* checks the drain's progress */
+    /* The loop's clock as of its latest event (service, inbox, message,
+     * delivery, write): coarse, for stamps that must not read the clock. */
+    uint64_t now_ms;
+    uint64_t evict_last_ms;        /* the latest eviction scan */
+    struct hub_subcount_loop subcount; /* coalesced subscription counts */
+    struct hub_defer defer;        /* client events of the read in progress */
+};
+
+/*
+ * Owned; NULL on failure. clock and cfg are borrowed for the hub's life.
+ * With the in-process backplane (defined in hub/loop/backplane.c, above both
+ * this file and the backplane's parts); hub_create_with()
+ * (hub/loop/backplane.h) takes another.
+ */
+struct hub *hub_create(const struct hub_config *cfg,
+                       const struct hub_clock *clock);
+/* After every loop is destroyed; ends the backplane too. */
+void hub_destroy(struct hub *h);
+
+/* Create loop h->loops[h->n_loops++]; NULL on failure. */
+struct hub_loop *hub_loop_create(struct hub *h,
+                                 const struct hub_transport_ops *ops,
+                                 void (*wake)(void *ctx), void *wake_ctx,
+                                 uint64_t now_ms);
+/* On the loop's thread, after every session is gone. */
+void hub_loop_destroy(struct hub_loop *l);
+
+/* Advance the wheel to now. Returns ms until it should be called again. */
+uint64_t hub_loop_service(struct hub_loop *l, uint64_t now_ms);
+/*
+ * The driver found the loop stalled: gap_ms passed since the previous
+ * hub_loop_service() where about a tick was due. Counted in the stats.
+ */
+void hub_loop_note_stall(struct hub_loop *l, uint64_t gap_ms);
+/* Run everything in the inbox (any wakeup, even a spurious one). */
+void hub_loop_drain_inbox(struct hub_loop *l, uint64_t now_ms);
+/* Any thread: push n and wake the loop if it was idle. */
+static inline void hub_loop_post(struct hub_loop *l, struct hub_inbox_node *n)
+{
+    if (hub_inbox_push(&l->inbox, n) && l->wake)
+        l->wake(l->wake_ctx);
+}
+/* Any thread: ask every loop to drain (graceful shutdown). */
+void hub_start_drain(struct hub *h);
+
+/* The heartbeat task's yield hook calls this; the server sets it. */
+void hub_loop_set_heartbeat_yield(struct hub_loop *l, hub_task_yield_fn *fn);
+
+/* Copy wheel and heartbeat figures into the loop's stats (loop thread). */
+void hub_loop_publish_stats(struct hub_loop *l);
+
+/* n bytes joined or left this loop's send queues (loop thread): the
+ * queued_bytes gauge, which the queue budget (hub/loop/budget.h) reads. */
+static inline void hub_loop_queued_add(struct hub_loop *l, uint64_t n)
+{
+    HUB_STAT_ADD(l->stats.queued_bytes, n);
+}
+
+static inline void hub_loop_queued_sub(struct hub_loop *l, uint64_t n)
+{
+    HUB_STAT_ADD(l->stats.queued_bytes, -n);
+}
+
+static inline uint64_t hub_loop_queued(const struct hub_loop *l)
+{
+    return l->stats.queued_bytes;
+}
+
+/*
+ * Write every session of l's pending list: write(ctx, s) for each, the
+ * transport's corked write (server/). Call after the read pass that
+ * flush_soon was asked in.
+ */
+static inline void hub_loop_flush(struct hub_loop *l,
+                                  void (*write)(void *ctx,
+                                                struct hub_session *s),
+                                  void *ctx)
+{
+    hub_pending_flush(&l->pending, write, ctx);
+}
+
+/* A small per-loop random number (jitter, socket ids). Loop thread.
+ * Inline, so that session.c and drain.c use a loop without calling
+ * loop.c. xorshift64*: jitter and socket ids need spread, not secrecy. */
+static inline uint64_t hub_loop_random(struct hub_loop *l)
+{
+    return hub_xorshift64s(&l->rng);
+}
+
+#endif

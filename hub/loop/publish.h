@@ -1,0 +1,98 @@
+/*
+ * hub/loop/publish.h - publication inside one process: local delivery and the
+ * cross-loop fan-out, and the terminate order.
+ *
+ * A publish hands one sealed frame to every loop: the calling loop
+ * delivers at once, the others get it through their inbox as one
+ * refcounted block with a node per loop (its ops deliver on run and only
+ * release on drop). Recipients hold references to the same frame; no
+ * per-recipient work but a queue push. A terminate order travels the same
+ * way as its own node type: it carries the user's channel name, no frame.
+ *
+ * This is the default bus of the backplane (hub/loop/backplane.h): callers
+ * publish through the hub_publish() front, and a bus that reaches other
+ * processes calls hub_fanout_loops() for its own loops and for what it
+ * receives (from = NULL).
+ *
+ * Thread: hub_fanout_*() from any thread (from, when not NULL, is the
+ * calling loop); hub_deliver_local() on l's thread.
+ */
+#ifndef HUB_PUBLISH_H
+#define HUB_PUBLISH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hub/wire/frame.h"
+
+struct hub;
+struct hub_loop;
+
+struct hub_excl {
+    bool set;
+    uint64_t hi;
+    uint32_t lo;
+    /* Member events: deliver only to subscriptions with joined_seq below
+     * this; 0 = no such filter. */
+    uint64_t member_seq;
+};
+
+/* Parse "<hi>.<lo>" into ex; -EINVAL when not ^\d+\.\d+$ in range. */
+int hub_excl_parse(struct hub_excl *ex, const char *socket_id);
+
+/* One publication: f to the subscribers of (app, name[0..len)) but excl
+ * (NULL = none). Every pointer is borrowed for the call. */
+struct hub_pub_req {
+    unsigned app;
+    const char *name;
+    size_t len;
+    struct hub_frame *f;
+    const struct hub_excl *excl;
+};
+
+/*
+ * Post r to every loop of h but from, then deliver it on from (when not
+ * NULL) before returning. Takes its own frame references; the caller keeps
+ * its own. Returns 0 or -ENOMEM (then no other loop was sent it). Nothing
+ * is posted once the hub is stopping.
+ */
+int hub_fanout_loops(struct hub *h, struct hub_loop *from,
+                     const struct hub_pub_req *r);
+
+/*
+ * Close every session of app signed in as user_id (on its
+ * #server-to-user-<id> channel) with pusher:error 4009 and close 4009, on
+ * every loop of h; from as above. 0 or -ENOMEM (then no loop was told).
+ */
+int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
+                         const char *user_id);
+
+/* Deliver to this loop's subscribers only. Returns recipients. */
+unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
+                           size_t len, struct hub_frame *f,
+                           const struct hub_excl *excl);
+
+/*
+ * Batching the client events of one read (the read bypass, server/lws/direct.c:
+ * begin before it frames a socket's bytes, end after). While the batch is
+ * open, a client event published from l (hub/pusher/pusher.c arms l->defer.armed
+ * for the call) is held, with a reference, instead of being delivered on l
+ * at once; consecutive ones to the same channel with the same exclusion
+ * then reach the channel's members in one walk (deliver_batch): at 10,000
+ * members the walk per message was two thirds of the hub's user-space time
+ * (docs/BENCHMARKS.md, "One walk per read"). Other loops and the cluster get each at once, as
+ * before. Order is kept: the batch is flushed before any other publication
+ * or terminate leaves l, before the session's next message that is not a
+ * client event is handled (hub_pusher_on_message), and at the end of the
+ * read. Only l's thread; flush and end are no-ops when nothing is held.
+ */
+void hub_defer_begin(struct hub_loop *l);
+void hub_defer_flush(struct hub_loop *l);
+void hub_defer_end(struct hub_loop *l);
+
+/* The in-process bus: publish = hub_fanout_loops, terminate_user =
+ * hub_fanout_terminate (struct hub_bus_ops, hub/loop/backplane.h). */
+extern const struct hub_bus_ops hub_bus_local_ops;
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * hub/wire/frame.c - pre-framed shared buffers. The header is written right in
+ * front of the payload so the wire bytes are contiguous and one write can
+ * send them, or a copy into a cork buffer can take them in one memcpy.
+ */
+#include "hub/wire/frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct hub_frame *hub_frame_create(size_t payload_cap)
+{
+    struct hub_frame *f;
+
+    if (payload_cap > UINT32_MAX - HUB_FRAME_HEADER_MAX)
+        return NULL;
+    f = malloc(sizeof(*f) + HUB_FRAME_HEADER_MAX + payload_cap);
+    if (!f)
+        return NULL;
+    atomic_init(&f->refs, 1);
+    f->len = 0;
+    f->payload_len = 0;
+    f->cap = (uint32_t)payload_cap;
+    f->head = HUB_FRAME_HEADER_MAX;
+    return f;
+}
+
+struct hub_frame *hub_frame_create_text(const void *payload, size_t len)
+{
+    struct hub_frame *f = hub_frame_create(len);
+
+    if (!f)
+        return NULL;
+    memcpy(hub_frame_payload(f), payload, len);
+    hub_frame_seal(f, len);
+    return f;
+}
+
+void hub_frame_seal(struct hub_frame *f, size_t payload_len)
+{
+    unsigned char *p;
+    unsigned hlen;
+
+    if (payload_len < 126)
+        hlen = 2;
+    else if (payload_len <= 0xffff)
+        hlen = 4;
+    else
+        hlen = 10;
+    f->head = (uint8_t)(HUB_FRAME_HEADER_MAX - hlen);
+    p = f->bytes + f->head;
+    p[0] = 0x81; /* FIN, text */
+    if (hlen == 2) {
+        p[1] = (unsigned char)payload_len;
+    } else if (hlen == 4) {
+        p[1] = 126;
+        p[2] = (unsigned char)(payload_len >> 8);
+        p[3] = (unsigned char)payload_len;
+    } else {
+        p[1] = 127;
+        for (int i = 0; i < 8; i++)
+            p[2 + i] = (unsigned char)((uint64_t)payload_len >> (56 - 8 * i));
+    }
+    f->payload_len = (uint32_t)payload_len;
+    f->len = (uint32_t)(payload_len + hlen);
+}
+
+void hub_frame_unref(struct hub_frame *f)
+{
+    if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1)
+        free(f);
+}

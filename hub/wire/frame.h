@@ -1,0 +1,63 @@
+/*
+ * hub/wire/frame.h - an immutable, refcounted, pre-framed WebSocket message.
+ *
+ * A publish is encoded once into one frame: the WebSocket header
+ * (server-to-client, unmasked, FIN + text opcode, 1-, 3- or 9-byte length)
+ * followed by the payload. Every recipient's send queue holds a reference;
+ * other loops get the same frame through their inbox. Bytes never change
+ * after hub_frame_seal().
+ *
+ * Thread: refcounts are atomic, so any thread may ref/unref. Filling a frame
+ * (before it is shared) is single-threaded.
+ */
+#ifndef HUB_FRAME_H
+#define HUB_FRAME_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HUB_FRAME_HEADER_MAX 10
+
+struct hub_frame {
+    atomic_uint refs;
+    uint32_t len;          /* header + payload bytes, valid after seal */
+    uint32_t payload_len;
+    uint32_t cap;          /* payload capacity */
+    uint8_t head;          /* offset of the first header byte in bytes[] */
+    unsigned char bytes[]; /* HUB_FRAME_HEADER_MAX + cap */
+};
+
+/* Owned (one reference); NULL on allocation failure. */
+struct hub_frame *hub_frame_create(size_t payload_cap);
+/* Owned; a sealed text frame holding a copy of payload. */
+struct hub_frame *hub_frame_create_text(const void *payload, size_t len);
+/* Borrowed; where to write up to cap payload bytes before sealing. */
+static inline char *hub_frame_payload(struct hub_frame *f)
+{
+    return (char *)f->bytes + HUB_FRAME_HEADER_MAX;
+}
+/* Write the header for payload_len bytes of text; the frame is now sealed. */
+void hub_frame_seal(struct hub_frame *f, size_t payload_len);
+
+/* Borrowed; the wire bytes (header + payload) of a sealed frame. */
+static inline const unsigned char *hub_frame_data(const struct hub_frame *f)
+{
+    return f->bytes + f->head;
+}
+
+static inline struct hub_frame *hub_frame_ref(struct hub_frame *f)
+{
+    atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+    return f;
+}
+
+/* Add n references at once (a loop fanning out to n local recipients). */
+static inline void hub_frame_ref_n(struct hub_frame *f, unsigned n)
+{
+    atomic_fetch_add_explicit(&f->refs, n, memory_order_relaxed);
+}
+
+void hub_frame_unref(struct hub_frame *f);
+
+#endif

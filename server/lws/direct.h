@@ -1,0 +1,40 @@
+/*
+ * server/lws/direct.h - the read bypass (--ws-direct-read): an established
+ * plain-TCP WebSocket is read by lubdub itself, one recv() of up to 64 KiB
+ * per readiness into one per-loop buffer, framed by server/lws/wsread.c; lws
+ * keeps the upgrade, TLS, writes and closes. docs/LWS.md, "The read
+ * bypass", says why it is safe; docs/DESIGN.md section 14 why it exists.
+ *
+ * Thread: the loop's own.
+ */
+#ifndef SRV_DIRECT_H
+#define SRV_DIRECT_H
+
+#include <libwebsockets.h>
+
+struct srv_loop;
+struct srv_direct;
+
+/* Per loop, with libev only; 0 or -ENOMEM. Without libev or with the
+ * bypass off nothing is allocated and every call below is a no-op. */
+int srv_direct_init(struct srv_loop *l);
+void srv_direct_fini(struct srv_loop *l);
+
+/* ESTABLISHED went through: a plain-TCP session is handed over right
+ * before the loop next polls, if lws holds none of its bytes. */
+void srv_direct_established(struct srv_loop *l, struct lws *wsi);
+/* SERVER_WRITEABLE: writes a control frame the bypass owes the peer (a
+ * close echo or a pong). Returns 1 when it wrote one (*ret: what the
+ * callback returns), 0 when there was none. */
+int srv_direct_writable(struct lws *wsi, int *ret);
+/* Input backpressure is over for the session of conn (a wsi;
+ * hub_transport_ops.resume_rx): when it is bypassed, what its pause kept
+ * is parsed and its socket watched again right before the loop next
+ * polls; else lws's own reading is re-enabled (lws then delivers what it
+ * kept first). Here rather than in server/lws/write.c, whose ops table names
+ * it, because this file calls the write path. */
+void srv_direct_resume_rx(void *conn);
+/* CLOSED: out of the bypass before lws closes the fd. */
+void srv_direct_closed(struct srv_loop *l, struct lws *wsi);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * server/ops/ops.c - the operator surfaces' routing: /metrics and /stats
+ * (optionally behind --metrics-token, optionally moved to --metrics-port),
+ * the metrics port's whole answer set, and /console (server/ops/console.c).
+ *
+ * Every HTTP request asks srv_ops_route() first. On the metrics vhost
+ * (server/ops/ops_http.c) it serves /metrics, /stats, /healthz and /readyz and
+ * a 404 for anything else, so no REST call, WebSocket or page is reachable
+ * there. On the main port /metrics and /stats are a 404 once they moved;
+ * /healthz and /readyz stay on both ports (load balancers probe the
+ * traffic port, orchestrators often the metrics one).
+ *
+ * Thread: the connection's loop.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/lws/srv.h"
+
+static int unauthorized(struct lws *wsi, bool close)
+{
+    static const char body[] = "{\"error\":\"a bearer token is required\"}";
+
+    return srv_ops_respond(wsi, 401, "application/json", body,
+                           sizeof(body) - 1, close, "www-authenticate:",
+                           "Bearer realm=\"lubdub\"");
+}
+
+static int not_found(struct lws *wsi, bool close)
+{
+    static const char body[] = "{\"error\":\"not found\"}";
+
+    return srv_ops_respond(wsi, 404, "application/json", body,
+                           sizeof(body) - 1, close, NULL, NULL);
+}
+
+static int serve_metrics(struct lws *wsi, struct srv_loop *l, bool stats,
+                         bool close)
+{
+    char *text, tok[SRV_SECRET_TOKEN_MAX + 1];
+    size_t len;
+    bool ok;
+    int rc, has;
+
+    /* The token in force (a SIGHUP may have replaced it); one longer
+     * than any token passes no check (has < 0). */
+    has = srv_secret_copy(&l->srv->secrets.metrics_token, tok, sizeof(tok));
+    ok = has >= 0 && srv_ops_bearer_ok(wsi, has ? tok : NULL);
+    explicit_bzero(tok, sizeof(tok));
+    if (!ok)
+        return unauthorized(wsi, close);
+    text = stats ? srv_stats_json(l->srv, &len)
+                 : srv_metrics_text(l->srv, &len);
+    if (!text)
+        return -1;
+    /* Open to any origin as before, unless a token guards them. */
+    rc = srv_ops_respond(wsi, 200,
+                         stats ? "application/json"
+                               : "text/plain; version=0.0.4; charset=utf-8",
+                         text, len, close,
+                         has ? NULL : "access-control-allow-origin:", "*");
+    free(text);
+    return rc;
+}
+
+bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
+                   bool post, bool close, int *rc)
+{
+    bool stats = strcmp(path, "/stats") == 0;
+    bool metrics = strcmp(path, "/metrics") == 0;
+
+    if (srv_ops_is_metrics(wsi)) {
+        if (post)
+            *rc = not_found(wsi, close);
+        else if (stats || metrics)
+            *rc = serve_metrics(wsi, l, stats, close);
+        else if (strcmp(path, "/healthz") == 0)
+            *rc = srv_ops_respond(wsi, 200, "text/plain; charset=utf-8",
+                                  "ok\n", 3, close, NULL, NULL);
+        else if (strcmp(path, "/readyz") == 0) {
+            bool d = atomic_load(&l->srv->hub->draining);
+
+            *rc = srv_ops_respond(wsi, d ? 503 : 200,
+                                  "text/plain; charset=utf-8",
+                                  d ? "draining\n" : "ready\n", d ? 9 : 6,
+                                  close, NULL, NULL);
+        } else
+            *rc = not_found(wsi, close);
+        return true;
+    }
+    if (post)
+        return false;
+    if (stats || metrics) {
+        /* Moved to --metrics-port: not here any more. */
+        *rc = l->srv->cfg->metrics_port ? not_found(wsi, close)
+                                        : serve_metrics(wsi, l, stats, close);
+        return true;
+    }
+    if (strncmp(path, "/console", 8) == 0 &&
+        (path[8] == '\0' || path[8] == '/')) {
+        *rc = srv_console_http(wsi, l, path, close);
+        return true;
+    }
+    return false;
+}
+

@@ -1,0 +1,51 @@
+/*
+ * server/redis/redis_dir.h - the cluster-wide directory on the backplane thread
+ * (server/redis/redis_dir.c): the scripts of server/redis/redis_scripts.h run for the
+ * JOIN, LEAVE and QUERY ops of hub/cluster/cluster.h, their replies handed back
+ * to the cluster, REJOIN on every connect, joins held until their
+ * channel's SUBSCRIBE is confirmed. Private to server/redis*.c.
+ *
+ * Thread: the backplane thread only (create and free from the main
+ * thread before start / after stop).
+ */
+#ifndef SRV_REDIS_DIR_H
+#define SRV_REDIS_DIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <hiredis/async.h>
+
+#include "hub/cluster/cluster.h"
+
+struct srv_redis;
+struct srv_redis_dir;
+
+/* cmd: the command connection while Redis is up, else NULL; confirmed:
+ * whether Redis confirmed the SUBSCRIBE of broker channel name (true when
+ * r has no record of it: nothing to wait for). Both from server/redis/redis.c,
+ * called back with r. */
+struct srv_redis_dir *srv_redis_dir_create(
+    struct srv_redis *r,
+    redisAsyncContext *(*cmd)(struct srv_redis *r),
+    bool (*confirmed)(struct srv_redis *r, const char *name, size_t len),
+    struct hub_cluster *c, const char *node_id);
+void srv_redis_dir_free(struct srv_redis_dir *d);
+/* Redis is up (after the SUBSCRIBEs were sent): load the scripts, REJOIN. */
+void srv_redis_dir_up(struct srv_redis_dir *d);
+/* Redis went (after its connections were dropped): held joins answered
+ * locally. */
+void srv_redis_dir_down(struct srv_redis_dir *d);
+/* A JOIN, LEAVE or QUERY op; true when d kept op (it frees it later). */
+bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op);
+/* Redis confirmed the SUBSCRIBE of broker channel name. */
+void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
+                             size_t len);
+/* The node unsubscribes broker channel name (no local subscriber left):
+ * what waited for its SUBSCRIBE runs now, in order, as the SUBSCRIBE's
+ * confirmation (which no longer counts) will not run it. */
+void srv_redis_dir_unsubscribed(struct srv_redis_dir *d, const char *name,
+                                size_t len);
+void srv_redis_dir_rejoin_now(struct srv_redis_dir *d);
+
+#endif
