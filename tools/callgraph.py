@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
-"""tools/callgraph.py - which source file calls which, and the cycles.
+"""tools/callgraph.py - which module uses which, across the folders of
+tools/layers.txt: the upward edges and the cycles.
 
-The layers of lubdub (timer/ < hub/ < server/) are meant to form a DAG not
-only between folders but between files: a lower file never calls a higher
-one, upward calls go through a pointer the higher file installs. This
-script checks that from the code, not from the includes (includes are
-acyclic anyway; the knots were in the calls).
+A module is a .c file and the .h of the same name, counted as one (a
+header's inline functions are its module's code, wherever they are
+compiled). An edge a -> b is a call (an identifier followed by "(" in a's
+code, comments and strings stripped, that names a function b defines, as
+universal-ctags lists them) or a quoted #include of one of b's files.
 
-How: universal-ctags lists the functions each .c file defines (and the
-static inline functions each .h defines); every identifier followed by "("
-in a file's code (comments and strings stripped) that names a function
-defined in another file is an edge caller -> callee. A header's static
-inline functions are a node of their own, apart from the .c file of the
-same name. Cycles are the strongly connected components with more than
-one node.
+The folders are ordered, lowest first, in tools/layers.txt. An edge may
+stay in its folder or go down the list; an edge that goes up, a cycle
+that crosses folders, a cycle inside a folder not marked "knot", or a
+source folder missing from the list is an error.
 
-Usage: tools/callgraph.py [--edges] [--check] [dir ...]   (default: timer hub server)
-  --edges  print every file edge with the functions behind it
-  --check  exit 1 if any cycle is found (the ctest `callgraph_acyclic`)
+Usage: tools/callgraph.py [--edges] [--folders] [--check] [dir ...]
+                                        (default: timer hub server)
+  --edges    print every module edge with the functions (and #includes)
+             behind it
+  --folders  print each folder with its modules and the folders it uses
+  --check    exit 1 on any error above (the ctest unit_callgraph_layers)
+  --per-file the old count, until issue 32's core lands: each file a node
+             of its own, calls only, and only cycles are errors
 """
 import collections
 import os
@@ -87,43 +90,37 @@ def definitions(files):
     return public, local
 
 
-def main(argv):
-    args = [a for a in argv if not a.startswith('--')]
-    dirs = args or ['timer', 'hub', 'server']
+def read_layers():
+    """[(folder, is_knot)] from tools/layers.txt, lowest first."""
+    out = []
+    with open(os.path.join(ROOT, 'tools', 'layers.txt'), encoding='utf-8') as fh:
+        for line in fh:
+            words = line.split('#', 1)[0].split()
+            if words:
+                out.append((words[0], 'knot' in words[1:]))
+    return out
+
+
+def sources(dirs):
     files = []
     for d in dirs:
         for top, _sub, names in sorted(os.walk(os.path.join(ROOT, d))):
             for f in sorted(names):
                 if f.endswith(('.c', '.h')):
                     files.append(os.path.relpath(os.path.join(top, f), ROOT))
-    public, local = definitions(files)
-    ident = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
-    edges = collections.defaultdict(set)
-    for f in files:
-        with open(os.path.join(ROOT, f), encoding='utf-8') as fh:
-            code = strip_code(fh.read())
-        if f.endswith('.h'):
-            code = braced(code)  # prototypes are not calls; inline bodies are
-        for name in set(ident.findall(code)):
-            if name in local[f]:
-                continue
-            callee = public.get(name)
-            if not callee or callee == f:
-                continue
-            edges[(f, callee)].add(name)
+    return files
 
-    def module(p):
-        # A .c file is its own node; so is a header's set of static inline
-        # functions: calling one compiles the header's code into the caller
-        # and calls nothing in the .c file (unless the inline does, which is
-        # then an edge of its own).
-        return p
 
-    graph = collections.defaultdict(set)
-    for (a, b), names in edges.items():
-        graph[module(a)].add(module(b))
-    # Tarjan's strongly connected components, iteratively.
-    index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
+PER_FILE = '--per-file' in sys.argv
+
+
+def module(path):
+    return path if PER_FILE else path.rsplit('.', 1)[0]
+
+
+def sccs_of(graph):
+    """Tarjan's strongly connected components (more than one node), iteratively."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
     nodes = sorted(set(graph) | {m for v in graph.values() for m in v})
 
     def strong(v):
@@ -157,23 +154,93 @@ def main(argv):
                         if w == node:
                             break
                     if len(comp) > 1:
-                        sccs.append(sorted(comp))
+                        out.append(sorted(comp))
 
     for v in nodes:
         if v not in index:
             strong(v)
+    return out
+
+
+def main(argv):
+    args = [a for a in argv if not a.startswith('--')]
+    files = sources(args or ['timer', 'hub', 'server'])
+    known = {module(f) for f in files}
+    if PER_FILE:
+        known |= {f.rsplit('.', 1)[0] for f in files}
+    public, local = definitions(files)
+    ident = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
+    include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    edges = collections.defaultdict(set)
+    for f in files:
+        with open(os.path.join(ROOT, f), encoding='utf-8') as fh:
+            text = fh.read()
+        code = strip_code(text)
+        if f.endswith('.h'):
+            code = braced(code)  # prototypes are not calls; inline bodies are
+        for name in set(ident.findall(code)):
+            if name in local[f]:
+                continue
+            callee = public.get(name)
+            if callee and module(callee) != module(f):
+                edges[(module(f), module(callee))].add(name)
+        for inc in ([] if PER_FILE else include.findall(text)):
+            target = module(inc)
+            if target in known and target != module(f):
+                edges[(module(f), target)].add('#include ' + inc)
+
+    graph = collections.defaultdict(set)
+    for (a, b) in edges:
+        graph[a].add(b)
+    layers = read_layers()
+    rank = {folder: i for i, (folder, _k) in enumerate(layers)}
+    knots = {folder for folder, k in layers if k}
+    errors = []
+    if len(knots) > 1:
+        errors.append('more than one knot folder: ' + ', '.join(sorted(knots)))
+    folder = {m: os.path.dirname(m) for m in known}
+    for f in sorted(set(folder.values())):
+        if f not in rank:
+            errors.append(f'folder {f} is not in tools/layers.txt')
+    hub_max = max((r for f, r in rank.items() if f.split('/')[0] == 'hub'), default=-1)
+    server_min = min((r for f, r in rank.items() if f.split('/')[0] == 'server'), default=1 << 30)
+    if hub_max > server_min:
+        errors.append('tools/layers.txt lists a hub/ folder above a server/ folder')
+    for (a, b), names in sorted(edges.items()):
+        if PER_FILE:
+            break
+        fa, fb = folder[a], folder[b]
+        if fa != fb and fa in rank and fb in rank and rank[fb] > rank[fa]:
+            errors.append(f'upward edge {a} -> {b} ({fa} is below {fb}): '
+                          + ', '.join(sorted(names)))
+    cycles = sccs_of(graph)
+    for comp in cycles:
+        fs = {folder[m] for m in comp}
+        if PER_FILE or len(fs) > 1 or not fs <= knots:
+            inside = [f'  {a} -> {b}: {", ".join(sorted(n))}'
+                      for (a, b), n in sorted(edges.items())
+                      if a in comp and b in comp]
+            errors.append('cycle: ' + ' <-> '.join(comp) + '\n' + '\n'.join(inside))
 
     if '--edges' in argv:
         for (a, b) in sorted(edges):
             print(f'{a} -> {b}: {", ".join(sorted(edges[(a, b)]))}')
-    for comp in sccs:
-        inside = [f'  {a} -> {b}: {", ".join(sorted(n))}'
-                  for (a, b), n in sorted(edges.items())
-                  if module(a) in comp and module(b) in comp]
-        print('cycle: ' + ' <-> '.join(comp))
-        print('\n'.join(inside))
-    print(f'{len(files)} files, {len(edges)} file edges, {len(sccs)} cycles')
-    return 1 if sccs and '--check' in argv else 0
+    if '--folders' in argv:
+        for f, _k in layers:
+            mods = sorted(m.split('/')[-1] for m in known if folder[m] == f)
+            uses = sorted({folder[b] for (a, b) in edges
+                           if folder[a] == f and folder[b] != f})
+            print(f'{f}{" (knot)" if f in knots else ""}: {" ".join(mods)}')
+            print(f'    uses: {" ".join(uses) or "-"}')
+    for comp in cycles:
+        fs = {folder[m] for m in comp}
+        if len(fs) == 1 and fs <= knots:
+            print(f'knot in {next(iter(fs))}: ' + ' <-> '.join(comp))
+    for e in errors:
+        print('error: ' + e)
+    print(f'{len(files)} files, {len(known)} modules, {len(edges)} module edges, '
+          f'{len(cycles)} cycles, {len(errors)} errors')
+    return 1 if errors and '--check' in argv else 0
 
 
 if __name__ == '__main__':

@@ -27,6 +27,16 @@
 #include "server/lws/direct.h"
 #include "server/lws/srv.h"
 
+/* What the hub calls back on this transport: the write path's three ops and
+ * the read bypass's resume (which calls the write path, so the table is
+ * here, above both). */
+static const struct hub_transport_ops transport_ops = {
+    .want_writable = srv_write_want_writable,
+    .flush_soon = srv_write_flush_soon,
+    .kill = srv_write_kill,
+    .resume_rx = srv_direct_resume_rx,
+};
+
 static const lws_retry_bo_t no_validity = {
     .secs_since_valid_ping = 0,
     .secs_since_valid_hangup = 0,
@@ -243,7 +253,7 @@ int srv_loops_create(struct srv *srv)
             return -EADDRINUSE;
         }
         l->cork = malloc(SRV_CORK_BYTES);
-        l->hub = hub_loop_create(srv->hub, &srv_transport_ops, wake_loop, l,
+        l->hub = hub_loop_create(srv->hub, &transport_ops, wake_loop, l,
                                  srv_now_ms());
         if (!l->cork || !l->hub)
             return -ENOMEM;

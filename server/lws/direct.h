@@ -31,8 +31,7 @@ int srv_direct_writable(struct lws *wsi, int *ret);
  * hub_transport_ops.resume_rx): when it is bypassed, what its pause kept
  * is parsed and its socket watched again right before the loop next
  * polls; else lws's own reading is re-enabled (lws then delivers what it
- * kept first). Here rather than in server/lws/write.c, whose ops table names
- * it, because this file calls the write path. */
+ * kept first). */
 void srv_direct_resume_rx(void *conn);
 /* CLOSED: out of the bypass before lws closes the fd. */
 void srv_direct_closed(struct srv_loop *l, struct lws *wsi);

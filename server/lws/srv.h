@@ -152,8 +152,11 @@ int srv_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 /* lws's per-session storage: a hub session or an HTTP request. */
 size_t srv_ws_pss_size(void);
 
-/* server/lws/write.c: the write path. */
-extern const struct hub_transport_ops srv_transport_ops;
+/* server/lws/write.c: the write path's transport ops (hub_transport_ops;
+ * server/loop/threads.c's table adds srv_direct_resume_rx). */
+void srv_write_want_writable(void *conn);
+void srv_write_flush_soon(void *ctx);
+void srv_write_kill(void *conn);
 /* lws flow-control reason bit of input backpressure on lws's read path
  * (hub_session_rx_pause). lws-misc.h uses bits 0, 6 and 7; server/lws/direct.c
  * uses bit 4. */

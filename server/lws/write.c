@@ -1,6 +1,7 @@
 /*
- * server/lws/write.c - the write path: the hub's transport ops and the two
- * places bytes go to lws. Which bytes, and in which order, is the
+ * server/lws/write.c - the write path: three of the hub's transport ops
+ * (server/loop/threads.c puts them in the table) and the two places bytes
+ * go to lws. Which bytes, and in which order, is the
  * session's decision (hub_session_next_out / _out_done, docs/DESIGN.md
  * section 6); this file only hands them to lws_write().
  *
@@ -17,12 +18,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/lws/direct.h"
 #include "server/lws/srv.h"
 
 static void flush_sul_cb(lws_sorted_usec_list_t *sul);
 
-static void op_want_writable(void *conn)
+void srv_write_want_writable(void *conn)
 {
     lws_callback_on_writable(conn);
 }
@@ -36,26 +36,19 @@ static void op_want_writable(void *conn)
  * WRITEABLE callback each), which the fan-out profile showed to be the
  * cost; docs/LWS.md ("Fan-out at the corked ceiling") measured the same.
  * Pings, closes and sessions whose socket is backed up still go through
- * SERVER_WRITEABLE (op_want_writable).
+ * SERVER_WRITEABLE (srv_write_want_writable).
  */
-static void op_flush_soon(void *ctx)
+void srv_write_flush_soon(void *ctx)
 {
     struct srv_loop *l = ctx;
 
     lws_sul_schedule(l->ctx, 0, &l->sul_flush, flush_sul_cb, 1);
 }
 
-static void op_kill(void *conn)
+void srv_write_kill(void *conn)
 {
     lws_set_timeout(conn, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
 }
-
-const struct hub_transport_ops srv_transport_ops = {
-    .want_writable = op_want_writable,
-    .flush_soon = op_flush_soon,
-    .kill = op_kill,
-    .resume_rx = srv_direct_resume_rx,
-};
 
 /*
  * Test only (LUBDUB_TEST_STALL_MS, tests/integration/stall.test.js): block
@@ -165,7 +158,7 @@ static void flush_one(void *ctx, struct hub_session *s)
             (void)hub_session_next_out(s, l->cork, SRV_CORK_BYTES, &o);
             if (lws_write(wsi, (unsigned char *)o.data, o.len,
                           LWS_WRITE_RAW) < (int)o.len) {
-                op_kill(wsi);
+                srv_write_kill(wsi);
                 return;
             }
             hub_session_out_done(s, &o, o.len, 0);
