@@ -11,7 +11,9 @@ universal-ctags lists them) or a quoted #include of one of b's files.
 The folders are ordered, lowest first, in tools/layers.txt. An edge may
 stay in its folder or go down the list; an edge that goes up, a cycle
 that crosses folders, a cycle inside a folder not marked "knot", or a
-source folder missing from the list is an error.
+source folder missing from the list is an error. So is a folder without a
+README.md whose "Depends on:" line names exactly the folders it uses, or a
+knot whose modules its folder's README does not name (`module`).
 
 Usage: tools/callgraph.py [--edges] [--folders] [--check] [dir ...]
                                         (default: timer hub server)
@@ -213,9 +215,34 @@ def main(argv):
         if fa != fb and fa in rank and fb in rank and rank[fb] > rank[fa]:
             errors.append(f'upward edge {a} -> {b} ({fa} is below {fb}): '
                           + ', '.join(sorted(names)))
+    if not PER_FILE:
+        for f, _k in layers:
+            path = os.path.join(ROOT, f, 'README.md')
+            uses = {folder[b] for (a, b) in edges
+                    if folder[a] == f and folder[b] != f}
+            try:
+                with open(path, encoding='utf-8') as fh:
+                    readme = fh.read()
+            except OSError:
+                errors.append(f'{f}/README.md is missing')
+                continue
+            m = re.search(r'^Depends on: (.*)$', readme, re.M)
+            said = set(m.group(1).split()) - {'-'} if m else None
+            if said != uses:
+                errors.append(f'{f}/README.md: "Depends on: '
+                              f'{" ".join(sorted(uses)) or "-"}" is what it uses'
+                              + ('' if m else ' (no Depends on: line)'))
     cycles = sccs_of(graph)
     for comp in cycles:
         fs = {folder[m] for m in comp}
+        if not PER_FILE and len(fs) == 1 and fs <= knots:
+            with open(os.path.join(ROOT, next(iter(fs)), 'README.md'),
+                      encoding='utf-8') as fh:
+                readme = fh.read()
+            unnamed = [m for m in comp if f'`{m.split("/")[-1]}`' not in readme]
+            if unnamed:
+                errors.append(f'{next(iter(fs))}/README.md does not name the '
+                              'knot\'s ' + ', '.join(unnamed))
         if PER_FILE or len(fs) > 1 or not fs <= knots:
             inside = [f'  {a} -> {b}: {", ".join(sorted(n))}'
                       for (a, b), n in sorted(edges.items())
