@@ -1,6 +1,6 @@
 /*
  * server/lws/direct.c - the read bypass for established plain-TCP sessions
- * (--ws-direct-read, docs/DESIGN.md section 14 step 2, docs/LWS.md "The
+ * (--ws-direct-read, docs/DESIGN.md section 14, docs/LWS.md "The
  * read bypass").
  *
  * lws 4.1.6 reads a WebSocket at most rx_buffer_size bytes per loop pass;

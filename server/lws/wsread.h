@@ -1,7 +1,7 @@
 /*
  * server/lws/wsread.h - RFC 6455 frames of an established session, parsed by
  * libwslay's frame API from bytes the loop read itself (server/lws/direct.c;
- * docs/DESIGN.md section 14, step 2). No I/O and no lws here: the caller
+ * docs/DESIGN.md section 14). No I/O and no lws here: the caller
  * hands in what recv() returned and gets the frames' meaning through a
  * sink, so the unit test drives it with plain buffers.
  *
