@@ -272,138 +272,161 @@ static void hold_stdio(void)
             (void)open("/dev/null", fd ? O_WRONLY : O_RDONLY);
 }
 
-int main(int argc, char **argv, char **envp)
+/*
+ * The configuration from every source, checked; the commands that answer
+ * and exit (--help, --check, the webhook commands) run here. Returns -1
+ * when the hub is to start, else main()'s exit code.
+ */
+static int load_config(struct srv_config *cfg, int argc, char **argv,
+                       char **envp)
 {
-    static struct srv_config cfg;
-    struct srv srv;
     char err[512];
-    sigset_t set;
-    int sig, level;
-    long cpus;
-    struct timespec poll_ts = { 0, 100 * 1000000 };
-    struct timespec trim_ts = { 1, 0 };
-    struct srv_memtrim trim;
 
-    hold_stdio();
-    /* The key of every table a peer's strings index (hub/base/hash.h): first,
-     * before any table (the apps' among them) is built. */
-    if (hub_hash_init()) {
-        fprintf(stderr, "lubdub: cannot start libsodium for the hash key\n");
-        return 1;
-    }
-    srv_config_defaults(&cfg);
-    if (srv_config_load(&cfg, argc, argv, envp, err, sizeof(err))) {
+    srv_config_defaults(cfg);
+    if (srv_config_load(cfg, argc, argv, envp, err, sizeof(err))) {
         fprintf(stderr, "lubdub: %s\n", err);
         return 2;
     }
-    if (cfg.help) {
+    if (cfg->help) {
         srv_config_print_help(stdout);
         return 0;
     }
-    if (srv_config_validate(&cfg, err, sizeof(err))) {
+    if (srv_config_validate(cfg, err, sizeof(err))) {
         fprintf(stderr, "lubdub: %s\n", err);
         return 2;
     }
-    if (cfg.check_only) {
+    if (cfg->check_only) {
         printf("lubdub: configuration is valid\n");
         return 0;
     }
-    if (cfg.webhook_dead_letters || cfg.webhook_replay) {
+    if (cfg->webhook_dead_letters || cfg->webhook_replay) {
         /* The operator's webhook commands (docs/WEBHOOKS.md). */
-        int code = srv_webhooks_admin(&cfg, stdout);
+        int code = srv_webhooks_admin(cfg, stdout);
 
-        srv_config_fini(&cfg);
+        srv_config_fini(cfg);
         return code;
     }
-    resolve_web_root(&cfg);
-    level = srv_log_level_parse(cfg.log_level);
-    if (srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg.log_format)) {
+    return -1;
+}
+
+/* struct srv from the configuration, before any thread: the log, trusted
+ * proxies, secrets, the loop count and the hub's config, the fd limit.
+ * 0 or 1 (out of memory, said on stderr). */
+static int init_srv(struct srv *srv, struct srv_config *cfg, int argc,
+                    char **argv, char **envp)
+{
+    char err[512];
+    int level;
+    long cpus;
+
+    resolve_web_root(cfg);
+    level = srv_log_level_parse(cfg->log_level);
+    if (srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg->log_format)) {
         fprintf(stderr, "lubdub: out of memory\n");
         return 1;
     }
-
-    memset(&srv, 0, sizeof(srv));
-    srv.cfg = &cfg;
+    memset(srv, 0, sizeof(*srv));
+    srv->cfg = cfg;
     /* Checked by srv_config_validate(): it parses. */
-    if (cfg.trusted_proxies)
-        (void)srv_peeraddr_cidrs_parse(&srv.trusted, cfg.trusted_proxies,
+    if (cfg->trusted_proxies)
+        (void)srv_peeraddr_cidrs_parse(&srv->trusted, cfg->trusted_proxies,
                                        err, sizeof(err));
-    srv_peer_init(&srv.trusted);
-    srv.argc = argc;
-    srv.argv = argv;
-    srv.envp = envp;
-    if (srv_secrets_init(&srv.secrets, &cfg)) {
+    srv_peer_init(&srv->trusted);
+    srv->argc = argc;
+    srv->argv = argv;
+    srv->envp = envp;
+    if (srv_secrets_init(&srv->secrets, cfg)) {
         fprintf(stderr, "lubdub: out of memory\n");
         return 1;
     }
-    srv.test_stall_ms = test_stall_ms();
+    srv->test_stall_ms = test_stall_ms();
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    srv.n_loops = cfg.loops ? cfg.loops : (cpus > 0 ? (unsigned)cpus : 1);
-    if (srv.n_loops > HUB_MAX_LOOPS)
-        srv.n_loops = HUB_MAX_LOOPS;
-    fill_hub_config(&srv);
-    apply_fd_limit(&cfg);
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    srv->n_loops = cfg->loops ? cfg->loops : (cpus > 0 ? (unsigned)cpus : 1);
+    if (srv->n_loops > HUB_MAX_LOOPS)
+        srv->n_loops = HUB_MAX_LOOPS;
+    fill_hub_config(srv);
+    apply_fd_limit(cfg);
+    return 0;
+}
 
-    srv.hub = test_dir_hub(&srv);
-    if (!srv.hub)
-        srv.hub = srv_cluster_hub_create(&srv);
+/* The hub, the webhook sender, the loops and the backplane, then the
+ * lines that say where it listens. 0 or 1 (said in the log). */
+static int start(struct srv *srv)
+{
+    const struct srv_config *cfg = srv->cfg;
+
+    srv->hub = test_dir_hub(srv);
+    if (!srv->hub)
+        srv->hub = srv_cluster_hub_create(srv);
     /* From here on stderr carries only log lines (JSON with
      * --log-format json); the listening line goes to stdout. */
-    if (!srv.hub) {
+    if (!srv->hub) {
         srv_log(HUB_LOG_ERR, 0, "out of memory");
         return 1;
     }
-    if (srv_webhooks_start(&srv) || srv_loops_create(&srv) ||
-        srv_cluster_start(&srv) ||
-        srv_loops_start(&srv)) {
+    if (srv_webhooks_start(srv) || srv_loops_create(srv) ||
+        srv_cluster_start(srv) ||
+        srv_loops_start(srv)) {
         srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
         return 1;
     }
     srv_log(HUB_LOG_INFO, 0,
             "lubdub listening on %s://%s:%u (%u loops, ping %llums, pong "
             "%llums, queue budget %llu bytes)",
-            cfg.tls_cert ? "https" : "http", cfg.bind, srv.port, srv.n_loops,
-            (unsigned long long)cfg.ping_interval_ms,
-            (unsigned long long)cfg.pong_timeout_ms,
-            (unsigned long long)srv.hcfg.max_queued_total);
-    printf("lubdub: listening on %s:%u\n", cfg.bind, srv.port);
-    if (cfg.metrics_port)
+            cfg->tls_cert ? "https" : "http", cfg->bind, srv->port,
+            srv->n_loops, (unsigned long long)cfg->ping_interval_ms,
+            (unsigned long long)cfg->pong_timeout_ms,
+            (unsigned long long)srv->hcfg.max_queued_total);
+    printf("lubdub: listening on %s:%u\n", cfg->bind, srv->port);
+    if (cfg->metrics_port)
         srv_log(HUB_LOG_INFO, 0,
                 "metrics and stats on http://%s:%u only (not on %u)%s",
-                cfg.metrics_bind ? cfg.metrics_bind : cfg.bind,
-                (unsigned)cfg.metrics_port, srv.port,
-                cfg.metrics_token ? ", bearer token required" : "");
-    if (cfg.admin_token)
+                cfg->metrics_bind ? cfg->metrics_bind : cfg->bind,
+                (unsigned)cfg->metrics_port, srv->port,
+                cfg->metrics_token ? ", bearer token required" : "");
+    if (cfg->admin_token)
         srv_log(HUB_LOG_INFO, 0, "operator console at /console");
     fflush(stdout);
+    return 0;
+}
 
-    srv_memtrim_init(&trim, handshakes(&srv), srv_now_ms());
+/* Running: each second the heap trim's and the log's tick; SIGHUP
+ * reloads. Returns the signal that ends it (SIGTERM or SIGINT). */
+static int serve(struct srv *srv, const sigset_t *set)
+{
+    struct timespec trim_ts = { 1, 0 };
+    struct srv_memtrim trim;
+    int sig;
+
+    srv_memtrim_init(&trim, handshakes(srv), srv_now_ms());
     for (;;) {
-        sig = sigtimedwait(&set, NULL, &trim_ts);
+        sig = sigtimedwait(set, NULL, &trim_ts);
         if (sig < 0) {
-            trim_tick(&srv, &trim);
+            trim_tick(srv, &trim);
             srv_log_tick(srv_now_ms());
             continue;
         }
         if (sig != SIGHUP)
-            break;
+            return sig;
         /* Only before the drain: the loops' contexts are all alive. */
-        srv_tls_reload(&srv);
-        srv_config_reload(&srv);
+        srv_tls_reload(srv);
+        srv_config_reload(srv);
     }
+}
+
+/* The drain (docs/DESIGN.md section 11) until every loop is done; a
+ * second SIGTERM or SIGINT exits at once. */
+static void drain(struct srv *srv, const sigset_t *set, int sig)
+{
+    struct timespec poll_ts = { 0, 100 * 1000000 };
+
     srv_log(HUB_LOG_INFO, 0, "%s: draining over %llums (signal again to exit "
                              "now)",
             sig == SIGTERM ? "SIGTERM" : "SIGINT",
-            (unsigned long long)cfg.drain_timeout_ms);
-    hub_start_drain(srv.hub);
-    while (atomic_load(&srv.loops_done) < srv.n_loops) {
-        sig = sigtimedwait(&set, NULL, &poll_ts);
+            (unsigned long long)srv->cfg->drain_timeout_ms);
+    hub_start_drain(srv->hub);
+    while (atomic_load(&srv->loops_done) < srv->n_loops) {
+        sig = sigtimedwait(set, NULL, &poll_ts);
         srv_log_tick(srv_now_ms());
         if (sig == SIGHUP) {
             srv_log(HUB_LOG_INFO, 0, "SIGHUP: ignored while draining");
@@ -414,6 +437,36 @@ int main(int argc, char **argv, char **envp)
             _exit(1);
         }
     }
+}
+
+int main(int argc, char **argv, char **envp)
+{
+    static struct srv_config cfg;
+    struct srv srv;
+    sigset_t set;
+    int code;
+
+    hold_stdio();
+    /* The key of every table a peer's strings index (hub/base/hash.h): first,
+     * before any table (the apps' among them) is built. */
+    if (hub_hash_init()) {
+        fprintf(stderr, "lubdub: cannot start libsodium for the hash key\n");
+        return 1;
+    }
+    code = load_config(&cfg, argc, argv, envp);
+    if (code >= 0)
+        return code;
+    if (init_srv(&srv, &cfg, argc, argv, envp))
+        return 1;
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (start(&srv))
+        return 1;
+    drain(&srv, &set, serve(&srv, &set));
     srv_loops_join(&srv);
     srv_webhooks_stop(&srv);
     srv_cluster_stop(&srv);

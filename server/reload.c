@@ -70,18 +70,102 @@ static void ids_of(const struct hub_apptab *cur, const struct hub_apptab *next,
         snprintf(buf + o, len - o, ")");
 }
 
+/* The tokens and the Redis password a SIGHUP read again, said in the log. */
+static void reload_secrets(struct srv *srv, const struct srv_config *tmp)
+{
+    char secrets[96];
+
+    if (srv_secrets_update(&srv->secrets, tmp, secrets, sizeof(secrets)))
+        srv_log(HUB_LOG_ERR, 0, "secrets: out of memory; some keep their "
+                                "old value");
+    if (secrets[0])
+        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: %s replaced%s", secrets,
+                strstr(secrets, "Redis") ? " (the Redis password applies "
+                                           "from the next reconnect)" : "");
+    else if (srv_config_has_secret_files(tmp))
+        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: no change");
+}
+
+/*
+ * The new app table next (built from v, n apps) replaces the hub's: the
+ * cluster and the webhook sender learn of it in their order, the table is
+ * published, and the line says what changed. 0, or -1 with the old apps
+ * kept (next discarded or published, never leaked).
+ */
+static int apply_apps(struct srv *srv, struct srv_config *tmp,
+                      struct hub_app **v, unsigned n,
+                      struct hub_apptab *next, const char *from)
+{
+    const struct hub_apptab *cur = hub_apps(srv->hub);
+    char added[160], removed[160], changed[160];
+    struct hub_apptab_diff d;
+    unsigned i, first_new;
+
+    hub_apptab_diff(cur, next, &d);
+    if (!d.added && !d.removed && !d.changed) {
+        /* Webhooks are not part of the table's diff: the sender may still
+         * have something to change. */
+        srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
+        srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
+        hub_apptab_discard(next);
+        srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
+                                 "apps)", from, n);
+        return 0;
+    }
+    /* With --redis the cluster must know a new app's id before any loop
+     * can see the app (hub/cluster/cluster.h). */
+    for (i = cur->n; srv->cluster && i < next->n; i++) {
+        if (next->apps[i] &&
+            hub_cluster_app_added(srv->cluster, i, next->apps[i]->id)) {
+            hub_apptab_discard(next);
+            srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old "
+                                    "ones: out of memory");
+            return -1;
+        }
+    }
+    /* And which of the apps' edges its scripts queue for the webhooks
+     * (the first webhooks since the start also start the sender here). */
+    srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
+    ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
+    ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
+    ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));
+    /* After the publish cur may be freed at any moment: the names are
+     * copied above, and its size here. */
+    first_new = cur->n;
+    if (hub_apps_publish(srv->hub, next)) {
+        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
+                                "out of memory");
+        return -1;
+    }
+    /* The new apps' connections count cluster-wide from the next lease
+     * tick. next stays valid here: only the next reload (this thread)
+     * retires it. */
+    for (i = first_new; srv->redis && i < next->n; i++) {
+        if (next->apps[i] &&
+            srv_redis_app_added(srv->redis, i, next->apps[i]->id,
+                                next->live[i]))
+            srv_log(HUB_LOG_WARN, 0, "apps: %s: out of memory, its "
+                    "max_connections counts this node only",
+                    next->apps[i]->id);
+    }
+    srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
+    srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
+                             "removed%s, %u changed%s, %u unchanged (%u apps)",
+            from, d.added, added, d.removed, removed,
+            d.changed, changed, d.unchanged, n);
+    return 0;
+}
+
 int srv_config_reload(struct srv *srv)
 {
-    char added[160], removed[160], changed[160], secrets[96];
     const char *from = srv->cfg->config_file ? srv->cfg->config_file
                                              : "the flags and environment";
     struct srv_config *tmp = calloc(1, sizeof(*tmp));
     const struct hub_apptab *cur = hub_apps(srv->hub);
     struct hub_apptab *next = NULL;
-    struct hub_apptab_diff d;
     struct hub_app **v = NULL;
     char err[512];
-    unsigned n = 0, i, first_new;
+    unsigned n = 0, i;
     int rc = -1;
 
     /* Flags and environment are the same as at start: without a file
@@ -108,15 +192,7 @@ int srv_config_reload(struct srv *srv)
     }
     /* The tokens and the Redis password first: they do not depend on the
      * apps, and the apps' steps below may stop early. */
-    if (srv_secrets_update(&srv->secrets, tmp, secrets, sizeof(secrets)))
-        srv_log(HUB_LOG_ERR, 0, "secrets: out of memory; some keep their "
-                                "old value");
-    if (secrets[0])
-        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: %s replaced%s", secrets,
-                strstr(secrets, "Redis") ? " (the Redis password applies "
-                                           "from the next reconnect)" : "");
-    else if (srv_config_has_secret_files(tmp))
-        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: no change");
+    reload_secrets(srv, tmp);
     n = tmp->n_apps;
     v = calloc(n, sizeof(*v));
     for (i = 0; v && i < n; i++)
@@ -127,60 +203,7 @@ int srv_config_reload(struct srv *srv)
                                 "out of memory");
         goto out;
     }
-    hub_apptab_diff(cur, next, &d);
-    if (!d.added && !d.removed && !d.changed) {
-        /* Webhooks are not part of the table's diff: the sender may still
-         * have something to change. */
-        srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
-        srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
-        hub_apptab_discard(next);
-        srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
-                                 "apps)", from, n);
-        rc = 0;
-        goto out;
-    }
-    /* With --redis the cluster must know a new app's id before any loop
-     * can see the app (hub/cluster/cluster.h). */
-    for (i = cur->n; srv->cluster && i < next->n; i++) {
-        if (next->apps[i] &&
-            hub_cluster_app_added(srv->cluster, i, next->apps[i]->id)) {
-            hub_apptab_discard(next);
-            srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old "
-                                    "ones: out of memory");
-            goto out;
-        }
-    }
-    /* And which of the apps' edges its scripts queue for the webhooks
-     * (the first webhooks since the start also start the sender here). */
-    srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
-    ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
-    ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
-    ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));
-    /* After the publish cur may be freed at any moment: the names are
-     * copied above, and its size here. */
-    first_new = cur->n;
-    if (hub_apps_publish(srv->hub, next)) {
-        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
-                                "out of memory");
-        goto out;
-    }
-    /* The new apps' connections count cluster-wide from the next lease
-     * tick. next stays valid here: only the next reload (this thread)
-     * retires it. */
-    for (i = first_new; srv->redis && i < next->n; i++) {
-        if (next->apps[i] &&
-            srv_redis_app_added(srv->redis, i, next->apps[i]->id,
-                                next->live[i]))
-            srv_log(HUB_LOG_WARN, 0, "apps: %s: out of memory, its "
-                    "max_connections counts this node only",
-                    next->apps[i]->id);
-    }
-    srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
-    srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
-                             "removed%s, %u changed%s, %u unchanged (%u apps)",
-            from, d.added, added, d.removed, removed,
-            d.changed, changed, d.unchanged, n);
-    rc = 0;
+    rc = apply_apps(srv, tmp, v, n, next, from);
 out:
     /* The table holds its own references; these are ours. */
     for (i = 0; v && i < n; i++)

@@ -205,13 +205,153 @@ static struct lws_protocols protocols[] = {
     { NULL, NULL, 0, 0, 0, NULL, 0 }
 };
 
+/* What lws's context creation is told about TLS (--tls-cert): the ciphers,
+ * ALPN, options, and one empty client context shared by the loops.
+ * 0 or -ENOMEM. */
+static int tls_info(struct srv *srv, struct lws_context_creation_info *info)
+{
+    const struct srv_config *cfg = srv->cfg;
+
+    info->options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    info->ssl_cert_filepath = cfg->tls_cert;
+    info->ssl_private_key_filepath = cfg->tls_key;
+    info->ssl_cipher_list =
+        "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+        "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+        "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+    info->tls1_3_plus_cipher_list =
+        "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+        "TLS_CHACHA20_POLY1305_SHA256";
+    info->alpn = "http/1.1";
+    /*
+     * lws also builds a client SSL_CTX per vhost, with the whole
+     * system CA store, for outbound connections the hub never
+     * makes. It finds that context's bookkeeping again through a
+     * process-global SSL_CTX ex_data index, which every context
+     * creation with DO_SSL_GLOBAL_INIT reassigns, so with N loops
+     * the first N-1 never free theirs (LeakSanitizer: about 700 KB
+     * of CA certificates at exit). One empty client context of
+     * ours, shared by the loops and freed after them, avoids both.
+     */
+    if (!srv->client_ctx)
+        srv->client_ctx = SSL_CTX_new(TLS_client_method());
+    if (!srv->client_ctx)
+        return -ENOMEM;
+    info->provided_client_ssl_ctx = srv->client_ctx;
+    /* lws adds no SSLv2/3, no compression, server preference.
+     * No renegotiation at all: OpenSSL 3 already refuses it from
+     * clients, and the hub never starts one. */
+    info->ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 |
+                            SSL_OP_NO_RENEGOTIATION;
+    return 0;
+}
+
+/* The loop's lws context, on its own libev loop (with the prepare watcher
+ * that runs posted work before each poll) or on lws's default loop.
+ * 0, -ENOMEM or -EIO (said in the log). */
+static int create_context(struct srv_loop *l,
+                          struct lws_context_creation_info *info)
+{
+    if (l->srv->cfg->event_loop == SRV_LOOP_LIBEV) {
+        void *foreign[1];
+        ev_prepare *w;
+
+        l->evl = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+        if (!l->evl)
+            return -ENOMEM;
+        foreign[0] = l->evl;
+        info->options |= LWS_SERVER_OPTION_LIBEV;
+        info->foreign_loops = foreign;
+        l->ctx = lws_create_context(info);
+        info->foreign_loops = NULL;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+            return -ENOMEM;
+        ev_prepare_init(w, post_prepare_cb);
+        w->data = l;
+        ev_prepare_start(l->evl, w);
+        l->post_prepare = w;
+    } else {
+        l->ctx = lws_create_context(info);
+    }
+    if (!l->ctx) {
+        srv_log(HUB_LOG_ERR, l->id, "lws_create_context failed%s",
+                l->srv->cfg->tls_cert ? " (check --tls-cert / --tls-key)" : "");
+        return -EIO;
+    }
+    return 0;
+}
+
+/* One loop: its listener (loop 0's decides the port when it was 0), its
+ * hub half, its lws context, the read bypass, the wheel's sul, the
+ * metrics listener. 0 or -errno (said in the log). */
+static int create_loop(struct srv *srv, unsigned i, uint16_t *port)
+{
+    struct srv_loop *l = &srv->loops[i];
+    struct lws_context_creation_info info;
+    char err[256];
+    int rc;
+
+    l->srv = srv;
+    l->id = i;
+    if (srv_listen_open(l, *port, err, sizeof(err))) {
+        srv_log(HUB_LOG_ERR, i, "%s", err);
+        return -EADDRINUSE;
+    }
+    if (i == 0) {
+        *port = srv_listen_port(l);
+        srv->port = *port;
+    }
+    if (srv_ops_metrics_open(l, err, sizeof(err))) {
+        srv_log(HUB_LOG_ERR, i, "%s", err);
+        return -EADDRINUSE;
+    }
+    l->cork = malloc(SRV_CORK_BYTES);
+    l->hub = hub_loop_create(srv->hub, &transport_ops, wake_loop, l,
+                             srv_now_ms());
+    if (!l->cork || !l->hub)
+        return -ENOMEM;
+    hub_loop_set_heartbeat_yield(l->hub, heartbeat_yield);
+    memset(&info, 0, sizeof(info));
+    info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    info.protocols = protocols;
+    info.user = l;
+    info.retry_and_idle_policy = &no_validity;
+    info.timeout_secs = 10;
+    info.pt_serv_buf_size = 4096;
+    /* Browsers with a large cookie jar send 8-16 KB of headers; lws
+     * holds this buffer only while it parses them. */
+    info.max_http_header_data = SRV_HEADER_BYTES;
+    info.token_limits = srv_http_token_limits();
+    if (srv->cfg->tls_cert && tls_info(srv, &info))
+        return -ENOMEM;
+    rc = create_context(l, &info);
+    if (rc)
+        return rc;
+    l->vh = lws_get_vhost_by_name(l->ctx, "default");
+    if (srv_direct_init(l))
+        return -ENOMEM;
+    /* No service thread runs yet, so touching the sul list is safe. */
+    l->running = true;
+    l->last_wheel_ms = srv_now_ms();
+    atomic_init(&l->stall_armed, false);
+    lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
+                     (lws_usec_t)srv->hcfg.tick_ms * 1000);
+    if (srv_listen_adopt(l)) {
+        srv_log(HUB_LOG_ERR, i, "cannot adopt the listen socket");
+        return -EIO;
+    }
+    if (srv_ops_metrics_start(l, protocols)) {
+        srv_log(HUB_LOG_ERR, i, "cannot start the metrics listener");
+        return -EIO;
+    }
+    return 0;
+}
+
 int srv_loops_create(struct srv *srv)
 {
     struct srv_config *cfg = srv->cfg;
-    char err[256];
     uint16_t port = cfg->port;
-
-    const struct lws_token_limits *limits = srv_http_token_limits();
 
     protocols[0].per_session_data_size = srv_ws_pss_size();
     protocols[0].rx_buffer_size = cfg->ws_rx_buffer;
@@ -235,119 +375,10 @@ int srv_loops_create(struct srv *srv)
     if (!srv->loops)
         return -ENOMEM;
     for (unsigned i = 0; i < srv->n_loops; i++) {
-        struct srv_loop *l = &srv->loops[i];
-        struct lws_context_creation_info info;
+        int rc = create_loop(srv, i, &port);
 
-        l->srv = srv;
-        l->id = i;
-        if (srv_listen_open(l, port, err, sizeof(err))) {
-            srv_log(HUB_LOG_ERR, i, "%s", err);
-            return -EADDRINUSE;
-        }
-        if (i == 0) {
-            port = srv_listen_port(l);
-            srv->port = port;
-        }
-        if (srv_ops_metrics_open(l, err, sizeof(err))) {
-            srv_log(HUB_LOG_ERR, i, "%s", err);
-            return -EADDRINUSE;
-        }
-        l->cork = malloc(SRV_CORK_BYTES);
-        l->hub = hub_loop_create(srv->hub, &transport_ops, wake_loop, l,
-                                 srv_now_ms());
-        if (!l->cork || !l->hub)
-            return -ENOMEM;
-        hub_loop_set_heartbeat_yield(l->hub, heartbeat_yield);
-        memset(&info, 0, sizeof(info));
-        info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
-        info.protocols = protocols;
-        info.user = l;
-        info.retry_and_idle_policy = &no_validity;
-        info.timeout_secs = 10;
-        info.pt_serv_buf_size = 4096;
-        /* Browsers with a large cookie jar send 8-16 KB of headers; lws
-         * holds this buffer only while it parses them. */
-        info.max_http_header_data = SRV_HEADER_BYTES;
-        info.token_limits = limits;
-        if (cfg->tls_cert) {
-            info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-            info.ssl_cert_filepath = cfg->tls_cert;
-            info.ssl_private_key_filepath = cfg->tls_key;
-            info.ssl_cipher_list =
-                "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
-                "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
-                "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
-            info.tls1_3_plus_cipher_list =
-                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
-                "TLS_CHACHA20_POLY1305_SHA256";
-            info.alpn = "http/1.1";
-            /*
-             * lws also builds a client SSL_CTX per vhost, with the whole
-             * system CA store, for outbound connections the hub never
-             * makes. It finds that context's bookkeeping again through a
-             * process-global SSL_CTX ex_data index, which every context
-             * creation with DO_SSL_GLOBAL_INIT reassigns, so with N loops
-             * the first N-1 never free theirs (LeakSanitizer: about 700 KB
-             * of CA certificates at exit). One empty client context of
-             * ours, shared by the loops and freed after them, avoids both.
-             */
-            if (!srv->client_ctx)
-                srv->client_ctx = SSL_CTX_new(TLS_client_method());
-            if (!srv->client_ctx)
-                return -ENOMEM;
-            info.provided_client_ssl_ctx = srv->client_ctx;
-            /* lws adds no SSLv2/3, no compression, server preference.
-             * No renegotiation at all: OpenSSL 3 already refuses it from
-             * clients, and the hub never starts one. */
-            info.ssl_options_set = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 |
-                                   SSL_OP_NO_RENEGOTIATION;
-        }
-        if (cfg->event_loop == SRV_LOOP_LIBEV) {
-            void *foreign[1];
-
-            l->evl = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
-            if (!l->evl)
-                return -ENOMEM;
-            foreign[0] = l->evl;
-            info.options |= LWS_SERVER_OPTION_LIBEV;
-            info.foreign_loops = foreign;
-            l->ctx = lws_create_context(&info);
-            info.foreign_loops = NULL;
-            {
-                ev_prepare *w = calloc(1, sizeof(*w));
-
-                if (!w)
-                    return -ENOMEM;
-                ev_prepare_init(w, post_prepare_cb);
-                w->data = l;
-                ev_prepare_start(l->evl, w);
-                l->post_prepare = w;
-            }
-        } else {
-            l->ctx = lws_create_context(&info);
-        }
-        if (!l->ctx) {
-            srv_log(HUB_LOG_ERR, i, "lws_create_context failed%s",
-                    cfg->tls_cert ? " (check --tls-cert / --tls-key)" : "");
-            return -EIO;
-        }
-        l->vh = lws_get_vhost_by_name(l->ctx, "default");
-        if (srv_direct_init(l))
-            return -ENOMEM;
-        /* No service thread runs yet, so touching the sul list is safe. */
-        l->running = true;
-        l->last_wheel_ms = srv_now_ms();
-        atomic_init(&l->stall_armed, false);
-        lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
-                         (lws_usec_t)srv->hcfg.tick_ms * 1000);
-        if (srv_listen_adopt(l)) {
-            srv_log(HUB_LOG_ERR, i, "cannot adopt the listen socket");
-            return -EIO;
-        }
-        if (srv_ops_metrics_start(l, protocols)) {
-            srv_log(HUB_LOG_ERR, i, "cannot start the metrics listener");
-            return -EIO;
-        }
+        if (rc)
+            return rc;
     }
     return 0;
 }

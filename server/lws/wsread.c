@@ -230,35 +230,16 @@ static enum srv_wsread_rc chunk(struct srv_wsread *st,
     }
 }
 
-enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
-                                   struct srv_wsread **sp, const void *buf,
-                                   size_t len,
-                                   const struct srv_wsread_sink *k, void *u)
+/* Frames from L->in through wslay into the sink until the input is used
+ * up (MORE), the sink pauses (PAUSED) or the connection fails (STOP). */
+static enum srv_wsread_rc parse(struct srv_wsread_loop *L,
+                                struct srv_wsread *st,
+                                const struct srv_wsread_sink *k, void *u)
 {
-    struct srv_wsread *st = *sp;
     enum srv_wsread_rc rc = SRV_WSREAD_MORE;
     struct wslay_frame_iocb f;
     ssize_t r;
 
-    if (st && st->stopped)
-        return SRV_WSREAD_STOP;
-    if (!st) {
-        st = &L->scratch;
-        memset(st, 0, sizeof(*st));
-    }
-    if (!st->w) {
-        if (!L->spare &&
-            wslay_frame_context_init(&L->spare, &wslay_cbs, L) != 0) {
-            L->spare = NULL;
-            return SRV_WSREAD_NOMEM;
-        }
-        st->w = L->spare;
-        L->spare = NULL;
-    }
-    L->cur = st;
-    L->in = buf;
-    L->in_len = len;
-    L->pause = false;
     for (;;) {
         memset(&f, 0, sizeof(f));
         r = wslay_frame_recv(st->w, &f);
@@ -284,7 +265,17 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
             break;
         }
     }
-    L->pause = false;
+    return rc;
+}
+
+/* After a feed: what a pause left unread is kept, a stopped state drops
+ * wslay's, a context back at its start state returns to the loop's spare,
+ * and the state moves between the loop's scratch and the session's own
+ * allocation (*sp) as it starts or stops holding anything. */
+static enum srv_wsread_rc settle(struct srv_wsread_loop *L,
+                                 struct srv_wsread **sp,
+                                 struct srv_wsread *st, enum srv_wsread_rc rc)
+{
     if (rc == SRV_WSREAD_PAUSED && L->in_len) {
         /* What wslay has not taken waits for srv_wsread_resume(). */
         st->held = malloc(L->in_len);
@@ -334,6 +325,38 @@ enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
         *sp = NULL;
     }
     return rc;
+}
+
+enum srv_wsread_rc srv_wsread_feed(struct srv_wsread_loop *L,
+                                   struct srv_wsread **sp, const void *buf,
+                                   size_t len,
+                                   const struct srv_wsread_sink *k, void *u)
+{
+    struct srv_wsread *st = *sp;
+    enum srv_wsread_rc rc;
+
+    if (st && st->stopped)
+        return SRV_WSREAD_STOP;
+    if (!st) {
+        st = &L->scratch;
+        memset(st, 0, sizeof(*st));
+    }
+    if (!st->w) {
+        if (!L->spare &&
+            wslay_frame_context_init(&L->spare, &wslay_cbs, L) != 0) {
+            L->spare = NULL;
+            return SRV_WSREAD_NOMEM;
+        }
+        st->w = L->spare;
+        L->spare = NULL;
+    }
+    L->cur = st;
+    L->in = buf;
+    L->in_len = len;
+    L->pause = false;
+    rc = parse(L, st, k, u);
+    L->pause = false;
+    return settle(L, sp, st, rc);
 }
 
 enum srv_wsread_rc srv_wsread_resume(struct srv_wsread_loop *L,
