@@ -3,7 +3,7 @@
  *
  * An app is immutable once a hub table holds it (hub/app/apptab.h), so any
  * loop may read it. Two kinds exist:
- * - borrowed: the apps of hub_config (server/config/config.c fills them, tests
+ * - borrowed: the apps of hub_config (server/config/ fills them, tests
  *   use static ones); refs stays 0, they live for the hub and ref/unref
  *   do nothing;
  * - owned: made by hub_app_dup() (a reload, server/reload.c), refcounted:
@@ -94,9 +94,9 @@ void hub_app_defaults(struct hub_app *app);
  * reload.c) copies every app with hub_app_dup(), tells changed apps from
  * unchanged ones with hub_app_equal(), and the last reference frees the
  * copy with hub_app_free(), whose hub_app_clear() also frees the
- * configuration's own apps (server/config/config.c). A new field set from the
- * file needs a row in config.c's srv_app_fields[] as well. Exception: the
- * webhook list is freed by hub_app_webhooks_free() (hub/webhook/webhook.c) for
+ * configuration's own apps (server/config/load_file.c). A new field set
+ * from the file needs a row in server/config/options.c's srv_app_fields[]
+ * as well. Exception: the webhook list is freed by hub_app_webhooks_free() (hub/webhook/webhook.c) for
  * the configuration's apps, and a reloaded copy has none (the webhook
  * sender keeps its own copy of each app, server/webhook/webhook_send.c).
  */
@@ -106,7 +106,8 @@ struct hub_app *hub_app_dup(const struct hub_app *a);
 /* Every configured field equal (index and refs are not compared). */
 bool hub_app_equal(const struct hub_app *a, const struct hub_app *b);
 /* Free what the fields of a own (strings, lists) and NULL them; the
- * struct itself stays (server/config/config.c's inline apps use this too). */
+ * struct itself stays (server/config/load_file.c's inline apps use this
+ * too). */
 void hub_app_clear(struct hub_app *a);
 /* hub_app_clear() and free the struct; NULL is a no-op. */
 void hub_app_free(struct hub_app *a);

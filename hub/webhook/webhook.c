@@ -29,6 +29,7 @@
 #include "hub/loop/directory.h"
 #include "hub/base/hash.h"
 #include "hub/base/json.h"
+#include "hub/base/json_escape.h"
 #include "hub/loop/loop.h"
 #include "timer/list.h"
 
@@ -882,34 +883,11 @@ static size_t esc_len(const char *s, bool *plain)
     return n;
 }
 
+/* s as a JSON string, spelled as jansson spells it (hub/base/json_escape.h). */
 static char *put_str(char *o, const char *s)
 {
-    static const char hex[] = "0123456789ABCDEF";
-
     *o++ = '"';
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        default:
-            memcpy(o, "u00", 3);
-            o[3] = hex[c >> 4];
-            o[4] = hex[c & 15];
-            o += 5;
-        }
-    }
+    o = hub_json_escape(o, s, strlen(s), HUB_JSON_ESC_JANSSON);
     *o++ = '"';
     return o;
 }

@@ -11,6 +11,7 @@
  * a hand-written writer needs no allocation (hub_proto_event_frame() only
  * allocates the frame it returns). Pure: any thread.
  */
+#include "hub/base/json_escape.h"
 #include "hub/base/why.h"
 #include "hub/wire/protocol.h"
 
@@ -365,27 +366,15 @@ static void w_raw_str(struct writer *w, const char *s)
         w_raw(w, *s);
 }
 
+/* c as it goes inside a JSON string (hub/base/json_escape.h, inline: this
+ * is the publish path), handed to put. */
 static void w_escape_to(struct writer *w, unsigned char c,
                         void (*put)(struct writer *, const char *))
 {
-    static const char hex[] = "0123456789abcdef";
-    char esc[7];
+    char esc[HUB_JSON_ESC_MAX + 1];
 
-    if (c == '"') {
-        put(w, "\\\"");
-    } else if (c == '\\') {
-        put(w, "\\\\");
-    } else if (c < 0x20) {
-        memcpy(esc, "\\u00", 4);
-        esc[4] = hex[c >> 4];
-        esc[5] = hex[c & 15];
-        esc[6] = '\0';
-        put(w, esc);
-    } else {
-        esc[0] = (char)c;
-        esc[1] = '\0';
-        put(w, esc);
-    }
+    esc[hub_json_escape_byte(c, 0, esc)] = '\0';
+    put(w, esc);
 }
 
 /* One byte of JSON text, escaped when inside a nested document. */

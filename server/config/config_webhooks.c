@@ -25,7 +25,8 @@
 
 #include "hub/app/app.h"
 #include "hub/webhook/webhook.h"
-#include "server/config/config.h"
+#include "server/config/config_error.h"
+#include "server/config/config_webhooks.h"
 
 static const char *const reserved[] = {
     "content-type", "content-length", "host", "x-pusher-key",

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/config/config.h"
+#include "server/config/settings.h"
 #include "server/config/redis_url.h"
 
 int srv_secret_read_file(const char *path, char **out, char *why,

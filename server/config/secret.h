@@ -33,7 +33,7 @@ struct srv_config;
 
 /* The largest secret file read, in bytes (its newline included). */
 #define SRV_SECRET_FILE_MAX 4096
-/* The longest operator token (server/config/config.c checks it at load). */
+/* The longest operator token (server/config/validate.c checks it at load). */
 #define SRV_SECRET_TOKEN_MAX 256
 
 /*

@@ -26,6 +26,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "hub/base/json_escape.h"
 #include "hub/base/log.h"
 #include "server/base/peerlog.h"
 #include "server/lws/srv.h"
@@ -133,13 +134,13 @@ static void put_escaped(FILE *f, const char *str, bool json)
         } else if (n > 1) {
             fwrite(s, 1, (size_t)n, f);
             s += n;
-        } else if (json && (*s == '"' || *s == '\\')) {
-            fprintf(f, "\\%c", *s++);
-        } else if (*s < 0x20 || *s == 0x7f) {
-            if (json)
-                fprintf(f, "\\u%04x", *s++);
-            else
-                fprintf(f, "\\x%02x", *s++);
+        } else if (json && hub_json_needs_escape(*s, HUB_JSON_ESC_DEL)) {
+            char esc[HUB_JSON_ESC_MAX];
+
+            fwrite(esc, 1, hub_json_escape_byte(*s++, HUB_JSON_ESC_DEL, esc),
+                   f);
+        } else if (!json && (*s < 0x20 || *s == 0x7f)) {
+            fprintf(f, "\\x%02x", *s++);
         } else {
             fputc(*s++, f);
         }

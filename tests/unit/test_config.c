@@ -1,8 +1,8 @@
 /*
- * tests/unit/test_config.c - server/config/config.c: defaults, precedence
- * (defaults < file < environment < flags), value syntax, error messages
- * that name the option and its source, apps, validation, and docs/CONFIG.md
- * kept in sync with the option table.
+ * tests/unit/test_config.c - the loader of server/config/config.h: defaults,
+ * precedence (defaults < file < environment < flags), value syntax, error
+ * messages that name the option and its source, apps, validation, and
+ * docs/CONFIG.md kept in sync with the option table.
  *
  * JSON files are written to mkstemp() files and removed by each case. The
  * environment is passed as an explicit envp, never read from the process.

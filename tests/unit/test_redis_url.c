@@ -106,11 +106,47 @@ static void test_url_refusals(void **state)
     refused(big, "bad user or password");
 }
 
+/* The rules kept over libcurl's URL API (server/config/redis_url.c): '?'
+ * and '#' are plain characters, the last '@' ends the credentials, a lone
+ * userinfo is the password, the host keeps the operator's spelling. */
+static void test_redis_url_keeps_lubdub_rules_over_curl(void **state)
+{
+    struct srv_redis_url u;
+    char err[200];
+
+    (void)state;
+    assert_int_equal(srv_redis_url_parse("redis://u:p?w#x@h/3", &u, err,
+                                         sizeof(err)), 0);
+    assert_string_equal(u.user, "u");
+    assert_string_equal(u.pass, "p?w#x");
+    assert_string_equal(u.host, "h");
+    assert_int_equal(u.db, 3);
+    assert_int_equal(srv_redis_url_parse("redis://s%3acret@h", &u, err,
+                                         sizeof(err)), 0);
+    assert_string_equal(u.user, "");
+    assert_string_equal(u.pass, "s:cret");
+    assert_int_equal(srv_redis_url_parse("redis://1.2.3:7", &u, err,
+                                         sizeof(err)), 0);
+    assert_string_equal(u.host, "1.2.3");
+    assert_int_equal(u.port, 7);
+    refused("redis://h?x=1", "bad character in host");
+    refused("redis://h:1?x/0", "port must be 1..65535");
+    refused("redis://h:1/0?a", "db must be");
+    refused("redis://h/./0", "db must be");
+    refused("redis://h%41/0", "bad character in host");
+    refused("redis://h:00000000001", "port must be 1..65535");
+    refused("redis://::1", "no host");
+    refused("redis://[::1]:/0", "port must be 1..65535");
+    refused("redis://u:%0a@h/0", "bad user or password");
+    refused("redis://%zz@h/0", "bad password");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_forms),
         cmocka_unit_test(test_url_refusals),
+        cmocka_unit_test(test_redis_url_keeps_lubdub_rules_over_curl),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

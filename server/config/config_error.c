@@ -1,14 +1,15 @@
 /*
- * server/config/cfgerr.c - the configuration loader's error formatter, shared by
- * server/config/config.c and server/config/config_webhooks.c (its own file so that
- * neither calls into the other: the call graph stays acyclic).
+ * server/config/config_error.c - one configuration error as one line
+ * (server/config/config_error.h), the formatter every part of the loader
+ * reports through: the value parser, the loaders, the checks and an app's
+ * webhooks.
  *
- * Thread: main thread, while the configuration loads.
+ * Thread: any (it writes only into the caller's buffer).
  */
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "server/config/config.h"
+#include "server/config/config_error.h"
 
 /*
  * The error is one line: keys and values come from the file, the

@@ -1,0 +1,42 @@
+/*
+ * server/config/apply.h - one source's value applied to the configuration
+ * (a flag, an environment variable or a key of the file), with what one
+ * srv_config_load() remembers across its sources: whether the file lists
+ * "apps" (then the default app's options are refused) and which secrets
+ * some source gave as a value (then the same secret's file is refused).
+ *
+ * Thread: main thread, while the configuration loads.
+ */
+#ifndef SRV_APPLY_H
+#define SRV_APPLY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct srv_config;
+struct srv_option_desc;
+
+/* State shared by the passes of one srv_config_load(). */
+struct srv__load {
+    struct srv_config *cfg;
+    bool file_has_apps;
+    const char *file;   /* borrowed; for error messages */
+    char *err;
+    size_t errlen;
+    /* The secrets some source of this load set (bit i: srv__given[i] in
+     * apply.c: admin token, metrics token, default app's secret), to
+     * refuse one given both as a value and as a file. */
+    unsigned given;
+};
+
+/* After a source set d: note whether it is a secret now given as a
+ * value (an empty value unsets it, and the note with it). */
+void srv__note_given(struct srv__load *ld, const struct srv_option_desc *d);
+
+/* Set an option from a source other than the defaults, with its checks;
+ * label names the option and its source. 0 or a negative errno with one
+ * line in ld->err. */
+int srv__apply(struct srv__load *ld, const struct srv_option_desc *d,
+               const char *text, const char *label);
+
+#endif
