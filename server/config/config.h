@@ -226,7 +226,7 @@ int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen);
 
 /*
  * server/config/config_webhooks.c: parse an app's "webhooks" array (val) into
- * app->webhooks (owned by the app; hub_app_webhooks_free). label names the
+ * app->webhooks (owned by the app; hub_wh_app_free). label names the
  * key in errors. 0, or -EINVAL / -ENOMEM with one line in err.
  */
 struct json_t;
