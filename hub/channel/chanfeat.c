@@ -34,8 +34,8 @@ static bool counted(const struct hub_app *app, enum hub_channel_kind kind)
 /*
  * The cache_miss webhook (Pusher sends one when a client subscribes to a
  * cache channel with nothing cached): queued for the webhook sender
- * (hub/webhook/webhook.h; nothing happens unless the app wants it), which drops a
- * second miss of the same channel within one batch window.
+ * (hub/webhook/queue.h; nothing happens unless the app wants it), which
+ * drops a second miss of the same channel within one batch window.
  */
 static void cache_miss_webhook(struct hub_loop *l, const struct hub_app *app,
                                const char *name, size_t len)

@@ -69,7 +69,8 @@ static char *wrap_events(json_t *arr, bool ok, unsigned m, uint64_t wall_ms,
     }
     root = json_object();
     if (root &&
-        !json_object_set_new(root, "time_ms", json_integer((json_int_t)wall_ms)) &&
+        !json_object_set_new(root, "time_ms",
+                             json_integer((json_int_t)wall_ms)) &&
         !json_object_set(root, "events", arr))
         body = hub_json_dumps(root, JSON_COMPACT);
     json_decref(arr);

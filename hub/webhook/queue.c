@@ -23,7 +23,7 @@
 #include "hub/loop/loop.h"
 
 int hub_wh_queue_init(struct hub_wh_queue *q, uint32_t cap,
-                      const struct hub_app *apps,                      unsigned n_apps)
+                      const struct hub_app *apps, unsigned n_apps)
 {
     memset(q, 0, sizeof(*q));
     if (pthread_mutex_init(&q->mu, NULL))

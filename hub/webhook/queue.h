@@ -67,7 +67,7 @@ struct hub_wh_queue {
 };
 
 int hub_wh_queue_init(struct hub_wh_queue *q, uint32_t cap,
-                      const struct hub_app *apps,                      unsigned n_apps);
+                      const struct hub_app *apps, unsigned n_apps);
 /* The types wanted become those of apps[0..n_apps) (the sender's copy
  * after a reload; index = app index). Any thread; 0 or -ENOMEM (the old
  * ones stay). */

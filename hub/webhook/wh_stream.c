@@ -1,5 +1,9 @@
 /*
- * hub/webhook/wh_stream.c - stream entries to webhook events (hub/webhook/wh_stream.h).
+ * hub/webhook/wh_stream.c - the pure half of durable cluster webhooks
+ * (hub/webhook/wh_stream.h): an endpoint's consumer group name, a Redis
+ * stream entry's fields made into a webhook event, and an entry's event id.
+ *
+ * Thread: any (pure functions).
  */
 #include "hub/webhook/wh_stream.h"
 

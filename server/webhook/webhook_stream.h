@@ -2,7 +2,7 @@
  * server/webhook/webhook_stream.h - durable webhooks in a cluster, the
  * sender thread's half (docs/WEBHOOKS.md, "In a cluster"): what
  * webhook_send.c and webhook_endpoint.c call, and what the stream's own
- * files share. The stream is four files:
+ * files share. The stream is five files:
  *
  * - webhook_stream.c: the sender thread's synchronous hiredis connection
  *   (connect, AUTH, SELECT, reconnect backoff), the stream's state made

@@ -215,8 +215,8 @@ static void test_queue_bounded(void **state)
     assert_false(hub_wh_queue_wants(&q, 0, HUB_WH_CLIENT_EVENT));
     assert_false(hub_wh_queue_wants(&q, 1, HUB_WH_CACHE_MISS));
     for (int i = 0; i < 5; i++)
-        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1, NULL,
-                                               NULL, NULL, NULL));
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                               NULL, NULL, NULL, NULL));
     assert_int_equal(atomic_load(&q.dropped), 2);
     assert_int_equal(atomic_load(&q.enqueued), 3);
     l = hub_wh_queue_pop_all(&q);
@@ -231,22 +231,22 @@ static void test_queue_bounded(void **state)
     assert_null(hub_wh_queue_pop_all(&q));
     /* The byte bound too. */
     q.max_bytes = 2 * sizeof(struct hub_wh_event) + 100;
-    assert_int_equal(hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                            "c", 1, NULL, NULL,
-                                                            NULL, NULL)),
-                     0);
-    assert_int_equal(hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                            "c", 1, NULL, NULL,
-                                                            NULL, NULL)),
-                     0);
-    assert_int_equal(hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                       "cccccccccccccccccccc"
-                                                       "cccccccccccccccccccc"
-                                                       "cccccccccccccccccccc",
-                                                       60, NULL, NULL, NULL,
-                                                            NULL)),
-                     -ENOSPC);
-    hub_wh_queue_fini(&q);              /* frees what is left */
+    assert_int_equal(
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                               NULL, NULL, NULL, NULL)),
+        0);
+    assert_int_equal(
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                               NULL, NULL, NULL, NULL)),
+        0);
+    assert_int_equal(
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                               "cccccccccccccccccccc"
+                                               "cccccccccccccccccccc"
+                                               "cccccccccccccccccccc",
+                                               60, NULL, NULL, NULL, NULL)),
+        -ENOSPC);
+    hub_wh_queue_fini(&q);         /* frees what is left */
 }
 
 /* The directory reports edges in order, under its lock. */
@@ -517,10 +517,10 @@ static void count_wake(void *ctx)
 
 static void push_cm(struct hub_wh_queue *q)
 {
-    assert_int_equal(hub_wh_queue_push(q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                           "c", 1, NULL, NULL,
-                                                           NULL, NULL)),
-                     0);
+    assert_int_equal(
+        hub_wh_queue_push(q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                              NULL, NULL, NULL, NULL)),
+        0);
 }
 
 static void free_events(struct hub_wh_event *l)
