@@ -301,7 +301,7 @@ static int load_config(struct srv_config *cfg, int argc, char **argv,
     }
     if (cfg->webhook_dead_letters || cfg->webhook_replay) {
         /* The operator's webhook commands (docs/WEBHOOKS.md). */
-        int code = srv_webhooks_admin(cfg, stdout);
+        int code = srv_wh_admin(cfg, stdout);
 
         srv_config_fini(cfg);
         return code;
@@ -364,7 +364,7 @@ static int start(struct srv *srv)
         srv_log(HUB_LOG_ERR, 0, "out of memory");
         return 1;
     }
-    if (srv_webhooks_start(srv) || srv_loops_create(srv) ||
+    if (srv_wh_start(srv) || srv_loops_create(srv) ||
         srv_cluster_start(srv) ||
         srv_loops_start(srv)) {
         srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
@@ -468,7 +468,7 @@ int main(int argc, char **argv, char **envp)
         return 1;
     drain(&srv, &set, serve(&srv, &set));
     srv_loops_join(&srv);
-    srv_webhooks_stop(&srv);
+    srv_wh_stop(&srv);
     srv_cluster_stop(&srv);
     srv_log(HUB_LOG_INFO, 0, "drained; bye");
     hub_destroy(srv.hub);

@@ -105,8 +105,8 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
     if (!d.added && !d.removed && !d.changed) {
         /* Webhooks are not part of the table's diff: the sender may still
          * have something to change. */
-        srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
-        srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
+        srv_wh_reload_prepare(srv, tmp->apps, v, n, next->n);
+        srv_wh_reload(srv, tmp->apps, v, n, next->n);
         hub_apptab_discard(next);
         srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
                                  "apps)", from, n);
@@ -125,7 +125,7 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
     }
     /* And which of the apps' edges its scripts queue for the webhooks
      * (the first webhooks since the start also start the sender here). */
-    srv_webhooks_reload_prepare(srv, tmp->apps, v, n, next->n);
+    srv_wh_reload_prepare(srv, tmp->apps, v, n, next->n);
     ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
     ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
     ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));
@@ -148,7 +148,7 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
                     "max_connections counts this node only",
                     next->apps[i]->id);
     }
-    srv_webhooks_reload(srv, tmp->apps, v, n, next->n);
+    srv_wh_reload(srv, tmp->apps, v, n, next->n);
     srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
                              "removed%s, %u changed%s, %u unchanged (%u apps)",
             from, d.added, added, d.removed, removed,

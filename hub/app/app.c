@@ -83,7 +83,7 @@ struct hub_app *hub_app_dup(const struct hub_app *a)
     memcpy(c, a, sizeof(*c));
     c->id = c->key = c->secret = c->allowed_origins = NULL;
     /* Not the webhooks: the sender thread never reads the app table; a
-     * reload hands it its own copy (srv_webhooks_reload), so the table's
+     * reload hands it its own copy (srv_wh_reload), so the table's
      * copy carries none (nothing to share, nothing to free twice). */
     c->webhooks = NULL;
     c->n_webhooks = 0;
@@ -117,7 +117,7 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            a->max_subscriptions == b->max_subscriptions &&
            a->subscription_count == b->subscription_count &&
            /* Not the webhook list: a reloaded copy has none (see dup);
-            * the sender compares its own (server/webhook/webhook_send.c). */
+            * the sender compares its own (server/webhook/webhook_view.c). */
            a->enable_user_authentication == b->enable_user_authentication &&
            a->user_auth_timeout_ms == b->user_auth_timeout_ms &&
            a->watchlist_events == b->watchlist_events &&

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct hub_webhook_conf;
+struct hub_wh_conf;
 
 struct hub_app {
     char *id;                        /* "app-id" */
@@ -37,8 +37,8 @@ struct hub_app {
     uint32_t max_batch_events;       /* default 10 */
     uint32_t max_channel_name;       /* default 200 */
     /* Webhooks (hub/webhook/webhook.h): owned by the app, freed in one place,
-     * hub_app_webhooks_free(), so a reloaded app brings its own. */
-    struct hub_webhook_conf *webhooks;
+     * hub_wh_app_free(), so a reloaded app brings its own. */
+    struct hub_wh_conf *webhooks;
     unsigned n_webhooks;
     unsigned webhook_types;          /* union of the webhooks' types */
     bool webhook_batching;           /* default true (Pusher batches) */
@@ -96,7 +96,7 @@ void hub_app_defaults(struct hub_app *app);
  * copy with hub_app_free(), whose hub_app_clear() also frees the
  * configuration's own apps (server/config/load_file.c). A new field set
  * from the file needs a row in server/config/options.c's srv_app_fields[]
- * as well. Exception: the webhook list is freed by hub_app_webhooks_free() (hub/webhook/webhook.c) for
+ * as well. Exception: the webhook list is freed by hub_wh_app_free() (hub/webhook/webhook.c) for
  * the configuration's apps, and a reloaded copy has none (the webhook
  * sender keeps its own copy of each app, server/webhook/webhook_send.c).
  */

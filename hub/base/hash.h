@@ -23,7 +23,7 @@
  *     the subscription_count coalescer and its choice of loop
  *     (hub/channel/subcount.c), and the backplane thread's channel tables
  *     (server/redis/redis.c);
- *   - the webhook engine's per (channel, user) state (hub/webhook/webhook.c);
+ *   - the webhook engine's per (channel, user) state (hub/webhook/engine.c);
  *   - the app table's indexes by key and by id (hub/app/apptab.c), which the
  *     URL's /app/{key} and the REST path's app id look up.
  * No keyed value leaves the process: none is sent to another node, stored
@@ -35,9 +35,9 @@
  * restarts, which every node and every later process must compute alike.
  * They index no table a peer fills, so flooding them buys nothing:
  *   - the webhook consumer group, FNV-1a 64 of the endpoint URL
- *     (hub_whs_group, hub/webhook/wh_stream.h), an operator's URL;
- *   - the batch Idempotency-Key of cluster webhooks (server/
- *     webhook_stream.c), which a retry from another node must repeat;
+ *     (hub_wh_stream_group, hub/webhook/wh_stream.h), an operator's URL;
+ *   - the batch Idempotency-Key of cluster webhooks (server/webhook/
+ *     webhook_stream_read.c), which a retry from another node must repeat;
  *   - the node tag (server/redis/cluster.c), folded from the node id.
  * jansson's own objects are seeded separately (json_object_seed(0) in
  * server/loop/threads.c).

@@ -12,7 +12,7 @@
 #include "hub/loop/loop.h"
 #include "hub/loop/session.h"
 #include "hub/channel/subcount.h"
-#include "hub/webhook/webhook.h"
+#include "hub/webhook/queue.h"
 #include "timer/clock.h"
 
 static uint64_t app_ttl_ms(const struct hub_loop *l, const struct hub_app *a)
@@ -34,13 +34,13 @@ static bool counted(const struct hub_app *app, enum hub_channel_kind kind)
 /*
  * The cache_miss webhook (Pusher sends one when a client subscribes to a
  * cache channel with nothing cached): queued for the webhook sender
- * (hub/webhook/webhook.h; nothing happens unless the app wants it), which drops a
- * second miss of the same channel within one batch window.
+ * (hub/webhook/queue.h; nothing happens unless the app wants it), which
+ * drops a second miss of the same channel within one batch window.
  */
 static void cache_miss_webhook(struct hub_loop *l, const struct hub_app *app,
                                const char *name, size_t len)
 {
-    hub_webhook_cache_miss(l->hub, app->index, name, len);
+    hub_wh_cache_miss(l->hub, app->index, name, len);
 }
 
 /* The cached event, or pusher:cache_miss, as s's first event on name. */

@@ -56,7 +56,7 @@
  *   from the thread that made the move, while it decides it (fn must not
  *   block or call back in). Within one join the channel edge comes before
  *   the member edge; within one leave the member edge comes first. The
- *   webhooks (hub/webhook/webhook.h) listen here. NULL op: edges not reported.
+ *   webhooks (hub/webhook/queue.h) listen here. NULL op: edges not reported.
  * - info, list and users answer from the directory's state (never by
  *   asking each loop or node and waiting); list and users return owned
  *   JSON, NULL when out of memory.

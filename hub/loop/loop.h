@@ -76,7 +76,7 @@ struct hub_config {
 struct hub_backplane;
 struct hub_cache;
 struct hub_chanmap;
-struct hub_whq;
+struct hub_wh_queue;
 struct hub_online;
 
 struct hub {
@@ -95,11 +95,11 @@ struct hub {
      * app key matched) and its REST rate buckets. */
     _Atomic(struct hub_apptab *) apps;
     uint64_t started_ms;
-    /* The webhook queue (hub/webhook/webhook.h), set by server/ when an app has
+    /* The webhook queue (hub/webhook/queue.h), set by server/ when an app has
      * webhooks: before the loops start, or later by the reload that
      * brings the first ones (hence atomic: loops read it while the main
      * thread sets it once); NULL = none. Borrowed. */
-    _Atomic(struct hub_whq *) webhooks;
+    _Atomic(struct hub_wh_queue *) webhooks;
     struct hub_cache *cache;       /* cache channels' last events; owned */
     struct hub_subcount *subcount; /* subscription_count pending set */
 };

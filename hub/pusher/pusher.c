@@ -25,7 +25,7 @@
 #include "hub/wire/protocol.h"
 #include "hub/loop/session.h"
 #include "hub/pusher/subscribe.h"
-#include "hub/webhook/webhook.h"
+#include "hub/webhook/queue.h"
 #include "hub/ops/tail.h"
 #include "hub/pusher/watchlist.h"
 
@@ -348,8 +348,8 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
         goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
     /* The data text is built only for an app that wants the webhook. */
-    if (hub_whq_wants(atomic_load_explicit(&l->hub->webhooks,
-                                           memory_order_acquire),
+    if (hub_wh_queue_wants(atomic_load_explicit(&l->hub->webhooks,
+                                                memory_order_acquire),
                       app->index, HUB_WH_CLIENT_EVENT)) {
         /* user_id: the presence member, else the signed-in user. */
         const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
@@ -366,9 +366,9 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
                                                        JSON_COMPACT |
                                                            JSON_ENCODE_ANY)
                                       : NULL);
-        hub_webhook_client_event(l->hub, app->index, sub->ch->name,
-                                 sub->ch->name_len, m->event,
-                                 d ? d : "null", HUB_SID(s), uid);
+        hub_wh_client_event(l->hub, app->index, sub->ch->name,
+                            sub->ch->name_len, m->event,
+                            d ? d : "null", HUB_SID(s), uid);
         free(text);
     }
     return;

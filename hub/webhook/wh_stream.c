@@ -1,5 +1,9 @@
 /*
- * hub/webhook/wh_stream.c - stream entries to webhook events (hub/webhook/wh_stream.h).
+ * hub/webhook/wh_stream.c - the pure half of durable cluster webhooks
+ * (hub/webhook/wh_stream.h): an endpoint's consumer group name, a Redis
+ * stream entry's fields made into a webhook event, and an entry's event id.
+ *
+ * Thread: any (pure functions).
  */
 #include "hub/webhook/wh_stream.h"
 
@@ -11,7 +15,7 @@
 
 #include "hub/webhook/webhook.h"
 
-void hub_whs_group(const char *url, char out[HUB_WHS_GROUP_LEN])
+void hub_wh_stream_group(const char *url, char out[HUB_WHS_GROUP_LEN])
 {
     uint64_t h = 14695981039346656037ull;
 
@@ -33,8 +37,9 @@ static char *field(const char *const *f, const size_t *l, size_t n,
     return NULL;
 }
 
-struct hub_wh_event *hub_whs_event(unsigned app, const char *const *fields,
-                                   const size_t *lens, size_t n)
+struct hub_wh_event *hub_wh_stream_event(unsigned app,
+                                         const char *const *fields,
+                                         const size_t *lens, size_t n)
 {
     char *name = field(fields, lens, n, "name");
     char *ch = field(fields, lens, n, "channel");
@@ -65,8 +70,8 @@ struct hub_wh_event *hub_whs_event(unsigned app, const char *const *fields,
     return out;
 }
 
-int hub_whs_event_id(const char *app_id, const char *entry_id, char *out,
-                     size_t len)
+int hub_wh_stream_event_id(const char *app_id, const char *entry_id, char *out,
+                           size_t len)
 {
     int n = snprintf(out, len, "%s-%s", app_id, entry_id);
 

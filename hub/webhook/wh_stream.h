@@ -3,7 +3,7 @@
  * (docs/WEBHOOKS.md, "In a cluster"): what a Redis stream entry holds and
  * how it becomes a webhook event, the consumer group name of an endpoint,
  * the ids receivers deduplicate by, and the bounds. No I/O here:
- * server/webhook/webhook_stream.c talks to Redis on the sender thread.
+ * server/webhook/webhook_stream*.c talk to Redis on the sender thread.
  *
  * Thread: any (pure functions).
  */
@@ -28,7 +28,7 @@ struct hub_wh_event;
 
 /* The consumer group of the endpoint url (FNV-1a 64 of the URL, so every
  * node names it alike and a changed URL is a new group). */
-void hub_whs_group(const char *url, char out[HUB_WHS_GROUP_LEN]);
+void hub_wh_stream_group(const char *url, char out[HUB_WHS_GROUP_LEN]);
 
 /*
  * The event an entry's fields describe: fields[0..n) alternate name and
@@ -37,13 +37,14 @@ void hub_whs_group(const char *url, char out[HUB_WHS_GROUP_LEN]);
  * "data", "socket_id". NULL when a required field is missing, the name is
  * unknown, or out of memory.
  */
-struct hub_wh_event *hub_whs_event(unsigned app, const char *const *fields,
-                                   const size_t *lens, size_t n);
+struct hub_wh_event *hub_wh_stream_event(unsigned app,
+                                         const char *const *fields,
+                                         const size_t *lens, size_t n);
 
 /* The event id of an entry: "<app id>-<entry id>", the same on every node
  * and every resend (0 or -1 when it does not fit). */
-int hub_whs_event_id(const char *app_id, const char *entry_id, char *out,
-                     size_t len);
+int hub_wh_stream_event_id(const char *app_id, const char *entry_id, char *out,
+                           size_t len);
 
 /* ev's socket id (client events; NULL otherwise): for server/, whose
  * files may not name a field called socket_id (unit_no_session_fields). */

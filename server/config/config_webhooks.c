@@ -92,7 +92,7 @@ static int dup_opt(json_t *v, char **out, const char *label, char *err,
     return 0;
 }
 
-static int parse_headers(struct hub_webhook_conf *w, json_t *h,
+static int parse_headers(struct hub_wh_conf *w, json_t *h,
                          const char *label, char *err, size_t errlen)
 {
     const char *name;
@@ -170,7 +170,7 @@ static int parse_headers(struct hub_webhook_conf *w, json_t *h,
     return 0;
 }
 
-static int parse_one(struct hub_webhook_conf *w, json_t *o,
+static int parse_one(struct hub_wh_conf *w, json_t *o,
                      const char *label, char *err, size_t errlen)
 {
     const char *key;
@@ -273,7 +273,7 @@ int srv_config_webhooks(struct hub_app *app, json_t *val, const char *label,
     char sub[600];
     int rc;
 
-    hub_app_webhooks_free(app);
+    hub_wh_app_free(app);
     if (json_is_null(val))
         return 0;
     if (!json_is_array(val)) {

@@ -14,7 +14,7 @@ struct json_t;
 
 /*
  * Parse an app's "webhooks" array (val, borrowed) into app->webhooks (owned
- * by the app; hub_app_webhooks_free). label names the key in errors. 0, or
+ * by the app; hub_wh_app_free). label names the key in errors. 0, or
  * -EINVAL / -ENOMEM with one line in err (errlen bytes).
  */
 int srv_config_webhooks(struct hub_app *app, struct json_t *val,

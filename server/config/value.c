@@ -372,7 +372,7 @@ void srv__app_fini(struct hub_app *app)
     srv__free_string(&app->id);
     srv__free_string(&app->key);
     srv__free_string(&app->secret);
-    hub_app_webhooks_free(app);
+    hub_wh_app_free(app);
     hub_app_clear(app);
 }
 

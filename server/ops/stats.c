@@ -22,7 +22,7 @@
 #include "hub/loop/stats_table.h"
 #include "hub/base/version.h"
 #include "server/lws/srv.h"
-#include "server/webhook/webhook.h"
+#include "server/webhook/webhook_metrics.h"
 
 enum row_fmt {
     FMT_U64, FMT_NS_MS, FMT_MS_S, FMT_BY_REASON, FMT_LATE, FMT_RATIO
@@ -422,8 +422,8 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     json_decref(loops);
     json_decref(totals);
     if (root) {
-        /* server/webhook/webhook_send.c; absent when no app has webhooks. */
-        json_t *wh = srv_webhooks_stats_json(srv);
+        /* server/webhook/webhook_metrics.c; absent when no app has webhooks. */
+        json_t *wh = srv_wh_stats_json(srv);
 
         if (wh && json_object_set_new(root, "webhooks", wh)) {
             json_decref(root);
@@ -699,8 +699,8 @@ char *srv_metrics_text(struct srv *srv, size_t *len)
         else
             row_series(&b, srv, r);
     }
-    /* server/webhook/webhook_send.c: per app and endpoint. */
-    srv_webhooks_metrics(srv, put_text, &b);
+    /* server/webhook/webhook_metrics.c: per app and endpoint. */
+    srv_wh_metrics(srv, put_text, &b);
     backplane_series(&b, srv);
     for (size_t i = 0; i < sizeof(hist_rows) / sizeof(hist_rows[0]); i++) {
         family(&b, hist_rows[i].metric, "histogram", hist_rows[i].help);

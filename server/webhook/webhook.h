@@ -1,11 +1,13 @@
 /*
- * server/webhook/webhook.h - webhook delivery: the sender thread (webhook_send.c:
- * libcurl's multi interface, retries, dead letters, stats) and its
- * durable store (webhook_store.c: SQLite in WAL mode under --state-dir).
- * docs/WEBHOOKS.md describes the whole.
+ * server/webhook/webhook.h - webhook delivery, as the rest of server/ sees
+ * it: the sender thread started, stopped and reloaded (webhook_send.c and
+ * the files server/webhook/webhook_int.h names), its durable store
+ * (webhook_store.c: SQLite in WAL mode under --state-dir), and the
+ * operator's commands (webhook_admin.c). /stats and /metrics:
+ * server/webhook/webhook_metrics.h. docs/WEBHOOKS.md describes the whole.
  *
- * Thread: srv_webhooks_start/stop on the main thread; the stats readers
- * from any thread (relaxed atomics); everything else on the sender thread.
+ * Thread: srv_wh_start/stop on the main thread; everything else on the
+ * sender thread, unless it says otherwise.
  */
 #ifndef SRV_WEBHOOK_H
 #define SRV_WEBHOOK_H
@@ -75,11 +77,11 @@ void srv_wh_store_checkpoint(struct srv_wh_store *s);
 
 /* Start the sender when an app has webhooks (logs once whether pending
  * webhooks are durable). Sets srv->hub->webhooks. 0 or -1 (logged). */
-int srv_webhooks_start(struct srv *srv);
+int srv_wh_start(struct srv *srv);
 /* After the loops are gone: release delayed edges, flush open batches
  * (into the store when durable), send for up to 2 s, stop the thread,
  * free everything. */
-void srv_webhooks_stop(struct srv *srv);
+void srv_wh_stop(struct srv *srv);
 
 /* Main thread, after a reload (server/reload.c): the sender takes a copy
  * of apps[0..n) (apps[j] has app index idx[j]->index, of n_index) and
@@ -87,56 +89,22 @@ void srv_webhooks_stop(struct srv *srv);
  * secret. Without a running sender (none since the start, or it failed
  * to start) nothing. */
 struct hub_app;
-void srv_webhooks_reload(struct srv *srv, const struct hub_app *apps,
-                         struct hub_app *const *idx, unsigned n,
-                         unsigned n_index);
+void srv_wh_reload(struct srv *srv, const struct hub_app *apps,
+                   struct hub_app *const *idx, unsigned n,
+                   unsigned n_index);
 
 /* Main thread, before a reload publishes its apps (same arguments as
- * srv_webhooks_reload): starts the sender when these are the first
- * webhooks since the start (as srv_webhooks_start would have: store,
+ * srv_wh_reload): starts the sender when these are the first
+ * webhooks since the start (as srv_wh_start would have: store,
  * streams, srv->hub->webhooks); with --redis the join / leave / reap
  * scripts start queueing in Redis the edges of the apps it adds (or whose
  * webhooks now want edges), before any loop can see them. */
-void srv_webhooks_reload_prepare(struct srv *srv, const struct hub_app *apps,
-                                 struct hub_app *const *idx, unsigned n,
-                                 unsigned n_index);
-
-/* /stats: the "webhooks" object (new reference; NULL when none). */
-json_t *srv_webhooks_stats_json(struct srv *srv);
-/* /metrics: append the webhook families (nothing when none). */
-void srv_webhooks_metrics(struct srv *srv,
-                          void (*put)(void *b, const char *text), void *b);
+void srv_wh_reload_prepare(struct srv *srv, const struct hub_app *apps,
+                           struct hub_app *const *idx, unsigned n,
+                           unsigned n_index);
 
 /* The operator's commands (--webhook-dead-letters, --webhook-replay):
  * run against --state-dir and exit. Returns the exit code. */
-int srv_webhooks_admin(const struct srv_config *cfg, FILE *out);
-
-/* The metric families, for the docs check (name, type, help). */
-#define SRV_WEBHOOK_METRICS(X)                                                 \
-    X(webhook_sent_total, counter, "Webhook batches delivered (2xx)")          \
-    X(webhook_failed_total, counter, "Webhook attempts that failed")           \
-    X(webhook_retried_total, counter, "Webhook attempts that were retries")    \
-    X(webhook_dead_lettered_total, counter,                                    \
-      "Webhook batches given up and kept as dead letters")                     \
-    X(webhook_dropped_total, counter,                                          \
-      "Webhook batches dropped because the pending store was full")            \
-    X(webhook_queue_depth, gauge, "Webhook batches pending per endpoint")      \
-    X(webhook_oldest_pending_age_seconds, gauge,                               \
-      "Age of the oldest pending webhook batch per endpoint")                  \
-    X(webhook_endpoint_up, gauge,                                              \
-      "1 when the endpoint's last attempt succeeded")                          \
-    X(webhook_delivery_latency_seconds, histogram,                             \
-      "From a batch's creation to its delivery")                               \
-    X(webhook_events_dropped_total, counter,                                   \
-      "Webhook events dropped before batching (queue full, no memory)")       \
-    X(webhook_stream_added_total, counter,                                     \
-      "Client events and cache misses this node added to the redis stream")   \
-    X(webhook_stream_read_total, counter,                                      \
-      "Redis stream entries this node read as an app's consumer")             \
-    X(webhook_stream_claimed_total, counter,                                   \
-      "Pending redis stream entries claimed when taking an app's lease")      \
-    X(webhook_stream_dropped_total, counter,                                   \
-      "Webhook events refused by a full redis stream")                        \
-    X(webhook_leases_held, gauge, "Apps whose webhook lease this node holds")
+int srv_wh_admin(const struct srv_config *cfg, FILE *out);
 
 #endif

@@ -28,7 +28,7 @@
 
 #include "hub/wire/evscan.h"
 #include "hub/wire/protocol.h"
-#include "hub/webhook/webhook.h"
+#include "hub/webhook/queue.h"
 
 /* A heap copy of exactly len bytes, so ASan catches a read past it. */
 static char *exact(const char *text, size_t len)
@@ -376,9 +376,9 @@ static void test_evscan_data_file_cases(void **state)
 
 /* Pop the queued webhook events; returns how many, the last one's data
  * copied into data (empty when none). */
-static unsigned pop_webhooks(struct hub_whq *q, char *data, size_t cap)
+static unsigned pop_webhooks(struct hub_wh_queue *q, char *data, size_t cap)
 {
-    struct hub_wh_event *l = hub_whq_pop_all(q), *next;
+    struct hub_wh_event *l = hub_wh_queue_pop_all(q), *next;
     unsigned n = 0;
 
     data[0] = '\0';
@@ -404,14 +404,14 @@ static void relay_under_oom(const char *data_json, const char *want_frame,
 {
     struct fake_hub fh;
     struct fake_session a, b;
-    struct hub_whq q;
+    struct hub_wh_queue q;
     char msg[256], hook[256];
 
     fake_hub_init(&fh, 1);
     fh.apps[0].client_event_rate = 0;
     fh.apps[0].webhook_types = HUB_WH_BIT(HUB_WH_CLIENT_EVENT);
     assert_int_equal(fake_hub_start(&fh), 0);
-    assert_int_equal(hub_whq_init(&q, 64, fh.apps, 1), 0);
+    assert_int_equal(hub_wh_queue_init(&q, 64, fh.apps, 1), 0);
     fh.hub->webhooks = &q;
     assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
     assert_int_equal(fake_session_open(&fh, &b, 0, &fh.apps[0]), 0);
@@ -453,7 +453,7 @@ static void relay_under_oom(const char *data_json, const char *want_frame,
             assert_int_equal(fail_alloc_live(), fa_live_before);
         });
     fh.hub->webhooks = NULL;
-    hub_whq_fini(&q);
+    hub_wh_queue_fini(&q);
     hub_session_fini(&a.s, HUB_CLOSE_PEER);
     hub_session_fini(&b.s, HUB_CLOSE_PEER);
     fake_hub_stop(&fh);

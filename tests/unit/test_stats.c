@@ -26,7 +26,7 @@
 #include "fail_alloc.h"
 #include "hub/loop/stats_table.h"
 #include "server/lws/srv.h"
-#include "server/webhook/webhook.h"
+#include "server/webhook/webhook_metrics.h"
 
 /* The table again, as the test sees it. */
 enum fmt { U64, NS_MS, MS_S, BY_REASON, LATE, RATIO };
@@ -79,11 +79,12 @@ static size_t families(struct family *out, size_t cap)
         out[n++] = (struct family){ metric, "histogram", true, false };
     HUB_LOOP_HISTS(X)
 #undef X
-    /* server/webhook/webhook.h: per app and endpoint, not per loop. */
-#define X(metric, type, help)                                                  \
+    /* server/webhook/webhook_metrics.h: per app and endpoint, or one series
+     * (EVENTS_DROPPED, STREAM), not per loop. */
+#define X(metric, type, fmt, field, help)                                      \
     if (n < cap)                                                               \
         out[n++] = (struct family){ #metric, #type, false, false };
-    SRV_WEBHOOK_METRICS(X)
+    SRV_WH_METRICS(X)
 #undef X
 #define X(field, type, key, metric, help)                                      \
     if (n < cap)                                                               \

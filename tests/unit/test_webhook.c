@@ -19,13 +19,16 @@
 #include "fail_alloc.h"
 #include "hub/app/app.h"
 #include "hub/loop/directory.h"
+#include "hub/webhook/encode.h"
+#include "hub/webhook/engine.h"
+#include "hub/webhook/queue.h"
 #include "hub/webhook/webhook.h"
 #include "hub/webhook/wh_stream.h"
 
-static struct hub_webhook_conf conf(unsigned types, const char *pre,
-                                    const char *suf)
+static struct hub_wh_conf conf(unsigned types, const char *pre,
+                               const char *suf)
 {
-    struct hub_webhook_conf w = { 0 };
+    struct hub_wh_conf w = { 0 };
 
     w.url = "http://x/";
     w.types = types;
@@ -46,37 +49,37 @@ static void test_type_names(void **state)
 
 static void test_filter_matching(void **state)
 {
-    struct hub_webhook_conf any = conf(HUB_WH_ALL_TYPES, NULL, NULL);
-    struct hub_webhook_conf pre =
+    struct hub_wh_conf any = conf(HUB_WH_ALL_TYPES, NULL, NULL);
+    struct hub_wh_conf pre =
         conf(HUB_WH_BIT(HUB_WH_CHANNEL_OCCUPIED), "presence-", NULL);
-    struct hub_webhook_conf both = conf(HUB_WH_ALL_TYPES, "a", "-z");
+    struct hub_wh_conf both = conf(HUB_WH_ALL_TYPES, "a", "-z");
 
     (void)state;
-    assert_true(hub_webhook_matches(&any, HUB_WH_CLIENT_EVENT, "x"));
-    assert_false(hub_webhook_matches(&any, HUB_WH_N_TYPES, "x"));
-    assert_true(hub_webhook_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
-                                    "presence-1"));
-    assert_false(hub_webhook_matches(&pre, HUB_WH_CHANNEL_VACATED,
-                                     "presence-1"));
-    assert_false(hub_webhook_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
-                                     "private-1"));
-    assert_false(hub_webhook_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
-                                     "presence"));
-    assert_true(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "a-z"));
-    assert_true(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "abc-z"));
-    assert_false(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "abc-y"));
-    assert_false(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "-z"));
-    assert_false(hub_webhook_matches(&both, HUB_WH_CACHE_MISS, "z"));
+    assert_true(hub_wh_matches(&any, HUB_WH_CLIENT_EVENT, "x"));
+    assert_false(hub_wh_matches(&any, HUB_WH_N_TYPES, "x"));
+    assert_true(hub_wh_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
+                               "presence-1"));
+    assert_false(hub_wh_matches(&pre, HUB_WH_CHANNEL_VACATED,
+                                "presence-1"));
+    assert_false(hub_wh_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
+                                "private-1"));
+    assert_false(hub_wh_matches(&pre, HUB_WH_CHANNEL_OCCUPIED,
+                                "presence"));
+    assert_true(hub_wh_matches(&both, HUB_WH_CACHE_MISS, "a-z"));
+    assert_true(hub_wh_matches(&both, HUB_WH_CACHE_MISS, "abc-z"));
+    assert_false(hub_wh_matches(&both, HUB_WH_CACHE_MISS, "abc-y"));
+    assert_false(hub_wh_matches(&both, HUB_WH_CACHE_MISS, "-z"));
+    assert_false(hub_wh_matches(&both, HUB_WH_CACHE_MISS, "z"));
 }
 
 static void test_encode(void **state)
 {
     struct hub_wh_event *e[3];
     uint64_t seqs[3] = { 7, 8, 9 };
-    struct hub_webhook_conf only_ce = conf(HUB_WH_BIT(HUB_WH_CLIENT_EVENT),
-                                           NULL, NULL);
-    struct hub_webhook_conf none = conf(HUB_WH_BIT(HUB_WH_CACHE_MISS), NULL,
-                                        NULL);
+    struct hub_wh_conf only_ce = conf(HUB_WH_BIT(HUB_WH_CLIENT_EVENT),
+                                      NULL, NULL);
+    struct hub_wh_conf none = conf(HUB_WH_BIT(HUB_WH_CACHE_MISS), NULL,
+                                   NULL);
     size_t len;
     unsigned n;
     char *body;
@@ -201,22 +204,22 @@ static void test_backoff_schedule(void **state)
 static void test_queue_bounded(void **state)
 {
     struct hub_app app = { 0 };
-    struct hub_whq q;
+    struct hub_wh_queue q;
     struct hub_wh_event *l;
     unsigned n = 0;
 
     (void)state;
     app.webhook_types = HUB_WH_BIT(HUB_WH_CACHE_MISS);
-    assert_int_equal(hub_whq_init(&q, 3, &app, 1), 0);
-    assert_true(hub_whq_wants(&q, 0, HUB_WH_CACHE_MISS));
-    assert_false(hub_whq_wants(&q, 0, HUB_WH_CLIENT_EVENT));
-    assert_false(hub_whq_wants(&q, 1, HUB_WH_CACHE_MISS));
+    assert_int_equal(hub_wh_queue_init(&q, 3, &app, 1), 0);
+    assert_true(hub_wh_queue_wants(&q, 0, HUB_WH_CACHE_MISS));
+    assert_false(hub_wh_queue_wants(&q, 0, HUB_WH_CLIENT_EVENT));
+    assert_false(hub_wh_queue_wants(&q, 1, HUB_WH_CACHE_MISS));
     for (int i = 0; i < 5; i++)
-        hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1, NULL,
-                                          NULL, NULL, NULL));
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                               NULL, NULL, NULL, NULL));
     assert_int_equal(atomic_load(&q.dropped), 2);
     assert_int_equal(atomic_load(&q.enqueued), 3);
-    l = hub_whq_pop_all(&q);
+    l = hub_wh_queue_pop_all(&q);
     while (l) {
         struct hub_wh_event *next = l->next;
 
@@ -225,25 +228,25 @@ static void test_queue_bounded(void **state)
         n++;
     }
     assert_int_equal(n, 3);
-    assert_null(hub_whq_pop_all(&q));
+    assert_null(hub_wh_queue_pop_all(&q));
     /* The byte bound too. */
     q.max_bytes = 2 * sizeof(struct hub_wh_event) + 100;
-    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                       "c", 1, NULL, NULL,
-                                                       NULL, NULL)),
-                     0);
-    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                       "c", 1, NULL, NULL,
-                                                       NULL, NULL)),
-                     0);
-    assert_int_equal(hub_whq_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                       "cccccccccccccccccccc"
-                                                       "cccccccccccccccccccc"
-                                                       "cccccccccccccccccccc",
-                                                       60, NULL, NULL, NULL,
-                                                       NULL)),
-                     -ENOSPC);
-    hub_whq_fini(&q);              /* frees what is left */
+    assert_int_equal(
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                               NULL, NULL, NULL, NULL)),
+        0);
+    assert_int_equal(
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                               NULL, NULL, NULL, NULL)),
+        0);
+    assert_int_equal(
+        hub_wh_queue_push(&q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
+                                               "cccccccccccccccccccc"
+                                               "cccccccccccccccccccc"
+                                               "cccccccccccccccccccc",
+                                               60, NULL, NULL, NULL, NULL)),
+        -ENOSPC);
+    hub_wh_queue_fini(&q);         /* frees what is left */
 }
 
 /* The directory reports edges in order, under its lock. */
@@ -358,7 +361,7 @@ static struct hub_wh_event *ev(unsigned type, const char *ch,
 
 static void test_engine_delay_and_cancel(void **state)
 {
-    struct hub_webhook_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
+    struct hub_wh_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
     struct hub_app app = { 0 };
     struct hub_wh_engine *e;
     struct hub_wh_engine_stats st;
@@ -455,7 +458,7 @@ static void test_engine_delay_and_cancel(void **state)
 
 static void test_engine_batching_and_filters(void **state)
 {
-    struct hub_webhook_conf w[2] = {
+    struct hub_wh_conf w[2] = {
         conf(HUB_WH_BIT(HUB_WH_CHANNEL_OCCUPIED), NULL, NULL),
         conf(HUB_WH_BIT(HUB_WH_CHANNEL_OCCUPIED) |
                  HUB_WH_BIT(HUB_WH_CACHE_MISS),
@@ -512,12 +515,12 @@ static void count_wake(void *ctx)
     wakes++;
 }
 
-static void push_cm(struct hub_whq *q)
+static void push_cm(struct hub_wh_queue *q)
 {
-    assert_int_equal(hub_whq_push(q, hub_wh_event_new(0, HUB_WH_CACHE_MISS,
-                                                      "c", 1, NULL, NULL,
-                                                      NULL, NULL)),
-                     0);
+    assert_int_equal(
+        hub_wh_queue_push(q, hub_wh_event_new(0, HUB_WH_CACHE_MISS, "c", 1,
+                                              NULL, NULL, NULL, NULL)),
+        0);
 }
 
 static void free_events(struct hub_wh_event *l)
@@ -531,44 +534,44 @@ static void free_events(struct hub_wh_event *l)
 }
 
 /* The sender is woken per empty queue by default, per batch's worth while
- * it has a batch open (hub_whq_set_room), and learns what was queued. */
+ * it has a batch open (hub_wh_queue_set_room), and learns what was queued. */
 static void test_queue_wakes(void **state)
 {
     struct hub_app app = { 0 };
-    struct hub_whq q;
+    struct hub_wh_queue q;
 
     (void)state;
     app.webhook_types = HUB_WH_BIT(HUB_WH_CACHE_MISS);
-    assert_int_equal(hub_whq_init(&q, 100, &app, 1), 0);
+    assert_int_equal(hub_wh_queue_init(&q, 100, &app, 1), 0);
     q.wake = count_wake;
     wakes = 0;
     push_cm(&q);
     push_cm(&q);
     assert_int_equal(wakes, 1);
-    free_events(hub_whq_pop_all(&q));
+    free_events(hub_wh_queue_pop_all(&q));
     push_cm(&q);
     assert_int_equal(wakes, 2);
     /* Room 3 with one queued: the third event wakes, not the second. */
-    assert_int_equal(hub_whq_set_room(&q, 3), 1);
+    assert_int_equal(hub_wh_queue_set_room(&q, 3), 1);
     push_cm(&q);
     assert_int_equal(wakes, 2);
     push_cm(&q);
     assert_int_equal(wakes, 3);
     push_cm(&q);
     assert_int_equal(wakes, 3);
-    free_events(hub_whq_pop_all(&q));
+    free_events(hub_wh_queue_pop_all(&q));
     /* Back to 0: the first push into the empty queue wakes again. */
-    assert_int_equal(hub_whq_set_room(&q, 0), 0);
+    assert_int_equal(hub_wh_queue_set_room(&q, 0), 0);
     push_cm(&q);
     assert_int_equal(wakes, 4);
-    hub_whq_fini(&q);
+    hub_wh_queue_fini(&q);
 }
 
 /* hub_wh_engine_room: 0 with no batch open or an app without batching,
  * else what the fullest open batch has left. */
 static void test_engine_room(void **state)
 {
-    struct hub_webhook_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
+    struct hub_wh_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
     struct hub_app apps[2] = { { 0 }, { 0 } };
     struct hub_wh_engine *e;
     char name[8];
@@ -662,7 +665,7 @@ static void engine_run(const struct hub_app *app)
 
 static void test_engine_nomem(void **state)
 {
-    struct hub_webhook_conf w[2] = {
+    struct hub_wh_conf w[2] = {
         conf(HUB_WH_ALL_TYPES, NULL, NULL),
         conf(HUB_WH_ALL_TYPES, "presence-", NULL),
     };
@@ -685,16 +688,16 @@ static void test_engine_nomem(void **state)
 /* A reload (hub_wh_engine_set_apps): the open batch goes out under the
  * old webhooks, a delayed edge waits on and goes out under the new ones,
  * an added app's events come through, and the loops' wanted types
- * follow (hub_whq_set_wants). Fake clock. */
+ * follow (hub_wh_queue_set_wants). Fake clock. */
 static void test_engine_reload(void **state)
 {
-    struct hub_webhook_conf w_old = conf(HUB_WH_ALL_TYPES, "a-", NULL);
-    struct hub_webhook_conf w_new = conf(HUB_WH_ALL_TYPES, "b-", NULL);
-    struct hub_webhook_conf w_add = conf(HUB_WH_BIT(HUB_WH_CACHE_MISS), NULL,
-                                         NULL);
+    struct hub_wh_conf w_old = conf(HUB_WH_ALL_TYPES, "a-", NULL);
+    struct hub_wh_conf w_new = conf(HUB_WH_ALL_TYPES, "b-", NULL);
+    struct hub_wh_conf w_add = conf(HUB_WH_BIT(HUB_WH_CACHE_MISS), NULL,
+                                    NULL);
     struct hub_app old = { 0 }, next[2] = { { 0 }, { 0 } };
     struct hub_wh_engine *e;
-    struct hub_whq q;
+    struct hub_wh_queue q;
     uint64_t now = 1000;
     char buf[512];
 
@@ -745,13 +748,13 @@ static void test_engine_reload(void **state)
     hub_wh_engine_destroy(e);
     out_reset();
 
-    assert_int_equal(hub_whq_init(&q, 8, &old, 1), 0);
-    assert_false(hub_whq_wants(&q, 1, HUB_WH_CACHE_MISS));
-    assert_int_equal(hub_whq_set_wants(&q, next, 2), 0);
-    assert_true(hub_whq_wants(&q, 1, HUB_WH_CACHE_MISS));
-    assert_false(hub_whq_wants(&q, 1, HUB_WH_CLIENT_EVENT));
-    assert_true(hub_whq_wants(&q, 0, HUB_WH_CHANNEL_OCCUPIED));
-    hub_whq_fini(&q);
+    assert_int_equal(hub_wh_queue_init(&q, 8, &old, 1), 0);
+    assert_false(hub_wh_queue_wants(&q, 1, HUB_WH_CACHE_MISS));
+    assert_int_equal(hub_wh_queue_set_wants(&q, next, 2), 0);
+    assert_true(hub_wh_queue_wants(&q, 1, HUB_WH_CACHE_MISS));
+    assert_false(hub_wh_queue_wants(&q, 1, HUB_WH_CLIENT_EVENT));
+    assert_true(hub_wh_queue_wants(&q, 0, HUB_WH_CHANNEL_OCCUPIED));
+    hub_wh_queue_fini(&q);
 }
 
 
@@ -778,26 +781,26 @@ static void test_stream_entries(void **state)
     char g1[HUB_WHS_GROUP_LEN], g2[HUB_WHS_GROUP_LEN], id[64];
 
     (void)state;
-    e = hub_whs_event(3, occ, occl, 4);
+    e = hub_wh_stream_event(3, occ, occl, 4);
     assert_non_null(e);
     assert_int_equal(e->type, HUB_WH_CHANNEL_OCCUPIED);
     assert_int_equal(e->app, 3);
     assert_string_equal(e->channel, "room");
     assert_null(e->user_id);
     free(e);
-    e = hub_whs_event(0, mem, meml, 6);
+    e = hub_wh_stream_event(0, mem, meml, 6);
     assert_non_null(e);
     assert_int_equal(e->type, HUB_WH_MEMBER_REMOVED);
     assert_string_equal(e->user_id, "u1");
     free(e);
     /* A member event without its user, an unknown name, a NUL inside a
      * value, an odd field count, nothing at all: none. */
-    assert_null(hub_whs_event(0, nouid, nouidl, 4));
-    assert_null(hub_whs_event(0, bad, badl, 4));
-    assert_null(hub_whs_event(0, nul, null_, 4));
-    assert_null(hub_whs_event(0, occ, occl, 3));
-    assert_null(hub_whs_event(0, NULL, NULL, 0));
-    e = hub_whs_event(1, ce, cel, 10);
+    assert_null(hub_wh_stream_event(0, nouid, nouidl, 4));
+    assert_null(hub_wh_stream_event(0, bad, badl, 4));
+    assert_null(hub_wh_stream_event(0, nul, null_, 4));
+    assert_null(hub_wh_stream_event(0, occ, occl, 3));
+    assert_null(hub_wh_stream_event(0, NULL, NULL, 0));
+    e = hub_wh_stream_event(1, ce, cel, 10);
     assert_non_null(e);
     assert_int_equal(e->type, HUB_WH_CLIENT_EVENT);
     assert_string_equal(e->event, "client-hi");
@@ -819,17 +822,17 @@ static void test_stream_entries(void **state)
     }
     free(e);
     /* The group: stable, per URL, and short. */
-    hub_whs_group("http://a/hook", g1);
-    hub_whs_group("http://a/hook", g2);
+    hub_wh_stream_group("http://a/hook", g1);
+    hub_wh_stream_group("http://a/hook", g2);
     assert_string_equal(g1, g2);
     assert_int_equal(strlen(g1), HUB_WHS_GROUP_LEN - 1);
     assert_memory_equal(g1, "wh-", 3);
-    hub_whs_group("http://a/hook2", g2);
+    hub_wh_stream_group("http://a/hook2", g2);
     assert_string_not_equal(g1, g2);
     /* Ids: app and entry id; too long is refused. */
-    assert_int_equal(hub_whs_event_id("app", "1-2", id, sizeof(id)), 0);
+    assert_int_equal(hub_wh_stream_event_id("app", "1-2", id, sizeof(id)), 0);
     assert_string_equal(id, "app-1-2");
-    assert_int_equal(hub_whs_event_id("app", "1-2", id, 7), -1);
+    assert_int_equal(hub_wh_stream_event_id("app", "1-2", id, 7), -1);
 }
 
 int main(void)

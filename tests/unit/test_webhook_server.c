@@ -36,7 +36,7 @@ static void test_config_good(void **state)
 {
     struct srv_config cfg;
     char err[512];
-    const struct hub_webhook_conf *w;
+    const struct hub_wh_conf *w;
 
     (void)state;
     assert_int_equal(

@@ -1,13 +1,14 @@
 /*
  * tests/unit/test_webhook_stream.c - durable cluster webhooks, the sender
- * thread's half (server/webhook/webhook_stream.c), against a fake Redis: a thread
- * on a loopback port that speaks RESP and keeps, in memory, what the
+ * thread's half (server/webhook/webhook_stream*.c), against a fake Redis:
+ * a thread on a loopback port that speaks RESP and keeps, in memory, what the
  * module's commands touch (the app's stream with its consumer groups and
  * pending lists, the lease key, the counter hash). The module's four
  * scripts are recognised by their text and run here in C, the delay pump
  * as "nothing due". The test thread plays the sender thread: it calls
- * srv_whs_take / srv_whs_round / srv_whs_done with its own clock and
- * holds the batches the module pushes, as server/webhook/webhook_send.c would.
+ * srv_wh_stream_take / srv_wh_stream_round / srv_wh_stream_done with its
+ * own clock and holds the batches the module pushes, as
+ * server/webhook/webhook_endpoint.c would.
  * It reads and sets the fake's data between calls, when every command of
  * the call has had its reply and the fake thread waits in poll().
  *
@@ -48,6 +49,7 @@
 #include "server/config/config.h"
 #include "server/lws/srv.h"
 #include "server/webhook/webhook_int.h"
+#include "server/webhook/webhook_stream.h"
 
 /* ------------------------------------------------------------ fake Redis */
 
@@ -566,18 +568,19 @@ struct rig {
     char url[64];
     struct srv srv;
     struct srv_config cfg;
-    struct hub_webhook_conf conf;
+    struct hub_wh_conf conf;
     struct hub_app app;
-    struct wh_view view;
-    struct endpoint ep;
-    struct endpoint *eps[1];
+    struct srv_wh_view view;
+    struct srv_wh_ep ep;
+    struct srv_wh_ep *eps[1];
     unsigned ep_base[1];
     struct srv_wh wh;
     uint64_t now;
 };
 
-/* As server/webhook/webhook_send.c holds a stream batch: at ep's tail. */
-static bool push(struct endpoint *ep, struct batch *b)
+/* As server/webhook/webhook_endpoint.c holds a stream batch: at ep's
+ * tail. */
+static bool push(struct srv_wh_ep *ep, struct srv_wh_batch *b)
 {
     ep->wh->held_bytes += b->len;
     b->next = NULL;
@@ -587,7 +590,7 @@ static bool push(struct endpoint *ep, struct batch *b)
     return true;
 }
 
-static void batch_free(struct batch *b)
+static void batch_free(struct srv_wh_batch *b)
 {
     while (b->n_acks)
         free(b->acks[--b->n_acks]);
@@ -599,10 +602,10 @@ static void batch_free(struct batch *b)
 /* The head batch delivered: acknowledged through the module, then gone. */
 static void deliver_head(struct rig *g)
 {
-    struct batch *b = g->ep.head;
+    struct srv_wh_batch *b = g->ep.head;
 
     assert_non_null(b);
-    srv_whs_done(&g->wh, &g->ep, b);
+    srv_wh_stream_done(&g->wh, &g->ep, b);
     g->ep.head = b->next;
     if (!g->ep.head)
         g->ep.tail = &g->ep.head;
@@ -615,7 +618,7 @@ static unsigned held(const struct rig *g)
 {
     unsigned n = 0;
 
-    for (const struct batch *b = g->ep.head; b; b = b->next)
+    for (const struct srv_wh_batch *b = g->ep.head; b; b = b->next)
         n++;
     return n;
 }
@@ -625,7 +628,7 @@ static void rounds(struct rig *g, unsigned n)
 {
     while (n--) {
         g->now += HUB_WH_BATCH_MS + 1;
-        srv_whs_round(&g->wh, g->now);
+        srv_wh_stream_round(&g->wh, g->now);
     }
 }
 
@@ -664,9 +667,9 @@ static int rig_setup(void **state)
     g->wh.eps = g->eps;
     g->wh.n_eps = 1;
     g->wh.ep_base = g->ep_base;
-    assert_int_equal(srv_whs_create(&g->wh), 0);
+    assert_int_equal(srv_wh_stream_create(&g->wh), 0);
     assert_non_null(g->wh.whs);
-    assert_int_equal(srv_whs_ep_init(&g->wh, &g->ep), 0);
+    assert_int_equal(srv_wh_stream_ep_init(&g->wh, &g->ep), 0);
     g->now = srv_now_ms();
     *state = g;
     return 0;
@@ -677,13 +680,13 @@ static int rig_teardown(void **state)
     struct rig *g = *state;
 
     while (g->ep.head) {
-        struct batch *b = g->ep.head;
+        struct srv_wh_batch *b = g->ep.head;
 
         g->ep.head = b->next;
         batch_free(b);
     }
-    srv_whs_ep_fini(&g->ep);
-    srv_whs_free(&g->wh);
+    srv_wh_stream_ep_fini(&g->ep);
+    srv_wh_stream_free(&g->wh);
     fake_stop(&g->redis);
     free(g);
     return 0;
@@ -707,7 +710,7 @@ static void stream_add(struct rig *g, const char *name, const char *channel)
 
 static json_int_t whs_stat(struct rig *g, const char *name)
 {
-    json_t *j = srv_whs_stats_json(&g->wh);
+    json_t *j = srv_wh_stream_stats_json(&g->wh);
     json_int_t v;
 
     assert_non_null(j);
@@ -726,7 +729,7 @@ static void test_take_sends_client_events_to_the_stream(void **state)
                                NULL, NULL, NULL);
     l->next->next = hub_wh_event_new(0, HUB_WH_CACHE_MISS, "cache-x", 7, NULL,
                                      NULL, NULL, NULL);
-    keep = srv_whs_take(&g->wh, l);
+    keep = srv_wh_stream_take(&g->wh, l);
     /* The edge is the local engine's; the other two are in the stream. */
     assert_non_null(keep);
     assert_int_equal(keep->type, HUB_WH_CHANNEL_OCCUPIED);
@@ -744,7 +747,7 @@ static void test_take_sends_client_events_to_the_stream(void **state)
     /* The bound the script checks: --webhook-stream-max (its default). */
     assert_string_equal(g->redis.last_bound, "100000");
     {
-        json_t *j = srv_whs_stats_json(&g->wh);
+        json_t *j = srv_wh_stream_stats_json(&g->wh);
 
         assert_true(json_is_true(json_object_get(j, "connected")));
         json_decref(j);
@@ -755,12 +758,12 @@ static void test_stream_max_is_the_scripts_bound(void **state)
 {
     struct rig *g = *state;
 
-    srv_whs_ep_fini(&g->ep);
-    srv_whs_free(&g->wh);
+    srv_wh_stream_ep_fini(&g->ep);
+    srv_wh_stream_free(&g->wh);
     g->cfg.webhook_stream_max = 1234;
-    assert_int_equal(srv_whs_create(&g->wh), 0);
-    assert_int_equal(srv_whs_ep_init(&g->wh, &g->ep), 0);
-    assert_null(srv_whs_take(&g->wh, client_event("private-a", "1")));
+    assert_int_equal(srv_wh_stream_create(&g->wh), 0);
+    assert_int_equal(srv_wh_stream_ep_init(&g->wh, &g->ep), 0);
+    assert_null(srv_wh_stream_take(&g->wh, client_event("private-a", "1")));
     assert_string_equal(g->redis.last_bound, "1234");
     g->cfg.webhook_stream_max = 0;
 }
@@ -772,12 +775,12 @@ static void test_take_without_redis_keeps_every_event(void **state)
     unsigned n = 0;
 
     /* Nothing listens here any more: the events go to the local engine. */
-    srv_whs_ep_fini(&g->ep);
-    srv_whs_free(&g->wh);
+    srv_wh_stream_ep_fini(&g->ep);
+    srv_wh_stream_free(&g->wh);
     snprintf(g->url, sizeof(g->url), "redis://127.0.0.1:1/0");
-    assert_int_equal(srv_whs_create(&g->wh), 0);
-    assert_int_equal(srv_whs_ep_init(&g->wh, &g->ep), 0);
-    keep = srv_whs_take(&g->wh, client_event("private-a", "1"));
+    assert_int_equal(srv_wh_stream_create(&g->wh), 0);
+    assert_int_equal(srv_wh_stream_ep_init(&g->wh, &g->ep), 0);
+    keep = srv_wh_stream_take(&g->wh, client_event("private-a", "1"));
     for (struct hub_wh_event *e = keep, *next; e; e = next) {
         next = e->next;
         n++;
@@ -796,11 +799,11 @@ static void test_holder_reads_one_batch_acks_and_trims(void **state)
     stream_add(g, "channel_occupied", "c1");
     stream_add(g, "channel_vacated", "c1");
     stream_add(g, "channel_occupied", "c2");
-    srv_whs_round(&g->wh, g->now);
+    srv_wh_stream_round(&g->wh, g->now);
     assert_string_equal(g->redis.lease, "n1");
-    assert_true(srv_whs_holds(&g->wh, &g->ep));
+    assert_true(srv_wh_stream_holds(&g->wh, &g->ep));
     assert_int_equal(g->redis.ng, 1);
-    hub_whs_group(URL, id);
+    hub_wh_stream_group(URL, id);
     assert_string_equal(g->redis.g[0].name, id);
     /* Its own pending list first (empty), then the new entries. */
     rounds(g, 2);
@@ -834,7 +837,7 @@ static void test_new_holder_claims_and_resends_a_dead_ones_entries(void **state)
     stream_add(g, "channel_occupied", "presence-a");
     stream_add(g, "channel_occupied", "presence-b");
     gr = &g->redis.g[g->redis.ng++];
-    hub_whs_group(URL, gr->name);
+    hub_wh_stream_group(URL, gr->name);
     gr->last = 2;
     gr->np = 2;
     gr->p[0].seq = 1;
@@ -842,8 +845,8 @@ static void test_new_holder_claims_and_resends_a_dead_ones_entries(void **state)
     snprintf(gr->p[0].consumer, sizeof(gr->p[0].consumer), "n0");
     snprintf(gr->p[1].consumer, sizeof(gr->p[1].consumer), "n0");
     /* Its lease expired: n1 takes it and claims every pending entry. */
-    srv_whs_round(&g->wh, g->now);
-    assert_true(srv_whs_holds(&g->wh, &g->ep));
+    srv_wh_stream_round(&g->wh, g->now);
+    assert_true(srv_wh_stream_holds(&g->wh, &g->ep));
     assert_int_equal(g->redis.claims, 1);
     assert_string_equal(gr->p[0].consumer, "n1");
     assert_string_equal(gr->p[1].consumer, "n1");
@@ -869,7 +872,7 @@ static void test_another_holder_means_no_reads(void **state)
     snprintf(g->redis.lease, sizeof(g->redis.lease), "n2");
     stream_add(g, "channel_occupied", "c1");
     rounds(g, 3);
-    assert_false(srv_whs_holds(&g->wh, &g->ep));
+    assert_false(srv_wh_stream_holds(&g->wh, &g->ep));
     assert_int_equal(g->redis.reads, 0);
     assert_int_equal(g->redis.ng, 0);
     assert_int_equal(held(g), 0);
@@ -878,7 +881,7 @@ static void test_another_holder_means_no_reads(void **state)
     g->redis.lease[0] = '\0';
     g->now += 1001;                          /* past the renew time */
     rounds(g, 3);
-    assert_true(srv_whs_holds(&g->wh, &g->ep));
+    assert_true(srv_wh_stream_holds(&g->wh, &g->ep));
     assert_int_equal(held(g), 1);
 }
 
@@ -913,7 +916,7 @@ static void test_lost_lease_drops_held_batches_and_stop_releases(void **state)
     snprintf(g->redis.lease, sizeof(g->redis.lease), "n2");
     g->now += 1001;
     rounds(g, 1);
-    assert_false(srv_whs_holds(&g->wh, &g->ep));
+    assert_false(srv_wh_stream_holds(&g->wh, &g->ep));
     assert_int_equal(held(g), 0);
     assert_int_equal(g->wh.held_bytes, 0);
     assert_int_equal(g->redis.g[0].np, 1);
@@ -921,9 +924,9 @@ static void test_lost_lease_drops_held_batches_and_stop_releases(void **state)
     g->redis.lease[0] = '\0';
     g->now += 1001;
     rounds(g, 3);
-    assert_true(srv_whs_holds(&g->wh, &g->ep));
-    srv_whs_ep_fini(&g->ep);
-    srv_whs_free(&g->wh);
+    assert_true(srv_wh_stream_holds(&g->wh, &g->ep));
+    srv_wh_stream_ep_fini(&g->ep);
+    srv_wh_stream_free(&g->wh);
     assert_int_equal(g->redis.releases, 1);
     assert_string_equal(g->redis.lease, "");
 }
@@ -964,21 +967,21 @@ static void test_added_endpoint_of_a_served_app_starts_at_new(void **state)
 {
     struct rig *g = *state;
     struct group *other;
-    struct hub_webhook_conf conf2 = { .url = "http://127.0.0.1:9/two" };
-    struct endpoint ep2 = { .wh = &g->wh, .app = &g->app, .conf = &conf2 };
-    struct endpoint *eps[2] = { &g->ep, &ep2 };
+    struct hub_wh_conf conf2 = { .url = "http://127.0.0.1:9/two" };
+    struct srv_wh_ep ep2 = { .wh = &g->wh, .app = &g->app, .conf = &conf2 };
+    struct srv_wh_ep *eps[2] = { &g->ep, &ep2 };
 
     /* Another endpoint of the app, configured here too (only its group
      * matters: it is not read in this test), has read and acknowledged
      * two entries. */
     ep2.tail = &ep2.head;
-    assert_int_equal(srv_whs_ep_init(&g->wh, &ep2), 0);
+    assert_int_equal(srv_wh_stream_ep_init(&g->wh, &ep2), 0);
     g->wh.eps = eps;
     g->wh.n_eps = 2;
     stream_add(g, "channel_occupied", "c1");
     stream_add(g, "channel_vacated", "c1");
     other = &g->redis.g[g->redis.ng++];
-    hub_whs_group(conf2.url, other->name);
+    hub_wh_stream_group(conf2.url, other->name);
     other->last = 2;
     /* Ours is new: its group starts at the stream's end ("$"), so the
      * events of before it was added are not sent to it. */
@@ -993,7 +996,7 @@ static void test_added_endpoint_of_a_served_app_starts_at_new(void **state)
     assert_int_equal(g->redis.destroys, 0);
     g->wh.eps = g->eps;
     g->wh.n_eps = 1;
-    srv_whs_ep_fini(&ep2);
+    srv_wh_stream_ep_fini(&ep2);
 }
 
 static void test_removed_endpoint_dead_letters_and_group_goes(void **state)
@@ -1001,25 +1004,26 @@ static void test_removed_endpoint_dead_letters_and_group_goes(void **state)
     struct rig *g = *state;
     char old[HUB_WHS_GROUP_LEN];
 
-    hub_whs_group(URL, old);
+    hub_wh_stream_group(URL, old);
     stream_add(g, "channel_occupied", "c1");
     rounds(g, 2);                            /* lease, claim, history */
     g->now += 101;                           /* one read, no batch yet */
-    srv_whs_round(&g->wh, g->now);
+    srv_wh_stream_round(&g->wh, g->now);
     assert_int_equal(held(g), 0);
     assert_int_equal(g->redis.g[0].np, 1);
-    /* A reload removes it (server/webhook/webhook_send.c ep_retire): what it read
-     * becomes a batch, dead-lettered and acknowledged. */
-    srv_whs_ep_flush(&g->wh, &g->ep);
+    /* A reload removes it (server/webhook/webhook_endpoint.c,
+     * srv__wh_ep_retire): what it read becomes a batch, dead-lettered
+     * and acknowledged. */
+    srv_wh_stream_ep_flush(&g->wh, &g->ep);
     assert_int_equal(held(g), 1);
     assert_int_equal(g->ep.head->n_acks, 1);
     deliver_head(g);
     assert_int_equal(g->redis.g[0].np, 0);
-    srv_whs_ep_fini(&g->ep);
+    srv_wh_stream_ep_fini(&g->ep);
     /* Its replacement (another URL): a new group from the stream's end;
      * the old one is destroyed by the holder's next trim pass. */
     g->conf.url = "http://127.0.0.1:9/other";
-    assert_int_equal(srv_whs_ep_init(&g->wh, &g->ep), 0);
+    assert_int_equal(srv_wh_stream_ep_init(&g->wh, &g->ep), 0);
     g->now += 1001;
     rounds(g, 2);
     assert_int_equal(g->redis.destroys, 1);
@@ -1068,7 +1072,7 @@ static void test_retire_leaves_another_nodes_lease(void **state)
     snprintf(g->redis.lease, sizeof(g->redis.lease), "n2");
     g->now += 1001;
     rounds(g, 1);
-    assert_false(srv_whs_holds(&g->wh, &g->ep));
+    assert_false(srv_wh_stream_holds(&g->wh, &g->ep));
     set_hooked(g, false);
     rounds(g, 1);
     /* n2 still has the app (or will let it go itself): nothing changes. */

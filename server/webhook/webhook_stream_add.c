@@ -1,0 +1,125 @@
+/*
+ * server/webhook/webhook_stream_add.c - client events and cache misses to
+ * the cluster's webhook stream (server/webhook/webhook_stream.h): the
+ * events the sender popped from the loops' queue are XADDed to their app's
+ * stream P:wh:<app> by one script per event (lua_add: refused and counted
+ * at --webhook-stream-max entries), pipelined PIPELINE at a time. What
+ * Redis does not take (not connected, no answer) goes back to the local
+ * engine, as do the edges (the directory's scripts queue those).
+ *
+ * Thread: the sender thread.
+ */
+#include "server/webhook/webhook_stream.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "hub/app/app.h"
+#include "hub/loop/stats.h"
+#include "server/lws/srv.h"
+
+/* One event. KEYS wh whn; ARGV bound field value ... */
+static const char lua_add[] =
+    "if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then "
+    "  redis.call('HINCRBY', KEYS[2], 'dropped', 1) return 0 end "
+    "redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2)) "
+    "redis.call('HINCRBY', KEYS[2], 'queued', 1) "
+    "return 1";
+
+static bool to_stream(const struct hub_wh_event *ev)
+{
+    return ev->type == HUB_WH_CLIENT_EVENT || ev->type == HUB_WH_CACHE_MISS;
+}
+
+/* Queue one event's XADD script on the pipeline; 0 or -1. */
+static int append_one(struct srv_whs *z, const char *app,
+                      const struct hub_wh_event *ev)
+{
+    char kw[512], kn[512], bound[16];
+    const char *av[18];
+    const char *sid = hub_wh_event_socket_id(ev);
+    int n = 0;
+
+    if (srv__wh_stream_key(kw, sizeof(kw), z, "wh", app) ||
+        srv__wh_stream_key(kn, sizeof(kn), z, "whn", app))
+        return -1;
+    snprintf(bound, sizeof(bound), "%u", z->max_entries);
+    av[n++] = "EVAL";
+    av[n++] = lua_add;
+    av[n++] = "2";
+    av[n++] = kw;
+    av[n++] = kn;
+    av[n++] = bound;
+    av[n++] = "name";
+    av[n++] = hub_wh_type_name(ev->type);
+    av[n++] = "channel";
+    av[n++] = ev->channel;
+#define F(name, v)                                                             \
+    if (v) {                                                                   \
+        av[n++] = name;                                                        \
+        av[n++] = v;                                                           \
+    }
+    F("user_id", ev->user_id)
+    F("event", ev->event)
+    F("data", ev->data)
+    F("socket_id", sid)
+#undef F
+    /* hiredis copies the arguments into its output buffer. */
+    return redisAppendCommandArgv(z->rc, n, av, NULL) == REDIS_OK ? 0 : -1;
+}
+
+#define PIPELINE 256               /* events per round trip */
+
+struct hub_wh_event *srv_wh_stream_take(struct srv_wh *wh,
+                                        struct hub_wh_event *l)
+{
+    struct srv_whs *z = wh->whs;
+    struct hub_wh_event *keep = NULL, **kt = &keep, *ev, *next;
+    struct hub_wh_event *sent[PIPELINE];
+
+    if (!z || !l)
+        return l;
+    srv__wh_stream_connect(z, srv_now_ms());
+    while (l) {
+        unsigned ns = 0;
+
+        for (ev = l; ev && ns < PIPELINE; ev = next) {
+            next = ev->next;
+            ev->next = NULL;
+            if (z->rc && to_stream(ev) && ev->app < wh->view->n &&
+                wh->view->apps[ev->app].id &&
+                append_one(z, wh->view->apps[ev->app].id, ev) == 0) {
+                sent[ns++] = ev;
+                continue;
+            }
+            *kt = ev;
+            kt = &ev->next;
+        }
+        l = ev;
+        for (unsigned i = 0; i < ns; i++) {
+            redisReply *r = NULL;
+
+            if (z->rc && redisGetReply(z->rc, (void **)&r) != REDIS_OK) {
+                r = NULL;
+                srv__wh_stream_lost(z);
+            }
+            if (r && r->type == REDIS_REPLY_INTEGER) {
+                /* 0: refused at the bound, counted by the lease holder. */
+                if (r->integer == 1)
+                    HUB_STAT_ADD(z->added, 1);
+                free(sent[i]);
+            } else {
+                /* No answer: the local engine sends it (if the XADD ran
+                 * all the same, the receiver gets it twice). */
+                *kt = sent[i];
+                kt = &sent[i]->next;
+            }
+            freeReplyObject(r);
+        }
+    }
+    return keep;
+}
