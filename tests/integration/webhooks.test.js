@@ -43,6 +43,16 @@ async function client(t, hub) {
 
 const sub = (c, ch, opts) => c.subscribed(ch, { secret: APP.secret, key: APP.key, ...opts });
 
+// Absence is checked with a marker, never a sleep: a test that must see
+// that nothing more came causes an event on MARK, waits for it, and looks
+// only at what a webhook delivered before it (beforeMarker).
+const MARK = 'presence-marker-b';
+const beforeMarker = (events) => {
+  const i = events.findIndex((e) => e.channel === MARK);
+  assert.ok(i >= 0, 'the marker arrived');
+  return events.slice(0, i);
+};
+
 const strip = (e) => { const { _path, _mode, id, ...rest } = e; return rest; };
 
 test('every event type with exactly its fields, signed for the pusher SDK', async (t) => {
@@ -126,9 +136,15 @@ test('filters apply per event: each webhook gets only what matches it', async (t
   await rx.waitEvents((e) => e._path === '/all', 4, '/all gets 4');
   await rx.waitEvents((e) => e._path === '/pre', 2, '/pre gets 2');
   await rx.waitEvents((e) => e._path === '/suf', 3, '/suf gets 3');
-  // Nothing more arrives for a while after the last batch window.
-  await new Promise((r) => setTimeout(r, 600));
-  const by = (p) => rx.delivered((e) => e._path === p).map((e) => `${e.name}:${e.channel}`).sort();
+  // Nothing more arrives: a marker channel every webhook matches, joined
+  // now, comes after anything the four subscriptions above still caused
+  // (each webhook sends in order), so what came before it is all they got.
+  await sub(a, MARK, { channelData: { user_id: 'u' } });
+  for (const p of ['/all', '/pre', '/suf']) {
+    await rx.waitEvents((e) => e._path === p && e.channel === MARK, 1, `the marker on ${p}`);
+  }
+  const by = (p) => beforeMarker(rx.delivered((e) => e._path === p))
+    .map((e) => `${e.name}:${e.channel}`).sort();
   assert.deepStrictEqual(by('/all'), ['channel_occupied:presence-a', 'channel_occupied:presence-b',
     'channel_occupied:public-a', 'channel_occupied:public-b']);
   assert.deepStrictEqual(by('/pre'), ['channel_occupied:presence-a', 'channel_occupied:presence-b']);
@@ -181,8 +197,12 @@ test('the 3 s delay: a refresh sends nothing, a real leave sends exactly one', a
   a2.close();
   await rx.waitEvents((e) => e.name === 'channel_vacated', 1, 'vacated', 20000);
   assert.ok(Date.now() - left >= 2900, `sent after the delay (${Date.now() - left} ms)`);
-  await new Promise((r) => setTimeout(r, 500));
-  assert.deepStrictEqual(rx.delivered().map((e) => e.name),
+  // Nothing more for presence-r: a marker channel occupied now comes after
+  // anything the leave still caused.
+  const m = await client(t, hub);
+  await sub(m, MARK, { channelData: { user_id: 'mark' } });
+  await rx.waitEvents((e) => e.channel === MARK, 1, 'the marker');
+  assert.deepStrictEqual(beforeMarker(rx.delivered()).map((e) => e.name),
     ['channel_occupied', 'member_added', 'member_removed', 'channel_vacated']);
   assert.equal(rx.invalid, 0);
 });
