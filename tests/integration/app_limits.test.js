@@ -8,8 +8,8 @@
 // upgrades instead of the hub-wide --allowed-origins.
 const test = require('node:test');
 const assert = require('node:assert');
-const { request, waitFor } = require('./lib/hub');
-const { twoLoopHub, serverSdk, rest, signedPath } = require('./lib/clients');
+const { startHub, request, waitFor } = require('./lib/hub');
+const { serverSdk, rest, signedPath } = require('./lib/clients');
 const { connect } = require('./lib/ws');
 
 const limited = {
@@ -20,7 +20,7 @@ const free = { id: 'free', key: 'free-key', secret: 'free-secret' };
 const creds = (a) => ({ secret: a.secret, key: a.key });
 
 test('REST rate limits: a burst gets 429 + Retry-After, counted, then recovers', async (t) => {
-  const hub = await twoLoopHub(t, { apps: [limited, free] });
+  const hub = await startHub([], { t, loops: 2, apps: [limited, free] });
   const sdk = serverSdk(hub, limited);
 
   // A burst of 30 events at once from the SDK: a bucket of 2 a second
@@ -82,7 +82,7 @@ test('REST rate limits: a burst gets 429 + Retry-After, counted, then recovers',
 test('per-app allowed_origins override the hub-wide list', async (t) => {
   const own = { id: 'own', key: 'own-key', secret: 's1', allowed_origins: ['https://own.example'] };
   const hubwide = { id: 'hw', key: 'hw-key', secret: 's2' };
-  const hub = await twoLoopHub(t, { apps: [own, hubwide], args: ['--allowed-origins', 'https://hub.example'] });
+  const hub = await startHub(['--allowed-origins', 'https://hub.example'], { t, loops: 2, apps: [own, hubwide] });
   const tryOrigin = async (key, origin) => {
     const c = connect(hub, { key, origin });
     t.after(() => c.terminate());

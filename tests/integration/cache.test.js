@@ -7,9 +7,9 @@
 // counters in /stats and /metrics. docs/PROTOCOL.md 3.6.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { waitFor, request } = require('./lib/hub');
+const { startHub, waitFor, request } = require('./lib/hub');
 const {
-  APP, twoLoopHub, serverSdk, pusherOnLoop, rawClient, rawOnLoop,
+  APP, serverSdk, pusherOnLoop, rawClient, rawOnLoop,
 } = require('./lib/clients');
 
 function total(stats, key) {
@@ -37,7 +37,7 @@ async function firstAfterSucceeded(raw, channel, opts) {
 }
 
 test('cache-: a subscriber on either loop gets the last event right after subscription_succeeded', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   assert.equal((await sdk.trigger('cache-score', 'score', { home: 1, away: 0 })).status, 200);
   assert.equal((await sdk.trigger('cache-score', 'score', { home: 2, away: 0 })).status, 200);
@@ -67,7 +67,7 @@ test('cache-: a subscriber on either loop gets the last event right after subscr
 });
 
 test('cache-: with nothing cached a subscriber gets pusher:cache_miss', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const s = await subscriber(t, hub, 0, 'cache-empty');
   await waitFor(() => s.got.some((g) => g.event === 'pusher:cache_miss'), 'cache_miss');
   const raw = await rawClient(t, hub);
@@ -92,7 +92,8 @@ test('cache-: with nothing cached a subscriber gets pusher:cache_miss', async (t
 });
 
 test('cache-: an event expires after the configured TTL (per app)', async (t) => {
-  const hub = await twoLoopHub(t, {
+  const hub = await startHub([], {
+    t, loops: 2,
     apps: [{ id: APP.id, key: APP.key, secret: APP.secret, cache_ttl: '400ms' }],
   });
   const sdk = serverSdk(hub);
@@ -120,7 +121,7 @@ test('cache-: an event expires after the configured TTL (per app)', async (t) =>
 });
 
 test('private-cache-: the subscription still needs a signature, then gets the cached event', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   await sdk.trigger('private-cache-orders', 'order', { id: 42 });
   const raw = await rawClient(t, hub);
@@ -134,7 +135,7 @@ test('private-cache-: the subscription still needs a signature, then gets the ca
 });
 
 test('presence-cache-: members and the cached event, in that order', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   await sdk.trigger('presence-cache-room', 'topic', 'lunch');
   const s = await subscriber(t, hub, 0, 'presence-cache-room',
@@ -150,7 +151,7 @@ test('presence-cache-: members and the cached event, in that order', async (t) =
 });
 
 test('private-encrypted-cache-: the cached ciphertext decrypts in pusher-js', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   await sdk.trigger('private-encrypted-cache-vault', 'secret', { code: 'x_y_z' });
   const s = await subscriber(t, hub, 1, 'private-encrypted-cache-vault');
@@ -164,7 +165,8 @@ test('private-encrypted-cache-: the cached ciphertext decrypts in pusher-js', as
 });
 
 test('cache byte cap: oldest evicted, an event over the cap is not cached, all counted', async (t) => {
-  const hub = await twoLoopHub(t, {
+  const hub = await startHub([], {
+    t, loops: 2,
     apps: [{ id: APP.id, key: APP.key, secret: APP.secret, cache_max_bytes: '4KiB' }],
   });
   const sdk = serverSdk(hub);

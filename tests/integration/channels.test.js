@@ -6,9 +6,9 @@
 // unsubscribe, name validation and bad signatures.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { waitFor } = require('./lib/hub');
+const { startHub, waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, pusherOnLoop, pusherClient, connected, rawClient,
+  serverSdk, pusherOnLoop, pusherClient, connected, rawClient,
   rawOnLoop, loopOf, bothLoopsBusy,
 } = require('./lib/clients');
 
@@ -34,17 +34,17 @@ async function relayOnBothLoops(t, hub, channel, clientOpts = {}) {
 }
 
 test('public channel: REST publish reaches pusher-js on both loops', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   await relayOnBothLoops(t, hub, 'public-news');
 });
 
 test('private channel: SDK-signed auth, relay on both loops', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   await relayOnBothLoops(t, hub, 'private-orders');
 });
 
 test('presence channel: relay on both loops, members seen from each side', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const a = await pusherOnLoop(t, hub, 0, { presence: { user_id: 'u-a', user_info: { name: 'A' } } });
   const b = await pusherOnLoop(t, hub, 1, { presence: { user_id: 7, user_info: { name: 'B' } } });
   const chA = a.subscribe('presence-room');
@@ -66,7 +66,7 @@ test('presence channel: relay on both loops, members seen from each side', async
 });
 
 test('private-encrypted channel: SDK encrypts, hub relays ciphertext, pusher-js decrypts', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const { a, b } = await relayOnBothLoops(t, hub, 'private-encrypted-vault');
   assert.ok(a && b);
   // The hub saw only ciphertext: a raw subscriber receives the envelope.
@@ -84,7 +84,7 @@ test('private-encrypted channel: SDK encrypts, hub relays ciphertext, pusher-js 
 });
 
 test('re-subscribe is idempotent: success again, one delivery per event', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const c = await rawClient(t, hub);
   for (const ch of ['pub-x', 'private-x']) {
     assert.equal((await c.subscribed(ch)).event, 'pusher_internal:subscription_succeeded');
@@ -108,7 +108,7 @@ test('re-subscribe is idempotent: success again, one delivery per event', async 
 });
 
 test('unsubscribe: no more events, channel vacated', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sub = await rawOnLoop(t, hub, 1);
   await sub.subscribed('news');
   await sub.subscribed('marker');
@@ -132,7 +132,7 @@ test('unsubscribe: no more events, channel vacated', async (t) => {
 });
 
 test('pusher-js unsubscribe stops delivery', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const c = pusherClient(t, hub);
   await connected(c);
   const got = [];
@@ -155,7 +155,7 @@ test('pusher-js unsubscribe stops delivery', async (t) => {
 });
 
 test('channel names: too long or bad characters give pusher:subscription_error', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const c = await rawClient(t, hub);
   const cases = ['a'.repeat(201), 'bad name', 'bad/slash', 'ünïcode', 'private-a*b',
     '#not-a-user-channel', ''];
@@ -178,7 +178,7 @@ test('channel names: too long or bad characters give pusher:subscription_error',
 });
 
 test('pusher-js sees subscription_error for a bad signature; nothing is joined', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const c = pusherClient(t, hub, {
     authOverride: (p) => ({ auth: `app-key:${'0'.repeat(64)}` }),
   });
@@ -193,7 +193,7 @@ test('pusher-js sees subscription_error for a bad signature; nothing is joined',
 });
 
 test('raw subscribe errors: wrong key, missing auth, presence without channel_data', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const c = await rawClient(t, hub);
   let r = await c.subscribed('private-a', { key: 'other-key' });
   assert.deepEqual(r.data, { type: 'AuthError', error: 'Missing or malformed auth', status: 401 });
@@ -213,7 +213,7 @@ test('raw subscribe errors: wrong key, missing auth, presence without channel_da
 });
 
 test('connection_established: socket id format and activity_timeout', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const seen = new Set();
   for (let i = 0; i < 6; i++) {
     const c = await rawClient(t, hub);

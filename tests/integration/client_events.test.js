@@ -6,13 +6,13 @@
 // when the app disables them.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { waitFor } = require('./lib/hub');
+const { startHub, waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, rawOnLoop, pusherOnLoop, APP, rawClient, ownedHub, configFile,
+  serverSdk, rawOnLoop, pusherOnLoop, APP, rawClient, configFile,
 } = require('./lib/clients');
 
 test('pusher-js client events on private and presence: relay, no echo, user_id', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const a = await pusherOnLoop(t, hub, 0, { presence: { user_id: 'ann' } });
   const b = await pusherOnLoop(t, hub, 1, { presence: { user_id: 'bob' } });
   const got = { a: [], b: [] };
@@ -42,7 +42,7 @@ test('pusher-js client events on private and presence: relay, no echo, user_id',
 });
 
 test('raw client events: exact relay frames and refusals', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const s = await rawOnLoop(t, hub, 0);
   const r = await rawOnLoop(t, hub, 1);
   await s.subscribed('private-x');
@@ -88,7 +88,7 @@ test('raw client events: exact relay frames and refusals', async (t) => {
 });
 
 test('rate limit: over 10 client events a second gives pusher:error 4301', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const s = await rawOnLoop(t, hub, 0);
   const r = await rawOnLoop(t, hub, 1);
   await s.subscribed('private-burst');
@@ -109,7 +109,8 @@ test('rate limit: over 10 client events a second gives pusher:error 4301', async
 });
 
 test('client events refused when the app disables them', async (t) => {
-  const hub = await twoLoopHub(t, {
+  const hub = await startHub([], {
+    t, loops: 2,
     apps: [APP, { id: 'quiet-id', key: 'quiet-key', secret: 'quiet-secret', client_events: false }],
   });
   const s = await rawOnLoop(t, hub, 0, 'quiet-key');
@@ -144,7 +145,7 @@ test('client events refused when the app disables them', async (t) => {
 // and the sender none.
 test('client events of one read arrive whole and in order', async (t) => {
   const file = configFile(t, { apps: [{ ...APP, client_event_rate: 0 }] });
-  const hub = await ownedHub(t, ['--loops', '1', '--config', file]);
+  const hub = await startHub(['--config', file], { t, loops: 1, drainTimeout: null });
   const s = await rawClient(t, hub);
   const both = await rawClient(t, hub);
   const one = await rawClient(t, hub);

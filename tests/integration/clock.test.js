@@ -54,7 +54,7 @@ test('realtime jumps +6 h and -12 h: nothing closes, heartbeats go on', {
     '--close-timeout', '1s', '--drain-timeout', '1s'], { env });
   const clients = [];
   t.after(() => stopAll(hub, clients));
-  const on = (loop) => clients.filter((c) => loopOf(c.socketId()) === loop);
+  const on = (loop) => clients.filter((c) => loopOf(c.socketId) === loop);
   for (let i = 0; on(0).length < 2 || on(1).length < 2; i++) {
     assert.ok(i < 60, 'clients on both loops');
     clients.push(await open(hub, { localAddress: `127.0.0.${2 + (i % 8)}` }));

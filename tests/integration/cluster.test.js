@@ -9,7 +9,7 @@ const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const { waitFor, request, BINARY } = require('./lib/hub');
 const {
-  APP, serverSdk, rest, rawClient: client, signIn,
+  APP, serverSdk, rest, rawClient: client, signIn, publish,
 } = require('./lib/clients');
 const {
   startRedis, startNode, startCluster, bp, allUp, freePort, numsub,
@@ -34,12 +34,6 @@ function ids(c, channel) {
     .map((m) => JSON.parse(m.data).i);
 }
 
-async function publish(hub, channel, i, extra = {}) {
-  const r = await rest(hub, 'POST', `/apps/${APP.id}/events`, {
-    body: { name: 'ev', channel, data: JSON.stringify({ i }), ...extra },
-  });
-  assert.equal(r.status, 200, r.body);
-}
 
 const signedIn = async (t, hub, user) => signIn(await client(t, hub), user);
 
@@ -65,7 +59,7 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     for (const n of nodes) for (let i = 0; i < 2; i++) subs.push(await subscriber(t, n, ch));
     await heardBy(redis, ch, 3);
     const N = 60;
-    for (let i = 0; i < N; i++) await publish(nodes[i % 3], ch, i);
+    for (let i = 0; i < N; i++) await publish(nodes[i % 3], { name: 'ev', channel: ch, data: { i } }, { expect: 200 });
     // A batch through the third node.
     const batch = [];
     for (let i = N; i < N + 10; i++) batch.push({ name: 'ev', channel: ch, data: JSON.stringify({ i }) });
@@ -76,7 +70,7 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     // publisher's order holds on one channel through Redis).
     await waitFor(() => subs.every((c) => ids(c, ch).length >= N + 10),
       'every event on every subscriber', 20000);
-    for (const n of nodes) await publish(n, ch, -1);
+    for (const n of nodes) await publish(n, { name: 'ev', channel: ch, data: { i: -1 } }, { expect: 200 });
     await waitFor(() => subs.every((c) => ids(c, ch).filter((i) => i === -1).length === 3),
       'markers on every subscriber', 20000);
     for (const c of subs) {
@@ -98,10 +92,10 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     const b = await subscriber(t, nodes[1], ch);
     const c = await subscriber(t, nodes[2], ch);
     await heardBy(redis, ch, 3);
-    await publish(nodes[0], ch, 1, { socket_id: b.socketId });
-    await publish(nodes[1], ch, 2, { socket_id: b.socketId });
+    await publish(nodes[0], { name: 'ev', channel: ch, data: { i: 1 }, socket_id: b.socketId }, { expect: 200 });
+    await publish(nodes[1], { name: 'ev', channel: ch, data: { i: 2 }, socket_id: b.socketId }, { expect: 200 });
     await waitFor(() => [a, c].every((x) => ids(x, ch).length === 2), 'a and c have both');
-    for (const n of nodes) await publish(n, ch, -1);
+    for (const n of nodes) await publish(n, { name: 'ev', channel: ch, data: { i: -1 } }, { expect: 200 });
     await waitFor(() => [a, b, c].every((x) => ids(x, ch).filter((i) => i === -1).length === 3),
       'markers');
     assert.deepEqual(ids(a, ch).filter((i) => i > 0).sort(), [1, 2]);
@@ -123,7 +117,7 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     // then; at a, the markers of n2 and n3 reach n1 through Redis after
     // the echo of a's own events, so a copy that n1 failed to drop would
     // be in too.
-    for (const n of nodes) await publish(n, ch, -1);
+    for (const n of nodes) await publish(n, { name: 'ev', channel: ch, data: { i: -1 } }, { expect: 200 });
     await waitFor(() => [a, b, c].every((x) => ids(x, ch).filter((i) => i === -1).length === 3),
       'markers');
     assert.equal(a.count('client-typing', ch), 0);
@@ -156,7 +150,7 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     await redis.cli('PUBLISH', `lubdub:${APP.id}:${ch}`, 'LDB1\x01garbage');
     await redis.cli('PUBLISH', `lubdub:${APP.id}:${ch}`, '');
     await waitFor(async () => (await bp(nodes[0])).bad === before + 2, 'bad counted');
-    await publish(nodes[1], ch, 1);
+    await publish(nodes[1], { name: 'ev', channel: ch, data: { i: 1 } }, { expect: 200 });
     await waitFor(() => ids(a, ch).length === 1, 'the node still serves');
     assert.equal(a.msgs.filter((m) => m.channel === ch && m.event !== 'ev' &&
       !m.event.startsWith('pusher_internal:')).length, 0);
@@ -178,7 +172,7 @@ test('three nodes: delivery, exclusion, client events, users, silence', async (t
     const b = await subscriber(t, nodes[1], ch);
     await heardBy(redis, ch, 2);
     const before = await Promise.all(nodes.map(bp));
-    for (let i = 0; i < 20; i++) await publish(nodes[0], ch, i);
+    for (let i = 0; i < 20; i++) await publish(nodes[0], { name: 'ev', channel: ch, data: { i } }, { expect: 200 });
     await waitFor(() => ids(b, ch).length === 20 && ids(a, ch).length === 20, 'b has all 20');
     const after = await Promise.all(nodes.map(bp));
     assert.equal(after[1].received - before[1].received, 20);
@@ -200,7 +194,7 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   const remote = await subscriber(t, n2, ch);
   await heardBy(redis, ch, 2);
   let i = 0;
-  for (; i < 10; i++) await publish(n1, ch, i);
+  for (; i < 10; i++) await publish(n1, { name: 'ev', channel: ch, data: { i } }, { expect: 200 });
   await waitFor(() => ids(remote, ch).length === 10, 'remote before the outage');
 
   await redis.stop('SIGKILL');
@@ -210,7 +204,7 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   assert.equal(ready.status, 200, 'a Redis outage keeps nodes in the load balancer');
   assert.equal(ready.body, 'ready; backplane down\n');
   // Local delivery goes on, every message.
-  for (; i < 30; i++) await publish(n1, ch, i);
+  for (; i < 30; i++) await publish(n1, { name: 'ev', channel: ch, data: { i } }, { expect: 200 });
   await waitFor(() => ids(local, ch).length >= 30, 'local delivery during the outage');
   // Counted on n1's backplane thread when it takes each publish off its
   // queue with Redis down, after the REST answer.
@@ -221,7 +215,7 @@ test('Redis killed and restarted mid-traffic', async (t) => {
   await heardBy(redis, ch, 2);
   const s1 = await bp(n1);
   assert.ok(s1.reconnects >= 1);
-  for (; i < 40; i++) await publish(n1, ch, i);
+  for (; i < 40; i++) await publish(n1, { name: 'ev', channel: ch, data: { i } }, { expect: 200 });
   await waitFor(() => ids(remote, ch).includes(39) && ids(local, ch).length >= 40,
     'cross-node delivery resumed');
   // The local subscriber may sit on the other loop: order across REST
@@ -244,13 +238,13 @@ test('Redis stopped (SIGSTOP): nodes notice by PING, local delivery never waits'
   await heardBy(redis, ch, 2);
   redis.pause();
   // Redis takes nothing now; publishing and local delivery go on.
-  for (let i = 0; i < 20; i++) await publish(n1, ch, i);
+  for (let i = 0; i < 20; i++) await publish(n1, { name: 'ev', channel: ch, data: { i } }, { expect: 200 });
   await waitFor(() => ids(local, ch).length >= 20, 'local delivery while Redis hangs');
   await waitFor(async () => (await bp(n1)).state === 'down', 'n1 sees Redis down (no PING reply)', 20000);
   redis.resume();
   await allUp([n1, n2]);
   await heardBy(redis, ch, 2);
-  await publish(n1, ch, 100);
+  await publish(n1, { name: 'ev', channel: ch, data: { i: 100 } }, { expect: 200 });
   await waitFor(() => ids(remote, ch).includes(100), 'cross-node delivery after SIGCONT');
   assert.ok(n1.stderr.includes('no reply to PING'), n1.stderr);
 });
@@ -262,7 +256,7 @@ test('a node started before its Redis serves locally, then joins', async (t) => 
   assert.equal(s.state, 'down');
   assert.equal(s.up, 0);
   const a = await subscriber(t, n1, 'early-1');
-  await publish(n1, 'early-1', 1);
+  await publish(n1, { name: 'ev', channel: 'early-1', data: { i: 1 } }, { expect: 200 });
   await waitFor(() => ids(a, 'early-1').length === 1, 'local delivery without Redis');
   await waitFor(() => /backplane: redis 127\.0\.0\.1:\d+ unreachable/.test(n1.stderr), 'the one log line');
   const redis = await startRedis(t, { port });

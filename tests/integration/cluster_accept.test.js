@@ -27,7 +27,7 @@ const net = require('node:net');
 const Pusher = require('pusher-js');
 const { waitFor, startHub } = require('./lib/hub');
 const {
-  RawClient, APP, signIn, serverSdk, pusherClient, connected, trackClient, configFile,
+  RawClient, rawClient, APP, signIn, serverSdk, pusherClient, connected, trackClient, configFile,
 } = require('./lib/clients');
 const {
   startRedis, contractNode, startCluster, allUp, allDown, bp, agree, presenceView, freePort, numsub,
@@ -47,11 +47,8 @@ test.before(async () => {
 const cluster = (t, opts = {}) => startCluster(t, { contract: true, ...opts });
 
 async function raw(t, hub) {
-  const c = new RawClient(hub.wsUrl());
+  const c = await rawClient(t, hub);
   c.nodeId = hub.id;
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  await c.open();
   return c;
 }
 

@@ -10,7 +10,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
 const {
-  APP, pusherClient, connected, rest, trackClient, rawClient,
+  APP, pusherClient, connected, rest, trackClient, rawClient, publish,
 } = require('./lib/clients');
 const {
   startNode, startCluster, bp, allUp, numsub,
@@ -23,12 +23,6 @@ async function allUpAndCaching(redis, nodes) {
     `${nodes.length} nodes on lubdub:cache`, 15000, 30);
 }
 
-async function publish(hub, channel, data) {
-  const r = await rest(hub, 'POST', `/apps/${APP.id}/events`, {
-    body: { name: 'score', channel, data: JSON.stringify(data) },
-  });
-  assert.equal(r.status, 200, r.body);
-}
 
 async function cacheInfo(hub, channel) {
   const r = await rest(hub, 'GET', `/apps/${APP.id}/channels/${channel}`,
@@ -95,8 +89,8 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
   await allUpAndCaching(redis, nodes);
 
   await t.test('published on A with no subscribers anywhere, a subscriber on C gets it', async () => {
-    await publish(nodes[0], 'cache-score', { home: 1 });
-    await publish(nodes[0], 'cache-score', { home: 2 });
+    await publish(nodes[0], { name: 'score', channel: 'cache-score', data: { home: 1 } }, { expect: 200 });
+    await publish(nodes[0], { name: 'score', channel: 'cache-score', data: { home: 2 } }, { expect: 200 });
     // Replicas are written when the envelope arrives: node 2 is read
     // below too, so both receivers must have it (on a loaded machine one
     // backplane thread can lag the other).
@@ -122,14 +116,16 @@ test('a cache channel is cluster-wide: replicas, a late node, live events once',
   await t.test('live events on a cache channel reach remote subscribers exactly once', async () => {
     const subs = [await raw(t, nodes[1]), await raw(t, nodes[2])];
     for (const c of subs) await firstAfterSucceeded(c, 'cache-live');
-    for (let i = 0; i < 10; i++) await publish(nodes[0], 'cache-live', { i });
-    await publish(nodes[1], 'cache-live', { i: 10 });
+    for (let i = 0; i < 10; i++) {
+      await publish(nodes[0], { name: 'score', channel: 'cache-live', data: { i } }, { expect: 200 });
+    }
+    await publish(nodes[1], { name: 'score', channel: 'cache-live', data: { i: 10 } }, { expect: 200 });
     const got = (c) => c.msgs.filter((m) => m.channel === 'cache-live' && m.event === 'score')
       .map((m) => JSON.parse(m.data).i);
     await waitFor(() => subs.every((c) => got(c).includes(10) && got(c).length >= 11),
       'every event on both nodes', 20000);
     // A marker from node 1 after node 1's last: duplicates would show before it.
-    await publish(nodes[0], 'cache-live', { i: 11 });
+    await publish(nodes[0], { name: 'score', channel: 'cache-live', data: { i: 11 } }, { expect: 200 });
     await waitFor(() => subs.every((c) => got(c).includes(11)), 'the marker', 20000);
     for (const c of subs) {
       assert.deepEqual(got(c).filter((i) => i !== 10), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11]);
@@ -211,7 +207,7 @@ test('a node whose Redis connections drop loads the entries again', async (t) =>
 test('a short TTL expires on every node, Redis included', async (t) => {
   const { redis, nodes } = await startCluster(t, { prefix: 't', args: ['--cache-ttl', '3s'] });
   await allUpAndCaching(redis, nodes);
-  await publish(nodes[0], 'cache-brief', { v: 1 });
+  await publish(nodes[0], { name: 'score', channel: 'cache-brief', data: { v: 1 } }, { expect: 200 });
   await waitFor(async () => (await bp(nodes[1])).cache_received >= 1 &&
     (await bp(nodes[2])).cache_received >= 1, 'replicated on both receivers', 15000);
   // A replica never outlives the writer's TTL.

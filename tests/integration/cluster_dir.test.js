@@ -11,7 +11,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');
 const {
-  APP, rest, pusherClient, connected, rawClient: client, signIn,
+  APP, rest, publish, pusherClient, connected, rawClient: client, signIn,
 } = require('./lib/clients');
 const net = require('node:net');
 const {
@@ -189,10 +189,8 @@ test('three nodes: one cluster-wide directory', async (t) => {
       { channels: { [ch]: { user_count: 2 } } }, 'user_count by prefix');
     // info= on publish, from every node.
     for (const n of nodes) {
-      const r = await rest(n, 'POST', `/apps/${APP.id}/events`, {
-        body: { name: 'ev', channel: 'pub-a', data: '{}', info: 'subscription_count' },
-      });
-      assert.equal(r.status, 200, r.body);
+      const r = await publish(n, { name: 'ev', channel: 'pub-a', data: '{}', info: 'subscription_count' },
+        { expect: 200 });
       assert.deepEqual(JSON.parse(r.body), { channels: { 'pub-a': { subscription_count: 3 } } });
     }
     // Vacated: gone from every node's answer.
@@ -219,10 +217,7 @@ test('three nodes: one cluster-wide directory', async (t) => {
       const ch = `race-${i}`;
       const ok = await c.subscribed(ch);
       assert.equal(ok.event, 'pusher_internal:subscription_succeeded');
-      const r = await rest(nodes[0], 'POST', `/apps/${APP.id}/events`, {
-        body: { name: 'ev', channel: ch, data: JSON.stringify({ i }) },
-      });
-      assert.equal(r.status, 200, r.body);
+      await publish(nodes[0], { name: 'ev', channel: ch, data: { i } }, { expect: 200 });
     }
     const got = (i) => events(cs[Math.floor(i / 50)], `race-${i}`, 'ev');
     // Each publication either arrives or never will; wait until all did

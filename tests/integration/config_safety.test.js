@@ -10,7 +10,10 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const { spawnSync } = require('node:child_process');
 const { startHub, request, waitFor, BINARY } = require('./lib/hub');
-const { configFile, twoLoopHub, rest } = require('./lib/clients');
+const { configFile, publish } = require('./lib/clients');
+
+// The event the publishes below send (their status is what counts).
+const NEWS = { name: 'e', channel: 'news', data: '{}' };
 
 // Run the hub as a start would (not --check-config), bounded: a refused
 // configuration exits at once; one that starts is killed at the timeout
@@ -82,11 +85,8 @@ test('an app id with a character outside A-Z a-z 0-9 - _ . is refused at start',
 test('a SIGHUP that brings a bad app id keeps the old apps, with one line', async (t) => {
   const a = { id: '1001', key: 'k1', secret: 'secret-1' };
   const file = configFile(t, { apps: [a] });
-  const hub = await twoLoopHub(t, { args: ['--config', file] });
-  const publish = async (app) => (await rest(hub, 'POST', `/apps/${app.id}/events`, {
-    body: { name: 'e', channel: 'news', data: '{}' }, signOpts: { key: app.key, secret: app.secret },
-  })).status;
-  assert.equal(await publish(a), 200);
+  const hub = await startHub(['--config', file], { t, loops: 2 });
+  assert.equal((await publish(hub, NEWS, { app: a })).status, 200);
 
   const refused = /SIGHUP: configuration not reloaded, keeping the old apps and secrets: [^\n]*/g;
   fs.writeFileSync(file, JSON.stringify({ apps: [{ ...a, secret: 'secret-new' },
@@ -98,6 +98,6 @@ test('a SIGHUP that brings a bad app id keeps the old apps, with one line', asyn
   assert.match(lines[0], /apps\[1\]: app id "eu:2" has ':' at offset 2/);
   assert.doesNotMatch(hub.stderr, /apps: reloaded/);
   // The old apps, with the old secret, are still served.
-  assert.equal(await publish(a), 200);
-  assert.equal(await publish({ ...a, secret: 'secret-new' }), 401);
+  assert.equal((await publish(hub, NEWS, { app: a })).status, 200);
+  assert.equal((await publish(hub, NEWS, { app: { ...a, secret: 'secret-new' } })).status, 401);
 });

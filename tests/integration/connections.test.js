@@ -7,8 +7,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const Pusher = require('pusher-js');
-const { waitFor } = require('./lib/hub');
-const { twoLoopHub, RawClient, rawClient, rawOnLoop, APP } = require('./lib/clients');
+const { startHub, waitFor } = require('./lib/hub');
+const { RawClient, rawClient, rawOnLoop, APP } = require('./lib/clients');
 
 const CAPPED = { id: 'capped-id', key: 'capped-key', secret: 'capped-secret', max_connections: 3 };
 const OFF = { id: 'off-id', key: 'off-key', secret: 'off-secret', enabled: false };
@@ -22,7 +22,7 @@ async function refused(hub, key, query) {
 }
 
 test('max_connections per app: the next connection gets 4004 on any loop', async (t) => {
-  const hub = await twoLoopHub(t, { apps: [APP, CAPPED] });
+  const hub = await startHub([], { t, loops: 2, apps: [APP, CAPPED] });
   // Fill the quota with connections on both loops.
   const held = [await rawOnLoop(t, hub, 0, CAPPED.key), await rawOnLoop(t, hub, 1, CAPPED.key)];
   // rawOnLoop may have closed extra tries; wait until only ours remain.
@@ -48,7 +48,7 @@ test('max_connections per app: the next connection gets 4004 on any loop', async
 });
 
 test('pusher-js stops on 4004 instead of reconnecting', async (t) => {
-  const hub = await twoLoopHub(t, { apps: [APP, { ...CAPPED, max_connections: 1 }] });
+  const hub = await startHub([], { t, loops: 2, apps: [APP, { ...CAPPED, max_connections: 1 }] });
   await rawClient(t, hub, CAPPED.key);
   const client = new Pusher(CAPPED.key, {
     wsHost: hub.host, wsPort: hub.port, forceTLS: false, enabledTransports: ['ws'], cluster: 'x',
@@ -66,7 +66,7 @@ test('pusher-js stops on 4004 instead of reconnecting', async (t) => {
 });
 
 test('unknown key 4001, disabled app 4003, unsupported protocol 4007', async (t) => {
-  const hub = await twoLoopHub(t, { apps: [APP, OFF] });
+  const hub = await startHub([], { t, loops: 2, apps: [APP, OFF] });
   let r = await refused(hub, 'no-such-key');
   assert.equal(r.err.data.code, 4001);
   assert.equal(r.closed.code, 4001);
@@ -86,7 +86,7 @@ test('unknown key 4001, disabled app 4003, unsupported protocol 4007', async (t)
 });
 
 test('pusher:ping gets pusher:pong; bad messages get pusher:error and the connection stays', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const c = await rawClient(t, hub);
   c.send({ event: 'pusher:ping', data: {} });
   const pong = await c.event('pusher:pong');

@@ -12,31 +12,18 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const { startHub, waitFor, responses } = require('./lib/hub');
 const {
-  rawClient, rest, signedPath, closeTracked, APP,
+  rawClient, rest, signedPath, APP, publish,
 } = require('./lib/clients');
 
 const DELAY_MS = 400;
 
 async function slowHub(t, loops = 1, delayMs = DELAY_MS) {
-  const hub = await startHub(['--loops', String(loops), '--drain-timeout', '1s'],
-    { env: { LUBDUB_TEST_DIR_DELAY_MS: String(delayMs) } });
-  t.after(async () => {
-    await closeTracked(hub);
-    const exit = await hub.stop();
-    if (exit.code !== 0) {
-      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    }
-  });
+  const hub = await startHub([], { t, loops, env: { LUBDUB_TEST_DIR_DELAY_MS: String(delayMs) } });
   await waitFor(() => /LUBDUB_TEST_DIR_DELAY_MS=\d+: the directory answers late/.test(hub.stderr),
     'the hook on');
   return hub;
 }
 
-function publish(hub, channel, data, info) {
-  const body = { name: 'evt', channels: [channel], data: JSON.stringify(data) };
-  if (info) body.info = info;
-  return rest(hub, 'POST', `/apps/${APP.id}/events`, { body });
-}
 
 
 function rawGet(p) {
@@ -55,10 +42,10 @@ test('a subscription waits for the directory: no event before its confirmation',
   a.subscribe('public-news');
   // Published while the join is pending: a must not get it before its
   // subscription_succeeded (it is not subscribed yet).
-  const early = await publish(hub, 'public-news', { n: 1 });
+  const early = await publish(hub, { name: 'evt', channels: ['public-news'], data: { n: 1 } });
   assert.equal(early.status, 200);
   await a.event('pusher_internal:subscription_succeeded', 'public-news', from);
-  const late = await publish(hub, 'public-news', { n: 2 });
+  const late = await publish(hub, { name: 'evt', channels: ['public-news'], data: { n: 2 } });
   assert.equal(late.status, 200);
   await waitFor(() => a.msgs.some((m) => m.event === 'evt' && JSON.parse(m.data).n === 2),
     'the event published after the confirmation');
@@ -258,7 +245,8 @@ test('a POST with info= and a request pipelined behind it is refused, not publis
   assert.match(JSON.parse(got[0].body).error, /pipelined .*nothing was published/);
   // Not published: an event sent after it through the same late directory
   // (its wait fires after the refused one's would have) arrives alone.
-  const after = await publish(hub, 'public-pipe', { n: 2 }, 'subscription_count');
+  const after = await publish(hub,
+    { name: 'evt', channels: ['public-pipe'], data: { n: 2 }, info: 'subscription_count' });
   assert.equal(after.status, 200);
   await a.event('evt', 'public-pipe');
   assert.equal(a.count('refused', 'public-pipe'), 0);

@@ -7,8 +7,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const Pusher = require('pusher-js');
-const { waitFor } = require('./lib/hub');
-const { twoLoopHub, serverSdk, onLoop } = require('./lib/clients');
+const { startHub, waitFor } = require('./lib/hub');
+const { serverSdk, onLoop } = require('./lib/clients');
 
 // laravel-echo 2.3.7 ships its CommonJS build as .js inside a "type":
 // "module" package, so require() fails; its ES module build loads fine.
@@ -50,7 +50,7 @@ async function echoOnLoop(t, hub, loop, user) {
 }
 
 test('Echo: listen on private and presence channels, whisper, here/joining/leaving', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const alice = { id: 1, name: 'Alice' };
   const bob = { id: 2, name: 'Bob' };
@@ -124,7 +124,7 @@ test('Echo: listen on private and presence channels, whisper, here/joining/leavi
 });
 
 test('Echo: a second tab of the same user does not trigger joining/leaving', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const watcher = await echoOnLoop(t, hub, 0, { id: 'w', name: 'W' });
   const tab1 = await echoOnLoop(t, hub, 1, { id: 'u', name: 'U' });

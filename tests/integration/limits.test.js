@@ -97,7 +97,7 @@ test('a bad Origin is refused with 403 before the upgrade', async (t) => {
   assert.equal(none.unexpected && none.unexpected.status, 403);
   const good = await open(hub, { origin: 'http://ok.example' });
   clients.push(good);
-  assert.ok(good.socketId());
+  assert.ok(good.socketId);
   const st = await hub.stats();
   assert.equal(st.totals.accepted, 1);
   assert.equal(st.per_loop.reduce((a, l) => a + l.rejected_http, 0), 2);
@@ -117,7 +117,7 @@ test('--max-connections 5 refuses the sixth upgrade with 503', async (t) => {
   await waitFor(async () => (await hub.stats()).totals.sessions === 4, 'one to leave');
   const again = await open(hub);
   clients.push(again);
-  assert.ok(again.socketId());
+  assert.ok(again.socketId);
   assert.equal(clients.slice(1, 5).filter((c) => c.closed).length, 0);
 });
 

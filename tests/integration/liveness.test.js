@@ -6,10 +6,9 @@
 // close frame.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
-const crypto = require('node:crypto');
 const { startHub, waitFor, watchLateness } = require('./lib/hub');
 const { open, firstError, stopAll } = require('./lib/ws');
+const { rawWs, OP } = require('./lib/rawws');
 
 const PING = 300;
 const PONG = 300;
@@ -140,72 +139,25 @@ test('idle timeout closes a data-silent client with 4202; pusher:ping keeps one'
   t.diagnostic(`4202 after ${idleFor} ms (idle timeout ${IDLE})`);
 });
 
-// A raw TCP peer that completes the WebSocket handshake, then never sends
-// a byte (so no pong, no close reply) but keeps reading, so our close
-// frame arrives and is ignored.
-function rawPeer(hub) {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect(hub.port, hub.host);
-    const key = crypto.randomBytes(16).toString('base64');
-    const p = { sock, buf: Buffer.alloc(0), upgraded: false, closeFrameAt: 0,
-      closeCode: 0, endAt: 0 };
-    sock.on('connect', () => {
-      sock.write(`GET /app/app-key?protocol=7&client=js&version=8.4.0 HTTP/1.1\r\n` +
-        `Host: ${hub.host}:${hub.port}\r\nUpgrade: websocket\r\n` +
-        `Connection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\n` +
-        'Sec-WebSocket-Version: 13\r\n\r\n');
-    });
-    sock.on('data', (d) => {
-      p.buf = Buffer.concat([p.buf, d]);
-      if (!p.upgraded) {
-        const i = p.buf.indexOf('\r\n\r\n');
-        if (i < 0) return;
-        if (!/^HTTP\/1\.1 101/.test(p.buf.toString('latin1', 0, i))) {
-          reject(new Error(`no upgrade: ${p.buf.toString('latin1', 0, i)}`));
-          return;
-        }
-        p.upgraded = true;
-        p.buf = p.buf.subarray(i + 4);
-        resolve(p);
-      }
-      // Walk the server's (unmasked) frames looking for a close.
-      for (;;) {
-        if (p.buf.length < 2) break;
-        let len = p.buf[1] & 0x7f;
-        let off = 2;
-        if (len === 126) { if (p.buf.length < 4) break; len = p.buf.readUInt16BE(2); off = 4; }
-        else if (len === 127) { if (p.buf.length < 10) break; len = Number(p.buf.readBigUInt64BE(2)); off = 10; }
-        if (p.buf.length < off + len) break;
-        if ((p.buf[0] & 0x0f) === 0x8 && !p.closeFrameAt) {
-          p.closeFrameAt = Date.now();
-          p.closeCode = len >= 2 ? p.buf.readUInt16BE(off) : 0;
-        }
-        p.buf = p.buf.subarray(off + len);
-      }
-    });
-    sock.on('end', () => { p.endAt = Date.now(); });
-    sock.on('close', () => { if (!p.endAt) p.endAt = Date.now(); });
-    sock.on('error', (e) => { if (!p.upgraded) reject(e); });
-  });
-}
-
 test('close timeout drops a peer that never answers our close frame', async (t) => {
   const CLOSE = 400;
   // lws waits 5 s for a close reply by itself; ours must cut that short.
   const hub = await startHub([...TIMING, '--close-timeout', `${CLOSE}ms`]);
-  const socks = [];
-  t.after(() => { socks.forEach((s) => s.destroy()); return stopAll(hub); });
+  t.after(() => stopAll(hub));
   const late = watchLateness(hub);
   t.after(() => late.stop());
-  const peer = await rawPeer(hub);
-  socks.push(peer.sock);
+  // A raw peer that completes the WebSocket handshake, then never sends a
+  // byte (so no pong, no close reply) but keeps reading, so our close
+  // frame arrives and is ignored.
+  const peer = await rawWs(t, hub, { answerClose: false }).open();
   // It never answers pings: 4201, close frame, no reply, then the kill.
-  await waitFor(() => peer.endAt, 'the hub to drop the peer',
+  await waitFor(() => peer.endedAt, 'the hub to drop the peer',
     PING + HEARTBEAT + PONG + CLOSE + SLACK + 30000, 10);
   await late.stop();
-  assert.equal(peer.closeCode, 4201);
-  assert.ok(peer.closeFrameAt > 0, 'a close frame came first');
-  const held = peer.endAt - peer.closeFrameAt;
+  const closeFrame = peer.frames.find((f) => f.opcode === OP.CLOSE);
+  assert.equal(closeFrame && closeFrame.payload.length >= 2 ? closeFrame.payload.readUInt16BE(0) : 0, 4201);
+  assert.ok(closeFrame && closeFrame.at > 0, 'a close frame came first');
+  const held = peer.endedAt - closeFrame.at;
   // Within the close timeout plus a tick, the slack and how late the hub
   // and this process ran.
   assert.ok(held <= CLOSE + TICK + SLACK + late.allowanceMs(),

@@ -10,6 +10,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const WebSocket = require('ws');
 const { startHub, request, waitFor, once } = require('./lib/hub');
+const { RawClient } = require('./lib/clients');
 
 const LEVELS = new Set(['error', 'warn', 'info', 'debug']);
 
@@ -32,15 +33,6 @@ function rawUpgrade(hub, pathBytes) {
   });
 }
 
-async function established(url, opts) {
-  const ws = new WebSocket(url, opts);
-  const inbox = [];
-  ws.on('message', (d) => inbox.push(JSON.parse(String(d))));
-  await waitFor(() => inbox.find((m) => m.event === 'pusher:connection_established'),
-    'connection_established');
-  return ws;
-}
-
 test('--log-format json writes one valid JSON object per line', async (t) => {
   const hub = await startHub(['--log-format', 'json', '--loops', '2',
     '--ping-interval', '300ms', '--pong-timeout', '300ms', '--heartbeat-interval', '100ms',
@@ -52,13 +44,13 @@ test('--log-format json writes one valid JSON object per line', async (t) => {
 
   // A client that leaves normally (a debug line), one that never answers
   // pings (4201, info), bad input, an unknown key, an unsigned REST call.
-  const leaver = await established(hub.wsUrl());
+  const leaver = (await new RawClient(hub.wsUrl()).open()).ws;
   const left = once(leaver, 'close');
   leaver.close();
   await left;
-  const silent = await established(hub.wsUrl(), { autoPong: false });
+  const silent = (await new RawClient(hub.wsUrl(), { autoPong: false }).open()).ws;
   const silentClosed = once(silent, 'close', 20000);
-  const talker = await established(hub.wsUrl());
+  const talker = (await new RawClient(hub.wsUrl()).open()).ws;
   talker.send('{"event": "pusher:subscribe", "data": ');
   talker.send('\u0001not json\u00ff');
   const [code] = await silentClosed;
@@ -112,7 +104,7 @@ test('--log-format json writes one valid JSON object per line', async (t) => {
 test('text lines start with time, level and loop; peers cannot split them', async (t) => {
   const hub = await startHub(['--log-format', 'text', '--loops', '1'], { logLevel: 'debug' });
   t.after(() => hub.stop('SIGKILL'));
-  const ws = await established(hub.wsUrl());
+  const ws = (await new RawClient(hub.wsUrl()).open()).ws;
   ws.send('\u0001\nfake 2026-01-01T00:00:00.000Z error loop=0 x');
   await waitFor(() => /bad message/.test(hub.stderr), 'the bad message line');
   ws.close();

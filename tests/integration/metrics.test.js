@@ -7,10 +7,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const WebSocket = require('ws');
 const PusherServer = require('pusher');
 const { startHub, request, waitFor, once, ROOT } = require('./lib/hub');
 const { promtool } = require('./lib/promtool');
+const { open, subscribe } = require('./lib/ws');
 
 // name{labels} value -> [{ name, labels: {..}, value }]
 function parse(text) {
@@ -31,16 +31,11 @@ function parse(text) {
 const sum = (samples, name, where = () => true) => samples
   .filter((s) => s.name === name && where(s.labels)).reduce((a, s) => a + s.value, 0);
 
+// A raw client subscribed to 'metrics'.
 async function connect(hub) {
-  const ws = new WebSocket(hub.wsUrl());
-  const inbox = [];
-  ws.on('message', (d) => inbox.push(JSON.parse(String(d))));
-  await waitFor(() => inbox.find((m) => m.event === 'pusher:connection_established'),
-    'connection_established');
-  ws.send(JSON.stringify({ event: 'pusher:subscribe', data: { channel: 'metrics' } }));
-  await waitFor(() => inbox.find((m) => m.event === 'pusher_internal:subscription_succeeded'),
-    'subscription_succeeded');
-  return { ws, inbox };
+  const c = await open(hub);
+  await subscribe(c, 'metrics');
+  return c;
 }
 
 test('/metrics passes promtool and has the key series', async (t) => {
@@ -51,13 +46,13 @@ test('/metrics passes promtool and has the key series', async (t) => {
   t.after(() => hub.stop());
 
   const clients = [await connect(hub), await connect(hub)];
-  t.after(() => clients.forEach((c) => c.ws.terminate()));
+  t.after(() => clients.forEach((c) => c.terminate()));
   const rest = new PusherServer({
     appId: 'app-id', key: 'app-key', secret: 'app-secret',
     host: hub.host, port: hub.port, useTLS: false,
   });
   assert.equal((await rest.trigger('metrics', 'tick', { n: 1 })).status, 200);
-  await waitFor(() => clients.every((c) => c.inbox.find((m) => m.event === 'tick')),
+  await waitFor(() => clients.every((c) => c.msgs.find((m) => m.event === 'tick')),
     'the published event at both clients');
   clients[0].ws.send(JSON.stringify({ event: 'pusher:ping', data: {} }));
   clients[0].ws.send('not json');

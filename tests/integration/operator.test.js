@@ -16,7 +16,7 @@ const { spawn } = require('node:child_process');
 const WebSocket = require('ws');
 const { startHub, request, waitFor, once, BINARY } = require('./lib/hub');
 const {
-  APP, twoLoopHub, serverSdk, pusherClient, connected, pusherOnLoop, loopOf,
+  APP, serverSdk, pusherClient, connected, pusherOnLoop, loopOf,
   configFile,
 } = require('./lib/clients');
 const { freePort } = require('./lib/redis');
@@ -50,7 +50,7 @@ function checkConfig(args) {
 }
 
 test('--metrics-token: /metrics and /stats need the bearer token', async (t) => {
-  const hub = await twoLoopHub(t, { args: ['--metrics-token', METRICS_TOKEN] });
+  const hub = await startHub(['--metrics-token', METRICS_TOKEN], { t, loops: 2 });
   statsWith(hub, hub.url('/stats'));
   for (const p of ['/metrics', '/stats']) {
     const none = await request('GET', hub.url(p));
@@ -68,8 +68,8 @@ test('--metrics-token: /metrics and /stats need the bearer token', async (t) => 
 
 test('--metrics-port: metrics move off the main port', async (t) => {
   const mport = await freePort();
-  const hub = await twoLoopHub(t, { args: ['--metrics-port', String(mport),
-    '--metrics-token', METRICS_TOKEN] });
+  const hub = await startHub(['--metrics-port', String(mport),
+    '--metrics-token', METRICS_TOKEN], { t, loops: 2 });
   const m = (p) => `http://127.0.0.1:${mport}${p}`;
   statsWith(hub, m('/stats'));
   for (const p of ['/metrics', '/stats']) {
@@ -122,12 +122,8 @@ test('--metrics-port with TLS: the main port stays https, the metrics port is pl
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
     '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost'], { stdio: 'ignore' });
   const mport = await freePort();
-  const hub = await startHub(['--loops', '2', '--tls-cert', cert, '--tls-key', key,
-    '--metrics-port', String(mport)]);
-  t.after(async () => {
-    const exit = await hub.stop();
-    assert.equal(exit.code, 0, hub.stderr.slice(-2000));
-  });
+  const hub = await startHub(['--tls-cert', cert, '--tls-key', key, '--metrics-port', String(mport)],
+    { t, loops: 2, drainTimeout: null });
   const get = (p) => new Promise((resolve, reject) => {
     https.get({ host: '127.0.0.1', port: hub.port, path: p, ca: fs.readFileSync(cert),
       servername: 'localhost' }, (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
@@ -156,7 +152,7 @@ test('config: bad operator options are refused with one line', async () => {
 });
 
 test('console: off without --admin-token', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   for (const p of ['/console', '/console/', '/console/console.js', '/console/api/apps']) {
     assert.equal((await request('GET', hub.url(p), undefined, bearer(ADMIN_TOKEN))).status, 404, p);
   }
@@ -185,7 +181,7 @@ test('console: API, presence, tail, and never a secret', async (t) => {
     { id: APP.id, key: APP.key, secret: SECRETS[0] },
     { id: 'second', key: 'second-key', secret: SECRETS[1] },
   ];
-  const hub = await twoLoopHub(t, { apps, args: ['--admin-token', ADMIN_TOKEN] });
+  const hub = await startHub(['--admin-token', ADMIN_TOKEN], { t, loops: 2, apps });
   const bodies = [];
   const get = async (p, headers = bearer(ADMIN_TOKEN)) => {
     const r = await request('GET', hub.url(p), undefined, headers);

@@ -7,8 +7,8 @@
 // is what is being tested.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { waitFor } = require('./lib/hub');
-const { twoLoopHub, serverSdk, rawOnLoop, pusherOnLoop, APP } = require('./lib/clients');
+const { startHub, waitFor } = require('./lib/hub');
+const { serverSdk, rawOnLoop, pusherOnLoop, APP } = require('./lib/clients');
 
 const CH = 'presence-lobby';
 
@@ -18,7 +18,7 @@ async function userCount(sdk, ch = CH) {
 }
 
 test('two connections of one user: one member_added, one member_removed', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const watcher = await rawOnLoop(t, hub, 0);
   await watcher.subscribed(CH, { channelData: { user_id: 'w', user_info: { role: 'watch' } } });
@@ -76,7 +76,7 @@ test('two connections of one user: one member_added, one member_removed', async 
 });
 
 test('numeric and string user ids are the same member', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const a = await rawOnLoop(t, hub, 0);
   const b = await rawOnLoop(t, hub, 1);
@@ -89,7 +89,7 @@ test('numeric and string user ids are the same member', async (t) => {
 });
 
 test('pusher-js members: here, added, removed across loops', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const a = await pusherOnLoop(t, hub, 0, { presence: { user_id: 'a', user_info: { name: 'Ann' } } });
   const b1 = await pusherOnLoop(t, hub, 1, { presence: { user_id: 'b', user_info: { name: 'Bob' } } });
   const b2 = await pusherOnLoop(t, hub, 0, { presence: { user_id: 'b', user_info: { name: 'Bob' } } });
@@ -117,7 +117,7 @@ test('pusher-js members: here, added, removed across loops', async (t) => {
 });
 
 test('max_presence_members: the next user gets pusher:subscription_error', async (t) => {
-  const hub = await twoLoopHub(t, { apps: [{ ...APP, max_presence_members: 2 }] });
+  const hub = await startHub([], { t, loops: 2, apps: [{ ...APP, max_presence_members: 2 }] });
   const sdk = serverSdk(hub);
   const a = await rawOnLoop(t, hub, 0);
   const b = await rawOnLoop(t, hub, 1);
@@ -145,7 +145,7 @@ test('max_presence_members: the next user gets pusher:subscription_error', async
 });
 
 test('presence channel_data limits: user_info size, user_id length and type', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const c = await rawOnLoop(t, hub, 0);
   let r = await c.subscribed(CH, { channelData: { user_id: 'x', user_info: { s: 'y'.repeat(1100) } } });
   assert.equal(r.event, 'pusher:subscription_error');

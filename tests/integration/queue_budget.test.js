@@ -52,8 +52,8 @@ test('the queue budget holds; the furthest behind are closed first', async (t) =
   let healthyGot = 0;
   healthy.ws.on('message', (d) => { if (String(d).includes('"blob"')) healthyGot++; });
   for (const c of [...far, ...near]) c.ws._socket.pause();
-  const farIds = new Set(far.map((c) => c.socketId()));
-  const nearIds = new Set(near.map((c) => c.socketId()));
+  const farIds = new Set(far.map((c) => c.socketId));
+  const nearIds = new Set(near.map((c) => c.socketId));
 
   const st0 = await hub.stats();
   assert.equal(st0.config.max_queued_total, BUDGET);

@@ -9,9 +9,9 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
-const { waitFor } = require('./lib/hub');
+const { startHub, waitFor } = require('./lib/hub');
 const {
-  configFile, twoLoopHub, rawOnLoop, rawClient, rest, serverSdk, RawClient,
+  configFile, rawOnLoop, rawClient, serverSdk, RawClient, publish,
 } = require('./lib/clients');
 
 const app = (n, extra = {}) => ({ id: `id-${n}`, key: `key-${n}`, secret: `secret-${n}`, ...extra });
@@ -29,12 +29,6 @@ async function reload(hub, file, apps, raw) {
   return lines().pop();
 }
 
-async function publish(hub, a, channel, name, data) {
-  const r = await rest(hub, 'POST', `/apps/${a.id}/events`, {
-    body: { name, channel, data }, signOpts: creds(a),
-  });
-  return r.status;
-}
 
 test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file, 150 apps', async (t) => {
   const keep = app(1);
@@ -44,7 +38,7 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
   const many = Array.from({ length: 150 }, (_, i) => app(100 + i));
   const apps = [keep, gone, off, rotate, ...many];
   const file = configFile(t, { apps });
-  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const hub = await startHub(['--config', file], { t, loops: 2 });
 
   // One client per app of interest on each loop.
   const clients = {};
@@ -60,7 +54,7 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
   const last = many[many.length - 1];
   const lc = await rawOnLoop(t, hub, 1, last.key);
   await lc.subscribed('news');
-  assert.strictEqual(await publish(hub, last, 'news', 'hello', '149'), 200);
+  assert.strictEqual((await publish(hub, { name: 'hello', channel: 'news', data: '149' }, { app: last })).status, 200);
   await lc.event('hello', 'news');
 
   // The reload: gone removed, off disabled, rotate with a new secret, a
@@ -81,7 +75,7 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
     assert.strictEqual((await c.whenClosed()).code, 4003);
   }
   // The unchanged app's clients are still open and keep receiving.
-  assert.strictEqual(await publish(hub, keep, 'news', 'after', 'x'), 200);
+  assert.strictEqual((await publish(hub, { name: 'after', channel: 'news', data: 'x' }, { app: keep })).status, 200);
   for (const c of clients[keep.id]) {
     await c.event('after', 'news');
     assert.strictEqual(c.closed, null);
@@ -90,8 +84,8 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
   // secret is refused and the new one accepted; a private subscription on
   // an open connection signed with the old secret is refused, with the new
   // one accepted.
-  assert.strictEqual(await publish(hub, rotate, 'news', 'old', 'x'), 401);
-  assert.strictEqual(await publish(hub, rotated, 'news', 'new', 'x'), 200);
+  assert.strictEqual((await publish(hub, { name: 'old', channel: 'news', data: 'x' }, { app: rotate })).status, 401);
+  assert.strictEqual((await publish(hub, { name: 'new', channel: 'news', data: 'x' }, { app: rotated })).status, 200);
   for (const c of clients[rotate.id]) {
     await c.event('new', 'news');
     assert.strictEqual(c.closed, null);
@@ -102,16 +96,17 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
   }
   // The removed app is gone for REST and new connections; the new one
   // works.
-  assert.strictEqual(await publish(hub, gone, 'news', 'x', 'x'), 404);
+  assert.strictEqual((await publish(hub, { name: 'x', channel: 'news', data: 'x' }, { app: gone })).status, 404);
   const ac = await rawOnLoop(t, hub, 0, added.key);
   await ac.subscribed('news');
-  assert.strictEqual(await publish(hub, added, 'news', 'hi', 'x'), 200);
+  assert.strictEqual((await publish(hub, { name: 'hi', channel: 'news', data: 'x' }, { app: added })).status, 200);
   await ac.event('hi', 'news');
   // Its index is new, past those at start: cache channels keep its last
   // event too.
   await ac.subscribed('cache-score');
   await ac.event('pusher:cache_miss', 'cache-score');
-  assert.strictEqual(await publish(hub, added, 'cache-score', 'goal', '1-0'), 200);
+  assert.strictEqual((await publish(hub, { name: 'goal', channel: 'cache-score', data: '1-0' },
+    { app: added })).status, 200);
   const late = await rawOnLoop(t, hub, 1, added.key);
   await late.subscribed('cache-score');
   assert.strictEqual((await late.event('goal', 'cache-score')).data, '1-0');
@@ -122,7 +117,7 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
   assert.strictEqual(errLine.split('\n').length, 1);
   const dupLine = await reload(hub, file, [keep, { ...app(5), key: keep.key }]);
   assert.match(dupLine, /not reloaded.*already used/);
-  assert.strictEqual(await publish(hub, added, 'news', 'still', 'x'), 200);
+  assert.strictEqual((await publish(hub, { name: 'still', channel: 'news', data: 'x' }, { app: added })).status, 200);
   await ac.event('still', 'news');
   for (const c of clients[keep.id]) assert.strictEqual(c.closed, null);
 
@@ -136,7 +131,7 @@ test('reload: unchanged stay, removed 4001, disabled 4003, secrets, broken file,
 });
 
 test('reload without --config logs that there is nothing to reload', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   process.kill(hub.pid, 'SIGHUP');
   await waitFor(() => /apps: SIGHUP: started without --config/.test(hub.stderr),
     'the no-config line');
@@ -146,7 +141,7 @@ test('reloads in a row while clients connect and the backend publishes', async (
   const keep = app(1);
   const churn = app(2);
   const file = configFile(t, { apps: [keep, churn] });
-  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const hub = await startHub(['--config', file], { t, loops: 2 });
   const stay = [await rawOnLoop(t, hub, 0, keep.key), await rawOnLoop(t, hub, 1, keep.key)];
   for (const c of stay) await c.subscribed('news');
 
@@ -160,7 +155,7 @@ test('reloads in a row while clients connect and the backend publishes', async (
       const c = new RawClient(hub.wsUrl(churn.key));
       await Promise.race([c.open().catch(() => {}), c.whenClosed().catch(() => {})]);
       c.close();
-      await publish(hub, keep, 'news', 'tick', String(n));
+      await publish(hub, { name: 'tick', channel: 'news', data: String(n) }, { app: keep });
     }
   })();
   // Twenty reloads: the churning app's secret changes, it goes and comes
@@ -175,7 +170,7 @@ test('reloads in a row while clients connect and the backend publishes', async (
   done = true;
   await load;
   // The kept app's connections never noticed.
-  assert.strictEqual(await publish(hub, keep, 'news', 'end', 'x'), 200);
+  assert.strictEqual((await publish(hub, { name: 'end', channel: 'news', data: 'x' }, { app: keep })).status, 200);
   for (const c of stay) {
     await c.event('end', 'news');
     assert.strictEqual(c.closed, null);
@@ -187,7 +182,7 @@ test('reloads in a row while clients connect and the backend publishes', async (
 test('switching authorized connections on by reload applies to open connections', async (t) => {
   const a = app(1);
   const file = configFile(t, { apps: [a] });
-  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const hub = await startHub(['--config', file], { t, loops: 2 });
   const anon = await rawOnLoop(t, hub, 0, a.key);
   const authed = await rawOnLoop(t, hub, 1, a.key);
   assert.strictEqual((await authed.subscribed('private-x', creds(a))).event,
@@ -196,29 +191,22 @@ test('switching authorized connections on by reload applies to open connections'
   // Open for longer than the timeout and never signed in: closed 4009.
   assert.strictEqual((await anon.whenClosed()).code, 4009);
   // Authorized: stays, and keeps receiving.
-  assert.strictEqual(await publish(hub, a, 'private-x', 'still', 'x'), 200);
+  assert.strictEqual((await publish(hub, { name: 'still', channel: 'private-x', data: 'x' }, { app: a })).status, 200);
   await authed.event('still', 'private-x');
   assert.strictEqual(authed.closed, null);
 });
 
 test('with --redis, an app added by a reload is carried between nodes', async (t) => {
   const { startRedis, numsub } = require('./lib/redis');
-  const { startHub } = require('./lib/hub');
-  const { closeTracked } = require('./lib/clients');
   const redis = await startRedis(t);
   const a = app(1);
   const added = app(7);
   const nodes = [];
   for (const id of ['r1', 'r2']) {
     const file = configFile(t, { apps: [a] });
-    const hub = await startHub(['--loops', '2', '--drain-timeout', '1s', '--config', file,
-      '--redis', redis.url(), '--node-id', id]);
+    const hub = await startHub(['--config', file, '--redis', redis.url(), '--node-id', id],
+      { t, loops: 2 });
     hub.file = file;
-    t.after(async () => {
-      await closeTracked(hub);
-      const exit = await hub.stop();
-      if (exit.code !== 0) throw new Error(`node ${id} exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    });
     nodes.push(hub);
   }
   await waitFor(async () => {
@@ -231,19 +219,20 @@ test('with --redis, an app added by a reload is carried between nodes', async (t
   await sub.subscribed('news');
   await waitFor(async () => (await numsub(redis, `lubdub:${added.id}:news`)) === 1,
     'node r1 subscribed in Redis for the new app', 15000, 30);
-  assert.strictEqual(await publish(nodes[1], added, 'news', 'across', 'x'), 200);
+  assert.strictEqual((await publish(nodes[1], { name: 'across', channel: 'news', data: 'x' },
+    { app: added })).status, 200);
   await sub.event('across', 'news');
 });
 
 test('apps with webhooks reload without touching them', async (t) => {
   const a = { ...app(1), webhooks: [{ url: 'http://127.0.0.1:9/hook', event_types: ['channel_occupied'] }] };
   const file = configFile(t, { apps: [a] });
-  const hub = await twoLoopHub(t, { args: ['--config', file] });
+  const hub = await startHub(['--config', file], { t, loops: 2 });
   const c = await rawOnLoop(t, hub, 0, a.key);
   assert.match(await reload(hub, file, [a]), /no change \(1 apps\)/);
   const b = app(2);
   assert.match(await reload(hub, file, [{ ...a, secret: 'rotated' }, b]),
     /1 added \(id-2\), 0 removed, 1 changed \(id-1\), 0 unchanged \(2 apps\)/);
-  assert.strictEqual(await publish(hub, b, 'news', 'x', 'y'), 200);
+  assert.strictEqual((await publish(hub, { name: 'x', channel: 'news', data: 'y' }, { app: b })).status, 200);
   assert.strictEqual(c.closed, null);
 });

@@ -6,13 +6,13 @@
 // JSON object body whose `channels` member (when present) is an object.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { request, waitFor } = require('./lib/hub');
+const { startHub, request, waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, rawOnLoop, rawClient, rest, signedPath, APP,
+  serverSdk, rawOnLoop, rawClient, rest, signedPath, APP,
 } = require('./lib/clients');
 
 test('trigger to 100 channels reaches subscribers on both loops, except socket_id', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const channels = Array.from({ length: 100 }, (_, i) => `fan-${i}`);
   const a = await rawOnLoop(t, hub, 0);
@@ -37,7 +37,7 @@ test('trigger to 100 channels reaches subscribers on both loops, except socket_i
 });
 
 test('trigger with info returns channel attributes', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const a = await rawOnLoop(t, hub, 0);
   const b = await rawOnLoop(t, hub, 1);
@@ -57,7 +57,7 @@ test('trigger with info returns channel attributes', async (t) => {
 });
 
 test('triggerBatch: up to 10 events, each to its channel, with info', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const a = await rawOnLoop(t, hub, 0);
   const b = await rawOnLoop(t, hub, 1);
@@ -95,7 +95,7 @@ test('triggerBatch: up to 10 events, each to its channel, with info', async (t) 
 });
 
 test('GET /channels, /channels/<name>, /channels/<name>/users', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const a = await rawOnLoop(t, hub, 0);
   const b = await rawOnLoop(t, hub, 1);
@@ -151,7 +151,7 @@ test('GET /channels, /channels/<name>, /channels/<name>/users', async (t) => {
 });
 
 test('REST refusals: 400 for user_count on non-presence, users of non-presence, bad bodies', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const id = APP.id;
   const isError = (r, status) => {
     assert.equal(r.status, status, r.body);
@@ -180,7 +180,7 @@ test('REST refusals: 400 for user_count on non-presence, users of non-presence, 
 });
 
 test('REST auth: bad signature and stale timestamp are 401 and publish nothing', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sub = await rawOnLoop(t, hub, 1);
   await sub.subscribed('guarded');
   const body = { name: 'forged', data: 'x', channels: ['guarded'] };
@@ -224,7 +224,7 @@ test('REST auth: bad signature and stale timestamp are 401 and publish nothing',
 });
 
 test('REST limits: data over 10 KiB is 413; exactly 10 KiB passes', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sub = await rawClient(t, hub);
   await sub.subscribed('sized');
   const path = `/apps/${APP.id}/events`;
@@ -243,7 +243,7 @@ test('REST limits: data over 10 KiB is 413; exactly 10 KiB passes', async (t) =>
 });
 
 test('REST: Laravel-style event names with backslashes and data strings pass verbatim', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sub = await rawClient(t, hub);
   await sub.subscribed('private-orders.1');
   const sdk = serverSdk(hub);

@@ -9,8 +9,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const assert = require('node:assert/strict');
-const { startHub, request, waitFor } = require('./lib/hub');
-const { assertNoSanitizerReport } = require('./lib/ws');
+const { startHub, request, waitFor, assertNoSanitizerReport } = require('./lib/hub');
 const { frame, OP, closePayload, rawWs } = require('./lib/rawws');
 
 let hub;
@@ -26,17 +25,6 @@ after(async () => {
 });
 
 // An open session: upgraded and pusher:connection_established received.
-// A hub of the test's own (for its log lines), checked like the shared one.
-async function ownHub(t, args = [], opts = {}) {
-  const own = await startHub(args, opts);
-  t.after(async () => {
-    const exit = await own.stop();
-    assertNoSanitizerReport(own);
-    assert.equal(exit.code, 0, `lubdub exited ${JSON.stringify(exit)}`);
-  });
-  return own;
-}
-
 async function session(t, opts) {
   return rawWs(t, hub, opts).open();
 }
@@ -125,7 +113,7 @@ test('handshake: 12 KB of cookies (a large browser cookie jar) upgrades', async 
 });
 
 test('handshake: a header over 16 KiB gets 431, upgrade or plain HTTP, with a rate-limited info line', async (t) => {
-  const own = await ownHub(t);
+  const own = await startHub([], { t, drainTimeout: null }); // its own log lines
   const c = rawWs(t, own, { headers: { Cookie: `jar=${'c'.repeat(20 * 1024)}` } });
   const r = await c.status();
   assert.equal(r.status, 431, r.statusLine || 'bare close');
@@ -140,7 +128,7 @@ test('handshake: a header over 16 KiB gets 431, upgrade or plain HTTP, with a ra
 });
 
 test('handshake: headers over 32 KiB in all are closed by lws without a status, logged at info', async (t) => {
-  const own = await ownHub(t);
+  const own = await startHub([], { t, drainTimeout: null }); // its own log lines
   const big = 'h'.repeat(12 * 1024);
   const c = rawWs(t, own, { headers: { 'X-A': big, 'X-B': big, 'X-C': big } });
   const r = await c.status();
@@ -327,7 +315,7 @@ test('frames: unmasked client frames are accepted on lws\'s read path (--ws-dire
   // lws 4.1.6 hides the mask bit from the application, so sessions it reads
   // (TLS, --ws-direct-read off) accept them. This pins the documented
   // deviation: if lws starts refusing them, update the docs.
-  const own = await ownHub(t, ['--ws-direct-read', 'off']);
+  const own = await startHub(['--ws-direct-read', 'off'], { t, drainTimeout: null });
   const c = await rawWs(t, own).open();
   c.send(frame(OP.TEXT, ping('unmasked'), { mask: false }));
   await c.message((m) => m.event === 'pusher:pong', 'pusher:pong to an unmasked frame');
@@ -343,8 +331,8 @@ test('tls: the refusals and closes are the same over TLS', async (t) => {
   // A TLS hub reports leaked OpenSSL allocations at exit under
   // LeakSanitizer even when it served no connection (tls.test.js has no
   // asan label either): leak checks off for this hub only.
-  const own = await ownHub(t, ['--tls-cert', cert, '--tls-key', key],
-    { env: { ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:detect_leaks=0` } });
+  const own = await startHub(['--tls-cert', cert, '--tls-key', key], { t, drainTimeout: null,
+    env: { ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:detect_leaks=0` } });
   const v = rawWs(t, own, { tls: true, headers: { 'Sec-WebSocket-Version': '8' } });
   const rv = await v.status();
   assert.equal(rv.status, 426, rv.statusLine || 'bare close');

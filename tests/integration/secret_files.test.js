@@ -12,8 +12,11 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { request, waitFor, BINARY } = require('./lib/hub');
-const { APP, twoLoopHub, rawOnLoop, rest, configFile } = require('./lib/clients');
+const { startHub, request, waitFor, BINARY } = require('./lib/hub');
+const { APP, rawOnLoop, configFile, publish } = require('./lib/clients');
+
+// The event the publishes below send (their status is what counts).
+const NEWS = { name: 'e', channel: 'news', data: '{}' };
 
 const REFUSED = /SIGHUP: configuration not reloaded, keeping the old apps and secrets: [^\n]*/g;
 
@@ -40,12 +43,6 @@ async function hup(hub, re, what) {
   return hub.stderr.match(re).pop();
 }
 
-async function publish(hub, secret, name = 'e') {
-  const r = await rest(hub, 'POST', `/apps/${APP.id}/events`, {
-    body: { name, channel: 'news', data: '{}' }, signOpts: { key: APP.key, secret },
-  });
-  return r.status;
-}
 
 test('--app-secret-file: read at start, rotated by SIGHUP, kept when unreadable', async (t) => {
   const dir = secretDir(t);
@@ -53,12 +50,12 @@ test('--app-secret-file: read at start, rotated by SIGHUP, kept when unreadable'
   const first = 'first-secret-0001';
   const second = 'second-secret-0002';
   writeSecret(file, `${first}\n`);
-  const hub = await twoLoopHub(t, { args: ['--app-secret-file', file] });
+  const hub = await startHub(['--app-secret-file', file], { t, loops: 2 });
 
   // The newline is not part of the secret; the default secret is not it.
-  assert.equal(await publish(hub, first), 200);
-  assert.equal(await publish(hub, `${first}\n`), 401);
-  assert.equal(await publish(hub, APP.secret), 401);
+  assert.equal((await publish(hub, NEWS, { secret: first })).status, 200);
+  assert.equal((await publish(hub, NEWS, { secret: `${first}\n` })).status, 401);
+  assert.equal((await publish(hub, NEWS, { secret: APP.secret })).status, 401);
   // A subscriber on each loop stays through the rotation and receives.
   const subs = [await rawOnLoop(t, hub, 0), await rawOnLoop(t, hub, 1)];
   for (const c of subs) await c.subscribed('news');
@@ -68,10 +65,10 @@ test('--app-secret-file: read at start, rotated by SIGHUP, kept when unreadable'
   assert.match(line, /from the flags and environment: 0 added, 0 removed, 1 changed \(app-id\)/);
   // Applied once the loops ran the swap: poll the new secret (bounded),
   // then the old one must be refused.
-  await waitFor(async () => (await publish(hub, second, 'probe')) === 200,
+  await waitFor(async () => (await publish(hub, { ...NEWS, name: 'probe' }, { secret: second })).status === 200,
     'the new secret accepted', 10000, 50);
-  assert.equal(await publish(hub, first), 401);
-  assert.equal(await publish(hub, second, 'after'), 200);
+  assert.equal((await publish(hub, NEWS, { secret: first })).status, 401);
+  assert.equal((await publish(hub, { ...NEWS, name: 'after' }, { secret: second })).status, 200);
   for (const c of subs) {
     await c.event('after', 'news');
     assert.equal(c.closed, null);
@@ -83,13 +80,13 @@ test('--app-secret-file: read at start, rotated by SIGHUP, kept when unreadable'
   const err = await hup(hub, REFUSED, 'the refusal');
   assert.match(err, new RegExp(`--app-secret-file: cannot read "${file}": No such file or directory$`));
   assert.equal(count(hub, REFUSED), 1);
-  assert.equal(await publish(hub, second), 200);
-  assert.equal(await publish(hub, first), 401);
+  assert.equal((await publish(hub, NEWS, { secret: second })).status, 200);
+  assert.equal((await publish(hub, NEWS, { secret: first })).status, 401);
 
   // Back, with an empty file: refused too, nothing changes.
   writeSecret(file, '\n');
   assert.match(await hup(hub, REFUSED, 'the second refusal'), /--app-secret-file: "[^"]+" is empty$/);
-  assert.equal(await publish(hub, second), 200);
+  assert.equal((await publish(hub, NEWS, { secret: second })).status, 200);
 });
 
 test('--admin-token-file and --metrics-token-file: the next request checks the new token', async (t) => {
@@ -99,8 +96,8 @@ test('--admin-token-file and --metrics-token-file: the next request checks the n
   const tokens = { admin: 'admin-token-aaaaaaaaaa', metrics: 'metrics-token-bbbbbbbbb' };
   writeSecret(adminFile, `${tokens.admin}\n`);
   writeSecret(metricsFile, tokens.metrics);
-  const hub = await twoLoopHub(t, { args: ['--admin-token-file', adminFile,
-    '--metrics-token-file', metricsFile] });
+  const hub = await startHub(['--admin-token-file', adminFile,
+    '--metrics-token-file', metricsFile], { t, loops: 2 });
   const bearer = (tok) => ({ authorization: `Bearer ${tok}` });
   const get = async (p, tok) => (await request('GET', hub.url(p), undefined, bearer(tok))).status;
   // The harness reads /stats when the test ends: with the token in force.
@@ -152,22 +149,22 @@ test('an app\'s "secret_file" in --config is read again on SIGHUP', async (t) =>
     { id: APP.id, key: APP.key, secret_file: file },
     { id: 'other', key: 'other-key', secret: 'other-secret' },
   ] });
-  const hub = await twoLoopHub(t, { args: ['--config', cfg] });
-  assert.equal(await publish(hub, 'file-secret-one'), 200);
+  const hub = await startHub(['--config', cfg], { t, loops: 2 });
+  assert.equal((await publish(hub, NEWS, { secret: 'file-secret-one' })).status, 200);
 
   // Only the secret file changes; the config file is the same.
   writeSecret(file, 'file-secret-two\n');
   assert.match(await hup(hub, /apps: reloaded from [^\n]*/g, 'the apps line'),
     /1 changed \(app-id\), 1 unchanged \(2 apps\)/);
-  await waitFor(async () => (await publish(hub, 'file-secret-two')) === 200,
+  await waitFor(async () => (await publish(hub, NEWS, { secret: 'file-secret-two' })).status === 200,
     'the new secret accepted', 10000, 50);
-  assert.equal(await publish(hub, 'file-secret-one'), 401);
+  assert.equal((await publish(hub, NEWS, { secret: 'file-secret-one' })).status, 401);
 
   // Unreadable: refused, naming the app and the file.
   fs.rmSync(file);
   assert.match(await hup(hub, REFUSED, 'the refusal'),
     new RegExp(`apps\\[0\\]\\.secret_file \\(app "app-id"\\): cannot read "${file}": No such file or directory$`));
-  assert.equal(await publish(hub, 'file-secret-two'), 200);
+  assert.equal((await publish(hub, NEWS, { secret: 'file-secret-two' })).status, 200);
 });
 
 test('a secret file that cannot be read at start is one line and exit 2', () => {
@@ -190,8 +187,8 @@ test('--redis-password-file: used at the next reconnect after a SIGHUP', async (
   const dir = secretDir(t);
   const file = path.join(dir, 'redis');
   writeSecret(file, 'redis-pass-one\n');
-  const hub = await twoLoopHub(t, { args: ['--redis', redis.url(), '--node-id', 'pw1',
-    '--redis-password-file', file] });
+  const hub = await startHub(['--redis', redis.url(), '--node-id', 'pw1',
+    '--redis-password-file', file], { t, loops: 2 });
   const state = async () => (await hub.stats()).backplane.state;
   await waitFor(async () => (await state()) === 'up', 'the backplane up', 20000, 50);
 

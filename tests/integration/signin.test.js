@@ -5,9 +5,9 @@
 // bad signin refused with 4009.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { waitFor } = require('./lib/hub');
+const { startHub, waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP, pusherClient,
+  serverSdk, onLoop, rawClient, sign, APP, pusherClient,
 } = require('./lib/clients');
 
 function signedInClient(t, hub, user) {
@@ -30,7 +30,7 @@ async function signedInOnLoop(t, hub, loop, user) {
 }
 
 test('signin, sendToUser across loops, terminateUserConnections', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const sdk = serverSdk(hub);
   const u = { id: 'user-42', user_info: { name: 'Ada' } };
   const a = await signedInOnLoop(t, hub, 0, u);
@@ -75,7 +75,7 @@ test('signin, sendToUser across loops, terminateUserConnections', async (t) => {
 });
 
 test('signin refused: bad signature, missing id', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   let c = await rawClient(t, hub);
   c.send({ event: 'pusher:signin', data: { auth: `${APP.key}:${'0'.repeat(64)}`, user_data: '{"id":"1"}' } });
   let e = await c.event('pusher:error');

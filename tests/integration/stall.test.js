@@ -34,14 +34,14 @@ for (const eventLoop of ['libev', 'poll']) {
     t.after(() => stopAll(hub, clients));
 
     // Clients on both loops (source addresses spread the SO_REUSEPORT hash).
-    const on = (loop) => clients.filter((c) => loopOf(c.socketId()) === loop);
+    const on = (loop) => clients.filter((c) => loopOf(c.socketId) === loop);
     for (let i = 0; on(0).length < PER_LOOP || on(1).length < PER_LOOP; i++) {
       assert.ok(i < 60, 'clients on both loops');
       clients.push(await open(hub, { localAddress: `127.0.0.${2 + (i % 8)}` }));
     }
     const noClose = () => {
       const c = clients.find((x) => x.closed);
-      if (c) throw new Error(`client of loop ${loopOf(c.socketId())} closed ${JSON.stringify(c.closed)}`);
+      if (c) throw new Error(`client of loop ${loopOf(c.socketId)} closed ${JSON.stringify(c.closed)}`);
     };
     // Every client answers pings (ws answers them itself) before the stall.
     await waitFor(() => { noClose(); return clients.every((c) => c.pings.length >= 1); },

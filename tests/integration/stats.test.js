@@ -28,7 +28,7 @@ test('both loops get sessions', async (t) => {
   assert.equal(sum(st.per_loop, (l) => l.accepted), N);
   for (const l of st.per_loop) assert.ok(l.sessions > 0, `loop ${l.loop}: ${l.sessions}`);
   // Socket ids are unique across loops.
-  assert.equal(new Set(clients.map((c) => c.socketId())).size, N);
+  assert.equal(new Set(clients.map((c) => c.socketId)).size, N);
   t.diagnostic(`sessions per loop: ${st.per_loop.map((l) => l.sessions).join('/')}`);
 });
 
@@ -41,7 +41,7 @@ test('/stats counters match what the clients did', async (t) => {
   t.after(() => stopAll(hub, clients));
   const sent = []; // every complete message a client sent
   const track = (c) => {
-    const orig = c.send;
+    const orig = c.send.bind(c);
     c.send = (obj) => {
       const s = typeof obj === 'string' ? obj : JSON.stringify(obj);
       sent.push(s);

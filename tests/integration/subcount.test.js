@@ -8,8 +8,8 @@
 // connected. docs/PROTOCOL.md 3.7 and 3.1.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { waitFor } = require('./lib/hub');
-const { APP, twoLoopHub, pusherOnLoop, rawClient } = require('./lib/clients');
+const { startHub, waitFor } = require('./lib/hub');
+const { APP, pusherOnLoop, rawClient } = require('./lib/clients');
 
 const INTERVAL_MS = 300;
 
@@ -18,9 +18,9 @@ function total(stats, key) {
 }
 
 test('subscription_count: pusher-js sees the hub-wide count, a storm is coalesced', async (t) => {
-  const hub = await twoLoopHub(t, {
+  const hub = await startHub(['--sub-count-interval', `${INTERVAL_MS}ms`], {
+    t, loops: 2,
     apps: [{ id: APP.id, key: APP.key, secret: APP.secret, subscription_count: true }],
-    args: ['--sub-count-interval', `${INTERVAL_MS}ms`],
   });
   const watcher = await pusherOnLoop(t, hub, 0);
   const ch = watcher.subscribe('room');
@@ -62,7 +62,7 @@ test('subscription_count: pusher-js sees the hub-wide count, a storm is coalesce
 });
 
 test('subscription_count is off unless the app turns it on', async (t) => {
-  const hub = await twoLoopHub(t, { args: ['--sub-count-interval', '50ms'] });
+  const hub = await startHub(['--sub-count-interval', '50ms'], { t, loops: 2 });
   const a = await rawClient(t, hub);
   const b = await rawClient(t, hub);
   await a.subscribed('room');
@@ -93,7 +93,7 @@ async function subscribeAll(raw, names, batch = 500) {
 test('subscription cap: 10,000 subscribes get 100 channels and 9,900 clear refusals, the connection lives', async (t) => {
   // Past --subscribe-rate's burst too: that limit (abuse.test.js) is off
   // here, so that this one is seen alone.
-  const hub = await twoLoopHub(t, { args: ['--subscribe-rate', '0'] });
+  const hub = await startHub(['--subscribe-rate', '0'], { t, loops: 2 });
   const raw = await rawClient(t, hub);
   const names = Array.from({ length: 10000 }, (_, i) => `c-${i}`);
   const answers = await subscribeAll(raw, names);
@@ -118,7 +118,8 @@ test('subscription cap: 10,000 subscribes get 100 channels and 9,900 clear refus
 });
 
 test('subscription cap per app: max_subscriptions in the app wins over the hub-wide one', async (t) => {
-  const hub = await twoLoopHub(t, {
+  const hub = await startHub([], {
+    t, loops: 2,
     apps: [{ id: APP.id, key: APP.key, secret: APP.secret, max_subscriptions: 5 }],
   });
   const raw = await rawClient(t, hub);

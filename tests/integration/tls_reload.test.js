@@ -9,12 +9,11 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const https = require('node:https');
 const tls = require('node:tls');
 const { execFileSync } = require('node:child_process');
 const WebSocket = require('ws');
 const { startHub, waitFor } = require('./lib/hub');
-const { loopOf, signedPath } = require('./lib/clients');
+const { loopOf, publish, RawClient } = require('./lib/clients');
 
 // A self-signed certificate for localhost/127.0.0.1 in dir/<name>.{crt,key}.
 function makeCert(dir, name, type, cn) {
@@ -36,34 +35,15 @@ function replace(file, content) {
   fs.renameSync(`${file}.tmp`, file);
 }
 
-// A wss client that records messages; resolves once established.
-function wssClient(t, port, ca) {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`wss://127.0.0.1:${port}/app/app-key?protocol=7`, { ca });
-    const c = { ws, msgs: [], waiters: [] };
-    c.next = (pred, what) => new Promise((res, rej) => {
-      const check = () => {
-        const m = c.msgs.find(pred);
-        if (m) { clearTimeout(timer); res(m); return true; }
-        return false;
-      };
-      const timer = setTimeout(() => rej(new Error(`timed out waiting for ${what}`)), 15000);
-      if (!check()) c.waiters.push(check);
-    });
-    ws.on('message', (d) => {
-      const m = JSON.parse(String(d));
-      c.msgs.push(m);
-      c.waiters = c.waiters.filter((w) => !w());
-      if (m.event === 'pusher:connection_established') {
-        c.socketId = JSON.parse(m.data).socket_id;
-        c.loop = loopOf(c.socketId);
-        c.fingerprint = ws._socket.getPeerCertificate().fingerprint256;
-        resolve(c);
-      }
-    });
-    ws.on('error', reject);
-    t.after(() => ws.terminate());
-  });
+// A wss client (the raw client), once established: its loop and the
+// fingerprint of the certificate it was shown.
+async function wssClient(t, port, ca) {
+  const c = new RawClient(`wss://127.0.0.1:${port}/app/app-key?protocol=7`, { ca });
+  t.after(() => c.terminate());
+  await c.open();
+  c.loop = loopOf(c.socketId);
+  c.fingerprint = c.ws._socket.getPeerCertificate().fingerprint256;
+  return c;
 }
 
 // One client on each of the hub's two loops (the kernel spreads accepts).
@@ -71,7 +51,7 @@ async function clientPerLoop(t, port, ca) {
   const byLoop = new Map();
   for (let i = 0; i < 80 && byLoop.size < 2; i++) {
     const c = await wssClient(t, port, ca);
-    if (byLoop.has(c.loop)) c.ws.close();
+    if (byLoop.has(c.loop)) c.close();
     else byLoop.set(c.loop, c);
   }
   assert.equal(byLoop.size, 2, 'no client landed on one of the loops');
@@ -90,22 +70,6 @@ function presented(port, ca) {
   });
 }
 
-// A signed REST publish over https.
-function publish(port, ca, channel, data) {
-  const body = JSON.stringify({ name: 'ping', channel, data });
-  const p = signedPath('POST', '/apps/app-id/events', {}, body);
-  return new Promise((resolve, reject) => {
-    const req = https.request({ host: '127.0.0.1', port, path: p, method: 'POST', ca,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      let b = '';
-      res.on('data', (d) => { b += d; });
-      res.on('end', () => resolve({ status: res.statusCode, body: b }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 function count(hub, re) {
   return (hub.stderr.match(re) || []).length;
@@ -140,7 +104,7 @@ test('SIGHUP reloads the certificate without dropping connections', async (t) =>
   for (const c of old) {
     assert.equal(c.fingerprint, first.fingerprint);
     c.ws.send(JSON.stringify({ event: 'pusher:subscribe', data: { channel: 'news' } }));
-    await c.next((m) => m.event === 'pusher_internal:subscription_succeeded', 'subscribed');
+    await c.next((m) => m.event === 'pusher_internal:subscription_succeeded', 'subscribed', 15000);
   }
 
   await t.test('a new certificate: new handshakes on every loop present it', async () => {
@@ -159,12 +123,12 @@ test('SIGHUP reloads the certificate without dropping connections', async (t) =>
   });
 
   await t.test('connections from before the reload still work', async () => {
-    const r = await publish(hub.port, ca, 'news', 'after-reload');
+    const r = await publish(hub, { name: 'ping', channel: 'news', data: 'after-reload' }, { ca });
     assert.equal(r.status, 200, r.body);
     for (const c of old) {
       assert.equal(c.ws.readyState, WebSocket.OPEN);
       const m = await c.next((x) => x.event === 'ping' && x.data === 'after-reload',
-        `the event on loop ${c.loop}`);
+        `the event on loop ${c.loop}`, 15000);
       assert.equal(m.channel, 'news');
     }
   });
@@ -186,10 +150,10 @@ test('SIGHUP reloads the certificate without dropping connections', async (t) =>
       assert.equal(await presented(hub.port, ca), second.fingerprint, what);
     }
     assert.equal(count(hub, reloaded), 1, 'no reload happened');
-    const r = await publish(hub.port, ca, 'news', 'after-refusal');
+    const r = await publish(hub, { name: 'ping', channel: 'news', data: 'after-refusal' }, { ca });
     assert.equal(r.status, 200, r.body);
     for (const c of old) {
-      await c.next((x) => x.event === 'ping' && x.data === 'after-refusal', 'the event');
+      await c.next((x) => x.event === 'ping' && x.data === 'after-refusal', 'the event', 15000);
     }
   });
 

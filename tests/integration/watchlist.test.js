@@ -9,9 +9,9 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const Pusher = require('pusher-js');
-const { waitFor } = require('./lib/hub');
+const { startHub, waitFor } = require('./lib/hub');
 const {
-  twoLoopHub, serverSdk, onLoop, rawClient, sign, APP, pusherClient,
+  serverSdk, onLoop, rawClient, sign, APP, pusherClient,
 } = require('./lib/clients');
 
 // A pusher-js client signing in as user (an object with id, and maybe
@@ -59,7 +59,7 @@ function statSum(stats, key) {
 }
 
 test('watchlist: initial state, online and offline edges across loops', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   // Y is online before W signs in: W's first event lists it.
   const y = await signedIn(t, hub, 1, { id: 'y' });
   const w = await signedIn(t, hub, 0, { id: 'w', watchlist: ['x', 'y', 'nobody'] });
@@ -99,7 +99,7 @@ test('watchlist: initial state, online and offline edges across loops', async (t
 });
 
 test('watchlist: every connection of the watcher hears, on either loop', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const w0 = await signedIn(t, hub, 0, { id: 'w', watchlist: ['x'] });
   const w1 = await signedIn(t, hub, 1, { id: 'w', watchlist: ['x'] });
   const x = await signedIn(t, hub, 1, { id: 'x' });
@@ -123,7 +123,8 @@ async function rawSignin(t, hub, userData) {
 }
 
 test('watchlist: malformed and over-limit lists are refused, the signin stands', async (t) => {
-  const hub = await twoLoopHub(t, {
+  const hub = await startHub([], {
+    t, loops: 2,
     apps: [{ ...APP, max_watchlist: 3, max_watchers: 1, max_user_id_len: 8 }],
   });
   const bad = [
@@ -164,7 +165,8 @@ test('watchlist: malformed and over-limit lists are refused, the signin stands',
 
 test('authorized connections: closed 4009 unless signed in or on a private channel in time', async (t) => {
   const other = { id: 'other-id', key: 'other-key', secret: 'other-secret' };
-  const hub = await twoLoopHub(t, {
+  const hub = await startHub([], {
+    t, loops: 2,
     apps: [{ ...APP, enable_user_authentication: true, user_authentication_timeout: '2s' },
       other],
   });
@@ -205,7 +207,7 @@ test('authorized connections: closed 4009 unless signed in or on a private chann
 });
 
 test('presence without channel_data takes the signed-in identity', async (t) => {
-  const hub = await twoLoopHub(t);
+  const hub = await startHub([], { t, loops: 2 });
   const a = await signedIn(t, hub, 0, { id: 'ada', user_info: { name: 'Ada' } });
   const chA = a.client.subscribe('presence-room');
   await waitFor(() => chA.subscribed, 'a subscribed');

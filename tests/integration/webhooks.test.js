@@ -10,8 +10,8 @@ const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { waitFor, BINARY } = require('./lib/hub');
-const { RawClient, configFile, trackClient, ownedHub } = require('./lib/clients');
+const { startHub, waitFor, BINARY } = require('./lib/hub');
+const { rawClient, configFile } = require('./lib/clients');
 const { startReceiver } = require('./lib/receiver');
 const { startRedis } = require('./lib/redis');
 
@@ -26,22 +26,22 @@ function stateDir(t) {
 }
 
 // A hub with apps [{...APP, webhooks, ...extra}], stopped (cleanly) at the end.
-async function hubWith(t, webhooks, { args = [], app = {}, dir, clean = true } = {}) {
-  const file = configFile(t, { apps: [{ ...APP, client_events: true, webhooks, ...app }] });
-  const hub = await ownedHub(t, ['--loops', '2', '--drain-timeout', '1s',
-    '--config', file, ...(dir ? ['--state-dir', dir] : []), ...args], { clean });
-  hub.configFile = file;
-  return hub;
-}
-
-async function client(t, hub) {
-  const c = new RawClient(hub.wsUrl(APP.key));
-  t.after(() => c.close());
-  trackClient(hub, () => c.close());
-  return c.open();
-}
+const hubWith = (t, webhooks, { args = [], app = {}, dir, clean = true } = {}) =>
+  startHub([...(dir ? ['--state-dir', dir] : []), ...args], {
+    t, loops: 2, clean, apps: [{ ...APP, client_events: true, webhooks, ...app }],
+  });
 
 const sub = (c, ch, opts) => c.subscribed(ch, { secret: APP.secret, key: APP.key, ...opts });
+
+// Absence is checked with a marker, never a sleep: a test that must see
+// that nothing more came causes an event on MARK, waits for it, and looks
+// only at what a webhook delivered before it (beforeMarker).
+const MARK = 'presence-marker-b';
+const beforeMarker = (events) => {
+  const i = events.findIndex((e) => e.channel === MARK);
+  assert.ok(i >= 0, 'the marker arrived');
+  return events.slice(0, i);
+};
 
 const strip = (e) => { const { _path, _mode, id, ...rest } = e; return rest; };
 
@@ -49,8 +49,8 @@ test('every event type with exactly its fields, signed for the pusher SDK', asyn
   const rx = await startReceiver(t, APP);
   const hub = await hubWith(t, [{ url: rx.url(), event_types: ALL }],
     { args: ['--webhook-delay', '300ms'] });
-  const a = await client(t, hub);
-  const b = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
+  const b = await rawClient(t, hub, APP.key);
   await sub(a, 'presence-room', { channelData: { user_id: 'u1', user_info: { n: 1 } } });
   await sub(b, 'presence-room', { channelData: { user_id: 'u2' } });
   a.send({ event: 'client-hello', channel: 'presence-room', data: { x: 1 } });
@@ -97,8 +97,8 @@ test('every event type with exactly its fields, signed for the pusher SDK', asyn
 test('cache_miss: a subscription to an empty cache channel, one per channel per batch', async (t) => {
   const rx = await startReceiver(t, APP);
   const hub = await hubWith(t, [{ url: rx.url(), event_types: ['cache_miss'] }]);
-  const a = await client(t, hub);
-  const b = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
+  const b = await rawClient(t, hub, APP.key);
   // Both misses at once: one event when they share a batch window (a
   // loaded machine may split them; never more than one each).
   await Promise.all([sub(a, 'cache-news'), sub(b, 'cache-news')]);
@@ -119,16 +119,22 @@ test('filters apply per event: each webhook gets only what matches it', async (t
     { url: rx.url('/suf'), event_types: ['channel_occupied', 'member_added'],
       filter: { channel_name_ends_with: '-b' }, headers: { 'X-Custom': 'yes' } },
   ]);
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   for (const ch of ['public-a', 'public-b', 'presence-a', 'presence-b']) {
     await sub(a, ch, ch.startsWith('presence-') ? { channelData: { user_id: 'u' } } : undefined);
   }
   await rx.waitEvents((e) => e._path === '/all', 4, '/all gets 4');
   await rx.waitEvents((e) => e._path === '/pre', 2, '/pre gets 2');
   await rx.waitEvents((e) => e._path === '/suf', 3, '/suf gets 3');
-  // Nothing more arrives for a while after the last batch window.
-  await new Promise((r) => setTimeout(r, 600));
-  const by = (p) => rx.delivered((e) => e._path === p).map((e) => `${e.name}:${e.channel}`).sort();
+  // Nothing more arrives: a marker channel every webhook matches, joined
+  // now, comes after anything the four subscriptions above still caused
+  // (each webhook sends in order), so what came before it is all they got.
+  await sub(a, MARK, { channelData: { user_id: 'u' } });
+  for (const p of ['/all', '/pre', '/suf']) {
+    await rx.waitEvents((e) => e._path === p && e.channel === MARK, 1, `the marker on ${p}`);
+  }
+  const by = (p) => beforeMarker(rx.delivered((e) => e._path === p))
+    .map((e) => `${e.name}:${e.channel}`).sort();
   assert.deepStrictEqual(by('/all'), ['channel_occupied:presence-a', 'channel_occupied:presence-b',
     'channel_occupied:public-a', 'channel_occupied:public-b']);
   assert.deepStrictEqual(by('/pre'), ['channel_occupied:presence-a', 'channel_occupied:presence-b']);
@@ -141,7 +147,7 @@ test('filters apply per event: each webhook gets only what matches it', async (t
 test('batching: a burst goes in few POSTs of at most 20 events; off sends one each', async (t) => {
   const rx = await startReceiver(t, APP);
   const hub = await hubWith(t, [{ url: rx.url(), event_types: ['channel_occupied'] }]);
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   for (let i = 0; i < 30; i++) a.subscribe(`c-${i}`);
   await rx.waitEvents(() => true, 30, '30 occupied');
   assert.ok(rx.requests.length <= 6, `30 events in ${rx.requests.length} POSTs`);
@@ -151,7 +157,7 @@ test('batching: a burst goes in few POSTs of at most 20 events; off sends one ea
   const rx2 = await startReceiver(t, APP);
   const hub2 = await hubWith(t, [{ url: rx2.url(), event_types: ['channel_occupied'] }],
     { app: { webhook_batching: false } });
-  const b = await client(t, hub2);
+  const b = await rawClient(t, hub2, APP.key);
   for (let i = 0; i < 5; i++) b.subscribe(`d-${i}`);
   await rx2.waitEvents(() => true, 5, '5 occupied');
   assert.equal(rx2.requests.length, 5);
@@ -161,13 +167,13 @@ test('batching: a burst goes in few POSTs of at most 20 events; off sends one ea
 test('the 3 s delay: a refresh sends nothing, a real leave sends exactly one', async (t) => {
   const rx = await startReceiver(t, APP);
   const hub = await hubWith(t, [{ url: rx.url(), event_types: ALL }]);
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   await sub(a, 'presence-r', { channelData: { user_id: 'ann' } });
   await rx.waitEvents((e) => e.name === 'member_added', 1, 'member_added');
   // The refresh: the only connection goes, a new one joins at once.
   a.close();
   await waitFor(async () => (await hub.stats()).totals.sessions === 0, 'old session gone');
-  const a2 = await client(t, hub);
+  const a2 = await rawClient(t, hub, APP.key);
   await sub(a2, 'presence-r', { channelData: { user_id: 'ann' } });
   // Wait past the delay, on the hub's own count of cancelled edges.
   await waitFor(async () => {
@@ -181,8 +187,12 @@ test('the 3 s delay: a refresh sends nothing, a real leave sends exactly one', a
   a2.close();
   await rx.waitEvents((e) => e.name === 'channel_vacated', 1, 'vacated', 20000);
   assert.ok(Date.now() - left >= 2900, `sent after the delay (${Date.now() - left} ms)`);
-  await new Promise((r) => setTimeout(r, 500));
-  assert.deepStrictEqual(rx.delivered().map((e) => e.name),
+  // Nothing more for presence-r: a marker channel occupied now comes after
+  // anything the leave still caused.
+  const m = await rawClient(t, hub, APP.key);
+  await sub(m, MARK, { channelData: { user_id: 'mark' } });
+  await rx.waitEvents((e) => e.channel === MARK, 1, 'the marker');
+  assert.deepStrictEqual(beforeMarker(rx.delivered()).map((e) => e.name),
     ['channel_occupied', 'member_added', 'member_removed', 'channel_vacated']);
   assert.equal(rx.invalid, 0);
 });
@@ -190,7 +200,7 @@ test('the 3 s delay: a refresh sends nothing, a real leave sends exactly one', a
 test('SIGTERM: a vacated still in its delay is sent before the hub exits', async (t) => {
   const rx = await startReceiver(t, APP);
   const hub = await hubWith(t, [{ url: rx.url(), event_types: ['channel_occupied', 'channel_vacated'] }]);
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   await sub(a, 'bye');
   await rx.waitEvents(() => true, 1, 'occupied');
   a.close();
@@ -207,7 +217,7 @@ test('a receiver failing for 20 s then recovering gets every event exactly once 
   rx.status = 503;
   const hub = await hubWith(t, [{ url: rx.url(), event_types: ['channel_occupied'] }],
     { args: ['--webhook-backoff-max', '2s', '--webhook-delay', '0'] });
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   const started = Date.now();
   let n = 0;
   // Events keep coming while the receiver fails.
@@ -238,7 +248,7 @@ test('kill -9 with undelivered webhooks: delivered after the restart', async (t)
   rx.mode = 'status';
   const hooks = [{ url: rx.url(), event_types: ['channel_occupied'] }];
   const hub = await hubWith(t, hooks, { dir, clean: false, args: ['--webhook-backoff-max', '1s'] });
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   for (let i = 0; i < 5; i++) await sub(a, `k-${i}`);
   await waitFor(async () => (await hub.stats()).webhooks.endpoints[0].failed >= 2, 'failures');
   assert.equal(rx.delivered().length, 0);
@@ -263,7 +273,7 @@ test('a receiver that never answers is retried, then dead-lettered; replay deliv
     { url: other.url(), event_types: ['channel_occupied'] },
   ], { dir, args: ['--webhook-timeout', '500ms', '--webhook-retry-window', '3s',
     '--webhook-backoff-max', '500ms'] });
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   await sub(a, 'dead-1');
   // The hanging endpoint blocks neither the loop nor the other endpoint.
   await other.waitEvents(() => true, 1, 'the healthy endpoint');
@@ -304,7 +314,7 @@ test('https with a self-signed CA given by --webhook-ca-file; hostile answers st
     { url: rx.url(), event_types: ['channel_occupied'] },
     { url: bad.url(), event_types: ['channel_occupied'] },
   ], { args: ['--webhook-ca-file', cert, '--webhook-backoff-max', '300ms'] });
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   await sub(a, 'tls-1');
   await rx.waitEvents(() => true, 1, 'over https');
   await bad.waitEvents(() => true, 1, 'the huge-body receiver');
@@ -333,7 +343,7 @@ test('memory stays bounded: past --webhook-max-pending new batches are dropped, 
   const hub = await hubWith(t, [{ url: rx.url(), event_types: ['channel_occupied'] }],
     { app: { webhook_batching: false },
       args: ['--webhook-max-pending', '64KiB', '--max-subscriptions', '0', '--webhook-backoff-max', '5s'] });
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   for (let i = 0; i < 1500; i++) a.subscribe(`m-${i}`);
   const st = await waitFor(async () => {
     const w = (await hub.stats()).webhooks;
@@ -345,7 +355,7 @@ test('memory stays bounded: past --webhook-max-pending new batches are dropped, 
   assert.ok(st.pending_bytes <= 65536, `pending ${st.pending_bytes}`);
   assert.equal((hub.stderr.match(/reached --webhook-max-pending/g) || []).length, 1);
   // The loops never waited: the hub still answers at once.
-  const b = await client(t, hub);
+  const b = await rawClient(t, hub, APP.key);
   assert.equal((await sub(b, 'still-here')).event, 'pusher_internal:subscription_succeeded');
 });
 
@@ -355,7 +365,7 @@ test('with --redis each node sends the edges its own directory counts', async (t
   const hooks = [{ url: rx.url(), event_types: ['channel_occupied', 'member_added'] }];
   const hub = await hubWith(t, hooks, { args: ['--redis', redis.url(), '--node-id', 'wh-1'] });
   assert.doesNotMatch(hub.stderr, /reports no channel edges/);
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   await sub(a, 'presence-x', { channelData: { user_id: 'u' } });
   await rx.waitEvents(() => true, 2, 'occupied and added through the cluster directory');
   assert.deepStrictEqual(rx.delivered().map(strip), [
@@ -374,7 +384,7 @@ test('SIGHUP reload: a rotated secret signs the next webhook, an added app sends
   const dir = stateDir(t);
   const hub = await hubWith(t, [{ url: rx.url(), event_types: occ },
     { url: gone.url(), event_types: occ }], { dir, args: ['--webhook-retry-window', '10m'] });
-  const a = await client(t, hub);
+  const a = await rawClient(t, hub, APP.key);
   await sub(a, 'private-before');
   await rx.waitEvents((e) => e.channel === 'private-before', 1, 'before, kept endpoint');
   await gone.waitEvents((e) => e.channel === 'private-before', 1, 'before, removed endpoint');
@@ -406,10 +416,7 @@ test('SIGHUP reload: a rotated secret signs the next webhook, an added app sends
     [[APP.id, rx.url()], [APP2.id, rx2.url()]]);
 
   await sub(a, 'private-after', { secret: NEW.secret });
-  const b = new RawClient(hub.wsUrl(APP2.key));
-  t.after(() => b.close());
-  trackClient(hub, () => b.close());
-  await b.open();
+  const b = await rawClient(t, hub, APP2.key);
   await b.subscribed('private-other', { secret: APP2.secret, key: APP2.key });
 
   // rx checks with the old secret: the request carrying private-after is

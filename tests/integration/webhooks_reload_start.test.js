@@ -13,8 +13,8 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { waitFor } = require('./lib/hub');
-const { APP, configFile, rawClient, ownedHub } = require('./lib/clients');
+const { startHub, waitFor } = require('./lib/hub');
+const { APP, configFile, rawClient } = require('./lib/clients');
 const { startRedis, startCluster, joined } = require('./lib/cluster');
 const { startReceiver, edgeOf: strip, isEdge: is } = require('./lib/receiver');
 
@@ -37,17 +37,13 @@ async function reloadAll(hubs, file, apps) {
     count(h, /webhooks: reloaded/g) > before[k][1]), 'every hub reloaded', 20000, 20);
 }
 
-function node(t, args, clean = true) {
-  return ownedHub(t, ['--loops', '2', '--drain-timeout', '1s', ...args], { clean });
-}
-
 test('one node: a reload brings the first webhook, the sender starts with its store', async (t) => {
   const dir = stateDir(t);
   const rx = await startReceiver(t, APP);
   const file = configFile(t, { apps: [APP] });
   const args = ['--config', file, '--state-dir', dir, '--webhook-delay', '200ms',
     '--webhook-backoff-max', '1s'];
-  const hub = await node(t, args, false);
+  const hub = await startHub(args, { t, loops: 2, clean: false });
   assert.match(hub.stderr, /webhooks: none configured; --state-dir is used once a reload brings some/);
   assert.ok(!(await hub.stats()).webhooks, 'no sender before the reload');
 
@@ -73,7 +69,7 @@ test('one node: a reload brings the first webhook, the sender starts with its st
     30000, 50);
   await hub.stop('SIGKILL');
   rx.mode = 'ok';
-  const hub2 = await node(t, args);
+  const hub2 = await startHub(args, { t, loops: 2 });
   await rx.waitEvents(is('channel_occupied', 'kept'), 1, 'kept occupied after the restart', 30000);
   await waitFor(async () => (await hub2.stats()).webhooks.endpoints[0].queue_depth === 0, 'drained',
     30000, 50);

@@ -83,7 +83,7 @@ static void test_apptab_lookup_many(void **state)
     free(keys);
 }
 
-static void test_app_copy_path(void **state)
+static void test_apptab_app_copy_path(void **state)
 {
     struct hub_app *a = mk("1", "k", "s"), *b;
 
@@ -418,7 +418,7 @@ static void test_apptab_reload_threads(void **state)
 
 /* The cluster-wide max_connections check (hub/app/apptab.h): this node's
  * sessions before the new one plus the other nodes' replica. */
-static void test_quota_counts_other_nodes(void **state)
+static void test_apptab_quota_counts_other_nodes(void **state)
 {
     (void)state;
     /* No quota: never full, whatever the counts. */
@@ -442,8 +442,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apptab_lookup_many),
-        cmocka_unit_test(test_quota_counts_other_nodes),
-        cmocka_unit_test(test_app_copy_path),
+        cmocka_unit_test(test_apptab_quota_counts_other_nodes),
+        cmocka_unit_test(test_apptab_app_copy_path),
         cmocka_unit_test(test_apptab_indices_and_diff),
         cmocka_unit_test(test_apptab_publish_moves_and_closes),
         cmocka_unit_test(test_apptab_publish_then_destroy),

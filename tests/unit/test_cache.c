@@ -297,7 +297,7 @@ static void test_cache_channel_first_event(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_subcount_coalesced(void **state)
+static void test_cache_subcount_coalesced(void **state)
 {
     struct fake_hub fh;
     static struct fake_session s[20];
@@ -390,7 +390,7 @@ static void test_cache_published_out_of_memory(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_subcount_frame(void **state)
+static void test_cache_subcount_frame(void **state)
 {
     struct hub_frame *f = hub_subcount_frame("room", 42);
     char text[128];
@@ -406,7 +406,7 @@ static void test_subcount_frame(void **state)
     hub_frame_unref(f);
 }
 
-static void test_subcount_out_of_memory(void **state)
+static void test_cache_subcount_out_of_memory(void **state)
 {
     (void)state;
     FAIL_ALLOC_COUNTDOWN(
@@ -437,10 +437,10 @@ int main(void)
         cmocka_unit_test(test_cache_cap_evicts_oldest_and_refuses_oversize),
         cmocka_unit_test(test_cache_out_of_memory),
         cmocka_unit_test(test_cache_channel_first_event),
-        cmocka_unit_test(test_subcount_coalesced),
+        cmocka_unit_test(test_cache_subcount_coalesced),
         cmocka_unit_test(test_cache_published_out_of_memory),
-        cmocka_unit_test(test_subcount_frame),
-        cmocka_unit_test(test_subcount_out_of_memory),
+        cmocka_unit_test(test_cache_subcount_frame),
+        cmocka_unit_test(test_cache_subcount_out_of_memory),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,7 +37,7 @@ static struct hub_envelope sample(void)
     };
 }
 
-static void test_envelope_round_trip(void **state)
+static void test_cluster_envelope_round_trip(void **state)
 {
     struct hub_envelope e = sample(), d;
     unsigned char buf[512];
@@ -62,7 +62,7 @@ static void test_envelope_round_trip(void **state)
     assert_int_equal(hub_envelope_encode(&e, buf, n - 1), 0);
 }
 
-static void test_envelope_refuses_out_of_bounds_input(void **state)
+static void test_cluster_envelope_refuses_out_of_bounds_input(void **state)
 {
     struct hub_envelope e = sample();
     unsigned char buf[2048];
@@ -103,7 +103,7 @@ static int decode_copy(const unsigned char *p, size_t n)
     return rc;
 }
 
-static void test_envelope_hostile_bytes(void **state)
+static void test_cluster_envelope_hostile_bytes(void **state)
 {
     struct hub_envelope e = sample();
     unsigned char buf[512], m[512];
@@ -149,7 +149,7 @@ static void test_envelope_hostile_bytes(void **state)
 }
 
 /* Kind 4, a count notice: the event layout with no payload. */
-static void test_envelope_count_kind(void **state)
+static void test_cluster_envelope_count_kind(void **state)
 {
     struct hub_envelope e = sample(), d;
     unsigned char buf[512], m[512];
@@ -183,7 +183,7 @@ static void test_envelope_count_kind(void **state)
 }
 
 /* Kind 5, a script's event: the event layout, not numbered. */
-static void test_envelope_script_kind(void **state)
+static void test_cluster_envelope_script_kind(void **state)
 {
     struct hub_envelope e = sample(), d;
     unsigned char buf[512];
@@ -205,7 +205,7 @@ static void test_envelope_script_kind(void **state)
 }
 
 /* Kind 3, a cache event: the same layout plus its remaining life. */
-static void test_envelope_cache_kind(void **state)
+static void test_cluster_envelope_cache_kind(void **state)
 {
     struct hub_envelope e = sample(), d;
     unsigned char buf[512], m[512];
@@ -1391,12 +1391,12 @@ static void test_cluster_app_registry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_envelope_round_trip),
-        cmocka_unit_test(test_envelope_refuses_out_of_bounds_input),
-        cmocka_unit_test(test_envelope_hostile_bytes),
-        cmocka_unit_test(test_envelope_cache_kind),
-        cmocka_unit_test(test_envelope_count_kind),
-        cmocka_unit_test(test_envelope_script_kind),
+        cmocka_unit_test(test_cluster_envelope_round_trip),
+        cmocka_unit_test(test_cluster_envelope_refuses_out_of_bounds_input),
+        cmocka_unit_test(test_cluster_envelope_hostile_bytes),
+        cmocka_unit_test(test_cluster_envelope_cache_kind),
+        cmocka_unit_test(test_cluster_envelope_count_kind),
+        cmocka_unit_test(test_cluster_envelope_script_kind),
         cmocka_unit_test(test_cluster_subscribes_on_first_and_last),
         cmocka_unit_test(test_cluster_receive_rules),
         cmocka_unit_test(test_cluster_encode_carries_the_frame),

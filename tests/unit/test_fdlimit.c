@@ -19,7 +19,7 @@ static uint64_t pick(uint64_t want, uint32_t conns, uint64_t hard,
     return srv_fd_limit_pick(want, conns, hard, why);
 }
 
-static void test_flag(void **state)
+static void test_fdlimit_flag(void **state)
 {
     enum srv_fd_limit_why why;
 
@@ -38,7 +38,7 @@ static void test_flag(void **state)
     assert_int_equal(why, SRV_FDL_FLAG);
 }
 
-static void test_connections(void **state)
+static void test_fdlimit_connections(void **state)
 {
     enum srv_fd_limit_why why;
 
@@ -61,7 +61,7 @@ static void test_connections(void **state)
     assert_int_equal(why, SRV_FDL_CONNECTIONS);
 }
 
-static void test_auto(void **state)
+static void test_fdlimit_auto(void **state)
 {
     enum srv_fd_limit_why why;
 
@@ -77,7 +77,7 @@ static void test_auto(void **state)
     assert_int_equal(why, SRV_FDL_CAPPED);
 }
 
-static void test_lws_ceiling(void **state)
+static void test_fdlimit_lws_ceiling(void **state)
 {
     enum srv_fd_limit_why why;
 
@@ -97,10 +97,10 @@ static void test_lws_ceiling(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_flag),
-        cmocka_unit_test(test_connections),
-        cmocka_unit_test(test_auto),
-        cmocka_unit_test(test_lws_ceiling),
+        cmocka_unit_test(test_fdlimit_flag),
+        cmocka_unit_test(test_fdlimit_connections),
+        cmocka_unit_test(test_fdlimit_auto),
+        cmocka_unit_test(test_fdlimit_lws_ceiling),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

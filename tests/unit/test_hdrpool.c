@@ -35,7 +35,7 @@ static int setup(void **state)
     return 0;
 }
 
-static void test_lend_and_return(void **state)
+static void test_hdrpool_lend_and_return(void **state)
 {
     struct srv_hdrpool_stats st;
     void *p[SLOTS], *extra;
@@ -70,7 +70,7 @@ static void test_lend_and_return(void **state)
     assert_int_equal(st.free, SLOTS);
 }
 
-static void test_release_keeps_the_newest(void **state)
+static void test_hdrpool_release_keeps_the_newest(void **state)
 {
     struct srv_hdrpool_stats st;
     void *p[SLOTS];
@@ -106,7 +106,7 @@ static void test_release_keeps_the_newest(void **state)
     assert_int_equal(st.free, SLOTS);
 }
 
-static void test_lws_contract(void **state)
+static void test_hdrpool_lws_contract(void **state)
 {
     unsigned char *h, *s, *g;
 
@@ -140,7 +140,7 @@ static void test_lws_contract(void **state)
 
 /* lws's header table, by its name, from the second pool; the same size
  * under another name from the heap. */
-static void test_header_tables(void **state)
+static void test_hdrpool_header_tables(void **state)
 {
     struct srv_hdrpool_stats st;
     unsigned char *t, *u, *g;
@@ -200,7 +200,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void test_threads(void **state)
+static void test_hdrpool_threads(void **state)
 {
     pthread_t t[3];
     struct srv_hdrpool_stats st;
@@ -220,11 +220,11 @@ static void test_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lend_and_return),
-        cmocka_unit_test(test_release_keeps_the_newest),
-        cmocka_unit_test(test_lws_contract),
-        cmocka_unit_test(test_header_tables),
-        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_hdrpool_lend_and_return),
+        cmocka_unit_test(test_hdrpool_release_keeps_the_newest),
+        cmocka_unit_test(test_hdrpool_lws_contract),
+        cmocka_unit_test(test_hdrpool_header_tables),
+        cmocka_unit_test(test_hdrpool_threads),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);

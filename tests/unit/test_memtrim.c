@@ -14,7 +14,7 @@
 
 #include "server/base/memtrim.h"
 
-static void test_burst_then_quiet(void **state)
+static void test_memtrim_burst_then_quiet(void **state)
 {
     struct srv_memtrim t;
     uint64_t now = 5000, n = 10;
@@ -34,7 +34,7 @@ static void test_burst_then_quiet(void **state)
     assert_false(srv_memtrim_due(&t, n, now + 10 * SRV_MEMTRIM_QUIET_MS));
 }
 
-static void test_trickle(void **state)
+static void test_memtrim_trickle(void **state)
 {
     struct srv_memtrim t;
     uint64_t now = 0, n = 0;
@@ -52,7 +52,7 @@ static void test_trickle(void **state)
     assert_true(srv_memtrim_due(&t, n, now + SRV_MEMTRIM_QUIET_MS));
 }
 
-static void test_start_counts_nothing_before(void **state)
+static void test_memtrim_start_counts_nothing_before(void **state)
 {
     struct srv_memtrim t;
 
@@ -62,7 +62,7 @@ static void test_start_counts_nothing_before(void **state)
     assert_false(srv_memtrim_due(&t, 100000, 60000));
 }
 
-static void test_run(void **state)
+static void test_memtrim_run(void **state)
 {
     void *p[64];
 
@@ -79,10 +79,10 @@ static void test_run(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_burst_then_quiet),
-        cmocka_unit_test(test_trickle),
-        cmocka_unit_test(test_start_counts_nothing_before),
-        cmocka_unit_test(test_run),
+        cmocka_unit_test(test_memtrim_burst_then_quiet),
+        cmocka_unit_test(test_memtrim_trickle),
+        cmocka_unit_test(test_memtrim_start_counts_nothing_before),
+        cmocka_unit_test(test_memtrim_run),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -128,7 +128,7 @@ static void visit_user(void *ctx, unsigned app, const char *id,
     rec(s, b);
 }
 
-static void test_shared(void **state)
+static void test_online_shared(void **state)
 {
     struct hub_online *o = hub_online_create();
     static const char *const wl[] = { "x", "y" };
@@ -176,7 +176,7 @@ static void test_shared(void **state)
     hub_online_destroy(o);
 }
 
-static void test_edges(void **state)
+static void test_online_edges(void **state)
 {
     struct hub_online *o = hub_online_create();
     static const char *const wl[] = { "x", "y", "nobody" };
@@ -217,7 +217,7 @@ static void test_edges(void **state)
     hub_online_destroy(o);
 }
 
-static void test_replace_and_keep(void **state)
+static void test_online_replace_and_keep(void **state)
 {
     struct hub_online *o = hub_online_create();
     static const char *const a[] = { "x", "w" }; /* its own id: skipped */
@@ -251,7 +251,7 @@ static void test_replace_and_keep(void **state)
     hub_online_destroy(o);
 }
 
-static void test_max_watchers(void **state)
+static void test_online_max_watchers(void **state)
 {
     struct hub_online *o = hub_online_create();
     static const char *const wl[] = { "p", "x" };
@@ -284,7 +284,7 @@ static void test_max_watchers(void **state)
 }
 
 /* Every allocation of a signin with a watchlist fails in turn. */
-static void test_nomem(void **state)
+static void test_online_nomem(void **state)
 {
     static const char *const wl[] = { "x", "y", "z", "v", "u" };
     long base = fail_alloc_live();
@@ -379,7 +379,7 @@ static void *race(void *arg)
     return NULL;
 }
 
-static void test_two_threads(void **state)
+static void test_online_two_threads(void **state)
 {
     static const char *const wl[] = { "x" };
     struct racer r = { hub_online_create(), 0, 0 };
@@ -403,12 +403,12 @@ static void test_two_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_edges),
-        cmocka_unit_test(test_shared),
-        cmocka_unit_test(test_replace_and_keep),
-        cmocka_unit_test(test_max_watchers),
-        cmocka_unit_test(test_nomem),
-        cmocka_unit_test(test_two_threads),
+        cmocka_unit_test(test_online_edges),
+        cmocka_unit_test(test_online_shared),
+        cmocka_unit_test(test_online_replace_and_keep),
+        cmocka_unit_test(test_online_max_watchers),
+        cmocka_unit_test(test_online_nomem),
+        cmocka_unit_test(test_online_two_threads),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

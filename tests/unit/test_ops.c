@@ -19,7 +19,7 @@ static bool eq(const char *given, const char *want)
     return srv_ops_token_equal(given, strlen(given), want);
 }
 
-static void test_token_equal(void **state)
+static void test_ops_token_equal(void **state)
 {
     const char *want = "admin-token-0123456789";
 
@@ -38,7 +38,7 @@ static void test_token_equal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_token_equal),
+        cmocka_unit_test(test_ops_token_equal),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,8 +4,9 @@
  * frame; a terminate order is its own node and reaches every loop; a
  * recording backplane installed with hub_create_with() sees the directory
  * and bus calls of a subscribe, a client event, a REST publish and a
- * terminate; and a seeded random run over the (app, name) table checks
- * its invariants after every operation.
+ * terminate; a seeded random run over the (app, name) table checks
+ * its invariants after every operation; and the socket_id exclusion
+ * parser (hub_excl_parse).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -397,6 +398,25 @@ static void test_publish_chantab_random_against_model(void **state)
     hub_chantab_fini(&t);
 }
 
+static void test_publish_excl_parse(void **state)
+{
+    struct hub_excl ex;
+
+    (void)state;
+    assert_int_equal(hub_excl_parse(&ex, "123.456"), 0);
+    assert_true(ex.set);
+    assert_true(ex.hi == 123 && ex.lo == 456);
+    assert_int_equal(hub_excl_parse(&ex, "1.4294967295"), 0);
+    assert_int_equal(hub_excl_parse(&ex, "1.4294967296"), -EINVAL);
+    assert_false(ex.set);
+    assert_int_equal(hub_excl_parse(&ex, "1."), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, ".1"), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, "1.2.3"), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, "-1.2"), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, "1.2 "), -EINVAL);
+    assert_int_equal(hub_excl_parse(&ex, NULL), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_publish_terminate_reaches_every_loop),
         cmocka_unit_test(test_publish_recording_backplane_sees_calls),
         cmocka_unit_test(test_publish_chantab_random_against_model),
+        cmocka_unit_test(test_publish_excl_parse),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,13 +142,13 @@ static void terminate_countdown(bool from_loop)
     assert_true(refused >= 1);
 }
 
-static void test_terminate_nomem_from_a_loop(void **state)
+static void test_publish_nomem_terminate_from_a_loop(void **state)
 {
     (void)state;
     terminate_countdown(true);
 }
 
-static void test_terminate_nomem_from_outside(void **state)
+static void test_publish_nomem_terminate_from_outside(void **state)
 {
     (void)state;
     terminate_countdown(false);
@@ -161,8 +161,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_publish_nomem_from_a_loop),
         T(test_publish_nomem_from_outside),
-        T(test_terminate_nomem_from_a_loop),
-        T(test_terminate_nomem_from_outside),
+        T(test_publish_nomem_terminate_from_a_loop),
+        T(test_publish_nomem_terminate_from_outside),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,8 +3,8 @@
  * (fake_hub.h): publication with exclusion within and across loops,
  * presence member events, client events, the per-app connection quota,
  * sign-in and terminate, the queue budget and the subscription cap.
- * The test_channel_* cases moved from test_channel.c as they were (names
- * included); the test_pusher_* cases walk each step of a subscribe.
+ * The cases that once lived in test_channel.c come first; the
+ * test_pusher_subscribe_* cases walk each step of a subscribe.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,7 +26,7 @@ static struct hub_frame *text_frame(const char *text)
     return hub_frame_create_text(text, strlen(text));
 }
 
-static void test_channel_publish_excludes_socket_across_loops(void **state)
+static void test_pusher_publish_excludes_socket_across_loops(void **state)
 {
     struct fake_hub fh;
     struct fake_session a, b, c;
@@ -82,7 +82,7 @@ static void test_channel_publish_excludes_socket_across_loops(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_publish_to_stopping_hub_is_dropped(void **state)
+static void test_pusher_publish_to_stopping_hub_is_dropped(void **state)
 {
     struct fake_hub fh;
     struct fake_session a;
@@ -104,7 +104,7 @@ static void test_channel_publish_to_stopping_hub_is_dropped(void **state)
 
 /* Presence through the Pusher handlers: member events per user. */
 
-static void test_channel_presence_member_events_per_user(void **state)
+static void test_pusher_presence_member_events_per_user(void **state)
 {
     struct fake_hub fh;
     struct fake_session w, u1, u2;
@@ -154,7 +154,7 @@ static void test_channel_presence_member_events_per_user(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_presence_stale_member_events_skipped(void **state)
+static void test_pusher_presence_stale_member_events_skipped(void **state)
 {
     struct fake_hub fh;
     struct fake_session w, v, x, y;
@@ -194,7 +194,7 @@ static void test_channel_presence_stale_member_events_skipped(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_client_event_not_echoed_user_id_added(void **state)
+static void test_pusher_client_event_not_echoed_user_id_added(void **state)
 {
     struct fake_hub fh;
     struct fake_session a, b;
@@ -229,7 +229,7 @@ static void test_channel_client_event_not_echoed_user_id_added(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_client_event_rate_limit(void **state)
+static void test_pusher_client_event_rate_limit(void **state)
 {
     struct fake_hub fh;
     struct fake_session a, b;
@@ -270,7 +270,7 @@ static void test_channel_client_event_rate_limit(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_app_max_connections_4004(void **state)
+static void test_pusher_app_max_connections_4004(void **state)
 {
     struct fake_hub fh;
     struct fake_session s[4];
@@ -305,7 +305,7 @@ static void test_channel_app_max_connections_4004(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_signin_user_channel_and_terminate(void **state)
+static void test_pusher_signin_user_channel_and_terminate(void **state)
 {
     struct fake_hub fh;
     struct fake_session a, b, c, x;
@@ -406,7 +406,7 @@ static uint64_t hub_queued(const struct fake_hub *fh)
     return sum;
 }
 
-static void test_channel_queue_budget_closes_furthest_behind(void **state)
+static void test_pusher_queue_budget_closes_furthest_behind(void **state)
 {
     struct fake_hub fh;
     struct fake_session a, b, h;
@@ -483,7 +483,7 @@ static void test_channel_queue_budget_closes_furthest_behind(void **state)
  * walk added the references after it, so the eviction freed the frame
  * while the walk and (across loops) other loops still used it.
  */
-static void test_channel_queue_budget_evicts_earlier_recipient(void **state)
+static void test_pusher_queue_budget_evicts_earlier_recipient(void **state)
 {
     struct fake_hub fh;
     struct fake_session e, w;
@@ -530,7 +530,7 @@ static void test_channel_queue_budget_evicts_earlier_recipient(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_queue_budget_across_loops(void **state)
+static void test_pusher_queue_budget_across_loops(void **state)
 {
     struct fake_hub fh;
     struct fake_session far, h;
@@ -573,7 +573,7 @@ static void test_channel_queue_budget_across_loops(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_channel_max_subscriptions_refused(void **state)
+static void test_pusher_max_subscriptions_refused(void **state)
 {
     struct fake_hub fh;
     struct fake_session a;
@@ -784,18 +784,18 @@ static void test_pusher_subscribe_again(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_channel_publish_excludes_socket_across_loops),
-        cmocka_unit_test(test_channel_publish_to_stopping_hub_is_dropped),
-        cmocka_unit_test(test_channel_presence_member_events_per_user),
-        cmocka_unit_test(test_channel_presence_stale_member_events_skipped),
-        cmocka_unit_test(test_channel_client_event_not_echoed_user_id_added),
-        cmocka_unit_test(test_channel_client_event_rate_limit),
-        cmocka_unit_test(test_channel_app_max_connections_4004),
-        cmocka_unit_test(test_channel_signin_user_channel_and_terminate),
-        cmocka_unit_test(test_channel_queue_budget_closes_furthest_behind),
-        cmocka_unit_test(test_channel_queue_budget_evicts_earlier_recipient),
-        cmocka_unit_test(test_channel_queue_budget_across_loops),
-        cmocka_unit_test(test_channel_max_subscriptions_refused),
+        cmocka_unit_test(test_pusher_publish_excludes_socket_across_loops),
+        cmocka_unit_test(test_pusher_publish_to_stopping_hub_is_dropped),
+        cmocka_unit_test(test_pusher_presence_member_events_per_user),
+        cmocka_unit_test(test_pusher_presence_stale_member_events_skipped),
+        cmocka_unit_test(test_pusher_client_event_not_echoed_user_id_added),
+        cmocka_unit_test(test_pusher_client_event_rate_limit),
+        cmocka_unit_test(test_pusher_app_max_connections_4004),
+        cmocka_unit_test(test_pusher_signin_user_channel_and_terminate),
+        cmocka_unit_test(test_pusher_queue_budget_closes_furthest_behind),
+        cmocka_unit_test(test_pusher_queue_budget_evicts_earlier_recipient),
+        cmocka_unit_test(test_pusher_queue_budget_across_loops),
+        cmocka_unit_test(test_pusher_max_subscriptions_refused),
         cmocka_unit_test(test_pusher_subscribe_refusals),
         cmocka_unit_test(test_pusher_subscribe_again),
     };

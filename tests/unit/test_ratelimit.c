@@ -17,7 +17,7 @@
 
 #include "hub/base/ratelimit.h"
 
-static void test_bucket_refill_and_retry(void **state)
+static void test_ratelimit_bucket_refill_and_retry(void **state)
 {
     struct hub_bucket b;
     uint32_t ra = 0;
@@ -43,7 +43,7 @@ static void test_bucket_refill_and_retry(void **state)
     hub_bucket_fini(&b);
 }
 
-static void test_bucket_batch_and_debt(void **state)
+static void test_ratelimit_bucket_batch_and_debt(void **state)
 {
     struct hub_bucket b;
     uint32_t ra = 0;
@@ -91,7 +91,7 @@ static void *take_main(void *arg)
     return NULL;
 }
 
-static void test_bucket_threads(void **state)
+static void test_ratelimit_bucket_threads(void **state)
 {
     struct hub_bucket b;
     struct taker t[THREADS];
@@ -115,9 +115,9 @@ static void test_bucket_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bucket_refill_and_retry),
-        cmocka_unit_test(test_bucket_batch_and_debt),
-        cmocka_unit_test(test_bucket_threads),
+        cmocka_unit_test(test_ratelimit_bucket_refill_and_retry),
+        cmocka_unit_test(test_ratelimit_bucket_batch_and_debt),
+        cmocka_unit_test(test_ratelimit_bucket_threads),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,7 @@
 
 #include "server/config/redis_url.h"
 
-static void test_url_forms(void **state)
+static void test_redis_url_forms(void **state)
 {
     struct srv_redis_url u;
     char err[200];
@@ -67,7 +67,7 @@ static void refused(const char *url, const char *why)
     assert_null(strchr(err, '\n'));
 }
 
-static void test_url_refusals(void **state)
+static void test_redis_url_refusals(void **state)
 {
     char big[600];
 
@@ -144,8 +144,8 @@ static void test_redis_url_keeps_lubdub_rules_over_curl(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_url_forms),
-        cmocka_unit_test(test_url_refusals),
+        cmocka_unit_test(test_redis_url_forms),
+        cmocka_unit_test(test_redis_url_refusals),
         cmocka_unit_test(test_redis_url_keeps_lubdub_rules_over_curl),
     };
 

@@ -55,7 +55,7 @@ static void assert_all_back(void)
     assert_int_equal(st.owed, 0);
 }
 
-static void test_only_receive_buffers(void **state)
+static void test_rxpool_only_receive_buffers(void **state)
 {
     struct srv_rxpool_stats st;
     void *a, *b, *c;
@@ -84,7 +84,7 @@ static void test_only_receive_buffers(void **state)
     assert_all_back();
 }
 
-static void test_release_then_lend_again(void **state)
+static void test_rxpool_release_then_lend_again(void **state)
 {
     struct srv_rxpool_stats st;
     void *a, *b, *c;
@@ -125,7 +125,7 @@ static void test_release_then_lend_again(void **state)
     assert_all_back();
 }
 
-static void test_full_pool_falls_back(void **state)
+static void test_rxpool_full_pool_falls_back(void **state)
 {
     struct srv_rxpool_stats st;
     void *p[SLOTS + 1];
@@ -147,7 +147,7 @@ static void test_full_pool_falls_back(void **state)
     assert_all_back();
 }
 
-static void test_grow_leaves_the_pool(void **state)
+static void test_rxpool_grow_leaves_the_pool(void **state)
 {
     unsigned char *a, *g;
 
@@ -178,7 +178,7 @@ struct holder {
     bool released;
 };
 
-static void test_model_random_order(void **state)
+static void test_rxpool_model_random_order(void **state)
 {
     enum { HOLDERS = 64, STEPS = 200000 };
     struct holder h[HOLDERS];
@@ -260,7 +260,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void test_threads(void **state)
+static void test_rxpool_threads(void **state)
 {
     pthread_t t[3];
     void *held[3];
@@ -278,12 +278,12 @@ static void test_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_only_receive_buffers),
-        cmocka_unit_test(test_release_then_lend_again),
-        cmocka_unit_test(test_full_pool_falls_back),
-        cmocka_unit_test(test_grow_leaves_the_pool),
-        cmocka_unit_test(test_model_random_order),
-        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_rxpool_only_receive_buffers),
+        cmocka_unit_test(test_rxpool_release_then_lend_again),
+        cmocka_unit_test(test_rxpool_full_pool_falls_back),
+        cmocka_unit_test(test_rxpool_grow_leaves_the_pool),
+        cmocka_unit_test(test_rxpool_model_random_order),
+        cmocka_unit_test(test_rxpool_threads),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -194,7 +194,7 @@ static void test_secret_set_copy_unset(void **state)
 
 /* The live secrets from a configuration: the Redis password from the
  * file wins over the URL's; without it the URL's; without both none. */
-static void test_secrets_from_config(void **state)
+static void test_secret_from_config(void **state)
 {
     struct srv_config cfg;
     struct srv_secrets s;
@@ -294,7 +294,7 @@ int main(void)
         T(test_secret_file_drops_one_newline),
         T(test_secret_file_refusals_name_the_file),
         cmocka_unit_test(test_secret_set_copy_unset),
-        cmocka_unit_test(test_secrets_from_config),
+        cmocka_unit_test(test_secret_from_config),
         cmocka_unit_test(test_secret_readers_while_replaced),
     };
 

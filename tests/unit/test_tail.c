@@ -40,7 +40,7 @@ static bool match(const struct hub_tail_filter *f, unsigned app,
     return hub_tail_filter_match(f, app, kind, name, name ? strlen(name) : 0);
 }
 
-static void test_filter_exact_prefix_kinds(void **state)
+static void test_tail_filter_exact_prefix_kinds(void **state)
 {
     struct hub_tail_filter exact = filter(0, HUB_TAIL_EVENTS, "news", false);
     struct hub_tail_filter pre = filter(0, HUB_TAIL_EVENTS, "news-", true);
@@ -68,7 +68,7 @@ static void test_filter_exact_prefix_kinds(void **state)
     assert_true(hub_tail_filter_match(&exact, 0, HUB_TAIL_EVENTS, "newsXX", 4));
 }
 
-static void test_rate_window(void **state)
+static void test_tail_rate_window(void **state)
 {
     struct hub_tail_rate r = { .cap = 3 };
     unsigned ok = 0;
@@ -111,7 +111,7 @@ static void publish(struct fake_hub *fh, unsigned from, const char *ch,
     hub_frame_unref(f);
 }
 
-static void test_watch_across_loops_queue_and_drops(void **state)
+static void test_tail_watch_across_loops_queue_and_drops(void **state)
 {
     struct fake_hub fh;
     struct hub_tail_filter f = filter(0, HUB_TAIL_EVENTS, "room", false);
@@ -175,7 +175,7 @@ static void test_watch_across_loops_queue_and_drops(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_watcher_cap(void **state)
+static void test_tail_watcher_cap(void **state)
 {
     struct fake_hub fh;
     struct hub_tail_filter f = filter(0, HUB_TAIL_EVENTS, "", true);
@@ -198,7 +198,7 @@ static void test_watcher_cap(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_oversize_message_is_cut(void **state)
+static void test_tail_oversize_message_is_cut(void **state)
 {
     struct fake_hub fh;
     struct hub_tail_filter f = filter(0, HUB_TAIL_EVENTS, "big", false);
@@ -228,7 +228,7 @@ static void test_oversize_message_is_cut(void **state)
     fake_hub_stop(&fh);
 }
 
-static void test_connection_lines(void **state)
+static void test_tail_connection_lines(void **state)
 {
     struct fake_hub fh;
     struct hub_tail_filter f = filter(0, HUB_TAIL_CONNECTIONS, "", true);
@@ -266,12 +266,12 @@ static void test_connection_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_filter_exact_prefix_kinds),
-        cmocka_unit_test(test_rate_window),
-        cmocka_unit_test(test_watch_across_loops_queue_and_drops),
-        cmocka_unit_test(test_oversize_message_is_cut),
-        cmocka_unit_test(test_watcher_cap),
-        cmocka_unit_test(test_connection_lines),
+        cmocka_unit_test(test_tail_filter_exact_prefix_kinds),
+        cmocka_unit_test(test_tail_rate_window),
+        cmocka_unit_test(test_tail_watch_across_loops_queue_and_drops),
+        cmocka_unit_test(test_tail_oversize_message_is_cut),
+        cmocka_unit_test(test_tail_watcher_cap),
+        cmocka_unit_test(test_tail_connection_lines),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

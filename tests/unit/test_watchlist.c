@@ -39,7 +39,7 @@ static uint64_t stat_sum(struct fake_hub *fh, size_t off)
 
 #define STAT(fh, field) stat_sum((fh), offsetof(struct hub_loop_stats, field))
 
-static void test_signin_deadline(void **state)
+static void test_watchlist_signin_deadline(void **state)
 {
     struct fake_hub fh;
     struct fake_session a, b, c, d, e;
@@ -101,7 +101,7 @@ static void test_signin_deadline(void **state)
 }
 
 /* With idle_timeout on, the entry keeps the earlier of both deadlines. */
-static void test_signin_deadline_with_idle(void **state)
+static void test_watchlist_signin_deadline_with_idle(void **state)
 {
     struct fake_hub fh;
     struct fake_session a;
@@ -160,7 +160,7 @@ static void world_stop(struct world *w)
     fake_hub_stop(&w->fh);
 }
 
-static void test_watcher_signin_nomem(void **state)
+static void test_watchlist_watcher_signin_nomem(void **state)
 {
     struct world w;
     long live = fail_alloc_live(), clean = 0, refused = 0, dropped = 0;
@@ -234,7 +234,7 @@ static void test_watcher_signin_nomem(void **state)
 
 /* x's session ends, every allocation of its fini failing in turn: w hears
  * offline, or the loss is counted; x is offline either way. */
-static void test_watched_fini_nomem(void **state)
+static void test_watchlist_watched_fini_nomem(void **state)
 {
     struct world w;
     long live = fail_alloc_live(), heard = 0, lost = 0;
@@ -296,10 +296,10 @@ static void test_watchlist_events_off(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_signin_deadline),
-        cmocka_unit_test(test_signin_deadline_with_idle),
-        cmocka_unit_test(test_watcher_signin_nomem),
-        cmocka_unit_test(test_watched_fini_nomem),
+        cmocka_unit_test(test_watchlist_signin_deadline),
+        cmocka_unit_test(test_watchlist_signin_deadline_with_idle),
+        cmocka_unit_test(test_watchlist_watcher_signin_nomem),
+        cmocka_unit_test(test_watchlist_watched_fini_nomem),
         cmocka_unit_test(test_watchlist_events_off),
     };
 

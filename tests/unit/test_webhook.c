@@ -37,7 +37,7 @@ static struct hub_wh_conf conf(unsigned types, const char *pre,
     return w;
 }
 
-static void test_type_names(void **state)
+static void test_webhook_type_names(void **state)
 {
     (void)state;
     for (unsigned i = 0; i < HUB_WH_N_TYPES; i++)
@@ -47,7 +47,7 @@ static void test_type_names(void **state)
     assert_null(hub_wh_type_name(HUB_WH_N_TYPES));
 }
 
-static void test_filter_matching(void **state)
+static void test_webhook_filter_matching(void **state)
 {
     struct hub_wh_conf any = conf(HUB_WH_ALL_TYPES, NULL, NULL);
     struct hub_wh_conf pre =
@@ -72,7 +72,7 @@ static void test_filter_matching(void **state)
     assert_false(hub_wh_matches(&both, HUB_WH_CACHE_MISS, "z"));
 }
 
-static void test_encode(void **state)
+static void test_webhook_encode(void **state)
 {
     struct hub_wh_event *e[3];
     uint64_t seqs[3] = { 7, 8, 9 };
@@ -125,7 +125,7 @@ static void test_encode(void **state)
 /* The direct encoder writes what jansson writes, for every ASCII byte in
  * every string field; a non-ASCII string goes through jansson (and comes
  * out the same). */
-static void test_encode_matches_jansson(void **state)
+static void test_webhook_encode_matches_jansson(void **state)
 {
     char all[128], uid[40], sid[8];
     const char *datas[] = { all, "", "{\"a\":\"b\\\\c\"}", "caf\xc3\xa9 \xe2\x82\xac" };
@@ -177,7 +177,7 @@ static void test_encode_matches_jansson(void **state)
     }
 }
 
-static void test_backoff_schedule(void **state)
+static void test_webhook_backoff_schedule(void **state)
 {
     (void)state;
     /* Exponential from base, capped, jittered into [d/2, d]. */
@@ -201,7 +201,7 @@ static void test_backoff_schedule(void **state)
     assert_true(hub_wh_backoff_ms(1, 0, 10, 0) <= 1);
 }
 
-static void test_queue_bounded(void **state)
+static void test_webhook_queue_bounded(void **state)
 {
     struct hub_app app = { 0 };
     struct hub_wh_queue q;
@@ -266,7 +266,7 @@ static void record(void *ctx, const struct hub_dir_edge *e)
     seen.n++;
 }
 
-static void test_directory_edges(void **state)
+static void test_webhook_directory_edges(void **state)
 {
     struct hub_directory *d = hub_directory_create();
     struct hub_presence_join j = { .user_id = "u1" };
@@ -359,7 +359,7 @@ static struct hub_wh_event *ev(unsigned type, const char *ch,
     return hub_wh_event_new(0, type, ch, strlen(ch), uid, NULL, NULL, NULL);
 }
 
-static void test_engine_delay_and_cancel(void **state)
+static void test_webhook_engine_delay_and_cancel(void **state)
 {
     struct hub_wh_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
     struct hub_app app = { 0 };
@@ -456,7 +456,7 @@ static void test_engine_delay_and_cancel(void **state)
     out_reset();
 }
 
-static void test_engine_batching_and_filters(void **state)
+static void test_webhook_engine_batching_and_filters(void **state)
 {
     struct hub_wh_conf w[2] = {
         conf(HUB_WH_BIT(HUB_WH_CHANNEL_OCCUPIED), NULL, NULL),
@@ -535,7 +535,7 @@ static void free_events(struct hub_wh_event *l)
 
 /* The sender is woken per empty queue by default, per batch's worth while
  * it has a batch open (hub_wh_queue_set_room), and learns what was queued. */
-static void test_queue_wakes(void **state)
+static void test_webhook_queue_wakes(void **state)
 {
     struct hub_app app = { 0 };
     struct hub_wh_queue q;
@@ -569,7 +569,7 @@ static void test_queue_wakes(void **state)
 
 /* hub_wh_engine_room: 0 with no batch open or an app without batching,
  * else what the fullest open batch has left. */
-static void test_engine_room(void **state)
+static void test_webhook_engine_room(void **state)
 {
     struct hub_wh_conf w = conf(HUB_WH_ALL_TYPES, NULL, NULL);
     struct hub_app apps[2] = { { 0 }, { 0 } };
@@ -663,7 +663,7 @@ static void engine_run(const struct hub_app *app)
     hub_wh_engine_destroy(e);
 }
 
-static void test_engine_nomem(void **state)
+static void test_webhook_engine_nomem(void **state)
 {
     struct hub_wh_conf w[2] = {
         conf(HUB_WH_ALL_TYPES, NULL, NULL),
@@ -689,7 +689,7 @@ static void test_engine_nomem(void **state)
  * old webhooks, a delayed edge waits on and goes out under the new ones,
  * an added app's events come through, and the loops' wanted types
  * follow (hub_wh_queue_set_wants). Fake clock. */
-static void test_engine_reload(void **state)
+static void test_webhook_engine_reload(void **state)
 {
     struct hub_wh_conf w_old = conf(HUB_WH_ALL_TYPES, "a-", NULL);
     struct hub_wh_conf w_new = conf(HUB_WH_ALL_TYPES, "b-", NULL);
@@ -760,7 +760,7 @@ static void test_engine_reload(void **state)
 
 /* Durable cluster webhooks (hub/webhook/wh_stream.h): stream entries to events,
  * group names, ids, and the body made with the entries' ids. */
-static void test_stream_entries(void **state)
+static void test_webhook_stream_entries(void **state)
 {
     const char *occ[] = { "name", "channel_occupied", "channel", "room" };
     const size_t occl[] = { 4, 16, 7, 4 };
@@ -838,20 +838,20 @@ static void test_stream_entries(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_type_names),
-        cmocka_unit_test(test_filter_matching),
-        cmocka_unit_test(test_encode),
-        cmocka_unit_test(test_encode_matches_jansson),
-        cmocka_unit_test(test_backoff_schedule),
-        cmocka_unit_test(test_queue_bounded),
-        cmocka_unit_test(test_queue_wakes),
-        cmocka_unit_test(test_engine_room),
-        cmocka_unit_test(test_directory_edges),
-        cmocka_unit_test(test_engine_delay_and_cancel),
-        cmocka_unit_test(test_engine_batching_and_filters),
-        cmocka_unit_test(test_engine_nomem),
-        cmocka_unit_test(test_engine_reload),
-        cmocka_unit_test(test_stream_entries),
+        cmocka_unit_test(test_webhook_type_names),
+        cmocka_unit_test(test_webhook_filter_matching),
+        cmocka_unit_test(test_webhook_encode),
+        cmocka_unit_test(test_webhook_encode_matches_jansson),
+        cmocka_unit_test(test_webhook_backoff_schedule),
+        cmocka_unit_test(test_webhook_queue_bounded),
+        cmocka_unit_test(test_webhook_queue_wakes),
+        cmocka_unit_test(test_webhook_engine_room),
+        cmocka_unit_test(test_webhook_directory_edges),
+        cmocka_unit_test(test_webhook_engine_delay_and_cancel),
+        cmocka_unit_test(test_webhook_engine_batching_and_filters),
+        cmocka_unit_test(test_webhook_engine_nomem),
+        cmocka_unit_test(test_webhook_engine_reload),
+        cmocka_unit_test(test_webhook_stream_entries),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,7 +32,7 @@ static int load(const char *text, struct srv_config *cfg, char *err,
 
 #define APP "\"id\":\"1\",\"key\":\"k\",\"secret\":\"s\""
 
-static void test_config_good(void **state)
+static void test_webhook_server_config_good(void **state)
 {
     struct srv_config cfg;
     char err[512];
@@ -74,7 +74,7 @@ static void test_config_good(void **state)
     srv_config_fini(&cfg);
 }
 
-static void test_config_errors(void **state)
+static void test_webhook_server_config_errors(void **state)
 {
     static const struct {
         const char *hooks, *want;
@@ -163,7 +163,7 @@ static void test_config_errors(void **state)
 
 /* Out of memory anywhere in the webhooks key: an error or the whole list,
  * never a leak. */
-static void test_config_nomem(void **state)
+static void test_webhook_server_config_nomem(void **state)
 {
     static const char text[] =
         "{\"apps\":[{" APP ",\"webhooks\":["
@@ -211,7 +211,7 @@ static void collect(void *ctx, const struct srv_wh_row *r)
     rows.n++;
 }
 
-static void test_store(void **state)
+static void test_webhook_server_store(void **state)
 {
     char dir[] = "/tmp/lubdub-store-XXXXXX", path[256], err[256];
     struct srv_wh_store *s;
@@ -297,10 +297,10 @@ static void test_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_good),
-        cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_config_nomem),
-        cmocka_unit_test(test_store),
+        cmocka_unit_test(test_webhook_server_config_good),
+        cmocka_unit_test(test_webhook_server_config_errors),
+        cmocka_unit_test(test_webhook_server_config_nomem),
+        cmocka_unit_test(test_webhook_server_store),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

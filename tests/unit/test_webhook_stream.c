@@ -719,7 +719,8 @@ static json_int_t whs_stat(struct rig *g, const char *name)
     return v;
 }
 
-static void test_take_sends_client_events_to_the_stream(void **state)
+static void test_webhook_stream_take_sends_client_events_to_the_stream(
+    void **state)
 {
     struct rig *g = *state;
     struct hub_wh_event *l, *keep;
@@ -754,7 +755,7 @@ static void test_take_sends_client_events_to_the_stream(void **state)
     }
 }
 
-static void test_stream_max_is_the_scripts_bound(void **state)
+static void test_webhook_stream_max_is_the_scripts_bound(void **state)
 {
     struct rig *g = *state;
 
@@ -768,7 +769,8 @@ static void test_stream_max_is_the_scripts_bound(void **state)
     g->cfg.webhook_stream_max = 0;
 }
 
-static void test_take_without_redis_keeps_every_event(void **state)
+static void test_webhook_stream_take_without_redis_keeps_every_event(
+    void **state)
 {
     struct rig *g = *state;
     struct hub_wh_event *keep;
@@ -791,7 +793,8 @@ static void test_take_without_redis_keeps_every_event(void **state)
     assert_int_equal(whs_stat(g, "added"), 0);
 }
 
-static void test_holder_reads_one_batch_acks_and_trims(void **state)
+static void test_webhook_stream_holder_reads_one_batch_acks_and_trims(
+    void **state)
 {
     struct rig *g = *state;
     char id[64];
@@ -828,7 +831,8 @@ static void test_holder_reads_one_batch_acks_and_trims(void **state)
     assert_int_equal(whs_stat(g, "leases_held"), 1);
 }
 
-static void test_new_holder_claims_and_resends_a_dead_ones_entries(void **state)
+static void test_webhook_stream_new_holder_claims_a_dead_ones_entries(
+    void **state)
 {
     struct rig *g = *state;
     struct group *gr;
@@ -865,7 +869,7 @@ static void test_new_holder_claims_and_resends_a_dead_ones_entries(void **state)
     assert_string_equal(g->ep.head->acks[0], "1-3");
 }
 
-static void test_another_holder_means_no_reads(void **state)
+static void test_webhook_stream_another_holder_means_no_reads(void **state)
 {
     struct rig *g = *state;
 
@@ -885,7 +889,7 @@ static void test_another_holder_means_no_reads(void **state)
     assert_int_equal(held(g), 1);
 }
 
-static void test_filtered_entries_are_acked_at_once(void **state)
+static void test_webhook_stream_filtered_entries_are_acked_at_once(void **state)
 {
     struct rig *g = *state;
 
@@ -904,7 +908,8 @@ static void test_filtered_entries_are_acked_at_once(void **state)
     g->conf.starts_with = NULL;
 }
 
-static void test_lost_lease_drops_held_batches_and_stop_releases(void **state)
+static void test_webhook_stream_lost_lease_drops_batches_stop_releases(
+    void **state)
 {
     struct rig *g = *state;
 
@@ -939,7 +944,8 @@ static void set_hooked(struct rig *g, bool on)
     g->wh.n_eps = on ? 1 : 0;
 }
 
-static void test_reload_added_app_reads_from_the_start(void **state)
+static void test_webhook_stream_reload_added_app_reads_from_the_start(
+    void **state)
 {
     struct rig *g = *state;
 
@@ -963,7 +969,8 @@ static void test_reload_added_app_reads_from_the_start(void **state)
     assert_non_null(strstr(g->ep.head->body, "\"id\":\"app-id-1-2\""));
 }
 
-static void test_added_endpoint_of_a_served_app_starts_at_new(void **state)
+static void test_webhook_stream_added_endpoint_of_a_served_app_starts_at_new(
+    void **state)
 {
     struct rig *g = *state;
     struct group *other;
@@ -999,7 +1006,8 @@ static void test_added_endpoint_of_a_served_app_starts_at_new(void **state)
     srv_wh_stream_ep_fini(&ep2);
 }
 
-static void test_removed_endpoint_dead_letters_and_group_goes(void **state)
+static void test_webhook_stream_removed_endpoint_dead_letters_and_group_goes(
+    void **state)
 {
     struct rig *g = *state;
     char old[HUB_WHS_GROUP_LEN];
@@ -1038,7 +1046,8 @@ static void test_removed_endpoint_dead_letters_and_group_goes(void **state)
     g->conf.url = URL;
 }
 
-static void test_removed_app_gives_up_lease_and_keys_expire(void **state)
+static void test_webhook_stream_removed_app_gives_up_lease_and_keys_expire(
+    void **state)
 {
     struct rig *g = *state;
 
@@ -1064,7 +1073,7 @@ static void test_removed_app_gives_up_lease_and_keys_expire(void **state)
     assert_false(g->redis.expiring);
 }
 
-static void test_retire_leaves_another_nodes_lease(void **state)
+static void test_webhook_stream_retire_leaves_another_nodes_lease(void **state)
 {
     struct rig *g = *state;
 
@@ -1092,19 +1101,22 @@ static void test_retire_leaves_another_nodes_lease(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        RIG_TEST(test_take_sends_client_events_to_the_stream),
-        RIG_TEST(test_take_without_redis_keeps_every_event),
-        RIG_TEST(test_stream_max_is_the_scripts_bound),
-        RIG_TEST(test_holder_reads_one_batch_acks_and_trims),
-        RIG_TEST(test_new_holder_claims_and_resends_a_dead_ones_entries),
-        RIG_TEST(test_another_holder_means_no_reads),
-        RIG_TEST(test_filtered_entries_are_acked_at_once),
-        RIG_TEST(test_lost_lease_drops_held_batches_and_stop_releases),
-        RIG_TEST(test_reload_added_app_reads_from_the_start),
-        RIG_TEST(test_added_endpoint_of_a_served_app_starts_at_new),
-        RIG_TEST(test_removed_endpoint_dead_letters_and_group_goes),
-        RIG_TEST(test_removed_app_gives_up_lease_and_keys_expire),
-        RIG_TEST(test_retire_leaves_another_nodes_lease),
+        RIG_TEST(test_webhook_stream_take_sends_client_events_to_the_stream),
+        RIG_TEST(test_webhook_stream_take_without_redis_keeps_every_event),
+        RIG_TEST(test_webhook_stream_max_is_the_scripts_bound),
+        RIG_TEST(test_webhook_stream_holder_reads_one_batch_acks_and_trims),
+        RIG_TEST(test_webhook_stream_new_holder_claims_a_dead_ones_entries),
+        RIG_TEST(test_webhook_stream_another_holder_means_no_reads),
+        RIG_TEST(test_webhook_stream_filtered_entries_are_acked_at_once),
+        RIG_TEST(test_webhook_stream_lost_lease_drops_batches_stop_releases),
+        RIG_TEST(test_webhook_stream_reload_added_app_reads_from_the_start),
+        RIG_TEST(
+            test_webhook_stream_added_endpoint_of_a_served_app_starts_at_new),
+        RIG_TEST(
+            test_webhook_stream_removed_endpoint_dead_letters_and_group_goes),
+        RIG_TEST(
+            test_webhook_stream_removed_app_gives_up_lease_and_keys_expire),
+        RIG_TEST(test_webhook_stream_retire_leaves_another_nodes_lease),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

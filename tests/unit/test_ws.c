@@ -70,7 +70,7 @@ static const struct bad_seq invalid[] = {
     B("invalid after valid text", "caf\xc3\xa9\xe9t\xe9", 6),
 };
 
-static void test_utf8_valid_boundaries(void **state)
+static void test_ws_utf8_valid_boundaries(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
@@ -84,7 +84,7 @@ static void test_utf8_valid_boundaries(void **state)
     assert_true(hub_utf8_valid("", 0));
 }
 
-static void test_utf8_invalid_rejected_at_the_bad_byte(void **state)
+static void test_ws_utf8_invalid_rejected_at_the_bad_byte(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
@@ -103,7 +103,7 @@ static void test_utf8_invalid_rejected_at_the_bad_byte(void **state)
     }
 }
 
-static void test_utf8_truncated_is_pending_not_rejected(void **state)
+static void test_ws_utf8_truncated_is_pending_not_rejected(void **state)
 {
     static const struct seq cut[] = {
         S("C3", "\xc3"), S("E2 82", "\xe2\x82"), S("E0", "\xe0"),
@@ -122,7 +122,7 @@ static void test_utf8_truncated_is_pending_not_rejected(void **state)
 }
 
 /* Every split of the valid texts, in two pieces and byte by byte. */
-static void test_utf8_split_at_every_byte(void **state)
+static void test_ws_utf8_split_at_every_byte(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
@@ -204,7 +204,7 @@ static bool ref_valid(const unsigned char *s, size_t len)
 
 /* Every sequence of one to three bytes, and four-byte ones around the
  * interesting second bytes, agree with the reference. */
-static void test_utf8_matches_reference(void **state)
+static void test_ws_utf8_matches_reference(void **state)
 {
     static const unsigned char tails[] = { 0x00, 0x41, 0x7f, 0x80, 0x8f,
                                            0x90, 0x9f, 0xa0, 0xbf, 0xc0,
@@ -238,7 +238,7 @@ static void test_utf8_matches_reference(void **state)
                 }
 }
 
-static void test_close_codes(void **state)
+static void test_ws_close_codes(void **state)
 {
     static const unsigned ok[] = { 1000, 1001, 1002, 1003, 1007, 1008, 1009,
                                    1010, 1011, 3000, 3999, 4000, 4999 };
@@ -255,7 +255,7 @@ static void test_close_codes(void **state)
             fail_msg("%u accepted", bad[i]);
 }
 
-static void test_close_payloads(void **state)
+static void test_ws_close_payloads(void **state)
 {
     (void)state;
     assert_int_equal(hub_ws_close_payload_check("", 0), 0);
@@ -276,7 +276,7 @@ static void test_close_payloads(void **state)
     assert_int_equal(hub_ws_close_payload_check("\x13\x88" "\xff", 3), 1002);
 }
 
-static void test_handshake_version(void **state)
+static void test_ws_handshake_version(void **state)
 {
     (void)state;
     assert_true(hub_ws_version_ok("13", 2));
@@ -292,7 +292,7 @@ static void test_handshake_version(void **state)
     assert_false(hub_ws_version_ok(NULL, 0));
 }
 
-static void test_handshake_key(void **state)
+static void test_ws_handshake_key(void **state)
 {
     (void)state;
     /* RFC 6455 section 1.3's sample nonce. */
@@ -309,7 +309,7 @@ static void test_handshake_key(void **state)
     assert_false(hub_ws_key_ok("not a key", 9));
 }
 
-static void test_list_token(void **state)
+static void test_ws_list_token(void **state)
 {
     (void)state;
     assert_true(hub_ws_list_has_token("Upgrade", 7, "upgrade"));
@@ -324,16 +324,16 @@ static void test_list_token(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_utf8_valid_boundaries),
-        cmocka_unit_test(test_utf8_invalid_rejected_at_the_bad_byte),
-        cmocka_unit_test(test_utf8_truncated_is_pending_not_rejected),
-        cmocka_unit_test(test_utf8_split_at_every_byte),
-        cmocka_unit_test(test_utf8_matches_reference),
-        cmocka_unit_test(test_close_codes),
-        cmocka_unit_test(test_close_payloads),
-        cmocka_unit_test(test_handshake_version),
-        cmocka_unit_test(test_handshake_key),
-        cmocka_unit_test(test_list_token),
+        cmocka_unit_test(test_ws_utf8_valid_boundaries),
+        cmocka_unit_test(test_ws_utf8_invalid_rejected_at_the_bad_byte),
+        cmocka_unit_test(test_ws_utf8_truncated_is_pending_not_rejected),
+        cmocka_unit_test(test_ws_utf8_split_at_every_byte),
+        cmocka_unit_test(test_ws_utf8_matches_reference),
+        cmocka_unit_test(test_ws_close_codes),
+        cmocka_unit_test(test_ws_close_payloads),
+        cmocka_unit_test(test_ws_handshake_version),
+        cmocka_unit_test(test_ws_handshake_key),
+        cmocka_unit_test(test_ws_list_token),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

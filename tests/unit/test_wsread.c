@@ -145,7 +145,7 @@ out:
     return rc;
 }
 
-static void test_one_frame_holds_nothing(void **state)
+static void test_wsread_one_frame_holds_nothing(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -165,7 +165,7 @@ static void test_one_frame_holds_nothing(void **state)
     srv_wsread_loop_free(L);
 }
 
-static void test_split_at_every_byte(void **state)
+static void test_wsread_split_at_every_byte(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     unsigned char payload[300], f[400];
@@ -190,7 +190,7 @@ static void test_split_at_every_byte(void **state)
     srv_wsread_loop_free(L);
 }
 
-static void test_state_only_mid_frame(void **state)
+static void test_wsread_state_only_mid_frame(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -214,7 +214,7 @@ static void test_state_only_mid_frame(void **state)
 /* Input backpressure: a pause after each message keeps the rest of the
  * read (past wslay's own 4 KiB) for resume, which hands the messages over
  * in order, one pause at a time, and then holds nothing. */
-static void test_pause_keeps_the_rest_for_resume(void **state)
+static void test_wsread_pause_keeps_the_rest_for_resume(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -259,7 +259,7 @@ static void test_pause_keeps_the_rest_for_resume(void **state)
 }
 
 /* A pause that ends the read exactly keeps nothing but the pause. */
-static void test_pause_at_the_end_holds_nothing(void **state)
+static void test_wsread_pause_at_the_end_holds_nothing(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -278,7 +278,7 @@ static void test_pause_at_the_end_holds_nothing(void **state)
     srv_wsread_loop_free(L);
 }
 
-static void test_many_frames_and_big_one(void **state)
+static void test_wsread_many_frames_and_big_one(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -304,7 +304,7 @@ static void test_many_frames_and_big_one(void **state)
     srv_wsread_loop_free(L);
 }
 
-static void test_ping_inside_fragmented_message(void **state)
+static void test_wsread_ping_inside_fragmented_message(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -336,7 +336,7 @@ static void test_ping_inside_fragmented_message(void **state)
     srv_wsread_loop_free(L);
 }
 
-static void test_close_echo(void **state)
+static void test_wsread_close_echo(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -397,7 +397,7 @@ static void expect_fail(const unsigned char *bad, size_t bad_len,
     srv_wsread_loop_free(L);
 }
 
-static void test_errors(void **state)
+static void test_wsread_errors(void **state)
 {
     unsigned char f[256], big[200];
     size_t n;
@@ -439,7 +439,7 @@ static void test_errors(void **state)
 /* Found by fuzz_wsread: a header wslay refuses after an earlier failure
  * (the peer answered the 1002 with a ping over 125 bytes instead of a
  * close) reported the failure a second time; wsread.h says once. */
-static void test_bad_header_after_failure_fails_once(void **state)
+static void test_wsread_bad_header_after_failure_fails_once(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *st = NULL;
@@ -464,7 +464,7 @@ static void test_bad_header_after_failure_fails_once(void **state)
     srv_wsread_loop_free(L);
 }
 
-static void test_states_across_sessions(void **state)
+static void test_wsread_states_across_sessions(void **state)
 {
     struct srv_wsread_loop *L = srv_wsread_loop_new();
     struct srv_wsread *a = NULL, *b = NULL;
@@ -491,17 +491,17 @@ static void test_states_across_sessions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_frame_holds_nothing),
-        cmocka_unit_test(test_split_at_every_byte),
-        cmocka_unit_test(test_state_only_mid_frame),
-        cmocka_unit_test(test_many_frames_and_big_one),
-        cmocka_unit_test(test_pause_keeps_the_rest_for_resume),
-        cmocka_unit_test(test_pause_at_the_end_holds_nothing),
-        cmocka_unit_test(test_ping_inside_fragmented_message),
-        cmocka_unit_test(test_close_echo),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_bad_header_after_failure_fails_once),
-        cmocka_unit_test(test_states_across_sessions),
+        cmocka_unit_test(test_wsread_one_frame_holds_nothing),
+        cmocka_unit_test(test_wsread_split_at_every_byte),
+        cmocka_unit_test(test_wsread_state_only_mid_frame),
+        cmocka_unit_test(test_wsread_many_frames_and_big_one),
+        cmocka_unit_test(test_wsread_pause_keeps_the_rest_for_resume),
+        cmocka_unit_test(test_wsread_pause_at_the_end_holds_nothing),
+        cmocka_unit_test(test_wsread_ping_inside_fragmented_message),
+        cmocka_unit_test(test_wsread_close_echo),
+        cmocka_unit_test(test_wsread_errors),
+        cmocka_unit_test(test_wsread_bad_header_after_failure_fails_once),
+        cmocka_unit_test(test_wsread_states_across_sessions),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

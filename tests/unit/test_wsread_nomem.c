@@ -59,7 +59,7 @@ static enum srv_wsread_rc run(struct srv_wsread_loop **L,
     return srv_wsread_feed(*L, st, bytes, sizeof(bytes), &sink, NULL);
 }
 
-static void test_every_allocation_fails_once(void **state)
+static void test_wsread_nomem_every_allocation_fails_once(void **state)
 {
     (void)state;
     FAIL_ALLOC_COUNTDOWN(
@@ -89,7 +89,7 @@ static void test_every_allocation_fails_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_allocation_fails_once),
+        cmocka_unit_test(test_wsread_nomem_every_allocation_fails_once),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,14 +4,12 @@
 // exact wire assertions, loop placement (a socket id's integer part is
 // counter * 64 + loop id, see hub/loop/session.c), hand-signed REST requests, and
 // temporary config files. Every helper registers its own cleanup with t.after.
+const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const Pusher = require('pusher-js');
 const PusherServer = require('pusher');
 const WebSocket = require('ws');
-const { startHub, request, waitFor } = require('./hub');
+const { request, waitFor, configFile, trackClient, closeTracked } = require('./hub');
 
 const APP = { id: 'app-id', key: 'app-key', secret: 'app-secret' };
 // 32 bytes, base64: the app server's end-to-end encryption master key.
@@ -20,74 +18,6 @@ const HUB_MAX_LOOPS = 64;
 
 function loopOf(socketId) {
   return Number(socketId.split('.')[0]) % HUB_MAX_LOOPS;
-}
-
-// Write a JSON config file; removed when the test ends.
-function configFile(t, obj) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-cfg-'));
-  const file = path.join(dir, 'config.json');
-  fs.writeFileSync(file, JSON.stringify(obj));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return file;
-}
-
-// A hub with two loops, stopped when the test ends. apps: optional list of
-// app objects for a config file.
-async function twoLoopHub(t, { apps, args = [] } = {}) {
-  const extra = apps ? ['--config', configFile(t, { apps })] : [];
-  // A short drain: the clients are closed by their own cleanup anyway.
-  const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    ...extra, ...args]);
-  // A clean exit is part of every test: under the ASan build a leak or a
-  // late memory error shows up only as the exit status.
-  t.after(async () => {
-    // Close the clients while the hub can still answer their close frames:
-    // a client library closing a connection whose peer is gone waits 30 s
-    // for the close reply (faye-websocket in pusher-js, ws), which kept the
-    // test process alive long after its last test.
-    await closeTracked(hub);
-    const exit = await hub.stop();
-    if (exit.code !== 0) {
-      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    }
-  });
-  return hub;
-}
-
-// Clients of a hub made by twoLoopHub are closed by its cleanup, before the
-// hub stops (their own t.after hooks run after the hub's, too late).
-function trackClient(hub, close) {
-  if (!hub.clientCloses) hub.clientCloses = [];
-  hub.clientCloses.push(close);
-}
-
-// A hub of the test's own: its tracked clients closed and the hub stopped
-// at the end; with clean, an exit other than 0 (or SIGKILL, which the test
-// sent) fails the test.
-async function ownedHub(t, args, { clean = true } = {}) {
-  const hub = await startHub(args);
-  t.after(async () => {
-    for (const c of hub.clientCloses || []) { try { c(); } catch (_) { /* closed */ } }
-    const exit = await hub.stop();
-    if (clean && exit.signal !== 'SIGKILL' && exit.code !== 0) {
-      throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
-    }
-  });
-  return hub;
-}
-
-async function closeTracked(hub) {
-  const closes = hub.clientCloses || [];
-  hub.clientCloses = [];
-  for (const close of closes) {
-    try { close(); } catch (_) { /* already closed */ }
-  }
-  if (closes.length === 0 || hub.exit) return;
-  // Until the hub has seen every close (other connections a test made
-  // itself may keep some sessions open: then give up after a while, the
-  // hub's drain closes them).
-  await waitFor(async () => (await hub.stats()).totals.sessions === 0,
-    'tracked clients to close', 5000, 20).catch(() => {});
 }
 
 // The pusher SDK pointed at the hub (the app server's side).
@@ -166,24 +96,85 @@ function sign(secret, text) {
   return crypto.createHmac('sha256', secret).update(text).digest('hex');
 }
 
-// A raw WebSocket speaking the Pusher protocol, for exact assertions.
+// The one raw WebSocket client: it speaks the Pusher protocol by hand, for
+// exact assertions, and records everything the hub did to it. url: a
+// ws:// or wss:// URL; opts: closeCode (what close() sends: none by
+// default, a close frame without a status) and any option of the ws
+// library (headers, ca, localAddress, autoPong ...).
+// What it holds:
+//   msgs        every message as parsed JSON, data left a string
+//   messages    the same decoded (data parsed when it is JSON), each with
+//               its arrival time in at (decoded on first use)
+//   socketId    from pusher:connection_established, once it came
+//   pings       when each WebSocket ping came
+//   closed      {code, reason, at} once closed, else null
+//   unexpected  {status, at} when the upgrade was answered other than 101
+//   error       the socket's last error
+// Waits are on conditions (next, event, whenClosed, waitEvent, waitClose);
+// the timeouts only turn a hang into a failure.
 class RawClient {
-  constructor(url) {
-    this.ws = new WebSocket(url);
+  constructor(url, { closeCode, ...wsOpts } = {}) {
+    this.ws = new WebSocket(url, wsOpts);
+    this.closeCode = closeCode;
+    this.startedAt = Date.now();
+    this.openedAt = 0;
     this.msgs = [];
+    this.arrived = [];
+    this.decoded = [];
     this.waiters = [];
+    this.pings = [];
     this.closed = null;
+    this.unexpected = null;
+    this.error = null;
+    this.ws.on('open', () => { this.openedAt = Date.now(); });
     this.ws.on('message', (d) => {
-      const m = JSON.parse(d.toString());
+      const text = d.toString();
+      let m;
+      try { m = JSON.parse(text); } catch (_) { m = { event: '(not json)', raw: text }; }
       this.msgs.push(m);
+      this.arrived.push(Date.now());
+      if (m.event === 'pusher:connection_established' && this.socketId === undefined) {
+        try { this.socketId = JSON.parse(m.data).socket_id; } catch (_) { /* checked by open() */ }
+      }
       this.waiters = this.waiters.filter((w) => !w());
     });
+    this.ws.on('ping', () => { this.pings.push(Date.now()); });
     this.ws.on('close', (code, reason) => {
-      this.closed = { code, reason: reason.toString() };
+      this.closed = { code, reason: reason.toString(), at: Date.now() };
       this.waiters = this.waiters.filter((w) => !w());
     });
-    this.ws.on('error', () => {});
+    this.ws.on('error', (e) => { this.error = e; });
+    this.ws.on('unexpected-response', (req, res) => {
+      this.unexpected = { status: res.statusCode, at: Date.now() };
+      res.resume();
+      req.destroy();
+    });
   }
+
+  get messages() {
+    for (let i = this.decoded.length; i < this.msgs.length; i++) {
+      const d = { at: this.arrived[i], ...this.msgs[i] };
+      if (typeof d.data === 'string') {
+        try { d.data = JSON.parse(d.data); } catch (_) { /* plain string */ }
+      }
+      this.decoded.push(d);
+    }
+    return this.decoded;
+  }
+
+  find(event) { return this.messages.find((m) => m.event === event); }
+
+  all(event) { return this.messages.filter((m) => m.event === event); }
+
+  waitEvent(event, timeoutMs = 10000) {
+    return waitFor(() => this.find(event), `${event} on a client`, timeoutMs, 5);
+  }
+
+  waitClose(timeoutMs = 10000) {
+    return waitFor(() => this.closed, 'the client to be closed', timeoutMs, 5);
+  }
+
+  terminate() { try { this.ws.terminate(); } catch (_) { /* gone */ } }
 
   // Resolve with the first message (from index `from`) matching pred.
   next(pred, what = 'a message', timeoutMs = 10000, from = 0) {
@@ -253,7 +244,10 @@ class RawClient {
     `subscription result for ${channel}`, 10000, from);
   }
 
-  close() { try { this.ws.close(); } catch (_) { /* closed */ } }
+  close() {
+    if (this.closed) return;
+    try { this.ws.close(this.closeCode); } catch (_) { /* not open yet */ }
+  }
 }
 
 async function rawClient(t, hub, key = APP.key) {
@@ -284,20 +278,38 @@ function signedPath(method, urlPath, params, body, { secret = APP.secret, key = 
   return `${urlPath}?${qs}`;
 }
 
-async function rest(hub, method, urlPath, { params = {}, body, signOpts = {}, tamper } = {}) {
+// The one REST helper: a request signed by hand (signedPath), to hub (over
+// https with ca, the CA to trust). body: a string, or an object sent as
+// JSON. tamper(path) may rewrite the signed path. Resolves with {status,
+// body, json}.
+async function rest(hub, method, urlPath, { params = {}, body, signOpts = {}, tamper, ca } = {}) {
   const text = body === undefined ? undefined : (typeof body === 'string' ? body : JSON.stringify(body));
   let p = signedPath(method, urlPath, params, text, signOpts);
   if (tamper) p = tamper(p);
   const headers = text === undefined ? {} : {
     'content-type': 'application/json', 'content-length': Buffer.byteLength(text),
   };
-  const r = await request(method, hub.url(p), text, headers);
+  const url = ca ? `https://${hub.host}:${hub.port}${p}` : hub.url(p);
+  const r = await request(method, url, text, headers, { ca });
   let json;
   try { json = JSON.parse(r.body); } catch (_) { json = undefined; }
   return { status: r.status, body: r.body, json };
 }
 
-// Both loops of a 2-loop hub hold at least one session.
+// Publish through the REST API (POST /apps/<id>/events) as app's server
+// would: event is the body ({name, channel or channels, data, socket_id,
+// info}; a data that is not a string is sent as its JSON, as the SDKs do).
+// opts: app (APP), secret (sign with this instead of the app's), ca (https),
+// expect (fail unless the status is this). Resolves with rest()'s answer.
+async function publish(hub, event, { app = APP, secret = app.secret, ca, expect } = {}) {
+  const body = typeof event.data === 'string' || event.data === undefined
+    ? event : { ...event, data: JSON.stringify(event.data) };
+  const r = await rest(hub, 'POST', `/apps/${app.id}/events`,
+    { body, signOpts: { key: app.key, secret }, ca });
+  if (expect !== undefined) assert.equal(r.status, expect, r.body);
+  return r;
+}
+
 // Sign a raw client in as user id (pusher:signin with the app's
 // signature); resolves with c once pusher:signin_success came.
 async function signIn(c, user, app = APP) {
@@ -309,6 +321,7 @@ async function signIn(c, user, app = APP) {
   return c;
 }
 
+// Both loops of a 2-loop hub hold at least one session.
 async function bothLoopsBusy(hub) {
   await waitFor(async () => {
     const s = await hub.stats();
@@ -317,7 +330,7 @@ async function bothLoopsBusy(hub) {
 }
 
 module.exports = {
-  APP, MASTER_KEY, loopOf, configFile, twoLoopHub, serverSdk, pusherClient,
+  APP, MASTER_KEY, loopOf, configFile, serverSdk, pusherClient,
   connected, pusherOnLoop, RawClient, rawClient, rawOnLoop, sign, signedPath,
-  rest, bothLoopsBusy, onLoop, trackClient, closeTracked, ownedHub, signIn,
+  rest, publish, bothLoopsBusy, onLoop, trackClient, closeTracked, signIn,
 };

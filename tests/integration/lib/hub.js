@@ -3,7 +3,10 @@
 // free port, wait on conditions (never fixed sleeps), read /stats, and
 // always stop what we started, by PID, even when a test fails.
 const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
+const os = require('node:os');
 const path = require('node:path');
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 
@@ -38,13 +41,103 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => { killAll(); process.exit(1); });
 }
 
-// Start lubdub with extra flags; resolves when it prints its listening line.
-function startHub(args = [], opts = {}) {
-  // opts.exactArgs: args is the whole command line (no --port 0 etc. in
-  // front), for tests that start the hub exactly as a contract spells it.
+// Start lubdub: the one way the tests start a hub (lib/cluster.js's nodes
+// too). Resolves when it prints its listening line. args: extra flags,
+// after those the options below add. opts:
+//   t           the test that owns the hub: when it ends, the clients
+//               tracked on the hub (trackClient) are closed, the hub gets
+//               SIGTERM and must exit 0 with no sanitizer report (unless
+//               clean is false, or the hub died of a SIGKILL the test sent)
+//   clean       false: the exit status is the test's business
+//   loops       --loops n
+//   drainTimeout --drain-timeout; a hub with t gets 1s by default (its
+//               clients are closed before the stop, so there is nothing
+//               to drain), null keeps the hub's own default
+//   apps        the apps of a config file written for the test (needs t;
+//               its path is hub.configFile)
+//   env         more environment variables
+//   bind, logLevel, binary, startTimeoutMs
+//   wrap        a command that execs the hub, e.g. ['prlimit', '--nofile=150']
+//   exactArgs   args is the whole command line (no --port 0 etc. in
+//               front), for tests that start the hub exactly as a
+//               contract spells it
+async function startHub(args = [], opts = {}) {
+  const { t } = opts;
+  const owned = [];
+  if (opts.loops !== undefined) owned.push('--loops', String(opts.loops));
+  const drain = opts.drainTimeout !== undefined ? opts.drainTimeout : (t ? '1s' : null);
+  if (drain !== null && !args.includes('--drain-timeout')) owned.push('--drain-timeout', drain);
+  let configPath;
+  if (opts.apps) {
+    if (!t) throw new Error('startHub: apps needs the test (opts.t) to remove the file');
+    configPath = configFile(t, { apps: opts.apps });
+    owned.push('--config', configPath);
+  }
+  const hub = await spawnHub([...owned, ...args], opts);
+  if (configPath) hub.configFile = configPath;
+  if (t) {
+    t.after(async () => {
+      // Close the clients while the hub can still answer their close
+      // frames: a client library closing a connection whose peer is gone
+      // waits 30 s for the close reply (faye-websocket in pusher-js, ws),
+      // which kept the test process alive long after its last test.
+      await closeTracked(hub);
+      const exit = await hub.stop();
+      // A clean exit is part of every test: under the ASan build a leak or
+      // a late memory error shows up only as the exit status.
+      if (opts.clean === false || exit.signal === 'SIGKILL') return;
+      if (exit.code !== 0) {
+        throw new Error(`lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-4000)}`);
+      }
+      assertNoSanitizerReport(hub);
+    });
+  }
+  return hub;
+}
+
+// Write a JSON config file; removed when the test ends.
+function configFile(t, obj) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-cfg-'));
+  const file = path.join(dir, 'config.json');
+  fs.writeFileSync(file, JSON.stringify(obj));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return file;
+}
+
+// Clients of a hub started with opts.t are closed by its cleanup, before
+// the hub stops (their own t.after hooks run after the hub's, too late).
+function trackClient(hub, close) {
+  if (!hub.clientCloses) hub.clientCloses = [];
+  hub.clientCloses.push(close);
+}
+
+async function closeTracked(hub) {
+  const closes = hub.clientCloses || [];
+  hub.clientCloses = [];
+  for (const close of closes) {
+    try { close(); } catch (_) { /* already closed */ }
+  }
+  if (closes.length === 0 || hub.exit) return;
+  // Until the hub has seen every close (other connections a test made
+  // itself may keep some sessions open: then give up after a while, the
+  // hub's drain closes them).
+  await waitFor(async () => (await hub.stats()).totals.sessions === 0,
+    'tracked clients to close', 5000, 20).catch(() => {});
+}
+
+// Fail on any sanitizer report in the hub's stderr (the ASan build's
+// binary runs the same files).
+function assertNoSanitizerReport(hub) {
+  const m = SANITIZER_RE.exec(hub.stderr);
+  if (m) {
+    const at = Math.max(0, m.index - 200);
+    throw new Error(`sanitizer report in the hub's stderr:\n${hub.stderr.slice(at, at + 4000)}`);
+  }
+}
+
+function spawnHub(args, opts) {
   const argv = opts.exactArgs ? args : ['--port', '0', '--bind', opts.bind || '127.0.0.1',
     '--log-level', opts.logLevel || 'info', ...args];
-  // opts.wrap: a command that execs the hub, e.g. ['prlimit', '--nofile=150'].
   const cmd = opts.wrap ? opts.wrap[0] : (opts.binary || BINARY);
   const cmdArgs = opts.wrap ? [...opts.wrap.slice(1), opts.binary || BINARY, ...argv] : argv;
   const child = spawn(cmd, cmdArgs, {
@@ -103,7 +196,9 @@ function startHub(args = [], opts = {}) {
   });
 }
 
-function request(method, url, body, headers = {}) {
+// An HTTP request (https when url says so; opts.ca: the CA to trust), with
+// a timeout: resolves with {status, headers, body}.
+function request(method, url, body, headers = {}, opts = {}) {
   // A body goes with its Content-Length, as the Pusher SDKs send it (the
   // hub refuses chunked POST bodies with 411).
   // Pass 'content-length': undefined to send a chunked body instead.
@@ -112,7 +207,8 @@ function request(method, url, body, headers = {}) {
   }
   headers = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined));
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers }, (res) => {
+    const tls = url.startsWith('https:');
+    const req = (tls ? https : http).request(url, { method, headers, ...(tls ? { ca: opts.ca } : {}) }, (res) => {
       let data = '';
       res.on('data', (d) => { data += d; });
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
@@ -220,5 +316,5 @@ function makeCert(dir) {
 module.exports = {
   responses, makeCert,
   startHub, request, getJson, waitFor, once, watchLateness, ROOT, BINARY, TIME_SCALE,
-  SANITIZER_RE,
+  SANITIZER_RE, configFile, trackClient, closeTracked, assertNoSanitizerReport,
 };

@@ -66,7 +66,12 @@ function upgradeRequest(hub, { path, headers = {}, omit = [] } = {}) {
 
 class RawWs {
   // useTls: connect with TLS (any certificate) instead of plain TCP.
-  constructor(hub, request, useTls = false) {
+  // answerClose: false leaves the hub's close frame unanswered (a peer
+  // that never replies). Each frame records when it came (at), the socket
+  // when it ended (endedAt: the peer's FIN, else the close).
+  constructor(hub, request, useTls = false, { answerClose = true } = {}) {
+    this.answerClose = answerClose;
+    this.endedAt = 0;
     this.buf = Buffer.alloc(0);
     this.frames = [];
     this.response = null;    // { status, statusLine, headers }
@@ -77,7 +82,12 @@ class RawWs {
       : net.connect(hub.port, hub.host);
     this.sock.on(useTls ? 'secureConnect' : 'connect', () => this.sock.write(request));
     this.sock.on('data', (d) => { this.buf = Buffer.concat([this.buf, d]); this.parse(); this.wake(); });
-    this.sock.on('close', () => { this.ended = true; this.wake(); });
+    this.sock.on('end', () => { if (!this.endedAt) this.endedAt = Date.now(); });
+    this.sock.on('close', () => {
+      if (!this.endedAt) this.endedAt = Date.now();
+      this.ended = true;
+      this.wake();
+    });
     this.sock.on('error', () => {});
   }
 
@@ -125,11 +135,12 @@ class RawWs {
       if (b1 & 0x80) off += 4; // the server never masks, but be exact
       if (this.buf.length < off + len) return;
       const payload = this.buf.subarray(off, off + len);
-      this.frames.push({ fin: !!(b0 & 0x80), rsv: (b0 >> 4) & 7, opcode: b0 & 0x0f, payload });
+      this.frames.push({ fin: !!(b0 & 0x80), rsv: (b0 >> 4) & 7, opcode: b0 & 0x0f, payload,
+        at: Date.now() });
       this.buf = this.buf.subarray(off + len);
       // Answer the hub's close as a client would, so it need not wait
       // for its close timeout before it drops the connection.
-      if ((b0 & 0x0f) === OP.CLOSE && !this.closeSent) {
+      if ((b0 & 0x0f) === OP.CLOSE && !this.closeSent && this.answerClose) {
         this.send(frame(OP.CLOSE, payload.length >= 2 ? payload.subarray(0, 2) : Buffer.alloc(0)));
       }
     }
@@ -195,8 +206,11 @@ class RawWs {
 }
 
 // Connect and send an upgrade request; t.after destroys the socket.
+// opts: request (the whole request), or path, headers and omit for
+// upgradeRequest; tls; answerClose (see RawWs).
 function rawWs(t, hub, opts = {}) {
-  const c = new RawWs(hub, opts.request || upgradeRequest(hub, opts), opts.tls);
+  const c = new RawWs(hub, opts.request || upgradeRequest(hub, opts), opts.tls,
+    { answerClose: opts.answerClose });
   t.after(() => c.destroy());
   return c;
 }

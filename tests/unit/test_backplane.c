@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_dir_async.c - the hub side of an asynchronous directory
+ * tests/unit/test_backplane.c - the hub side of an asynchronous directory
  * (hub/loop/backplane.h join_async, query_async): a fake directory that wraps
  * the in-process one and answers when the test says so (the test thread
  * plays the loop, as done would run there). Pending subscriptions get no
@@ -361,7 +361,7 @@ static void remote_notice(struct env *e, const char *name)
  * (hub_subcount_remote) reads again but is not told back; a read
  * cancelled at shutdown is only freed.
  */
-static void test_subcount_reads_cluster_count(void **state)
+static void test_backplane_subcount_reads_cluster_count(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -402,7 +402,7 @@ static void test_subcount_reads_cluster_count(void **state)
     assert_int_equal(e->f.notices, 2);
 }
 
-static void test_pending_subscription_waits_for_done(void **state)
+static void test_backplane_pending_subscription_waits_for_done(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -445,7 +445,7 @@ static void test_pending_subscription_waits_for_done(void **state)
     assert_int_equal(e->fh.loops[0]->stats.subscriptions, 0);
 }
 
-static void test_refused_join_answers_4100(void **state)
+static void test_backplane_refused_join_answers_4100(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -464,7 +464,7 @@ static void test_refused_join_answers_4100(void **state)
     assert_int_equal(e->f.leaves, 1);
 }
 
-static void test_disconnect_while_pending_leaves_once(void **state)
+static void test_backplane_disconnect_while_pending_leaves_once(void **state)
 {
     struct env *e = *state;
     struct fake_session *a, *b;
@@ -489,7 +489,7 @@ static void test_disconnect_while_pending_leaves_once(void **state)
     close_heap(b);
 }
 
-static void test_disconnect_then_refused_answer(void **state)
+static void test_backplane_disconnect_then_refused_answer(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -501,7 +501,7 @@ static void test_disconnect_then_refused_answer(void **state)
     assert_int_equal(e->f.leaves, 0);
 }
 
-static void test_unsubscribe_while_pending(void **state)
+static void test_backplane_unsubscribe_while_pending(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -524,7 +524,8 @@ static void test_unsubscribe_while_pending(void **state)
     assert_int_equal(e->f.leaves, 2);
 }
 
-static void test_pending_counts_against_max_subscriptions(void **state)
+static void test_backplane_pending_counts_against_max_subscriptions(
+    void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -542,7 +543,7 @@ static void test_pending_counts_against_max_subscriptions(void **state)
     assert_int_equal(e->f.leaves, 2);
 }
 
-static void test_dir_events_stop_hub_member_events(void **state)
+static void test_backplane_dir_events_stop_hub_member_events(void **state)
 {
     struct env *e = *state;
     struct fake_session *a, *b;
@@ -563,7 +564,7 @@ static void test_dir_events_stop_hub_member_events(void **state)
     assert_int_equal(e->f.publishes, 0);
 }
 
-static void test_hub_member_events_without_dir_events(void **state)
+static void test_backplane_hub_member_events_without_dir_events(void **state)
 {
     struct env *e = *state;
     struct fake_session *a, *b;
@@ -583,7 +584,7 @@ static void test_hub_member_events_without_dir_events(void **state)
     close_heap(a);
 }
 
-static void test_presence_again_waits(void **state)
+static void test_backplane_presence_again_waits(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -674,7 +675,7 @@ static void rest_at_once(struct env *e, bool nowait, enum hub_http_method m,
                         NOW_S, out);
 }
 
-static void test_rest_reads_wait_for_the_directory(void **state)
+static void test_backplane_rest_reads_wait_for_the_directory(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -734,7 +735,7 @@ static void test_rest_reads_wait_for_the_directory(void **state)
     close_heap(a);
 }
 
-static void test_rest_events_info_wait_then_publish(void **state)
+static void test_backplane_rest_events_info_wait_then_publish(void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -811,7 +812,8 @@ static void test_rest_events_info_wait_then_publish(void **state)
  * the POST body): what would wait is refused with 400 and not published,
  * before its wait starts (hub_rest_handle_nowait) or during it
  * (hub_rest_wait_refuse); what needs no read is answered as usual. */
-static void test_rest_pipelined_post_refused_not_published(void **state)
+static void test_backplane_rest_pipelined_post_refused_not_published(
+    void **state)
 {
     struct env *e = *state;
     struct fake_session *a;
@@ -851,7 +853,7 @@ static void test_rest_pipelined_post_refused_not_published(void **state)
     close_heap(a);
 }
 
-static void test_take_seq_shares_the_space(void **state)
+static void test_backplane_take_seq_shares_the_space(void **state)
 {
     struct hub_directory *d = hub_directory_create();
     struct hub_presence_join j = { .user_id = "u1" };
@@ -870,7 +872,7 @@ static void test_take_seq_shares_the_space(void **state)
 }
 
 /* The in-process backplane has no asynchronous ops: nothing changes. */
-static void test_local_directory_stays_synchronous(void **state)
+static void test_backplane_local_directory_stays_synchronous(void **state)
 {
     struct hub_backplane bp;
 
@@ -887,23 +889,25 @@ static void test_local_directory_stays_synchronous(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        ENV_TEST(test_pending_subscription_waits_for_done),
-        ENV_TEST(test_refused_join_answers_4100),
-        ENV_TEST(test_disconnect_while_pending_leaves_once),
-        ENV_TEST(test_disconnect_then_refused_answer),
-        ENV_TEST(test_unsubscribe_while_pending),
+        ENV_TEST(test_backplane_pending_subscription_waits_for_done),
+        ENV_TEST(test_backplane_refused_join_answers_4100),
+        ENV_TEST(test_backplane_disconnect_while_pending_leaves_once),
+        ENV_TEST(test_backplane_disconnect_then_refused_answer),
+        ENV_TEST(test_backplane_unsubscribe_while_pending),
         cmocka_unit_test_setup_teardown(
-            test_pending_counts_against_max_subscriptions, setup_two_subs,
+            test_backplane_pending_counts_against_max_subscriptions,
+            setup_two_subs,
             teardown),
-        ENV_TEST(test_dir_events_stop_hub_member_events),
-        ENV_TEST(test_hub_member_events_without_dir_events),
-        ENV_TEST(test_presence_again_waits),
-        ENV_TEST(test_rest_reads_wait_for_the_directory),
-        ENV_TEST(test_rest_events_info_wait_then_publish),
-        ENV_TEST(test_rest_pipelined_post_refused_not_published),
-        cmocka_unit_test(test_take_seq_shares_the_space),
-        cmocka_unit_test(test_local_directory_stays_synchronous),
-        cmocka_unit_test_setup_teardown(test_subcount_reads_cluster_count,
+        ENV_TEST(test_backplane_dir_events_stop_hub_member_events),
+        ENV_TEST(test_backplane_hub_member_events_without_dir_events),
+        ENV_TEST(test_backplane_presence_again_waits),
+        ENV_TEST(test_backplane_rest_reads_wait_for_the_directory),
+        ENV_TEST(test_backplane_rest_events_info_wait_then_publish),
+        ENV_TEST(test_backplane_rest_pipelined_post_refused_not_published),
+        cmocka_unit_test(test_backplane_take_seq_shares_the_space),
+        cmocka_unit_test(test_backplane_local_directory_stays_synchronous),
+        cmocka_unit_test_setup_teardown(
+            test_backplane_subcount_reads_cluster_count,
                                         setup_counting, teardown),
     };
 

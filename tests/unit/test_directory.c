@@ -1,8 +1,9 @@
 /*
- * tests/unit/test_channel.c - the loop-local channel index, the hub-wide
- * directory (subscription counts, presence per user, limits, the JSON of
- * the REST queries) and the socket_id exclusion parser. Publication through
- * sessions is in test_pusher.c.
+ * tests/unit/test_directory.c - the hub-wide channel directory
+ * (hub/loop/directory.h): subscription counts, presence per user, limits,
+ * the JSON of the REST queries. The loop-local index is in test_chanmap.c,
+ * the socket_id exclusion parser in test_publish.c, publication through
+ * sessions in test_pusher.c.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,68 +18,9 @@
 
 #include "fake_hub.h"
 
-/* Local index. */
-
-static void test_channel_chanmap_get_find_put(void **state)
-{
-    struct hub_chanmap *m = hub_chanmap_create();
-    struct hub_lchan *a, *b;
-
-    (void)state;
-    assert_non_null(m);
-    assert_null(hub_chanmap_find(m, 0, "a", 1));
-    a = hub_chanmap_get(m, 0, "a", 1);
-    assert_non_null(a);
-    assert_ptr_equal(hub_chanmap_get(m, 0, "a", 1), a);
-    assert_ptr_equal(hub_chanmap_find(m, 0, "a", 1), a);
-    assert_string_equal(a->name, "a");
-    /* Same name in another app is another channel. */
-    b = hub_chanmap_get(m, 1, "a", 1);
-    assert_ptr_not_equal(a, b);
-    assert_int_equal(hub_chanmap_count(m), 2);
-    /* Names are compared whole, not as prefixes. */
-    assert_null(hub_chanmap_find(m, 0, "ab", 2));
-    assert_int_equal(hub_chanmap_get(m, 0, "presence-x", 10)->kind,
-                     HUB_CHANNEL_PRESENCE);
-    /* put frees only channels without members. */
-    a->n_members = 1;
-    hub_chanmap_put(m, a);
-    assert_ptr_equal(hub_chanmap_find(m, 0, "a", 1), a);
-    a->n_members = 0;
-    hub_chanmap_put(m, a);
-    assert_null(hub_chanmap_find(m, 0, "a", 1));
-    assert_int_equal(hub_chanmap_count(m), 2);
-    hub_chanmap_destroy(m);
-}
-
-static void test_channel_chanmap_grows(void **state)
-{
-    struct hub_chanmap *m = hub_chanmap_create();
-    char name[32];
-
-    (void)state;
-    for (int i = 0; i < 1000; i++) {
-        int n = snprintf(name, sizeof(name), "ch-%d", i);
-
-        assert_non_null(hub_chanmap_get(m, 0, name, (size_t)n));
-    }
-    assert_int_equal(hub_chanmap_count(m), 1000);
-    for (int i = 0; i < 1000; i++) {
-        int n = snprintf(name, sizeof(name), "ch-%d", i);
-        struct hub_lchan *c = hub_chanmap_find(m, 0, name, (size_t)n);
-
-        assert_non_null(c);
-        assert_string_equal(c->name, name);
-        if (i % 2)
-            hub_chanmap_put(m, c);
-    }
-    assert_int_equal(hub_chanmap_count(m), 500);
-    hub_chanmap_destroy(m);
-}
-
 /* Directory. */
 
-static void test_channel_directory_counts_subscriptions(void **state)
+static void test_directory_counts_subscriptions(void **state)
 {
     struct hub_directory *d = hub_directory_create();
     struct hub_channel_info ci;
@@ -126,7 +68,7 @@ static int join_user(struct hub_directory *d, const char *ch, const char *uid,
     return rc;
 }
 
-static void test_channel_directory_presence_edges_per_user(void **state)
+static void test_directory_presence_edges_per_user(void **state)
 {
     struct hub_directory *d = hub_directory_create();
     struct hub_channel_info ci;
@@ -176,7 +118,7 @@ static void test_channel_directory_presence_edges_per_user(void **state)
     hub_directory_destroy(d);
 }
 
-static void test_channel_directory_member_limit(void **state)
+static void test_directory_member_limit(void **state)
 {
     struct hub_directory *d = hub_directory_create();
     struct hub_channel_info ci;
@@ -206,7 +148,7 @@ static void test_channel_directory_member_limit(void **state)
     hub_directory_destroy(d);
 }
 
-static void test_channel_directory_list_and_users_json(void **state)
+static void test_directory_list_and_users_json(void **state)
 {
     struct hub_directory *d = hub_directory_create();
     json_t *list, *users, *want;
@@ -248,35 +190,13 @@ static void test_channel_directory_list_and_users_json(void **state)
     hub_directory_destroy(d);
 }
 
-static void test_channel_excl_parse(void **state)
-{
-    struct hub_excl ex;
-
-    (void)state;
-    assert_int_equal(hub_excl_parse(&ex, "123.456"), 0);
-    assert_true(ex.set);
-    assert_true(ex.hi == 123 && ex.lo == 456);
-    assert_int_equal(hub_excl_parse(&ex, "1.4294967295"), 0);
-    assert_int_equal(hub_excl_parse(&ex, "1.4294967296"), -EINVAL);
-    assert_false(ex.set);
-    assert_int_equal(hub_excl_parse(&ex, "1."), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, ".1"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "1.2.3"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "-1.2"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "1.2 "), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, NULL), -EINVAL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_channel_chanmap_get_find_put),
-        cmocka_unit_test(test_channel_chanmap_grows),
-        cmocka_unit_test(test_channel_directory_counts_subscriptions),
-        cmocka_unit_test(test_channel_directory_presence_edges_per_user),
-        cmocka_unit_test(test_channel_directory_member_limit),
-        cmocka_unit_test(test_channel_directory_list_and_users_json),
-        cmocka_unit_test(test_channel_excl_parse),
+        cmocka_unit_test(test_directory_counts_subscriptions),
+        cmocka_unit_test(test_directory_presence_edges_per_user),
+        cmocka_unit_test(test_directory_member_limit),
+        cmocka_unit_test(test_directory_list_and_users_json),
     };
 
     json_object_seed(1);

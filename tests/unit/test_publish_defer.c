@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_defer.c - the client events of one read, delivered in one
+ * tests/unit/test_publish_defer.c - the client events of one read, delivered in one
  * walk per run of them (hub/loop/publish.h, hub_defer_begin): held until the
  * read ends, then every member has them all in the order sent; a run
  * breaks at another channel and at the sender's next message of another
@@ -80,7 +80,8 @@ static void assert_frame(const struct hub_session *s, uint32_t i, unsigned n)
         fail_msg("frame %u is %s, wanted message %u", i, t, n);
 }
 
-static void test_defer_holds_until_the_read_ends_then_in_order(void **state)
+static void test_publish_defer_holds_until_the_read_ends_then_in_order(
+    void **state)
 {
     struct world *w = world_new(0);
     struct hub_loop *l = w->fh.loops[0];
@@ -123,7 +124,8 @@ static void test_defer_holds_until_the_read_ends_then_in_order(void **state)
     world_free(w);
 }
 
-static void test_defer_breaks_at_another_channel_and_message(void **state)
+static void test_publish_defer_breaks_at_another_channel_and_message(
+    void **state)
 {
     struct world *w = world_new(0);
     struct hub_loop *l = w->fh.loops[0];
@@ -156,7 +158,7 @@ static void test_defer_breaks_at_another_channel_and_message(void **state)
     world_free(w);
 }
 
-static void test_defer_a_full_queue_closes_as_one_by_one(void **state)
+static void test_publish_defer_a_full_queue_closes_as_one_by_one(void **state)
 {
     /* Each frame is ~60 B: 10 fit in 700 B, a run of 20 does not. */
     struct world *w = world_new(700);
@@ -179,7 +181,7 @@ static void test_defer_a_full_queue_closes_as_one_by_one(void **state)
     world_free(w);
 }
 
-static void test_defer_a_run_longer_than_the_batch(void **state)
+static void test_publish_defer_a_run_longer_than_the_batch(void **state)
 {
     struct world *w = world_new(0);
     struct hub_loop *l = w->fh.loops[0];
@@ -197,7 +199,7 @@ static void test_defer_a_run_longer_than_the_batch(void **state)
     world_free(w); /* the session ends drop what is queued */
 }
 
-static void test_defer_outside_a_read_is_at_once(void **state)
+static void test_publish_defer_outside_a_read_is_at_once(void **state)
 {
     struct world *w = world_new(0);
 
@@ -212,11 +214,13 @@ static void test_defer_outside_a_read_is_at_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defer_holds_until_the_read_ends_then_in_order),
-        cmocka_unit_test(test_defer_breaks_at_another_channel_and_message),
-        cmocka_unit_test(test_defer_a_full_queue_closes_as_one_by_one),
-        cmocka_unit_test(test_defer_a_run_longer_than_the_batch),
-        cmocka_unit_test(test_defer_outside_a_read_is_at_once),
+        cmocka_unit_test(
+            test_publish_defer_holds_until_the_read_ends_then_in_order),
+        cmocka_unit_test(
+            test_publish_defer_breaks_at_another_channel_and_message),
+        cmocka_unit_test(test_publish_defer_a_full_queue_closes_as_one_by_one),
+        cmocka_unit_test(test_publish_defer_a_run_longer_than_the_batch),
+        cmocka_unit_test(test_publish_defer_outside_a_read_is_at_once),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
