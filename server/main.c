@@ -28,6 +28,7 @@
 
 #include "hub/loop/dirslow.h"
 #include "hub/base/hash.h"
+#include "hub/hub.h"
 #include "hub/base/log.h"
 #include "hub/pusher/pusher.h"
 #include "server/base/fdlimit.h"

@@ -47,8 +47,9 @@ static void cache_miss_webhook(struct hub_loop *l, const struct hub_app *app,
 static void send_cached(struct hub_session *s, const char *name, size_t len)
 {
     struct hub_loop *l = s->loop;
-    struct hub_frame *f = hub_cache_get(l->hub->cache, s->app->index, name,
-                                        len, hub_clock_now_ms(l->clock), NULL);
+    struct hub_frame *f = hub_cache_get(hub_cache_of(l->hub), s->app->index,
+                                        name, len, hub_clock_now_ms(l->clock),
+                                        NULL);
     bool hit = f != NULL;
     int rc;
 
@@ -97,7 +98,7 @@ void hub_chanfeat_published(struct hub_loop *l, const struct hub_app *app,
 
     if (!hub_channel_is_cache(name, len))
         return;
-    rc = hub_cache_store(l->hub->cache, app->index, name, len, f,
+    rc = hub_cache_store(hub_cache_of(l->hub), app->index, name, len, f,
                          hub_clock_now_ms(l->clock), app_ttl_ms(l, app),
                          app_cap(l, app), &put);
     /* The subscribers have the event; only the cache lost it (and the
@@ -117,8 +118,9 @@ json_t *hub_chanfeat_cache_info(struct hub_loop *l, const struct hub_app *app,
                                 const char *name, size_t len)
 {
     uint64_t left = 0;
-    struct hub_frame *f = hub_cache_get(l->hub->cache, app->index, name, len,
-                                        hub_clock_now_ms(l->clock), &left);
+    struct hub_frame *f = hub_cache_get(hub_cache_of(l->hub), app->index,
+                                        name, len, hub_clock_now_ms(l->clock),
+                                        &left);
     json_t *ev, *o = NULL;
 
     if (!f)

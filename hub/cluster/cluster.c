@@ -735,7 +735,7 @@ static void view_deliver(struct hub_cluster *c, const struct view *v,
                                .member_seq =
                                    hub_directory_take_seq(c->dir) };
         const struct hub_pub_req r = { v->node.app, v->name,
-                                       v->node.name_len, f, &ex };
+                                       v->node.name_len, f, &ex, false };
 
         hub_fanout_loops(c->hub, NULL, &r);
     }
@@ -2197,12 +2197,13 @@ void hub_cluster_online_snapshot(
     void *ctx)
 {
     struct online_snap sn = { c };
+    struct hub_online *o = c->hub ? hub_online_of(c->hub) : NULL;
 
-    if (!c->hub || !c->hub->online)
+    if (!o)
         return;
     /* begin runs under the registry's mutex: every op pushed before it
      * (under that mutex) has the old generation and is in the visit. */
-    hub_online_visit(c->hub->online, online_begin, &sn, user, ctx);
+    hub_online_visit(o, online_begin, &sn, user, ctx);
 }
 
 bool hub_cluster_online_stale(struct hub_cluster *c,
@@ -2729,7 +2730,7 @@ static void deliver(struct hub_cluster *c, unsigned app,
         struct hub_excl ex = { .set = e.excl_set, .hi = e.excl_hi,
                                .lo = e.excl_lo, .member_seq = 0 };
         const struct hub_pub_req r = { app, e.channel, e.channel_len, f,
-                                       &ex };
+                                       &ex, false };
 
         hub_fanout_loops(c->hub, NULL, &r);
     }

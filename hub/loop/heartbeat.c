@@ -9,12 +9,9 @@
 
 #include <errno.h>
 
-#include "hub/channel/cache.h"
 #include "hub/loop/loop.h"
 
-/* heartbeat_interval, or a fifth of the ping interval up to 1 s; never
- * under a tick. */
-static uint64_t heartbeat_period(const struct hub_config *cfg)
+uint64_t hub_heartbeat_period(const struct hub_config *cfg)
 {
     uint64_t p = cfg->heartbeat_interval_ms;
 
@@ -38,13 +35,8 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
     int failures = 0;
 
     (void)t;
-    if (slice == 0) {
+    if (slice == 0)
         sh->cursor = 0;
-        /* Once a run, on one loop: free the cache channels' expired
-         * events (a read checks expiry too; this returns the memory). */
-        if (l->id == 0 && l->hub->cache)
-            hub_cache_reclaim(l->hub->cache, now_ms);
-    }
     end = sh->cursor + HUB_HEARTBEAT_SLICE < sh->count
               ? sh->cursor + HUB_HEARTBEAT_SLICE
               : sh->count;
@@ -67,7 +59,7 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
 
 int hub_heartbeat_start(struct hub_loop *l, uint64_t now_ms)
 {
-    uint64_t p = heartbeat_period(l->cfg);
+    uint64_t p = hub_heartbeat_period(l->cfg);
 
     hub_task_init(&l->heartbeat, l->wheel, l->clock, heartbeat_slice, l);
     return hub_task_start(&l->heartbeat, now_ms, p, p);

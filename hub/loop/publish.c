@@ -16,7 +16,6 @@
 #include "hub/loop/chanmap.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/session.h"
-#include "hub/ops/tail.h"
 
 int hub_excl_parse(struct hub_excl *ex, const char *sid)
 {
@@ -316,9 +315,10 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
     assert(r->f);
     if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
         return 0;
-    /* The console's tail: one relaxed load when nobody watches. */
-    if (hub_tail_watched())
-        hub_tail_publication(h, r->app, name, len, r->f);
+    /* The features that watch publications (hub/loop/feature.h). */
+    for (unsigned i = 0; i < h->n_features; i++)
+        if (h->features[i]->published)
+            h->features[i]->published(h, r);
     if (others) {
         p = malloc(sizeof(*p) + others * sizeof(p->nodes[0]) + len + 1);
         if (!p)
@@ -341,7 +341,7 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
         }
     }
     if (from) {
-        if (from->defer.open && from->defer.armed && defer_add(from, r) == 0)
+        if (r->batch && from->defer.open && defer_add(from, r) == 0)
             return 0;
         /* Publications leave a loop in the order they were made. */
         hub_defer_flush(from);

@@ -39,7 +39,6 @@
 #include "hub/loop/loop.h"
 #include "hub/wire/protocol.h"
 #include "hub/loop/publish.h"
-#include "hub/pusher/pusher.h"
 #include "hub/loop/session.h"
 
 #define SUCCEEDED "pusher_internal:subscription_succeeded"
@@ -70,12 +69,14 @@ struct hub_frame *hub_pusher_string_frame(const char *event,
 }
 
 int hub_pusher_publish(struct hub_session *s, const char *channel,
-                       size_t len, struct hub_frame *f, uint64_t member_seq)
+                       size_t len, struct hub_frame *f, uint64_t member_seq,
+                       bool batch)
 {
     struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
+    const struct hub_pub_req r = { s->app->index, channel, len, f, &ex,
+                                   batch };
 
-    return hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f,
-                       &ex);
+    return hub_publish_req(s->loop->hub, s->loop, &r);
 }
 
 static void send_sub_error(struct hub_session *s, const char *channel,
@@ -201,7 +202,7 @@ static void member_event(struct hub_session *s, const char *event,
     struct hub_frame *f = member_frame(event, channel, user_id, user_info);
 
     if (f) {
-        hub_pusher_publish(s, channel, chlen, f, seq);
+        hub_pusher_publish(s, channel, chlen, f, seq, false);
         hub_frame_unref(f);
     }
 }
@@ -568,7 +569,8 @@ static void sub_finish(struct hub_session *s, struct hub_sub *sub,
         added = member_frame("pusher_internal:member_added", name, *user_id,
                              user_info);
         /* hub_publish is all loops or none. */
-        if (!added || hub_pusher_publish(s, name, len, added, join->seq)) {
+        if (!added ||
+            hub_pusher_publish(s, name, len, added, join->seq, false)) {
             hub_frame_unref(ok);
             ok = NULL;
         }

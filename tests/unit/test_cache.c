@@ -384,7 +384,7 @@ static void test_cache_published_out_of_memory(void **state)
                                  HUB_STAT_GET(st->cache_stores),
                              (uint64_t)fa_step + 1);
             assert_int_equal(HUB_STAT_GET(st->cache_nomem), fa_failed ? fa_step + 1 : fa_step);
-            assert_int_equal(hub_cache_check(fh.hub->cache), 0);
+            assert_int_equal(hub_cache_check(hub_cache_of(fh.hub)), 0);
         });
     hub_frame_unref(f);
     fake_hub_stop(&fh);

@@ -824,7 +824,7 @@ static void test_cluster_cache(void **state)
     assert_int_equal(st->cache_received, 1);
     fake_hub_drain(&fh);
     assert_int_equal(d.s.q.count, 1);
-    got = hub_cache_get(fh.hub->cache, 0, "cache-y", 7, fake_now_ms(&fh),
+    got = hub_cache_get(hub_cache_of(fh.hub), 0, "cache-y", 7, fake_now_ms(&fh),
                         &left);
     assert_non_null(got);
     assert_int_equal(left, 500);
@@ -864,14 +864,14 @@ static void test_cluster_cache(void **state)
     assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, buf, n, 800),
                      1);
     assert_int_equal(st->cache_loaded, 1);
-    got = hub_cache_get(fh.hub->cache, 0, "cache-y", 7, fake_now_ms(&fh),
+    got = hub_cache_get(hub_cache_of(fh.hub), 0, "cache-y", 7, fake_now_ms(&fh),
                         &left);
     assert_non_null(got);
     assert_int_equal(left, 800);
     hub_frame_unref(got);
     /* A loaded entry expires on this node's clock. */
     fake_hub_advance(&fh, 801);
-    assert_null(hub_cache_get(fh.hub->cache, 0, "cache-y", 7,
+    assert_null(hub_cache_get(hub_cache_of(fh.hub), 0, "cache-y", 7,
                               fake_now_ms(&fh), NULL));
     assert_int_equal(d.s.q.count, 1); /* a load delivers nothing */
 

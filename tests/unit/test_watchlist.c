@@ -96,7 +96,7 @@ static void test_signin_deadline(void **state)
     hub_session_fini(&e.s, HUB_CLOSE_APP);
     hub_session_fini(&a.s, HUB_CLOSE_APP);
     hub_session_fini(&b.s, HUB_CLOSE_PEER);
-    assert_int_equal(hub_online_records(fh.hub->online), 0);
+    assert_int_equal(hub_online_records(hub_online_of(fh.hub)), 0);
     fake_hub_stop(&fh);
 }
 
@@ -154,7 +154,7 @@ static void world_stop(struct world *w)
     hub_session_fini(&w->a.s, HUB_CLOSE_PEER);
     hub_session_fini(&w->b.s, HUB_CLOSE_PEER);
     fake_hub_drain(&w->fh);
-    assert_int_equal(hub_online_records(w->fh.hub->online), 0);
+    assert_int_equal(hub_online_records(hub_online_of(w->fh.hub)), 0);
     for (unsigned i = 0; i < 2; i++)
         assert_int_equal(hub_chanmap_count(w->fh.loops[i]->chans), 0);
     fake_hub_stop(&w->fh);
@@ -175,7 +175,7 @@ static void test_watcher_signin_nomem(void **state)
     assert_true(fake_find(&w.a.s, "signin_success") == 0);
     assert_true(fake_find(&w.a.s, "watchlist_events") == 1);
     assert_true(fake_find(&w.a.s, "\\\"user_ids\\\":[\\\"x\\\"]") == 1);
-    assert_int_equal(hub_online_check(w.fh.hub->online), 0);
+    assert_int_equal(hub_online_check(hub_online_of(w.fh.hub)), 0);
     world_stop(&w);
     assert_int_equal(fail_alloc_live(), live);
 
@@ -189,7 +189,7 @@ static void test_watcher_signin_nomem(void **state)
             fake_hub_drain(&w.fh);
         },
         {
-            struct hub_online *o = w.fh.hub->online;
+            struct hub_online *o = hub_online_of(w.fh.hub);
             bool open = w.a.s.state == HUB_SESSION_OPEN;
             bool ok = fake_find(&w.a.s, "signin_success") >= 0;
             bool ev = fake_find(&w.a.s, "watchlist_events") >= 0;
@@ -251,7 +251,7 @@ static void test_watched_fini_nomem(void **state)
             fake_hub_drain(&w.fh);
         },
         {
-            struct hub_online *o = w.fh.hub->online;
+            struct hub_online *o = hub_online_of(w.fh.hub);
 
             assert_int_equal(hub_online_conns(o, 0, "x"), 0);
             assert_int_equal(hub_online_check(o), 0);
@@ -288,7 +288,7 @@ static void test_watchlist_events_off(void **state)
     fake_signin(&fh, &a.s, "{\"id\":\"w\",\"watchlist\":7}");
     assert_int_equal(a.s.q.count, 1);
     assert_true(fake_find(&a.s, "signin_success") == 0);
-    assert_int_equal(hub_online_records(fh.hub->online), 0);
+    assert_int_equal(hub_online_records(hub_online_of(fh.hub)), 0);
     hub_session_fini(&a.s, HUB_CLOSE_PEER);
     fake_hub_stop(&fh);
 }
