@@ -7,7 +7,7 @@
  * growing moves no list head.
  *
  * Also the cache channels' feature (hub/loop/feature.h): the hub's store,
- * and its reclaim on a timer of its own on loop 0.
+ * and its reclaim from loop 0's heartbeat beat hook.
  */
 #include "hub/channel/cache.h"
 
@@ -17,10 +17,8 @@
 #include <string.h>
 
 #include "hub/base/chantab.h"
-#include "hub/loop/heartbeat.h"
 #include "hub/loop/loop.h"
 #include "timer/list.h"
-#include "timer/wheel.h"
 
 struct cache_entry {
     struct hub_chan_node node;     /* key: app, name (points at name[]) */
@@ -279,23 +277,13 @@ int hub_cache_check(struct hub_cache *c)
 
 /* The feature: the hub's store, reclaimed on loop 0. */
 
-/* Loop 0's reclaim timer: once a heartbeat period, the expired events'
+/* Once a heartbeat run (about a second), on one loop: the expired events'
  * memory goes back (a read checks expiry too; this frees what nobody
  * reads). */
-struct cache_reclaim {
-    struct hub_timer timer;
-    struct hub_loop *l;
-    struct hub_cache *c;
-    uint64_t period_ms;
-};
-
-static void reclaim_fire(struct hub_timer *t, uint64_t now_ms)
+static void feature_beat(struct hub_loop *l, uint64_t now_ms)
 {
-    struct cache_reclaim *r = hub_container_of(t, struct cache_reclaim,
-                                               timer);
-
-    hub_cache_reclaim(r->c, now_ms);
-    hub_wheel_start(r->l->wheel, &r->timer, now_ms, (int64_t)r->period_ms);
+    if (l->id == 0)
+        hub_cache_reclaim(hub_cache_of(l->hub), now_ms);
 }
 
 static int feature_hub_init(struct hub *h, void **state)
@@ -310,41 +298,11 @@ static void feature_hub_fini(struct hub *h, void *state)
     hub_cache_destroy(state);
 }
 
-static int feature_loop_init(struct hub_loop *l, void **state)
-{
-    struct cache_reclaim *r;
-
-    *state = NULL;
-    if (l->id != 0)
-        return 0;                  /* one loop reclaims for all */
-    r = calloc(1, sizeof(*r));
-    if (!r)
-        return -ENOMEM;
-    r->l = l;
-    r->c = hub_cache_of(l->hub);
-    r->period_ms = hub_heartbeat_period(l->cfg);
-    hub_timer_init(&r->timer, reclaim_fire);
-    hub_wheel_start(l->wheel, &r->timer, l->now_ms, (int64_t)r->period_ms);
-    *state = r;
-    return 0;
-}
-
-static void feature_loop_fini(struct hub_loop *l, void *state)
-{
-    struct cache_reclaim *r = state;
-
-    if (!r)
-        return;
-    hub_wheel_stop(l->wheel, &r->timer);
-    free(r);
-}
-
 const struct hub_feature hub_cache_feature = {
     .name = "cache",
     .hub_init = feature_hub_init,
     .hub_fini = feature_hub_fini,
-    .loop_init = feature_loop_init,
-    .loop_fini = feature_loop_fini,
+    .beat = feature_beat,
 };
 
 struct hub_cache *hub_cache_of(const struct hub *h)

@@ -7,9 +7,9 @@
  * re-encode per subscriber, and a cached event costs its frame plus a
  * small record. Entries expire ttl_ms after they were stored; expiry is
  * checked on every read (an expired entry is a miss and is freed there)
- * and reclaimed in bulk by hub_cache_reclaim(), which the feature's own
- * timer calls on loop 0 once a heartbeat period (about once a second):
- * nothing is done per message.
+ * and reclaimed in bulk by hub_cache_reclaim(), which the feature's beat
+ * hook calls on loop 0 once a heartbeat run (about once a second; no
+ * wheel entry of its own): nothing is done per message.
  *
  * Memory is bounded per app: each app's entries sit on one list in store
  * order (a store moves its entry to the tail), and a store that would
@@ -25,7 +25,7 @@
  * app's list and in the table.
  *
  * The feature (hub/loop/feature.h, hub_cache_feature): one store per hub,
- * created with the hub (hub_cache_of() finds it) and its reclaim timer.
+ * created with the hub (hub_cache_of() finds it), and its reclaim.
  *
  * Thread: any; one mutex per store, held only for table and list work and
  * reference counting (never across I/O or a send).
@@ -47,7 +47,7 @@ struct hub;
 struct hub_cache;
 struct hub_feature;
 
-/* The cache channels' feature: the hub's store and its reclaim timer. */
+/* The cache channels' feature: the hub's store and its reclaim. */
 extern const struct hub_feature hub_cache_feature;
 
 /* h's store (borrowed for the hub's life); NULL when h has no cache

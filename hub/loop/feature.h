@@ -17,6 +17,11 @@
  *   feature's state for that loop into *state (NULL is fine: nothing for
  *   this loop); loop_fini at hub_loop_destroy(), in the reverse order,
  *   before the inbox's leftover nodes are dropped.
+ * - beat at the start of each run of a loop's heartbeat (hub/loop/heartbeat.h),
+ *   on that loop's thread: periodic upkeep that needs no wheel entry of its
+ *   own, so a loop's wheel still holds its sessions' entries and the
+ *   heartbeat alone (wheel_pending in docs/OPERATIONS.md). Keep it short:
+ *   it runs inside the heartbeat's first slice.
  * - published for every publication that enters this process's loops
  *   (hub_fanout_loops, hub/loop/publish.h), before it is posted: the
  *   request is borrowed for the call; never blocks.
@@ -31,10 +36,13 @@
  *
  * Thread: hub_init / hub_fini on the thread that creates and destroys the
  * hub; loop_init / loop_fini where hub_loop_create() / hub_loop_destroy()
- * run (the loop's own thread for the fini); published from any thread.
+ * run (the loop's own thread for the fini); beat on the loop's thread;
+ * published from any thread.
  */
 #ifndef HUB_FEATURE_H
 #define HUB_FEATURE_H
+
+#include <stdint.h>
 
 struct hub;
 struct hub_loop;
@@ -49,6 +57,7 @@ struct hub_feature {
     void (*hub_fini)(struct hub *h, void *state);
     int (*loop_init)(struct hub_loop *l, void **state);
     void (*loop_fini)(struct hub_loop *l, void *state);
+    void (*beat)(struct hub_loop *l, uint64_t now_ms);
     void (*published)(struct hub *h, const struct hub_pub_req *r);
 };
 

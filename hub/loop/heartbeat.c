@@ -11,7 +11,9 @@
 
 #include "hub/loop/loop.h"
 
-uint64_t hub_heartbeat_period(const struct hub_config *cfg)
+/* heartbeat_interval, or a fifth of the ping interval up to 1 s; never
+ * under a tick. */
+static uint64_t heartbeat_period(const struct hub_config *cfg)
 {
     uint64_t p = cfg->heartbeat_interval_ms;
 
@@ -35,8 +37,15 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
     int failures = 0;
 
     (void)t;
-    if (slice == 0)
+    if (slice == 0) {
+        const struct hub *h = l->hub;
+
         sh->cursor = 0;
+        /* Once a run: the features' upkeep (hub/loop/feature.h, beat). */
+        for (unsigned i = 0; i < h->n_features; i++)
+            if (h->features[i]->beat)
+                h->features[i]->beat(l, now_ms);
+    }
     end = sh->cursor + HUB_HEARTBEAT_SLICE < sh->count
               ? sh->cursor + HUB_HEARTBEAT_SLICE
               : sh->count;
@@ -59,7 +68,7 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
 
 int hub_heartbeat_start(struct hub_loop *l, uint64_t now_ms)
 {
-    uint64_t p = hub_heartbeat_period(l->cfg);
+    uint64_t p = heartbeat_period(l->cfg);
 
     hub_task_init(&l->heartbeat, l->wheel, l->clock, heartbeat_slice, l);
     return hub_task_start(&l->heartbeat, now_ms, p, p);
