@@ -28,7 +28,7 @@ int hub_ccache_apply(struct hub *h, const struct hub_app *app,
     if (!f)
         return -ENOMEM;
     if (deliver) {
-        struct hub_excl ex = { .set = e->excl_set, .hi = e->excl_hi,
+        struct hub_skip ex = { .set = e->excl_set, .hi = e->excl_hi,
                                .lo = e->excl_lo, .member_seq = 0 };
         const struct hub_pub_req r = { app->index, e->channel,
                                        e->channel_len, f, &ex, false };

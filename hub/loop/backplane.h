@@ -42,7 +42,7 @@
  *   takes a seq, increasing, so that for one channel the member list a
  *   join returns with j->seq = J reflects exactly the changes with seq <=
  *   J. leave gives the seq of the change in *seq (0 when there was none).
- *   Member events are published with excl->member_seq = the seq of their
+ *   Member events are published with skip->member_seq = the seq of their
  *   change, and delivery skips subscriptions joined at joined_seq >= it: a
  *   late event can never contradict a member list already sent. Only the
  *   order within a channel matters (one counter per channel would do).
@@ -83,7 +83,7 @@
  *   of memory); on done rc < 0 nothing is set.
  * - Member events. A directory that delivers member_added / member_removed
  *   of a presence channel to every subscriber itself (through
- *   hub_fanout_loops with excl.member_seq in the node's seq space) sets
+ *   hub_fanout_loops with skip.member_seq in the node's seq space) sets
  *   j->dir_events on join: the hub then publishes no member_added for it,
  *   and that directory's leave returns *last = false so that the hub
  *   publishes no member_removed either (leave has no other way to say it;
@@ -93,7 +93,7 @@
  *
  * Bus.
  * - publish delivers r->f to every subscriber of (r->app, r->name) on every
- *   loop, except r->excl (socket id, member_seq). The frame and r are
+ *   loop, except r->skip (socket id, member_seq). The frame and r are
  *   borrowed for the call: keep references or copy the bytes. The loops of
  *   this hub get it through hub_fanout_loops(h, from, r), which delivers on
  *   from before returning (a client event's sender is excluded on its own
@@ -342,9 +342,9 @@ static inline bool hub_dir_set_edge_hook(struct hub *h, hub_dir_edge_fn *fn,
 static inline int hub_publish(struct hub *h, struct hub_loop *from,
                               unsigned app, const char *name, size_t len,
                               struct hub_frame *f,
-                              const struct hub_excl *excl)
+                              const struct hub_skip *skip)
 {
-    const struct hub_pub_req r = { app, name, len, f, excl, false };
+    const struct hub_pub_req r = { app, name, len, f, skip, false };
 
     return h->bp->bus->publish(h->bp->bus_impl, h, from, &r);
 }
@@ -363,9 +363,9 @@ static inline int hub_publish_req(struct hub *h, struct hub_loop *from,
 static inline int hub_publish_cache(struct hub *h, struct hub_loop *from,
                                     unsigned app, const char *name,
                                     size_t len, struct hub_frame *f,
-                                    const struct hub_excl *excl)
+                                    const struct hub_skip *skip)
 {
-    const struct hub_pub_req r = { app, name, len, f, excl, false };
+    const struct hub_pub_req r = { app, name, len, f, skip, false };
 
     if (h->bp->bus->publish_cache)
         return h->bp->bus->publish_cache(h->bp->bus_impl, h, from, &r);

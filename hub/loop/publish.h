@@ -29,7 +29,13 @@
 struct hub;
 struct hub_loop;
 
-struct hub_excl {
+/*
+ * The subscriptions a publication skips: the socket "<hi>.<lo>" when set
+ * (a client event's sender, a REST socket_id), and, for a presence member
+ * event, every subscription that joined at or after member_seq (its list
+ * already says it: hub/loop/backplane.h, "Sequence numbers").
+ */
+struct hub_skip {
     bool set;
     uint64_t hi;
     uint32_t lo;
@@ -38,19 +44,20 @@ struct hub_excl {
     uint64_t member_seq;
 };
 
-/* Parse "<hi>.<lo>" into ex; -EINVAL when not ^\d+\.\d+$ in range. */
-int hub_excl_parse(struct hub_excl *ex, const char *socket_id);
+/* Set sk to skip the socket "<hi>.<lo>" (member_seq untouched); -EINVAL
+ * when not ^\d+\.\d+$ in range. */
+int hub_skip_parse(struct hub_skip *sk, const char *socket_id);
 
-/* One publication: f to the subscribers of (app, name[0..len)) but excl
- * (NULL = none). Every pointer is borrowed for the call. batch: a client
- * event of the read in progress, which the calling loop may hold for the
- * read's one walk (hub_defer_begin); a bus hands it on as it came. */
+/* One publication: f to the subscribers of (app, name[0..len)) but those
+ * skip names (NULL = none). Every pointer is borrowed for the call. batch:
+ * a client event of the read in progress, which the calling loop may hold
+ * for the read's one walk (hub_defer_begin); a bus hands it on as it came. */
 struct hub_pub_req {
     unsigned app;
     const char *name;
     size_t len;
     struct hub_frame *f;
-    const struct hub_excl *excl;
+    const struct hub_skip *skip;
     bool batch;
 };
 
@@ -74,7 +81,7 @@ int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
 /* Deliver to this loop's subscribers only. Returns recipients. */
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
-                           const struct hub_excl *excl);
+                           const struct hub_skip *skip);
 
 /*
  * Batching the client events of one read (the read bypass,
@@ -99,7 +106,7 @@ struct hub_defer {
     bool open;             /* a read pass is batching */
     unsigned k;            /* frames held, each with its own reference */
     unsigned app;
-    struct hub_excl excl;
+    struct hub_skip skip;
     size_t len, cap;       /* the channel's name in name[0..len) */
     char *name;            /* owned */
     struct hub_frame *f[HUB_DEFER_MAX];

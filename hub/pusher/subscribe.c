@@ -32,7 +32,7 @@
 
 #include "hub/app/auth.h"
 #include "hub/loop/backplane.h"
-#include "hub/channel/chanfeat.h"
+#include "hub/channel/chanhooks.h"
 #include "hub/loop/chanmap.h"
 #include "hub/base/json.h"
 #include "hub/base/log.h"
@@ -72,7 +72,7 @@ int hub_pusher_publish(struct hub_session *s, const char *channel,
                        size_t len, struct hub_frame *f, uint64_t member_seq,
                        bool batch)
 {
-    struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
+    struct hub_skip ex = { true, s->sid_hi, s->sid_lo, member_seq };
     const struct hub_pub_req r = { s->app->index, channel, len, f, &ex,
                                    batch };
 
@@ -600,7 +600,7 @@ static void sub_finish(struct hub_session *s, struct hub_sub *sub,
     HUB_STAT_ADD(l->stats.subscriptions, 1);
     hub_session_send(s, ok);
     hub_frame_unref(ok);
-    hub_chanfeat_joined(s, ch->name, ch->name_len, kind);
+    hub_chanhooks_joined(s, ch->name, ch->name_len, kind);
     /* Authorized connections: a private or presence channel counts. */
     if (kind != HUB_CHANNEL_PUBLIC)
         hub_session_authorized(s);
@@ -612,7 +612,7 @@ static void publish_member(struct hub_loop *l, unsigned app, const char *name,
                            const char *info, uint64_t seq)
 {
     struct hub_frame *f = member_frame(event, name, uid, info);
-    struct hub_excl ex = { false, 0, 0, seq };
+    struct hub_skip ex = { false, 0, 0, seq };
 
     if (f) {
         hub_publish(l->hub, l, app, name, len, f, &ex);
@@ -822,7 +822,7 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
     if (last && sub->user_id)
         member_event(s, "pusher_internal:member_removed", ch->name,
                      ch->name_len, sub->user_id, NULL, seq);
-    hub_chanfeat_left(l, s->app, ch->name, ch->name_len, ch->kind);
+    hub_chanhooks_left(l, s->app, ch->name, ch->name_len, ch->kind);
     hub_chanmap_put(l->chans, ch);
     free(sub->user_id);
     free(sub);

@@ -33,7 +33,7 @@ struct hub_sub *hub_pusher_find_sub(struct hub_session *s, const char *name,
 int hub_pusher_join_user_channel(struct hub_session *s, const char *id);
 
 /* Publish f to channel on every loop, except s itself; member_seq as in
- * struct hub_excl (0 for anything but presence member events); batch for a
+ * struct hub_skip (0 for anything but presence member events); batch for a
  * client event of the read in progress (struct hub_pub_req). 0, or
  * -ENOMEM when it reached no loop (hub_publish). */
 int hub_pusher_publish(struct hub_session *s, const char *channel,

@@ -250,21 +250,21 @@ static void test_channel_directory_list_and_users_json(void **state)
 
 static void test_channel_excl_parse(void **state)
 {
-    struct hub_excl ex;
+    struct hub_skip ex;
 
     (void)state;
-    assert_int_equal(hub_excl_parse(&ex, "123.456"), 0);
+    assert_int_equal(hub_skip_parse(&ex, "123.456"), 0);
     assert_true(ex.set);
     assert_true(ex.hi == 123 && ex.lo == 456);
-    assert_int_equal(hub_excl_parse(&ex, "1.4294967295"), 0);
-    assert_int_equal(hub_excl_parse(&ex, "1.4294967296"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1.4294967295"), 0);
+    assert_int_equal(hub_skip_parse(&ex, "1.4294967296"), -EINVAL);
     assert_false(ex.set);
-    assert_int_equal(hub_excl_parse(&ex, "1."), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, ".1"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "1.2.3"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "-1.2"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "1.2 "), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, NULL), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1."), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, ".1"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1.2.3"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "-1.2"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1.2 "), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, NULL), -EINVAL);
 }
 
 int main(void)

@@ -215,7 +215,7 @@ static int rec_publish(void *impl, struct hub *h, struct hub_loop *from,
     r->publishes++;
     snprintf(r->last_pub, sizeof(r->last_pub), "%.*s", (int)req->len,
              req->name);
-    r->last_member_seq = req->excl ? req->excl->member_seq : 0;
+    r->last_member_seq = req->skip ? req->skip->member_seq : 0;
     return hub_bus_local_ops.publish(NULL, h, from, req);
 }
 

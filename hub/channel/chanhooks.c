@@ -1,8 +1,8 @@
 /*
- * hub/channel/chanfeat.c - cache channels and subscription counts on the
- * subscribe, leave and publish paths (hub/channel/chanfeat.h).
+ * hub/channel/chanhooks.c - cache channels and subscription counts on the
+ * subscribe, leave and publish paths (hub/channel/chanhooks.h).
  */
-#include "hub/channel/chanfeat.h"
+#include "hub/channel/chanhooks.h"
 
 #include <errno.h>
 #include <string.h>
@@ -72,8 +72,8 @@ static void send_cached(struct hub_session *s, const char *name, size_t len)
         HUB_STAT_ADD(l->stats.cache_misses, 1);
 }
 
-void hub_chanfeat_joined(struct hub_session *s, const char *name, size_t len,
-                         enum hub_channel_kind kind)
+void hub_chanhooks_joined(struct hub_session *s, const char *name, size_t len,
+                          enum hub_channel_kind kind)
 {
     if (hub_channel_is_cache(name, len))
         send_cached(s, name, len);
@@ -81,17 +81,17 @@ void hub_chanfeat_joined(struct hub_session *s, const char *name, size_t len,
         hub_subcount_changed(s->loop, s->app->index, name, len);
 }
 
-void hub_chanfeat_left(struct hub_loop *l, const struct hub_app *app,
-                       const char *name, size_t len,
-                       enum hub_channel_kind kind)
+void hub_chanhooks_left(struct hub_loop *l, const struct hub_app *app,
+                        const char *name, size_t len,
+                        enum hub_channel_kind kind)
 {
     if (counted(app, kind))
         hub_subcount_changed(l, app->index, name, len);
 }
 
-void hub_chanfeat_published(struct hub_loop *l, const struct hub_app *app,
-                            const char *name, size_t len,
-                            struct hub_frame *f)
+void hub_chanhooks_published(struct hub_loop *l, const struct hub_app *app,
+                             const char *name, size_t len,
+                             struct hub_frame *f)
 {
     struct hub_cache_put put = { 0, false };
     int rc;
@@ -114,8 +114,8 @@ void hub_chanfeat_published(struct hub_loop *l, const struct hub_app *app,
         HUB_STAT_ADD(l->stats.cache_evictions, put.evicted);
 }
 
-json_t *hub_chanfeat_cache_info(struct hub_loop *l, const struct hub_app *app,
-                                const char *name, size_t len)
+json_t *hub_chanhooks_cache_info(struct hub_loop *l, const struct hub_app *app,
+                                 const char *name, size_t len)
 {
     uint64_t left = 0;
     struct hub_frame *f = hub_cache_get(hub_cache_of(l->hub), app->index,
