@@ -22,12 +22,14 @@ static const struct hub_feature *const features[] = {
     &hub_tail_feature,
 };
 
+#define N_FEATURES (sizeof(features) / sizeof(features[0]))
+_Static_assert(N_FEATURES <= HUB_MAX_FEATURES, "raise HUB_MAX_FEATURES");
+
 struct hub *hub_create_with(const struct hub_config *cfg,
                             const struct hub_clock *clock,
                             const struct hub_backplane *bp)
 {
-    return hub_create_core(cfg, clock, bp, features,
-                           sizeof(features) / sizeof(features[0]));
+    return hub_create_core(cfg, clock, bp, features, N_FEATURES);
 }
 
 struct hub *hub_create(const struct hub_config *cfg,
