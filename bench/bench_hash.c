@@ -40,6 +40,7 @@
 #include "hub/app/app.h"
 #include "hub/loop/chanmap.h"
 #include "hub/base/chantab.h"
+#include "hub/hub.h"
 #include "hub/loop/loop.h"
 
 #include "../tests/unit/fnv_flood.h"

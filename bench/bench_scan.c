@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub/hub.h"
 #include "hub/loop/heartbeat.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/session.h"

@@ -26,8 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hub/loop/dirslow.h"
+#include "hub/loop/dirdelay_harness.h"
 #include "hub/base/hash.h"
+#include "hub/hub.h"
 #include "hub/base/log.h"
 #include "hub/pusher/pusher.h"
 #include "server/base/fdlimit.h"
@@ -159,8 +160,9 @@ static unsigned test_stall_ms(void)
 /*
  * LUBDUB_TEST_DIR_DELAY_MS (1..10000), tests only, undocumented in --help:
  * without --redis, the directory answers every subscribe join and REST
- * read that long late through the asynchronous ops (hub/loop/dirslow.h), so
- * that tests/integration/dir_async.test.js drives pending subscriptions
+ * read that long late through the asynchronous ops (the test harness
+ * hub/loop/dirdelay_harness.h), so that
+ * tests/integration/dir_async.test.js drives pending subscriptions
  * and deferred HTTP answers. NULL: not asked for (or --redis given).
  */
 static struct hub *test_dir_hub(struct srv *srv)
@@ -179,7 +181,7 @@ static struct hub *test_dir_hub(struct srv *srv)
                 "LUBDUB_TEST_DIR_DELAY_MS=%s ignored (1..10000)", v);
         return NULL;
     }
-    if (hub_dirslow_backplane(&bp, (unsigned)ms))
+    if (hub_dirdelay_harness_backplane(&bp, (unsigned)ms))
         return NULL;
     h = hub_create_with(&srv->hcfg, hub_clock_monotonic(), &bp);
     if (!h) {

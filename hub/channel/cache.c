@@ -5,6 +5,9 @@
  * accounts grow (under the mutex) when a reload adds apps: app indices
  * only grow (hub/app/apptab.h), and each account is its own allocation, so
  * growing moves no list head.
+ *
+ * Also the cache channels' feature (hub/loop/feature.h): the hub's store,
+ * and its reclaim from loop 0's heartbeat beat hook.
  */
 #include "hub/channel/cache.h"
 
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "hub/base/chantab.h"
+#include "hub/loop/loop.h"
 #include "timer/list.h"
 
 struct cache_entry {
@@ -269,4 +273,39 @@ int hub_cache_check(struct hub_cache *c)
         rc = -EFAULT;
     pthread_mutex_unlock(&c->mu);
     return rc;
+}
+
+/* The feature: the hub's store, reclaimed on loop 0. */
+
+/* Once a heartbeat run (about a second), on one loop: the expired events'
+ * memory goes back (a read checks expiry too; this frees what nobody
+ * reads). */
+static void feature_beat(struct hub_loop *l, uint64_t now_ms)
+{
+    if (l->id == 0)
+        hub_cache_reclaim(hub_cache_of(l->hub), now_ms);
+}
+
+static int feature_hub_init(struct hub *h, void **state)
+{
+    *state = hub_cache_create(h->cfg->n_apps);
+    return *state ? 0 : -ENOMEM;
+}
+
+static void feature_hub_fini(struct hub *h, void *state)
+{
+    (void)h;
+    hub_cache_destroy(state);
+}
+
+const struct hub_feature hub_cache_feature = {
+    .name = "cache",
+    .hub_init = feature_hub_init,
+    .hub_fini = feature_hub_fini,
+    .beat = feature_beat,
+};
+
+struct hub_cache *hub_cache_of(const struct hub *h)
+{
+    return hub_feature_state(h, &hub_cache_feature);
 }

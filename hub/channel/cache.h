@@ -7,8 +7,9 @@
  * re-encode per subscriber, and a cached event costs its frame plus a
  * small record. Entries expire ttl_ms after they were stored; expiry is
  * checked on every read (an expired entry is a miss and is freed there)
- * and reclaimed in bulk by hub_cache_reclaim(), which the hub calls about
- * once a second: nothing is done per message.
+ * and reclaimed in bulk by hub_cache_reclaim(), which the feature's beat
+ * hook calls on loop 0 once a heartbeat run (about once a second; no
+ * wheel entry of its own): nothing is done per message.
  *
  * Memory is bounded per app: each app's entries sit on one list in store
  * order (a store moves its entry to the tail), and a store that would
@@ -22,6 +23,9 @@
  * Invariants (hub_cache_check): the table's (hub/base/chantab.h); each app's
  * entry and byte counts are the sum over its list; every entry is on its
  * app's list and in the table.
+ *
+ * The feature (hub/loop/feature.h, hub_cache_feature): one store per hub,
+ * created with the hub (hub_cache_of() finds it), and its reclaim.
  *
  * Thread: any; one mutex per store, held only for table and list work and
  * reference counting (never across I/O or a send).
@@ -39,7 +43,16 @@
  * and the channel name. */
 #define HUB_CACHE_ENTRY_OVERHEAD 64
 
+struct hub;
 struct hub_cache;
+struct hub_feature;
+
+/* The cache channels' feature: the hub's store and its reclaim. */
+extern const struct hub_feature hub_cache_feature;
+
+/* h's store (borrowed for the hub's life); NULL when h has no cache
+ * channels feature. Any thread. */
+struct hub_cache *hub_cache_of(const struct hub *h);
 
 struct hub_cache_usage {
     uint64_t entries;

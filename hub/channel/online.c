@@ -8,6 +8,8 @@
  * need (records for new ids, one more slot in each new watched user's
  * watchers[]), and only then relinks, so out of memory leaves the registry
  * as it was.
+ *
+ * Also the feature (hub/loop/feature.h) that gives each hub its registry.
  */
 #include "hub/channel/online.h"
 
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "hub/base/chantab.h"
+#include "hub/loop/loop.h"
 #include "timer/list.h"
 
 struct onode {
@@ -362,4 +365,30 @@ int hub_online_check(struct hub_online *o)
     }
     pthread_mutex_unlock(&o->mu);
     return rc;
+}
+
+/* The feature: one registry per hub. */
+
+static int feature_hub_init(struct hub *h, void **state)
+{
+    (void)h;
+    *state = hub_online_create();
+    return *state ? 0 : -ENOMEM;
+}
+
+static void feature_hub_fini(struct hub *h, void *state)
+{
+    (void)h;
+    hub_online_destroy(state);
+}
+
+const struct hub_feature hub_online_feature = {
+    .name = "online",
+    .hub_init = feature_hub_init,
+    .hub_fini = feature_hub_fini,
+};
+
+struct hub_online *hub_online_of(const struct hub *h)
+{
+    return hub_feature_state(h, &hub_online_feature);
 }

@@ -24,7 +24,9 @@
  *
  * Touched on signin and on a signed-in session's end, never per message.
  * Pure: no session, loop or frame; the caller turns the callbacks into
- * messages. Thread: any; one mutex.
+ * messages. A hub gets its registry from the feature hub_online_feature
+ * (hub/loop/feature.h), found with hub_online_of(). Thread: any; one
+ * mutex.
  */
 #ifndef HUB_ONLINE_H
 #define HUB_ONLINE_H
@@ -33,9 +35,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hub;
+struct hub_feature;
 struct hub_online;
 
 struct hub_watchlist;
+
+/* The feature that gives each hub its registry (hub/hub.c lists it). */
+extern const struct hub_feature hub_online_feature;
+
+/* h's registry (borrowed for the hub's life); NULL when h has none. */
+struct hub_online *hub_online_of(const struct hub *h);
 
 /* What the registry reports. Both run under the registry's mutex: they
  * must not call back into it (and should only queue). */

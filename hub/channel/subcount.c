@@ -1,6 +1,7 @@
 /*
  * hub/channel/subcount.c - the coalescer of hub/channel/subcount.h: the hub-wide pending
- * set (an (app, name) table under a mutex) and each loop's timer and list.
+ * set (an (app, name) table under a mutex) and each loop's timer and list,
+ * the feature's hub and loop state (hub/loop/feature.h).
  */
 #include "hub/channel/subcount.h"
 
@@ -16,6 +17,8 @@
 #include "hub/base/chantab.h"
 #include "hub/loop/loop.h"
 #include "hub/wire/protocol.h"
+#include "timer/list.h"
+#include "timer/wheel.h"
 
 /*
  * A channel in the set. Its loop sends at due_ms if dirty (a change came
@@ -38,7 +41,24 @@ struct hub_subcount {
     struct hub_chantab t;
 };
 
-struct hub_subcount *hub_subcount_create(void)
+/* A loop's share: its timer and the channels it will send. */
+struct sc_loop {
+    struct hub_timer timer;
+    struct hub_list pending;       /* struct sc_node.link, by due_ms */
+    struct hub_loop *l;
+};
+
+static struct hub_subcount *sc_of(const struct hub *h)
+{
+    return hub_feature_state(h, &hub_subcount_feature);
+}
+
+static struct sc_loop *sl_of(const struct hub_loop *l)
+{
+    return hub_loop_feature_state(l, &hub_subcount_feature);
+}
+
+static struct hub_subcount *subcount_create(void)
 {
     struct hub_subcount *sc = calloc(1, sizeof(*sc));
 
@@ -52,7 +72,7 @@ struct hub_subcount *hub_subcount_create(void)
     return sc;
 }
 
-void hub_subcount_destroy(struct hub_subcount *sc)
+static void subcount_destroy(struct hub_subcount *sc)
 {
     if (!sc)
         return;
@@ -94,7 +114,7 @@ static void publish_count(struct hub_loop *l, unsigned app, const char *name,
      * (docs/SCALING.md) each node reads the cluster-wide count itself,
      * and a count sent through the bus could overtake a newer one. With
      * the in-process backplane this is what hub_publish() does. */
-    const struct hub_pub_req r = { app, name, len, f, NULL };
+    const struct hub_pub_req r = { app, name, len, f, NULL, false };
 
     if (f && hub_fanout_loops(h, l, &r) == 0)
         HUB_STAT_ADD(l->stats.subscription_count_events, 1);
@@ -172,26 +192,27 @@ static void send_count(struct hub_loop *l, const struct sc_node *n,
     free(rd);
 }
 
-static void arm(struct hub_loop *l)
+static void arm(struct sc_loop *sl)
 {
     struct sc_node *first;
 
-    if (hub_list_is_empty(&l->subcount.pending))
+    if (hub_list_is_empty(&sl->pending))
         return;
-    first = hub_container_of(l->subcount.pending.next, struct sc_node, link);
-    hub_wheel_start_at(l->wheel, &l->subcount.timer, first->due_ms);
+    first = hub_container_of(sl->pending.next, struct sc_node, link);
+    hub_wheel_start_at(sl->l->wheel, &sl->timer, first->due_ms);
 }
 
 static void fire(struct hub_timer *t, uint64_t now_ms)
 {
-    struct hub_loop *l = hub_container_of(t, struct hub_loop, subcount.timer);
-    struct hub_subcount *sc = l->hub->subcount;
+    struct sc_loop *sl = hub_container_of(t, struct sc_loop, timer);
+    struct hub_loop *l = sl->l;
+    struct hub_subcount *sc = sc_of(l->hub);
     uint64_t interval = l->cfg->subscription_count_interval_ms;
     /* Nodes re-queued by this pass go after it: stop at the first one. */
     struct hub_list *stop = NULL;
 
-    while (!hub_list_is_empty(&l->subcount.pending)) {
-        struct sc_node *n = hub_container_of(l->subcount.pending.next,
+    while (!hub_list_is_empty(&sl->pending)) {
+        struct sc_node *n = hub_container_of(sl->pending.next,
                                              struct sc_node, link);
         bool dirty, local;
 
@@ -212,42 +233,25 @@ static void fire(struct hub_timer *t, uint64_t now_ms)
         }
         send_count(l, n, local);
         n->due_ms = now_ms + interval;
-        hub_list_link_tail(&l->subcount.pending, &n->link);
+        hub_list_link_tail(&sl->pending, &n->link);
         if (!stop)
             stop = &n->link;
     }
-    arm(l);
-}
-
-void hub_subcount_loop_init(struct hub_loop *l)
-{
-    hub_timer_init(&l->subcount.timer, fire);
-    hub_list_init(&l->subcount.pending);
-}
-
-void hub_subcount_loop_fini(struct hub_loop *l)
-{
-    hub_wheel_stop(l->wheel, &l->subcount.timer);
-    while (!hub_list_is_empty(&l->subcount.pending)) {
-        struct sc_node *n = hub_container_of(l->subcount.pending.next,
-                                             struct sc_node, link);
-
-        take(l->hub->subcount, n);
-        free(n);
-    }
+    arm(sl);
 }
 
 /* Mark (app, name) changed; local: by this process's own subscribers. */
 static void mark(struct hub_loop *l, unsigned app, const char *name,
                  size_t len, bool local)
 {
-    struct hub_subcount *sc = l->hub->subcount;
+    struct hub_subcount *sc = sc_of(l->hub);
+    struct sc_loop *sl = sl_of(l);
     uint64_t hash = hub_chan_hash(app, name, len);
     struct hub_chan_node *found;
     struct sc_node *n;
     bool first;
 
-    if (!sc)
+    if (!sc || !sl)
         return;
     pthread_mutex_lock(&sc->mu);
     found = hub_chantab_find(&sc->t, app, name, len, hash);
@@ -289,10 +293,10 @@ static void mark(struct hub_loop *l, unsigned app, const char *name,
         free(n);
         return;
     }
-    first = hub_list_is_empty(&l->subcount.pending);
-    hub_list_link_tail(&l->subcount.pending, &n->link);
+    first = hub_list_is_empty(&sl->pending);
+    hub_list_link_tail(&sl->pending, &n->link);
     if (first)
-        arm(l);
+        arm(sl);
 }
 
 void hub_subcount_changed(struct hub_loop *l, unsigned app, const char *name,
@@ -334,7 +338,7 @@ static void post_mark(struct hub *h, unsigned app, const char *name,
     struct sc_remote *m;
     struct hub_loop *l;
 
-    if (!h->subcount || !h->n_loops)
+    if (!sc_of(h) || !h->n_loops)
         return;
     m = malloc(sizeof(*m) + len + 1);
     if (!m)
@@ -362,3 +366,56 @@ void hub_subcount_refresh(struct hub *h, unsigned app, const char *name,
 {
     post_mark(h, app, name, len, true);
 }
+
+/* The feature's hooks. */
+
+static int feature_hub_init(struct hub *h, void **state)
+{
+    (void)h;
+    *state = subcount_create();
+    return *state ? 0 : -ENOMEM;
+}
+
+/* After every loop is gone (their pending nodes freed). */
+static void feature_hub_fini(struct hub *h, void *state)
+{
+    (void)h;
+    subcount_destroy(state);
+}
+
+static int feature_loop_init(struct hub_loop *l, void **state)
+{
+    struct sc_loop *sl = calloc(1, sizeof(*sl));
+
+    if (!sl)
+        return -ENOMEM;
+    sl->l = l;
+    hub_timer_init(&sl->timer, fire);
+    hub_list_init(&sl->pending);
+    *state = sl;
+    return 0;
+}
+
+/* Stops the timer and frees the loop's pending channels unsent. */
+static void feature_loop_fini(struct hub_loop *l, void *state)
+{
+    struct sc_loop *sl = state;
+
+    hub_wheel_stop(l->wheel, &sl->timer);
+    while (!hub_list_is_empty(&sl->pending)) {
+        struct sc_node *n = hub_container_of(sl->pending.next,
+                                             struct sc_node, link);
+
+        take(sc_of(l->hub), n);
+        free(n);
+    }
+    free(sl);
+}
+
+const struct hub_feature hub_subcount_feature = {
+    .name = "subscription_count",
+    .hub_init = feature_hub_init,
+    .hub_fini = feature_hub_fini,
+    .loop_init = feature_loop_init,
+    .loop_fini = feature_loop_fini,
+};

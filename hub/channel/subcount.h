@@ -26,35 +26,23 @@
  * subscription_count_dropped); the next change of that channel sends the
  * count again.
  *
- * Thread: hub_subcount_create/_destroy on the main thread; the rest on
- * the loop's thread; the pending set has its own mutex.
+ * A hub without the feature (hub/hub.c lists it) marks nothing.
+ *
+ * Thread: the feature's hooks as hub/loop/feature.h says; the rest on the
+ * loop's thread but where said; the pending set has its own mutex.
  */
 #ifndef HUB_SUBCOUNT_H
 #define HUB_SUBCOUNT_H
 
 #include <stddef.h>
 
-#include "timer/list.h"
-#include "timer/wheel.h"
-
 struct hub;
+struct hub_feature;
 struct hub_loop;
-struct hub_subcount;
 
-/* A loop's share: its timer and the channels it will send. */
-struct hub_subcount_loop {
-    struct hub_timer timer;
-    struct hub_list pending;       /* struct sc_node.link */
-};
-
-/* Owned; NULL when out of memory. */
-struct hub_subcount *hub_subcount_create(void);
-/* After every loop is gone (their pending nodes freed). */
-void hub_subcount_destroy(struct hub_subcount *sc);
-
-void hub_subcount_loop_init(struct hub_loop *l);
-/* Stops the timer and frees the loop's pending channels unsent. */
-void hub_subcount_loop_fini(struct hub_loop *l);
+/* The feature (hub/loop/feature.h): the hub-wide pending set, and each
+ * loop's timer and list of the channels it will send. */
+extern const struct hub_feature hub_subcount_feature;
 
 /* The subscription count of (app, name) changed on loop l. */
 void hub_subcount_changed(struct hub_loop *l, unsigned app, const char *name,

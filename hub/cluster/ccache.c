@@ -18,25 +18,26 @@ int hub_ccache_apply(struct hub *h, const struct hub_app *app,
 {
     uint64_t cap = app->cache_max_bytes ? app->cache_max_bytes
                                         : h->cfg->cache_max_bytes;
+    struct hub_cache *cache = hub_cache_of(h);
     struct hub_frame *f;
     int rc;
 
-    if (e->kind != HUB_ENV_CACHE || !ttl_ms || !h->cache)
+    if (e->kind != HUB_ENV_CACHE || !ttl_ms || !cache)
         return -EINVAL;
     f = hub_frame_create_text(e->data, e->data_len);
     if (!f)
         return -ENOMEM;
     if (deliver) {
-        struct hub_excl ex = { .set = e->excl_set, .hi = e->excl_hi,
+        struct hub_skip ex = { .set = e->excl_set, .hi = e->excl_hi,
                                .lo = e->excl_lo, .member_seq = 0 };
         const struct hub_pub_req r = { app->index, e->channel,
-                                       e->channel_len, f, &ex };
+                                       e->channel_len, f, &ex, false };
 
         hub_fanout_loops(h, NULL, &r);
     }
     /* After the fan-out, as on the publishing node: a subscriber joining
      * in between gets the older event first, then this one. */
-    rc = hub_cache_store(h->cache, app->index, e->channel, e->channel_len, f,
+    rc = hub_cache_store(cache, app->index, e->channel, e->channel_len, f,
                          hub_clock_now_ms(h->clock), ttl_ms, cap, NULL);
     hub_frame_unref(f);
     return rc;
@@ -45,13 +46,14 @@ int hub_ccache_apply(struct hub *h, const struct hub_app *app,
 int hub_ccache_load(struct hub *h, const struct hub_app *app,
                     const struct hub_envelope *e, uint64_t pttl_ms)
 {
+    struct hub_cache *cache = hub_cache_of(h);
     uint64_t left = 0;
     struct hub_frame *f;
     int rc;
 
-    if (!h->cache)
+    if (!cache)
         return -EINVAL;
-    f = hub_cache_get(h->cache, app->index, e->channel, e->channel_len,
+    f = hub_cache_get(cache, app->index, e->channel, e->channel_len,
                       hub_clock_now_ms(h->clock), &left);
     if (f) {
         hub_frame_unref(f);

@@ -731,11 +731,11 @@ static void view_deliver(struct hub_cluster *c, const struct view *v,
         return; /* out of memory: this event is lost for local subscribers */
     pthread_mutex_lock(&c->deliver_mu);
     if (!c->closed) {
-        struct hub_excl ex = { .set = false,
+        struct hub_skip ex = { .set = false,
                                .member_seq =
                                    hub_directory_take_seq(c->dir) };
         const struct hub_pub_req r = { v->node.app, v->name,
-                                       v->node.name_len, f, &ex };
+                                       v->node.name_len, f, &ex, false };
 
         hub_fanout_loops(c->hub, NULL, &r);
     }
@@ -2197,12 +2197,13 @@ void hub_cluster_online_snapshot(
     void *ctx)
 {
     struct online_snap sn = { c };
+    struct hub_online *o = c->hub ? hub_online_of(c->hub) : NULL;
 
-    if (!c->hub || !c->hub->online)
+    if (!o)
         return;
     /* begin runs under the registry's mutex: every op pushed before it
      * (under that mutex) has the old generation and is in the visit. */
-    hub_online_visit(c->hub->online, online_begin, &sn, user, ctx);
+    hub_online_visit(o, online_begin, &sn, user, ctx);
 }
 
 bool hub_cluster_online_stale(struct hub_cluster *c,
@@ -2255,7 +2256,7 @@ static int cbus_publish(void *b, struct hub *h, struct hub_loop *from,
 
     /* This node's subscribers first, never through the broker. */
     rc = hub_fanout_loops(h, from, r);
-    if (r->excl && r->excl->member_seq)
+    if (r->skip && r->skip->member_seq)
         return rc;
     if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
         return rc;
@@ -2264,8 +2265,8 @@ static int cbus_publish(void *b, struct hub *h, struct hub_loop *from,
         stat_add(&c->stats.lost, 1);
         return rc;
     }
-    if (r->excl)
-        op->excl = *r->excl;
+    if (r->skip)
+        op->skip = *r->skip;
     op->f = hub_frame_ref(r->f);
     enqueue(c, op);
     return rc;
@@ -2311,7 +2312,7 @@ static int cbus_publish_cache(void *b, struct hub *h, struct hub_loop *from,
     int rc;
 
     if (r->app >= c->n_apps || !hub_channel_is_cache(r->name, r->len) ||
-        (r->excl && r->excl->member_seq))
+        (r->skip && r->skip->member_seq))
         return cbus_publish(b, h, from, r);
     rc = hub_fanout_loops(h, from, r);
     if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
@@ -2327,8 +2328,8 @@ static int cbus_publish_cache(void *b, struct hub *h, struct hub_loop *from,
     }
     op->bus_len = c->cache_chan_len;
     op->expire_ms = hub_clock_now_ms(h->clock) + ttl;
-    if (r->excl)
-        op->excl = *r->excl;
+    if (r->skip)
+        op->skip = *r->skip;
     op->f = hub_frame_ref(r->f);
     enqueue(c, op);
     return rc;
@@ -2399,9 +2400,9 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
         .app_len = strlen(app),
         .channel = op->rchan + op->name_off,
         .channel_len = op->rchan_len - op->name_off,
-        .excl_set = op->excl.set,
-        .excl_hi = op->excl.hi,
-        .excl_lo = op->excl.lo,
+        .excl_set = op->skip.set,
+        .excl_hi = op->skip.hi,
+        .excl_lo = op->skip.lo,
         .member_seq = 0,
     };
     unsigned char *out;
@@ -2726,10 +2727,10 @@ static void deliver(struct hub_cluster *c, unsigned app,
     if (!f)
         return;
     {
-        struct hub_excl ex = { .set = e.excl_set, .hi = e.excl_hi,
+        struct hub_skip ex = { .set = e.excl_set, .hi = e.excl_hi,
                                .lo = e.excl_lo, .member_seq = 0 };
         const struct hub_pub_req r = { app, e.channel, e.channel_len, f,
-                                       &ex };
+                                       &ex, false };
 
         hub_fanout_loops(c->hub, NULL, &r);
     }

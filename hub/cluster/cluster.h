@@ -20,7 +20,7 @@
  * Bus: publish delivers on this node's loops at once (hub_fanout_loops,
  * never through the broker), then queues the frame for the backplane
  * thread, which wraps it in an envelope (hub/cluster/envelope.h) and publishes it.
- * terminate_user likewise. Member events (excl->member_seq set) stay on
+ * terminate_user likewise. Member events (skip->member_seq set) stay on
  * this node: their seq belongs to this node's directory (other nodes get
  * theirs from Redis's member-event channels, through their views).
  *
@@ -127,7 +127,7 @@ struct hub_cluster_op {
     struct hub_cluster_op *next;
     enum hub_cluster_op_kind kind;
     unsigned app;
-    struct hub_excl excl;
+    struct hub_skip skip;
     struct hub_frame *f;           /* EVENT: one reference */
     size_t rchan_len, name_off;
     size_t bus_len;                /* CACHE */

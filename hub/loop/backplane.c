@@ -1,8 +1,10 @@
 /*
- * hub/loop/backplane.c - the in-process backplane (hub/loop/directory.c for the
- * directory, hub/loop/publish.c for the bus) and hub_create(), which installs
- * it. Kept out of hub/loop/loop.c so that the loop calls neither part: the
- * publication code uses the loop, not the other way round.
+ * hub/loop/backplane.c - the in-process backplane: a new directory
+ * (hub/loop/directory.c) and the local bus (hub/loop/publish.c) in one
+ * struct hub_backplane, which hub_create() (hub/hub.c) installs and the
+ * delayed test directory (hub/loop/dirdelay_harness.c) wraps.
+ *
+ * Thread: any; the caller owns the result until a hub takes it.
  */
 #include "hub/loop/backplane.h"
 
@@ -21,18 +23,4 @@ int hub_backplane_local(struct hub_backplane *bp)
         .bus_impl = NULL,
     };
     return 0;
-}
-
-struct hub *hub_create(const struct hub_config *cfg,
-                       const struct hub_clock *clock)
-{
-    struct hub_backplane bp;
-    struct hub *h;
-
-    if (hub_backplane_local(&bp))
-        return NULL;
-    h = hub_create_with(cfg, clock, &bp);
-    if (!h)
-        hub_directory_destroy(bp.dir_impl);
-    return h;
 }

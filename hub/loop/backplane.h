@@ -8,10 +8,10 @@
  * struct hub_backplane and reaches both only through the static inline
  * fronts below: hub_publish() and hub_terminate_user() keep the signatures
  * they always had, and the hub_dir_*() fronts take the hub where the
- * directory calls took h->dir. hub_create() installs the in-process
- * implementation (hub_backplane_local: hub/loop/directory.c and hub/loop/publish.c);
- * a scale-out backplane (several processes sharing state through a
- * broker) passes its own tables to hub_create_with().
+ * directory calls took h->dir. hub_create() (hub/hub.h) installs the
+ * in-process implementation (hub_backplane_local: hub/loop/directory.c and
+ * hub/loop/publish.c); a scale-out backplane (several processes sharing
+ * state through a broker) passes its own tables to hub_create_with().
  *
  * The contract an implementation keeps:
  *
@@ -42,7 +42,7 @@
  *   takes a seq, increasing, so that for one channel the member list a
  *   join returns with j->seq = J reflects exactly the changes with seq <=
  *   J. leave gives the seq of the change in *seq (0 when there was none).
- *   Member events are published with excl->member_seq = the seq of their
+ *   Member events are published with skip->member_seq = the seq of their
  *   change, and delivery skips subscriptions joined at joined_seq >= it: a
  *   late event can never contradict a member list already sent. Only the
  *   order within a channel matters (one counter per channel would do).
@@ -83,7 +83,7 @@
  *   of memory); on done rc < 0 nothing is set.
  * - Member events. A directory that delivers member_added / member_removed
  *   of a presence channel to every subscriber itself (through
- *   hub_fanout_loops with excl.member_seq in the node's seq space) sets
+ *   hub_fanout_loops with skip.member_seq in the node's seq space) sets
  *   j->dir_events on join: the hub then publishes no member_added for it,
  *   and that directory's leave returns *last = false so that the hub
  *   publishes no member_removed either (leave has no other way to say it;
@@ -93,7 +93,7 @@
  *
  * Bus.
  * - publish delivers r->f to every subscriber of (r->app, r->name) on every
- *   loop, except r->excl (socket id, member_seq). The frame and r are
+ *   loop, except r->skip (socket id, member_seq). The frame and r are
  *   borrowed for the call: keep references or copy the bytes. The loops of
  *   this hub get it through hub_fanout_loops(h, from, r), which delivers on
  *   from before returning (a client event's sender is excluded on its own
@@ -110,10 +110,10 @@
  * rest to a backplane thread. Such a backplane sets stats (its counters,
  * shown by /stats and /metrics).
  *
- * Lifetime. hub_create_with() copies *bp; on success the hub owns the impl
- * pointers and calls the destroy ops (NULL = nothing to free) from
- * hub_destroy(), after every loop is gone. On failure the caller still
- * owns them.
+ * Lifetime. hub_create_with() (through hub_create_core(), hub/loop/loop.h)
+ * copies *bp; on success the hub owns the impl pointers and calls the
+ * destroy ops (NULL = nothing to free) from hub_destroy(), after every loop
+ * is gone. On failure the caller still owns them.
  */
 #ifndef HUB_BACKPLANE_H
 #define HUB_BACKPLANE_H
@@ -239,11 +239,6 @@ struct hub_backplane {
  * bus). 0 or -ENOMEM. hub/loop/backplane.c. */
 int hub_backplane_local(struct hub_backplane *bp);
 
-/* hub_create() with bp instead of the in-process backplane. */
-struct hub *hub_create_with(const struct hub_config *cfg,
-                            const struct hub_clock *clock,
-                            const struct hub_backplane *bp);
-
 /* Fronts. */
 
 /* True when the directory took the online change (see the op). */
@@ -347,22 +342,30 @@ static inline bool hub_dir_set_edge_hook(struct hub *h, hub_dir_edge_fn *fn,
 static inline int hub_publish(struct hub *h, struct hub_loop *from,
                               unsigned app, const char *name, size_t len,
                               struct hub_frame *f,
-                              const struct hub_excl *excl)
+                              const struct hub_skip *skip)
 {
-    const struct hub_pub_req r = { app, name, len, f, excl };
+    const struct hub_pub_req r = { app, name, len, f, skip, false };
 
     return h->bp->bus->publish(h->bp->bus_impl, h, from, &r);
 }
 
+/* hub_publish() of a request the caller built: a client event of the read
+ * in progress sets r->batch (hub_defer_begin, hub/loop/publish.h). */
+static inline int hub_publish_req(struct hub *h, struct hub_loop *from,
+                                  const struct hub_pub_req *r)
+{
+    return h->bp->bus->publish(h->bp->bus_impl, h, from, r);
+}
+
 /* hub_publish() of an HTTP API event on a cache channel (the caller keeps
- * it in h->cache after): with a backplane that reaches other processes,
+ * it in the cache store after): with a backplane that reaches other processes,
  * they keep it too. */
 static inline int hub_publish_cache(struct hub *h, struct hub_loop *from,
                                     unsigned app, const char *name,
                                     size_t len, struct hub_frame *f,
-                                    const struct hub_excl *excl)
+                                    const struct hub_skip *skip)
 {
-    const struct hub_pub_req r = { app, name, len, f, excl };
+    const struct hub_pub_req r = { app, name, len, f, skip, false };
 
     if (h->bp->bus->publish_cache)
         return h->bp->bus->publish_cache(h->bp->bus_impl, h, from, &r);

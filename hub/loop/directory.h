@@ -102,7 +102,7 @@ void hub_directory_leave_seq(struct hub_directory *d, unsigned app,
  * Take the next value of the seq counter above (under the mutex), as a
  * membership change does, and return it. For a directory that wraps this
  * one and delivers member events itself: it numbers its own deliveries in
- * the same node-local space that joined_seq and excl.member_seq use, so a
+ * the same node-local space that joined_seq and skip.member_seq use, so a
  * member list (j->seq) and later events keep their order.
  */
 uint64_t hub_directory_take_seq(struct hub_directory *d);

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 
-#include "hub/channel/cache.h"
 #include "hub/loop/loop.h"
 
 /* heartbeat_interval, or a fifth of the ping interval up to 1 s; never
@@ -39,11 +38,13 @@ static int heartbeat_slice(struct hub_task *t, uint64_t now_ms, unsigned slice,
 
     (void)t;
     if (slice == 0) {
+        const struct hub *h = l->hub;
+
         sh->cursor = 0;
-        /* Once a run, on one loop: free the cache channels' expired
-         * events (a read checks expiry too; this returns the memory). */
-        if (l->id == 0 && l->hub->cache)
-            hub_cache_reclaim(l->hub->cache, now_ms);
+        /* Once a run: the features' upkeep (hub/loop/feature.h, beat). */
+        for (unsigned i = 0; i < h->n_features; i++)
+            if (h->features[i]->beat)
+                h->features[i]->beat(l, now_ms);
     }
     end = sh->cursor + HUB_HEARTBEAT_SLICE < sh->count
               ? sh->cursor + HUB_HEARTBEAT_SLICE

@@ -3,7 +3,8 @@
  * (timer/task.h) that walks the shard in slices of HUB_HEARTBEAT_SLICE
  * sessions and has a ping queued (hub_session_queue_ping) for every
  * session silent for ping_interval. Between slices the server services
- * I/O (hub_loop_set_heartbeat_yield).
+ * I/O (hub_loop_set_heartbeat_yield). Each run starts with the features'
+ * beat hooks (hub/loop/feature.h), their periodic upkeep.
  *
  * Thread: the loop's own.
  */

@@ -3,6 +3,9 @@
  * the inbox. The heartbeat scan is hub/loop/heartbeat.c, the drain
  * hub/loop/drain.c, the queue budget hub/loop/budget.c; none of them, nor this file,
  * writes a session's fields: each asks the session (hub/loop/session.h).
+ * The features are reached only through their table of hooks
+ * (hub/loop/feature.h): the hub and each loop walk it at creation and at
+ * the end, and keep each feature's state in an opaque slot.
  */
 #include "hub/loop/loop.h"
 
@@ -13,9 +16,7 @@
 #include <sys/random.h>
 
 #include "hub/loop/backplane.h"
-#include "hub/channel/cache.h"
 #include "hub/loop/chanmap.h"
-#include "hub/channel/online.h"
 #include "hub/loop/drain.h"
 #include "hub/loop/heartbeat.h"
 
@@ -27,44 +28,63 @@ static void backplane_end(const struct hub_backplane *bp)
         bp->bus->destroy(bp->bus_impl);
 }
 
-struct hub *hub_create_with(const struct hub_config *cfg,
-                            const struct hub_clock *clock,
-                            const struct hub_backplane *bp)
+/* Undo the hub_init of the first n features, last first. */
+static void features_fini(struct hub *h, unsigned n)
 {
-    struct hub *h = calloc(1, sizeof(*h));
+    while (n--)
+        if (h->features[n]->hub_fini)
+            h->features[n]->hub_fini(h, h->feature_state[n]);
+}
 
+static void loop_features_fini(struct hub_loop *l, unsigned n)
+{
+    const struct hub *h = l->hub;
+
+    while (n--)
+        if (h->features[n]->loop_fini)
+            h->features[n]->loop_fini(l, l->feature_state[n]);
+}
+
+struct hub *hub_create_core(const struct hub_config *cfg,
+                            const struct hub_clock *clock,
+                            const struct hub_backplane *bp,
+                            const struct hub_feature *const *features,
+                            unsigned n)
+{
+    struct hub *h;
+    unsigned i;
+
+    assert(bp && bp->dir && bp->bus);
+    if (n > HUB_MAX_FEATURES)
+        return NULL;
+    h = calloc(1, sizeof(*h));
     if (!h)
         return NULL;
-    assert(bp && bp->dir && bp->bus);
     h->cfg = cfg;
     h->clock = clock;
+    h->features = features;
+    h->n_features = n;
     h->bp = malloc(sizeof(*h->bp));
     atomic_init(&h->apps, hub_apptab_borrow(cfg->apps, cfg->n_apps));
-    h->online = hub_online_create();
-    if (!h->bp || !atomic_load(&h->apps) || !h->online) {
-        hub_online_destroy(h->online);
-        free(h->bp);
-        hub_apptab_free(atomic_load(&h->apps), true);
-        free(h);
-        return NULL;
-    }
+    if (!h->bp || !atomic_load(&h->apps))
+        goto fail;
     *h->bp = *bp;
-    h->cache = hub_cache_create(cfg->n_apps);
-    h->subcount = hub_subcount_create();
-    if (!h->cache || !h->subcount) {
-        hub_cache_destroy(h->cache);
-        hub_subcount_destroy(h->subcount);
-        hub_online_destroy(h->online);
-        free(h->bp);
-        hub_apptab_free(atomic_load(&h->apps), true);
-        free(h);
-        return NULL;
-    }
     atomic_init(&h->draining, false);
     atomic_init(&h->stopping, false);
     atomic_init(&h->sessions, 0);
     h->started_ms = hub_clock_now_ms(clock);
+    for (i = 0; i < n; i++)
+        if (features[i]->hub_init &&
+            features[i]->hub_init(h, &h->feature_state[i]) < 0) {
+            features_fini(h, i);
+            goto fail;
+        }
     return h;
+fail:
+    free(h->bp);
+    hub_apptab_free(atomic_load(&h->apps), true);
+    free(h);
+    return NULL;
 }
 
 void hub_destroy(struct hub *h)
@@ -72,14 +92,31 @@ void hub_destroy(struct hub *h)
     if (!h)
         return;
     backplane_end(h->bp);
-    hub_cache_destroy(h->cache);
-    hub_subcount_destroy(h->subcount);
+    features_fini(h, h->n_features);
     free(h->bp);
     /* Every loop is gone, so every retired table was freed by its last
      * node; the current one holds every index's live struct. */
     hub_apptab_free(atomic_load(&h->apps), true);
-    hub_online_destroy(h->online);
     free(h);
+}
+
+void *hub_feature_state(const struct hub *h, const struct hub_feature *f)
+{
+    for (unsigned i = 0; i < h->n_features; i++)
+        if (h->features[i] == f)
+            return h->feature_state[i];
+    return NULL;
+}
+
+void *hub_loop_feature_state(const struct hub_loop *l,
+                             const struct hub_feature *f)
+{
+    const struct hub *h = l->hub;
+
+    for (unsigned i = 0; i < h->n_features; i++)
+        if (h->features[i] == f)
+            return l->feature_state[i];
+    return NULL;
 }
 
 struct hub_loop *hub_loop_create(struct hub *h,
@@ -113,10 +150,19 @@ struct hub_loop *hub_loop_create(struct hub *h,
     hub_shard_init(&l->shard);
     hub_inbox_init(&l->inbox);
     hub_drain_init(l);
-    hub_subcount_loop_init(l);
     l->now_ms = now_ms;
     if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng) || !l->rng)
         l->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)l;
+    for (unsigned i = 0; i < h->n_features; i++)
+        if (h->features[i]->loop_init &&
+            h->features[i]->loop_init(l, &l->feature_state[i]) < 0) {
+            loop_features_fini(l, i);
+            hub_shard_fini(&l->shard);
+            hub_chanmap_destroy(l->chans);
+            hub_wheel_destroy(l->wheel);
+            free(l);
+            return NULL;
+        }
     hub_heartbeat_start(l, now_ms);
     h->loops[h->n_loops++] = l;
     return l;
@@ -135,7 +181,7 @@ void hub_loop_destroy(struct hub_loop *l)
         return;
     hub_task_stop(&l->heartbeat);
     hub_wheel_stop(l->wheel, &l->drain_timer);
-    hub_subcount_loop_fini(l);
+    loop_features_fini(l, l->hub->n_features);
     /* Nodes still queued may hold references (a publication's frame):
      * each releases its own, without running. */
     for (n = hub_inbox_take_all(&l->inbox); n; n = next) {

@@ -3,14 +3,16 @@
  * process-wide hub that ties the loops together.
  *
  * A loop owns a registry shard, a timing wheel, a heartbeat task, a local
- * channel index and an inbox. server/ gives each loop a thread and an lws
+ * channel index, an inbox and an opaque slot per feature
+ * (hub/loop/feature.h). server/ gives each loop a thread and an lws
  * context and calls in: hub_loop_service() from the wheel's timer,
  * hub_loop_drain_inbox() on every wakeup, and the session functions from
  * the WebSocket callbacks.
  *
- * The hub holds what is shared: the configuration, the apps, the loops and
+ * The hub holds what is shared: the configuration, the apps, the loops,
  * the backplane (hub/loop/backplane.h): the channel directory (counts and
- * presence) and the bus that carries publications between loops.
+ * presence) and the bus that carries publications between loops, and the
+ * features' hub-wide state, which only the features read.
  *
  * Thread: a loop's functions run on its thread, except hub_loop_post() and
  * hub_publish() (any thread) and the stats reads (relaxed atomics).
@@ -24,14 +26,14 @@
 
 #include "hub/app/app.h"
 #include "hub/app/apptab.h"
+#include "hub/base/rng.h"
+#include "hub/loop/feature.h"
 #include "hub/loop/inbox.h"
 #include "hub/loop/pending.h"
 #include "hub/loop/publish.h"
-#include "hub/base/rng.h"
 #include "hub/loop/session.h"
 #include "hub/loop/shard.h"
 #include "hub/loop/stats.h"
-#include "hub/channel/subcount.h"
 #include "timer/clock.h"
 #include "timer/task.h"
 #include "timer/wheel.h"
@@ -74,10 +76,8 @@ struct hub_config {
 };
 
 struct hub_backplane;
-struct hub_cache;
 struct hub_chanmap;
 struct hub_wh_queue;
-struct hub_online;
 
 struct hub {
     const struct hub_config *cfg;  /* borrowed */
@@ -85,7 +85,6 @@ struct hub {
     struct hub_loop *loops[HUB_MAX_LOOPS];
     unsigned n_loops;
     struct hub_backplane *bp;      /* owned copy; the fronts use it */
-    struct hub_online *online;     /* signed-in users, watchlists; owned */
     atomic_bool draining;
     atomic_bool stopping;          /* teardown: publish nothing more */
     atomic_uint_fast32_t sessions; /* live, all loops (max_connections) */
@@ -100,8 +99,12 @@ struct hub {
      * brings the first ones (hence atomic: loops read it while the main
      * thread sets it once); NULL = none. Borrowed. */
     _Atomic(struct hub_wh_queue *) webhooks;
-    struct hub_cache *cache;       /* cache channels' last events; owned */
-    struct hub_subcount *subcount; /* subscription_count pending set */
+    /* The features (hub/loop/feature.h) the composition root gave, borrowed
+     * for the hub's life, and each one's hub-wide state, index for index:
+     * opaque here, read by the feature with hub_feature_state(). */
+    const struct hub_feature *const *features;
+    unsigned n_features;
+    void *feature_state[HUB_MAX_FEATURES];
 };
 
 /* The current app table. Use it within one callback and keep no pointer
@@ -118,24 +121,6 @@ static inline struct hub_app_live *hub_app_live_of(const struct hub *h,
 {
     return hub_apps(h)->live[index];
 }
-
-/*
- * The client events of one read, delivered together (hub/loop/publish.h,
- * hub_defer_begin): consecutive ones to one channel with one exclusion
- * share one walk of the channel's members.
- */
-#define HUB_DEFER_MAX 64
-
-struct hub_defer {
-    bool open;             /* a read pass is batching */
-    bool armed;            /* the publication in progress may join it */
-    unsigned k;            /* frames held, each with its own reference */
-    unsigned app;
-    struct hub_excl excl;
-    size_t len, cap;       /* the channel's name in name[0..len) */
-    char *name;            /* owned */
-    struct hub_frame *f[HUB_DEFER_MAX];
-};
 
 struct hub_loop {
     struct hub *hub;
@@ -163,22 +148,37 @@ struct hub_loop {
      * delivery, write): coarse, for stamps that must not read the clock. */
     uint64_t now_ms;
     uint64_t evict_last_ms;        /* the latest eviction scan */
-    struct hub_subcount_loop subcount; /* coalesced subscription counts */
     struct hub_defer defer;        /* client events of the read in progress */
+    /* Each feature's state for this loop (hub_loop_feature_state()),
+     * index for index with hub->features; opaque here. */
+    void *feature_state[HUB_MAX_FEATURES];
 };
 
 /*
- * Owned; NULL on failure. clock and cfg are borrowed for the hub's life.
- * With the in-process backplane (defined in hub/loop/backplane.c, above both
- * this file and the backplane's parts); hub_create_with()
- * (hub/loop/backplane.h) takes another.
+ * The hub with backplane bp (hub/loop/backplane.h: copied; on success the
+ * hub owns its impls) and the n features of the table (borrowed for the
+ * hub's life; at most HUB_MAX_FEATURES), each one's hub_init run in order.
+ * Owned; NULL on failure (then the caller still owns bp's impls). clock
+ * and cfg are borrowed for the hub's life. The composition root
+ * (hub/hub.h: hub_create(), hub_create_with()) is its caller.
  */
-struct hub *hub_create(const struct hub_config *cfg,
-                       const struct hub_clock *clock);
-/* After every loop is destroyed; ends the backplane too. */
+struct hub *hub_create_core(const struct hub_config *cfg,
+                            const struct hub_clock *clock,
+                            const struct hub_backplane *bp,
+                            const struct hub_feature *const *features,
+                            unsigned n);
+/* After every loop is destroyed; ends the backplane, then the features
+ * (their hub_fini, in reverse order). */
 void hub_destroy(struct hub *h);
 
-/* Create loop h->loops[h->n_loops++]; NULL on failure. */
+/* f's hub-wide state in h (what its hub_init gave), NULL when h has no f. */
+void *hub_feature_state(const struct hub *h, const struct hub_feature *f);
+/* f's state for loop l (what its loop_init gave), NULL when none. */
+void *hub_loop_feature_state(const struct hub_loop *l,
+                             const struct hub_feature *f);
+
+/* Create loop h->loops[h->n_loops++], each feature's loop_init run in
+ * order; NULL on failure. */
 struct hub_loop *hub_loop_create(struct hub *h,
                                  const struct hub_transport_ops *ops,
                                  void (*wake)(void *ctx), void *wake_ctx,
@@ -241,8 +241,8 @@ static inline void hub_loop_flush(struct hub_loop *l,
 }
 
 /* A small per-loop random number (jitter, socket ids). Loop thread.
- * Inline, so that session.c and drain.c use a loop without calling
- * loop.c. xorshift64*: jitter and socket ids need spread, not secrecy. */
+ * xorshift64*: jitter and socket ids need spread, not secrecy; a few
+ * instructions on the loop's own state, so inline. */
 static inline uint64_t hub_loop_random(struct hub_loop *l)
 {
     return hub_xorshift64s(&l->rng);

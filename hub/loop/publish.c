@@ -16,14 +16,13 @@
 #include "hub/loop/chanmap.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/session.h"
-#include "hub/ops/tail.h"
 
-int hub_excl_parse(struct hub_excl *ex, const char *sid)
+int hub_skip_parse(struct hub_skip *sk, const char *sid)
 {
     char *end;
     unsigned long long hi, lo;
 
-    ex->set = false;
+    sk->set = false;
     if (!sid || !(*sid >= '0' && *sid <= '9'))
         return -EINVAL;
     errno = 0;
@@ -33,9 +32,9 @@ int hub_excl_parse(struct hub_excl *ex, const char *sid)
     lo = strtoull(end + 1, &end, 10);
     if (errno || *end || lo > UINT32_MAX)
         return -EINVAL;
-    ex->set = true;
-    ex->hi = hi;
-    ex->lo = (uint32_t)lo;
+    sk->set = true;
+    sk->hi = hi;
+    sk->lo = (uint32_t)lo;
     return 0;
 }
 
@@ -55,7 +54,7 @@ struct hub_pub {
     atomic_uint refs;
     struct hub_frame *frame;
     unsigned app;
-    struct hub_excl excl;
+    struct hub_skip skip;
     size_t name_len;
     char *name;
     struct pub_node nodes[];
@@ -70,14 +69,14 @@ static void pub_unref(struct hub_pub *p)
 }
 
 /* Whether a publication skips this membership: the excluded socket, or
- * one that joined at or after a member event's sequence. excl may be NULL. */
-static inline bool excluded(const struct hub_sub *sub,
-                            const struct hub_excl *excl)
+ * one that joined at or after a member event's sequence. skip may be NULL. */
+static inline bool skipped(const struct hub_sub *sub,
+                           const struct hub_skip *skip)
 {
-    return excl &&
-           ((excl->set && sub->s->sid_hi == excl->hi &&
-             sub->s->sid_lo == excl->lo) ||
-            (excl->member_seq && sub->joined_seq >= excl->member_seq));
+    return skip &&
+           ((skip->set && sub->s->sid_hi == skip->hi &&
+             sub->s->sid_lo == skip->lo) ||
+            (skip->member_seq && sub->joined_seq >= skip->member_seq));
 }
 
 /*
@@ -93,7 +92,7 @@ static inline bool excluded(const struct hub_sub *sub,
  */
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
-                           const struct hub_excl *excl)
+                           const struct hub_skip *skip)
 {
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
     uint64_t budget, share = 0;
@@ -122,7 +121,7 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                                                chan_link);
         struct hub_session *s = sub->s;
 
-        if (excluded(sub, excl))
+        if (skipped(sub, skip))
             continue;
         if (!tight) {
             /* Nothing in this walk drops another session's queue: the
@@ -155,7 +154,7 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
  */
 static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
                           size_t len, struct hub_frame *const *fs, unsigned k,
-                          const struct hub_excl *excl)
+                          const struct hub_skip *skip)
 {
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
     uint64_t budget, total = 0;
@@ -173,7 +172,7 @@ static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
 
         if (hub_loop_queued(l) + need > budget) {
             for (unsigned j = 0; j < k; j++)
-                hub_deliver_local(l, app, name, len, fs[j], excl);
+                hub_deliver_local(l, app, name, len, fs[j], skip);
             return;
         }
         if (hub_loop_queued(l) + need > hub_budget_high(budget))
@@ -185,7 +184,7 @@ static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
         struct hub_session *s = sub->s;
         int got;
 
-        if (excluded(sub, excl))
+        if (skipped(sub, skip))
             continue;
         got = hub_session_push_n(s, fs, k, total);
         if (got > 0)
@@ -216,9 +215,9 @@ void hub_defer_flush(struct hub_loop *l)
         return;
     d->k = 0; /* first: nothing below defers again, but stay exact */
     if (k == 1)
-        hub_deliver_local(l, d->app, d->name, d->len, d->f[0], &d->excl);
+        hub_deliver_local(l, d->app, d->name, d->len, d->f[0], &d->skip);
     else
-        deliver_batch(l, d->app, d->name, d->len, d->f, k, &d->excl);
+        deliver_batch(l, d->app, d->name, d->len, d->f, k, &d->skip);
     for (unsigned j = 0; j < k; j++)
         hub_frame_unref(d->f[j]);
 }
@@ -229,7 +228,7 @@ void hub_defer_end(struct hub_loop *l)
     l->defer.open = false;
 }
 
-static bool excl_eq(const struct hub_excl *a, const struct hub_excl *b)
+static bool skip_eq(const struct hub_skip *a, const struct hub_skip *b)
 {
     return a->set == b->set && a->hi == b->hi && a->lo == b->lo &&
            a->member_seq == b->member_seq;
@@ -239,11 +238,11 @@ static bool excl_eq(const struct hub_excl *a, const struct hub_excl *b)
 static int defer_add(struct hub_loop *l, const struct hub_pub_req *r)
 {
     struct hub_defer *d = &l->defer;
-    struct hub_excl ex = r->excl ? *r->excl : (struct hub_excl){ 0 };
+    struct hub_skip ex = r->skip ? *r->skip : (struct hub_skip){ 0 };
 
     if (d->k && (d->k == HUB_DEFER_MAX || d->app != r->app ||
                  d->len != r->len || memcmp(d->name, r->name, r->len) ||
-                 !excl_eq(&d->excl, &ex)))
+                 !skip_eq(&d->skip, &ex)))
         hub_defer_flush(l);
     if (!d->k) {
         if (r->len + 1 > d->cap) {
@@ -258,7 +257,7 @@ static int defer_add(struct hub_loop *l, const struct hub_pub_req *r)
         d->name[r->len] = '\0';
         d->len = r->len;
         d->app = r->app;
-        d->excl = ex;
+        d->skip = ex;
     }
     d->f[d->k++] = hub_frame_ref(r->f);
     return 0;
@@ -290,7 +289,7 @@ static void pub_run(struct hub_inbox_node *n, struct hub_loop *l,
 
     (void)now_ms;
     hub_defer_flush(l); /* never held outside a read pass: a guard */
-    hub_deliver_local(l, p->app, p->name, p->name_len, p->frame, &p->excl);
+    hub_deliver_local(l, p->app, p->name, p->name_len, p->frame, &p->skip);
     pub_unref(p);
 }
 
@@ -316,9 +315,10 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
     assert(r->f);
     if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
         return 0;
-    /* The console's tail: one relaxed load when nobody watches. */
-    if (hub_tail_watched())
-        hub_tail_publication(h, r->app, name, len, r->f);
+    /* The features that watch publications (hub/loop/feature.h). */
+    for (unsigned i = 0; i < h->n_features; i++)
+        if (h->features[i]->published)
+            h->features[i]->published(h, r);
     if (others) {
         p = malloc(sizeof(*p) + others * sizeof(p->nodes[0]) + len + 1);
         if (!p)
@@ -326,7 +326,7 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
         atomic_init(&p->refs, others);
         p->frame = hub_frame_ref(r->f);
         p->app = r->app;
-        p->excl = r->excl ? *r->excl : (struct hub_excl){ 0 };
+        p->skip = r->skip ? *r->skip : (struct hub_skip){ 0 };
         p->name_len = len;
         p->name = (char *)&p->nodes[others];
         memcpy(p->name, name, len);
@@ -341,11 +341,11 @@ int hub_fanout_loops(struct hub *h, struct hub_loop *from,
         }
     }
     if (from) {
-        if (from->defer.open && from->defer.armed && defer_add(from, r) == 0)
+        if (r->batch && from->defer.open && defer_add(from, r) == 0)
             return 0;
         /* Publications leave a loop in the order they were made. */
         hub_defer_flush(from);
-        hub_deliver_local(from, r->app, name, len, r->f, r->excl);
+        hub_deliver_local(from, r->app, name, len, r->f, r->skip);
     }
     return 0;
 }

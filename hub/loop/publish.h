@@ -29,7 +29,13 @@
 struct hub;
 struct hub_loop;
 
-struct hub_excl {
+/*
+ * The subscriptions a publication skips: the socket "<hi>.<lo>" when set
+ * (a client event's sender, a REST socket_id), and, for a presence member
+ * event, every subscription that joined at or after member_seq (its list
+ * already says it: hub/loop/backplane.h, "Sequence numbers").
+ */
+struct hub_skip {
     bool set;
     uint64_t hi;
     uint32_t lo;
@@ -38,17 +44,21 @@ struct hub_excl {
     uint64_t member_seq;
 };
 
-/* Parse "<hi>.<lo>" into ex; -EINVAL when not ^\d+\.\d+$ in range. */
-int hub_excl_parse(struct hub_excl *ex, const char *socket_id);
+/* Set sk to skip the socket "<hi>.<lo>" (member_seq untouched); -EINVAL
+ * when not ^\d+\.\d+$ in range. */
+int hub_skip_parse(struct hub_skip *sk, const char *socket_id);
 
-/* One publication: f to the subscribers of (app, name[0..len)) but excl
- * (NULL = none). Every pointer is borrowed for the call. */
+/* One publication: f to the subscribers of (app, name[0..len)) but those
+ * skip names (NULL = none). Every pointer is borrowed for the call. batch:
+ * a client event of the read in progress, which the calling loop may hold
+ * for the read's one walk (hub_defer_begin); a bus hands it on as it came. */
 struct hub_pub_req {
     unsigned app;
     const char *name;
     size_t len;
     struct hub_frame *f;
-    const struct hub_excl *excl;
+    const struct hub_skip *skip;
+    bool batch;
 };
 
 /*
@@ -71,22 +81,37 @@ int hub_fanout_terminate(struct hub *h, struct hub_loop *from, unsigned app,
 /* Deliver to this loop's subscribers only. Returns recipients. */
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
-                           const struct hub_excl *excl);
+                           const struct hub_skip *skip);
 
 /*
- * Batching the client events of one read (the read bypass, server/lws/direct.c:
- * begin before it frames a socket's bytes, end after). While the batch is
- * open, a client event published from l (hub/pusher/pusher.c arms l->defer.armed
- * for the call) is held, with a reference, instead of being delivered on l
- * at once; consecutive ones to the same channel with the same exclusion
- * then reach the channel's members in one walk (deliver_batch): at 10,000
- * members the walk per message was two thirds of the hub's user-space time
- * (docs/BENCHMARKS.md, "One walk per read"). Other loops and the cluster get each at once, as
+ * Batching the client events of one read (the read bypass,
+ * server/lws/direct.c: begin before it frames a socket's bytes, end after).
+ * While the batch is open, a client event published from l with the
+ * request's batch flag set (hub/pusher/pusher.c sets it) is held, with a
+ * reference, instead of being delivered on l at once; consecutive ones to
+ * the same channel with the same exclusion then reach the channel's
+ * members in one walk (deliver_batch): at 10,000 members the walk per
+ * message was two thirds of the hub's user-space time (docs/BENCHMARKS.md,
+ * "One walk per read"). Other loops and the cluster get each at once, as
  * before. Order is kept: the batch is flushed before any other publication
  * or terminate leaves l, before the session's next message that is not a
  * client event is handled (hub_pusher_on_message), and at the end of the
  * read. Only l's thread; flush and end are no-ops when nothing is held.
  */
+#define HUB_DEFER_MAX 64
+
+/* A loop's batch (struct hub_loop's defer): consecutive client events to
+ * one channel with one exclusion, which share one walk of its members. */
+struct hub_defer {
+    bool open;             /* a read pass is batching */
+    unsigned k;            /* frames held, each with its own reference */
+    unsigned app;
+    struct hub_skip skip;
+    size_t len, cap;       /* the channel's name in name[0..len) */
+    char *name;            /* owned */
+    struct hub_frame *f[HUB_DEFER_MAX];
+};
+
 void hub_defer_begin(struct hub_loop *l);
 void hub_defer_flush(struct hub_loop *l);
 void hub_defer_end(struct hub_loop *l);

@@ -6,10 +6,11 @@
  * new output is hub/loop/pending.c, fed only by want_writable() below.
  *
  * Deadlines are lazy: nothing is re-armed per inbound frame. The pong timer
- * checks, when it fires, whether anything arrived since the ping; the idle
- * timer re-arms itself for the rest of the timeout if data arrived.
+ * checks, when it fires, whether anything arrived since the ping; the
+ * deadline timer re-arms itself for the rest of the idle timeout if data
+ * arrived.
  *
- * The write deadline shares the idle entry and is as lazy: the queue's
+ * The write deadline shares the deadline entry and is as lazy: the queue's
  * empty -> non-empty edge and every write that the socket took and that
  * left the queue at or under the low mark (HUB_RX_LOW) stamp tx_ms (a
  * store; the entry is armed only when it is idle or due later), and the
@@ -57,7 +58,7 @@ const char *hub_session_socket_id(const struct hub_session *s, char *buf)
 }
 
 static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms);
-static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms);
+static void deadline_timer_cb(struct hub_timer *t, uint64_t now_ms);
 static void close_timer_cb(struct hub_timer *t, uint64_t now_ms);
 
 /* The clock's microseconds, low 32 bits (ping round trips). */
@@ -85,7 +86,7 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
     s->connected_ms = now_ms;
     s->last_data_ms = (uint32_t)now_ms;
     hub_timer_init(&s->pong_timer, pong_timer_cb);
-    hub_timer_init(&s->idle_timer, idle_timer_cb);
+    hub_timer_init(&s->deadline_timer, deadline_timer_cb);
     hub_list_init(&s->subs);
     hub_sendq_init(&s->q);
     rc = hub_shard_add(&l->shard, s, now_ms);
@@ -100,7 +101,7 @@ int hub_session_init(struct hub_session *s, struct hub_loop *l, void *conn,
         s->sid_hi = s->sid_hi << 16 | (l->cfg->node_tag & 0xffff);
     s->sid_lo = (uint32_t)hub_loop_random(l);
     if (l->cfg->idle_timeout_ms)
-        hub_wheel_start(l->wheel, &s->idle_timer, now_ms,
+        hub_wheel_start(l->wheel, &s->deadline_timer, now_ms,
                         (int64_t)l->cfg->idle_timeout_ms);
     HUB_STAT_ADD(l->stats.sessions, 1);
     HUB_STAT_ADD(l->stats.accepted, 1);
@@ -140,7 +141,7 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
         hub_pending_forget(&l->pending, s);
     s->want_writable = false;
     stop_pong(l, s);
-    hub_wheel_stop(l->wheel, &s->idle_timer);
+    hub_wheel_stop(l->wheel, &s->deadline_timer);
     hub_shard_remove(&l->shard, s);
     sendq_drop(s);
     hub_sendq_fini(&s->q);
@@ -441,7 +442,8 @@ void hub_session_drain(struct hub_session *s, uint64_t now_ms,
     if (!s->loop || s->state != HUB_SESSION_OPEN)
         return;
     s->draining = true;
-    hub_wheel_start(s->loop->wheel, &s->idle_timer, now_ms, (int64_t)delay_ms);
+    hub_wheel_start(s->loop->wheel, &s->deadline_timer, now_ms,
+                    (int64_t)delay_ms);
 }
 
 /* Milliseconds since tx_ms (never negative). */
@@ -462,9 +464,9 @@ static void write_deadline_start(struct hub_session *s)
         return;
     s->tx_ms = (uint32_t)l->now_ms;
     due = l->now_ms + wt;
-    if (!hub_timer_is_armed(&s->idle_timer) ||
-        hub_timer_deadline_ms(&s->idle_timer) > due)
-        hub_wheel_start_at(l->wheel, &s->idle_timer, due);
+    if (!hub_timer_is_armed(&s->deadline_timer) ||
+        hub_timer_deadline_ms(&s->deadline_timer) > due)
+        hub_wheel_start_at(l->wheel, &s->deadline_timer, due);
 }
 
 /*
@@ -627,11 +629,11 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
         rx_resume(s);
     s->ping_due = false;
     stop_pong(l, s);
-    hub_wheel_stop(l->wheel, &s->idle_timer);
-    /* The idle entry is stopped (or is the one firing): it becomes the
+    hub_wheel_stop(l->wheel, &s->deadline_timer);
+    /* The deadline entry is stopped (or is the one firing): it becomes the
      * close timeout. */
-    hub_timer_init(&s->idle_timer, close_timer_cb);
-    hub_wheel_start(l->wheel, &s->idle_timer, hub_clock_now_ms(l->clock),
+    hub_timer_init(&s->deadline_timer, close_timer_cb);
+    hub_wheel_start(l->wheel, &s->deadline_timer, hub_clock_now_ms(l->clock),
                     (int64_t)l->cfg->close_timeout_ms);
     want_writable(s);
 }
@@ -752,10 +754,10 @@ static void pong_timer_cb(struct hub_timer *t, uint64_t now_ms)
     (void)now_ms;
 }
 
-static void idle_timer_cb(struct hub_timer *t, uint64_t now_ms)
+static void deadline_timer_cb(struct hub_timer *t, uint64_t now_ms)
 {
     struct hub_session *s = hub_container_of(t, struct hub_session,
-                                             idle_timer);
+                                             deadline_timer);
     struct hub_loop *l = s->loop;
     const struct hub_config *cfg = l->cfg;
     uint64_t due = UINT64_MAX;
@@ -814,9 +816,9 @@ void hub_session_arm_signin_deadline(struct hub_session *s)
         !s->app->enable_user_authentication || s->authorized)
         return;
     due = s->connected_ms + s->app->user_auth_timeout_ms;
-    if (!hub_timer_is_armed(&s->idle_timer) ||
-        hub_timer_deadline_ms(&s->idle_timer) > due)
-        hub_wheel_start_at(l->wheel, &s->idle_timer, due);
+    if (!hub_timer_is_armed(&s->deadline_timer) ||
+        hub_timer_deadline_ms(&s->deadline_timer) > due)
+        hub_wheel_start_at(l->wheel, &s->deadline_timer, due);
 }
 
 void hub_session_authorized(struct hub_session *s)
@@ -832,13 +834,13 @@ void hub_session_authorized(struct hub_session *s)
         s->state != HUB_SESSION_OPEN || s->draining ||
         l->cfg->idle_timeout_ms || (l->cfg->write_timeout_ms && s->q.count))
         return;
-    hub_wheel_stop(l->wheel, &s->idle_timer);
+    hub_wheel_stop(l->wheel, &s->deadline_timer);
 }
 
 static void close_timer_cb(struct hub_timer *t, uint64_t now_ms)
 {
     struct hub_session *s = hub_container_of(t, struct hub_session,
-                                             idle_timer);
+                                             deadline_timer);
 
     HUB_STAT_ADD(s->loop->stats.close_timeouts, 1);
     s->loop->ops->kill(s->conn);

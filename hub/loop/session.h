@@ -89,7 +89,7 @@ struct hub_session {
     bool ping_outstanding : 1;     /* a ping went out; pong timer armed */
     bool want_writable : 1;        /* asked (pending list or writable
                                       callback), not yet served */
-    bool draining : 1;             /* the idle timer is the drain close */
+    bool draining : 1;             /* the deadline timer is the drain close */
     bool app_counted : 1;          /* counted in the app's live sessions */
     bool online_counted : 1;       /* counted in the hub's online registry
                                       (hub/pusher/watchlist.c) */
@@ -127,11 +127,13 @@ struct hub_session {
      * the queue last went non-empty or the socket last took bytes. */
     uint32_t tx_ms;
     struct hub_timer pong_timer;   /* 4201 */
-    /* Open: the earlier of 4202 idle and the write deadline (4100: queued
-     * bytes and no write progress for write_timeout), or the paced drain
-     * close. Once a close has started (neither matters any more) the same
-     * entry is the close timeout. */
-    struct hub_timer idle_timer;
+    /* The session's one deadline entry. Open: the earliest of the idle
+     * deadline (4202), the write deadline (4100: queued bytes and no write
+     * progress for write_timeout) and the sign-in deadline of authorized
+     * connections (4009), or the paced drain close (4200). Once a close
+     * has started (none of those matters any more) the same entry is the
+     * close timeout. */
+    struct hub_timer deadline_timer;
     struct hub_sendq q;
     struct hub_list subs;          /* struct hub_sub.session_link */
     /* pusher:signin: "<id>\0<user_info JSON or empty>\0" in one owned
@@ -241,7 +243,7 @@ void hub_session_ping_written(struct hub_session *s, uint64_t now_ms);
  */
 int hub_session_queue_ping(struct hub_session *s, uint64_t now_ms);
 /*
- * The loop drains: from now, s's idle entry is the drain close (4200)
+ * The loop drains: from now, s's deadline entry is the drain close (4200)
  * due in delay_ms. Only while open.
  */
 void hub_session_drain(struct hub_session *s, uint64_t now_ms,
@@ -354,7 +356,7 @@ static inline bool hub_session_has_output(const struct hub_session *s)
 
 /*
  * Authorized connections (the app's enable_user_authentication): arm the
- * session's idle entry for the signin deadline, connected_ms +
+ * session's deadline entry for the signin deadline, connected_ms +
  * user_authentication_timeout, when that is earlier than what it holds.
  * The entry's callback closes a session still not authorized then with
  * pusher:error 4009 and close 4009. No-op for other apps.
@@ -362,7 +364,7 @@ static inline bool hub_session_has_output(const struct hub_session *s)
 void hub_session_arm_signin_deadline(struct hub_session *s);
 /* s signed in, or a private or presence subscription of s succeeded (what
  * Pusher counts as an authorized connection): the signin deadline is void
- * for good; the idle entry is stopped when no other deadline needs it.
+ * for good; the deadline entry is stopped when no other deadline needs it.
  * Cheap when already authorized. */
 void hub_session_authorized(struct hub_session *s);
 

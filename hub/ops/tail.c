@@ -1,7 +1,8 @@
 /*
  * hub/ops/tail.c - the console's live tail (hub/ops/tail.h): the watcher registry,
- * the filter, the per-watcher rate cap and bounded queue, and the wakeup of
- * the watcher's loop through its inbox.
+ * the filter, the per-watcher rate cap and bounded queue, the wakeup of
+ * the watcher's loop through its inbox, and the feature whose publication
+ * hook feeds it (hub/loop/feature.h).
  *
  * Lifetime: a watcher is referenced by the registry (until unwatch) and by
  * its wake node while that node sits in an inbox; the last reference frees
@@ -22,6 +23,7 @@
 #include "hub/loop/inbox.h"
 #include "timer/list.h"
 #include "hub/loop/loop.h"
+#include "hub/loop/publish.h"
 
 atomic_bool hub_tail_on;
 
@@ -316,6 +318,18 @@ void hub_tail_publication(struct hub *h, unsigned app, const char *name,
 
     offer(h, app, HUB_TAIL_EVENTS, name, len, build_pub, &a);
 }
+
+/* The feature's publication hook: one relaxed load when nobody watches. */
+static void feature_published(struct hub *h, const struct hub_pub_req *r)
+{
+    if (hub_tail_watched())
+        hub_tail_publication(h, r->app, r->name, r->len, r->f);
+}
+
+const struct hub_feature hub_tail_feature = {
+    .name = "tail",
+    .published = feature_published,
+};
 
 struct conn_arg {
     bool open;

@@ -2,16 +2,18 @@
  * hub/ops/tail.h - the operator console's live tail: copies of publications and
  * of connection opens and closes, for the few watchers an operator opened.
  *
- * Nobody watching must cost nothing: the publish path and the connection
- * open/close paths test hub_tail_watched() (one relaxed atomic load of a
- * process-wide flag) and do nothing else. When someone watches, the caller
- * hands the event to hub_tail_publication() / hub_tail_connection(), which
- * match it against every watcher's filter (app, channel name or prefix,
- * event kind) and rate limit (a cap per second per watcher), copy it as
- * one JSON line into that watcher's bounded queue, and wake the watcher's
- * loop through its inbox; what the cap or a full queue refuses is counted
- * as a drop, never waited for. The watcher's loop takes the lines with
- * hub_tail_next() and writes them to its browser.
+ * Nobody watching must cost nothing: the publish path (through the
+ * feature's publication hook, hub_tail_feature: hub/loop/feature.h) and
+ * the connection open/close paths test hub_tail_watched() (one relaxed
+ * atomic load of a process-wide flag) and do nothing else. When someone
+ * watches, the caller hands the event to hub_tail_publication() /
+ * hub_tail_connection(), which match it against every watcher's filter
+ * (app, channel name or prefix, event kind) and rate limit (a cap per
+ * second per watcher), copy it as one JSON line into that watcher's
+ * bounded queue, and wake the watcher's loop through its inbox; what the
+ * cap or a full queue refuses is counted as a drop, never waited for. The
+ * watcher's loop takes the lines with hub_tail_next() and writes them to
+ * its browser.
  *
  * Thread: hub_tail_watched/publication/connection from any thread; a
  * watcher's other functions on the loop it was created on. The registry is
@@ -27,8 +29,13 @@
 #include <stdint.h>
 
 struct hub;
+struct hub_feature;
 struct hub_loop;
 struct hub_frame;
+
+/* The feature (hub/hub.c lists it): every publication that enters the
+ * hub's loops is offered to the watchers. */
+extern const struct hub_feature hub_tail_feature;
 
 #define HUB_TAIL_EVENTS 1u      /* publications (channel events) */
 #define HUB_TAIL_CONNECTIONS 2u /* connection opens and closes */

@@ -337,11 +337,10 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
                                                            : NULL);
     free(data);
     /* hub_publish reaches every loop or none. This loop's share may wait
-     * for the end of the read (hub_defer_begin). */
-    l->defer.armed = true;
-    rc = f ? hub_pusher_publish(s, sub->ch->name, sub->ch->name_len, f, 0)
+     * for the end of the read (batch: hub_defer_begin). */
+    rc = f ? hub_pusher_publish(s, sub->ch->name, sub->ch->name_len, f, 0,
+                                true)
            : -ENOMEM;
-    l->defer.armed = false;
     if (f)
         hub_frame_unref(f);
     if (rc)

@@ -43,10 +43,8 @@ int hub_pusher_on_message(struct hub_session *s, const char *text, size_t len,
 void hub_pusher_connect(struct hub_session *s, const char *uri,
                         size_t uri_len, int protocol);
 
-/* Leave every channel (disconnect); emits member_removed where due. */
-void hub_pusher_leave_all(struct hub_session *s);
-
-/* hub_config.session_hooks for a Pusher hub: at fini, leave_all. */
+/* hub_config.session_hooks for a Pusher hub: at fini, leave every
+ * channel (hub_pusher_leave_all, hub/pusher/subscribe.h). */
 extern const struct hub_session_hooks hub_pusher_hooks;
 
 #endif

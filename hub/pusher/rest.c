@@ -18,7 +18,7 @@
 
 #include "hub/app/auth.h"
 #include "hub/loop/backplane.h"
-#include "hub/channel/chanfeat.h"
+#include "hub/channel/chanhooks.h"
 #include "hub/base/json.h"
 #include "hub/base/log.h"
 #include "hub/loop/loop.h"
@@ -90,7 +90,7 @@ struct event_req {
     json_t *single;       /* borrowed string (the "channel" form) */
     char *lit;            /* owned: the data as a JSON string literal */
     size_t lit_len;
-    struct hub_excl excl;
+    struct hub_skip skip;
     const char *info;
 };
 
@@ -166,7 +166,7 @@ static int check_event(const struct hub_app *app, json_t *ev,
         }
     }
     if (sid && (!json_is_string(sid) ||
-                hub_excl_parse(&r->excl, json_string_value(sid)))) {
+                hub_skip_parse(&r->skip, json_string_value(sid)))) {
         reply_error(out, 400, "\"socket_id\" must look like 1234.5678");
         return 400;
     }
@@ -526,14 +526,14 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
             return -ENOMEM;
         if (hub_channel_is_cache(name, len))
             rc = hub_publish_cache(l->hub, l, app->index, name, len, f,
-                                   r->excl.set ? &r->excl : NULL);
+                                   r->skip.set ? &r->skip : NULL);
         else
             rc = hub_publish(l->hub, l, app->index, name, len, f,
-                             r->excl.set ? &r->excl : NULL);
+                             r->skip.set ? &r->skip : NULL);
         /* After the fan-out: a subscriber joining in between gets the
          * older event first, then this one. */
         if (!rc && hub_channel_is_cache(name, len))
-            hub_chanfeat_published(l, app, name, len, f);
+            hub_chanhooks_published(l, app, name, len, f);
         hub_frame_unref(f);
         if (rc)
             return rc;
@@ -797,8 +797,8 @@ static void channel_answer(struct hub_loop *l, const struct hub_app *app,
         bad |= json_object_set_new(o, "subscription_count",
                                    json_integer(ci->subscription_count));
     if (cache)
-        bad |= json_object_set_new(o, "cache",
-                                   hub_chanfeat_cache_info(l, app, name, len));
+        bad |= json_object_set_new(
+            o, "cache", hub_chanhooks_cache_info(l, app, name, len));
     if (bad) {
         json_decref(o);
         o = NULL;

@@ -32,14 +32,13 @@
 
 #include "hub/app/auth.h"
 #include "hub/loop/backplane.h"
-#include "hub/channel/chanfeat.h"
+#include "hub/channel/chanhooks.h"
 #include "hub/loop/chanmap.h"
 #include "hub/base/json.h"
 #include "hub/base/log.h"
 #include "hub/loop/loop.h"
 #include "hub/wire/protocol.h"
 #include "hub/loop/publish.h"
-#include "hub/pusher/pusher.h"
 #include "hub/loop/session.h"
 
 #define SUCCEEDED "pusher_internal:subscription_succeeded"
@@ -70,12 +69,14 @@ struct hub_frame *hub_pusher_string_frame(const char *event,
 }
 
 int hub_pusher_publish(struct hub_session *s, const char *channel,
-                       size_t len, struct hub_frame *f, uint64_t member_seq)
+                       size_t len, struct hub_frame *f, uint64_t member_seq,
+                       bool batch)
 {
-    struct hub_excl ex = { true, s->sid_hi, s->sid_lo, member_seq };
+    struct hub_skip ex = { true, s->sid_hi, s->sid_lo, member_seq };
+    const struct hub_pub_req r = { s->app->index, channel, len, f, &ex,
+                                   batch };
 
-    return hub_publish(s->loop->hub, s->loop, s->app->index, channel, len, f,
-                       &ex);
+    return hub_publish_req(s->loop->hub, s->loop, &r);
 }
 
 static void send_sub_error(struct hub_session *s, const char *channel,
@@ -201,7 +202,7 @@ static void member_event(struct hub_session *s, const char *event,
     struct hub_frame *f = member_frame(event, channel, user_id, user_info);
 
     if (f) {
-        hub_pusher_publish(s, channel, chlen, f, seq);
+        hub_pusher_publish(s, channel, chlen, f, seq, false);
         hub_frame_unref(f);
     }
 }
@@ -568,7 +569,8 @@ static void sub_finish(struct hub_session *s, struct hub_sub *sub,
         added = member_frame("pusher_internal:member_added", name, *user_id,
                              user_info);
         /* hub_publish is all loops or none. */
-        if (!added || hub_pusher_publish(s, name, len, added, join->seq)) {
+        if (!added ||
+            hub_pusher_publish(s, name, len, added, join->seq, false)) {
             hub_frame_unref(ok);
             ok = NULL;
         }
@@ -598,7 +600,7 @@ static void sub_finish(struct hub_session *s, struct hub_sub *sub,
     HUB_STAT_ADD(l->stats.subscriptions, 1);
     hub_session_send(s, ok);
     hub_frame_unref(ok);
-    hub_chanfeat_joined(s, ch->name, ch->name_len, kind);
+    hub_chanhooks_joined(s, ch->name, ch->name_len, kind);
     /* Authorized connections: a private or presence channel counts. */
     if (kind != HUB_CHANNEL_PUBLIC)
         hub_session_authorized(s);
@@ -610,7 +612,7 @@ static void publish_member(struct hub_loop *l, unsigned app, const char *name,
                            const char *info, uint64_t seq)
 {
     struct hub_frame *f = member_frame(event, name, uid, info);
-    struct hub_excl ex = { false, 0, 0, seq };
+    struct hub_skip ex = { false, 0, 0, seq };
 
     if (f) {
         hub_publish(l->hub, l, app, name, len, f, &ex);
@@ -820,7 +822,7 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
     if (last && sub->user_id)
         member_event(s, "pusher_internal:member_removed", ch->name,
                      ch->name_len, sub->user_id, NULL, seq);
-    hub_chanfeat_left(l, s->app, ch->name, ch->name_len, ch->kind);
+    hub_chanhooks_left(l, s->app, ch->name, ch->name_len, ch->kind);
     hub_chanmap_put(l->chans, ch);
     free(sub->user_id);
     free(sub);

@@ -203,7 +203,7 @@ static int parse(struct hub_session *s, json_t *ud, struct hub_watchlist *w,
 int hub_watchlist_signin(struct hub_session *s, json_t *ud)
 {
     struct hub_loop *l = s->loop;
-    struct hub_online *o = l->hub->online;
+    struct hub_online *o = hub_online_of(l->hub);
     struct ctx c = { s, NULL, false };
     const struct hub_online_cb cb = { on_edge, on_initial, &c, on_shared };
     struct hub_watchlist w;
@@ -265,11 +265,12 @@ int hub_watchlist_signin(struct hub_session *s, json_t *ud)
 void hub_watchlist_signout(struct hub_session *s)
 {
     struct hub_loop *l = s->loop;
+    struct hub_online *o = l ? hub_online_of(l->hub) : NULL;
     struct ctx c = { s, NULL, false };
     const struct hub_online_cb cb = { on_edge, NULL, &c, on_shared };
 
-    if (!s->online_counted || !l || !l->hub->online || !s->user_id)
+    if (!s->online_counted || !o || !s->user_id)
         return;
     s->online_counted = false;
-    hub_online_signout(l->hub->online, s->app->index, s->user_id, &cb);
+    hub_online_signout(o, s->app->index, s->user_id, &cb);
 }

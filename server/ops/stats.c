@@ -375,7 +375,7 @@ static json_t *cache_json(struct srv *srv)
     for (unsigned i = 0; i < hub_apps(srv->hub)->n; i++) {
         struct hub_cache_usage u;
 
-        hub_cache_app_usage(srv->hub->cache, i, &u);
+        hub_cache_app_usage(hub_cache_of(srv->hub), i, &u);
         entries += u.entries;
         bytes += u.bytes;
     }
@@ -623,7 +623,7 @@ static void hub_series(struct buf *b, struct srv *srv,
 
             if (!tab->apps[i])
                 continue;
-            hub_cache_app_usage(srv->hub->cache, i, &u);
+            hub_cache_app_usage(hub_cache_of(srv->hub), i, &u);
             bprintf(b, "lubdub_%s{app=\"", m->metric);
             label_value(b, tab->apps[i]->id);
             bprintf(b, "\"} %llu\n",

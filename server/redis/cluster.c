@@ -17,6 +17,7 @@
 
 #include <openssl/crypto.h>
 
+#include "hub/hub.h"
 #include "hub/loop/backplane.h"
 #include "hub/cluster/ckey.h"
 #include "hub/cluster/cluster.h"

@@ -2,7 +2,7 @@
 // The hub side of an asynchronous directory (hub/loop/backplane.h join_async,
 // query_async) against the real server: LUBDUB_TEST_DIR_DELAY_MS makes the
 // in-process directory answer every subscribe and REST read late
-// (hub/loop/dirslow.h), as a Redis-backed one would. A subscription gets no
+// (hub/loop/dirdelay_harness.h), as a Redis-backed one would. A subscription gets no
 // event before its subscription_succeeded; presence lists and events stay
 // right; REST reads and info= are answered late on a keep-alive
 // connection; a connection (HTTP or WebSocket) that goes before its answer

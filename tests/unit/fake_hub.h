@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "hub/app/auth.h"
+#include "hub/hub.h"
 #include "hub/loop/backplane.h"
 #include "hub/loop/chanmap.h"
 #include "hub/loop/loop.h"

@@ -7,7 +7,7 @@
 # receive, queue, ping, write and close fields through any pointer.
 # Usage: no_session_fields.sh <source dir>
 src=${1:-.}
-fields='state|rx_(buf|len|cap|utf8)|q\.|ping_(due|seq|outstanding|sent_ms|sent_ns)|want_writable|close_(code|text|reason_id)|tx_ms|sid_(hi|lo)|socket_id|pong_timer|idle_timer|app_counted'
+fields='state|rx_(buf|len|cap|utf8)|q\.|ping_(due|seq|outstanding|sent_ms|sent_ns)|want_writable|close_(code|text|reason_id)|tx_ms|sid_(hi|lo)|socket_id|pong_timer|deadline_timer|app_counted'
 hits=$(grep -nE -e '(^|[^A-Za-z0-9_])s->' -e "->(${fields})([^A-Za-z0-9_]|\$)" \
        $(find "$src/server" -name "*.c"))
 if [ -n "$hits" ]; then

@@ -2,7 +2,7 @@
  * tests/unit/test_cache.c - the cache channels' store (hub/channel/cache.h) with
  * explicit times, under a failing allocator (fail_alloc.h); and, on a
  * two-loop fake hub with a fake clock, what a subscriber to a cache
- * channel is sent (hub/channel/chanfeat.h) and the subscription_count coalescer
+ * channel is sent (hub/channel/chanhooks.h) and the subscription_count coalescer
  * (hub/channel/subcount.h).
  */
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include "fail_alloc.h"
 #include "fake_hub.h"
 #include "hub/channel/cache.h"
-#include "hub/channel/chanfeat.h"
+#include "hub/channel/chanhooks.h"
 #include "hub/channel/subcount.h"
 #include "hub/pusher/subscribe.h"
 
@@ -269,7 +269,7 @@ static void test_cache_channel_first_event(void **state)
     /* A published frame is kept by reference and sent as is. */
     f = hub_proto_event_frame("score", "cache-score", "\"1-0\"", 5, NULL);
     assert_non_null(f);
-    hub_chanfeat_published(fh.loops[0], &fh.apps[0], "cache-score", 11, f);
+    hub_chanhooks_published(fh.loops[0], &fh.apps[0], "cache-score", 11, f);
     assert_int_equal(refs(f), 2);
     fake_subscribe(&fh, &b.s, "cache-score", NULL);
     assert_int_equal(b.s.q.count, 2);
@@ -279,7 +279,7 @@ static void test_cache_channel_first_event(void **state)
     fake_subscribe(&fh, &c.s, "cache-score", NULL);
     assert_int_equal(fake_count(&c.s, "pusher:cache_miss"), 1);
     /* A non-cache channel is not kept. */
-    hub_chanfeat_published(fh.loops[0], &fh.apps[0], "plain", 5, f);
+    hub_chanhooks_published(fh.loops[0], &fh.apps[0], "plain", 5, f);
     assert_int_equal(refs(f), 3);
     /* Expired: a miss again. */
     fake_flush(&b.s);
@@ -375,7 +375,8 @@ static void test_cache_published_out_of_memory(void **state)
     assert_non_null(f);
     FAIL_ALLOC_COUNTDOWN(
         {
-            hub_chanfeat_published(fh.loops[0], &fh.apps[0], "cache-x", 7, f);
+            hub_chanhooks_published(fh.loops[0], &fh.apps[0], "cache-x", 7,
+                                    f);
         },
         {
             struct hub_loop_stats *st = &fh.loops[0]->stats;
@@ -384,7 +385,7 @@ static void test_cache_published_out_of_memory(void **state)
                                  HUB_STAT_GET(st->cache_stores),
                              (uint64_t)fa_step + 1);
             assert_int_equal(HUB_STAT_GET(st->cache_nomem), fa_failed ? fa_step + 1 : fa_step);
-            assert_int_equal(hub_cache_check(fh.hub->cache), 0);
+            assert_int_equal(hub_cache_check(hub_cache_of(fh.hub)), 0);
         });
     hub_frame_unref(f);
     fake_hub_stop(&fh);

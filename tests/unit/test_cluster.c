@@ -551,7 +551,7 @@ static void test_cluster_encode_carries_the_frame(void **state)
     assert_null(op->next);
     op->kind = HUB_COP_EVENT; /* reuse the SUB's channel name */
     op->f = hub_frame_create_text(payload, sizeof(payload) - 1);
-    op->excl = (struct hub_excl){ .set = true, .hi = 5, .lo = 6 };
+    op->skip = (struct hub_skip){ .set = true, .hi = 5, .lo = 6 };
     env = hub_cluster_encode(c, op, 3, 4, &len);
     assert_non_null(env);
     assert_int_equal(hub_envelope_decode(&d, env, len), 0);
@@ -606,7 +606,7 @@ static void test_cluster_hub_publish_and_receive(void **state)
     struct hub_backplane_stats *st;
     struct hub_cluster_op *ops[16];
     struct hub_frame *f;
-    struct hub_excl ex = { 0 };
+    struct hub_skip ex = { 0 };
     struct hub_envelope e;
     unsigned char buf[512];
     size_t n;
@@ -654,10 +654,10 @@ static void test_cluster_hub_publish_and_receive(void **state)
     assert_int_equal(n, 1);
     assert_int_equal(ops[0]->kind, HUB_COP_EVENT);
     assert_ptr_equal(ops[0]->f, f);
-    assert_true(ops[0]->excl.set && ops[0]->excl.hi == a.s.sid_hi);
+    assert_true(ops[0]->skip.set && ops[0]->skip.hi == a.s.sid_hi);
     free_ops(ops, n);
     /* A member event stays on this node. */
-    ex = (struct hub_excl){ .member_seq = 7 };
+    ex = (struct hub_skip){ .member_seq = 7 };
     hub_publish(fh.hub, fh.loops[1], 0, "private-c", 9, f, &ex);
     assert_null(hub_cluster_take(c));
     /* A full hand-off queue counts the rest lost. */
@@ -824,7 +824,7 @@ static void test_cluster_cache(void **state)
     assert_int_equal(st->cache_received, 1);
     fake_hub_drain(&fh);
     assert_int_equal(d.s.q.count, 1);
-    got = hub_cache_get(fh.hub->cache, 0, "cache-y", 7, fake_now_ms(&fh),
+    got = hub_cache_get(hub_cache_of(fh.hub), 0, "cache-y", 7, fake_now_ms(&fh),
                         &left);
     assert_non_null(got);
     assert_int_equal(left, 500);
@@ -864,14 +864,14 @@ static void test_cluster_cache(void **state)
     assert_int_equal(hub_cluster_load(c, KEY, sizeof(KEY) - 1, buf, n, 800),
                      1);
     assert_int_equal(st->cache_loaded, 1);
-    got = hub_cache_get(fh.hub->cache, 0, "cache-y", 7, fake_now_ms(&fh),
+    got = hub_cache_get(hub_cache_of(fh.hub), 0, "cache-y", 7, fake_now_ms(&fh),
                         &left);
     assert_non_null(got);
     assert_int_equal(left, 800);
     hub_frame_unref(got);
     /* A loaded entry expires on this node's clock. */
     fake_hub_advance(&fh, 801);
-    assert_null(hub_cache_get(fh.hub->cache, 0, "cache-y", 7,
+    assert_null(hub_cache_get(hub_cache_of(fh.hub), 0, "cache-y", 7,
                               fake_now_ms(&fh), NULL));
     assert_int_equal(d.s.q.count, 1); /* a load delivers nothing */
 

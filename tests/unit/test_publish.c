@@ -6,7 +6,7 @@
  * and bus calls of a subscribe, a client event, a REST publish and a
  * terminate; a seeded random run over the (app, name) table checks
  * its invariants after every operation; and the socket_id exclusion
- * parser (hub_excl_parse).
+ * parser (hub_skip_parse).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -216,7 +216,7 @@ static int rec_publish(void *impl, struct hub *h, struct hub_loop *from,
     r->publishes++;
     snprintf(r->last_pub, sizeof(r->last_pub), "%.*s", (int)req->len,
              req->name);
-    r->last_member_seq = req->excl ? req->excl->member_seq : 0;
+    r->last_member_seq = req->skip ? req->skip->member_seq : 0;
     return hub_bus_local_ops.publish(NULL, h, from, req);
 }
 
@@ -398,23 +398,23 @@ static void test_publish_chantab_random_against_model(void **state)
     hub_chantab_fini(&t);
 }
 
-static void test_publish_excl_parse(void **state)
+static void test_publish_skip_parse(void **state)
 {
-    struct hub_excl ex;
+    struct hub_skip ex;
 
     (void)state;
-    assert_int_equal(hub_excl_parse(&ex, "123.456"), 0);
+    assert_int_equal(hub_skip_parse(&ex, "123.456"), 0);
     assert_true(ex.set);
     assert_true(ex.hi == 123 && ex.lo == 456);
-    assert_int_equal(hub_excl_parse(&ex, "1.4294967295"), 0);
-    assert_int_equal(hub_excl_parse(&ex, "1.4294967296"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1.4294967295"), 0);
+    assert_int_equal(hub_skip_parse(&ex, "1.4294967296"), -EINVAL);
     assert_false(ex.set);
-    assert_int_equal(hub_excl_parse(&ex, "1."), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, ".1"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "1.2.3"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "-1.2"), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, "1.2 "), -EINVAL);
-    assert_int_equal(hub_excl_parse(&ex, NULL), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1."), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, ".1"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1.2.3"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "-1.2"), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, "1.2 "), -EINVAL);
+    assert_int_equal(hub_skip_parse(&ex, NULL), -EINVAL);
 }
 
 int main(void)
@@ -424,7 +424,7 @@ int main(void)
         cmocka_unit_test(test_publish_terminate_reaches_every_loop),
         cmocka_unit_test(test_publish_recording_backplane_sees_calls),
         cmocka_unit_test(test_publish_chantab_random_against_model),
-        cmocka_unit_test(test_publish_excl_parse),
+        cmocka_unit_test(test_publish_skip_parse),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

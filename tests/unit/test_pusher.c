@@ -31,7 +31,7 @@ static void test_pusher_publish_excludes_socket_across_loops(void **state)
     struct fake_hub fh;
     struct fake_session a, b, c;
     struct hub_frame *f;
-    struct hub_excl ex;
+    struct hub_skip ex;
 
     (void)state;
     fake_hub_init(&fh, 2);
@@ -48,7 +48,7 @@ static void test_pusher_publish_excludes_socket_across_loops(void **state)
     fake_flush(&c.s);
 
     f = text_frame("{\"event\":\"e\",\"channel\":\"news\",\"data\":\"1\"}");
-    assert_int_equal(hub_excl_parse(&ex, HUB_SID(&b.s)), 0);
+    assert_int_equal(hub_skip_parse(&ex, HUB_SID(&b.s)), 0);
     assert_int_equal(hub_publish(fh.hub, fh.loops[0], 0, "news", 4, f, &ex),
                      0);
     /* The calling loop delivers at once; the other loop on its wakeup. */
@@ -64,7 +64,7 @@ static void test_pusher_publish_excludes_socket_across_loops(void **state)
     assert_int_equal(hub_session_check(&a.s), 0);
 
     /* Excluding a socket of the other loop. */
-    assert_int_equal(hub_excl_parse(&ex, HUB_SID(&c.s)), 0);
+    assert_int_equal(hub_skip_parse(&ex, HUB_SID(&c.s)), 0);
     hub_publish(fh.hub, NULL, 0, "news", 4, f, &ex);
     fake_hub_drain(&fh);
     assert_int_equal(a.s.q.count, 2);

@@ -29,7 +29,7 @@
 
 #include "fail_alloc.h"
 #include "fake_hub.h"
-#include "hub/channel/chanfeat.h"
+#include "hub/channel/chanhooks.h"
 #include "hub/base/query.h"
 #include "hub/pusher/rest.h"
 
@@ -449,8 +449,8 @@ static void test_rest_nomem_get_channel_cache(void **state)
 
     (void)state;
     assert_non_null(f);
-    hub_chanfeat_published(fx->fh.loops[0], &fx->fh.apps[0], "cache-x", 7,
-                           f);
+    hub_chanhooks_published(fx->fh.loops[0], &fx->fh.apps[0], "cache-x", 7,
+                            f);
     hub_frame_unref(f);
     runs = rest_countdown(fx, &rq);
     print_message("GET channel, info=cache: %ld steps\n", runs);

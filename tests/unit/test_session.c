@@ -580,10 +580,10 @@ static void test_session_write_timeout_closes_a_stalled_queue(void **state)
     (void)state;
     wt_open(&fh, &fs, 0);
     /* Nothing queued: nothing armed for it. */
-    assert_false(hub_timer_is_armed(&s->idle_timer));
+    assert_false(hub_timer_is_armed(&s->deadline_timer));
     push(s, 10, 'a');
     push(s, 10, 'b');
-    assert_true(hub_timer_is_armed(&s->idle_timer));
+    assert_true(hub_timer_is_armed(&s->deadline_timer));
     /* The socket takes 5 bytes at 500 ms: progress restarts the window. */
     fake_hub_advance(&fh, 500);
     assert_int_equal(hub_session_next_out(s, buf, sizeof(buf), &o),
@@ -592,7 +592,7 @@ static void test_session_write_timeout_closes_a_stalled_queue(void **state)
     /* The entry fires (due at 1 s), finds progress 600 ms ago, re-arms. */
     fake_hub_advance(&fh, 600);
     assert_int_equal(s->state, HUB_SESSION_OPEN);
-    assert_true(hub_timer_is_armed(&s->idle_timer));
+    assert_true(hub_timer_is_armed(&s->deadline_timer));
     /* Nothing more taken: closed 1 s after the last progress. */
     fake_hub_advance(&fh, 300);
     assert_int_equal(s->state, HUB_SESSION_OPEN);
@@ -632,7 +632,7 @@ static void test_session_write_timeout_spares_readers_and_quiet(void **state)
     assert_int_equal(s->state, HUB_SESSION_OPEN);
     /* Once empty, the entry lapses: nothing is armed for an empty queue. */
     fake_hub_advance(&fh, 1100);
-    assert_false(hub_timer_is_armed(&s->idle_timer));
+    assert_false(hub_timer_is_armed(&s->deadline_timer));
     /* A window starts when the queue goes non-empty, not at the last
      * write long ago. */
     push(s, 10, 'n');
@@ -657,18 +657,18 @@ static void test_session_write_timeout_shares_the_idle_entry(void **state)
     (void)state;
     /* Idle 5 s and write 1 s on one entry: the earlier deadline wins. */
     wt_open(&fh, &fs, 5000);
-    assert_int_equal(hub_timer_deadline_ms(&s->idle_timer),
+    assert_int_equal(hub_timer_deadline_ms(&s->deadline_timer),
                      fake_now_ms(&fh) + 5000);
     push(s, 10, 'a');
-    assert_int_equal(hub_timer_deadline_ms(&s->idle_timer),
+    assert_int_equal(hub_timer_deadline_ms(&s->deadline_timer),
                      fake_now_ms(&fh) + 1000);
     fake_hub_advance(&fh, 500);
     fake_flush(s);
     /* Fires at 1 s with an empty queue: back to the idle deadline. */
     fake_hub_advance(&fh, 600);
     assert_int_equal(s->state, HUB_SESSION_OPEN);
-    assert_true(hub_timer_is_armed(&s->idle_timer));
-    assert_int_equal(hub_timer_deadline_ms(&s->idle_timer),
+    assert_true(hub_timer_is_armed(&s->deadline_timer));
+    assert_int_equal(hub_timer_deadline_ms(&s->deadline_timer),
                      fake_now_ms(&fh) - 1100 + 5000);
     fake_hub_advance(&fh, 4000);
     assert_int_equal(s->state, HUB_SESSION_CLOSING);

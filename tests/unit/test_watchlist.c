@@ -4,7 +4,7 @@
  * hub/loop/session.c), with the failing allocator:
  *  - the signin deadline: closed 4009 at connected + timeout, not a tick
  *    before; a session signed in in time is left alone (and, with no other
- *    deadline, its idle entry is stopped); a session gone before its
+ *    deadline, its deadline entry is stopped); a session gone before its
  *    deadline leaves nothing armed;
  *  - a watcher's signin with a watchlist, every allocation failing in
  *    turn: as the clean run, or the signin stands with the watchlist
@@ -58,7 +58,7 @@ static void test_watchlist_signin_deadline(void **state)
      * well as a signin; a public one does not. */
     fake_subscribe(&fh, &d.s, "private-p", NULL);
     assert_true(d.s.authorized);
-    assert_false(hub_timer_is_armed(&d.s.idle_timer));
+    assert_false(hub_timer_is_armed(&d.s.deadline_timer));
     fake_subscribe(&fh, &e.s, "news", NULL);
     assert_false(e.s.authorized);
     /* Another app's session: no deadline at all (idle_timeout is 0). */
@@ -66,16 +66,16 @@ static void test_watchlist_signin_deadline(void **state)
         struct fake_session o;
 
         assert_int_equal(fake_session_open(&fh, &o, 0, &fh.apps[1]), 0);
-        assert_false(hub_timer_is_armed(&o.s.idle_timer));
+        assert_false(hub_timer_is_armed(&o.s.deadline_timer));
         hub_session_fini(&o.s, HUB_CLOSE_PEER);
     }
-    assert_true(hub_timer_is_armed(&a.s.idle_timer));
+    assert_true(hub_timer_is_armed(&a.s.deadline_timer));
     fake_flush(&a.s);
     fake_flush(&b.s);
     /* b signs in: its entry has nothing left to wait for. */
     fake_signin(&fh, &b.s, "{\"id\":\"u\"}");
     assert_non_null(b.s.user_id);
-    assert_false(hub_timer_is_armed(&b.s.idle_timer));
+    assert_false(hub_timer_is_armed(&b.s.deadline_timer));
     /* c goes before its deadline. */
     hub_session_fini(&c.s, HUB_CLOSE_PEER);
     fake_hub_advance(&fh, 990);
@@ -96,7 +96,7 @@ static void test_watchlist_signin_deadline(void **state)
     hub_session_fini(&e.s, HUB_CLOSE_APP);
     hub_session_fini(&a.s, HUB_CLOSE_APP);
     hub_session_fini(&b.s, HUB_CLOSE_PEER);
-    assert_int_equal(hub_online_records(fh.hub->online), 0);
+    assert_int_equal(hub_online_records(hub_online_of(fh.hub)), 0);
     fake_hub_stop(&fh);
 }
 
@@ -113,7 +113,7 @@ static void test_watchlist_signin_deadline_with_idle(void **state)
     fh.apps[0].user_auth_timeout_ms = 2000;
     assert_int_equal(fake_hub_start(&fh), 0);
     assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
-    assert_int_equal(hub_timer_deadline_ms(&a.s.idle_timer),
+    assert_int_equal(hub_timer_deadline_ms(&a.s.deadline_timer),
                      a.s.connected_ms + 2000);
     fake_hub_advance(&fh, 2100);
     assert_int_equal(a.s.close_code, 4009);
@@ -154,7 +154,7 @@ static void world_stop(struct world *w)
     hub_session_fini(&w->a.s, HUB_CLOSE_PEER);
     hub_session_fini(&w->b.s, HUB_CLOSE_PEER);
     fake_hub_drain(&w->fh);
-    assert_int_equal(hub_online_records(w->fh.hub->online), 0);
+    assert_int_equal(hub_online_records(hub_online_of(w->fh.hub)), 0);
     for (unsigned i = 0; i < 2; i++)
         assert_int_equal(hub_chanmap_count(w->fh.loops[i]->chans), 0);
     fake_hub_stop(&w->fh);
@@ -175,7 +175,7 @@ static void test_watchlist_watcher_signin_nomem(void **state)
     assert_true(fake_find(&w.a.s, "signin_success") == 0);
     assert_true(fake_find(&w.a.s, "watchlist_events") == 1);
     assert_true(fake_find(&w.a.s, "\\\"user_ids\\\":[\\\"x\\\"]") == 1);
-    assert_int_equal(hub_online_check(w.fh.hub->online), 0);
+    assert_int_equal(hub_online_check(hub_online_of(w.fh.hub)), 0);
     world_stop(&w);
     assert_int_equal(fail_alloc_live(), live);
 
@@ -189,7 +189,7 @@ static void test_watchlist_watcher_signin_nomem(void **state)
             fake_hub_drain(&w.fh);
         },
         {
-            struct hub_online *o = w.fh.hub->online;
+            struct hub_online *o = hub_online_of(w.fh.hub);
             bool open = w.a.s.state == HUB_SESSION_OPEN;
             bool ok = fake_find(&w.a.s, "signin_success") >= 0;
             bool ev = fake_find(&w.a.s, "watchlist_events") >= 0;
@@ -251,7 +251,7 @@ static void test_watchlist_watched_fini_nomem(void **state)
             fake_hub_drain(&w.fh);
         },
         {
-            struct hub_online *o = w.fh.hub->online;
+            struct hub_online *o = hub_online_of(w.fh.hub);
 
             assert_int_equal(hub_online_conns(o, 0, "x"), 0);
             assert_int_equal(hub_online_check(o), 0);
@@ -288,7 +288,7 @@ static void test_watchlist_events_off(void **state)
     fake_signin(&fh, &a.s, "{\"id\":\"w\",\"watchlist\":7}");
     assert_int_equal(a.s.q.count, 1);
     assert_true(fake_find(&a.s, "signin_success") == 0);
-    assert_int_equal(hub_online_records(fh.hub->online), 0);
+    assert_int_equal(hub_online_records(hub_online_of(fh.hub)), 0);
     hub_session_fini(&a.s, HUB_CLOSE_PEER);
     fake_hub_stop(&fh);
 }

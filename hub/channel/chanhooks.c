@@ -1,8 +1,8 @@
 /*
- * hub/channel/chanfeat.c - cache channels and subscription counts on the
- * subscribe, leave and publish paths (hub/channel/chanfeat.h).
+ * hub/channel/chanhooks.c - cache channels and subscription counts on the
+ * subscribe, leave and publish paths (hub/channel/chanhooks.h).
  */
-#include "hub/channel/chanfeat.h"
+#include "hub/channel/chanhooks.h"
 
 #include <errno.h>
 #include <string.h>
@@ -47,8 +47,9 @@ static void cache_miss_webhook(struct hub_loop *l, const struct hub_app *app,
 static void send_cached(struct hub_session *s, const char *name, size_t len)
 {
     struct hub_loop *l = s->loop;
-    struct hub_frame *f = hub_cache_get(l->hub->cache, s->app->index, name,
-                                        len, hub_clock_now_ms(l->clock), NULL);
+    struct hub_frame *f = hub_cache_get(hub_cache_of(l->hub), s->app->index,
+                                        name, len, hub_clock_now_ms(l->clock),
+                                        NULL);
     bool hit = f != NULL;
     int rc;
 
@@ -71,8 +72,8 @@ static void send_cached(struct hub_session *s, const char *name, size_t len)
         HUB_STAT_ADD(l->stats.cache_misses, 1);
 }
 
-void hub_chanfeat_joined(struct hub_session *s, const char *name, size_t len,
-                         enum hub_channel_kind kind)
+void hub_chanhooks_joined(struct hub_session *s, const char *name, size_t len,
+                          enum hub_channel_kind kind)
 {
     if (hub_channel_is_cache(name, len))
         send_cached(s, name, len);
@@ -80,24 +81,24 @@ void hub_chanfeat_joined(struct hub_session *s, const char *name, size_t len,
         hub_subcount_changed(s->loop, s->app->index, name, len);
 }
 
-void hub_chanfeat_left(struct hub_loop *l, const struct hub_app *app,
-                       const char *name, size_t len,
-                       enum hub_channel_kind kind)
+void hub_chanhooks_left(struct hub_loop *l, const struct hub_app *app,
+                        const char *name, size_t len,
+                        enum hub_channel_kind kind)
 {
     if (counted(app, kind))
         hub_subcount_changed(l, app->index, name, len);
 }
 
-void hub_chanfeat_published(struct hub_loop *l, const struct hub_app *app,
-                            const char *name, size_t len,
-                            struct hub_frame *f)
+void hub_chanhooks_published(struct hub_loop *l, const struct hub_app *app,
+                             const char *name, size_t len,
+                             struct hub_frame *f)
 {
     struct hub_cache_put put = { 0, false };
     int rc;
 
     if (!hub_channel_is_cache(name, len))
         return;
-    rc = hub_cache_store(l->hub->cache, app->index, name, len, f,
+    rc = hub_cache_store(hub_cache_of(l->hub), app->index, name, len, f,
                          hub_clock_now_ms(l->clock), app_ttl_ms(l, app),
                          app_cap(l, app), &put);
     /* The subscribers have the event; only the cache lost it (and the
@@ -113,12 +114,13 @@ void hub_chanfeat_published(struct hub_loop *l, const struct hub_app *app,
         HUB_STAT_ADD(l->stats.cache_evictions, put.evicted);
 }
 
-json_t *hub_chanfeat_cache_info(struct hub_loop *l, const struct hub_app *app,
-                                const char *name, size_t len)
+json_t *hub_chanhooks_cache_info(struct hub_loop *l, const struct hub_app *app,
+                                 const char *name, size_t len)
 {
     uint64_t left = 0;
-    struct hub_frame *f = hub_cache_get(l->hub->cache, app->index, name, len,
-                                        hub_clock_now_ms(l->clock), &left);
+    struct hub_frame *f = hub_cache_get(hub_cache_of(l->hub), app->index,
+                                        name, len, hub_clock_now_ms(l->clock),
+                                        &left);
     json_t *ev, *o = NULL;
 
     if (!f)

@@ -1,8 +1,10 @@
 /*
- * hub/channel/chanfeat.h - what cache channels and subscription counts add to
- * the subscribe, leave and publish paths: the call sites in
- * hub/pusher/subscribe.c and hub/pusher/rest.c are one line each, the logic is here,
- * over the stores of hub/channel/cache.h and hub/channel/subcount.h.
+ * hub/channel/chanhooks.h - the channel features' hooks on the Pusher
+ * paths: what cache channels and subscription counts add to subscribe,
+ * leave and the HTTP API's publish (and its info=cache). The call sites in
+ * hub/pusher/subscribe.c and hub/pusher/rest.c are one line each; the
+ * logic is here, over the stores of hub/channel/cache.h and
+ * hub/channel/subcount.h.
  *
  * Cache channels (docs/PROTOCOL.md 3.6): a REST or batch event on a cache
  * channel is kept as the channel's last event (client events are not, as
@@ -14,8 +16,8 @@
  *
  * Thread: the loop's.
  */
-#ifndef HUB_CHANFEAT_H
-#define HUB_CHANFEAT_H
+#ifndef HUB_CHANHOOKS_H
+#define HUB_CHANHOOKS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,24 +32,24 @@ struct hub_loop;
 struct hub_session;
 
 /* s's new subscription to name (of kind) was just confirmed. */
-void hub_chanfeat_joined(struct hub_session *s, const char *name, size_t len,
-                         enum hub_channel_kind kind);
+void hub_chanhooks_joined(struct hub_session *s, const char *name, size_t len,
+                          enum hub_channel_kind kind);
 /* A subscription of app to name (of kind) on l just left. */
-void hub_chanfeat_left(struct hub_loop *l, const struct hub_app *app,
-                       const char *name, size_t len,
-                       enum hub_channel_kind kind);
+void hub_chanhooks_left(struct hub_loop *l, const struct hub_app *app,
+                        const char *name, size_t len,
+                        enum hub_channel_kind kind);
 /* f was just published by the HTTP API on (app, name): keep it when name
  * is a cache channel. */
-void hub_chanfeat_published(struct hub_loop *l, const struct hub_app *app,
-                            const char *name, size_t len,
-                            struct hub_frame *f);
+void hub_chanhooks_published(struct hub_loop *l, const struct hub_app *app,
+                             const char *name, size_t len,
+                             struct hub_frame *f);
 /*
  * The HTTP API's "cache" attribute of a channel: {"data":D,"ttl":S} (the
  * cached event's data and its remaining life in whole seconds, rounded
  * up), or JSON null when nothing is cached. Owned; NULL when out of
  * memory.
  */
-json_t *hub_chanfeat_cache_info(struct hub_loop *l, const struct hub_app *app,
-                                const char *name, size_t len);
+json_t *hub_chanhooks_cache_info(struct hub_loop *l, const struct hub_app *app,
+                                 const char *name, size_t len);
 
 #endif

@@ -1,11 +1,12 @@
 /*
- * hub/loop/dirslow.c - the delayed directory (hub/loop/dirslow.h). Each join_async
- * or query_async becomes a job with a wheel timer on its loop; when the
- * timer fires the job runs against the wrapped in-process directory and
- * calls done. Jobs whose loop went before they fired are answered with
+ * hub/loop/dirdelay_harness.c - the delayed directory, a test harness
+ * (hub/loop/dirdelay_harness.h says why it is in the binary). Each
+ * join_async or query_async becomes a job with a wheel timer on its loop;
+ * when the timer fires the job runs against the wrapped in-process
+ * directory and calls done. Jobs whose loop went before they fired are answered with
  * -ECANCELED by destroy, as the contract asks.
  */
-#include "hub/loop/dirslow.h"
+#include "hub/loop/dirdelay_harness.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -18,13 +19,13 @@
 
 struct slow_job {
     struct hub_timer timer;        /* first: the callback's container */
-    struct hub_list link;          /* dirslow.jobs */
-    struct dirslow *ds;
+    struct hub_list link;          /* dirdelay.jobs */
+    struct dirdelay *ds;
     struct hub_dir_join_req *jr;   /* one of the two */
     struct hub_dir_query *q;
 };
 
-struct dirslow {
+struct dirdelay {
     struct hub_directory *d;
     unsigned delay_ms;
     pthread_mutex_t mu;
@@ -77,7 +78,7 @@ static void job_fire(struct hub_timer *t, uint64_t now_ms)
 }
 
 /* A job due in delay_ms on loop l (the caller's: this is its thread). */
-static int job_start(struct dirslow *ds, struct hub_loop *l,
+static int job_start(struct dirdelay *ds, struct hub_loop *l,
                      struct hub_dir_join_req *jr, struct hub_dir_query *q)
 {
     struct slow_job *job = calloc(1, sizeof(*job));
@@ -112,7 +113,7 @@ static int slow_query_async(void *impl, struct hub_dir_query *q)
 static int slow_join(void *impl, unsigned app, const char *name, size_t len,
                      struct hub_presence_join *j)
 {
-    return hub_directory_local_ops.join(((struct dirslow *)impl)->d, app,
+    return hub_directory_local_ops.join(((struct dirdelay *)impl)->d, app,
                                         name, len, j);
 }
 
@@ -120,41 +121,41 @@ static void slow_leave(void *impl, unsigned app, const char *name,
                        size_t len, const char *uid, bool *last,
                        uint64_t *seq)
 {
-    hub_directory_local_ops.leave(((struct dirslow *)impl)->d, app, name,
+    hub_directory_local_ops.leave(((struct dirdelay *)impl)->d, app, name,
                                   len, uid, last, seq);
 }
 
 static void slow_info(void *impl, unsigned app, const char *name, size_t len,
                       struct hub_channel_info *out)
 {
-    hub_directory_local_ops.info(((struct dirslow *)impl)->d, app, name, len,
+    hub_directory_local_ops.info(((struct dirdelay *)impl)->d, app, name, len,
                                  out);
 }
 
 static json_t *slow_list(void *impl, unsigned app, const char *prefix,
                          bool user_count)
 {
-    return hub_directory_local_ops.list(((struct dirslow *)impl)->d, app,
+    return hub_directory_local_ops.list(((struct dirdelay *)impl)->d, app,
                                         prefix, user_count);
 }
 
 static json_t *slow_users(void *impl, unsigned app, const char *name,
                           size_t len)
 {
-    return hub_directory_local_ops.users(((struct dirslow *)impl)->d, app,
+    return hub_directory_local_ops.users(((struct dirdelay *)impl)->d, app,
                                          name, len);
 }
 
 static void slow_set_edge_hook(void *impl, hub_dir_edge_fn *fn, void *ctx)
 {
-    hub_directory_local_ops.set_edge_hook(((struct dirslow *)impl)->d, fn,
+    hub_directory_local_ops.set_edge_hook(((struct dirdelay *)impl)->d, fn,
                                           ctx);
 }
 
 /* After every loop is gone: their wheels never fired these. */
 static void slow_destroy(void *impl)
 {
-    struct dirslow *ds = impl;
+    struct dirdelay *ds = impl;
 
     while (!hub_list_is_empty(&ds->jobs)) {
         struct slow_job *job =
@@ -184,9 +185,9 @@ static const struct hub_directory_ops slow_ops = {
     .query_async = slow_query_async,
 };
 
-int hub_dirslow_backplane(struct hub_backplane *bp, unsigned delay_ms)
+int hub_dirdelay_harness_backplane(struct hub_backplane *bp, unsigned delay_ms)
 {
-    struct dirslow *ds = calloc(1, sizeof(*ds));
+    struct dirdelay *ds = calloc(1, sizeof(*ds));
 
     if (!ds || hub_backplane_local(bp)) {
         free(ds);
