@@ -270,50 +270,102 @@ static char *webhook_data(const char *raw, size_t len)
     return text;
 }
 
+/*
+ * Whether a client event may go out (docs/PROTOCOL.md 4): the app allows
+ * them, the channel is private or presence, the name fits, the session is
+ * subscribed (*sub), the rate allows it. When not, the session is told why
+ * and false comes back.
+ */
+static bool client_event_allowed(struct hub_session *s,
+                                 const struct hub_msg *m,
+                                 enum hub_channel_kind kind,
+                                 struct hub_sub **sub, uint64_t now_ms)
+{
+    const struct hub_app *app = s->app;
+
+    if (!app->client_events) {
+        hub_session_send_error(s, 4301,
+                               "Client events are disabled for this app",
+                               false);
+        return false;
+    }
+    if (kind != HUB_CHANNEL_PRIVATE && kind != HUB_CHANNEL_PRESENCE) {
+        hub_session_send_error(s, -1,
+                               "Client events are only allowed on private "
+                               "and presence channels",
+                               false);
+        return false;
+    }
+    if (strlen(m->event) > app->max_event_name) {
+        hub_session_send_error(s, -1, "Event name too long", false);
+        return false;
+    }
+    *sub = hub_pusher_find_sub(s, m->channel, m->channel_len);
+    if (!*sub) {
+        hub_session_send_error(s, -1,
+                               "Client event rejected: not subscribed to "
+                               "the channel",
+                               false);
+        return false;
+    }
+    if (!take_token(s, now_ms)) {
+        hub_session_send_error(s, 4301,
+                               "Client event rejected due to rate limit",
+                               false);
+        return false;
+    }
+    return true;
+}
+
+/* The client_event webhook of a relayed event, for an app that wants it
+ * (the data text is built only then). */
+static void client_event_webhook(struct hub_session *s,
+                                 const struct hub_msg *m,
+                                 enum hub_channel_kind kind,
+                                 const struct hub_sub *sub)
+{
+    const struct hub_app *app = s->app;
+    struct hub_loop *l = s->loop;
+    /* user_id: the presence member, else the signed-in user. */
+    const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
+                                                   : s->user_id;
+    char *text = NULL;
+    const char *d;
+
+    if (!hub_wh_queue_wants(atomic_load_explicit(&l->hub->webhooks,
+                                                 memory_order_acquire),
+                            app->index, HUB_WH_CLIENT_EVENT))
+        return;
+    if (m->data_raw)
+        d = text = webhook_data(m->data_raw, m->data_raw_len);
+    else
+        d = json_is_string(m->data)
+                ? json_string_value(m->data)
+                : (text = m->data ? hub_json_dumps(m->data,
+                                                   JSON_COMPACT |
+                                                       JSON_ENCODE_ANY)
+                                  : NULL);
+    hub_wh_client_event(l->hub, app->index, sub->ch->name,
+                        sub->ch->name_len, m->event,
+                        d ? d : "null", HUB_SID(s), uid);
+    free(text);
+}
+
 static void client_event(struct hub_session *s, const struct hub_msg *m,
                          uint64_t now_ms)
 {
     const struct hub_app *app = s->app;
     struct hub_loop *l = s->loop;
     enum hub_channel_kind kind;
-    struct hub_sub *sub;
+    struct hub_sub *sub = NULL;
     char *data;
     size_t dlen;
     struct hub_frame *f;
     int rc;
 
-    if (!app->client_events) {
-        hub_session_send_error(s, 4301,
-                               "Client events are disabled for this app",
-                               false);
-        goto dropped;
-    }
     kind = hub_channel_classify(m->channel, m->channel_len);
-    if (kind != HUB_CHANNEL_PRIVATE && kind != HUB_CHANNEL_PRESENCE) {
-        hub_session_send_error(s, -1,
-                               "Client events are only allowed on private "
-                               "and presence channels",
-                               false);
+    if (!client_event_allowed(s, m, kind, &sub, now_ms))
         goto dropped;
-    }
-    if (strlen(m->event) > app->max_event_name) {
-        hub_session_send_error(s, -1, "Event name too long", false);
-        goto dropped;
-    }
-    sub = hub_pusher_find_sub(s, m->channel, m->channel_len);
-    if (!sub) {
-        hub_session_send_error(s, -1,
-                               "Client event rejected: not subscribed to "
-                               "the channel",
-                               false);
-        goto dropped;
-    }
-    if (!take_token(s, now_ms)) {
-        hub_session_send_error(s, 4301,
-                               "Client event rejected due to rate limit",
-                               false);
-        goto dropped;
-    }
     /* The fast path's data text is what the dump would give: no copy. */
     if (m->data_raw) {
         data = NULL;
@@ -346,30 +398,7 @@ static void client_event(struct hub_session *s, const struct hub_msg *m,
     if (rc)
         goto nomem;
     HUB_STAT_ADD(l->stats.client_events, 1);
-    /* The data text is built only for an app that wants the webhook. */
-    if (hub_wh_queue_wants(atomic_load_explicit(&l->hub->webhooks,
-                                                memory_order_acquire),
-                      app->index, HUB_WH_CLIENT_EVENT)) {
-        /* user_id: the presence member, else the signed-in user. */
-        const char *uid = kind == HUB_CHANNEL_PRESENCE ? sub->user_id
-                                                       : s->user_id;
-        char *text = NULL;
-        const char *d;
-
-        if (m->data_raw)
-            d = text = webhook_data(m->data_raw, m->data_raw_len);
-        else
-            d = json_is_string(m->data)
-                    ? json_string_value(m->data)
-                    : (text = m->data ? hub_json_dumps(m->data,
-                                                       JSON_COMPACT |
-                                                           JSON_ENCODE_ANY)
-                                      : NULL);
-        hub_wh_client_event(l->hub, app->index, sub->ch->name,
-                            sub->ch->name_len, m->event,
-                            d ? d : "null", HUB_SID(s), uid);
-        free(text);
-    }
+    client_event_webhook(s, m, kind, sub);
     return;
 nomem:
     /* Told, not dropped in silence: the sender may send it again. */
