@@ -48,7 +48,7 @@ struct hub_msg {
     json_t *data;               /* borrowed from root; NULL when absent */
     json_t *root;               /* owned; freed by hub_msg_fini */
     /*
-     * A client event in the common form (hub/wire/evscan.h) is not parsed into
+     * A client event in the common form (hub/wire/client_event.h) is not parsed into
      * a tree: root and data stay NULL, data_raw is the data value's JSON
      * text inside the parsed message (not NUL-terminated, byte for byte
      * what jansson's compact encoding of data would be), and event and

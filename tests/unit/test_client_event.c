@@ -1,5 +1,6 @@
 /*
- * tests/unit/test_evscan.c - the client-event fast path (hub/wire/evscan.h)
+ * tests/unit/test_client_event.c - the client-event fast path
+ * (hub/wire/client_event.h)
  * against jansson, the path it short-cuts.
  *
  * Every message below goes through both: when the scanner accepts one,
@@ -26,7 +27,7 @@
 #include "tests/unit/fail_alloc.h"
 #include "tests/unit/fake_hub.h"
 
-#include "hub/wire/evscan.h"
+#include "hub/wire/client_event.h"
 #include "hub/wire/protocol.h"
 #include "hub/webhook/webhook.h"
 
@@ -46,9 +47,9 @@ static char *exact(const char *text, size_t len)
  */
 static bool scan_checked(const char *text, size_t len)
 {
-    struct hub_evscan ev;
+    struct hub_client_event ev;
     char *copy = exact(text, len);
-    bool ok = hub_evscan_client_event(&ev, copy, len);
+    bool ok = hub_client_event_scan(&ev, copy, len);
 
     if (ok) {
         json_error_t err;
@@ -139,8 +140,8 @@ static void test_evscan_depth_limit(void **state)
     size_t n;
 
     (void)state;
-    for (unsigned depth = HUB_EVSCAN_MAX_DEPTH; depth <= HUB_EVSCAN_MAX_DEPTH + 1;
-         depth++) {
+    for (unsigned depth = HUB_CLIENT_EVENT_MAX_DEPTH;
+         depth <= HUB_CLIENT_EVENT_MAX_DEPTH + 1; depth++) {
         n = (size_t)snprintf(buf, sizeof(buf),
                              "{\"event\":\"client-d\",\"channel\":\"private-a\","
                              "\"data\":");
@@ -157,18 +158,20 @@ static void test_evscan_depth_limit(void **state)
         for (unsigned i = depth; i-- > 0;)
             buf[n++] = i % 2 ? ']' : '}';
         buf[n++] = '}';
-        assert_int_equal(scan_checked(buf, n), depth <= HUB_EVSCAN_MAX_DEPTH);
+        assert_int_equal(scan_checked(buf, n),
+                         depth <= HUB_CLIENT_EVENT_MAX_DEPTH);
     }
 }
 
-/* HUB_EVSCAN_MAX_KEYS keys open at once pass; one more goes to jansson. */
+/* HUB_CLIENT_EVENT_MAX_KEYS keys open at once pass; one more goes to
+ * jansson. */
 static void test_evscan_key_limit(void **state)
 {
     char buf[2048];
 
     (void)state;
-    for (unsigned keys = HUB_EVSCAN_MAX_KEYS; keys <= HUB_EVSCAN_MAX_KEYS + 1;
-         keys++) {
+    for (unsigned keys = HUB_CLIENT_EVENT_MAX_KEYS;
+         keys <= HUB_CLIENT_EVENT_MAX_KEYS + 1; keys++) {
         size_t n = (size_t)snprintf(
             buf, sizeof(buf),
             "{\"event\":\"client-k\",\"channel\":\"private-a\",\"data\":{");
@@ -177,7 +180,8 @@ static void test_evscan_key_limit(void **state)
             n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s\"k%u\":1",
                                   i ? "," : "", i);
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "}}");
-        assert_int_equal(scan_checked(buf, n), keys <= HUB_EVSCAN_MAX_KEYS);
+        assert_int_equal(scan_checked(buf, n),
+                         keys <= HUB_CLIENT_EVENT_MAX_KEYS);
     }
 }
 
@@ -424,9 +428,9 @@ static void relay_under_oom(const char *data_json, const char *want_frame,
              "\"data\":%s}",
              data_json);
     {
-        struct hub_evscan ev;
+        struct hub_client_event ev;
 
-        assert_true(hub_evscan_client_event(&ev, msg, strlen(msg)));
+        assert_true(hub_client_event_scan(&ev, msg, strlen(msg)));
     }
     FAIL_ALLOC_COUNTDOWN(
         {
