@@ -40,7 +40,7 @@
 #include "hub/app/auth.h"
 #include "hub/wire/protocol.h"
 #include "hub/base/query.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 #include "hub/wire/ws.h"
 #include "server/base/http_post.h"
 #include "server/lws/srv.h"
@@ -355,7 +355,7 @@ static int dev_auth(struct lws *wsi, struct srv_loop *l, struct http_req *p)
 /* handle_request(): the answer comes later (rest_answer()). */
 #define HTTP_DEFERRED 1
 
-/* A waiting REST request's answer (hub/pusher/rest.h), on the loop's thread: kept
+/* A waiting REST request's answer (hub/rest/rest.h), on the loop's thread: kept
  * until HTTP_WRITEABLE. p and its wsi are alive: req_free() cancels. */
 static void rest_answer(void *ctx, struct hub_rest_response *r)
 {

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_rest.c - libFuzzer target for the Pusher HTTP API at its
- * hub-level entry point, hub_rest_handle() (hub/pusher/rest.c): method, path,
+ * hub-level entry point, hub_rest_handle() (hub/rest/rest.c): method, path,
  * query string and body, on a two-loop hub with a fake transport and a
  * fake clock (tests/unit/fake_hub.h), where sessions already sit in a
  * public, a private and a presence channel and one is signed in, so that
@@ -38,7 +38,7 @@
 
 #include "hub/app/auth.h"
 #include "hub/base/query.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 #include "tests/unit/fake_hub.h"
 #include "tests/fuzz/fuzz.h"
 

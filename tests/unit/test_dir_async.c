@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "fake_hub.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 #include "hub/pusher/subscribe.h"
 #include "hub/channel/subcount.h"
 

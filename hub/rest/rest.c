@@ -1,11 +1,11 @@
 /*
- * hub/pusher/rest.c - the Pusher HTTP API. Not a hot path for parsing (jansson),
+ * hub/rest/rest.c - the Pusher HTTP API. Not a hot path for parsing (jansson),
  * but each thing is done once: the query is parsed once (for the signature
  * and the handlers), an event's data literal is made once while it is
  * validated, and each channel's frame is encoded once
  * (hub_proto_event_frame) and shared by every recipient.
  */
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * hub/pusher/rest.h - the Pusher HTTP API under /apps/{app_id}/ (docs/PROTOCOL.md 6):
+ * hub/rest/rest.h - the Pusher HTTP API under /apps/{app_id}/ (docs/PROTOCOL.md 6):
  * events, batch_events, channels, channel info, presence users and
  * users/{user_id}/terminate_connections.
  *
