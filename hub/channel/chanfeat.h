@@ -1,8 +1,9 @@
 /*
  * hub/channel/chanfeat.h - what cache channels and subscription counts add to
  * the subscribe, leave and publish paths: the call sites in
- * hub/pusher/subscribe.c and hub/rest/rest.c are one line each, the logic is here,
- * over the stores of hub/channel/cache.h and hub/channel/subcount.h.
+ * hub/pusher/subscribe.c, hub/rest/events.c and hub/rest/channels.c are one
+ * line each, the logic is here, over the stores of hub/channel/cache.h and
+ * hub/channel/subcount.h.
  *
  * Cache channels (docs/PROTOCOL.md 3.6): a REST or batch event on a cache
  * channel is kept as the channel's last event (client events are not, as

@@ -1,7 +1,18 @@
 /*
- * hub/rest/rest.h - the Pusher HTTP API under /apps/{app_id}/ (docs/PROTOCOL.md 6):
- * events, batch_events, channels, channel info, presence users and
- * users/{user_id}/terminate_connections.
+ * hub/rest/rest.h - the Pusher HTTP API under /apps/{app_id}/
+ * (docs/PROTOCOL.md 6): events, batch_events, channels, channel info,
+ * presence users and users/{user_id}/terminate_connections. This is the
+ * folder's one public header (server/http and the tests use it); the
+ * rest of hub/rest/ is its inside:
+ *   router.c     the entry points below, the checks every request passes
+ *                and the table of routes (method, path, handler), with
+ *                the app's rate limits;
+ *   events.c     POST events and batch_events;
+ *   channels.c   GET channels, channels/{name} and channels/{name}/users;
+ *   terminate.c  POST users/{user_id}/terminate_connections;
+ *   wait.c       deferred answers (hub_rest_wait_refuse(),
+ *                hub_rest_wait_cancel() below);
+ *   handler.c    what the handlers share: the routed request, the replies.
  *
  * Every request is authenticated (hub/app/auth.h). Answers are 200 with a JSON
  * object body, or 400/401/403/404/405/413/429 with {"error": "..."} (405:

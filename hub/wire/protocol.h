@@ -134,7 +134,8 @@ size_t hub_proto_encode_event(char *out, size_t cap, const char *event,
 /*
  * The same event encoded into a new sealed frame (hub/wire/frame.h) with one
  * reference for the caller; NULL when out of memory. Every channel event
- * the hub sends is built here, so pusher.c and rest.c agree byte for byte.
+ * the hub sends is built here, so hub/pusher and hub/rest agree byte for
+ * byte.
  */
 struct hub_frame *hub_proto_event_frame(const char *event, const char *channel,
                                         const char *data_json,
