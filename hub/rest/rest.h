@@ -93,7 +93,7 @@ struct hub_rest_wait *hub_rest_handle_async(struct hub_loop *l,
                                             struct hub_rest_response *out);
 
 /*
- * hub_rest_handle_async() for a caller that cannot wait (server/http/http.c: a
+ * hub_rest_handle_async() for a caller that cannot wait (server/http/rest.c: a
  * POST with a request pipelined behind its body, whose connection closes
  * right after this answer): a request that would wait for the directory
  * (info= on events or batch_events, a channel read, with a directory that
@@ -106,7 +106,7 @@ void hub_rest_handle_nowait(struct hub_loop *l, enum hub_http_method method,
                             struct hub_rest_response *out);
 
 /*
- * The waiting request cannot be answered later after all (server/http/http.c: a
+ * The waiting request cannot be answered later after all (server/http/rest.c: a
  * request came pipelined behind its POST body meanwhile, and the
  * connection closes now): out gets the 400 of hub_rest_handle_nowait(),
  * answer is not called, and nothing of the request is published when the

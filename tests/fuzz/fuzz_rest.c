@@ -11,8 +11,8 @@
  *
  *     [!]METHOD\n PATH\n QUERY\n BODY...
  *
- * METHOD "POST" is POST and anything else GET (the two methods http.c
- * hands over).
+ * METHOD "POST" is POST and anything else GET (the two methods
+ * server/http/rest.c hands over).
  * Missing lines are empty. A leading '!' on the method line means "sign
  * it": the harness replaces the query with hub_auth_sign_rest()'s output
  * for the same method, path, query and body (for the app the path names,
@@ -20,7 +20,7 @@
  * into the handlers. Without '!' the request goes in as sent, which
  * exercises the auth checks themselves.
  *
- * What http.c does before this point (headers: Content-Length, chunked
+ * What server/http/ does before this point (headers: Content-Length, chunked
  * bodies, the body size cap) is libwebsockets-bound and not covered here;
  * hub_rest_handle() takes no headers.
  *
