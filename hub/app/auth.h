@@ -88,7 +88,7 @@ struct hub_rest_request {
  * 400: a key given twice (after lower-casing), auth_version missing or not
  * "1.0", auth_timestamp not a number. (A query that does not parse - bad
  * percent-encoding, over HUB_QUERY_MAX_BYTES or HUB_QUERY_MAX_PARAMS - is
- * the caller's 400 before this check: hub/pusher/rest.c.)
+ * the caller's 400 before this check: hub/rest/router.c.)
  */
 int hub_auth_check_rest(const struct hub_app *app,
                         const struct hub_rest_request *req, char *why,

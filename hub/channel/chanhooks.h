@@ -2,8 +2,8 @@
  * hub/channel/chanhooks.h - the channel features' hooks on the Pusher
  * paths: what cache channels and subscription counts add to subscribe,
  * leave and the HTTP API's publish (and its info=cache). The call sites in
- * hub/pusher/subscribe.c and hub/pusher/rest.c are one line each; the
- * logic is here, over the stores of hub/channel/cache.h and
+ * hub/pusher/subscribe.c, hub/rest/events.c and hub/rest/channels.c are
+ * one line each; the logic is here, over the stores of hub/channel/cache.h and
  * hub/channel/subcount.h.
  *
  * Cache channels (docs/PROTOCOL.md 3.6): a REST or batch event on a cache

@@ -15,7 +15,7 @@
 #include "hub/base/why.h"
 #include "hub/wire/protocol.h"
 
-#include "hub/wire/evscan.h"
+#include "hub/wire/client_event.h"
 #include "hub/wire/frame.h"
 
 #include <errno.h>
@@ -245,14 +245,14 @@ static int parse_root(struct hub_msg *m, const char *text, size_t len,
 
 /*
  * The fast path for the commonest message a client sends: a client event
- * whose data can be relayed as it came (hub/wire/evscan.h). False when the
- * message is anything else; then jansson parses it.
+ * whose data can be relayed as it came (hub/wire/client_event.h). False
+ * when the message is anything else; then jansson parses it.
  */
 static bool parse_fast(struct hub_msg *m, const char *text, size_t len)
 {
-    struct hub_evscan ev;
+    struct hub_client_event ev;
 
-    if (len == 0 || !hub_evscan_client_event(&ev, text, len) ||
+    if (len == 0 || !hub_client_event_scan(&ev, text, len) ||
         ev.event_len + ev.channel_len + 2 > sizeof(m->names))
         return false;
     memcpy(m->names, ev.event, ev.event_len);

@@ -48,7 +48,7 @@ struct hub_msg {
     json_t *data;               /* borrowed from root; NULL when absent */
     json_t *root;               /* owned; freed by hub_msg_fini */
     /*
-     * A client event in the common form (hub/wire/evscan.h) is not parsed into
+     * A client event in the common form (hub/wire/client_event.h) is not parsed into
      * a tree: root and data stay NULL, data_raw is the data value's JSON
      * text inside the parsed message (not NUL-terminated, byte for byte
      * what jansson's compact encoding of data would be), and event and
@@ -134,7 +134,8 @@ size_t hub_proto_encode_event(char *out, size_t cap, const char *event,
 /*
  * The same event encoded into a new sealed frame (hub/wire/frame.h) with one
  * reference for the caller; NULL when out of memory. Every channel event
- * the hub sends is built here, so pusher.c and rest.c agree byte for byte.
+ * the hub sends is built here, so hub/pusher and hub/rest agree byte for
+ * byte.
  */
 struct hub_frame *hub_proto_event_frame(const char *event, const char *channel,
                                         const char *data_json,

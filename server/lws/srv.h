@@ -179,13 +179,15 @@ size_t srv_http_pss_size(void);
 /* Answer the loop's queued POSTs (server/base/http_post.h): after lws's read
  * pass, before it polls again, outside any lws callback. Loop thread. */
 void srv_http_post_flush(struct srv_loop *l);
-/* Reject a ws upgrade before it happens (origin, capacity); 0 = accept. */
+/* server/http/upgrade.c: reject a ws upgrade before it happens (origin,
+ * capacity); 0 = accept. */
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi);
 /* RFC 6455 handshake checks (400, 426, 431) on an "Upgrade: websocket"
  * request; 0 = go on, -1 = refused (a response is written). */
 int srv_http_confirm_upgrade(struct srv_loop *l, struct lws *wsi,
                              const char *upgrade);
-/* A plain HTTP request with a header over the limit gets 431; 0 = go on. */
+/* server/http/headers.c: a plain HTTP request with a header over the limit
+ * gets 431; 0 = go on. */
 int srv_http_filter_request(struct srv_loop *l, struct lws *wsi);
 
 /*
@@ -197,8 +199,8 @@ int srv_http_filter_request(struct srv_loop *l, struct lws *wsi);
  */
 #define SRV_HEADER_BYTES (32 * 1024)
 #define SRV_HEADER_ONE_MAX (16 * 1024)
-/* The stored limit of token t: SRV_HEADER_ONE_MAX, or 0 (none) for the
- * request line's tokens. */
+/* server/http/headers.c: the stored limit of token t: SRV_HEADER_ONE_MAX,
+ * or 0 (none) for the request line's tokens. */
 unsigned srv_header_limit_of(int t);
 /* The table lws applies (info.token_limits); fills it (main thread). */
 const struct lws_token_limits *srv_http_token_limits(void);

@@ -1,7 +1,7 @@
 /*
  * server/ops/ops_http.c - what the operator surfaces share (server/ops/ops.c, the
  * console in server/ops/console.c) and the REST and page routes
- * (server/http/http.c): one whole HTTP response with extra headers; and for
+ * (server/http/request.c): one whole HTTP response with extra headers; and for
  * the operator surfaces the bearer-token check with a constant-time
  * compare and the metrics port's listener and vhost.
  *
@@ -212,7 +212,7 @@ int srv_ops_metrics_callback(struct lws *wsi, enum lws_callback_reasons reason,
     (void)in;
     (void)len;
     if (reason == LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION) {
-        /* A client's upgrade naming "metrics-acceptor" (server/http/http.c
+        /* A client's upgrade naming "metrics-acceptor" (server/http/upgrade.c
          * refuses it first; this is the backstop). */
         lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, NULL);
         return 1;

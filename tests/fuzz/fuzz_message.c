@@ -6,8 +6,8 @@
  * Besides memory errors it checks three properties and traps when they
  * fail: each encoder's output parses back to the fields that went in, a
  * truncated encoding is a terminated prefix of the full one that never
- * writes past cap, and whatever the client-event fast path (hub/wire/evscan.h)
- * accepts, jansson parses to the same fields and re-encodes to the very
+ * writes past cap, and whatever the client-event fast path
+ * (hub/wire/client_event.h) accepts, jansson parses to the same fields and re-encodes to the very
  * data bytes the fast path relays.
  *
  * Then the same bytes drive the session protocol: split at newlines into
@@ -34,7 +34,7 @@
 #include <jansson.h>
 
 #include "hub/app/auth.h"
-#include "hub/wire/evscan.h"
+#include "hub/wire/client_event.h"
 #include "hub/wire/protocol.h"
 #include "hub/base/query.h"
 #include "hub/wire/ws.h"
@@ -174,12 +174,12 @@ static void check_encoders(const struct hub_msg *m)
  */
 static void check_fast_path(const uint8_t *data, size_t size)
 {
-    struct hub_evscan ev;
+    struct hub_client_event ev;
     json_error_t err;
     json_t *root, *d;
     char *dump;
 
-    if (!hub_evscan_client_event(&ev, (const char *)data, size))
+    if (!hub_client_event_scan(&ev, (const char *)data, size))
         return;
     root = json_loadb((const char *)data, size, JSON_ALLOW_NUL, &err);
     CHECK(root != NULL && json_is_object(root));
@@ -372,7 +372,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(m.root == NULL && m.data_raw == NULL);
         return 0;
     }
-    /* A tree, or a fast-path client event (hub/wire/evscan.h). */
+    /* A tree, or a fast-path client event (hub/wire/client_event.h). */
     CHECK(m.event != NULL && (m.root != NULL) != (m.data_raw != NULL));
     CHECK(m.root != NULL || m.type == HUB_MSG_CLIENT_EVENT);
     if (m.channel != NULL) {

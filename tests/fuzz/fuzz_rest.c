@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_rest.c - libFuzzer target for the Pusher HTTP API at its
- * hub-level entry point, hub_rest_handle() (hub/pusher/rest.c): method, path,
+ * hub-level entry point, hub_rest_handle() (hub/rest/rest.c): method, path,
  * query string and body, on a two-loop hub with a fake transport and a
  * fake clock (tests/unit/fake_hub.h), where sessions already sit in a
  * public, a private and a presence channel and one is signed in, so that
@@ -11,8 +11,8 @@
  *
  *     [!]METHOD\n PATH\n QUERY\n BODY...
  *
- * METHOD "POST" is POST and anything else GET (the two methods http.c
- * hands over).
+ * METHOD "POST" is POST and anything else GET (the two methods
+ * server/http/rest.c hands over).
  * Missing lines are empty. A leading '!' on the method line means "sign
  * it": the harness replaces the query with hub_auth_sign_rest()'s output
  * for the same method, path, query and body (for the app the path names,
@@ -20,7 +20,7 @@
  * into the handlers. Without '!' the request goes in as sent, which
  * exercises the auth checks themselves.
  *
- * What http.c does before this point (headers: Content-Length, chunked
+ * What server/http/ does before this point (headers: Content-Length, chunked
  * bodies, the body size cap) is libwebsockets-bound and not covered here;
  * hub_rest_handle() takes no headers.
  *
@@ -38,7 +38,7 @@
 
 #include "hub/app/auth.h"
 #include "hub/base/query.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 #include "tests/unit/fake_hub.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -47,8 +47,8 @@ static struct hub_app test_app(void)
 }
 
 /*
- * The query of the last rest() call, parsed as hub/pusher/rest.c parses it before
- * the check (one request at a time), and that parse's result.
+ * The query of the last rest() call, parsed as hub/rest/router.c parses it
+ * before the check (one request at a time), and that parse's result.
  */
 static struct hub_query parsed;
 static int parsed_rc;
@@ -72,8 +72,8 @@ static struct hub_rest_request rest(const char *method, const char *path,
     return r;
 }
 
-/* -EINVAL when the query does not parse (hub/pusher/rest.c answers 400 before
- * the check), else what the check says. */
+/* -EINVAL when the query does not parse (hub/rest/router.c answers 400
+ * before the check), else what the check says. */
 static int check(const char *method, const char *path, const char *query,
                  const char *body, char *why, size_t why_len)
 {

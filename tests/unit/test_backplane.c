@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "fake_hub.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 #include "hub/pusher/subscribe.h"
 #include "hub/channel/subcount.h"
 
@@ -808,7 +808,7 @@ static void test_backplane_rest_events_info_wait_then_publish(void **state)
     close_heap(a);
 }
 
-/* A caller that cannot wait (server/http/http.c: a request pipelined behind
+/* A caller that cannot wait (server/http/rest.c: a request pipelined behind
  * the POST body): what would wait is refused with 400 and not published,
  * before its wait starts (hub_rest_handle_nowait) or during it
  * (hub_rest_wait_refuse); what needs no read is answered as usual. */

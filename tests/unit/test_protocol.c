@@ -168,7 +168,7 @@ static void check_valid_case(const char *dir, const char *name)
         fail_msg("%s: parse failed: %s", name, why);
 
     /* What every parsed message promises, whatever the case file says:
-     * a tree, or a client event on the fast path (hub/wire/evscan.h). */
+     * a tree, or a client event on the fast path (hub/wire/client_event.h). */
     if (m.root == NULL) {
         assert_int_equal(m.type, HUB_MSG_CLIENT_EVENT);
         assert_non_null(m.data_raw);

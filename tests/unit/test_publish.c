@@ -21,7 +21,7 @@
 
 #include "fake_hub.h"
 #include "hub/base/chantab.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 
 static unsigned frame_refs(struct hub_frame *f)
 {

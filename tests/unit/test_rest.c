@@ -22,7 +22,7 @@
 
 #include "fake_hub.h"
 #include "hub/base/query.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 
 #define NOW_S 1700000000ull
 

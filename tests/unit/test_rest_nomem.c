@@ -9,11 +9,11 @@
  * clean run (same status and body, same frames on every session) or a 500
  * "out of memory", or a 400 when the allocation that failed was jansson's
  * while it parsed the body (jansson 2.14 reports that as a syntax error).
- * What a 500 leaves published follows rest.c's rule: an event reaches its
- * channels in order and stops at the first that fails, a batch publishes
- * its events in order and stops at the first that fails; so the units
- * (channels, events) that were delivered are a prefix of the request's,
- * each delivered in full. A one-channel event that answers 500 reached
+ * What a 500 leaves published follows hub/rest/events.c's rule: an event
+ * reaches its channels in order and stops at the first that fails, a
+ * batch publishes its events in order and stops at the first that fails;
+ * so the units (channels, events) that were delivered are a prefix of the
+ * request's, each delivered in full. A one-channel event that answers 500 reached
  * nobody. No step leaves a block behind.
  */
 #include <errno.h>
@@ -31,7 +31,7 @@
 #include "fake_hub.h"
 #include "hub/channel/chanhooks.h"
 #include "hub/base/query.h"
-#include "hub/pusher/rest.h"
+#include "hub/rest/rest.h"
 
 #define NOW_S 1700000000ull
 #define N_SESSIONS 4

@@ -1,7 +1,18 @@
 /*
- * hub/pusher/rest.h - the Pusher HTTP API under /apps/{app_id}/ (docs/PROTOCOL.md 6):
- * events, batch_events, channels, channel info, presence users and
- * users/{user_id}/terminate_connections.
+ * hub/rest/rest.h - the Pusher HTTP API under /apps/{app_id}/
+ * (docs/PROTOCOL.md 6): events, batch_events, channels, channel info,
+ * presence users and users/{user_id}/terminate_connections. This is the
+ * folder's one public header (server/http and the tests use it); the
+ * rest of hub/rest/ is its inside:
+ *   router.c     the entry points below, the checks every request passes
+ *                and the table of routes (method, path, handler), with
+ *                the app's rate limits;
+ *   events.c     POST events and batch_events;
+ *   channels.c   GET channels, channels/{name} and channels/{name}/users;
+ *   terminate.c  POST users/{user_id}/terminate_connections;
+ *   wait.c       deferred answers (hub_rest_wait_refuse(),
+ *                hub_rest_wait_cancel() below);
+ *   handler.c    what the handlers share: the routed request, the replies.
  *
  * Every request is authenticated (hub/app/auth.h). Answers are 200 with a JSON
  * object body, or 400/401/403/404/405/413/429 with {"error": "..."} (405:
@@ -82,7 +93,7 @@ struct hub_rest_wait *hub_rest_handle_async(struct hub_loop *l,
                                             struct hub_rest_response *out);
 
 /*
- * hub_rest_handle_async() for a caller that cannot wait (server/http/http.c: a
+ * hub_rest_handle_async() for a caller that cannot wait (server/http/rest.c: a
  * POST with a request pipelined behind its body, whose connection closes
  * right after this answer): a request that would wait for the directory
  * (info= on events or batch_events, a channel read, with a directory that
@@ -95,7 +106,7 @@ void hub_rest_handle_nowait(struct hub_loop *l, enum hub_http_method method,
                             struct hub_rest_response *out);
 
 /*
- * The waiting request cannot be answered later after all (server/http/http.c: a
+ * The waiting request cannot be answered later after all (server/http/rest.c: a
  * request came pipelined behind its POST body meanwhile, and the
  * connection closes now): out gets the 400 of hub_rest_handle_nowait(),
  * answer is not called, and nothing of the request is published when the

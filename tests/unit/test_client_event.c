@@ -1,5 +1,6 @@
 /*
- * tests/unit/test_evscan.c - the client-event fast path (hub/wire/evscan.h)
+ * tests/unit/test_client_event.c - the client-event fast path
+ * (hub/wire/client_event.h)
  * against jansson, the path it short-cuts.
  *
  * Every message below goes through both: when the scanner accepts one,
@@ -26,7 +27,7 @@
 #include "tests/unit/fail_alloc.h"
 #include "tests/unit/fake_hub.h"
 
-#include "hub/wire/evscan.h"
+#include "hub/wire/client_event.h"
 #include "hub/wire/protocol.h"
 #include "hub/webhook/queue.h"
 
@@ -46,9 +47,9 @@ static char *exact(const char *text, size_t len)
  */
 static bool scan_checked(const char *text, size_t len)
 {
-    struct hub_evscan ev;
+    struct hub_client_event ev;
     char *copy = exact(text, len);
-    bool ok = hub_evscan_client_event(&ev, copy, len);
+    bool ok = hub_client_event_scan(&ev, copy, len);
 
     if (ok) {
         json_error_t err;
@@ -94,7 +95,7 @@ static bool scan_str(const char *text)
 
 #define ENV(data) "{\"event\":\"client-x\",\"channel\":\"private-a\",\"data\":" data "}"
 
-static void test_evscan_accepts_the_common_forms(void **state)
+static void test_client_event_accepts_the_common_forms(void **state)
 {
     static const char *const ok[] = {
         /* The bench loader's and pusher-js's shapes. */
@@ -133,14 +134,14 @@ static void test_evscan_accepts_the_common_forms(void **state)
 }
 
 /* 32 levels of nesting pass, 33 go to jansson. */
-static void test_evscan_depth_limit(void **state)
+static void test_client_event_depth_limit(void **state)
 {
     char buf[512];
     size_t n;
 
     (void)state;
-    for (unsigned depth = HUB_EVSCAN_MAX_DEPTH; depth <= HUB_EVSCAN_MAX_DEPTH + 1;
-         depth++) {
+    for (unsigned depth = HUB_CLIENT_EVENT_MAX_DEPTH;
+         depth <= HUB_CLIENT_EVENT_MAX_DEPTH + 1; depth++) {
         n = (size_t)snprintf(buf, sizeof(buf),
                              "{\"event\":\"client-d\",\"channel\":\"private-a\","
                              "\"data\":");
@@ -157,18 +158,20 @@ static void test_evscan_depth_limit(void **state)
         for (unsigned i = depth; i-- > 0;)
             buf[n++] = i % 2 ? ']' : '}';
         buf[n++] = '}';
-        assert_int_equal(scan_checked(buf, n), depth <= HUB_EVSCAN_MAX_DEPTH);
+        assert_int_equal(scan_checked(buf, n),
+                         depth <= HUB_CLIENT_EVENT_MAX_DEPTH);
     }
 }
 
-/* HUB_EVSCAN_MAX_KEYS keys open at once pass; one more goes to jansson. */
-static void test_evscan_key_limit(void **state)
+/* HUB_CLIENT_EVENT_MAX_KEYS keys open at once pass; one more goes to
+ * jansson. */
+static void test_client_event_key_limit(void **state)
 {
     char buf[2048];
 
     (void)state;
-    for (unsigned keys = HUB_EVSCAN_MAX_KEYS; keys <= HUB_EVSCAN_MAX_KEYS + 1;
-         keys++) {
+    for (unsigned keys = HUB_CLIENT_EVENT_MAX_KEYS;
+         keys <= HUB_CLIENT_EVENT_MAX_KEYS + 1; keys++) {
         size_t n = (size_t)snprintf(
             buf, sizeof(buf),
             "{\"event\":\"client-k\",\"channel\":\"private-a\",\"data\":{");
@@ -177,13 +180,14 @@ static void test_evscan_key_limit(void **state)
             n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s\"k%u\":1",
                                   i ? "," : "", i);
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "}}");
-        assert_int_equal(scan_checked(buf, n), keys <= HUB_EVSCAN_MAX_KEYS);
+        assert_int_equal(scan_checked(buf, n),
+                         keys <= HUB_CLIENT_EVENT_MAX_KEYS);
     }
 }
 
 /* The unusual: declined by the scanner, and hub_msg_parse() answers as the
  * jansson path did (same verdict, same type, a tree when it parses). */
-static void test_evscan_declines_the_unusual(void **state)
+static void test_client_event_declines_the_unusual(void **state)
 {
     static const char *const no[] = {
         /* Numbers jansson re-prints or rejects. */
@@ -266,7 +270,7 @@ static void test_evscan_declines_the_unusual(void **state)
 }
 
 /* No prefix of an accepted message is accepted, and none is read past. */
-static void test_evscan_prefixes(void **state)
+static void test_client_event_prefixes(void **state)
 {
     const char *text =
         "{\"event\":\"client-x\",\"channel\":\"private-a\",\"data\":"
@@ -284,7 +288,7 @@ static void test_evscan_prefixes(void **state)
  * NUL-terminated names, the data text inside the message, no tree and no
  * allocation (every allocation would fail).
  */
-static void test_evscan_msg_parse_fast(void **state)
+static void test_client_event_msg_parse_fast(void **state)
 {
     const char *text = "{\"event\":\"client-move\",\"data\":{\"x\":3,"
                        "\"y\":-4},\"channel\":\"presence-room\"}";
@@ -313,7 +317,7 @@ static void test_evscan_msg_parse_fast(void **state)
 }
 
 /* Names too long for the inline buffer take the jansson path, whole. */
-static void test_evscan_long_names_fall_back(void **state)
+static void test_client_event_long_names_fall_back(void **state)
 {
     char buf[2 * HUB_MSG_NAMES_INLINE];
     char name[HUB_MSG_NAMES_INLINE];
@@ -339,7 +343,7 @@ static void test_evscan_long_names_fall_back(void **state)
 /* The data-file cases: where the scanner takes a client event, it relays
  * what jansson would have written (scan_checked) and hub_msg_parse() reports
  * the same event and channel as the tree path. */
-static void test_evscan_data_file_cases(void **state)
+static void test_client_event_data_file_cases(void **state)
 {
     static const char *const cases[] = {
         "client_event_large_numbers", "client_event_nested_data",
@@ -424,9 +428,9 @@ static void relay_under_oom(const char *data_json, const char *want_frame,
              "\"data\":%s}",
              data_json);
     {
-        struct hub_evscan ev;
+        struct hub_client_event ev;
 
-        assert_true(hub_evscan_client_event(&ev, msg, strlen(msg)));
+        assert_true(hub_client_event_scan(&ev, msg, strlen(msg)));
     }
     FAIL_ALLOC_COUNTDOWN(
         {
@@ -459,7 +463,7 @@ static void relay_under_oom(const char *data_json, const char *want_frame,
     fake_hub_stop(&fh);
 }
 
-static void test_evscan_relay_and_webhook_under_oom(void **state)
+static void test_client_event_relay_and_webhook_under_oom(void **state)
 {
     (void)state;
     relay_under_oom("{\"x\":[1,-2],\"s\":\"q\\\"\"}",
@@ -475,15 +479,15 @@ static void test_evscan_relay_and_webhook_under_oom(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_evscan_accepts_the_common_forms),
-        cmocka_unit_test(test_evscan_depth_limit),
-        cmocka_unit_test(test_evscan_key_limit),
-        cmocka_unit_test(test_evscan_declines_the_unusual),
-        cmocka_unit_test(test_evscan_prefixes),
-        cmocka_unit_test(test_evscan_msg_parse_fast),
-        cmocka_unit_test(test_evscan_long_names_fall_back),
-        cmocka_unit_test(test_evscan_data_file_cases),
-        cmocka_unit_test(test_evscan_relay_and_webhook_under_oom),
+        cmocka_unit_test(test_client_event_accepts_the_common_forms),
+        cmocka_unit_test(test_client_event_depth_limit),
+        cmocka_unit_test(test_client_event_key_limit),
+        cmocka_unit_test(test_client_event_declines_the_unusual),
+        cmocka_unit_test(test_client_event_prefixes),
+        cmocka_unit_test(test_client_event_msg_parse_fast),
+        cmocka_unit_test(test_client_event_long_names_fall_back),
+        cmocka_unit_test(test_client_event_data_file_cases),
+        cmocka_unit_test(test_client_event_relay_and_webhook_under_oom),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

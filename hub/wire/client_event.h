@@ -1,7 +1,9 @@
 /*
- * hub/wire/evscan.h - the client-event fast path: take apart
- * {"event":"client-...","channel":"...","data":<value>} in one pass over
- * the bytes, without building a jansson tree.
+ * hub/wire/client_event.h - the client-event fast path: a scan that takes
+ * apart {"event":"client-...","channel":"...","data":<value>} in one pass
+ * over the bytes, without building a jansson tree, so that the relay can
+ * send the data on as it came (hub_client_event_scan(), called by
+ * hub_msg_parse() in hub/wire/protocol.c).
  *
  * The scanner accepts only messages it can answer exactly as the jansson
  * path (hub/wire/protocol.c) would: the message is valid JSON (RFC 8259, UTF-8
@@ -17,29 +19,29 @@
  *     characters differently), numbers with a fraction or an exponent,
  *     "-0", integers of more than 18 digits (jansson re-prints or rejects
  *     them), a key twice in one object (jansson keeps the last), nesting
- *     deeper than HUB_EVSCAN_MAX_DEPTH, more than HUB_EVSCAN_MAX_KEYS keys
- *     open at once;
+ *     deeper than HUB_CLIENT_EVENT_MAX_DEPTH, more than
+ *     HUB_CLIENT_EVENT_MAX_KEYS keys open at once;
  *   - anything that is not valid JSON (jansson then gives the reason).
  * Declining is always safe: the answer is only ever "same as jansson" or
  * "ask jansson".
  *
  * Pure, no allocation: any thread.
  */
-#ifndef HUB_EVSCAN_H
-#define HUB_EVSCAN_H
+#ifndef HUB_CLIENT_EVENT_H
+#define HUB_CLIENT_EVENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /* Nesting accepted inside data (the jansson path allows 256). */
-#define HUB_EVSCAN_MAX_DEPTH 32
+#define HUB_CLIENT_EVENT_MAX_DEPTH 32
 /* Object keys remembered at once for the duplicate check (all objects
  * open on the current path). */
-#define HUB_EVSCAN_MAX_KEYS 64
+#define HUB_CLIENT_EVENT_MAX_KEYS 64
 
 /* Spans into the scanned text; event and channel are the string contents
  * without quotes (no escapes in them, so the bytes are the value). */
-struct hub_evscan {
+struct hub_client_event {
     const char *event;
     size_t event_len;
     const char *channel;
@@ -50,7 +52,7 @@ struct hub_evscan {
 
 /* True when text[0..len) is a client event in the form above (ev filled
  * in); false when the caller must parse it with jansson. */
-bool hub_evscan_client_event(struct hub_evscan *ev, const char *text,
+bool hub_client_event_scan(struct hub_client_event *ev, const char *text,
                              size_t len);
 
 #endif

@@ -1,13 +1,14 @@
 /*
- * hub/wire/evscan.c - the client-event fast path (hub/wire/evscan.h).
+ * hub/wire/client_event.c - the client-event fast path
+ * (hub/wire/client_event.h): hub_client_event_scan() and its recogniser.
  *
  * A recursive-descent recogniser of the JSON subset whose compact
  * re-encoding by jansson is the text itself, plus the envelope around it.
  * Every function returns false to decline; nothing is reported, because
  * the caller then runs jansson, which reports what is wrong (if anything).
- * Recursion is bounded by HUB_EVSCAN_MAX_DEPTH.
+ * Recursion is bounded by HUB_CLIENT_EVENT_MAX_DEPTH.
  */
-#include "hub/wire/evscan.h"
+#include "hub/wire/client_event.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -23,7 +24,7 @@ struct scan {
     const unsigned char *p, *end;
     unsigned depth;
     unsigned nkeys;
-    struct span keys[HUB_EVSCAN_MAX_KEYS];
+    struct span keys[HUB_CLIENT_EVENT_MAX_KEYS];
 };
 
 #define ONES 0x0101010101010101ull
@@ -150,7 +151,7 @@ static bool scan_object(struct scan *sc)
 {
     unsigned base = sc->nkeys;
 
-    if (++sc->depth > HUB_EVSCAN_MAX_DEPTH)
+    if (++sc->depth > HUB_CLIENT_EVENT_MAX_DEPTH)
         return false;
     sc->p++;
     if (sc->p < sc->end && *sc->p == '}') {
@@ -173,7 +174,7 @@ static bool scan_object(struct scan *sc)
             if (sc->keys[i].n == key.n &&
                 memcmp(sc->keys[i].p, key.p, key.n) == 0)
                 return false;   /* jansson keeps the last one */
-        if (sc->nkeys == HUB_EVSCAN_MAX_KEYS)
+        if (sc->nkeys == HUB_CLIENT_EVENT_MAX_KEYS)
             return false;
         sc->keys[sc->nkeys++] = key;
         if (sc->p >= sc->end || *sc->p != ':')
@@ -197,7 +198,7 @@ static bool scan_object(struct scan *sc)
 
 static bool scan_array(struct scan *sc)
 {
-    if (++sc->depth > HUB_EVSCAN_MAX_DEPTH)
+    if (++sc->depth > HUB_CLIENT_EVENT_MAX_DEPTH)
         return false;
     sc->p++;
     if (sc->p < sc->end && *sc->p == ']') {
@@ -273,7 +274,7 @@ static bool plain_string(struct scan *sc, const char **s, size_t *len)
     return true;
 }
 
-bool hub_evscan_client_event(struct hub_evscan *ev, const char *text,
+bool hub_client_event_scan(struct hub_client_event *ev, const char *text,
                              size_t len)
 {
     struct scan sc;
