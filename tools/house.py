@@ -10,6 +10,8 @@ The product code is every .c and .h under timer/, hub/ and server/.
 - A function over 100 lines (universal-ctags' start and end lines) is an
   error unless the exceptions name it as "function <path>:<name> <reason>"
   (one switch over a protocol's cases).
+- Every file opens with a comment whose first line names the file
+  ("hub/loop/loop.c - what it holds").
 - Duplicated code: two places, in two files or one, that share ten or
   more consecutive lines identical after whitespace normalisation (blank
   lines, #include lines and lines of only punctuation such as "}" or "};"
@@ -142,6 +144,12 @@ def main(argv):
                 print(f'  {n:5d} {f}:{name}' + (f'  (kept: {why})' if why is not None else ''))
                 if why is None:
                     errors.append(f'{f}:{name} has {n} lines (over {MAX_FUNC})')
+    if everything or '--lengths' in argv:
+        for f in files:
+            with open(os.path.join(ROOT, f), encoding='utf-8') as fh:
+                head = fh.read(300)
+            if not re.match(r'/\*\s*\n?\s*\*?\s*' + re.escape(f) + r' - ', head):
+                errors.append(f'{f} does not open with "/* {f} - what it holds"')
     if everything or '--dups' in argv:
         dups = duplicates(files)
         print(f'Duplicated runs of {MIN_DUP}+ identical lines: {len(dups)}')

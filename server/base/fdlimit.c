@@ -1,4 +1,8 @@
-/* The process's file-descriptor limit (server/base/fdlimit.h). */
+/*
+ * server/base/fdlimit.c - the process's file-descriptor limit: the soft
+ * limit chosen from --fd-limit, --max-connections or the hard limit, and
+ * set (server/base/fdlimit.h).
+ */
 #include "server/base/fdlimit.h"
 
 uint64_t srv_fd_limit_pick(uint64_t want, uint32_t max_connections,

@@ -1,5 +1,6 @@
 /*
- * The process's file-descriptor limit: what the hub runs with and why.
+ * server/base/fdlimit.h - the process's file-descriptor limit: what the hub
+ * runs with and why.
  *
  * Every loop's lws context sizes its fd lookup table from the soft
  * RLIMIT_NOFILE when it is created, and the Debian (_DEBUG) build of lws

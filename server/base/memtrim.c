@@ -1,4 +1,7 @@
-/* Giving freed heap back after a burst of handshakes (server/base/memtrim.h). */
+/*
+ * server/base/memtrim.c - giving freed heap back after a burst of
+ * handshakes: when the main thread trims (server/base/memtrim.h).
+ */
 #include "server/base/memtrim.h"
 
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /*
- * Giving freed heap back to the kernel after a burst of handshakes.
+ * server/base/memtrim.h - giving freed heap back to the kernel after a burst
+ * of handshakes.
  *
  * lws holds a --max-http-header-data buffer (32 KiB, SRV_HEADER_BYTES)
  * per handshake in flight; thousands of clients connecting at once leave

@@ -1,7 +1,8 @@
 /*
- * ASan poisoning for memory lubdub lends from its own pools (server/
- * hdrpool.c, server/lws/rxpool.c): a free slot is poisoned, so a read or
- * write through a stale pointer is reported; without ASan, nothing.
+ * server/base/poison.h - ASan poisoning for memory lubdub lends from its own
+ * pools (server/lws/hdrpool.c, server/lws/rxpool.c): a free slot is
+ * poisoned, so a read or write through a stale pointer is reported; without
+ * ASan, nothing.
  */
 #ifndef SRV_POISON_H
 #define SRV_POISON_H

@@ -1,4 +1,7 @@
-/* A pool for lws's request-header buffers (server/lws/hdrpool.h). */
+/*
+ * server/lws/hdrpool.c - the pools for lws's request-header buffers and
+ * header tables, behind lws_set_allocator() (server/lws/hdrpool.h).
+ */
 #include "server/lws/hdrpool.h"
 
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /*
- * A pool for lws's request-header buffers.
+ * server/lws/hdrpool.h - a pool for lws's request-header buffers.
  *
  * lws allocates one --max-http-header-data buffer (SRV_HEADER_BYTES,
  * 32 KiB) per handshake or HTTP request in flight and frees it at the

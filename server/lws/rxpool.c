@@ -1,4 +1,7 @@
-/* lws's WebSocket receive buffers from a pool (server/lws/rxpool.h). */
+/*
+ * server/lws/rxpool.c - lws's WebSocket receive buffers from a pool, given
+ * back at the read bypass's handover (server/lws/rxpool.h).
+ */
 #include "server/lws/rxpool.h"
 
 #include <pthread.h>

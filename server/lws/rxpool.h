@@ -1,6 +1,6 @@
 /*
- * lws's WebSocket receive buffers, lent from a pool so that a session the
- * read bypass owns can give its buffer back.
+ * server/lws/rxpool.h - lws's WebSocket receive buffers, lent from a pool so
+ * that a session the read bypass owns can give its buffer back.
  *
  * lws 4.1.6 allocates one receive buffer per WebSocket at the upgrade
  * (lws_server_init_wsi_for_ws() in lib/roles/ws/ops-ws.c: "rx_ubuf",
