@@ -23,6 +23,7 @@
 #include "hub/loop/stats.h"
 #include "server/redis/redis_dir.h"
 #include "server/redis/redis_lease.h"
+#include "server/redis/redis_lua.h"
 #include "server/lws/srv.h"
 
 #define BACKOFF_MIN_MS 100
@@ -589,21 +590,6 @@ static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
     free(env);
 }
 
-/* One SCAN step over the cache keys with each key's name, value and
- * remaining life, in one round trip: the reply is {cursor, key, value,
- * pttl, ...}. */
-static const char cache_scan_lua[] =
-    "local s = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 200) "
-    "local r = {s[1]} "
-    "for _, k in ipairs(s[2]) do "
-    "  local v = redis.pcall('GET', k) "
-    "  local t = redis.call('PTTL', k) "
-    "  if type(v) == 'string' and t > 0 then "
-    "    r[#r + 1] = k; r[#r + 1] = v; r[#r + 1] = t "
-    "  end "
-    "end "
-    "return r";
-
 static void cache_load_cb(redisAsyncContext *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
@@ -651,7 +637,7 @@ static void cache_load(struct srv_redis *r, const char *cursor, size_t len)
 
     if (!r->cmd ||
         redisAsyncCommand(r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
-                          cache_scan_lua, cursor, len, pat) != REDIS_OK)
+                          srv_lua_cache_scan, cursor, len, pat) != REDIS_OK)
         srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
                 "entries from redis");
 }

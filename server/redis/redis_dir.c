@@ -14,20 +14,38 @@
 
 #include "hub/loop/stats.h"
 #include "hub/webhook/wh_stream.h"
-#include "server/redis/redis_scripts.h"
+#include "server/redis/redis_lua.h"
 #include "server/lws/srv.h"
 
+enum srv_script {
+    SRV_SCRIPT_JOIN,
+    SRV_SCRIPT_LEAVE,
+    SRV_SCRIPT_INFO,
+    SRV_SCRIPT_LIST,
+    SRV_SCRIPT_MEMBERS,
+    SRV_SCRIPT_REJOIN,
+    SRV_SCRIPT_REJOIN_SWEEP,
+    SRV_SCRIPT_ONLINE_SIGNIN,
+    SRV_SCRIPT_ONLINE_SIGNOUT,
+    SRV_SCRIPT_ONLINE_REJOIN,
+    SRV_SCRIPT_N,
+};
+
+/* Fields in one REJOIN chunk, and users in one online REJOIN chunk
+ * (server/redis/lua/dir_rejoin.lua, online_rejoin.lua). */
+#define SRV_REJOIN_CHUNK 1000
+
 static const char *const script_text[SRV_SCRIPT_N] = {
-    [SRV_SCRIPT_JOIN] = SRV_LUA_JOIN,
-    [SRV_SCRIPT_LEAVE] = SRV_LUA_LEAVE,
-    [SRV_SCRIPT_INFO] = SRV_LUA_INFO,
-    [SRV_SCRIPT_LIST] = SRV_LUA_LIST,
-    [SRV_SCRIPT_MEMBERS] = SRV_LUA_MEMBERS,
-    [SRV_SCRIPT_REJOIN] = SRV_LUA_REJOIN,
-    [SRV_SCRIPT_REJOIN_SWEEP] = SRV_LUA_REJOIN_SWEEP,
-    [SRV_SCRIPT_ONLINE_SIGNIN] = SRV_LUA_ONLINE_SIGNIN,
-    [SRV_SCRIPT_ONLINE_SIGNOUT] = SRV_LUA_ONLINE_SIGNOUT,
-    [SRV_SCRIPT_ONLINE_REJOIN] = SRV_LUA_ONLINE_REJOIN,
+    [SRV_SCRIPT_JOIN] = srv_lua_dir_join,
+    [SRV_SCRIPT_LEAVE] = srv_lua_dir_leave,
+    [SRV_SCRIPT_INFO] = srv_lua_dir_info,
+    [SRV_SCRIPT_LIST] = srv_lua_dir_list,
+    [SRV_SCRIPT_MEMBERS] = srv_lua_dir_members,
+    [SRV_SCRIPT_REJOIN] = srv_lua_dir_rejoin,
+    [SRV_SCRIPT_REJOIN_SWEEP] = srv_lua_dir_rejoin_sweep,
+    [SRV_SCRIPT_ONLINE_SIGNIN] = srv_lua_online_signin,
+    [SRV_SCRIPT_ONLINE_SIGNOUT] = srv_lua_online_signout,
+    [SRV_SCRIPT_ONLINE_REJOIN] = srv_lua_online_rejoin,
 };
 
 /* A presence view to refresh once its member channel is confirmed. */

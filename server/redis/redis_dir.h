@@ -1,6 +1,6 @@
 /*
  * server/redis/redis_dir.h - the cluster-wide directory on the backplane thread
- * (server/redis/redis_dir.c): the scripts of server/redis/redis_scripts.h run for the
+ * (server/redis/redis_dir.c): the scripts of server/redis/redis_lua.h run for the
  * JOIN, LEAVE and QUERY ops of hub/cluster/cluster.h, their replies handed back
  * to the cluster, REJOIN on every connect, joins held until their
  * channel's SUBSCRIBE is confirmed. Private to server/redis*.c.

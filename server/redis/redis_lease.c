@@ -25,9 +25,8 @@
 #include "hub/loop/stats.h"
 #include "hub/webhook/wh_stream.h"
 #include "server/redis/redis.h"
+#include "server/redis/redis_lua.h"
 #include "server/lws/srv.h"
-
-#include "server/redis/redis_lease_lua.h"
 
 #define REAP_CHUNK "1000"           /* fields per reap script call */
 #define LEAVE_DEADLINE_MS 2000      /* a clean stop waits at most this */
@@ -84,9 +83,9 @@ struct srv_lease {
 };
 
 static const char *const lua_text[S_N] = {
-    [S_TICK] = lease_lua_tick,
-    [S_REAP] = lease_lua_reap,
-    [S_LEAVE] = lease_lua_leave,
+    [S_TICK] = srv_lua_lease_tick,
+    [S_REAP] = srv_lua_lease_reap,
+    [S_LEAVE] = srv_lua_lease_leave,
 };
 
 static void stat_add(uint64_t *v, uint64_t n)
