@@ -24,7 +24,6 @@
 #include "hub/base/rng.h"
 #include "hub/loop/stats.h"
 #include "hub/webhook/wh_stream.h"
-#include "server/redis/redis.h"
 #include "server/redis/redis_lua.h"
 #include "server/lws/srv.h"
 
