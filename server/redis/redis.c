@@ -18,6 +18,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include "hub/base/backoff.h"
 #include "hub/base/chantab.h"
 #include "hub/base/rng.h"
 #include "hub/loop/stats.h"
@@ -70,7 +71,7 @@ struct srv_redis {
     unsigned setup_left;           /* setup replies still awaited */
     bool up, ever_up, told_down;
     atomic_bool up_flag;
-    unsigned attempts;
+    unsigned attempts;             /* connects failed since the last up */
     uint64_t epoch, rng;
     struct hub_chantab tx, rx;
     /* PUBLISHes awaiting Redis's reply, oldest first: their envelope
@@ -207,8 +208,7 @@ static void drop_connections(struct srv_redis *r)
 static void go_down(struct srv_redis *r, const char *why)
 {
     struct hub_chan_node *n, *nn;
-    double delay;
-    unsigned shift;
+    uint64_t delay;
 
     ev_timer_stop(r->loop, &r->connect_w);
     ev_timer_stop(r->loop, &r->ping_w);
@@ -248,14 +248,11 @@ static void go_down(struct srv_redis *r, const char *why)
         if (!x->want)
             rx_remove(r, x);
     }
-    shift = r->attempts < 6 ? r->attempts : 6;
-    delay = (double)BACKOFF_MIN_MS * (double)(1u << shift);
-    if (delay > BACKOFF_MAX_MS)
-        delay = BACKOFF_MAX_MS;
-    /* Jitter: 50..100 % of the step, so nodes do not retry in step. */
-    delay *= 0.5 + 0.5 * (double)(rnd(r) % 1000) / 1000.0;
-    r->attempts++;
-    ev_timer_set(&r->retry_w, delay / 1000.0, 0.);
+    /* 100 ms doubled up to 5 s, jittered to 50..100 % of the step so
+     * that nodes do not retry in step (hub/base/backoff.h). */
+    delay = hub_backoff_ms(++r->attempts, BACKOFF_MIN_MS, BACKOFF_MAX_MS,
+                           rnd(r));
+    ev_timer_set(&r->retry_w, (double)delay / 1000.0, 0.);
     ev_timer_start(r->loop, &r->retry_w);
 }
 

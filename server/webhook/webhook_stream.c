@@ -38,6 +38,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hub/app/app.h"
+#include "hub/base/backoff.h"
 #include "hub/webhook/wh_stream.h"
 #include "server/config/redis_url.h"
 #include "server/lws/srv.h"
@@ -154,7 +155,7 @@ struct srv_whs {
     unsigned max_entries;          /* --webhook-stream-max */
     redisContext *rc;
     uint64_t retry_ms, round_ms;
-    uint64_t backoff_ms;           /* until the next connect attempt */
+    unsigned attempts;             /* connects failed since the last up */
     bool told_down;
     struct whs_app *apps;
     unsigned n_apps;
@@ -253,11 +254,9 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
     if (now < z->retry_ms)
         return false;
     /* A Redis that does not answer costs the sender at most one timeout
-     * per attempt, and the attempts thin out. */
-    z->backoff_ms = z->backoff_ms ? z->backoff_ms * 2 : RETRY_MS;
-    if (z->backoff_ms > RETRY_MAX_MS)
-        z->backoff_ms = RETRY_MAX_MS;
-    z->retry_ms = now + z->backoff_ms;
+     * per attempt, and the attempts thin out (hub/base/backoff.h). */
+    z->retry_ms = now + hub_backoff_step_ms(++z->attempts, RETRY_MS,
+                                            RETRY_MAX_MS);
     z->rc = redisConnectWithTimeout(z->url.host, z->url.port, tv);
     if (!z->rc || z->rc->err) {
         disconnect(z);
@@ -284,7 +283,7 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
     }
     freeReplyObject(r);
     atomic_store(&z->up, true);
-    z->backoff_ms = 0;
+    z->attempts = 0;
     if (z->told_down)
         srv_log(HUB_LOG_INFO, 0, "webhooks: redis stream connection back");
     z->told_down = false;
