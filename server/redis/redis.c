@@ -22,6 +22,7 @@
 #include "hub/base/chantab.h"
 #include "hub/base/rng.h"
 #include "hub/loop/stats.h"
+#include "server/redis/redis_conn.h"
 #include "server/redis/redis_dir.h"
 #include "server/redis/redis_lease.h"
 #include "server/redis/redis_lua.h"
@@ -57,8 +58,7 @@ struct rxrec {
 };
 
 struct srv_redis {
-    struct srv_redis_url url;
-    struct srv_secret *pass;       /* borrowed; NULL = url.pass */
+    struct srv_redis_conn conn;    /* the URL, the password in force */
     char *node_id;
     struct hub_cluster *c;
     struct hub_backplane_stats *st;
@@ -232,7 +232,7 @@ static void go_down(struct srv_redis *r, const char *why)
     } else if (!r->told_down) {
         srv_log(HUB_LOG_WARN, 0,
                 "backplane: redis %s:%d unreachable (%s); serving local "
-                "subscribers only, retrying", r->url.host, r->url.port, why);
+                "subscribers only, retrying", r->conn.url.host, r->conn.url.port, why);
     }
     r->told_down = true;
     r->up = false;
@@ -289,7 +289,7 @@ static void go_up(struct srv_redis *r)
     }
     srv_log(HUB_LOG_INFO, 0,
             "backplane: up, redis %s:%d db %d, node %s, %u channels "
-            "subscribed", r->url.host, r->url.port, r->url.db, r->node_id, k);
+            "subscribed", r->conn.url.host, r->conn.url.port, r->conn.url.db, r->node_id, k);
     ev_timer_again(r->loop, &r->ping_w);
     /* After the SUBSCRIBEs: what is published from now on arrives. */
     cache_load(r, "0", 1);
@@ -345,46 +345,40 @@ static void disconnect_cb(const redisAsyncContext *ac, int status)
     go_down(r, ac->errstr[0] ? ac->errstr : "connection closed");
 }
 
+/* One command of a connection's start, answered in setup_cb. */
+struct setup_ctx {
+    struct srv_redis *r;
+    redisAsyncContext *ac;
+};
+
+static int setup_send(void *ctx, int argc, const char **argv,
+                      const size_t *lens)
+{
+    struct setup_ctx *s = ctx;
+
+    redisAsyncCommandArgv(s->ac, setup_cb, s->r, argc, argv, lens);
+    s->r->setup_left++;
+    return 0;
+}
+
 /* why (160 bytes) gets hiredis's reason when this returns NULL. */
 static redisAsyncContext *open_one(struct srv_redis *r, bool select,
                                    char *why)
 {
-    redisAsyncContext *ac = redisAsyncConnect(r->url.host, r->url.port);
-    char pass[SRV_SECRET_FILE_MAX + 1];
+    redisAsyncContext *ac = srv_redis_conn_async(&r->conn, why, 160);
+    struct setup_ctx s = { r, ac };
 
-    if (!ac) {
-        snprintf(why, 160, "out of memory");
+    if (!ac)
         return NULL;
-    }
-    if (ac->err) {
-        snprintf(why, 160, "%s", ac->errstr);
-        redisAsyncFree(ac);
-        return NULL;
-    }
     ac->data = r;
     redisLibevAttach(r->loop, ac);
     redisAsyncSetConnectCallback(ac, connect_cb);
     redisAsyncSetDisconnectCallback(ac, disconnect_cb);
-    /* The password in force now: a SIGHUP may have replaced it
-     * (server/config/secret.h). hiredis formats the command at once, so the
-     * copy is wiped right after. */
-    if (!r->pass)
-        snprintf(pass, sizeof(pass), "%s", r->url.pass);
-    else if (srv_secret_copy(r->pass, pass, sizeof(pass)) < 0)
-        pass[0] = '\0';
-    if (pass[0]) {
-        if (r->url.user[0])
-            redisAsyncCommand(ac, setup_cb, r, "AUTH %s %s", r->url.user,
-                              pass);
-        else
-            redisAsyncCommand(ac, setup_cb, r, "AUTH %s", pass);
-        r->setup_left++;
-    }
-    explicit_bzero(pass, sizeof(pass));
-    if (select && r->url.db) {
-        redisAsyncCommand(ac, setup_cb, r, "SELECT %d", r->url.db);
-        r->setup_left++;
-    }
+    /* AUTH with the password in force now (a SIGHUP may have replaced
+     * it), and SELECT on the command connection (pub/sub knows no db). */
+    srv_redis_conn_setup(&r->conn, select ? SRV_REDIS_SELECT_NONZERO
+                                          : SRV_REDIS_SELECT_NONE,
+                         setup_send, &s);
     redisAsyncCommand(ac, setup_cb, r, "PING");
     r->setup_left++;
     return ac;
@@ -844,8 +838,7 @@ struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
 
     if (!r)
         return NULL;
-    r->url = *u;
-    r->pass = pass;
+    srv_redis_conn_init(&r->conn, u, pass);
     r->node_id = strdup(node_id);
     r->loop = ev_loop_new(EVFLAG_AUTO);
     r->ring = calloc(MAX_INFLIGHT, sizeof(*r->ring));
