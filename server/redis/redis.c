@@ -107,15 +107,7 @@ static void new_epoch(struct srv_redis *r)
     r->epoch = rnd(r) | 1;
 }
 
-static void stat_add(uint64_t *v, uint64_t n)
-{
-    __atomic_fetch_add(v, n, __ATOMIC_RELAXED);
-}
 
-static void stat_set(uint64_t *v, uint64_t n)
-{
-    __atomic_store_n(v, n, __ATOMIC_RELAXED);
-}
 
 static void *tab_find(struct hub_chantab *t, const char *name, size_t len)
 {
@@ -172,7 +164,7 @@ static void set_confirmed(struct srv_redis *r, struct rxrec *x, bool on)
         r->n_confirmed++;
     else
         r->n_confirmed--;
-    stat_set(&r->st->channels, r->n_confirmed);
+    HUB_STAT_SET(r->st->channels, r->n_confirmed);
 }
 
 static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv);
@@ -237,7 +229,7 @@ static void go_down(struct srv_redis *r, const char *why)
     r->told_down = true;
     r->up = false;
     atomic_store(&r->up_flag, false);
-    stat_set(&r->st->up, 0);
+    HUB_STAT_SET(r->st->up, 0);
     for (n = hub_chantab_next(&r->rx, NULL); n; n = nn) {
         struct rxrec *x = (struct rxrec *)(void *)n;
 
@@ -267,9 +259,9 @@ static void go_up(struct srv_redis *r)
     ev_timer_stop(r->loop, &r->connect_w);
     r->up = true;
     atomic_store(&r->up_flag, true);
-    stat_set(&r->st->up, 1);
+    HUB_STAT_SET(r->st->up, 1);
     if (r->ever_up)
-        stat_add(&r->st->reconnects, 1);
+        HUB_STAT_ADD(r->st->reconnects, 1);
     r->ever_up = true;
     r->told_down = false;
     r->attempts = 0;
@@ -470,9 +462,9 @@ static void publish_cb(redisAsyncContext *ac, void *reply, void *priv)
     (void)ac;
     inflight_pop(r);
     if (rep && rep->type == REDIS_REPLY_INTEGER)
-        stat_add(&r->st->published, 1);
+        HUB_STAT_ADD(r->st->published, 1);
     else
-        stat_add(&r->st->lost, 1);
+        HUB_STAT_ADD_SHARED(r->st->lost, 1);
 }
 
 static uint64_t next_seq(struct srv_redis *r, const char *name, size_t len)
@@ -499,20 +491,20 @@ static void send_event(struct srv_redis *r, const struct hub_cluster_op *op)
     size_t len = 0;
 
     if (!seq || !r->up || !r->cmd || r->inflight >= MAX_INFLIGHT) {
-        stat_add(&r->st->lost, 1);
+        HUB_STAT_ADD_SHARED(r->st->lost, 1);
         return;
     }
     env = hub_cluster_encode(r->c, op, r->epoch, seq, &len);
     if (!env || r->inflight_bytes + len > MAX_INFLIGHT_BYTES) {
         free(env);
-        stat_add(&r->st->lost, 1);
+        HUB_STAT_ADD_SHARED(r->st->lost, 1);
         return;
     }
     if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
                           op->rchan_len, env, len) == REDIS_OK) {
         inflight_push(r, len);
     } else {
-        stat_add(&r->st->lost, 1);
+        HUB_STAT_ADD_SHARED(r->st->lost, 1);
     }
     free(env);
 }
@@ -541,7 +533,7 @@ static void cache_set_cb(redisAsyncContext *ac, void *reply, void *priv)
     (void)ac;
     inflight_pop(r);
     if (!rep || rep->type != REDIS_REPLY_STATUS)
-        stat_add(&r->st->cache_write_failed, 1);
+        HUB_STAT_ADD(r->st->cache_write_failed, 1);
 }
 
 /* SET before PUBLISH: a node loading the keys while this goes out reads
@@ -557,8 +549,8 @@ static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
         !(env = hub_cluster_encode(r->c, op, r->epoch, seq, &len)) ||
         r->inflight_bytes + 2 * (uint64_t)len > MAX_INFLIGHT_BYTES) {
         free(env);
-        stat_add(&r->st->lost, 1);
-        stat_add(&r->st->cache_write_failed, 1);
+        HUB_STAT_ADD_SHARED(r->st->lost, 1);
+        HUB_STAT_ADD(r->st->cache_write_failed, 1);
         return;
     }
     /* Expired in the queue: the other nodes still deliver it (and keep it
@@ -570,13 +562,13 @@ static void send_cache(struct srv_redis *r, const struct hub_cluster_op *op)
                                  (unsigned long long)ttl) == REDIS_OK) {
         inflight_push(r, len);
     } else {
-        stat_add(&r->st->cache_write_failed, 1);
+        HUB_STAT_ADD(r->st->cache_write_failed, 1);
     }
     if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
                           op->bus_len, env, len) == REDIS_OK) {
         inflight_push(r, len);
     } else {
-        stat_add(&r->st->lost, 1);
+        HUB_STAT_ADD_SHARED(r->st->lost, 1);
     }
     free(env);
 }
@@ -603,7 +595,7 @@ static void cache_load_cb(redisAsyncContext *ac, void *reply, void *priv)
 
         if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
             t->type != REDIS_REPLY_INTEGER || t->integer <= 0) {
-            stat_add(&r->st->bad, 1);
+            HUB_STAT_ADD(r->st->bad, 1);
             continue;
         }
         if (hub_cluster_load(r->c, k->str, k->len, v->str, v->len,
@@ -731,7 +723,7 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
         return;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
         !is_str(rep->element[0]) || !is_str(rep->element[1])) {
-        stat_add(&r->st->bad, 1);
+        HUB_STAT_ADD(r->st->bad, 1);
         return;
     }
     kind = rep->element[0];
@@ -739,7 +731,7 @@ static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
     x = tab_find(&r->rx, ch->str, ch->len);
     if (!strcasecmp(kind->str, "message")) {
         if (rep->element[2]->type != REDIS_REPLY_STRING) {
-            stat_add(&r->st->bad, 1);
+            HUB_STAT_ADD(r->st->bad, 1);
             return;
         }
         if (x && x->member) {

@@ -112,10 +112,6 @@ struct call {
     int stamp_arg;                 /* JOIN: the stamp's argv index, 0 none */
 };
 
-static void stat_add(uint64_t *v, uint64_t n)
-{
-    __atomic_fetch_add(v, n, __ATOMIC_RELAXED);
-}
 
 struct srv_redis_dir *srv_redis_dir_create(
     struct srv_redis *r,
@@ -300,7 +296,7 @@ static void call_failed(struct call *k)
     case P_ONLINE:
         /* Its watchers are told nothing now; the next REJOIN's resync
          * corrects what they show. */
-        stat_add(&d->st->lost, 1);
+        HUB_STAT_ADD_SHARED(d->st->lost, 1);
         break;
     case P_REJOIN:
     case P_ONLINE_REJOIN:
@@ -445,7 +441,7 @@ static void got_join(struct call *k, const redisReply *rep)
         !is_int(rep->element[0]) ||
         (first == 3 && (!is_int(rep->element[1]) ||
                         !is_int(rep->element[2])))) {
-        stat_add(&d->st->bad, 1);
+        HUB_STAT_ADD(d->st->bad, 1);
         hub_cluster_dir_local(d->c, k->dop);
         k->dop = NULL;
         return;
@@ -458,7 +454,7 @@ static void got_join(struct call *k, const redisReply *rep)
     }
     m = members_of(rep, first, &n, &bad);
     if (bad)
-        stat_add(&d->st->bad, 1);
+        HUB_STAT_ADD(d->st->bad, 1);
     if (first == 3)
         hub_cluster_dir_joined(d->c, k->dop, 0, rep->element[0]->integer == 1,
                                rep->element[1]->integer == 1,
@@ -476,7 +472,7 @@ static void got_leave(struct call *k, const redisReply *rep)
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
         !is_int(rep->element[0]) || !is_int(rep->element[1])) {
-        stat_add(&d->st->bad, 1);
+        HUB_STAT_ADD(d->st->bad, 1);
         hub_cluster_dirop_free(k->dop);
     } else {
         hub_cluster_dir_left(d->c, k->dop, rep->element[0]->integer == 1,
@@ -494,7 +490,7 @@ static void got_query(struct call *k, const redisReply *rep)
 
     k->dop = NULL;
     if (rep->type != REDIS_REPLY_ARRAY) {
-        stat_add(&d->st->bad, 1);
+        HUB_STAT_ADD(d->st->bad, 1);
         hub_cluster_dir_local(d->c, dop);
         return;
     }
@@ -604,15 +600,15 @@ static void got_online(struct call *k, const redisReply *rep)
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
         !is_int(rep->element[0])) {
-        stat_add(&d->st->bad, 1);
+        HUB_STAT_ADD(d->st->bad, 1);
         return;
     }
     if (rep->element[0]->integer > 0)
-        stat_add(&d->st->online_edges, 1);
+        HUB_STAT_ADD(d->st->online_edges, 1);
     if (rep->elements >= 3 && is_int(rep->element[2]) &&
         rep->element[2]->integer > 0)
-        stat_add(&d->st->watch_skipped,
-                 (uint64_t)rep->element[2]->integer);
+        HUB_STAT_ADD(d->st->watch_skipped,
+                     (uint64_t)rep->element[2]->integer);
 }
 
 /* A chunk of the online REJOIN answered: {users, appeared}. */
@@ -642,12 +638,12 @@ static void got_refresh(struct call *k, const redisReply *rep)
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
         !is_int(rep->element[0])) {
-        stat_add(&d->st->bad, 1);
+        HUB_STAT_ADD(d->st->bad, 1);
         return;
     }
     m = members_of(rep, 1, &n, &bad);
     if (bad)
-        stat_add(&d->st->bad, 1);
+        HUB_STAT_ADD(d->st->bad, 1);
     hub_cluster_view_refresh(d->c, k->app, k->name, k->len,
                              (uint64_t)rep->element[0]->integer, m, n);
     free(m);
@@ -672,7 +668,7 @@ static void call_cb(redisAsyncContext *ac, void *reply, void *priv)
         }
         srv_log(HUB_LOG_WARN, 0, "backplane: directory script failed: %.*s",
                 (int)rep->len, rep->str ? rep->str : "");
-        stat_add(&k->d->st->bad, 1);
+        HUB_STAT_ADD(k->d->st->bad, 1);
         call_failed(k);
         return;
     }
@@ -899,7 +895,7 @@ static void park(struct srv_redis_dir *d, struct hub_cluster_op *op)
     op->next = NULL;
     *d->parked_tail = op;
     d->parked_tail = &op->next;
-    stat_add(&d->st->dir_parked, 1);
+    HUB_STAT_ADD(d->st->dir_parked, 1);
 }
 
 /* The parked list, emptied; the gauge follows. */
@@ -912,7 +908,7 @@ static struct hub_cluster_op *unpark_all(struct srv_redis_dir *d)
         n++;
     d->parked = NULL;
     d->parked_tail = &d->parked;
-    __atomic_fetch_sub(&d->st->dir_parked, n, __ATOMIC_RELAXED);
+    HUB_STAT_SET(d->st->dir_parked, HUB_STAT_GET(d->st->dir_parked) - n);
     return op;
 }
 
@@ -936,7 +932,7 @@ static void run_online(struct srv_redis_dir *d, struct hub_cluster_onop *oop)
                                 : SRV_SCRIPT_ONLINE_SIGNOUT,
                  P_ONLINE, NULL);
     if (!k) {
-        stat_add(&d->st->lost, 1);
+        HUB_STAT_ADD_SHARED(d->st->lost, 1);
         hub_cluster_onop_free(oop);
         return;
     }
@@ -968,7 +964,7 @@ static bool online_in(struct srv_redis_dir *d, struct hub_cluster_op *op)
     if (!oop)
         return false;
     if (!d->cmd_fn(d->r)) {
-        stat_add(&d->st->lost, 1);
+        HUB_STAT_ADD_SHARED(d->st->lost, 1);
         return false;
     }
     if ((oop->signin && !d->confirmed_fn(d->r, op->rchan, op->rchan_len)) ||
@@ -1127,8 +1123,8 @@ void srv_redis_dir_down(struct srv_redis_dir *d)
         op->dop = NULL;
         if (dop)
             hub_cluster_dir_local(d->c, dop);
-        else
-            stat_add(&d->st->lost, 1); /* an online op: the resync mends */
+        else /* an online op: the resync mends */
+            HUB_STAT_ADD_SHARED(d->st->lost, 1);
         hub_cluster_op_free(op);
     }
     refresh_clear(d);
@@ -1377,7 +1373,7 @@ static void rejoin_step(struct srv_redis_dir *d)
                 "call of %u failed); the next reconnect rejoins again",
                 d->rj.chunks);
     } else {
-        stat_add(&d->st->rejoins, 1);
+        HUB_STAT_ADD(d->st->rejoins, 1);
         srv_log(HUB_LOG_INFO, 0,
                 "backplane: rejoined the directory: %lld subscriptions on "
                 "%lld channels, %lld presence members (%lld users appeared, "
