@@ -24,6 +24,8 @@
 #include "hub/loop/stats.h"
 #include "server/redis/redis_conn.h"
 #include "server/redis/redis_dir.h"
+#include "server/redis/redis_dir_ops.h"
+#include "server/redis/redis_dir_rejoin.h"
 #include "server/redis/redis_lease.h"
 #include "server/redis/redis_lua.h"
 #include "server/lws/srv.h"
@@ -346,10 +348,10 @@ struct setup_ctx {
 static int setup_send(void *ctx, int argc, const char **argv,
                       const size_t *lens)
 {
-    struct setup_ctx *s = ctx;
+    struct setup_ctx *sc = ctx;
 
-    redisAsyncCommandArgv(s->ac, setup_cb, s->r, argc, argv, lens);
-    s->r->setup_left++;
+    redisAsyncCommandArgv(sc->ac, setup_cb, sc->r, argc, argv, lens);
+    sc->r->setup_left++;
     return 0;
 }
 

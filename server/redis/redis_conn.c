@@ -92,16 +92,16 @@ struct sync_start {
 static int sync_send(void *ctx, int argc, const char **argv,
                      const size_t *lens)
 {
-    struct sync_start *s = ctx;
-    redisReply *r = redisCommandArgv(s->rc, argc, argv, lens);
+    struct sync_start *ss = ctx;
+    redisReply *r = redisCommandArgv(ss->rc, argc, argv, lens);
     int rc = 0;
 
     if (!r) {
-        snprintf(s->why, s->len, "%s",
-                 s->rc->errstr[0] ? s->rc->errstr : "no reply");
+        snprintf(ss->why, ss->len, "%s",
+                 ss->rc->errstr[0] ? ss->rc->errstr : "no reply");
         rc = -EIO;
     } else if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(s->why, s->len, "%s: %.*s", argv[0], (int)r->len,
+        snprintf(ss->why, ss->len, "%s: %.*s", argv[0], (int)r->len,
                  r->str ? r->str : "");
         rc = -EACCES;
     }
