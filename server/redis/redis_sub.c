@@ -17,7 +17,6 @@
 #include "server/redis/redis_dir_ops.h"
 #include "server/redis/redis_int.h"
 
-static void set_confirmed(struct srv_redis *r, struct rxrec *x, bool on);
 static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv);
 
 /* The record tables. */
