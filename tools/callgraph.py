@@ -21,8 +21,6 @@ Usage: tools/callgraph.py [--edges] [--folders] [--check] [dir ...]
              behind it
   --folders  print each folder with its modules and the folders it uses
   --check    exit 1 on any error above (the ctest unit_callgraph_layers)
-  --per-file the old count, until issue 32's core lands: each file a node
-             of its own, calls only, and only cycles are errors
 """
 import collections
 import os
@@ -113,11 +111,8 @@ def sources(dirs):
     return files
 
 
-PER_FILE = '--per-file' in sys.argv
-
-
 def module(path):
-    return path if PER_FILE else path.rsplit('.', 1)[0]
+    return path.rsplit('.', 1)[0]
 
 
 def sccs_of(graph):
@@ -168,8 +163,6 @@ def main(argv):
     args = [a for a in argv if not a.startswith('--')]
     files = sources(args or ['timer', 'hub', 'server'])
     known = {module(f) for f in files}
-    if PER_FILE:
-        known |= {f.rsplit('.', 1)[0] for f in files}
     public, local = definitions(files)
     ident = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
     include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -186,7 +179,7 @@ def main(argv):
             callee = public.get(name)
             if callee and module(callee) != module(f):
                 edges[(module(f), module(callee))].add(name)
-        for inc in ([] if PER_FILE else include.findall(text)):
+        for inc in include.findall(text):
             target = module(inc)
             if target in known and target != module(f):
                 edges[(module(f), target)].add('#include ' + inc)
@@ -209,33 +202,30 @@ def main(argv):
     if hub_max > server_min:
         errors.append('tools/layers.txt lists a hub/ folder above a server/ folder')
     for (a, b), names in sorted(edges.items()):
-        if PER_FILE:
-            break
         fa, fb = folder[a], folder[b]
         if fa != fb and fa in rank and fb in rank and rank[fb] > rank[fa]:
             errors.append(f'upward edge {a} -> {b} ({fa} is below {fb}): '
                           + ', '.join(sorted(names)))
-    if not PER_FILE:
-        for f, _k in layers:
-            path = os.path.join(ROOT, f, 'README.md')
-            uses = {folder[b] for (a, b) in edges
-                    if folder[a] == f and folder[b] != f}
-            try:
-                with open(path, encoding='utf-8') as fh:
-                    readme = fh.read()
-            except OSError:
-                errors.append(f'{f}/README.md is missing')
-                continue
-            m = re.search(r'^Depends on: (.*)$', readme, re.M)
-            said = set(m.group(1).split()) - {'-'} if m else None
-            if said != uses:
-                errors.append(f'{f}/README.md: "Depends on: '
-                              f'{" ".join(sorted(uses)) or "-"}" is what it uses'
-                              + ('' if m else ' (no Depends on: line)'))
+    for f, _k in layers:
+        path = os.path.join(ROOT, f, 'README.md')
+        uses = {folder[b] for (a, b) in edges
+                if folder[a] == f and folder[b] != f}
+        try:
+            with open(path, encoding='utf-8') as fh:
+                readme = fh.read()
+        except OSError:
+            errors.append(f'{f}/README.md is missing')
+            continue
+        m = re.search(r'^Depends on: (.*)$', readme, re.M)
+        said = set(m.group(1).split()) - {'-'} if m else None
+        if said != uses:
+            errors.append(f'{f}/README.md: "Depends on: '
+                          f'{" ".join(sorted(uses)) or "-"}" is what it uses'
+                          + ('' if m else ' (no Depends on: line)'))
     cycles = sccs_of(graph)
     for comp in cycles:
         fs = {folder[m] for m in comp}
-        if not PER_FILE and len(fs) == 1 and fs <= knots:
+        if len(fs) == 1 and fs <= knots:
             with open(os.path.join(ROOT, next(iter(fs)), 'README.md'),
                       encoding='utf-8') as fh:
                 readme = fh.read()
@@ -243,7 +233,7 @@ def main(argv):
             if unnamed:
                 errors.append(f'{next(iter(fs))}/README.md does not name the '
                               'knot\'s ' + ', '.join(unnamed))
-        if PER_FILE or len(fs) > 1 or not fs <= knots:
+        if len(fs) > 1 or not fs <= knots:
             inside = [f'  {a} -> {b}: {", ".join(sorted(n))}'
                       for (a, b), n in sorted(edges.items())
                       if a in comp and b in comp]

@@ -2,8 +2,8 @@
  * hub/base/rng.h - xorshift64*, the one small generator the hub uses where it
  * needs spread and not secrecy (loop jitter and socket ids, hub/loop/loop.h;
  * webhook retry jitter, server/webhook/webhook_send.c; backplane reconnect jitter
- * and epochs, server/redis/redis.c). Inline: none of them calls into a common
- * file for it. The state is one uint64_t, never 0.
+ * and epochs, server/redis/redis.c and redis_pub.c). Inline: none of them calls
+ * into a common file for it. The state is one uint64_t, never 0.
  */
 #ifndef HUB_RNG_H
 #define HUB_RNG_H

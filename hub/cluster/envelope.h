@@ -2,7 +2,7 @@
  * hub/cluster/envelope.h - what one node sends another through the broker: a
  * publication (a sealed frame's payload) or a terminate order, with what
  * the receiver needs to deliver it exactly as the origin would have.
- * Kind 5 is built by Lua in Redis (server/redis/redis_online_lua.h) in this
+ * Kind 5 is built by Lua in Redis (server/redis/lua/watchlist.lua) in this
  * same layout.
  *
  * Wire layout (all integers big-endian, every length checked on decode):
@@ -13,7 +13,7 @@
  *                     count notice (the channel's subscription count
  *                     changed on the origin; no payload, hub/channel/subcount.h),
  *                     5 = script event (an event a Redis script published,
- *                     server/redis/redis_online_lua.h: delivered by every node,
+ *                     server/redis/lua/watchlist.lua: delivered by every node,
  *                     the origin's too; numbered by Redis per watcher,
  *                     whichever node's script sent it; seq 0: not
  *                     numbered)

@@ -17,6 +17,12 @@
 #define HUB_STAT_ADD(x, n)                                                     \
     __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n),      \
                      __ATOMIC_RELAXED)
+/* A counter that more than one thread writes (the backplane's lost: the
+ * Redis thread and any loop whose hand-off queue is full): an atomic
+ * add, where HUB_STAT_ADD's load and store would lose one of two
+ * concurrent increments. */
+#define HUB_STAT_ADD_SHARED(x, n)                                              \
+    __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
 #define HUB_STAT_MAX(x, v)                                                     \
     do {                                                                       \
         if ((v) > HUB_STAT_GET(x))                                             \

@@ -283,7 +283,7 @@
       "Presence member events missing in a channel's cluster sequence.")     \
     X(rejoins, counter, "rejoins", "backplane_rejoins_total",                \
       "Times this node re-registered its whole share in Redis (REJOIN).")    \
-    /* Watchlists across nodes (server/redis/redis_online_lua.h). */               \
+    /* Watchlists across nodes (server/redis/lua/watchlist.lua). */           \
     X(online_edges, counter, "online_edges", "backplane_online_edges_total", \
       "Online/offline edges (first or last connection anywhere) decided by " \
       "this node's signin and signout scripts.")                             \

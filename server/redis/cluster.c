@@ -1,7 +1,8 @@
 /*
  * server/redis/cluster.c - with --redis, the hub is made with the cluster
- * backplane (hub/cluster/cluster.h) served by the Redis thread (server/redis/redis.h);
- * without, with the in-process one, exactly as a single node always was.
+ * backplane (hub/cluster/cluster.h) served by the Redis thread
+ * (server/redis/redis.h); without, with the in-process one, exactly as a
+ * single node always was.
  *
  * Start with Redis unreachable, refusing the password or not running: a
  * degraded start (docs/SCALING.md). The node serves its own clients at
@@ -62,6 +63,39 @@ static uint32_t node_tag(const char *id)
     return h ? (uint32_t)h : 1;
 }
 
+/* --cluster-key-file, read once, at start (docs/SCALING.md: a rotation
+ * restarts the nodes one by one, each accepting both keys). 0 or -1
+ * (logged). */
+static int set_cluster_key(struct srv *srv, const struct srv_config *cfg)
+{
+    char *k1 = NULL, *k2 = NULL;
+    size_t l1 = 0, l2 = 0;
+    struct hub_ckey *key = NULL;
+    char err[200];
+
+    if (!hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2, err,
+                            sizeof(err)))
+        key = hub_ckey_create(k1, l1, k2, l2, cfg->redis_prefix,
+                              srv->node_id,
+                              cfg->node_lease_ms ? cfg->node_lease_ms : 3000);
+    else
+        srv_log(HUB_LOG_ERR, 0, "--cluster-key-file: %s", err);
+    if (k1)
+        OPENSSL_cleanse(k1, l1);
+    if (k2)
+        OPENSSL_cleanse(k2, l2);
+    free(k1);
+    free(k2);
+    if (!key)
+        return -1;
+    hub_cluster_set_key(srv->cluster, key);
+    srv_log(HUB_LOG_INFO, 0,
+            "backplane: cluster key loaded (%d key%s); every envelope "
+            "is MACed and checked",
+            l2 ? 2 : 1, l2 ? "s, signing with the first" : "");
+    return 0;
+}
+
 struct hub *srv_cluster_hub_create(struct srv *srv)
 {
     const struct srv_config *cfg = srv->cfg;
@@ -96,36 +130,9 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
     srv->cluster = hub_cluster_create(&cc);
     if (!srv->cluster)
         goto fail;
-    if (cfg->cluster_key_file) {
-        /* Read once, at start (docs/SCALING.md: a rotation restarts the
-         * nodes one by one, each accepting both keys). */
-        char *k1 = NULL, *k2 = NULL;
-        size_t l1 = 0, l2 = 0;
-        struct hub_ckey *key = NULL;
-
-        if (!hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2,
-                                err, sizeof(err)))
-            key = hub_ckey_create(k1, l1, k2, l2, cfg->redis_prefix,
-                                  srv->node_id,
-                                  cfg->node_lease_ms ? cfg->node_lease_ms
-                                                     : 3000);
-        else
-            srv_log(HUB_LOG_ERR, 0, "--cluster-key-file: %s", err);
-        if (k1)
-            OPENSSL_cleanse(k1, l1);
-        if (k2)
-            OPENSSL_cleanse(k2, l2);
-        free(k1);
-        free(k2);
-        if (!key) {
-            hub_cluster_destroy(srv->cluster);
-            goto fail;
-        }
-        hub_cluster_set_key(srv->cluster, key);
-        srv_log(HUB_LOG_INFO, 0,
-                "backplane: cluster key loaded (%d key%s); every envelope "
-                "is MACed and checked",
-                l2 ? 2 : 1, l2 ? "s, signing with the first" : "");
+    if (cfg->cluster_key_file && set_cluster_key(srv, cfg)) {
+        hub_cluster_destroy(srv->cluster);
+        goto fail;
     }
     hub_cluster_backplane(srv->cluster, &bp);
     h = hub_create_with(&srv->hcfg, hub_clock_monotonic(), &bp);

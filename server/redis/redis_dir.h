@@ -1,9 +1,11 @@
 /*
- * server/redis/redis_dir.h - the cluster-wide directory on the backplane thread
- * (server/redis/redis_dir.c): the scripts of server/redis/redis_scripts.h run for the
- * JOIN, LEAVE and QUERY ops of hub/cluster/cluster.h, their replies handed back
- * to the cluster, REJOIN on every connect, joins held until their
- * channel's SUBSCRIBE is confirmed. Private to server/redis*.c.
+ * server/redis/redis_dir.h - the cluster-wide directory on the backplane
+ * thread: the scripts of server/redis/redis_lua.h run for the JOIN, LEAVE
+ * and QUERY ops of hub/cluster/cluster.h and for online changes
+ * (server/redis/redis_dir_ops.h), their replies handed back to the
+ * cluster, REJOIN on every connect (server/redis/redis_dir_rejoin.h),
+ * joins held until their channel's SUBSCRIBE is confirmed. This header:
+ * the directory's life. Private to the files of server/redis/.
  *
  * Thread: the backplane thread only (create and free from the main
  * thread before start / after stop).
@@ -36,16 +38,5 @@ void srv_redis_dir_up(struct srv_redis_dir *d);
 /* Redis went (after its connections were dropped): held joins answered
  * locally. */
 void srv_redis_dir_down(struct srv_redis_dir *d);
-/* A JOIN, LEAVE or QUERY op; true when d kept op (it frees it later). */
-bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op);
-/* Redis confirmed the SUBSCRIBE of broker channel name. */
-void srv_redis_dir_confirmed(struct srv_redis_dir *d, const char *name,
-                             size_t len);
-/* The node unsubscribes broker channel name (no local subscriber left):
- * what waited for its SUBSCRIBE runs now, in order, as the SUBSCRIBE's
- * confirmation (which no longer counts) will not run it. */
-void srv_redis_dir_unsubscribed(struct srv_redis_dir *d, const char *name,
-                                size_t len);
-void srv_redis_dir_rejoin_now(struct srv_redis_dir *d);
 
 #endif

@@ -24,10 +24,8 @@
 #include "hub/base/rng.h"
 #include "hub/loop/stats.h"
 #include "hub/webhook/wh_stream.h"
-#include "server/redis/redis.h"
+#include "server/redis/redis_lua.h"
 #include "server/lws/srv.h"
-
-#include "server/redis/redis_lease_lua.h"
 
 #define REAP_CHUNK "1000"           /* fields per reap script call */
 #define LEAVE_DEADLINE_MS 2000      /* a clean stop waits at most this */
@@ -84,20 +82,12 @@ struct srv_lease {
 };
 
 static const char *const lua_text[S_N] = {
-    [S_TICK] = lease_lua_tick,
-    [S_REAP] = lease_lua_reap,
-    [S_LEAVE] = lease_lua_leave,
+    [S_TICK] = srv_lua_lease_tick,
+    [S_REAP] = srv_lua_lease_reap,
+    [S_LEAVE] = srv_lua_lease_leave,
 };
 
-static void stat_add(uint64_t *v, uint64_t n)
-{
-    __atomic_fetch_add(v, n, __ATOMIC_RELAXED);
-}
 
-static void stat_set(uint64_t *v, uint64_t n)
-{
-    __atomic_store_n(v, n, __ATOMIC_RELAXED);
-}
 
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);
@@ -356,7 +346,7 @@ static void reap_done(struct srv_lease *l, struct reap *x)
                 "node %s left: %llu subscriptions and %llu members",
                 l->node_id, s, m);
     } else {
-        stat_add(&l->st->reaped, 1);
+        HUB_STAT_ADD(l->st->reaped, 1);
         srv_log(HUB_LOG_INFO, 0, "backplane: node %s lease expired; removed "
                 "its %llu subscriptions and %llu members", x->dead, s, m);
     }
@@ -488,7 +478,7 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
         rep->element[2]->type != REDIS_REPLY_ARRAY ||
         rep->element[3]->type != REDIS_REPLY_ARRAY) {
         check_noscript(l, S_TICK, rep);
-        stat_add(&l->st->lease_failures, 1);
+        HUB_STAT_ADD(l->st->lease_failures, 1);
         if (!l->failing)
             srv_log(HUB_LOG_WARN, 0, "backplane: lease renewal failed (%s)",
                     rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
@@ -500,7 +490,7 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
         srv_log(HUB_LOG_INFO, 0, "backplane: lease renewed again");
     l->failing = false;
     if (str_is(rep->element[0], "reaped")) {
-        stat_add(&l->st->lease_lost, 1);
+        HUB_STAT_ADD(l->st->lease_lost, 1);
         srv_log(HUB_LOG_WARN, 0, "backplane: this node (%s) was reaped while "
                 "away (its lease expired, or Redis lost its keys); "
                 "re-registering what it has", l->node_id);
@@ -510,7 +500,7 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
             l->rejoin(l->redis);
     }
     l->registered = true;
-    stat_set(&l->st->nodes, int_of(rep->element[1]));
+    HUB_STAT_SET(l->st->nodes, int_of(rep->element[1]));
     sums = rep->element[2];
     pthread_mutex_lock(&l->apps_mu);
     for (size_t i = 0; i < sums->elements && i < l->n_apps; i++)
@@ -543,7 +533,7 @@ static void send_tick(struct srv_lease *l)
         return;
     if (l->tick_out) {
         /* The last one is still unanswered: Redis is slow. */
-        stat_add(&l->st->lease_failures, 1);
+        HUB_STAT_ADD(l->st->lease_failures, 1);
         return;
     }
     pthread_mutex_lock(&l->apps_mu); /* the ids until the call copied them */
@@ -553,7 +543,7 @@ static void send_tick(struct srv_lease *l)
         pthread_mutex_unlock(&l->apps_mu);
         free(av);
         free(counts);
-        stat_add(&l->st->lease_failures, 1);
+        HUB_STAT_ADD(l->st->lease_failures, 1);
         return;
     }
     av[n++] = l->prefix;

@@ -51,11 +51,11 @@ struct srv_lease_cfg {
                                       (a reload's: srv_lease_app_added) */
     struct hub_cluster *cluster;   /* the edge hook */
     struct hub_backplane_stats *st;
-    struct srv_redis *redis;       /* rejoin's argument */
+    struct srv_redis *redis;       /* rejoin's argument (opaque here) */
     /* REJOIN after this node was reaped (srv_redis_dir_rejoin, the
-     * cluster directory's, server/redis/redis.h); NULL = none. Called through
-     * this pointer: redis.c calls the lease, so the lease must not name
-     * redis.c's functions (unit_callgraph_acyclic). */
+     * cluster directory's, server/redis/redis.h); NULL = none. A hook, not
+     * a call: redis.c drives the lease, so the lease names nothing of
+     * redis.c (neither its functions nor its header). */
     void (*rejoin)(struct srv_redis *r);
 };
 

@@ -46,7 +46,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include "hub/base/backoff.h"
 #include "server/config/redis_url.h"
+#include "server/redis/redis_conn.h"
 #include "server/lws/srv.h"
 
 #define RETRY_MS 500               /* reconnects: doubled up to 10 s */
@@ -60,6 +62,7 @@ static const char lua_release[] =
 int srv_wh_stream_create(struct srv_wh *wh)
 {
     const struct srv_config *cfg = wh->cfg;
+    struct srv_redis_url url;
     struct srv_whs *z;
     char err[200];
 
@@ -68,7 +71,7 @@ int srv_wh_stream_create(struct srv_wh *wh)
     z = calloc(1, sizeof(*z));
     if (!z)
         return -1;
-    if (srv_redis_url_parse(cfg->redis, &z->url, err, sizeof(err)) ||
+    if (srv_redis_url_parse(cfg->redis, &url, err, sizeof(err)) ||
         !(z->node = strdup(wh->srv->node_id)) ||
         !(z->prefix = strdup(cfg->redis_prefix))) {
         free(z->node);
@@ -77,7 +80,7 @@ int srv_wh_stream_create(struct srv_wh *wh)
     }
     /* The password from --redis-password-file or the URL, replaced by
      * a SIGHUP; read at each connect (server/config/secret.h). */
-    z->pass = &wh->srv->secrets.redis_password;
+    srv_redis_conn_init(&z->conn, &url, &wh->srv->secrets.redis_password);
     z->lease_ms = cfg->node_lease_ms ? cfg->node_lease_ms : 3000;
     z->max_entries = cfg->webhook_stream_max ? cfg->webhook_stream_max
                                              : HUB_WHS_MAX_ENTRIES;
@@ -125,46 +128,23 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
 {
     struct timeval tv = { IO_TIMEOUT_MS / 1000,
                           (IO_TIMEOUT_MS % 1000) * 1000 };
-    redisReply *r = NULL;
-    char pass[SRV_SECRET_FILE_MAX + 1];
+    char why[160];
 
     if (z->rc)
         return true;
     if (now < z->retry_ms)
         return false;
     /* A Redis that does not answer costs the sender at most one timeout
-     * per attempt, and the attempts thin out. */
-    z->backoff_ms = z->backoff_ms ? z->backoff_ms * 2 : RETRY_MS;
-    if (z->backoff_ms > RETRY_MAX_MS)
-        z->backoff_ms = RETRY_MAX_MS;
-    z->retry_ms = now + z->backoff_ms;
-    z->rc = redisConnectWithTimeout(z->url.host, z->url.port, tv);
-    if (!z->rc || z->rc->err) {
-        disconnect(z);
+     * per attempt, and the attempts thin out (hub/base/backoff.h). */
+    z->retry_ms = now + hub_backoff_step_ms(++z->attempts, RETRY_MS,
+                                            RETRY_MAX_MS);
+    /* Connected, AUTHed with the password in force now, SELECTed
+     * (server/redis/redis_conn.h); a failed attempt is not logged. */
+    z->rc = srv_redis_conn_sync(&z->conn, &tv, why, sizeof(why));
+    if (!z->rc)
         return false;
-    }
-    redisSetTimeout(z->rc, tv);
-    if (srv_secret_copy(z->pass, pass, sizeof(pass)) == 1) {
-        r = z->url.user[0] ? redisCommand(z->rc, "AUTH %s %s", z->url.user,
-                                          pass)
-                           : redisCommand(z->rc, "AUTH %s", pass);
-        explicit_bzero(pass, sizeof(pass));
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            freeReplyObject(r);
-            disconnect(z);
-            return false;
-        }
-        freeReplyObject(r);
-    }
-    r = redisCommand(z->rc, "SELECT %d", z->url.db);
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-        freeReplyObject(r);
-        disconnect(z);
-        return false;
-    }
-    freeReplyObject(r);
     atomic_store(&z->up, true);
-    z->backoff_ms = 0;
+    z->attempts = 0;
     if (z->told_down)
         srv_log(HUB_LOG_INFO, 0, "webhooks: redis stream connection back");
     z->told_down = false;

@@ -32,6 +32,7 @@
 
 #include "hub/webhook/wh_stream.h"
 #include "server/config/redis_url.h"
+#include "server/redis/redis_conn.h"
 #include "server/webhook/webhook_int.h"
 
 struct srv_secret;
@@ -63,15 +64,14 @@ struct srv_wh_stream_app {
 
 /* The stream consumer (srv_wh.whs). */
 struct srv_whs {
-    struct srv_redis_url url;
-    struct srv_secret *pass;       /* the password in force (borrowed) */
+    struct srv_redis_conn conn;    /* the URL, the password in force */
     char *node, *prefix;
     uint64_t lease_ms;
     char lease_txt[24];
     unsigned max_entries;          /* --webhook-stream-max */
     redisContext *rc;
     uint64_t retry_ms, round_ms;
-    uint64_t backoff_ms;           /* until the next connect attempt */
+    unsigned attempts;             /* connects failed since the last up */
     bool told_down;
     struct srv_wh_stream_app *apps;
     unsigned n_apps;

@@ -1,0 +1,123 @@
+-- server/redis/lua/lease_reap.lua - one step of a reap
+-- (server/redis/redis_lease.c). Runs after watchlist.lua.
+--
+-- ARGV: P, me, token, max fields, then the webhook delay in ms, the stream
+-- bound and the ids of the apps whose webhooks go through Redis
+-- (docs/WEBHOOKS.md, "In a cluster"): their closing edges wait in
+-- P:whd:<app> (or go to the stream P:wh:<app> at once with no delay), as
+-- dir_leave.lua does. Members first (within a leave the member edge comes
+-- before the channel edge), then online users, then subscriptions. Returns
+-- {"more"|"done"|"lost", subscriptions removed, memberships removed,
+-- {kind, app, channel, uid, ...}} with kind "r" (member_removed: the user
+-- is gone everywhere) or "v" (channel_vacated, uid ""). "lost": another
+-- node took the token over.
+--
+-- Keys (P = the prefix, docs/SCALING.md "Node death"): P:nodes,
+-- P:node:<id>, P:ns|nm|ni|no:<id>, P:gs:<app>, P:gm:<app>:<ch>,
+-- P:gi:<app>:<ch>, P:gq:<app>, P:nc:<app>; the reaper's own: P:reap:<dead>
+-- (the election), P:reapseq (INCR), P:reaping (SET of tokens "<dead>:<n>"
+-- being reaped), P:rp:<token>:ns|nm|no (the claimed share), P:reap:<token>
+-- (who reaps it).
+--
+-- embed: lines joined by spaces
+
+local p, me, tok, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local lock = p .. ':reap:' .. tok
+if redis.call('GET', lock) ~= me then return {'lost', 0, 0, {}} end
+redis.call('PEXPIRE', lock, 30000)
+local whd, whmax, whapps = tonumber(ARGV[5]) or 0,
+  tonumber(ARGV[6]) or 0, {}
+for i = 7, #ARGV do whapps[ARGV[i]] = true end
+local function wh_close(a, name, c, u)
+  if not whapps[a] then return end
+  local m = u and ('r\31' .. c .. '\31' .. u) or ('v\31' .. c)
+  if whd > 0 then
+    local t = redis.call('TIME')
+    redis.call('ZADD', p .. ':whd:' .. a,
+      tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + whd, m)
+    return
+  end
+  local sk = p .. ':wh:' .. a
+  if redis.call('XLEN', sk) >= whmax then
+    redis.call('HINCRBY', p .. ':whn:' .. a, 'dropped', 1) return
+  end
+  if u then redis.call('XADD', sk, '*', 'name', name, 'channel', c,
+    'user_id', u)
+  else redis.call('XADD', sk, '*', 'name', name, 'channel', c) end
+  redis.call('HINCRBY', p .. ':whn:' .. a, 'queued', 1)
+end
+local nmk = p .. ':rp:' .. tok .. ':nm'
+local nsk = p .. ':rp:' .. tok .. ':ns'
+local edges, subs, mems, used = {}, 0, 0, 0
+-- Up to max - used distinct fields of a hash (HSCAN may repeat).
+local function take(key)
+  local out, seen, cur, want = {}, {}, '0', max - used
+  if want <= 0 then return out end
+  repeat
+    local r = redis.call('HSCAN', key, cur, 'COUNT', want)
+    cur = r[1]
+    for i = 1, #r[2], 2 do
+      local f = r[2][i]
+      if not seen[f] and #out < 2 * want then
+        seen[f] = true; out[#out + 1] = f; out[#out + 1] = r[2][i + 1]
+      end
+    end
+  until cur == '0' or #out >= 2 * want
+  return out
+end
+-- Take n from field f of hash k; returns what it held before.
+local function sub(k, f, n)
+  local before = tonumber(redis.call('HGET', k, f)) or 0
+  if before > n then redis.call('HINCRBY', k, f, -n)
+  else redis.call('HDEL', k, f) end
+  return before
+end
+local f = take(nmk)
+for i = 1, #f, 2 do
+  local a, c, u = string.match(f[i], '^([^\31]*)\31([^\31]*)\31(.*)$')
+  local n = tonumber(f[i + 1]) or 0
+  if a and n > 0 then
+    mems = mems + 1
+    local before = sub(p .. ':gm:' .. a .. ':' .. c, u, n)
+    if before > 0 and before <= n then
+      redis.call('HDEL', p .. ':gi:' .. a .. ':' .. c, u)
+      local cs = redis.call('HINCRBY', p .. ':gq:' .. a, c, 1)
+      redis.call('PUBLISH', p .. ':m:' .. a .. ':' .. c,
+                 cs .. '\n-' .. #u .. '\n' .. u)
+      wh_close(a, 'member_removed', c, u)
+      edges[#edges + 1] = 'r'; edges[#edges + 1] = a
+      edges[#edges + 1] = c; edges[#edges + 1] = u
+    end
+  end
+  redis.call('HDEL', nmk, f[i])
+  used = used + 1
+end
+local nok = p .. ':rp:' .. tok .. ':no'
+f = take(nok)
+for i = 1, #f, 2 do
+  wl_down(p, me, f[i])
+  redis.call('HDEL', nok, f[i])
+  used = used + 1
+end
+f = take(nsk)
+for i = 1, #f, 2 do
+  local a, c = string.match(f[i], '^([^\31]*)\31(.*)$')
+  local n = tonumber(f[i + 1]) or 0
+  if a and n > 0 then
+    subs = subs + n
+    local before = sub(p .. ':gs:' .. a, c, n)
+    if before > 0 and before <= n then
+      wh_close(a, 'channel_vacated', c, nil)
+      edges[#edges + 1] = 'v'; edges[#edges + 1] = a
+      edges[#edges + 1] = c; edges[#edges + 1] = ''
+    end
+  end
+  redis.call('HDEL', nsk, f[i])
+  used = used + 1
+end
+if redis.call('EXISTS', nmk, nsk, nok) > 0 then
+  return {'more', subs, mems, edges}
+end
+redis.call('SREM', p .. ':reaping', tok)
+redis.call('DEL', lock)
+return {'done', subs, mems, edges}

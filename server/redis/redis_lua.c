@@ -1,0 +1,40 @@
+/*
+ * server/redis/redis_lua.c - the scripts of server/redis/redis_lua.h put
+ * together from the files of server/redis/lua/ (the SRV_LUA_TEXT_* macros
+ * of the header embed.cmake generates): a prologue that defines shared
+ * functions (dir_wh.lua, watchlist.lua, lease_claim.lua) goes in front of
+ * each script that calls them. Each text is byte for byte the one the
+ * scripts had as C string literals, so their SHAs did not change.
+ *
+ * Thread: any (constant text).
+ */
+#include "server/redis/redis_lua.h"
+
+#include "server/redis/lua_text.h"
+
+const char srv_lua_dir_join[] = SRV_LUA_TEXT_DIR_WH SRV_LUA_TEXT_DIR_JOIN;
+const char srv_lua_dir_leave[] = SRV_LUA_TEXT_DIR_WH SRV_LUA_TEXT_DIR_LEAVE;
+const char srv_lua_dir_info[] = SRV_LUA_TEXT_DIR_INFO;
+const char srv_lua_dir_list[] = SRV_LUA_TEXT_DIR_LIST;
+const char srv_lua_dir_members[] = SRV_LUA_TEXT_DIR_MEMBERS;
+const char srv_lua_dir_rejoin[] = SRV_LUA_TEXT_DIR_REJOIN;
+const char srv_lua_dir_rejoin_sweep[] =
+    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_DIR_REJOIN_SWEEP;
+
+const char srv_lua_online_signin[] =
+    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_ONLINE_SIGNIN;
+const char srv_lua_online_signout[] =
+    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_ONLINE_SIGNOUT;
+const char srv_lua_online_rejoin[] =
+    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_ONLINE_REJOIN;
+
+/* lease_claim.lua's lines are joined by spaces like the scripts after it:
+ * one more space between them. */
+const char srv_lua_lease_tick[] =
+    SRV_LUA_TEXT_LEASE_CLAIM " " SRV_LUA_TEXT_LEASE_TICK;
+const char srv_lua_lease_leave[] =
+    SRV_LUA_TEXT_LEASE_CLAIM " " SRV_LUA_TEXT_LEASE_LEAVE;
+const char srv_lua_lease_reap[] =
+    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_LEASE_REAP;
+
+const char srv_lua_cache_scan[] = SRV_LUA_TEXT_CACHE_SCAN;

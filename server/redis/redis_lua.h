@@ -1,0 +1,53 @@
+/*
+ * server/redis/redis_lua.h - the Lua scripts of the Redis backplane, each as
+ * the one text it sends to Redis (SCRIPT LOAD, then EVALSHA; EVAL with the
+ * text until the SHA is known, and again on a NOSCRIPT error). The scripts
+ * are written in server/redis/lua/, one .lua file a script, whose opening
+ * comment gives its KEYS, ARGV and reply; server/redis/lua/embed.cmake
+ * embeds them at build time and server/redis/redis_lua.c puts a shared
+ * prologue's functions in front of the scripts that call them.
+ * tests/unit/test_redis_lua.c runs each against fixture keys in a test
+ * redis-server.
+ *
+ * The cluster-wide directory's keys (docs/SCALING.md, "The cluster-wide
+ * directory"), with P the prefix and US the byte 0x1f:
+ *   P:ns:<node>  HASH app US ch -> this node's subscriptions
+ *   P:nm:<node>  HASH app US ch US uid -> this node's connections
+ *   P:ni:<node>  HASH app US ch US uid -> user_info ("" = none)
+ *   P:gs:<app>   HASH ch -> subscriptions over all nodes
+ *   P:gm:<app>:<ch> HASH uid -> connections over all nodes
+ *   P:gi:<app>:<ch> HASH uid -> user_info
+ *   P:gq:<app>   HASH ch -> the channel's member sequence
+ *   P:rjtok:<node> STRING the reap token of a REJOIN in progress
+ * Member events: PUBLISH P:m:<app>:<ch> "<cseq>\n+<n>\n<uid><info>" or
+ * "<cseq>\n-<n>\n<uid>", n the uid's length in bytes (decimal): a uid may
+ * hold any byte but NUL ('\n' and 0x1f included), so it is counted, never
+ * delimited. Every count reaching 0 is HDELed. Online state and
+ * watchlists: server/redis/lua/watchlist.lua; the lease and the reaper:
+ * server/redis/lua/lease_*.lua (docs/SCALING.md, "Node death").
+ *
+ * Thread: any (constant text).
+ */
+#ifndef SRV_REDIS_LUA_H
+#define SRV_REDIS_LUA_H
+
+/* The directory (server/redis/redis_dir*.c). */
+extern const char srv_lua_dir_join[];
+extern const char srv_lua_dir_leave[];
+extern const char srv_lua_dir_info[];
+extern const char srv_lua_dir_list[];
+extern const char srv_lua_dir_members[];
+extern const char srv_lua_dir_rejoin[];
+extern const char srv_lua_dir_rejoin_sweep[];
+/* Online state and watchlists (server/redis/redis_dir*.c). */
+extern const char srv_lua_online_signin[];
+extern const char srv_lua_online_signout[];
+extern const char srv_lua_online_rejoin[];
+/* The node lease and the reaper (server/redis/redis_lease.c). */
+extern const char srv_lua_lease_tick[];
+extern const char srv_lua_lease_leave[];
+extern const char srv_lua_lease_reap[];
+/* The cache entries loaded on connect (server/redis/redis_pub.c). */
+extern const char srv_lua_cache_scan[];
+
+#endif
