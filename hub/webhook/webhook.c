@@ -3,7 +3,7 @@
  * (hub/webhook/webhook.h): the event types' Pusher names, a webhook's
  * filter (hub_wh_matches), an app's webhook list (freed and deep-copied
  * in one place each), one event as the hub generates it, and the retry
- * schedule (hub_wh_backoff_ms).
+ * schedule (hub_backoff_ms, hub/base/backoff.h).
  *
  * Thread: any (pure functions and allocation, no shared state).
  */
@@ -141,16 +141,4 @@ struct hub_wh_event *hub_wh_event_new(unsigned app, unsigned type,
     COPY(socket_id, socket_id, ls)
 #undef COPY
     return ev;
-}
-
-uint64_t hub_wh_backoff_ms(unsigned attempt, uint64_t base_ms, uint64_t max_ms,
-                           uint64_t rnd)
-{
-    uint64_t d = base_ms ? base_ms : 1;
-
-    for (unsigned i = 1; i < attempt && d < max_ms; i++)
-        d *= 2;
-    if (d > max_ms)
-        d = max_ms;
-    return d / 2 + (d - d / 2 ? rnd % (d - d / 2 + 1) : 0);
 }

@@ -93,12 +93,5 @@ struct hub_wh_event *hub_wh_event_new(unsigned app, unsigned type,
                                       const char *data,
                                       const char *socket_id);
 
-/*
- * The retry schedule: the delay before attempt number attempt + 1 after
- * attempt failures (attempt >= 1): base_ms * 2^(attempt-1), capped at
- * max_ms, then jittered into [d/2, d] by rnd (any 64-bit value).
- */
-uint64_t hub_wh_backoff_ms(unsigned attempt, uint64_t base_ms, uint64_t max_ms,
-                           uint64_t rnd);
 
 #endif

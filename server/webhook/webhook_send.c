@@ -16,7 +16,7 @@
  *
  * A batch is written to the store (when there is one) the moment the
  * engine makes it and deleted when a 2xx answers it; a failure retries
- * after hub_wh_backoff_ms() until the retry window since its creation is
+ * after hub_backoff_ms() (hub/base/backoff.h) until the retry window since its creation is
  * over, then the batch moves to the dead letters. Response bodies are
  * read and thrown away up to a cap; past it the transfer is cut (the
  * status already read decides). Memory: the batches held are bounded by
@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hub/base/backoff.h"
 #include "hub/app/app.h"
 #include "hub/cluster/cluster.h"
 #include "hub/base/rng.h"
@@ -146,12 +147,12 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         atomic_fetch_add(&ep->dead, 1);
         return;
     }
-    b->next_ms = now + hub_wh_backoff_ms(b->attempts,
-                                         wh->cfg->webhook_backoff_max_ms < 1000
-                                             ? wh->cfg->webhook_backoff_max_ms
-                                             : 1000,
-                                         wh->cfg->webhook_backoff_max_ms,
-                                         rnd(wh));
+    b->next_ms = now + hub_backoff_ms(b->attempts,
+                                      wh->cfg->webhook_backoff_max_ms < 1000
+                                          ? wh->cfg->webhook_backoff_max_ms
+                                          : 1000,
+                                      wh->cfg->webhook_backoff_max_ms,
+                                      rnd(wh));
 }
 
 static uint64_t mono_ms(void)

@@ -98,6 +98,31 @@ static void test_backoff_callers_schedules(void **state)
     assert_int_equal(hub_backoff_step_ms(12, 1000, 3600000), 2048000);
 }
 
+static void test_backoff_webhook_schedule(void **state)
+{
+    (void)state;
+    /* The webhook deliveries' schedule (webhook_send.c: base 1 s, cap
+     * --webhook-backoff-max): exponential, capped, jittered into [d/2, d]. */
+    assert_int_equal(hub_backoff_ms(1, 1000, 60000, 0), 500);
+    assert_int_equal(hub_backoff_ms(1, 1000, 60000, 500), 1000);
+    assert_int_equal(hub_backoff_ms(2, 1000, 60000, 0), 1000);
+    assert_int_equal(hub_backoff_ms(3, 1000, 60000, 0), 2000);
+    assert_int_equal(hub_backoff_ms(7, 1000, 60000, 0), 30000);
+    assert_int_equal(hub_backoff_ms(8, 1000, 60000, 0), 30000);
+    assert_int_equal(hub_backoff_ms(100, 1000, 60000, 30000), 60000);
+    for (uint64_t r = 0; r < 5000; r += 37) {
+        for (unsigned a = 1; a < 40; a++) {
+            uint64_t d = hub_backoff_ms(a, 1000, 60000, r * 7919);
+            uint64_t full = a > 7 ? 60000 : 1000ull << (a - 1);
+
+            if (full > 60000)
+                full = 60000;
+            assert_true(d >= full / 2 && d <= full);
+        }
+    }
+    assert_true(hub_backoff_ms(1, 0, 10, 0) <= 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -106,6 +131,7 @@ int main(void)
         cmocka_unit_test(test_backoff_jitter_within_half_to_full),
         cmocka_unit_test(test_backoff_jitter_of_tiny_steps),
         cmocka_unit_test(test_backoff_callers_schedules),
+        cmocka_unit_test(test_backoff_webhook_schedule),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -177,30 +177,6 @@ static void test_webhook_encode_matches_jansson(void **state)
     }
 }
 
-static void test_webhook_backoff_schedule(void **state)
-{
-    (void)state;
-    /* Exponential from base, capped, jittered into [d/2, d]. */
-    assert_int_equal(hub_wh_backoff_ms(1, 1000, 60000, 0), 500);
-    assert_int_equal(hub_wh_backoff_ms(1, 1000, 60000, 500), 1000);
-    assert_int_equal(hub_wh_backoff_ms(2, 1000, 60000, 0), 1000);
-    assert_int_equal(hub_wh_backoff_ms(3, 1000, 60000, 0), 2000);
-    assert_int_equal(hub_wh_backoff_ms(7, 1000, 60000, 0), 30000);
-    assert_int_equal(hub_wh_backoff_ms(8, 1000, 60000, 0), 30000);
-    assert_int_equal(hub_wh_backoff_ms(100, 1000, 60000, 30000), 60000);
-    for (uint64_t r = 0; r < 5000; r += 37) {
-        for (unsigned a = 1; a < 40; a++) {
-            uint64_t d = hub_wh_backoff_ms(a, 1000, 60000, r * 7919);
-            uint64_t full = a > 7 ? 60000 : 1000ull << (a - 1);
-
-            if (full > 60000)
-                full = 60000;
-            assert_true(d >= full / 2 && d <= full);
-        }
-    }
-    assert_true(hub_wh_backoff_ms(1, 0, 10, 0) <= 1);
-}
-
 static void test_webhook_queue_bounded(void **state)
 {
     struct hub_app app = { 0 };
@@ -842,7 +818,6 @@ int main(void)
         cmocka_unit_test(test_webhook_filter_matching),
         cmocka_unit_test(test_webhook_encode),
         cmocka_unit_test(test_webhook_encode_matches_jansson),
-        cmocka_unit_test(test_webhook_backoff_schedule),
         cmocka_unit_test(test_webhook_queue_bounded),
         cmocka_unit_test(test_webhook_queue_wakes),
         cmocka_unit_test(test_webhook_engine_room),
