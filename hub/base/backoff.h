@@ -5,8 +5,8 @@
  * clients that failed together do not retry together.
  *
  * Its callers keep their own constants (and document them): webhook
- * deliveries (--webhook-backoff-max-ms, hub/webhook/webhook.h), the Redis
- * backplane's reconnects (100 ms to 5 s, jittered; server/redis/redis.c)
+ * deliveries (1 s to --webhook-backoff-max, server/webhook/webhook_send.c),
+ * the Redis backplane's reconnects (100 ms to 5 s, jittered; server/redis/redis.c)
  * and the durable webhook stream's reconnects (500 ms to 10 s, not
  * jittered; server/webhook/webhook_stream.c).
  *
