@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "hub/cluster/ccache.h"
+#include "hub/cluster/cluster_cache.h"
 #include "hub/cluster/ckey.h"
 #include "hub/webhook/wh_stream.h"
 #include "hub/base/chantab.h"
@@ -2300,7 +2300,7 @@ static int cbus_terminate(void *b, struct hub *h, struct hub_loop *from,
 
 /* An HTTP API event on a cache channel: this node's subscribers at once,
  * then one CACHE op, which tells every other node (delivering it and
- * keeping it) and writes the entry to Redis (hub/cluster/ccache.h). */
+ * keeping it) and writes the entry to Redis (hub/cluster/cluster_cache.h). */
 static int cbus_publish_cache(void *b, struct hub *h, struct hub_loop *from,
                               const struct hub_pub_req *r)
 {
@@ -2736,7 +2736,7 @@ static void deliver(struct hub_cluster *c, unsigned app,
     hub_frame_unref(f);
 }
 
-/* Cache channels across nodes (hub/cluster/ccache.h). */
+/* Cache channels across nodes (hub/cluster/cluster_cache.h). */
 
 const char *hub_cluster_cache_channel(const struct hub_cluster *c,
                                       size_t *len)

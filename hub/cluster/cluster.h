@@ -122,7 +122,7 @@ struct hub_cluster_dirop {
  * "<prefix>:<app id>:<channel>", NUL-terminated; the Pusher channel name
  * starts at rchan + name_off. CACHE: rchan is the Redis key
  * "<prefix>:cache:<app id>:<channel>" and its first bus_len bytes the
- * broker channel "<prefix>:cache" (hub/cluster/ccache.h). */
+ * broker channel "<prefix>:cache" (hub/cluster/cluster_cache.h). */
 struct hub_cluster_op {
     struct hub_cluster_op *next;
     enum hub_cluster_op_kind kind;

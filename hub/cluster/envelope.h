@@ -9,7 +9,7 @@
  *   "LDB1"            magic and version (4 bytes)
  *   u8  kind          1 = event, 2 = terminate, 3 = cache event (an
  *                     event on a cache channel that every node keeps as
- *                     the channel's last event, hub/cluster/ccache.h), 4 =
+ *                     the channel's last event, hub/cluster/cluster_cache.h), 4 =
  *                     count notice (the channel's subscription count
  *                     changed on the origin; no payload, hub/channel/subcount.h),
  *                     5 = script event (an event a Redis script published,

@@ -525,7 +525,7 @@ static void send_event(struct srv_redis *r, const struct hub_cluster_op *op)
     free(env);
 }
 
-/* Cache channels across nodes (hub/cluster/ccache.h). */
+/* Cache channels across nodes (hub/cluster/cluster_cache.h). */
 
 /* Every node listens to the cache channel, whatever its subscribers. */
 static void cache_rx_want(struct srv_redis *r)

@@ -1,5 +1,5 @@
 /*
- * hub/cluster/ccache.h - the cluster-wide cache of cache channels (--redis).
+ * hub/cluster/cluster_cache.h - the cluster-wide cache of cache channels (--redis).
  *
  * Every node's hub_cache (hub/channel/cache.h) is a replica the loops read; a
  * loop never waits on Redis. An HTTP API event on a cache channel leaves
@@ -20,8 +20,8 @@
  *
  * Thread: the backplane thread (with the cluster's delivery lock held).
  */
-#ifndef HUB_CCACHE_H
-#define HUB_CCACHE_H
+#ifndef HUB_CLUSTER_CACHE_H
+#define HUB_CLUSTER_CACHE_H
 
 #include <stdbool.h>
 #include <stdint.h>

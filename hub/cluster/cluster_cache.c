@@ -1,7 +1,7 @@
 /*
- * hub/cluster/ccache.c - a cache envelope into this node's replica (hub/cluster/ccache.h).
+ * hub/cluster/cluster_cache.c - a cache envelope into this node's replica (hub/cluster/cluster_cache.h).
  */
-#include "hub/cluster/ccache.h"
+#include "hub/cluster/cluster_cache.h"
 
 #include <errno.h>
 
