@@ -1,7 +1,9 @@
 /*
- * hub/cluster/cluster.h - the scale-out backplane (hub/loop/backplane.h) of several
- * lubdub nodes sharing one broker (Redis), minus the network: that is
- * server/redis/redis.c, on its own thread.
+ * hub/cluster/cluster.h - the scale-out backplane (hub/loop/backplane.h) of
+ * several lubdub nodes sharing one broker (Redis), minus the network: that
+ * is server/redis/redis.c, on its own thread. Implemented by the
+ * hub/cluster/cluster_*.c files, one concern each (their list and what
+ * they share: hub/cluster/cluster_int.h).
  *
  * Directory: the in-process directory (hub/loop/directory.c), wrapped: it is
  * the truth for this node's own sessions and the answer while Redis is

@@ -1,12 +1,13 @@
 /*
- * hub/cluster/cluster_cache.h - the cluster-wide cache of cache channels (--redis).
+ * hub/cluster/cluster_cache.h - the cluster-wide cache of cache channels
+ * (--redis): the contract, and the one function the receiving side calls.
  *
- * Every node's hub_cache (hub/channel/cache.h) is a replica the loops read; a
- * loop never waits on Redis. An HTTP API event on a cache channel leaves
- * its node as one HUB_ENV_CACHE envelope (hub/cluster/envelope.h), published on
- * the one broker channel "<prefix>:cache" that every node subscribes to
- * whatever its subscribers (so that a node has the state its next
- * subscriber needs), and written to the Redis key
+ * Every node's hub_cache (hub/channel/cache.h) is a replica the loops read;
+ * a loop never waits on Redis. An HTTP API event on a cache channel leaves
+ * its node as one HUB_ENV_CACHE envelope (hub/cluster/envelope.h),
+ * published on the one broker channel "<prefix>:cache" that every node
+ * subscribes to whatever its subscribers (so that a node has the state its
+ * next subscriber needs), and written to the Redis key
  * "<prefix>:cache:<app id>:<channel>" with SET ... PX <remaining ms>, so
  * that a node that comes up (or back) loads the live entries once.
  *
@@ -17,6 +18,10 @@
  * in the writer's queue; a loaded entry lives what Redis's PTTL says. No
  * clock is compared across nodes (a replica may outlive the writer's
  * entry by the bus latency, never by a clock skew).
+ *
+ * The Redis key, the broker channel and the remaining life of a CACHE op
+ * are public (hub/cluster/cluster.h: hub_cluster_cache_channel,
+ * hub_cluster_cache_pattern, hub_cluster_op_ttl, hub_cluster_load).
  *
  * Thread: the backplane thread (with the cluster's delivery lock held).
  */
@@ -36,18 +41,8 @@ struct hub_app;
  * subscribers of its channel; then keep it as the channel's last event
  * for ttl_ms. 0, or -ENOMEM (then the older entry is gone too).
  */
-int hub_ccache_apply(struct hub *h, const struct hub_app *app,
-                     const struct hub_envelope *e, uint64_t ttl_ms,
-                     bool deliver);
-
-/*
- * e read from Redis with pttl_ms left: kept unless the replica already
- * holds an entry of the channel that lives at least as long (a newer
- * event, received while the load was under way: every entry of an app
- * has the same TTL, so the later store expires later). 1 when kept, 0
- * when the replica's was, -ENOMEM.
- */
-int hub_ccache_load(struct hub *h, const struct hub_app *app,
-                    const struct hub_envelope *e, uint64_t pttl_ms);
+int hub__cluster_cache_apply(struct hub *h, const struct hub_app *app,
+                             const struct hub_envelope *e, uint64_t ttl_ms,
+                             bool deliver);
 
 #endif

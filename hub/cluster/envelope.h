@@ -9,9 +9,10 @@
  *   "LDB1"            magic and version (4 bytes)
  *   u8  kind          1 = event, 2 = terminate, 3 = cache event (an
  *                     event on a cache channel that every node keeps as
- *                     the channel's last event, hub/cluster/cluster_cache.h), 4 =
- *                     count notice (the channel's subscription count
- *                     changed on the origin; no payload, hub/channel/subcount.h),
+ *                     the channel's last event,
+ *                     hub/cluster/cluster_cache.h), 4 = count notice (the
+ *                     channel's subscription count changed on the origin;
+ *                     no payload, hub/channel/subcount.h),
  *                     5 = script event (an event a Redis script published,
  *                     server/redis/redis_online_lua.h: delivered by every node,
  *                     the origin's too; numbered by Redis per watcher,
