@@ -9,7 +9,7 @@
  * The parts, lowest first (each calls only the ones before it):
  *   cluster_ids.c     app ids by index
  *   cluster_queue.c   the ops and their queue to the backplane thread
- *   cluster_key.c     the cluster key: sealing and opening envelopes
+ *   cluster_seal.c    the cluster key on envelopes: sealing, opening
  *   cluster_view.c    presence views (the members local subscribers saw)
  *   cluster_member.c  member events from Redis and the join stamp
  *   cluster_dir.c     the wrapped directory: refcount, JOIN/LEAVE/QUERY ops
@@ -158,7 +158,7 @@ void hub__cluster_wake_locked(struct hub_cluster *c, bool edge);
  * freed) when max_queue events wait. */
 void hub__cluster_enqueue(struct hub_cluster *c, struct hub_cluster_op *op);
 
-/* cluster_key.c (c->key set): the trailer sealed onto out[0..n), which has
+/* cluster_seal.c (c->key set): the trailer sealed onto out[0..n), which has
  * HUB_CKEY_TRAILER bytes of room after n; 0 or -ENOMEM. */
 int hub__cluster_key_seal(struct hub_cluster *c, unsigned char *out,
                           size_t n);

@@ -1,5 +1,5 @@
 /*
- * hub/cluster/cluster_key.c - the cluster key in use (hub/cluster/ckey.h,
+ * hub/cluster/cluster_seal.c - the cluster key in use (hub/cluster/ckey.h,
  * docs/SCALING.md "The cluster key"): setting it, sealing the trailer onto
  * an envelope this node sends, opening (checking) an envelope that arrives
  * or is loaded, what a script's unsigned event may hold, and counting and
