@@ -21,7 +21,7 @@
  *
  * Bus: publish delivers on this node's loops at once (hub_fanout_loops,
  * never through the broker), then queues the frame for the backplane
- * thread, which wraps it in an envelope (hub/cluster/envelope.h) and publishes it.
+ * thread, which wraps it in an envelope (hub/cluster/cluster_envelope.h) and publishes it.
  * terminate_user likewise. Member events (excl->member_seq set) stay on
  * this node: their seq belongs to this node's directory (other nodes get
  * theirs from Redis's member-event channels, through their views).
@@ -204,13 +204,13 @@ bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms);
 
 /*
- * The cluster key (hub/cluster/ckey.h; owned from now on, NULL: none): envelopes
+ * The cluster key (hub/cluster/cluster_key.h; owned from now on, NULL: none): envelopes
  * this node encodes carry its MAC, and what arrives must verify
  * (docs/SCALING.md, "The cluster key"). Before the backplane thread
  * starts.
  */
-struct hub_ckey;
-void hub_cluster_set_key(struct hub_cluster *c, struct hub_ckey *key);
+struct hub_cluster_key;
+void hub_cluster_set_key(struct hub_cluster *c, struct hub_cluster_key *key);
 bool hub_cluster_has_key(const struct hub_cluster *c);
 /*
  * The stamp a join script puts before the member_added it may publish

@@ -1,14 +1,14 @@
 /*
- * hub/cluster/cluster_bus.c - the cluster's bus (hub/loop/backplane.h bus
- * ops) and the envelope it sends. On a loop, publish delivers on this
- * node's loops at once (hub_fanout_loops, never through the broker), then
- * queues the frame for the backplane thread; terminate_user, a cache
- * channel's event and a subscription count's change likewise. Member
- * events (excl->member_seq set) stay on this node: their seq belongs to
- * this node's directory (other nodes get theirs from Redis's member-event
- * channels, through their views). On the backplane thread,
- * hub_cluster_encode() wraps a queued op in an envelope
- * (hub/cluster/envelope.h), sealed with the cluster key when there is one.
+ * hub/cluster/cluster_bus.c - the cluster's bus (hub/loop/backplane.h bus ops)
+ * and the envelope it sends. On a loop, publish delivers on this node's loops
+ * at once (hub_fanout_loops, never through the broker), then queues the frame
+ * for the backplane thread; terminate_user, a cache channel's event and a
+ * subscription count's change likewise. Member events (excl->member_seq set)
+ * stay on this node: their seq belongs to this node's directory (other nodes
+ * get theirs from Redis's member-event channels, through their views). On the
+ * backplane thread, hub_cluster_encode() wraps a queued op in an envelope
+ * (hub/cluster/cluster_envelope.h), sealed with the cluster key when there is
+ * one.
  *
  * Thread: the bus ops on loop threads; encode on the backplane thread.
  */
@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "hub/app/app.h"
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 #include "hub/cluster/cluster_int.h"
-#include "hub/cluster/envelope.h"
+#include "hub/cluster/cluster_envelope.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/publish.h"
 #include "hub/wire/frame.h"
@@ -133,15 +133,10 @@ static void cbus_count_changed(void *b, struct hub *h, unsigned app,
     hub__cluster_enqueue(c, op);
 }
 
-static void cbus_destroy(void *b)
-{
-    hub_cluster_destroy(b);
-}
-
 const struct hub_bus_ops hub__cluster_bus_ops = {
     .publish = cbus_publish,
     .terminate_user = cbus_terminate,
-    .destroy = cbus_destroy,
+    .destroy = hub__cluster_bus_destroy,
     .publish_cache = cbus_publish_cache,
     .count_changed = cbus_count_changed,
 };
@@ -151,11 +146,11 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
                                   uint64_t epoch, uint64_t seq, size_t *len)
 {
     const char *app = hub_cluster_app_id(c, op->app);
-    struct hub_envelope e = {
-        .kind = op->kind == HUB_COP_EVENT   ? HUB_ENV_EVENT
-                : op->kind == HUB_COP_CACHE ? HUB_ENV_CACHE
-                : op->kind == HUB_COP_COUNT ? HUB_ENV_COUNT
-                                            : HUB_ENV_TERMINATE,
+    struct hub_cluster_envelope e = {
+        .kind = op->kind == HUB_COP_EVENT   ? HUB_CLUSTER_ENV_EVENT
+                : op->kind == HUB_COP_CACHE ? HUB_CLUSTER_ENV_CACHE
+                : op->kind == HUB_COP_COUNT ? HUB_CLUSTER_ENV_COUNT
+                                            : HUB_CLUSTER_ENV_TERMINATE,
         .origin = c->node_id,
         .origin_len = c->node_len,
         .epoch = epoch,
@@ -177,22 +172,24 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
 
         if (!left)
             left = 1; /* still news for the subscribers */
-        e.ttl_ms = (uint32_t)(left > HUB_ENV_MAX_TTL ? HUB_ENV_MAX_TTL : left);
+        e.ttl_ms =
+            (uint32_t)(left > HUB_CLUSTER_ENV_MAX_TTL ? HUB_CLUSTER_ENV_MAX_TTL
+                                                      : left);
     }
     if ((op->kind == HUB_COP_EVENT || op->kind == HUB_COP_CACHE) && op->f) {
         e.data = hub_frame_data(op->f) + (op->f->len - op->f->payload_len);
         e.data_len = op->f->payload_len;
     }
-    n = hub_envelope_size(&e);
-    if (!n || !(out = malloc(n + (c->key ? HUB_CKEY_TRAILER : 0))))
+    n = hub_cluster_envelope_size(&e);
+    if (!n || !(out = malloc(n + (c->key ? HUB_CLUSTER_KEY_TRAILER : 0))))
         return NULL;
-    *len = hub_envelope_encode(&e, out, n);
+    *len = hub_cluster_envelope_encode(&e, out, n);
     if (c->key) {
         if (hub__cluster_key_seal(c, out, n)) {
             free(out);
             return NULL;
         }
-        *len = n + HUB_CKEY_TRAILER;
+        *len = n + HUB_CLUSTER_KEY_TRAILER;
     }
     return out;
 }

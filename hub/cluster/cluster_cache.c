@@ -22,15 +22,15 @@
 #include "timer/clock.h"
 
 int hub__cluster_cache_apply(struct hub *h, const struct hub_app *app,
-                             const struct hub_envelope *e, uint64_t ttl_ms,
-                             bool deliver)
+                             const struct hub_cluster_envelope *e,
+                             uint64_t ttl_ms, bool deliver)
 {
     uint64_t cap = app->cache_max_bytes ? app->cache_max_bytes
                                         : h->cfg->cache_max_bytes;
     struct hub_frame *f;
     int rc;
 
-    if (e->kind != HUB_ENV_CACHE || !ttl_ms || !h->cache)
+    if (e->kind != HUB_CLUSTER_ENV_CACHE || !ttl_ms || !h->cache)
         return -EINVAL;
     f = hub_frame_create_text(e->data, e->data_len);
     if (!f)
@@ -59,7 +59,7 @@ int hub__cluster_cache_apply(struct hub *h, const struct hub_app *app,
  * when the replica's was, -ENOMEM.
  */
 static int cache_keep(struct hub *h, const struct hub_app *app,
-                      const struct hub_envelope *e, uint64_t pttl_ms)
+                      const struct hub_cluster_envelope *e, uint64_t pttl_ms)
 {
     uint64_t left = 0;
     struct hub_frame *f;
@@ -103,7 +103,7 @@ uint64_t hub_cluster_op_ttl(const struct hub_cluster *c,
 
 /* key is "<prefix>:cache:<app>:<channel>" of e. */
 static bool key_matches(const struct hub_cluster *c, const char *key,
-                        size_t klen, const struct hub_envelope *e)
+                        size_t klen, const struct hub_cluster_envelope *e)
 {
     size_t n = c->cache_chan_len;
 
@@ -117,7 +117,7 @@ static bool key_matches(const struct hub_cluster *c, const char *key,
 int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
                      const void *data, size_t len, uint64_t pttl_ms)
 {
-    struct hub_envelope e;
+    struct hub_cluster_envelope e;
     const struct hub_app *app;
     int rc = hub__cluster_open_env(c, &e, data, len, false);
 
@@ -127,7 +127,7 @@ int hub_cluster_load(struct hub_cluster *c, const char *key, size_t key_len,
         hub__cluster_key_drop(c, rc, e.origin, e.origin_len, "a cache entry");
         return -EINVAL;
     }
-    if (rc || e.kind != HUB_ENV_CACHE ||
+    if (rc || e.kind != HUB_CLUSTER_ENV_CACHE ||
         !hub_channel_is_cache(e.channel, e.channel_len) ||
         !key_matches(c, key, key_len, &e) ||
         !(app = hub_app_find_by_id(c->apps, c->n_apps, e.app, e.app_len))) {

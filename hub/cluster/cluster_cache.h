@@ -2,14 +2,14 @@
  * hub/cluster/cluster_cache.h - the cluster-wide cache of cache channels
  * (--redis): the contract, and the one function the receiving side calls.
  *
- * Every node's hub_cache (hub/channel/cache.h) is a replica the loops read;
- * a loop never waits on Redis. An HTTP API event on a cache channel leaves
- * its node as one HUB_ENV_CACHE envelope (hub/cluster/envelope.h),
+ * Every node's hub_cache (hub/channel/cache.h) is a replica the loops read; a
+ * loop never waits on Redis. An HTTP API event on a cache channel leaves its
+ * node as one HUB_CLUSTER_ENV_CACHE envelope (hub/cluster/cluster_envelope.h),
  * published on the one broker channel "<prefix>:cache" that every node
  * subscribes to whatever its subscribers (so that a node has the state its
- * next subscriber needs), and written to the Redis key
- * "<prefix>:cache:<app id>:<channel>" with SET ... PX <remaining ms>, so
- * that a node that comes up (or back) loads the live entries once.
+ * next subscriber needs), and written to the Redis key "<prefix>:cache:<app
+ * id>:<channel>" with SET ... PX <remaining ms>, so that a node that comes up
+ * (or back) loads the live entries once.
  *
  * A receiving node delivers the event to its own subscribers of the
  * channel, then keeps the frame it built for them (the payload bytes as
@@ -31,18 +31,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hub/cluster/envelope.h"
+#include "hub/cluster/cluster_envelope.h"
 
 struct hub;
 struct hub_app;
 
 /*
- * e (kind HUB_ENV_CACHE, of app): when deliver, hand it to this node's
+ * e (kind HUB_CLUSTER_ENV_CACHE, of app): when deliver, hand it to this node's
  * subscribers of its channel; then keep it as the channel's last event
  * for ttl_ms. 0, or -ENOMEM (then the older entry is gone too).
  */
 int hub__cluster_cache_apply(struct hub *h, const struct hub_app *app,
-                             const struct hub_envelope *e, uint64_t ttl_ms,
-                             bool deliver);
+                             const struct hub_cluster_envelope *e,
+                             uint64_t ttl_ms, bool deliver);
 
 #endif

@@ -6,7 +6,10 @@
  * the counter helper, and the hub__cluster_* functions one part calls in
  * another.
  *
- * The parts, lowest first (each calls only the ones before it):
+ * The parts, lowest first (each calls only the ones before it); the first
+ * two have their own headers and know nothing of struct hub_cluster:
+ *   cluster_key.c     the cluster key itself: MACs, the replay table
+ *   cluster_envelope.c  the node-to-node envelope's binary encoding
  *   cluster_ids.c     app ids by index
  *   cluster_queue.c   the ops and their queue to the backplane thread
  *   cluster_seal.c    the cluster key on envelopes: sealing, opening
@@ -77,9 +80,9 @@ struct hub_cluster {
     char *node_id;
     size_t node_len;
     char *prefix;
-    /* The cluster key (hub/cluster/ckey.h; NULL: none, nothing is MACed)
+    /* The cluster key (hub/cluster/cluster_key.h; NULL: none, nothing is MACed)
      * and the rate limit of its log line (backplane thread). */
-    struct hub_ckey *key;
+    struct hub_cluster_key *key;
     uint64_t key_log_ms, key_log_forged, key_log_replays;
     /* App ids by index: append-only (a reload adds apps, hub/app/apptab.h;
      * an index keeps its id forever), so a string found here stays valid
@@ -159,14 +162,15 @@ void hub__cluster_wake_locked(struct hub_cluster *c, bool edge);
 void hub__cluster_enqueue(struct hub_cluster *c, struct hub_cluster_op *op);
 
 /* cluster_seal.c (c->key set): the trailer sealed onto out[0..n), which has
- * HUB_CKEY_TRAILER bytes of room after n; 0 or -ENOMEM. */
+ * HUB_CLUSTER_KEY_TRAILER bytes of room after n; 0 or -ENOMEM. */
 int hub__cluster_key_seal(struct hub_cluster *c, unsigned char *out,
                           size_t n);
 /* data[0..len) into e, checked against the key when there is one: 0,
  * -EINVAL (malformed), -EACCES (does not verify, or unsigned), -ESTALE (a
  * replay; fresh only). Without a key, exactly the envelope. */
-struct hub_envelope;
-int hub__cluster_open_env(struct hub_cluster *c, struct hub_envelope *e,
+struct hub_cluster_envelope;
+int hub__cluster_open_env(struct hub_cluster *c,
+                          struct hub_cluster_envelope *e,
                           const unsigned char *data, size_t len, bool fresh);
 /* A message dropped by the key (-ESTALE a replay, else forged), counted
  * and logged at most once per 10 s. Backplane thread. */
@@ -233,5 +237,9 @@ bool hub__cluster_dir_online(void *d, const struct hub_online_change *ch);
 
 /* cluster_bus.c: the bus ops of the cluster (hub/loop/backplane.h). */
 extern const struct hub_bus_ops hub__cluster_bus_ops;
+
+/* cluster_life.c: the bus's destroy, which frees the whole cluster (the
+ * bus's impl; the directory's destroy is NULL). */
+void hub__cluster_bus_destroy(void *b);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 #include "hub/cluster/cluster_int.h"
 #include "hub/loop/directory.h"
 
@@ -128,7 +128,7 @@ void hub_cluster_destroy(struct hub_cluster *c)
 
     if (!c)
         return;
-    hub_ckey_destroy(c->key);
+    hub_cluster_key_destroy(c->key);
     c->key = NULL;
     for (op = c->head; op; op = next) {
         next = op->next;
@@ -182,4 +182,9 @@ void hub_cluster_destroy(struct hub_cluster *c)
     free(c->cache_chan);
     free(c->cache_pattern);
     free(c);
+}
+
+void hub__cluster_bus_destroy(void *b)
+{
+    hub_cluster_destroy(b);
 }

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 #include "hub/cluster/cluster_int.h"
 
 /* One message on a member-event channel, parsed (pointers into the
@@ -29,7 +29,7 @@ struct member_msg {
     bool stamped;                  /* with the joining node's stamp: */
     const char *snode;             /* its node id, counter, time, MAC */
     size_t snode_len;
-    unsigned char sbuf[16], smac[HUB_CKEY_MAC_LEN];
+    unsigned char sbuf[16], smac[HUB_CLUSTER_KEY_MAC_LEN];
     uint64_t cseq;
     bool add;
     const char *uid, *info;
@@ -60,10 +60,10 @@ int hub_cluster_member_stamp(struct hub_cluster *c, const char *app_id,
                              size_t ulen, const char *info, size_t ilen,
                              char **out)
 {
-    const struct hub_ckey_part parts[5] = {
+    const struct hub_cluster_key_part parts[5] = {
         { app_id, strlen(app_id) }, { ch, ch_len }, { "+", 1 },
         { uid, ulen }, { info, ilen } };
-    unsigned char mac[HUB_CKEY_MAC_LEN];
+    unsigned char mac[HUB_CLUSTER_KEY_MAC_LEN];
     uint64_t ctr, ms;
     char *s;
     int n;
@@ -71,13 +71,13 @@ int hub_cluster_member_stamp(struct hub_cluster *c, const char *app_id,
     *out = NULL;
     if (!c->key)
         return 0;
-    if (hub_ckey_sign(c->key, "mem", parts, 5, &ctr, &ms, mac))
+    if (hub_cluster_key_sign(c->key, "mem", parts, 5, &ctr, &ms, mac))
         return -ENOMEM;
     s = malloc(1 + 64 + c->node_len + 2);
     if (!s)
         return -ENOMEM;
     n = sprintf(s, "~%016" PRIx64 "%016" PRIx64, ctr, ms);
-    for (size_t i = 0; i < HUB_CKEY_MAC_LEN; i++)
+    for (size_t i = 0; i < HUB_CLUSTER_KEY_MAC_LEN; i++)
         n += sprintf(s + n, "%02x", mac[i]);
     memcpy(s + n, c->node_id, c->node_len);
     n += (int)c->node_len;
@@ -140,7 +140,7 @@ static bool member_stamp_in(struct hub_cluster *c, const char **data,
         return true;
     if (!c->key || len < 1 + 64 + 2 || !hex_in(d + 1, 8, mm->sbuf) ||
         !hex_in(d + 17, 8, mm->sbuf + 8) ||
-        !hex_in(d + 33, HUB_CKEY_MAC_LEN, mm->smac))
+        !hex_in(d + 33, HUB_CLUSTER_KEY_MAC_LEN, mm->smac))
         return false;
     mm->snode = d + 65;
     nl = memchr(mm->snode, '\n', (size_t)(end - mm->snode));
@@ -194,7 +194,7 @@ static bool member_body(const char *p, const char *end, struct member_msg *mm)
  * counted). */
 static int member_verify(struct hub_cluster *c, const struct member_msg *mm)
 {
-    const struct hub_ckey_part parts[5] = {
+    const struct hub_cluster_key_part parts[5] = {
         { mm->app_s, mm->app_len }, { mm->ch, mm->ch_len },
         { mm->add ? "+" : "-", 1 }, { mm->uid, mm->ulen },
         { mm->info, mm->ilen } };
@@ -203,12 +203,13 @@ static int member_verify(struct hub_cluster *c, const struct member_msg *mm)
     if (!c->key || (!mm->stamped && !mm->add))
         return 0;
     if (mm->stamped) {
-        enum hub_ckey_verdict vd = hub_ckey_verify(
+        enum hub_cluster_key_verdict vd = hub_cluster_key_verify(
             c->key, mm->snode, mm->snode_len, hub__cluster_be64(mm->sbuf),
             hub__cluster_be64(mm->sbuf + 8), "mem", parts, 5, mm->smac, true);
 
-        why = vd == HUB_CKEY_OK ? 0 : vd == HUB_CKEY_REPLAY ? -ESTALE
-                                                            : -EACCES;
+        why = vd == HUB_CLUSTER_KEY_OK       ? 0
+              : vd == HUB_CLUSTER_KEY_REPLAY ? -ESTALE
+                                             : -EACCES;
     }
     if (why)
         hub__cluster_key_drop(c, why, mm->snode, mm->snode_len,

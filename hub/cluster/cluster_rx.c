@@ -19,7 +19,7 @@
 #include "hub/channel/subcount.h"
 #include "hub/cluster/cluster_cache.h"
 #include "hub/cluster/cluster_int.h"
-#include "hub/cluster/envelope.h"
+#include "hub/cluster/cluster_envelope.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/publish.h"
 #include "hub/wire/frame.h"
@@ -47,7 +47,7 @@ void hub_cluster_rx_fini(struct hub_cluster_rx *rx)
 
 /* Count what is missing between the origin's last seq and e's. */
 static void track(struct hub_cluster *c, struct hub_cluster_rx *rx,
-                  const struct hub_envelope *e)
+                  const struct hub_cluster_envelope *e)
 {
     struct hub_cluster_origin *o;
 
@@ -84,13 +84,13 @@ static void track(struct hub_cluster *c, struct hub_cluster_rx *rx,
 /* rchan (NULL = not checked) is "<prefix>:<app>:<channel>" of e, or the
  * cache channel for a cache envelope (and only for one). */
 static bool rchan_matches(const struct hub_cluster *c, const char *rchan,
-                          size_t rlen, const struct hub_envelope *e)
+                          size_t rlen, const struct hub_cluster_envelope *e)
 {
     size_t plen = strlen(c->prefix);
     bool cache_chan = rchan && rlen == c->cache_chan_len &&
                       !memcmp(rchan, c->cache_chan, rlen);
 
-    if (e->kind == HUB_ENV_CACHE)
+    if (e->kind == HUB_CLUSTER_ENV_CACHE)
         return (!rchan || cache_chan) &&
                hub_channel_is_cache(e->channel, e->channel_len);
     if (!rchan)
@@ -103,12 +103,12 @@ static bool rchan_matches(const struct hub_cluster *c, const char *rchan,
 }
 
 static void deliver(struct hub_cluster *c, unsigned app,
-                    const struct hub_envelope *ep)
+                    const struct hub_cluster_envelope *ep)
 {
-    const struct hub_envelope e = *ep;
+    const struct hub_cluster_envelope e = *ep;
     struct hub_frame *f;
 
-    if (e.kind == HUB_ENV_TERMINATE) {
+    if (e.kind == HUB_CLUSTER_ENV_TERMINATE) {
         size_t plen = sizeof(USER_PREFIX) - 1;
         char *uid;
 
@@ -125,7 +125,7 @@ static void deliver(struct hub_cluster *c, unsigned app,
         free(uid);
         return;
     }
-    if (e.kind == HUB_ENV_COUNT) {
+    if (e.kind == HUB_CLUSTER_ENV_COUNT) {
         /* Only for an app this node counts too (the same apps everywhere,
          * but a node may be configured apart). */
         if (app < c->n_apps && c->apps[app].subscription_count)
@@ -150,7 +150,7 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
                         const char *rchan, size_t rchan_len,
                         const void *data, size_t len)
 {
-    struct hub_envelope e;
+    struct hub_cluster_envelope e;
     int app = -1, rc = hub__cluster_open_env(c, &e, data, len, true);
 
     if (rc == -EACCES || rc == -ESTALE) {
@@ -168,27 +168,28 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
      * Its sequence is Redis's, per watcher, whichever node's script sent
      * it: tracked under an origin no node has (the empty id); 0 is an
      * older node's script, not numbered. */
-    if (e.kind != HUB_ENV_SCRIPT && e.origin_len == c->node_len &&
+    if (e.kind != HUB_CLUSTER_ENV_SCRIPT && e.origin_len == c->node_len &&
         !memcmp(e.origin, c->node_id, c->node_len)) {
         HUB_CLUSTER_STAT_ADD(c->stats.own_ignored, 1);
         return 1;
     }
-    if (rx && e.kind != HUB_ENV_SCRIPT) {
+    if (rx && e.kind != HUB_CLUSTER_ENV_SCRIPT) {
         track(c, rx, &e);
     } else if (rx && e.seq) {
-        struct hub_envelope redis_seq = e;
+        struct hub_cluster_envelope redis_seq = e;
 
         redis_seq.origin = "";
         redis_seq.origin_len = 0;
         track(c, rx, &redis_seq);
     }
     HUB_CLUSTER_STAT_ADD(c->stats.received, 1);
-    if (e.kind == HUB_ENV_CACHE)
+    if (e.kind == HUB_CLUSTER_ENV_CACHE)
         HUB_CLUSTER_STAT_ADD(c->stats.cache_received, 1);
     if (!c->hub)
         return 0;
     pthread_mutex_lock(&c->deliver_mu);
-    if (!c->closed && e.kind == HUB_ENV_CACHE && (unsigned)app < c->n_apps)
+    if (!c->closed && e.kind == HUB_CLUSTER_ENV_CACHE &&
+        (unsigned)app < c->n_apps)
         hub__cluster_cache_apply(c->hub, &c->apps[app], &e, e.ttl_ms, true);
     else if (!c->closed)
         deliver(c, (unsigned)app, &e);

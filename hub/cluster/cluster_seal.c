@@ -1,9 +1,9 @@
 /*
- * hub/cluster/cluster_seal.c - the cluster key in use (hub/cluster/ckey.h,
- * docs/SCALING.md "The cluster key"): setting it, sealing the trailer onto
- * an envelope this node sends, opening (checking) an envelope that arrives
- * or is loaded, what a script's unsigned event may hold, and counting and
- * logging what does not verify.
+ * hub/cluster/cluster_seal.c - the cluster key in use
+ * (hub/cluster/cluster_key.h, docs/SCALING.md "The cluster key"): setting it,
+ * sealing the trailer onto an envelope this node sends, opening (checking) an
+ * envelope that arrives or is loaded, what a script's unsigned event may hold,
+ * and counting and logging what does not verify.
  *
  * Thread: set before the backplane thread starts; the rest on the
  * backplane thread.
@@ -16,13 +16,13 @@
 #include <jansson.h>
 
 #include "hub/base/log.h"
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 #include "hub/cluster/cluster_int.h"
-#include "hub/cluster/envelope.h"
+#include "hub/cluster/cluster_envelope.h"
 
-void hub_cluster_set_key(struct hub_cluster *c, struct hub_ckey *key)
+void hub_cluster_set_key(struct hub_cluster *c, struct hub_cluster_key *key)
 {
-    hub_ckey_destroy(c->key);
+    hub_cluster_key_destroy(c->key);
     c->key = key;
 }
 
@@ -45,10 +45,10 @@ int hub__cluster_key_seal(struct hub_cluster *c, unsigned char *out,
 {
     /* The trailer: counter, time, MAC over the whole envelope
      * (docs/SCALING.md, "The cluster key"). */
-    const struct hub_ckey_part part = { out, n };
+    const struct hub_cluster_key_part part = { out, n };
     uint64_t ctr, ms;
 
-    if (hub_ckey_sign(c->key, "env", &part, 1, &ctr, &ms, out + n + 16))
+    if (hub_cluster_key_sign(c->key, "env", &part, 1, &ctr, &ms, out + n + 16))
         return -ENOMEM;
     for (int i = 0; i < 8; i++) {
         out[n + i] = (unsigned char)(ctr >> (56 - 8 * i));
@@ -90,7 +90,7 @@ void hub__cluster_key_drop(struct hub_cluster *c, int why, const char *origin,
  * state): with a key it is taken only as what the scripts send, a
  * watchlist_events frame on a user channel, so that a forged one can at
  * most fake online or offline, never carry another event. */
-static bool script_frame_ok(const struct hub_envelope *e)
+static bool script_frame_ok(const struct hub_cluster_envelope *e)
 {
     static const char pre[] = USER_PREFIX;
     json_t *root = NULL, *inner = NULL, *evs;
@@ -135,26 +135,30 @@ out:
     return ok;
 }
 
-int hub__cluster_open_env(struct hub_cluster *c, struct hub_envelope *e,
+int hub__cluster_open_env(struct hub_cluster *c,
+                          struct hub_cluster_envelope *e,
                           const unsigned char *data, size_t len, bool fresh)
 {
-    const struct hub_ckey_part part = { data, len - HUB_CKEY_TRAILER };
+    const struct hub_cluster_key_part part = { data,
+                                               len - HUB_CLUSTER_KEY_TRAILER };
     const unsigned char *t;
 
     if (!c->key)
-        return hub_envelope_decode(e, data, len);
-    if (!hub_envelope_decode(e, data, len))
-        return e->kind == HUB_ENV_SCRIPT && script_frame_ok(e) ? 0 : -EACCES;
-    if (len <= HUB_CKEY_TRAILER ||
-        hub_envelope_decode(e, data, len - HUB_CKEY_TRAILER))
+        return hub_cluster_envelope_decode(e, data, len);
+    if (!hub_cluster_envelope_decode(e, data, len))
+        return e->kind == HUB_CLUSTER_ENV_SCRIPT && script_frame_ok(e)
+                   ? 0
+                   : -EACCES;
+    if (len <= HUB_CLUSTER_KEY_TRAILER ||
+        hub_cluster_envelope_decode(e, data, len - HUB_CLUSTER_KEY_TRAILER))
         return -EINVAL;
-    t = data + len - HUB_CKEY_TRAILER;
-    switch (hub_ckey_verify(c->key, e->origin, e->origin_len,
-                            hub__cluster_be64(t), hub__cluster_be64(t + 8),
-                            "env", &part, 1, t + 16, fresh)) {
-    case HUB_CKEY_OK:
+    t = data + len - HUB_CLUSTER_KEY_TRAILER;
+    switch (hub_cluster_key_verify(
+        c->key, e->origin, e->origin_len, hub__cluster_be64(t),
+        hub__cluster_be64(t + 8), "env", &part, 1, t + 16, fresh)) {
+    case HUB_CLUSTER_KEY_OK:
         return 0;
-    case HUB_CKEY_REPLAY:
+    case HUB_CLUSTER_KEY_REPLAY:
         return -ESTALE;
     default:
         return -EACCES;

@@ -20,7 +20,7 @@
  * Thread: main thread only, before any loop starts.
  */
 #include "server/config/config.h"
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 #include "hub/webhook/webhook.h"
 #include "server/config/redis_url.h"
 #include "server/config/secret.h"
@@ -325,7 +325,8 @@ static const struct srv_option_desc srv_options[] = {
      "used instead of one in --redis; read again on SIGHUP, used from the "
      "next reconnect.",
      NULL, 0, 0, 0, SRV_CFG(redis_password_file)},
-    /* Cluster key (hub/cluster/ckey.h, docs/SCALING.md "The cluster key"). */
+    /* Cluster key (hub/cluster/cluster_key.h, docs/SCALING.md "The cluster
+     * key"). */
     {"cluster_key_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
      "PATH",
      "File of the cluster key (one line; two during a rotation: sign with "
@@ -1764,8 +1765,8 @@ static int srv__validate_cluster(const struct srv_config *cfg, char *err,
         char *k1, *k2, kwhy[256];
         size_t l1, l2;
 
-        if (hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2,
-                               kwhy, sizeof(kwhy))) {
+        if (hub_cluster_key_read_file(cfg->cluster_key_file, &k1, &l1, &k2,
+                                      &l2, kwhy, sizeof(kwhy))) {
             srv_config_err(err, errlen, "%s: %s",
                      srv__flag("cluster_key_file", a, sizeof(a)), kwhy);
             return -EINVAL;
