@@ -167,8 +167,8 @@ void hub_cluster_dir_local(struct hub_cluster *c,
         /* The hub was told "not last" (the directory delivers): with
          * Redis gone, the view delivers the local edge itself. */
         if (dop->presence && dop->local_last)
-            hub__cluster_view_leave_local(c, dop->app, dop->name, dop->len,
-                                          dop->uid);
+            hub__cluster_view_leave(c, dop->app, dop->name, dop->len,
+                                    dop->uid, true);
         hub_cluster_dirop_free(dop);
         return;
     }

@@ -444,7 +444,7 @@ static void cdir_leave(void *d, unsigned app, const char *name, size_t len,
         return;
     }
     if (uid && llast)
-        hub__cluster_view_leave_down(c, app, name, len, uid);
+        hub__cluster_view_leave(c, app, name, len, uid, false);
     if (last)
         *last = llast;
     if (seq)

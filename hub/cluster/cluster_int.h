@@ -199,19 +199,18 @@ bool hub__cluster_view_joined(struct hub_cluster *c,
  * from the view when there is one. false out of memory. */
 bool hub__cluster_view_join_local(struct hub_cluster *c,
                                   struct hub_cluster_dirop *dop);
-/* Redis did not answer the LEAVE of uid's last local connection: the view
- * drops uid and tells local subscribers. */
-void hub__cluster_view_leave_local(struct hub_cluster *c, unsigned app,
-                                   const char *name, size_t len,
-                                   const char *uid);
+/* uid's last local connection left without Redis: the view (if any)
+ * drops uid. tell: the view tells local subscribers itself (a LEAVE Redis
+ * did not answer: the hub was told "not last"); else the hub does (Redis
+ * was down at the leave). */
+void hub__cluster_view_leave(struct hub_cluster *c, unsigned app,
+                             const char *name, size_t len, const char *uid,
+                             bool tell);
 /* Redis down: the view (if any) follows what the hub tells local
- * subscribers of a join (j's list becomes the view's) and a leave. */
+ * subscribers of a join (j's list becomes the view's). */
 void hub__cluster_view_join_down(struct hub_cluster *c, unsigned app,
                                  const char *name, size_t len,
                                  struct hub_presence_join *j);
-void hub__cluster_view_leave_down(struct hub_cluster *c, unsigned app,
-                                  const char *name, size_t len,
-                                  const char *uid);
 
 /* cluster_dir.c. Undo a counted local join (a refused JOIN): the local
  * directory and the refcount, without a LEAVE op (Redis never counted

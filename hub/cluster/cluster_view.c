@@ -558,24 +558,6 @@ void hub__cluster_view_join_down(struct hub_cluster *c, unsigned app,
     pthread_mutex_unlock(&c->vmu);
 }
 
-void hub__cluster_view_leave_down(struct hub_cluster *c, unsigned app,
-                                  const char *name, size_t len,
-                                  const char *uid)
-{
-    struct view *v;
-
-    pthread_mutex_lock(&c->vmu);
-    v = view_find(c, app, name, len);
-    if (v) {
-        bool found;
-        size_t pos = view_pos(v, uid, strlen(uid), &found);
-
-        if (found)
-            view_remove_at(v, pos);
-    }
-    pthread_mutex_unlock(&c->vmu);
-}
-
 int hub__cluster_view_member_event(struct hub_cluster *c, unsigned app,
                                    const char *ch, size_t ch_len,
                                    uint64_t cseq, bool add, const char *uid,
@@ -640,9 +622,9 @@ bool hub__cluster_view_joined(struct hub_cluster *c,
     return !j || j->members_json;
 }
 
-void hub__cluster_view_leave_local(struct hub_cluster *c, unsigned app,
-                                   const char *name, size_t len,
-                                   const char *uid)
+void hub__cluster_view_leave(struct hub_cluster *c, unsigned app,
+                             const char *name, size_t len, const char *uid,
+                             bool tell)
 {
     struct view *v;
 
@@ -654,7 +636,8 @@ void hub__cluster_view_leave_local(struct hub_cluster *c, unsigned app,
 
         if (found) {
             view_remove_at(v, pos);
-            view_deliver(c, v, false, uid, NULL);
+            if (tell)
+                view_deliver(c, v, false, uid, NULL);
         }
     }
     pthread_mutex_unlock(&c->vmu);
