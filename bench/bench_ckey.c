@@ -1,10 +1,10 @@
 /*
- * bench/bench_ckey.c - what the cluster key (hub/cluster/ckey.h) costs per
- * envelope, in one run: for payloads of 100 B, 1 KiB and 16 KiB, the
- * sender's encode (hub_envelope_encode) without and with the MAC
- * (hub_ckey_sign over the encoded bytes), and the receiver's decode
- * without and with the check (hub_ckey_verify, fresh: the window and the
- * counter too). Each figure is the median of RUNS runs of N envelopes on
+ * bench/bench_ckey.c - what the cluster key (hub/cluster/cluster_key.h) costs
+ * per envelope, in one run: for payloads of 100 B, 1 KiB and 16 KiB, the
+ * sender's encode (hub_cluster_envelope_encode) without and with the MAC
+ * (hub_cluster_key_sign over the encoded bytes), and the receiver's decode
+ * without and with the check (hub_cluster_key_verify, fresh: the window and
+ * the counter too). Each figure is the median of RUNS runs of N envelopes on
  * one thread; ns per envelope.
  *
  * Last line: ckey: sign_ns_1k=X verify_ns_1k=Y (the 1 KiB payload's
@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "hub/cluster/ckey.h"
-#include "hub/cluster/envelope.h"
+#include "hub/cluster/cluster_key.h"
+#include "hub/cluster/cluster_envelope.h"
 
 enum { RUNS = 7, N = 200000 };
 
@@ -47,10 +47,10 @@ int main(void)
 {
     static const size_t sizes[] = { 100, 1024, 16384 };
     static const char key[] = "bench-cluster-key-0123456789abcdef";
-    struct hub_ckey *sender = hub_ckey_create(key, sizeof(key) - 1, NULL, 0,
-                                              "lubdub", "n1", 3000);
-    struct hub_ckey *receiver = hub_ckey_create(key, sizeof(key) - 1, NULL,
-                                                0, "lubdub", "n2", 3000);
+    struct hub_cluster_key *sender = hub_cluster_key_create(
+        key, sizeof(key) - 1, NULL, 0, "lubdub", "n1", 3000);
+    struct hub_cluster_key *receiver = hub_cluster_key_create(
+        key, sizeof(key) - 1, NULL, 0, "lubdub", "n2", 3000);
     double sign_1k = 0, verify_1k = 0;
     volatile unsigned sink = 0;
 
@@ -62,10 +62,16 @@ int main(void)
         size_t n = sizes[s];
         unsigned char *data = malloc(n), *buf = malloc(n + 512);
         double enc[RUNS], enc_mac[RUNS], dec[RUNS], dec_ver[RUNS];
-        struct hub_envelope e = {
-            .kind = HUB_ENV_EVENT, .origin = "n1", .origin_len = 2,
-            .epoch = 7, .seq = 1, .app = "app-id", .app_len = 6,
-            .channel = "private-bench", .channel_len = 13,
+        struct hub_cluster_envelope e = {
+            .kind = HUB_CLUSTER_ENV_EVENT,
+            .origin = "n1",
+            .origin_len = 2,
+            .epoch = 7,
+            .seq = 1,
+            .app = "app-id",
+            .app_len = 6,
+            .channel = "private-bench",
+            .channel_len = 13,
         };
         size_t len;
 
@@ -74,53 +80,56 @@ int main(void)
         memset(data, 'x', n);
         e.data = data;
         e.data_len = n;
-        len = hub_envelope_size(&e);
+        len = hub_cluster_envelope_size(&e);
         for (int r = 0; r < RUNS; r++) {
             double t0 = now_ns();
 
             for (int i = 0; i < N; i++) {
                 e.seq = (uint64_t)i + 1;
-                sink += (unsigned)hub_envelope_encode(&e, buf, n + 512);
+                sink +=
+                    (unsigned)hub_cluster_envelope_encode(&e, buf, n + 512);
             }
             enc[r] = (now_ns() - t0) / N;
             t0 = now_ns();
             for (int i = 0; i < N; i++) {
-                struct hub_ckey_part part = { buf, len };
+                struct hub_cluster_key_part part = { buf, len };
                 uint64_t ctr, ms;
 
                 e.seq = (uint64_t)i + 1;
-                sink += (unsigned)hub_envelope_encode(&e, buf, n + 512);
-                hub_ckey_sign(sender, "env", &part, 1, &ctr, &ms,
-                              buf + len + 16);
+                sink +=
+                    (unsigned)hub_cluster_envelope_encode(&e, buf, n + 512);
+                hub_cluster_key_sign(sender, "env", &part, 1, &ctr, &ms,
+                                     buf + len + 16);
                 sink += (unsigned)ctr;
             }
             enc_mac[r] = (now_ns() - t0) / N;
             t0 = now_ns();
             for (int i = 0; i < N; i++) {
-                struct hub_envelope d;
+                struct hub_cluster_envelope d;
 
-                sink += (unsigned)hub_envelope_decode(&d, buf, len);
+                sink += (unsigned)hub_cluster_envelope_decode(&d, buf, len);
             }
             dec[r] = (now_ns() - t0) / N;
             /* Fresh signatures to check (each counter above the last). */
             {
-                unsigned char (*macs)[HUB_CKEY_MAC_LEN] =
-                    malloc((size_t)N * HUB_CKEY_MAC_LEN);
+                unsigned char(*macs)[HUB_CLUSTER_KEY_MAC_LEN] =
+                    malloc((size_t)N * HUB_CLUSTER_KEY_MAC_LEN);
                 uint64_t *ctrs = malloc((size_t)N * sizeof(*ctrs));
                 uint64_t *mss = malloc((size_t)N * sizeof(*mss));
-                struct hub_ckey_part part = { buf, len };
+                struct hub_cluster_key_part part = { buf, len };
 
                 if (!macs || !ctrs || !mss)
                     return 1;
                 for (int i = 0; i < N; i++)
-                    hub_ckey_sign(sender, "env", &part, 1, &ctrs[i], &mss[i],
-                                  macs[i]);
+                    hub_cluster_key_sign(sender, "env", &part, 1, &ctrs[i],
+                                         &mss[i], macs[i]);
                 t0 = now_ns();
                 for (int i = 0; i < N; i++) {
-                    struct hub_envelope d;
+                    struct hub_cluster_envelope d;
 
-                    sink += (unsigned)hub_envelope_decode(&d, buf, len);
-                    sink += (unsigned)hub_ckey_verify(
+                    sink +=
+                        (unsigned)hub_cluster_envelope_decode(&d, buf, len);
+                    sink += (unsigned)hub_cluster_key_verify(
                         receiver, "n1", 2, ctrs[i], mss[i], "env", &part, 1,
                         macs[i], true);
                 }
@@ -147,7 +156,7 @@ int main(void)
     if (sink == 42)
         printf("\n");
     printf("ckey: sign_ns_1k=%.0f verify_ns_1k=%.0f\n", sign_1k, verify_1k);
-    hub_ckey_destroy(sender);
-    hub_ckey_destroy(receiver);
+    hub_cluster_key_destroy(sender);
+    hub_cluster_key_destroy(receiver);
     return 0;
 }

@@ -18,7 +18,7 @@
  *   - hub_chan_hash (hub/base/chantab.h), the (app, string) table under the
  *     loop-local channel index (hub/loop/chanmap.c), the hub-wide directory
  *     (hub/loop/directory.c), the cluster's channel refcounts and presence
- *     views (hub/cluster/cluster.c), the online registry of signed-in and watched
+ *     views (hub/cluster/cluster_dir.c, cluster_view.c), the online registry of signed-in and watched
  *     user ids (hub/channel/online.c), the cache channels' store (hub/channel/cache.c),
  *     the subscription_count coalescer and its choice of loop
  *     (hub/channel/subcount.c), and the backplane thread's channel tables

@@ -1,7 +1,9 @@
 /*
- * hub/cluster/cluster.h - the scale-out backplane (hub/loop/backplane.h) of several
- * lubdub nodes sharing one broker (Redis), minus the network: that is
- * server/redis/redis.c, on its own thread.
+ * hub/cluster/cluster.h - the scale-out backplane (hub/loop/backplane.h) of
+ * several lubdub nodes sharing one broker (Redis), minus the network: that
+ * is server/redis/redis.c, on its own thread. Implemented by the
+ * hub/cluster/cluster_*.c files, one concern each (their list and what
+ * they share: hub/cluster/cluster_int.h).
  *
  * Directory: the in-process directory (hub/loop/directory.c), wrapped: it is
  * the truth for this node's own sessions and the answer while Redis is
@@ -19,7 +21,7 @@
  *
  * Bus: publish delivers on this node's loops at once (hub_fanout_loops,
  * never through the broker), then queues the frame for the backplane
- * thread, which wraps it in an envelope (hub/cluster/envelope.h) and publishes it.
+ * thread, which wraps it in an envelope (hub/cluster/cluster_envelope.h) and publishes it.
  * terminate_user likewise. Member events (skip->member_seq set) stay on
  * this node: their seq belongs to this node's directory (other nodes get
  * theirs from Redis's member-event channels, through their views).
@@ -122,7 +124,7 @@ struct hub_cluster_dirop {
  * "<prefix>:<app id>:<channel>", NUL-terminated; the Pusher channel name
  * starts at rchan + name_off. CACHE: rchan is the Redis key
  * "<prefix>:cache:<app id>:<channel>" and its first bus_len bytes the
- * broker channel "<prefix>:cache" (hub/cluster/ccache.h). */
+ * broker channel "<prefix>:cache" (hub/cluster/cluster_cache.h). */
 struct hub_cluster_op {
     struct hub_cluster_op *next;
     enum hub_cluster_op_kind kind;
@@ -202,13 +204,13 @@ bool hub_cluster_wh_redis(const struct hub_cluster *c, unsigned app,
                           uint64_t *delay_ms);
 
 /*
- * The cluster key (hub/cluster/ckey.h; owned from now on, NULL: none): envelopes
+ * The cluster key (hub/cluster/cluster_key.h; owned from now on, NULL: none): envelopes
  * this node encodes carry its MAC, and what arrives must verify
  * (docs/SCALING.md, "The cluster key"). Before the backplane thread
  * starts.
  */
-struct hub_ckey;
-void hub_cluster_set_key(struct hub_cluster *c, struct hub_ckey *key);
+struct hub_cluster_key;
+void hub_cluster_set_key(struct hub_cluster *c, struct hub_cluster_key *key);
 bool hub_cluster_has_key(const struct hub_cluster *c);
 /*
  * The stamp a join script puts before the member_added it may publish

@@ -214,7 +214,7 @@ struct hub_bus_ops {
     void (*destroy)(void *b);
     /* Optional (NULL: publish is used): an HTTP API event on a cache
      * channel, which the bus also hands to the other processes as the
-     * channel's last event (hub/cluster/ccache.h). */
+     * channel's last event (hub/cluster/cluster_cache.h). */
     int (*publish_cache)(void *b, struct hub *h, struct hub_loop *from,
                          const struct hub_pub_req *r);
     /* Optional (NULL: one process, nothing to tell): this process changed

@@ -23,6 +23,8 @@
  * concurrent increments. */
 #define HUB_STAT_ADD_SHARED(x, n)                                              \
     __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
+#define HUB_STAT_SUB_SHARED(x, n)                                              \
+    __atomic_fetch_sub(&(x), (n), __ATOMIC_RELAXED)
 #define HUB_STAT_MAX(x, v)                                                     \
     do {                                                                       \
         if ((v) > HUB_STAT_GET(x))                                             \

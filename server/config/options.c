@@ -305,7 +305,7 @@ static const struct srv_option_desc srv_options[] = {
      "used instead of one in --redis; read again on SIGHUP, used from the "
      "next reconnect.",
      NULL, 0, 0, 0, SRV_CFG(redis_password_file)},
-    /* Cluster key (hub/cluster/ckey.h, docs/SCALING.md "The cluster key"). */
+    /* Cluster key (hub/cluster/cluster_key.h, docs/SCALING.md "The cluster key"). */
     {"cluster_key_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
      "PATH",
      "File of the cluster key (one line; two during a rotation: sign with "

@@ -14,7 +14,7 @@
 #include "server/config/secret.h"
 #include "server/config/settings.h"
 #include "server/config/value.h"
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 #include "server/base/peeraddr.h"
 
 #include <arpa/inet.h>
@@ -242,7 +242,7 @@ static int srv__validate_cluster(const struct srv_config *cfg, char *err,
         char *k1, *k2, kwhy[256];
         size_t l1, l2;
 
-        if (hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2,
+        if (hub_cluster_key_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2,
                                kwhy, sizeof(kwhy))) {
             srv_config_err(err, errlen, "%s: %s",
                      srv__flag("cluster_key_file", a, sizeof(a)), kwhy);

@@ -20,7 +20,7 @@
 
 #include "hub/hub.h"
 #include "hub/loop/backplane.h"
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 #include "hub/cluster/cluster.h"
 #include "server/redis/redis.h"
 #include "server/redis/redis_lease.h"
@@ -70,12 +70,12 @@ static int set_cluster_key(struct srv *srv, const struct srv_config *cfg)
 {
     char *k1 = NULL, *k2 = NULL;
     size_t l1 = 0, l2 = 0;
-    struct hub_ckey *key = NULL;
+    struct hub_cluster_key *key = NULL;
     char err[200];
 
-    if (!hub_ckey_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2, err,
+    if (!hub_cluster_key_read_file(cfg->cluster_key_file, &k1, &l1, &k2, &l2, err,
                             sizeof(err)))
-        key = hub_ckey_create(k1, l1, k2, l2, cfg->redis_prefix,
+        key = hub_cluster_key_create(k1, l1, k2, l2, cfg->redis_prefix,
                               srv->node_id,
                               cfg->node_lease_ms ? cfg->node_lease_ms : 3000);
     else

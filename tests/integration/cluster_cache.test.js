@@ -31,7 +31,7 @@ async function cacheInfo(hub, channel) {
   return r.json.cache;
 }
 
-// A cache envelope (hub/cluster/envelope.h, kind 3) as another node writes it.
+// A cache envelope (hub/cluster/cluster_envelope.h, kind 3) as another node writes it.
 function cacheEnvelope({ origin, app, channel, payload, ttlMs }) {
   const u16 = (n) => { const b = Buffer.alloc(2); b.writeUInt16BE(n); return b; };
   const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };

@@ -92,7 +92,7 @@ async function resp(t, port) {
   return { cmd, msgs };
 }
 
-// An unsigned envelope (hub/cluster/envelope.h) of kind 1: what anyone who can
+// An unsigned envelope (hub/cluster/cluster_envelope.h) of kind 1: what anyone who can
 // PUBLISH could send.
 function envelope(origin, app, channel, data) {
   const u16 = (n) => { const b = Buffer.alloc(2); b.writeUInt16BE(n); return b; };

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_cluster.c - the node-to-node envelope (hub/cluster/envelope.h)
+ * tests/unit/test_cluster.c - the node-to-node envelope (hub/cluster/cluster_envelope.h)
  * and the cluster backplane's node-local half (hub/cluster/cluster.h) without a
  * network: encode/decode round trips, every truncation and hostile bytes
  * refused without reading out of bounds, the directory wrapper queueing a
@@ -21,15 +21,15 @@
 #include "hub/loop/backplane.h"
 #include "hub/channel/cache.h"
 #include "hub/cluster/cluster.h"
-#include "hub/cluster/envelope.h"
+#include "hub/cluster/cluster_envelope.h"
 #include "hub/wire/frame.h"
 
 static const unsigned char payload[] = "{\"event\":\"ev\",\"data\":\"x\"}";
 
-static struct hub_envelope sample(void)
+static struct hub_cluster_envelope sample(void)
 {
-    return (struct hub_envelope){
-        .kind = HUB_ENV_EVENT, .origin = "n1", .origin_len = 2,
+    return (struct hub_cluster_envelope){
+        .kind = HUB_CLUSTER_ENV_EVENT, .origin = "n1", .origin_len = 2,
         .epoch = 0x1122334455667788ull, .seq = 42, .app = "app-id",
         .app_len = 6, .channel = "private-a", .channel_len = 9,
         .excl_set = true, .excl_hi = 123456, .excl_lo = 789,
@@ -39,14 +39,14 @@ static struct hub_envelope sample(void)
 
 static void test_cluster_envelope_round_trip(void **state)
 {
-    struct hub_envelope e = sample(), d;
+    struct hub_cluster_envelope e = sample(), d;
     unsigned char buf[512];
-    size_t n = hub_envelope_encode(&e, buf, sizeof(buf));
+    size_t n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
 
     (void)state;
-    assert_int_equal(n, hub_envelope_size(&e));
-    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
-    assert_int_equal(d.kind, HUB_ENV_EVENT);
+    assert_int_equal(n, hub_cluster_envelope_size(&e));
+    assert_int_equal(hub_cluster_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_CLUSTER_ENV_EVENT);
     assert_memory_equal(d.origin, "n1", 2);
     assert_int_equal(d.epoch, e.epoch);
     assert_int_equal(d.seq, 42);
@@ -59,43 +59,43 @@ static void test_cluster_envelope_round_trip(void **state)
     assert_int_equal(d.data_len, sizeof(payload) - 1);
     assert_memory_equal(d.data, payload, d.data_len);
     /* Too small a buffer: nothing written. */
-    assert_int_equal(hub_envelope_encode(&e, buf, n - 1), 0);
+    assert_int_equal(hub_cluster_envelope_encode(&e, buf, n - 1), 0);
 }
 
 static void test_cluster_envelope_refuses_out_of_bounds_input(void **state)
 {
-    struct hub_envelope e = sample();
+    struct hub_cluster_envelope e = sample();
     unsigned char buf[2048];
 
     (void)state;
     e.origin_len = 0;
-    assert_int_equal(hub_envelope_size(&e), 0);
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
     e = sample();
-    e.channel_len = HUB_ENV_MAX_CHANNEL + 1;
-    assert_int_equal(hub_envelope_encode(&e, buf, sizeof(buf)), 0);
+    e.channel_len = HUB_CLUSTER_ENV_MAX_CHANNEL + 1;
+    assert_int_equal(hub_cluster_envelope_encode(&e, buf, sizeof(buf)), 0);
     e = sample();
     e.kind = 9;
-    assert_int_equal(hub_envelope_size(&e), 0);
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
     e = sample();
-    e.kind = HUB_ENV_TERMINATE; /* a terminate order carries no data */
-    assert_int_equal(hub_envelope_size(&e), 0);
+    e.kind = HUB_CLUSTER_ENV_TERMINATE; /* a terminate order carries no data */
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
 }
 
 /* Each decode gets its own exact-size heap copy, so that ASan sees any
  * read past the end. */
 static int decode_copy(const unsigned char *p, size_t n)
 {
-    struct hub_envelope d;
+    struct hub_cluster_envelope d;
     unsigned char *copy = malloc(n ? n : 1);
     int rc;
 
     assert_non_null(copy);
     memcpy(copy, p, n);
-    rc = hub_envelope_decode(&d, copy, n);
+    rc = hub_cluster_envelope_decode(&d, copy, n);
     if (rc == 0) {
-        assert_true(d.origin_len >= 1 && d.origin_len <= HUB_ENV_MAX_ORIGIN);
+        assert_true(d.origin_len >= 1 && d.origin_len <= HUB_CLUSTER_ENV_MAX_ORIGIN);
         assert_true(d.channel_len >= 1 &&
-                    d.channel_len <= HUB_ENV_MAX_CHANNEL);
+                    d.channel_len <= HUB_CLUSTER_ENV_MAX_CHANNEL);
         assert_true((const unsigned char *)d.data + d.data_len <=
                     copy + n);
     }
@@ -105,13 +105,13 @@ static int decode_copy(const unsigned char *p, size_t n)
 
 static void test_cluster_envelope_hostile_bytes(void **state)
 {
-    struct hub_envelope e = sample();
+    struct hub_cluster_envelope e = sample();
     unsigned char buf[512], m[512];
-    size_t n = hub_envelope_encode(&e, buf, sizeof(buf));
+    size_t n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     uint64_t x = 0x9E3779B97F4A7C15ull;
 
     (void)state;
-    assert_int_equal(hub_envelope_decode(&e, NULL, 0), -EINVAL);
+    assert_int_equal(hub_cluster_envelope_decode(&e, NULL, 0), -EINVAL);
     /* Every truncation, and one byte too many, are refused. */
     for (size_t k = 0; k < n; k++)
         assert_int_equal(decode_copy(buf, k), -EINVAL);
@@ -151,19 +151,19 @@ static void test_cluster_envelope_hostile_bytes(void **state)
 /* Kind 4, a count notice: the event layout with no payload. */
 static void test_cluster_envelope_count_kind(void **state)
 {
-    struct hub_envelope e = sample(), d;
+    struct hub_cluster_envelope e = sample(), d;
     unsigned char buf[512], m[512];
     size_t n;
 
     (void)state;
-    e.kind = HUB_ENV_COUNT;
-    assert_int_equal(hub_envelope_size(&e), 0); /* it carries no data */
+    e.kind = HUB_CLUSTER_ENV_COUNT;
+    assert_int_equal(hub_cluster_envelope_size(&e), 0); /* it carries no data */
     e.data = NULL;
     e.data_len = 0;
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     assert_true(n > 0);
-    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
-    assert_int_equal(d.kind, HUB_ENV_COUNT);
+    assert_int_equal(hub_cluster_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_CLUSTER_ENV_COUNT);
     assert_int_equal(d.data_len, 0);
     assert_int_equal(d.channel_len, e.channel_len);
     assert_memory_equal(d.channel, e.channel, e.channel_len);
@@ -171,67 +171,67 @@ static void test_cluster_envelope_count_kind(void **state)
         assert_int_equal(decode_copy(buf, k), -EINVAL);
     /* An event with a payload relabelled kind 4 is refused. */
     e = sample();
-    n = hub_envelope_encode(&e, m, sizeof(m));
-    m[4] = HUB_ENV_COUNT;
+    n = hub_cluster_envelope_encode(&e, m, sizeof(m));
+    m[4] = HUB_CLUSTER_ENV_COUNT;
     assert_int_equal(decode_copy(m, n), -EINVAL);
     /* A ttl belongs to kind 3 only. */
-    e.kind = HUB_ENV_COUNT;
+    e.kind = HUB_CLUSTER_ENV_COUNT;
     e.data = NULL;
     e.data_len = 0;
     e.ttl_ms = 5;
-    assert_int_equal(hub_envelope_size(&e), 0);
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
 }
 
 /* Kind 5, a script's event: the event layout, not numbered. */
 static void test_cluster_envelope_script_kind(void **state)
 {
-    struct hub_envelope e = sample(), d;
+    struct hub_cluster_envelope e = sample(), d;
     unsigned char buf[512];
     size_t n;
 
     (void)state;
-    e.kind = HUB_ENV_SCRIPT;
+    e.kind = HUB_CLUSTER_ENV_SCRIPT;
     e.epoch = e.seq = 0;
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     assert_true(n > 0);
-    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
-    assert_int_equal(d.kind, HUB_ENV_SCRIPT);
+    assert_int_equal(hub_cluster_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_CLUSTER_ENV_SCRIPT);
     assert_int_equal(d.data_len, e.data_len);
     assert_memory_equal(d.data, e.data, e.data_len);
     for (size_t k = 0; k < n; k++)
         assert_int_equal(decode_copy(buf, k), -EINVAL);
     e.ttl_ms = 5; /* a ttl belongs to kind 3 only */
-    assert_int_equal(hub_envelope_size(&e), 0);
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
 }
 
 /* Kind 3, a cache event: the same layout plus its remaining life. */
 static void test_cluster_envelope_cache_kind(void **state)
 {
-    struct hub_envelope e = sample(), d;
+    struct hub_cluster_envelope e = sample(), d;
     unsigned char buf[512], m[512];
     size_t n;
     uint64_t x = 0xD1B54A32D192ED03ull;
 
     (void)state;
-    e.kind = HUB_ENV_CACHE;
+    e.kind = HUB_CLUSTER_ENV_CACHE;
     e.channel = "cache-a";
     e.channel_len = 7;
-    assert_int_equal(hub_envelope_size(&e), 0); /* no ttl */
-    e.ttl_ms = HUB_ENV_MAX_TTL + 1;
-    assert_int_equal(hub_envelope_size(&e), 0);
+    assert_int_equal(hub_cluster_envelope_size(&e), 0); /* no ttl */
+    e.ttl_ms = HUB_CLUSTER_ENV_MAX_TTL + 1;
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
     e.ttl_ms = 1234;
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     d = sample();
-    assert_int_equal(n, hub_envelope_size(&d) - 2 + 4);
-    assert_int_equal(hub_envelope_decode(&d, buf, n), 0);
-    assert_int_equal(d.kind, HUB_ENV_CACHE);
+    assert_int_equal(n, hub_cluster_envelope_size(&d) - 2 + 4);
+    assert_int_equal(hub_cluster_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.kind, HUB_CLUSTER_ENV_CACHE);
     assert_int_equal(d.ttl_ms, 1234);
     assert_int_equal(d.data_len, sizeof(payload) - 1);
     assert_memory_equal(d.data, payload, d.data_len);
     /* Only kind 3 carries a ttl. */
     d = sample();
     d.ttl_ms = 5;
-    assert_int_equal(hub_envelope_size(&d), 0);
+    assert_int_equal(hub_cluster_envelope_size(&d), 0);
     /* A zero ttl on the wire, every truncation, one byte more. */
     memcpy(m, buf, n);
     memset(m + n - 4, 0, 4);
@@ -245,11 +245,11 @@ static void test_cluster_envelope_cache_kind(void **state)
     assert_int_equal(decode_copy(m, n + 1), -EINVAL);
     /* An event envelope relabelled kind 3 lacks its ttl. */
     e = sample();
-    n = hub_envelope_encode(&e, m, sizeof(m));
-    m[4] = HUB_ENV_CACHE;
+    n = hub_cluster_envelope_encode(&e, m, sizeof(m));
+    m[4] = HUB_CLUSTER_ENV_CACHE;
     assert_int_equal(decode_copy(m, n), -EINVAL);
     /* Random flips: never a crash or a bad read. */
-    n = hub_envelope_encode(&(struct hub_envelope){ .kind = HUB_ENV_CACHE,
+    n = hub_cluster_envelope_encode(&(struct hub_cluster_envelope){ .kind = HUB_CLUSTER_ENV_CACHE,
         .origin = "n1", .origin_len = 2, .app = "a", .app_len = 1,
         .channel = "cache-a", .channel_len = 7, .data = payload,
         .data_len = sizeof(payload) - 1, .ttl_ms = 9 }, buf, sizeof(buf));
@@ -356,7 +356,7 @@ static void test_cluster_subscribes_on_first_and_last(void **state)
 static size_t envelope(unsigned char *buf, size_t cap, const char *origin,
                        uint64_t epoch, uint64_t seq, const char *app)
 {
-    struct hub_envelope e = sample();
+    struct hub_cluster_envelope e = sample();
 
     e.origin = origin;
     e.origin_len = strlen(origin);
@@ -364,7 +364,7 @@ static size_t envelope(unsigned char *buf, size_t cap, const char *origin,
     e.seq = seq;
     e.app = app;
     e.app_len = strlen(app);
-    return hub_envelope_encode(&e, buf, cap);
+    return hub_cluster_envelope_encode(&e, buf, cap);
 }
 
 static void test_cluster_receive_rules(void **state)
@@ -417,18 +417,18 @@ static void test_cluster_receive_script_kind(void **state)
     struct hub_cluster *c = cluster("n1");
     struct hub_backplane_stats *st = hub_cluster_stats(c);
     struct hub_cluster_rx rx = { 0 };
-    struct hub_envelope e = sample();
+    struct hub_cluster_envelope e = sample();
     unsigned char buf[512];
     size_t n;
 
     (void)state;
-    e.kind = HUB_ENV_SCRIPT;
+    e.kind = HUB_CLUSTER_ENV_SCRIPT;
     e.origin = "n1";
     e.origin_len = 2;
     e.epoch = e.seq = 0;
     e.app = "app-id";
     e.app_len = 6;
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
     assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
     assert_int_equal(st->own_ignored, 0);
@@ -459,11 +459,11 @@ static void test_cluster_receive_script_numbered(void **state)
     struct hub_cluster *c = cluster("n1");
     struct hub_backplane_stats *st = hub_cluster_stats(c);
     struct hub_cluster_rx rx = { 0 };
-    struct hub_envelope e = sample();
+    struct hub_cluster_envelope e = sample();
     unsigned char buf[512];
 
     (void)state;
-    e.kind = HUB_ENV_SCRIPT;
+    e.kind = HUB_CLUSTER_ENV_SCRIPT;
     e.app = "app-id";
     e.app_len = 6;
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
@@ -473,7 +473,7 @@ static void test_cluster_receive_script_numbered(void **state)
         e.origin_len = strlen(e.origin);
         e.epoch = steps[i].epoch;
         e.seq = steps[i].seq;
-        n = hub_envelope_encode(&e, buf, sizeof(buf));
+        n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
         assert_int_equal(hub_cluster_receive(c, &rx, NULL, 0, buf, n), 0);
         assert_int_equal(st->gaps, steps[i].gaps);
     }
@@ -538,7 +538,7 @@ static void test_cluster_encode_carries_the_frame(void **state)
 {
     struct hub_cluster *c = cluster("node-a");
     struct hub_cluster_op *op;
-    struct hub_envelope d;
+    struct hub_cluster_envelope d;
     struct hub_backplane bp;
     unsigned char *env;
     size_t len = 0;
@@ -554,7 +554,7 @@ static void test_cluster_encode_carries_the_frame(void **state)
     op->skip = (struct hub_skip){ .set = true, .hi = 5, .lo = 6 };
     env = hub_cluster_encode(c, op, 3, 4, &len);
     assert_non_null(env);
-    assert_int_equal(hub_envelope_decode(&d, env, len), 0);
+    assert_int_equal(hub_cluster_envelope_decode(&d, env, len), 0);
     assert_memory_equal(d.origin, "node-a", 6);
     assert_int_equal(d.seq, 4);
     assert_memory_equal(d.channel, "c1", 2);
@@ -607,7 +607,7 @@ static void test_cluster_hub_publish_and_receive(void **state)
     struct hub_cluster_op *ops[16];
     struct hub_frame *f;
     struct hub_skip ex = { 0 };
-    struct hub_envelope e;
+    struct hub_cluster_envelope e;
     unsigned char buf[512];
     size_t n;
 
@@ -699,7 +699,7 @@ static void test_cluster_hub_publish_and_receive(void **state)
     e.channel_len = 9;
     e.excl_hi = b.s.sid_hi;
     e.excl_lo = b.s.sid_lo;
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     /* Not the broker channel it names: refused. */
     assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:app-id:other", 19,
                                          buf, n), -EINVAL);
@@ -738,7 +738,7 @@ static void test_cluster_cache(void **state)
     struct hub_backplane_stats *st;
     struct hub_cluster_op *ops[8];
     struct hub_frame *f, *got;
-    struct hub_envelope e;
+    struct hub_cluster_envelope e;
     unsigned char *env, buf[512];
     size_t n, len = 0, clen;
     uint64_t left = 0;
@@ -775,8 +775,8 @@ static void test_cluster_cache(void **state)
     assert_int_equal(hub_cluster_op_ttl(c, ops[0]), 9000);
     env = hub_cluster_encode(c, ops[0], 1, 1, &len);
     assert_non_null(env);
-    assert_int_equal(hub_envelope_decode(&e, env, len), 0);
-    assert_int_equal(e.kind, HUB_ENV_CACHE);
+    assert_int_equal(hub_cluster_envelope_decode(&e, env, len), 0);
+    assert_int_equal(e.kind, HUB_CLUSTER_ENV_CACHE);
     assert_int_equal(e.ttl_ms, 9000);
     assert_int_equal(e.data_len, 26);
     free(env);
@@ -785,7 +785,7 @@ static void test_cluster_cache(void **state)
     assert_int_equal(hub_cluster_op_ttl(c, ops[0]), 0);
     env = hub_cluster_encode(c, ops[0], 1, 2, &len);
     assert_non_null(env);
-    assert_int_equal(hub_envelope_decode(&e, env, len), 0);
+    assert_int_equal(hub_cluster_envelope_decode(&e, env, len), 0);
     assert_int_equal(e.ttl_ms, 1);
     free(env);
     free_ops(ops, n);
@@ -805,7 +805,7 @@ static void test_cluster_cache(void **state)
     free_ops(ops, take_ops(c, ops, 8));
     fake_flush(&d.s);
     e = sample();
-    e.kind = HUB_ENV_CACHE;
+    e.kind = HUB_CLUSTER_ENV_CACHE;
     e.origin = "n2";
     e.app = "app-id";
     e.channel = "cache-y";
@@ -813,7 +813,7 @@ static void test_cluster_cache(void **state)
     e.excl_set = false;
     e.excl_hi = e.excl_lo = 0;
     e.ttl_ms = 500;
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     assert_true(n > 0);
     /* Only on the cache channel. */
     assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:app-id:cache-y", 21,
@@ -833,13 +833,13 @@ static void test_cluster_cache(void **state)
     hub_frame_unref(got);
     /* This node's own: ignored. */
     e.origin = "n1";
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:cache", 12, buf, n),
                      1);
     /* A cache envelope naming a channel that is not a cache channel. */
     e.origin = "n2";
     e.channel = "plain-y";
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     assert_int_equal(hub_cluster_receive(c, NULL, "lubdub:cache", 12, buf, n),
                      -EINVAL);
 #define KEY "lubdub:cache:app-id:cache-y"
@@ -851,7 +851,7 @@ static void test_cluster_cache(void **state)
 
     /* From Redis: kept unless the replica's entry lives longer. */
     e.channel = "cache-y";
-    n = hub_envelope_encode(&e, buf, sizeof(buf));
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
     /* Under another key (another cluster's prefix, or moved): refused. */
     assert_int_equal(hub_cluster_load(c, "lubdub:cache:app-id:cache-z", 27,
                                       buf, n, 800), -EINVAL);

@@ -1,5 +1,5 @@
 -- server/redis/lua/cache_scan.lua - one SCAN step over the cache channels'
--- keys (hub/cluster/ccache.h) with each key's value and remaining life, in
+-- keys (hub/cluster/cluster_cache.h) with each key's value and remaining life, in
 -- one round trip (server/redis/redis_pub.c loads them on every connect).
 --
 -- ARGV cursor pattern. Returns {cursor, key, value, pttl, ...}: keys that

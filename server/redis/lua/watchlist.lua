@@ -15,7 +15,7 @@
 -- An edge (P:go's count moving 0 <-> 1) is decided by the script that
 -- moves it, which PUBLISHes one pusher_internal:watchlist_events frame per
 -- watcher on the watcher's own Redis channel P:<a>:#server-to-user-<w>, as
--- an envelope of kind 5 (hub/cluster/envelope.h: a script's event,
+-- an envelope of kind 5 (hub/cluster/cluster_envelope.h: a script's event,
 -- delivered by every node, the deciding one too). Redis's order is every
 -- node's.
 --

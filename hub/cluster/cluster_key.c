@@ -1,9 +1,10 @@
 /*
- * hub/cluster/ckey.c - the cluster key's MACs and the receiving side's replay
- * table (hub/cluster/ckey.h). HMAC-SHA256 through OpenSSL's EVP_MAC, one context
- * per key keyed once and re-initialised per message (same key).
+ * hub/cluster/cluster_key.c - the cluster key's MACs and the receiving side's
+ * replay table (hub/cluster/cluster_key.h). HMAC-SHA256 through OpenSSL's
+ * EVP_MAC, one context per key keyed once and re-initialised per message (same
+ * key).
  */
-#include "hub/cluster/ckey.h"
+#include "hub/cluster/cluster_key.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -22,12 +23,12 @@ struct last {
     uint64_t ctr, time_ms;
 };
 
-struct hub_ckey {
+struct hub_cluster_key {
     pthread_mutex_t mu;
-    EVP_MAC_CTX *ctx[2];           /* ctx[1] NULL: one key */
+    EVP_MAC_CTX *ctx[2]; /* ctx[1] NULL: one key */
     char *prefix, *node;
     uint64_t window_ms;
-    uint64_t ctr;                  /* the last counter this node signed */
+    uint64_t ctr; /* the last counter this node signed */
     struct last *seen;
     size_t n_seen, cap_seen;
 };
@@ -57,15 +58,17 @@ static EVP_MAC_CTX *keyed(const void *key, size_t len)
     return ctx;
 }
 
-struct hub_ckey *hub_ckey_create(const void *key1, size_t len1,
-                                 const void *key2, size_t len2,
-                                 const char *prefix, const char *node,
-                                 uint64_t window_ms)
+struct hub_cluster_key *hub_cluster_key_create(const void *key1, size_t len1,
+                                               const void *key2, size_t len2,
+                                               const char *prefix,
+                                               const char *node,
+                                               uint64_t window_ms)
 {
-    struct hub_ckey *k;
+    struct hub_cluster_key *k;
 
-    if (len1 < HUB_CKEY_MIN_KEY || len1 > HUB_CKEY_MAX_KEY ||
-        (len2 && (len2 < HUB_CKEY_MIN_KEY || len2 > HUB_CKEY_MAX_KEY)) ||
+    if (len1 < HUB_CLUSTER_KEY_MIN_KEY || len1 > HUB_CLUSTER_KEY_MAX_KEY ||
+        (len2 &&
+         (len2 < HUB_CLUSTER_KEY_MIN_KEY || len2 > HUB_CLUSTER_KEY_MAX_KEY)) ||
         !prefix || !node)
         return NULL;
     k = calloc(1, sizeof(*k));
@@ -78,13 +81,13 @@ struct hub_ckey *hub_ckey_create(const void *key1, size_t len1,
     k->node = strdup(node);
     k->window_ms = window_ms;
     if (!k->ctx[0] || (len2 && !k->ctx[1]) || !k->prefix || !k->node) {
-        hub_ckey_destroy(k);
+        hub_cluster_key_destroy(k);
         return NULL;
     }
     return k;
 }
 
-void hub_ckey_destroy(struct hub_ckey *k)
+void hub_cluster_key_destroy(struct hub_cluster_key *k)
 {
     if (!k)
         return;
@@ -99,8 +102,9 @@ void hub_ckey_destroy(struct hub_ckey *k)
     free(k);
 }
 
-int hub_ckey_read_file(const char *path, char **key1, size_t *len1,
-                       char **key2, size_t *len2, char *why, size_t why_len)
+int hub_cluster_key_read_file(const char *path, char **key1, size_t *len1,
+                              char **key2, size_t *len2, char *why,
+                              size_t why_len)
 {
     FILE *f = fopen(path, "r");
     char *line = NULL, *keys[2] = { NULL, NULL };
@@ -128,10 +132,10 @@ int hub_ckey_read_file(const char *path, char **key1, size_t *len1,
             rc = -EINVAL;
             break;
         }
-        if (l < HUB_CKEY_MIN_KEY || l > HUB_CKEY_MAX_KEY) {
-            snprintf(why, why_len,
-                     "%s: key %zu is %zu bytes (%d..%d allowed)", path, n + 1,
-                     l, HUB_CKEY_MIN_KEY, HUB_CKEY_MAX_KEY);
+        if (l < HUB_CLUSTER_KEY_MIN_KEY || l > HUB_CLUSTER_KEY_MAX_KEY) {
+            snprintf(why, why_len, "%s: key %zu is %zu bytes (%d..%d allowed)",
+                     path, n + 1, l, HUB_CLUSTER_KEY_MIN_KEY,
+                     HUB_CLUSTER_KEY_MAX_KEY);
             rc = -EINVAL;
             break;
         }
@@ -197,8 +201,9 @@ static int upd_str(EVP_MAC_CTX *ctx, const void *s, size_t n)
 /* The MAC of one message with ctx (its key). */
 static bool mac_with(EVP_MAC_CTX *ctx, const char *prefix, const char *node,
                      size_t node_len, uint64_t ctr, uint64_t time_ms,
-                     const char *domain, const struct hub_ckey_part *parts,
-                     size_t n, unsigned char out[HUB_CKEY_MAC_LEN])
+                     const char *domain,
+                     const struct hub_cluster_key_part *parts, size_t n,
+                     unsigned char out[HUB_CLUSTER_KEY_MAC_LEN])
 {
     unsigned char ints[16], md[EVP_MAX_MD_SIZE];
     size_t md_len = 0;
@@ -213,16 +218,16 @@ static bool mac_with(EVP_MAC_CTX *ctx, const char *prefix, const char *node,
     for (size_t i = 0; ok && i < n; i++)
         ok = upd_str(ctx, parts[i].p, parts[i].n);
     ok = ok && EVP_MAC_final(ctx, md, &md_len, sizeof(md)) &&
-         md_len >= HUB_CKEY_MAC_LEN;
+         md_len >= HUB_CLUSTER_KEY_MAC_LEN;
     if (ok)
-        memcpy(out, md, HUB_CKEY_MAC_LEN);
+        memcpy(out, md, HUB_CLUSTER_KEY_MAC_LEN);
     return ok;
 }
 
-int hub_ckey_sign(struct hub_ckey *k, const char *domain,
-                  const struct hub_ckey_part *parts, size_t n,
-                  uint64_t *ctr, uint64_t *time_ms,
-                  unsigned char mac[HUB_CKEY_MAC_LEN])
+int hub_cluster_key_sign(struct hub_cluster_key *k, const char *domain,
+                         const struct hub_cluster_key_part *parts, size_t n,
+                         uint64_t *ctr, uint64_t *time_ms,
+                         unsigned char mac[HUB_CLUSTER_KEY_MAC_LEN])
 {
     uint64_t us = wall_us();
     bool ok;
@@ -238,7 +243,7 @@ int hub_ckey_sign(struct hub_ckey *k, const char *domain,
 }
 
 /* The node's entry (under mu), made when make; NULL when none or full. */
-static struct last *last_of(struct hub_ckey *k, const char *node,
+static struct last *last_of(struct hub_cluster_key *k, const char *node,
                             size_t node_len, uint64_t now_ms, bool make)
 {
     struct last *l;
@@ -249,7 +254,7 @@ static struct last *last_of(struct hub_ckey *k, const char *node,
             return &k->seen[i];
     if (!make)
         return NULL;
-    if (k->n_seen == HUB_CKEY_MAX_NODES) {
+    if (k->n_seen == HUB_CLUSTER_KEY_MAX_NODES) {
         /* Forget nodes silent past the window: their old messages fail
          * the time check anyway. */
         size_t j = 0;
@@ -262,7 +267,7 @@ static struct last *last_of(struct hub_ckey *k, const char *node,
                 free(k->seen[i].node);
         }
         k->n_seen = j;
-        if (j == HUB_CKEY_MAX_NODES)
+        if (j == HUB_CLUSTER_KEY_MAX_NODES)
             return NULL;
     }
     if (k->n_seen == k->cap_seen) {
@@ -285,15 +290,15 @@ static struct last *last_of(struct hub_ckey *k, const char *node,
     return l;
 }
 
-enum hub_ckey_verdict hub_ckey_verify(struct hub_ckey *k, const char *node,
-                                      size_t node_len, uint64_t ctr,
-                                      uint64_t time_ms, const char *domain,
-                                      const struct hub_ckey_part *parts,
-                                      size_t n,
-                                      const unsigned char *mac, bool fresh)
+enum hub_cluster_key_verdict
+hub_cluster_key_verify(struct hub_cluster_key *k, const char *node,
+                       size_t node_len, uint64_t ctr, uint64_t time_ms,
+                       const char *domain,
+                       const struct hub_cluster_key_part *parts, size_t n,
+                       const unsigned char *mac, bool fresh)
 {
-    unsigned char want[HUB_CKEY_MAC_LEN];
-    enum hub_ckey_verdict v = HUB_CKEY_FORGED;
+    unsigned char want[HUB_CLUSTER_KEY_MAC_LEN];
+    enum hub_cluster_key_verdict v = HUB_CLUSTER_KEY_FORGED;
     uint64_t now_ms = wall_us() / 1000;
     struct last *l;
 
@@ -301,19 +306,19 @@ enum hub_ckey_verdict hub_ckey_verify(struct hub_ckey *k, const char *node,
     for (int i = 0; i < 2 && k->ctx[i]; i++) {
         if (mac_with(k->ctx[i], k->prefix, node, node_len, ctr, time_ms,
                      domain, parts, n, want) &&
-            !CRYPTO_memcmp(want, mac, HUB_CKEY_MAC_LEN)) {
-            v = HUB_CKEY_OK;
+            !CRYPTO_memcmp(want, mac, HUB_CLUSTER_KEY_MAC_LEN)) {
+            v = HUB_CLUSTER_KEY_OK;
             break;
         }
     }
-    if (v == HUB_CKEY_OK && fresh) {
+    if (v == HUB_CLUSTER_KEY_OK && fresh) {
         if ((now_ms > time_ms && now_ms - time_ms > k->window_ms) ||
             (time_ms > now_ms && time_ms - now_ms > k->window_ms)) {
-            v = HUB_CKEY_REPLAY;
+            v = HUB_CLUSTER_KEY_REPLAY;
         } else {
             l = last_of(k, node, node_len, now_ms, true);
             if (!l || ctr <= l->ctr) {
-                v = HUB_CKEY_REPLAY;
+                v = HUB_CLUSTER_KEY_REPLAY;
             } else {
                 l->ctr = ctr;
                 l->time_ms = time_ms;

@@ -1,9 +1,9 @@
 /*
- * hub/cluster/envelope.c - the node-to-node envelope of hub/cluster/envelope.h. Decoding
- * trusts nothing: every field is read through a cursor that refuses to go
- * past the end.
+ * hub/cluster/cluster_envelope.c - the node-to-node envelope of
+ * hub/cluster/cluster_envelope.h. Decoding trusts nothing: every field is read
+ * through a cursor that refuses to go past the end.
  */
-#include "hub/cluster/envelope.h"
+#include "hub/cluster/cluster_envelope.h"
 
 #include <errno.h>
 #include <string.h>
@@ -14,31 +14,34 @@ static const unsigned char magic[4] = { 'L', 'D', 'B', '1' };
  * chan_len, excl_hi, excl_lo, member_seq, data_len. */
 #define FIXED (4 + 1 + 1 + 2 + 8 + 8 + 2 + 2 + 8 + 4 + 8 + 4)
 
-static bool in_bounds(const struct hub_envelope *e)
+static bool in_bounds(const struct hub_cluster_envelope *e)
 {
-    if (e->kind != HUB_ENV_EVENT && e->kind != HUB_ENV_TERMINATE &&
-        e->kind != HUB_ENV_CACHE && e->kind != HUB_ENV_COUNT &&
-        e->kind != HUB_ENV_SCRIPT)
+    if (e->kind != HUB_CLUSTER_ENV_EVENT &&
+        e->kind != HUB_CLUSTER_ENV_TERMINATE &&
+        e->kind != HUB_CLUSTER_ENV_CACHE && e->kind != HUB_CLUSTER_ENV_COUNT &&
+        e->kind != HUB_CLUSTER_ENV_SCRIPT)
         return false;
-    if ((e->kind == HUB_ENV_CACHE) != (e->ttl_ms != 0) ||
-        e->ttl_ms > HUB_ENV_MAX_TTL)
+    if ((e->kind == HUB_CLUSTER_ENV_CACHE) != (e->ttl_ms != 0) ||
+        e->ttl_ms > HUB_CLUSTER_ENV_MAX_TTL)
         return false;
-    if (!e->origin_len || e->origin_len > HUB_ENV_MAX_ORIGIN ||
-        !e->app_len || e->app_len > HUB_ENV_MAX_APP || !e->channel_len ||
-        e->channel_len > HUB_ENV_MAX_CHANNEL || e->data_len > HUB_ENV_MAX_DATA)
+    if (!e->origin_len || e->origin_len > HUB_CLUSTER_ENV_MAX_ORIGIN ||
+        !e->app_len || e->app_len > HUB_CLUSTER_ENV_MAX_APP ||
+        !e->channel_len || e->channel_len > HUB_CLUSTER_ENV_MAX_CHANNEL ||
+        e->data_len > HUB_CLUSTER_ENV_MAX_DATA)
         return false;
-    if ((e->kind == HUB_ENV_TERMINATE || e->kind == HUB_ENV_COUNT) &&
+    if ((e->kind == HUB_CLUSTER_ENV_TERMINATE ||
+         e->kind == HUB_CLUSTER_ENV_COUNT) &&
         e->data_len)
         return false;
     return true;
 }
 
-size_t hub_envelope_size(const struct hub_envelope *e)
+size_t hub_cluster_envelope_size(const struct hub_cluster_envelope *e)
 {
     if (!in_bounds(e))
         return 0;
     return FIXED + e->origin_len + e->app_len + e->channel_len + e->data_len +
-           (e->kind == HUB_ENV_CACHE ? 4 : 0);
+           (e->kind == HUB_CLUSTER_ENV_CACHE ? 4 : 0);
 }
 
 static unsigned char *put_be(unsigned char *p, uint64_t v, unsigned n)
@@ -55,10 +58,10 @@ static unsigned char *put_bytes(unsigned char *p, const void *s, size_t n)
     return p + n;
 }
 
-size_t hub_envelope_encode(const struct hub_envelope *e, unsigned char *out,
-                           size_t cap)
+size_t hub_cluster_envelope_encode(const struct hub_cluster_envelope *e,
+                                   unsigned char *out, size_t cap)
 {
-    size_t need = hub_envelope_size(e);
+    size_t need = hub_cluster_envelope_size(e);
     unsigned char *p = out;
 
     if (!need || need > cap)
@@ -79,7 +82,7 @@ size_t hub_envelope_encode(const struct hub_envelope *e, unsigned char *out,
     p = put_be(p, e->member_seq, 8);
     p = put_be(p, e->data_len, 4);
     p = put_bytes(p, e->data, e->data_len);
-    if (e->kind == HUB_ENV_CACHE)
+    if (e->kind == HUB_CLUSTER_ENV_CACHE)
         p = put_be(p, e->ttl_ms, 4);
     return (size_t)(p - out);
 }
@@ -118,7 +121,8 @@ static const unsigned char *get_bytes(struct cursor *c, size_t n)
     return s;
 }
 
-int hub_envelope_decode(struct hub_envelope *e, const void *p, size_t len)
+int hub_cluster_envelope_decode(struct hub_cluster_envelope *e, const void *p,
+                                size_t len)
 {
     struct cursor c = { p, len, false };
     const unsigned char *m;
@@ -144,10 +148,10 @@ int hub_envelope_decode(struct hub_envelope *e, const void *p, size_t len)
     e->excl_lo = (uint32_t)get_be(&c, 4);
     e->member_seq = get_be(&c, 8);
     e->data_len = (size_t)get_be(&c, 4);
-    if (c.bad || e->data_len > HUB_ENV_MAX_DATA)
+    if (c.bad || e->data_len > HUB_CLUSTER_ENV_MAX_DATA)
         goto bad;
     e->data = get_bytes(&c, e->data_len);
-    if (e->kind == HUB_ENV_CACHE)
+    if (e->kind == HUB_CLUSTER_ENV_CACHE)
         e->ttl_ms = (uint32_t)get_be(&c, 4);
     if (c.bad || c.left || (flags & ~1ull))
         goto bad;

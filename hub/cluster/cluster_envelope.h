@@ -1,17 +1,18 @@
 /*
- * hub/cluster/envelope.h - what one node sends another through the broker: a
- * publication (a sealed frame's payload) or a terminate order, with what
- * the receiver needs to deliver it exactly as the origin would have.
- * Kind 5 is built by Lua in Redis (server/redis/lua/watchlist.lua) in this
- * same layout.
+ * hub/cluster/cluster_envelope.h - what one node sends another through the
+ * broker: a publication (a sealed frame's payload) or a terminate order, with
+ * what the receiver needs to deliver it exactly as the origin would have. Kind
+ * 5 is built by Lua in Redis (server/redis/lua/watchlist.lua) in this same
+ * layout.
  *
  * Wire layout (all integers big-endian, every length checked on decode):
  *   "LDB1"            magic and version (4 bytes)
  *   u8  kind          1 = event, 2 = terminate, 3 = cache event (an
  *                     event on a cache channel that every node keeps as
- *                     the channel's last event, hub/cluster/ccache.h), 4 =
- *                     count notice (the channel's subscription count
- *                     changed on the origin; no payload, hub/channel/subcount.h),
+ *                     the channel's last event,
+ *                     hub/cluster/cluster_cache.h), 4 = count notice (the
+ *                     channel's subscription count changed on the origin;
+ *                     no payload, hub/channel/subcount.h),
  *                     5 = script event (an event a Redis script published,
  *                     server/redis/lua/watchlist.lua: delivered by every node,
  *                     the origin's too; numbered by Redis per watcher,
@@ -27,7 +28,7 @@
  *   u64 member_seq    the origin's member_seq (0 = none)
  *   u32 data_len      then data_len payload bytes (kinds 1, 3); 0 (2, 4)
  *   u32 ttl_ms        kind 3 only: the cached event's remaining life, in
- *                     ms (1..HUB_ENV_MAX_TTL), when the origin sent it
+ *                     ms (1..HUB_CLUSTER_ENV_MAX_TTL), when the origin sent it
  * Nothing may follow. Decoding borrows pointers into the input.
  *
  * Thread: none (pure functions).
@@ -39,21 +40,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HUB_ENV_EVENT 1
-#define HUB_ENV_TERMINATE 2
-#define HUB_ENV_CACHE 3
-#define HUB_ENV_COUNT 4
-#define HUB_ENV_SCRIPT 5
+#define HUB_CLUSTER_ENV_EVENT 1
+#define HUB_CLUSTER_ENV_TERMINATE 2
+#define HUB_CLUSTER_ENV_CACHE 3
+#define HUB_CLUSTER_ENV_COUNT 4
+#define HUB_CLUSTER_ENV_SCRIPT 5
 
-#define HUB_ENV_MAX_ORIGIN 255
-#define HUB_ENV_MAX_APP 255
+#define HUB_CLUSTER_ENV_MAX_ORIGIN 255
+#define HUB_CLUSTER_ENV_MAX_APP 255
 /* A user's channel "#server-to-user-<id>" carries the user id, whose bound
  * is the app's max_user_id_len: the channel may use all of its u16. */
-#define HUB_ENV_MAX_CHANNEL 65535
-#define HUB_ENV_MAX_DATA (16u * 1024 * 1024)
-#define HUB_ENV_MAX_TTL (24u * 3600 * 1000)
+#define HUB_CLUSTER_ENV_MAX_CHANNEL 65535
+#define HUB_CLUSTER_ENV_MAX_DATA (16u * 1024 * 1024)
+#define HUB_CLUSTER_ENV_MAX_TTL (24u * 3600 * 1000)
 
-struct hub_envelope {
+struct hub_cluster_envelope {
     uint8_t kind;
     const char *origin;
     size_t origin_len;
@@ -68,18 +69,20 @@ struct hub_envelope {
     uint64_t member_seq;
     const unsigned char *data;
     size_t data_len;
-    uint32_t ttl_ms;               /* kind 3: 1..HUB_ENV_MAX_TTL */
+    uint32_t ttl_ms; /* kind 3: 1..HUB_CLUSTER_ENV_MAX_TTL */
 };
 
-/* Bytes hub_envelope_encode() writes for e, 0 when e is out of bounds. */
-size_t hub_envelope_size(const struct hub_envelope *e);
+/* Bytes hub_cluster_envelope_encode() writes for e, 0 when e is out of
+ * bounds. */
+size_t hub_cluster_envelope_size(const struct hub_cluster_envelope *e);
 /* Write e into out (cap bytes); the length written, 0 when it does not
  * fit or e is out of bounds. */
-size_t hub_envelope_encode(const struct hub_envelope *e, unsigned char *out,
-                           size_t cap);
+size_t hub_cluster_envelope_encode(const struct hub_cluster_envelope *e,
+                                   unsigned char *out, size_t cap);
 /* Parse p[0..len) into e (pointers into p). 0, or -EINVAL for anything
  * malformed: wrong magic, unknown kind, a length out of bounds or past
  * the end, trailing bytes. */
-int hub_envelope_decode(struct hub_envelope *e, const void *p, size_t len);
+int hub_cluster_envelope_decode(struct hub_cluster_envelope *e, const void *p,
+                                size_t len);
 
 #endif
