@@ -144,7 +144,7 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
     srv_redis_attach(srv->redis, srv->cluster);
     /* Node lease and reaper (server/redis/redis_lease.h). */
     {
-        const struct srv_lease_cfg lc = {
+        const struct srv_redis_lease_cfg lc = {
             .node_id = srv->node_id,
             .prefix = cfg->redis_prefix,
             .lease_ms = cfg->node_lease_ms,
@@ -154,7 +154,7 @@ struct hub *srv_cluster_hub_create(struct srv *srv)
             .redis = srv->redis,
             .rejoin = srv_redis_dir_rejoin,
         };
-        struct srv_lease *lease = srv_lease_create(&lc);
+        struct srv_redis_lease *lease = srv_redis_lease_create(&lc);
 
         if (!lease) {
             hub_destroy(h);

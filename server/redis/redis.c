@@ -90,7 +90,7 @@ static void go_down(struct srv_redis *r, const char *why)
     ev_timer_stop(r->loop, &r->ping_w);
     r->ping_out = false;
     /* Node lease (server/redis/redis_lease.h): before the connection goes. */
-    srv_lease_down(r->lease);
+    srv_redis_lease_down(r->lease);
     /* The directory answers locally from now on; what waited on Redis is
      * answered so (the dropped connections fail their calls). */
     bool was_up = r->up;
@@ -140,7 +140,7 @@ static void go_up(struct srv_redis *r)
     /* Node lease (server/redis/redis_lease.h): its tick is the first
      * command on the new connection, so that a first registration sees no
      * join of this run. */
-    srv_lease_up(r->lease, r->loop, r->cmd);
+    srv_redis_lease_up(r->lease, r->loop, r->cmd);
     k = srv_redis_rx_up(r);
     srv_log(HUB_LOG_INFO, 0,
             "backplane: up, redis %s:%d db %d, node %s, %u channels "
@@ -355,7 +355,7 @@ static void stop_finish(void *arg)
     struct srv_redis *r = arg;
     struct ev_loop *loop = r->loop;
 
-    srv_lease_down(r->lease);
+    srv_redis_lease_down(r->lease);
     ev_timer_stop(loop, &r->retry_w);
     ev_timer_stop(loop, &r->connect_w);
     ev_timer_stop(loop, &r->ping_w);
@@ -373,7 +373,7 @@ static void stop_cb(struct ev_loop *loop, ev_async *w, int revents)
     /* Node lease (server/redis/redis_lease.h): a clean stop deregisters
      * at once, after what the loops queued last (their leaves) went out. */
     wake_cb(loop, &r->wake_w, 0);
-    if (srv_lease_leave(r->lease, stop_finish, r))
+    if (srv_redis_lease_leave(r->lease, stop_finish, r))
         return;
     stop_finish(r);
 }
@@ -429,7 +429,7 @@ struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
     return r;
 }
 
-void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l)
+void srv_redis_set_lease(struct srv_redis *r, struct srv_redis_lease *l)
 {
     r->lease = l;
 }
@@ -437,7 +437,7 @@ void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l)
 int srv_redis_app_added(struct srv_redis *r, unsigned index, const char *id,
                         struct hub_app_live *live)
 {
-    return r ? srv_lease_app_added(r->lease, index, id, live) : 0;
+    return r ? srv_redis_lease_app_added(r->lease, index, id, live) : 0;
 }
 
 void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
@@ -490,7 +490,7 @@ void srv_redis_stop(struct srv_redis *r)
     hub_chantab_fini(&r->rx);
     srv_redis_dir_free(r->dir);
     ev_loop_destroy(r->loop);
-    srv_lease_destroy(r->lease);
+    srv_redis_lease_destroy(r->lease);
     free(r->ring);
     free(r->node_id);
     free(r);

@@ -29,13 +29,13 @@ struct srv_secret;
 struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
                                    const char *node_id,
                                    struct srv_secret *pass);
-struct srv_lease;
+struct srv_redis_lease;
 /* The node lease and reaper (server/redis/redis_lease.h), owned from now on
  * (before start). */
-void srv_redis_set_lease(struct srv_redis *r, struct srv_lease *l);
+void srv_redis_set_lease(struct srv_redis *r, struct srv_redis_lease *l);
 struct hub_app_live;
 /* A reload added app index: its connections count cluster-wide
- * (srv_lease_app_added). Main thread. 0 or -ENOMEM. */
+ * (srv_redis_lease_app_added). Main thread. 0 or -ENOMEM. */
 int srv_redis_app_added(struct srv_redis *r, unsigned index, const char *id,
                         struct hub_app_live *live);
 /* The cluster whose queue it serves (before start). */

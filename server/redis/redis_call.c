@@ -30,14 +30,14 @@ static const char *const script_text[SRV_SCRIPT_N] = {
     [SRV_SCRIPT_ONLINE_REJOIN] = srv_lua_online_rejoin,
 };
 
-redisAsyncContext *srv_call_conn(const struct srv_call_ctx *cx)
+redisAsyncContext *srv_redis_call_conn(const struct srv_redis_call_ctx *cx)
 {
     return cx->cmd_fn(cx->r);
 }
 
 /* Arguments. */
 
-void srv_call_arg_n(struct srv_call *k, const char *s, size_t n)
+void srv_redis_call_arg_n(struct srv_redis_call *k, const char *s, size_t n)
 {
     char *p;
 
@@ -69,12 +69,12 @@ void srv_call_arg_n(struct srv_call *k, const char *s, size_t n)
     k->argvlen[k->argc++] = n;
 }
 
-void srv_call_arg(struct srv_call *k, const char *s)
+void srv_redis_call_arg(struct srv_redis_call *k, const char *s)
 {
-    srv_call_arg_n(k, s, strlen(s));
+    srv_redis_call_arg_n(k, s, strlen(s));
 }
 
-void srv_call_argf(struct srv_call *k, const char *fmt, ...)
+void srv_redis_call_argf(struct srv_redis_call *k, const char *fmt, ...)
 {
     va_list ap;
     char *s = NULL;
@@ -87,12 +87,12 @@ void srv_call_argf(struct srv_call *k, const char *fmt, ...)
         k->oom = true;
         return;
     }
-    srv_call_arg_n(k, s, (size_t)n);
+    srv_redis_call_arg_n(k, s, (size_t)n);
     free(s);
 }
 
-void srv_call_field(struct srv_call *k, const char *app, const char *ch,
-                    size_t len, const char *uid)
+void srv_redis_call_field(struct srv_redis_call *k, const char *app,
+                          const char *ch, size_t len, const char *uid)
 {
     size_t al = strlen(app), ul = uid ? strlen(uid) : 0;
     size_t n = al + 1 + len + (uid ? 1 + ul : 0);
@@ -109,17 +109,19 @@ void srv_call_field(struct srv_call *k, const char *app, const char *ch,
         f[al + 1 + len] = 0x1f;
         memcpy(f + al + 2 + len, uid, ul);
     }
-    srv_call_arg_n(k, f, n);
+    srv_redis_call_arg_n(k, f, n);
     free(f);
 }
 
 /* Calls. */
 
-struct srv_call *srv_call_new(struct srv_call_ctx *cx, struct srv_redis_dir *d,
-                              enum srv_script script, srv_call_fn *done,
-                              struct hub_cluster_dirop *dop)
+struct srv_redis_call *srv_redis_call_new(struct srv_redis_call_ctx *cx,
+                                          struct srv_redis_dir *d,
+                                          enum srv_script script,
+                                          srv_redis_call_fn *done,
+                                          struct hub_cluster_dirop *dop)
 {
-    struct srv_call *k = calloc(1, sizeof(*k));
+    struct srv_redis_call *k = calloc(1, sizeof(*k));
 
     if (!k)
         return NULL;
@@ -128,12 +130,12 @@ struct srv_call *srv_call_new(struct srv_call_ctx *cx, struct srv_redis_dir *d,
     k->script = script;
     k->done = done;
     k->dop = dop;
-    srv_call_arg(k, "EVALSHA");
-    srv_call_arg(k, "");
+    srv_redis_call_arg(k, "EVALSHA");
+    srv_redis_call_arg(k, "");
     return k;
 }
 
-void srv_call_free(struct srv_call *k)
+void srv_redis_call_free(struct srv_redis_call *k)
 {
     for (int i = 0; i < k->argc; i++)
         free(k->argv[i]);
@@ -143,23 +145,23 @@ void srv_call_free(struct srv_call *k)
     free(k);
 }
 
-void srv_call_fail(struct srv_call *k)
+void srv_redis_call_fail(struct srv_redis_call *k)
 {
     k->done(k, NULL);
-    srv_call_free(k);
+    srv_redis_call_free(k);
 }
 
 static void call_cb(redisAsyncContext *ac, void *reply, void *priv);
 
 /* EVALSHA when the SHA is known, else EVAL. */
-void srv_call_send(struct srv_call *k)
+void srv_redis_call_send(struct srv_redis_call *k)
 {
-    struct srv_call_ctx *cx = k->cx;
-    redisAsyncContext *cmd = srv_call_conn(cx);
+    struct srv_redis_call_ctx *cx = k->cx;
+    redisAsyncContext *cmd = srv_redis_call_conn(cx);
     const char *sha = cx->sha[k->script];
 
     if (!cmd || k->oom) {
-        srv_call_fail(k);
+        srv_redis_call_fail(k);
         return;
     }
     free(k->argv[0]);
@@ -173,7 +175,7 @@ void srv_call_send(struct srv_call *k)
     }
     if (!k->argv[0] || !k->argv[1]) {
         k->oom = true;
-        srv_call_fail(k);
+        srv_redis_call_fail(k);
         return;
     }
     k->argvlen[0] = strlen(k->argv[0]);
@@ -191,7 +193,7 @@ void srv_call_send(struct srv_call *k)
 
         if (n < 0) {
             k->oom = true;
-            srv_call_fail(k);
+            srv_redis_call_fail(k);
             return;
         }
         free(k->argv[k->stamp_arg]);
@@ -199,87 +201,88 @@ void srv_call_send(struct srv_call *k)
         k->argvlen[k->stamp_arg] = st ? (size_t)n : 0;
         if (!k->argv[k->stamp_arg]) {
             k->oom = true;
-            srv_call_fail(k);
+            srv_redis_call_fail(k);
             return;
         }
     }
     if (redisAsyncCommandArgv(cmd, call_cb, k, k->argc,
                               (const char **)k->argv, k->argvlen) !=
         REDIS_OK) {
-        srv_call_fail(k);
+        srv_redis_call_fail(k);
         return;
     }
 }
 
-void srv_call_hkeys(struct srv_call *k, const char *key)
+void srv_redis_call_hkeys(struct srv_redis_call *k, const char *key)
 {
-    redisAsyncContext *cmd = srv_call_conn(k->cx);
+    redisAsyncContext *cmd = srv_redis_call_conn(k->cx);
 
     if (!cmd ||
         redisAsyncCommand(cmd, call_cb, k, "HKEYS %s", key) != REDIS_OK)
-        srv_call_fail(k);
+        srv_redis_call_fail(k);
 }
 
-bool srv_call_is_int(const redisReply *e)
+bool srv_redis_call_is_int(const redisReply *e)
 {
     return e && e->type == REDIS_REPLY_INTEGER;
 }
 
-bool srv_call_is_bulk(const redisReply *e)
+bool srv_redis_call_is_bulk(const redisReply *e)
 {
     return e && e->type == REDIS_REPLY_STRING && e->str;
 }
 
 static void call_cb(redisAsyncContext *ac, void *reply, void *priv)
 {
-    struct srv_call *k = priv;
+    struct srv_redis_call *k = priv;
     redisReply *rep = reply;
 
     (void)ac;
     if (!rep) {
-        srv_call_fail(k);
+        srv_redis_call_fail(k);
         return;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
         if (!k->retried && rep->str && !strncmp(rep->str, "NOSCRIPT", 8)) {
             k->retried = true;
             k->cx->sha[k->script][0] = '\0';
-            srv_call_send(k);
+            srv_redis_call_send(k);
             return;
         }
         srv_log(HUB_LOG_WARN, 0, "backplane: directory script failed: %.*s",
                 (int)rep->len, rep->str ? rep->str : "");
         HUB_STAT_ADD(k->cx->st->bad, 1);
-        srv_call_fail(k);
+        srv_redis_call_fail(k);
         return;
     }
     k->done(k, rep);
-    srv_call_free(k);
+    srv_redis_call_free(k);
 }
 
 /* Keys. */
 
-void srv_call_key_node(struct srv_call *k, const char *what)
+void srv_redis_call_key_node(struct srv_redis_call *k, const char *what)
 {
-    srv_call_argf(k, "%s:%s:%s", hub_cluster_prefix(k->cx->c), what,
-                  k->cx->node);
+    srv_redis_call_argf(k, "%s:%s:%s", hub_cluster_prefix(k->cx->c), what,
+                        k->cx->node);
 }
 
-void srv_call_key_app(struct srv_call *k, const char *what, const char *app)
+void srv_redis_call_key_app(struct srv_redis_call *k, const char *what,
+                            const char *app)
 {
-    srv_call_argf(k, "%s:%s:%s", hub_cluster_prefix(k->cx->c), what, app);
+    srv_redis_call_argf(k, "%s:%s:%s", hub_cluster_prefix(k->cx->c), what, app);
 }
 
-void srv_call_key_chan(struct srv_call *k, const char *what, const char *app,
-                       const char *ch, size_t len)
+void srv_redis_call_key_chan(struct srv_redis_call *k, const char *what,
+                             const char *app, const char *ch, size_t len)
 {
-    srv_call_argf(k, "%s:%s:%s:%.*s", hub_cluster_prefix(k->cx->c), what, app,
-                  (int)len, ch);
+    srv_redis_call_argf(k, "%s:%s:%s:%.*s", hub_cluster_prefix(k->cx->c), what,
+                        app, (int)len, ch);
 }
 
 /* SCRIPT LOAD: the SHA, for the calls made after its reply. */
 struct load {
-    struct srv_call_ctx *cx;
+    struct srv_redis_call_ctx *cx;
     int script;
     unsigned gen;
 };
@@ -290,15 +293,15 @@ static void load_cb(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
 
     (void)ac;
-    if (rep && srv_call_is_bulk(rep) && rep->len == 40 &&
+    if (rep && srv_redis_call_is_bulk(rep) && rep->len == 40 &&
         l->gen == l->cx->load_gen)
         memcpy(l->cx->sha[l->script], rep->str, 41);
     free(l);
 }
 
-void srv_call_load_all(struct srv_call_ctx *cx)
+void srv_redis_call_load_all(struct srv_redis_call_ctx *cx)
 {
-    redisAsyncContext *cmd = srv_call_conn(cx);
+    redisAsyncContext *cmd = srv_redis_call_conn(cx);
 
     if (!cmd)
         return;
@@ -316,7 +319,7 @@ void srv_call_load_all(struct srv_call_ctx *cx)
     }
 }
 
-void srv_call_forget_all(struct srv_call_ctx *cx)
+void srv_redis_call_forget_all(struct srv_redis_call_ctx *cx)
 {
     for (int i = 0; i < SRV_SCRIPT_N; i++)
         cx->sha[i][0] = '\0';

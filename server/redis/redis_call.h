@@ -38,7 +38,7 @@ struct srv_redis;
 struct srv_redis_dir;
 
 /* What one directory's calls share: the connection, the scripts' SHAs. */
-struct srv_call_ctx {
+struct srv_redis_call_ctx {
     struct srv_redis *r;
     /* The command connection while Redis is up, else NULL (redis.c's). */
     redisAsyncContext *(*cmd_fn)(struct srv_redis *r);
@@ -49,17 +49,17 @@ struct srv_call_ctx {
     unsigned load_gen;             /* a load's replies after a reconnect */
 };
 
-struct srv_call;
+struct srv_redis_call;
 /* A call's end: rep, or NULL when it got none (not sent, no connection,
  * out of memory, an error reply). The call is freed after it returns. */
-typedef void srv_call_fn(struct srv_call *k, const redisReply *rep);
+typedef void srv_redis_call_fn(struct srv_redis_call *k, const redisReply *rep);
 
 /* One script call in flight. */
-struct srv_call {
-    struct srv_call_ctx *cx;
+struct srv_redis_call {
+    struct srv_redis_call_ctx *cx;
     struct srv_redis_dir *d;       /* the handler's */
     enum srv_script script;
-    srv_call_fn *done;
+    srv_redis_call_fn *done;
     struct hub_cluster_dirop *dop;
     unsigned app;                  /* a view's refresh */
     unsigned gen;                  /* REJOIN calls: the REJOIN's */
@@ -73,41 +73,44 @@ struct srv_call {
 };
 
 /* The command connection, or NULL while Redis is down. */
-redisAsyncContext *srv_call_conn(const struct srv_call_ctx *cx);
+redisAsyncContext *srv_redis_call_conn(const struct srv_redis_call_ctx *cx);
 /* SCRIPT LOAD of every script on the connection that just came up. */
-void srv_call_load_all(struct srv_call_ctx *cx);
+void srv_redis_call_load_all(struct srv_redis_call_ctx *cx);
 /* Redis went: every SHA is unknown again. */
-void srv_call_forget_all(struct srv_call_ctx *cx);
+void srv_redis_call_forget_all(struct srv_redis_call_ctx *cx);
 
 /* A new call of script (its arguments next); NULL when out of memory. */
-struct srv_call *srv_call_new(struct srv_call_ctx *cx, struct srv_redis_dir *d,
-                              enum srv_script script, srv_call_fn *done,
-                              struct hub_cluster_dirop *dop);
-void srv_call_free(struct srv_call *k);
+struct srv_redis_call *srv_redis_call_new(struct srv_redis_call_ctx *cx,
+                                          struct srv_redis_dir *d,
+                                          enum srv_script script,
+                                          srv_redis_call_fn *done,
+                                          struct hub_cluster_dirop *dop);
+void srv_redis_call_free(struct srv_redis_call *k);
 /* Send k; when it cannot go, its handler gets NULL and k is freed. */
-void srv_call_send(struct srv_call *k);
+void srv_redis_call_send(struct srv_redis_call *k);
 /* HKEYS key instead of the script, answered the same way. */
-void srv_call_hkeys(struct srv_call *k, const char *key);
+void srv_redis_call_hkeys(struct srv_redis_call *k, const char *key);
 /* Give k up unsent: its handler gets NULL, k is freed. */
-void srv_call_fail(struct srv_call *k);
+void srv_redis_call_fail(struct srv_redis_call *k);
 
 /* Arguments, in order; out of memory marks the call (it fails when
  * sent). */
-void srv_call_arg_n(struct srv_call *k, const char *s, size_t n);
-void srv_call_arg(struct srv_call *k, const char *s);
-void srv_call_argf(struct srv_call *k, const char *fmt, ...)
+void srv_redis_call_arg_n(struct srv_redis_call *k, const char *s, size_t n);
+void srv_redis_call_arg(struct srv_redis_call *k, const char *s);
+void srv_redis_call_argf(struct srv_redis_call *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* "app US ch [US uid]" (US the byte 0x1f). */
-void srv_call_field(struct srv_call *k, const char *app, const char *ch,
-                    size_t len, const char *uid);
+void srv_redis_call_field(struct srv_redis_call *k, const char *app,
+                          const char *ch, size_t len, const char *uid);
 /* P:what:<node>, P:what:<app>, P:what:<app>:<ch> (P the prefix). */
-void srv_call_key_node(struct srv_call *k, const char *what);
-void srv_call_key_app(struct srv_call *k, const char *what, const char *app);
-void srv_call_key_chan(struct srv_call *k, const char *what, const char *app,
-                       const char *ch, size_t len);
+void srv_redis_call_key_node(struct srv_redis_call *k, const char *what);
+void srv_redis_call_key_app(struct srv_redis_call *k, const char *what,
+                            const char *app);
+void srv_redis_call_key_chan(struct srv_redis_call *k, const char *what,
+                             const char *app, const char *ch, size_t len);
 
 /* Reply shapes. */
-bool srv_call_is_int(const redisReply *e);
-bool srv_call_is_bulk(const redisReply *e);
+bool srv_redis_call_is_int(const redisReply *e);
+bool srv_redis_call_is_bulk(const redisReply *e);
 
 #endif

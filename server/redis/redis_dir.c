@@ -38,8 +38,8 @@ struct srv_redis_dir *srv_redis_dir_create(
     d->c = c;
     d->st = hub_cluster_stats(c);
     d->parked_tail = &d->parked;
-    d->calls = (struct srv_call_ctx){ .r = r, .cmd_fn = cmd, .c = c,
-                                      .st = d->st, .node = d->node };
+    d->calls = (struct srv_redis_call_ctx){
+        .r = r, .cmd_fn = cmd, .c = c, .st = d->st, .node = d->node};
     return d;
 }
 
@@ -71,14 +71,14 @@ void srv_redis_dir_down(struct srv_redis_dir *d)
     d->rj.sent_all = false;
     free(d->rj.tok);
     d->rj.tok = NULL;
-    srv_call_forget_all(&d->calls);
+    srv_redis_call_forget_all(&d->calls);
 }
 
 void srv_redis_dir_up(struct srv_redis_dir *d)
 {
-    if (!srv_call_conn(&d->calls))
+    if (!srv_redis_call_conn(&d->calls))
         return;
-    srv_call_load_all(&d->calls);
+    srv_redis_call_load_all(&d->calls);
     /* The snapshot brings the directory up, under the same lock: from it
      * on joins are sent; made before it, they are in it and the local
      * engine told their edges (hub_cluster_dir_snapshot). Raising the flag

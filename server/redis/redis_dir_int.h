@@ -31,7 +31,7 @@ struct refresh {
 };
 
 struct srv_redis_dir {
-    struct srv_call_ctx calls;     /* the connection, the scripts' SHAs */
+    struct srv_redis_call_ctx calls; /* the connection, the scripts' SHAs */
     struct srv_redis *r;
     bool (*confirmed_fn)(struct srv_redis *r, const char *name, size_t len);
     struct hub_cluster *c;

@@ -45,7 +45,8 @@ static struct hub_cluster_member *members_of(const redisReply *rep,
     for (size_t i = from; i + 1 < rep->elements; i += 2) {
         const redisReply *u = rep->element[i], *v = rep->element[i + 1];
 
-        if (!srv_call_is_bulk(u) || !srv_call_is_bulk(v) || !u->len) {
+        if (!srv_redis_call_is_bulk(u) || !srv_redis_call_is_bulk(v) ||
+            !u->len) {
             *bad = true;
             continue;
         }
@@ -58,7 +59,8 @@ static struct hub_cluster_member *members_of(const redisReply *rep,
 
 /* A JOIN's {chan_first, member_first, cseq, members...} (first 3) or a
  * members read's {cseq, members...} (first 1). */
-static void got_join(struct srv_call *k, const redisReply *rep, size_t first)
+static void got_join(struct srv_redis_call *k, const redisReply *rep,
+                     size_t first)
 {
     struct srv_redis_dir *d = k->d;
     struct hub_cluster_member *m = NULL;
@@ -66,9 +68,9 @@ static void got_join(struct srv_call *k, const redisReply *rep, size_t first)
     bool bad = false;
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < first ||
-        !srv_call_is_int(rep->element[0]) ||
-        (first == 3 && (!srv_call_is_int(rep->element[1]) ||
-                        !srv_call_is_int(rep->element[2])))) {
+        !srv_redis_call_is_int(rep->element[0]) ||
+        (first == 3 && (!srv_redis_call_is_int(rep->element[1]) ||
+                        !srv_redis_call_is_int(rep->element[2])))) {
         HUB_STAT_ADD(d->st->bad, 1);
         hub_cluster_dir_local(d->c, k->dop);
         k->dop = NULL;
@@ -94,13 +96,13 @@ static void got_join(struct srv_call *k, const redisReply *rep, size_t first)
     free(m);
 }
 
-static void got_leave(struct srv_call *k, const redisReply *rep)
+static void got_leave(struct srv_redis_call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
-        !srv_call_is_int(rep->element[0]) ||
-        !srv_call_is_int(rep->element[1])) {
+        !srv_redis_call_is_int(rep->element[0]) ||
+        !srv_redis_call_is_int(rep->element[1])) {
         HUB_STAT_ADD(d->st->bad, 1);
         hub_cluster_dirop_free(k->dop);
     } else {
@@ -110,7 +112,7 @@ static void got_leave(struct srv_call *k, const redisReply *rep)
     k->dop = NULL;
 }
 
-static void got_query(struct srv_call *k, const redisReply *rep)
+static void got_query(struct srv_redis_call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
     struct hub_cluster_dirop *dop = k->dop;
@@ -126,8 +128,8 @@ static void got_query(struct srv_call *k, const redisReply *rep)
     if (q->kind == HUB_DIR_Q_INFO) {
         struct hub_channel_info ci = { 0 };
 
-        if (rep->elements >= 2 && srv_call_is_int(rep->element[0]) &&
-            srv_call_is_int(rep->element[1])) {
+        if (rep->elements >= 2 && srv_redis_call_is_int(rep->element[0]) &&
+            srv_redis_call_is_int(rep->element[1])) {
             long long s = rep->element[0]->integer,
                       u = rep->element[1]->integer;
 
@@ -144,7 +146,7 @@ static void got_query(struct srv_call *k, const redisReply *rep)
             const redisReply *ch = rep->element[i], *u = rep->element[i + 1];
             json_t *o;
 
-            if (!srv_call_is_bulk(ch) || !srv_call_is_int(u) ||
+            if (!srv_redis_call_is_bulk(ch) || !srv_redis_call_is_int(u) ||
                 memchr(ch->str, 0, ch->len))
                 continue;
             o = json_object();
@@ -164,7 +166,7 @@ static void got_query(struct srv_call *k, const redisReply *rep)
         for (size_t i = 0; j && i < rep->elements; i++) {
             const redisReply *u = rep->element[i];
 
-            if (!srv_call_is_bulk(u))
+            if (!srv_redis_call_is_bulk(u))
                 continue;
             if (json_array_append_new(j, json_pack("{s:s%}", "id", u->str,
                                                    u->len))) {
@@ -177,24 +179,24 @@ static void got_query(struct srv_call *k, const redisReply *rep)
 }
 
 /* A signin's {edge, online, skipped} or a signout's {edge}. */
-static void got_online(struct srv_call *k, const redisReply *rep)
+static void got_online(struct srv_redis_call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
-        !srv_call_is_int(rep->element[0])) {
+        !srv_redis_call_is_int(rep->element[0])) {
         HUB_STAT_ADD(d->st->bad, 1);
         return;
     }
     if (rep->element[0]->integer > 0)
         HUB_STAT_ADD(d->st->online_edges, 1);
-    if (rep->elements >= 3 && srv_call_is_int(rep->element[2]) &&
+    if (rep->elements >= 3 && srv_redis_call_is_int(rep->element[2]) &&
         rep->element[2]->integer > 0)
         HUB_STAT_ADD(d->st->watch_skipped,
                      (uint64_t)rep->element[2]->integer);
 }
 
-static void got_refresh(struct srv_call *k, const redisReply *rep)
+static void got_refresh(struct srv_redis_call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
     struct hub_cluster_member *m;
@@ -202,7 +204,7 @@ static void got_refresh(struct srv_call *k, const redisReply *rep)
     bool bad;
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
-        !srv_call_is_int(rep->element[0])) {
+        !srv_redis_call_is_int(rep->element[0])) {
         HUB_STAT_ADD(d->st->bad, 1);
         return;
     }
@@ -219,13 +221,13 @@ static void got_refresh(struct srv_call *k, const redisReply *rep)
  * (the next REJOIN's resync corrects what watchers show), a view keeps
  * its list. */
 
-static void dir_local(struct srv_call *k)
+static void dir_local(struct srv_redis_call *k)
 {
     hub_cluster_dir_local(k->d->c, k->dop);
     k->dop = NULL;
 }
 
-static void join_done(struct srv_call *k, const redisReply *rep)
+static void join_done(struct srv_redis_call *k, const redisReply *rep)
 {
     if (rep)
         got_join(k, rep, 3);
@@ -234,7 +236,7 @@ static void join_done(struct srv_call *k, const redisReply *rep)
 }
 
 /* A join already counted in the latest REJOIN: its members read. */
-static void join_stale_done(struct srv_call *k, const redisReply *rep)
+static void join_stale_done(struct srv_redis_call *k, const redisReply *rep)
 {
     if (rep)
         got_join(k, rep, 1);
@@ -242,7 +244,7 @@ static void join_stale_done(struct srv_call *k, const redisReply *rep)
         dir_local(k);
 }
 
-static void leave_done(struct srv_call *k, const redisReply *rep)
+static void leave_done(struct srv_redis_call *k, const redisReply *rep)
 {
     if (rep)
         got_leave(k, rep);
@@ -250,7 +252,7 @@ static void leave_done(struct srv_call *k, const redisReply *rep)
         dir_local(k);
 }
 
-static void query_done(struct srv_call *k, const redisReply *rep)
+static void query_done(struct srv_redis_call *k, const redisReply *rep)
 {
     if (rep)
         got_query(k, rep);
@@ -259,7 +261,7 @@ static void query_done(struct srv_call *k, const redisReply *rep)
 }
 
 /* The script published what it decided. */
-static void online_done(struct srv_call *k, const redisReply *rep)
+static void online_done(struct srv_redis_call *k, const redisReply *rep)
 {
     if (rep)
         got_online(k, rep);
@@ -267,7 +269,7 @@ static void online_done(struct srv_call *k, const redisReply *rep)
         HUB_STAT_ADD_SHARED(k->d->st->lost, 1);
 }
 
-static void refresh_done(struct srv_call *k, const redisReply *rep)
+static void refresh_done(struct srv_redis_call *k, const redisReply *rep)
 {
     if (rep)
         got_refresh(k, rep);
@@ -277,46 +279,46 @@ static void refresh_done(struct srv_call *k, const redisReply *rep)
 
 /* KEYS ns nm ni gs gm gi gq, and wh whd whn when wh (durable webhooks:
  * the script queues the app's edges itself). */
-static void keys7(struct srv_call *k, const struct hub_cluster_dirop *dop,
+static void keys7(struct srv_redis_call *k, const struct hub_cluster_dirop *dop,
                   bool wh)
 {
-    srv_call_arg(k, wh ? "10" : "7");
-    srv_call_key_node(k, "ns");
-    srv_call_key_node(k, "nm");
-    srv_call_key_node(k, "ni");
-    srv_call_key_app(k, "gs", dop->app_id);
-    srv_call_key_chan(k, "gm", dop->app_id, dop->name, dop->len);
-    srv_call_key_chan(k, "gi", dop->app_id, dop->name, dop->len);
-    srv_call_key_app(k, "gq", dop->app_id);
+    srv_redis_call_arg(k, wh ? "10" : "7");
+    srv_redis_call_key_node(k, "ns");
+    srv_redis_call_key_node(k, "nm");
+    srv_redis_call_key_node(k, "ni");
+    srv_redis_call_key_app(k, "gs", dop->app_id);
+    srv_redis_call_key_chan(k, "gm", dop->app_id, dop->name, dop->len);
+    srv_redis_call_key_chan(k, "gi", dop->app_id, dop->name, dop->len);
+    srv_redis_call_key_app(k, "gq", dop->app_id);
     if (wh) {
-        srv_call_key_app(k, "wh", dop->app_id);
-        srv_call_key_app(k, "whd", dop->app_id);
-        srv_call_key_app(k, "whn", dop->app_id);
+        srv_redis_call_key_app(k, "wh", dop->app_id);
+        srv_redis_call_key_app(k, "whd", dop->app_id);
+        srv_redis_call_key_app(k, "whn", dop->app_id);
     }
 }
 
 /* The webhook ARGV tail: the delay and the stream's bound. */
-static void wh_args(struct srv_redis_dir *d, struct srv_call *k,
+static void wh_args(struct srv_redis_dir *d, struct srv_redis_call *k,
                     uint64_t delay_ms)
 {
-    srv_call_argf(k, "%llu", (unsigned long long)delay_ms);
-    srv_call_argf(k, "%u", hub_cluster_wh_max(d->c));
+    srv_redis_call_argf(k, "%llu", (unsigned long long)delay_ms);
+    srv_redis_call_argf(k, "%u", hub_cluster_wh_max(d->c));
 }
 
-static void send_members(struct srv_redis_dir *d, struct srv_call *k,
+static void send_members(struct srv_redis_dir *d, struct srv_redis_call *k,
                          const char *app_id, const char *name, size_t len)
 {
-    srv_call_arg(k, "2");
-    srv_call_key_app(k, "gq", app_id);
-    srv_call_key_chan(k, "gi", app_id, name, len);
-    srv_call_arg_n(k, name, len);
-    srv_call_send(k);
+    srv_redis_call_arg(k, "2");
+    srv_redis_call_key_app(k, "gq", app_id);
+    srv_redis_call_key_chan(k, "gi", app_id, name, len);
+    srv_redis_call_arg_n(k, name, len);
+    srv_redis_call_send(k);
     (void)d;
 }
 
 static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
 {
-    struct srv_call *k;
+    struct srv_redis_call *k;
     uint64_t delay = 0;
     bool wh;
 
@@ -326,8 +328,8 @@ static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
             hub_cluster_dir_joined(d->c, dop, 0, false, false, 0, NULL, 0);
             return;
         }
-        k = srv_call_new(&d->calls, d, SRV_SCRIPT_MEMBERS, join_stale_done,
-                         dop);
+        k = srv_redis_call_new(&d->calls, d, SRV_SCRIPT_MEMBERS,
+                               join_stale_done, dop);
         if (!k) {
             hub_cluster_dir_local(d->c, dop);
             return;
@@ -335,32 +337,33 @@ static void run_join(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         send_members(d, k, dop->app_id, dop->name, dop->len);
         return;
     }
-    k = srv_call_new(&d->calls, d, SRV_SCRIPT_JOIN, join_done, dop);
+    k = srv_redis_call_new(&d->calls, d, SRV_SCRIPT_JOIN, join_done, dop);
     if (!k) {
         hub_cluster_dir_local(d->c, dop);
         return;
     }
     wh = hub_cluster_wh_redis(d->c, dop->app, &delay);
     keys7(k, dop, wh);
-    srv_call_field(k, dop->app_id, dop->name, dop->len, NULL);
-    srv_call_arg_n(k, dop->name, dop->len);
-    srv_call_argf(k, "%u", (unsigned)dop->max_members);
+    srv_redis_call_field(k, dop->app_id, dop->name, dop->len, NULL);
+    srv_redis_call_arg_n(k, dop->name, dop->len);
+    srv_redis_call_argf(k, "%u", (unsigned)dop->max_members);
     if (dop->presence) {
-        srv_call_arg(k, dop->uid);
-        srv_call_arg(k, dop->info);
-        srv_call_field(k, dop->app_id, dop->name, dop->len, dop->uid);
-        srv_call_key_chan(k, "m", dop->app_id, dop->name, dop->len);
+        srv_redis_call_arg(k, dop->uid);
+        srv_redis_call_arg(k, dop->info);
+        srv_redis_call_field(k, dop->app_id, dop->name, dop->len, dop->uid);
+        srv_redis_call_key_chan(k, "m", dop->app_id, dop->name, dop->len);
         k->stamp_arg = k->argc;
-        srv_call_arg(k, ""); /* the stamp, made by srv_call_send() */
+        srv_redis_call_arg(k,
+                           ""); /* the stamp, made by srv_redis_call_send() */
     }
     if (wh)
         wh_args(d, k, delay);
-    srv_call_send(k);
+    srv_redis_call_send(k);
 }
 
 static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
 {
-    struct srv_call *k;
+    struct srv_redis_call *k;
     uint64_t delay = 0;
     bool wh;
 
@@ -368,70 +371,71 @@ static void run_leave(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
         hub_cluster_dirop_free(dop);
         return;
     }
-    k = srv_call_new(&d->calls, d, SRV_SCRIPT_LEAVE, leave_done, dop);
+    k = srv_redis_call_new(&d->calls, d, SRV_SCRIPT_LEAVE, leave_done, dop);
     if (!k) {
         hub_cluster_dirop_free(dop); /* the next REJOIN corrects it */
         return;
     }
     wh = hub_cluster_wh_redis(d->c, dop->app, &delay);
     keys7(k, dop, wh);
-    srv_call_field(k, dop->app_id, dop->name, dop->len, NULL);
-    srv_call_arg_n(k, dop->name, dop->len);
+    srv_redis_call_field(k, dop->app_id, dop->name, dop->len, NULL);
+    srv_redis_call_arg_n(k, dop->name, dop->len);
     if (dop->presence) {
-        srv_call_arg(k, dop->uid);
-        srv_call_field(k, dop->app_id, dop->name, dop->len, dop->uid);
-        srv_call_key_chan(k, "m", dop->app_id, dop->name, dop->len);
+        srv_redis_call_arg(k, dop->uid);
+        srv_redis_call_field(k, dop->app_id, dop->name, dop->len, dop->uid);
+        srv_redis_call_key_chan(k, "m", dop->app_id, dop->name, dop->len);
     }
     if (wh)
         wh_args(d, k, delay);
-    srv_call_send(k);
+    srv_redis_call_send(k);
 }
 
 static void run_query(struct srv_redis_dir *d, struct hub_cluster_dirop *dop)
 {
     struct hub_dir_query *q = dop->q;
-    struct srv_call *k;
+    struct srv_redis_call *k;
 
     if (q->kind == HUB_DIR_Q_USERS) {
         /* A plain HKEYS: no script needed. */
         char *key = NULL;
 
-        k = srv_call_new(&d->calls, d, SRV_SCRIPT_INFO, query_done, dop);
-        if (!k || !srv_call_conn(&d->calls) ||
+        k = srv_redis_call_new(&d->calls, d, SRV_SCRIPT_INFO, query_done, dop);
+        if (!k || !srv_redis_call_conn(&d->calls) ||
             asprintf(&key, "%s:gm:%s:%.*s", hub_cluster_prefix(d->c),
                      dop->app_id, (int)dop->len, dop->name) < 0) {
             if (k) {
-                srv_call_fail(k);
+                srv_redis_call_fail(k);
             } else {
                 hub_cluster_dir_local(d->c, dop);
             }
             return;
         }
-        srv_call_hkeys(k, key);
+        srv_redis_call_hkeys(k, key);
         free(key);
         return;
     }
-    k = srv_call_new(&d->calls, d,
-                     q->kind == HUB_DIR_Q_INFO ? SRV_SCRIPT_INFO
-                                               : SRV_SCRIPT_LIST,
-                     query_done, dop);
+    k = srv_redis_call_new(&d->calls, d,
+                           q->kind == HUB_DIR_Q_INFO ? SRV_SCRIPT_INFO
+                                                     : SRV_SCRIPT_LIST,
+                           query_done, dop);
     if (!k) {
         hub_cluster_dir_local(d->c, dop);
         return;
     }
     if (q->kind == HUB_DIR_Q_INFO) {
-        srv_call_arg(k, "2");
-        srv_call_key_app(k, "gs", dop->app_id);
-        srv_call_key_chan(k, "gm", dop->app_id, dop->name, dop->len);
-        srv_call_arg_n(k, dop->name, dop->len);
+        srv_redis_call_arg(k, "2");
+        srv_redis_call_key_app(k, "gs", dop->app_id);
+        srv_redis_call_key_chan(k, "gm", dop->app_id, dop->name, dop->len);
+        srv_redis_call_arg_n(k, dop->name, dop->len);
     } else {
-        srv_call_arg(k, "1");
-        srv_call_key_app(k, "gs", dop->app_id);
-        srv_call_argf(k, "%s:gm:%s:", hub_cluster_prefix(d->c), dop->app_id);
-        srv_call_arg(k, q->prefix ? q->prefix : "");
-        srv_call_arg(k, q->user_count ? "1" : "0");
+        srv_redis_call_arg(k, "1");
+        srv_redis_call_key_app(k, "gs", dop->app_id);
+        srv_redis_call_argf(k, "%s:gm:%s:", hub_cluster_prefix(d->c),
+                            dop->app_id);
+        srv_redis_call_arg(k, q->prefix ? q->prefix : "");
+        srv_redis_call_arg(k, q->user_count ? "1" : "0");
     }
-    srv_call_send(k);
+    srv_redis_call_send(k);
 }
 
 /* Parking. */
@@ -473,7 +477,7 @@ static struct hub_cluster_op *unpark_all(struct srv_redis_dir *d)
 static void run_online(struct srv_redis_dir *d, struct hub_cluster_onop *oop)
 {
     bool first = oop->first, replace = oop->replace;
-    struct srv_call *k;
+    struct srv_redis_call *k;
 
     if (hub_cluster_online_stale(d->c, oop)) {
         /* In the latest online snapshot already: a signout has nothing
@@ -484,31 +488,31 @@ static void run_online(struct srv_redis_dir *d, struct hub_cluster_onop *oop)
         }
         first = replace = false;
     }
-    k = srv_call_new(&d->calls, d,
-                     oop->signin ? SRV_SCRIPT_ONLINE_SIGNIN
-                                 : SRV_SCRIPT_ONLINE_SIGNOUT,
-                     online_done, NULL);
+    k = srv_redis_call_new(&d->calls, d,
+                           oop->signin ? SRV_SCRIPT_ONLINE_SIGNIN
+                                       : SRV_SCRIPT_ONLINE_SIGNOUT,
+                           online_done, NULL);
     if (!k) {
         HUB_STAT_ADD_SHARED(d->st->lost, 1);
         hub_cluster_onop_free(oop);
         return;
     }
-    srv_call_arg(k, "0");
-    srv_call_arg(k, hub_cluster_prefix(d->c));
-    srv_call_arg(k, d->node);
-    srv_call_arg(k, oop->app_id);
-    srv_call_arg(k, oop->uid);
+    srv_redis_call_arg(k, "0");
+    srv_redis_call_arg(k, hub_cluster_prefix(d->c));
+    srv_redis_call_arg(k, d->node);
+    srv_redis_call_arg(k, oop->app_id);
+    srv_redis_call_arg(k, oop->uid);
     if (oop->signin) {
-        srv_call_arg(k, first ? "1" : "0");
-        srv_call_arg(k, replace ? "1" : "0");
-        srv_call_argf(k, "%u", (unsigned)oop->max_watchers);
-        srv_call_arg(k, oop->full ? "1" : "0");
-        srv_call_argf(k, "%zu", replace ? oop->n : (size_t)0);
+        srv_redis_call_arg(k, first ? "1" : "0");
+        srv_redis_call_arg(k, replace ? "1" : "0");
+        srv_redis_call_argf(k, "%u", (unsigned)oop->max_watchers);
+        srv_redis_call_arg(k, oop->full ? "1" : "0");
+        srv_redis_call_argf(k, "%zu", replace ? oop->n : (size_t)0);
         for (size_t i = 0; replace && i < oop->n; i++)
-            srv_call_arg(k, oop->ids[i]);
+            srv_redis_call_arg(k, oop->ids[i]);
     }
     hub_cluster_onop_free(oop);
-    srv_call_send(k);
+    srv_redis_call_send(k);
 }
 
 /* An ONLINE op: a signin waits until Redis confirmed the SUBSCRIBE of the
@@ -520,7 +524,7 @@ bool srv_redis_dir_online_in(struct srv_redis_dir *d, struct hub_cluster_op *op)
 
     if (!oop)
         return false;
-    if (!srv_call_conn(&d->calls)) {
+    if (!srv_redis_call_conn(&d->calls)) {
         HUB_STAT_ADD_SHARED(d->st->lost, 1);
         return false;
     }
@@ -542,7 +546,7 @@ bool srv_redis_dir_op(struct srv_redis_dir *d, struct hub_cluster_op *op)
         return srv_redis_dir_online_in(d, op);
     if (!dop)
         return false;
-    if (!srv_call_conn(&d->calls)) {
+    if (!srv_redis_call_conn(&d->calls)) {
         op->dop = NULL;
         hub_cluster_dir_local(d->c, dop);
         return false;
@@ -594,16 +598,17 @@ static void send_refresh(struct srv_redis_dir *d, unsigned app,
                          const char *name, size_t len)
 {
     const char *id = hub_cluster_app_id(d->c, app);
-    struct srv_call *k = id ? srv_call_new(&d->calls, d, SRV_SCRIPT_MEMBERS,
-                                           refresh_done, NULL)
-                            : NULL;
+    struct srv_redis_call *k =
+        id ? srv_redis_call_new(&d->calls, d, SRV_SCRIPT_MEMBERS, refresh_done,
+                                NULL)
+           : NULL;
 
     if (!k)
         return;
     k->app = app;
     k->name = malloc(len + 1);
     if (!k->name) {
-        srv_call_free(k);
+        srv_redis_call_free(k);
         return;
     }
     memcpy(k->name, name, len);

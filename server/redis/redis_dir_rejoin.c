@@ -24,7 +24,7 @@ static void rejoin_step(struct srv_redis_dir *d);
 
 /* One REJOIN chunk answered (or not: the REJOIN failed): its totals
  * added. */
-static void rejoin_done(struct srv_call *k, const redisReply *rep)
+static void rejoin_done(struct srv_redis_call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
 
@@ -32,11 +32,11 @@ static void rejoin_done(struct srv_call *k, const redisReply *rep)
         return;
     d->rj.left--;
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 6 ||
-        !srv_call_is_bulk(rep->element[5])) {
+        !srv_redis_call_is_bulk(rep->element[5])) {
         d->rj.failed = true;
     } else {
         for (int i = 0; i < 5; i++)
-            if (!srv_call_is_int(rep->element[i]))
+            if (!srv_redis_call_is_int(rep->element[i]))
                 d->rj.failed = true;
         for (int i = 0; i < 5 && !d->rj.failed; i++)
             d->rj.tot[i] += rep->element[i]->integer;
@@ -48,7 +48,7 @@ static void rejoin_done(struct srv_call *k, const redisReply *rep)
 }
 
 /* One step of the sweep answered: {"more"|"done"|"lost", removed}. */
-static void sweep_done(struct srv_call *k, const redisReply *rep)
+static void sweep_done(struct srv_redis_call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
     const redisReply *st;
@@ -56,8 +56,8 @@ static void sweep_done(struct srv_call *k, const redisReply *rep)
     if (k->gen != d->rj.gen)
         return;
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
-        !srv_call_is_bulk(st = rep->element[0]) ||
-        !srv_call_is_int(rep->element[1])) {
+        !srv_redis_call_is_bulk(st = rep->element[0]) ||
+        !srv_redis_call_is_int(rep->element[1])) {
         d->rj.failed = true;
         rejoin_step(d);
         return;
@@ -72,7 +72,7 @@ static void sweep_done(struct srv_call *k, const redisReply *rep)
 }
 
 /* A chunk of the online REJOIN answered: {users, appeared}. */
-static void online_rejoin_done(struct srv_call *k, const redisReply *rep)
+static void online_rejoin_done(struct srv_redis_call *k, const redisReply *rep)
 {
     struct srv_redis_dir *d = k->d;
 
@@ -80,8 +80,8 @@ static void online_rejoin_done(struct srv_call *k, const redisReply *rep)
         return;
     d->rj.left--;
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
-        !srv_call_is_int(rep->element[0]) ||
-        !srv_call_is_int(rep->element[1])) {
+        !srv_redis_call_is_int(rep->element[0]) ||
+        !srv_redis_call_is_int(rep->element[1])) {
         d->rj.failed = true;
     } else {
         d->rj.on[0] += rep->element[0]->integer;
@@ -93,7 +93,7 @@ static void online_rejoin_done(struct srv_call *k, const redisReply *rep)
 /* REJOIN: the share as the wrapped directory has it. */
 struct share {
     struct srv_redis_dir *d;
-    struct srv_call *subs, *mem;       /* argument lists only */
+    struct srv_redis_call *subs, *mem; /* argument lists only */
     long long n_s, n_m;
 };
 
@@ -105,8 +105,8 @@ static void share_chan(void *ctx, unsigned app, const char *name, size_t len,
 
     if (!id || (len && name[0] == '#'))
         return;
-    srv_call_field(sh->subs, id, name, len, NULL);
-    srv_call_argf(sh->subs, "%u", (unsigned)subs);
+    srv_redis_call_field(sh->subs, id, name, len, NULL);
+    srv_redis_call_argf(sh->subs, "%u", (unsigned)subs);
     sh->n_s++;
 }
 
@@ -122,9 +122,9 @@ static void share_member(void *ctx, unsigned app, const char *name,
     char *st = NULL;
     int n;
 
-    srv_call_field(sh->mem, id, name, len, uid);
-    srv_call_argf(sh->mem, "%u", (unsigned)conns);
-    srv_call_arg(sh->mem, info ? info : "");
+    srv_redis_call_field(sh->mem, id, name, len, uid);
+    srv_redis_call_argf(sh->mem, "%u", (unsigned)conns);
+    srv_redis_call_arg(sh->mem, info ? info : "");
     /* The stamp of the member_added the chunk may publish: made now, the
      * chunks go out right after the snapshot, before anything else of
      * this node (a NOSCRIPT retry may come after a later envelope: its
@@ -136,7 +136,7 @@ static void share_member(void *ctx, unsigned app, const char *name,
     if (n < 0)
         sh->mem->oom = true;
     else
-        srv_call_arg_n(sh->mem, st ? st : "", st ? (size_t)n : 0);
+        srv_redis_call_arg_n(sh->mem, st ? st : "", st ? (size_t)n : 0);
     free(st);
     sh->n_m++;
 }
@@ -146,7 +146,7 @@ static void share_member(void *ctx, unsigned app, const char *name,
  * ranges in ent. */
 struct oshare {
     struct srv_redis_dir *d;
-    struct srv_call *args;             /* argument list only */
+    struct srv_redis_call *args; /* argument list only */
     struct oent {
         unsigned app;
         int at, n;                 /* args->argv[at .. at + n) */
@@ -175,11 +175,11 @@ static void share_online(void *ctx, unsigned app, const char *id,
         os->ent = v;
         os->cap = cap;
     }
-    srv_call_arg(os->args, aid);
-    srv_call_arg(os->args, id);
-    srv_call_argf(os->args, "%zu", n);
+    srv_redis_call_arg(os->args, aid);
+    srv_redis_call_arg(os->args, id);
+    srv_redis_call_argf(os->args, "%zu", n);
     for (size_t i = 0; i < n; i++)
-        srv_call_arg(os->args, ids[i]);
+        srv_redis_call_arg(os->args, ids[i]);
     if (os->args->oom) {
         os->oom = true;
         return;
@@ -193,8 +193,8 @@ static void share_online(void *ctx, unsigned app, const char *id,
  * each user's resync once its channel is confirmed. */
 static void rejoin_online(struct srv_redis_dir *d)
 {
-    struct oshare os = { d, calloc(1, sizeof(struct srv_call)), NULL, 0, 0,
-                         false };
+    struct oshare os = {
+        d, calloc(1, sizeof(struct srv_redis_call)), NULL, 0, 0, false};
     size_t i = 0;
 
     if (!os.args) {
@@ -206,9 +206,8 @@ static void rejoin_online(struct srv_redis_dir *d)
     if (os.oom)
         d->rj.failed = true;
     while (!d->rj.failed && i < os.n) {
-        struct srv_call *k = srv_call_new(&d->calls, d,
-                                          SRV_SCRIPT_ONLINE_REJOIN,
-                                          online_rejoin_done, NULL);
+        struct srv_redis_call *k = srv_redis_call_new(
+            &d->calls, d, SRV_SCRIPT_ONLINE_REJOIN, online_rejoin_done, NULL);
         size_t j = i;
         int nargs = 0;
 
@@ -220,17 +219,17 @@ static void rejoin_online(struct srv_redis_dir *d)
                (j == i || nargs + os.ent[j].n <= 8 * SRV_REJOIN_CHUNK))
             nargs += os.ent[j++].n;
         k->gen = d->rj.gen;
-        srv_call_arg(k, "0");
-        srv_call_arg(k, hub_cluster_prefix(d->c));
-        srv_call_arg(k, d->node);
-        srv_call_argf(k, "%zu", j - i);
+        srv_redis_call_arg(k, "0");
+        srv_redis_call_arg(k, hub_cluster_prefix(d->c));
+        srv_redis_call_arg(k, d->node);
+        srv_redis_call_argf(k, "%zu", j - i);
         for (; i < j; i++)
             for (int a = 0; a < os.ent[i].n; a++)
-                srv_call_arg_n(k, os.args->argv[os.ent[i].at + a],
-                      os.args->argvlen[os.ent[i].at + a]);
+                srv_redis_call_arg_n(k, os.args->argv[os.ent[i].at + a],
+                                     os.args->argvlen[os.ent[i].at + a]);
         d->rj.chunks++;
         d->rj.left++;
-        srv_call_send(k); /* a failure here counts down at once */
+        srv_redis_call_send(k); /* a failure here counts down at once */
     }
     /* The resyncs: every user's watched users as Redis has them after the
      * chunks (a user swept away later gets its offline edge after this). */
@@ -242,7 +241,7 @@ static void rejoin_online(struct srv_redis_dir *d)
             hub_cluster_op_free(op);
     }
     free(os.ent);
-    srv_call_free(os.args);
+    srv_redis_call_free(os.args);
 }
 
 /* The next step of the REJOIN in progress, once its chunks are all
@@ -250,21 +249,21 @@ static void rejoin_online(struct srv_redis_dir *d)
  * (the one log line, the views' lists). */
 static void rejoin_step(struct srv_redis_dir *d)
 {
-    struct srv_call *k;
+    struct srv_redis_call *k;
 
     if (!d->rj.sent_all || d->rj.left)
         return;
     if (!d->rj.failed && d->rj.tok) {
-        k = srv_call_new(&d->calls, d, SRV_SCRIPT_REJOIN_SWEEP, sweep_done,
-                         NULL);
+        k = srv_redis_call_new(&d->calls, d, SRV_SCRIPT_REJOIN_SWEEP,
+                               sweep_done, NULL);
         if (k) {
             k->gen = d->rj.gen;
-            srv_call_arg(k, "0");
-            srv_call_arg(k, hub_cluster_prefix(d->c));
-            srv_call_arg(k, d->node);
-            srv_call_arg(k, d->rj.tok);
-            srv_call_argf(k, "%d", SRV_REJOIN_CHUNK);
-            srv_call_send(k); /* its reply (or failure) steps again */
+            srv_redis_call_arg(k, "0");
+            srv_redis_call_arg(k, hub_cluster_prefix(d->c));
+            srv_redis_call_arg(k, d->node);
+            srv_redis_call_arg(k, d->rj.tok);
+            srv_redis_call_argf(k, "%d", SRV_REJOIN_CHUNK);
+            srv_redis_call_send(k); /* its reply (or failure) steps again */
             return;
         }
         d->rj.failed = true;
@@ -300,8 +299,8 @@ static void rejoin_step(struct srv_redis_dir *d)
 
 void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
 {
-    struct share sh = { d, calloc(1, sizeof(struct srv_call)),
-                       calloc(1, sizeof(struct srv_call)), 0, 0 };
+    struct share sh = {d, calloc(1, sizeof(struct srv_redis_call)),
+                       calloc(1, sizeof(struct srv_redis_call)), 0, 0};
     long long is = 0, im = 0;
     bool first = true;
 
@@ -315,7 +314,7 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
     free(d->rj.tok);
     d->rj.tok = NULL;
     srv_redis_dir_refresh_clear(d);
-    if (!srv_call_conn(&d->calls) || !sh.subs || !sh.mem) {
+    if (!srv_redis_call_conn(&d->calls) || !sh.subs || !sh.mem) {
         free(sh.subs);
         free(sh.mem);
         return;
@@ -333,8 +332,8 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
      * are one step, as the single script was. */
     while (!d->rj.failed && (first || is < sh.n_s || im < sh.n_m)) {
         long long ns = sh.n_s - is, nm;
-        struct srv_call *k = srv_call_new(&d->calls, d, SRV_SCRIPT_REJOIN,
-                                          rejoin_done, NULL);
+        struct srv_redis_call *k = srv_redis_call_new(
+            &d->calls, d, SRV_SCRIPT_REJOIN, rejoin_done, NULL);
 
         if (!k) {
             d->rj.failed = true;
@@ -346,25 +345,25 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
         if (nm > SRV_REJOIN_CHUNK - ns)
             nm = SRV_REJOIN_CHUNK - ns;
         k->gen = d->rj.gen;
-        srv_call_arg(k, "0");
-        srv_call_arg(k, hub_cluster_prefix(d->c));
-        srv_call_arg(k, d->node);
-        srv_call_arg(k, first ? "1" : "0");
-        srv_call_argf(k, "%lld", ns);
+        srv_redis_call_arg(k, "0");
+        srv_redis_call_arg(k, hub_cluster_prefix(d->c));
+        srv_redis_call_arg(k, d->node);
+        srv_redis_call_arg(k, first ? "1" : "0");
+        srv_redis_call_argf(k, "%lld", ns);
         for (long long i = 2 * is; i < 2 * (is + ns); i++)
-            srv_call_arg_n(k, sh.subs->argv[i], sh.subs->argvlen[i]);
-        srv_call_argf(k, "%lld", nm);
+            srv_redis_call_arg_n(k, sh.subs->argv[i], sh.subs->argvlen[i]);
+        srv_redis_call_argf(k, "%lld", nm);
         for (long long i = 4 * im; i < 4 * (im + nm); i++)
-            srv_call_arg_n(k, sh.mem->argv[i], sh.mem->argvlen[i]);
+            srv_redis_call_arg_n(k, sh.mem->argv[i], sh.mem->argvlen[i]);
         is += ns;
         im += nm;
         first = false;
         d->rj.chunks++;
         d->rj.left++;
-        srv_call_send(k); /* a failure here counts down at once */
+        srv_redis_call_send(k); /* a failure here counts down at once */
     }
-    srv_call_free(sh.subs);
-    srv_call_free(sh.mem);
+    srv_redis_call_free(sh.subs);
+    srv_redis_call_free(sh.mem);
     if (!d->rj.failed)
         rejoin_online(d);
     d->rj.sent_all = true;

@@ -76,7 +76,7 @@ struct srv_redis {
     bool ping_out;
     uint64_t n_loaded;             /* cache entries kept by this load */
     struct srv_redis_dir *dir;     /* the cluster-wide directory */
-    struct srv_lease *lease;       /* node lease and reaper; owned, or NULL */
+    struct srv_redis_lease *lease; /* node lease and reaper; owned, or NULL */
 };
 
 #endif

@@ -47,7 +47,7 @@ struct reap {
     bool told;                     /* logged a failed step */
 };
 
-struct srv_lease {
+struct srv_redis_lease {
     char *node_id, *prefix;
     char epoch[17];
     uint64_t rng;                  /* tick jitter */
@@ -58,7 +58,7 @@ struct srv_lease {
     struct srv_redis *redis;
     void (*rejoin)(struct srv_redis *r);
     /* The apps whose connections the tick counts: those at start, then
-     * each one a reload adds (srv_lease_app_added, main thread), appended
+     * each one a reload adds (srv_redis_lease_app_added, main thread), appended
      * only, so a tick's reply matches the list it was sent with. apps_mu
      * guards the array; the backplane thread holds it while it reads. */
     pthread_mutex_t apps_mu;
@@ -92,9 +92,10 @@ static const char *const lua_text[S_N] = {
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
-struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg)
+struct srv_redis_lease *
+srv_redis_lease_create(const struct srv_redis_lease_cfg *cfg)
 {
-    struct srv_lease *l = calloc(1, sizeof(*l));
+    struct srv_redis_lease *l = calloc(1, sizeof(*l));
     const struct hub_apptab *t = hub_apps(cfg->hub);
     uint64_t e = 0;
 
@@ -135,11 +136,11 @@ struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg)
     l->leave_w.data = l;
     return l;
 fail:
-    srv_lease_destroy(l);
+    srv_redis_lease_destroy(l);
     return NULL;
 }
 
-static void q_pop(struct srv_lease *l)
+static void q_pop(struct srv_redis_lease *l)
 {
     struct reap *x = l->q;
 
@@ -151,8 +152,8 @@ static void q_pop(struct srv_lease *l)
     free(x);
 }
 
-int srv_lease_app_added(struct srv_lease *l, unsigned index, const char *id,
-                        struct hub_app_live *live)
+int srv_redis_lease_app_added(struct srv_redis_lease *l, unsigned index,
+                              const char *id, struct hub_app_live *live)
 {
     char *copy;
     int rc = 0;
@@ -182,7 +183,7 @@ out:
     return rc;
 }
 
-void srv_lease_destroy(struct srv_lease *l)
+void srv_redis_lease_destroy(struct srv_redis_lease *l)
 {
     if (!l)
         return;
@@ -198,7 +199,7 @@ void srv_lease_destroy(struct srv_lease *l)
 }
 
 /* Is this reply for the current connection (not one being freed)? */
-static bool ours(struct srv_lease *l, redisAsyncContext *ac, void *reply)
+static bool ours(struct srv_redis_lease *l, redisAsyncContext *ac, void *reply)
 {
     return reply && ac && ac->data && l->cmd && ac == l->cmd;
 }
@@ -223,14 +224,14 @@ static uint64_t int_of(const redisReply *e)
 /* Scripts. */
 
 struct load_req {
-    struct srv_lease *l;
+    struct srv_redis_lease *l;
     unsigned k;
 };
 
 static void load_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
     struct load_req *q = priv;
-    struct srv_lease *l = q->l;
+    struct srv_redis_lease *l = q->l;
     redisReply *rep = reply;
 
     if (ours(l, ac, reply) && is_str(rep) && rep->len == 40) {
@@ -240,7 +241,7 @@ static void load_reply(redisAsyncContext *ac, void *reply, void *priv)
     free(q);
 }
 
-static void send_loads(struct srv_lease *l)
+static void send_loads(struct srv_redis_lease *l)
 {
     for (unsigned k = 0; k < S_N; k++) {
         struct load_req *q = malloc(sizeof(*q));
@@ -256,7 +257,7 @@ static void send_loads(struct srv_lease *l)
 }
 
 /* EVALSHA k (EVAL until its SHA is known) with "0" keys and argv. */
-static int run_script(struct srv_lease *l, unsigned k,
+static int run_script(struct srv_redis_lease *l, unsigned k,
                       redisCallbackFn *fn, void *priv, int argc,
                       const char **argv)
 {
@@ -292,7 +293,7 @@ out:
 }
 
 /* A NOSCRIPT error (SCRIPT FLUSH, a restarted Redis): EVAL next time. */
-static void check_noscript(struct srv_lease *l, unsigned k,
+static void check_noscript(struct srv_redis_lease *l, unsigned k,
                            const redisReply *rep)
 {
     if (rep->type == REDIS_REPLY_ERROR && rep->str &&
@@ -302,9 +303,9 @@ static void check_noscript(struct srv_lease *l, unsigned k,
 
 /* The reaper. */
 
-static void reap_next(struct srv_lease *l);
+static void reap_next(struct srv_redis_lease *l);
 
-static void report_edges(struct srv_lease *l, const redisReply *ed)
+static void report_edges(struct srv_redis_lease *l, const redisReply *ed)
 {
     for (size_t i = 0; ed && i + 3 < ed->elements; i += 4) {
         const redisReply *k = ed->element[i], *a = ed->element[i + 1],
@@ -334,7 +335,7 @@ static void report_edges(struct srv_lease *l, const redisReply *ed)
     }
 }
 
-static void reap_done(struct srv_lease *l, struct reap *x)
+static void reap_done(struct srv_redis_lease *l, struct reap *x)
 {
     unsigned long long s = x->subs, m = x->mems;
 
@@ -352,11 +353,11 @@ static void reap_done(struct srv_lease *l, struct reap *x)
     }
 }
 
-static void leave_finish(struct srv_lease *l);
+static void leave_finish(struct srv_redis_lease *l);
 
 static void reap_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
-    struct srv_lease *l = priv;
+    struct srv_redis_lease *l = priv;
     redisReply *rep = reply;
     struct reap *x = l->q;
     bool self;
@@ -401,7 +402,7 @@ static void reap_reply(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 /* Send the head token's next step, if none is out. */
-static void reap_next(struct srv_lease *l)
+static void reap_next(struct srv_redis_lease *l)
 {
     struct reap *x = l->q;
     const char **av;
@@ -439,7 +440,7 @@ static void reap_next(struct srv_lease *l)
     free(av);
 }
 
-static void q_push(struct srv_lease *l, const char *dead, size_t dlen,
+static void q_push(struct srv_redis_lease *l, const char *dead, size_t dlen,
                    const char *tok, size_t tlen, bool self)
 {
     struct reap *x = calloc(1, sizeof(*x)), **p;
@@ -463,7 +464,7 @@ static void q_push(struct srv_lease *l, const char *dead, size_t dlen,
 
 static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
-    struct srv_lease *l = priv;
+    struct srv_redis_lease *l = priv;
     redisReply *rep = reply;
     const redisReply *sums, *cl;
     bool first;
@@ -522,7 +523,7 @@ static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
     reap_next(l);
 }
 
-static void send_tick(struct srv_lease *l)
+static void send_tick(struct srv_redis_lease *l)
 {
     const char **av;
     char (*counts)[24];
@@ -572,7 +573,7 @@ static void send_tick(struct srv_lease *l)
  * otherwise look for a dead node's key in step with its last renewal,
  * just before it expires, and find it a whole tick late. Renewals only
  * come sooner, never later. */
-static double next_tick_s(struct srv_lease *l)
+static double next_tick_s(struct srv_redis_lease *l)
 {
     double r = (double)(hub_xorshift64s(&l->rng) % 1000) / 1000.0;
 
@@ -581,7 +582,7 @@ static double next_tick_s(struct srv_lease *l)
 
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    struct srv_lease *l = w->data;
+    struct srv_redis_lease *l = w->data;
 
     (void)revents;
     send_tick(l);
@@ -589,8 +590,8 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
     ev_timer_again(loop, w);
 }
 
-void srv_lease_up(struct srv_lease *l, struct ev_loop *loop,
-                  redisAsyncContext *cmd)
+void srv_redis_lease_up(struct srv_redis_lease *l, struct ev_loop *loop,
+                        redisAsyncContext *cmd)
 {
     if (!l)
         return;
@@ -610,7 +611,7 @@ void srv_lease_up(struct srv_lease *l, struct ev_loop *loop,
 
 static void finish_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
-void srv_lease_down(struct srv_lease *l)
+void srv_redis_lease_down(struct srv_redis_lease *l)
 {
     if (!l || !l->loop)
         return;
@@ -637,7 +638,7 @@ void srv_lease_down(struct srv_lease *l)
 
 /* A clean stop. */
 
-static void leave_finish(struct srv_lease *l)
+static void leave_finish(struct srv_redis_lease *l)
 {
     void (*done)(void *) = l->leave_done;
 
@@ -658,7 +659,7 @@ static void finish_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    struct srv_lease *l = w->data;
+    struct srv_redis_lease *l = w->data;
 
     (void)loop;
     (void)revents;
@@ -669,7 +670,7 @@ static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void leave_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
-    struct srv_lease *l = priv;
+    struct srv_redis_lease *l = priv;
     redisReply *rep = reply;
 
     if (!ours(l, ac, reply))
@@ -690,7 +691,8 @@ static void leave_reply(redisAsyncContext *ac, void *reply, void *priv)
     reap_next(l);
 }
 
-bool srv_lease_leave(struct srv_lease *l, void (*done)(void *ctx), void *ctx)
+bool srv_redis_lease_leave(struct srv_redis_lease *l, void (*done)(void *ctx),
+                           void *ctx)
 {
     const char **av;
     char nabuf[16];

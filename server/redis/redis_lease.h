@@ -43,12 +43,12 @@ struct hub_backplane_stats;
 struct hub_app_live;
 struct srv_redis;
 
-struct srv_lease_cfg {
+struct srv_redis_lease_cfg {
     const char *node_id;           /* copied */
     const char *prefix;            /* copied */
     uint64_t lease_ms;             /* 1000..60000 */
     struct hub *hub;               /* the apps at start: ids, live structs
-                                      (a reload's: srv_lease_app_added) */
+                                      (a reload's: srv_redis_lease_app_added) */
     struct hub_cluster *cluster;   /* the edge hook */
     struct hub_backplane_stats *st;
     struct srv_redis *redis;       /* rejoin's argument (opaque here) */
@@ -59,33 +59,35 @@ struct srv_lease_cfg {
     void (*rejoin)(struct srv_redis *r);
 };
 
-struct srv_lease;
+struct srv_redis_lease;
 
 /* Owned; NULL when out of memory. Main thread, after the hub exists. */
-struct srv_lease *srv_lease_create(const struct srv_lease_cfg *cfg);
+struct srv_redis_lease *
+srv_redis_lease_create(const struct srv_redis_lease_cfg *cfg);
 /* After the backplane thread stopped (or never started). NULL: no-op. */
-void srv_lease_destroy(struct srv_lease *l);
+void srv_redis_lease_destroy(struct srv_redis_lease *l);
 /*
  * A reload published app index (id, its live struct, which lasts for the
  * hub): from the next tick on its connections count cluster-wide. 0 or
  * -ENOMEM (the app keeps a per-node quota). Main thread; NULL: no-op.
  */
-int srv_lease_app_added(struct srv_lease *l, unsigned index, const char *id,
-                        struct hub_app_live *live);
+int srv_redis_lease_app_added(struct srv_redis_lease *l, unsigned index,
+                              const char *id, struct hub_app_live *live);
 
 /* The backplane came up on cmd: the first tick goes out at once (call
  * this before any other command on the new connection: a first
  * registration claims what an earlier run of this node id left). */
-void srv_lease_up(struct srv_lease *l, struct ev_loop *loop,
-                  struct redisAsyncContext *cmd);
+void srv_redis_lease_up(struct srv_redis_lease *l, struct ev_loop *loop,
+                        struct redisAsyncContext *cmd);
 /* The connection is gone (call before it is freed). */
-void srv_lease_down(struct srv_lease *l);
+void srv_redis_lease_down(struct srv_redis_lease *l);
 /*
  * A clean stop: deregister (reap this node's own share) and call done(ctx)
  * when that is finished, the connection went, or a deadline passed.
  * Returns false (done not called) when there is nothing to do: Redis
  * down, or never registered.
  */
-bool srv_lease_leave(struct srv_lease *l, void (*done)(void *ctx), void *ctx);
+bool srv_redis_lease_leave(struct srv_redis_lease *l, void (*done)(void *ctx),
+                           void *ctx);
 
 #endif
