@@ -38,3 +38,9 @@ const char srv_lua_lease_reap[] =
     SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_LEASE_REAP;
 
 const char srv_lua_cache_scan[] = SRV_LUA_TEXT_CACHE_SCAN;
+
+const char srv_lua_wh_stream_add[] = SRV_LUA_TEXT_WH_STREAM_ADD;
+const char srv_lua_wh_stream_lease[] = SRV_LUA_TEXT_WH_STREAM_LEASE;
+const char srv_lua_wh_stream_release[] = SRV_LUA_TEXT_WH_STREAM_RELEASE;
+const char srv_lua_wh_stream_retire[] = SRV_LUA_TEXT_WH_STREAM_RETIRE;
+const char srv_lua_wh_stream_pump[] = SRV_LUA_TEXT_WH_STREAM_PUMP;

@@ -1,11 +1,13 @@
 /*
- * server/redis/redis_lua.h - the Lua scripts of the Redis backplane, each as
- * the one text it sends to Redis (SCRIPT LOAD, then EVALSHA; EVAL with the
- * text until the SHA is known, and again on a NOSCRIPT error). The scripts
- * are written in server/redis/lua/, one .lua file a script, whose opening
- * comment gives its KEYS, ARGV and reply; server/redis/lua/embed.cmake
- * embeds them at build time and server/redis/redis_lua.c puts a shared
- * prologue's functions in front of the scripts that call them.
+ * server/redis/redis_lua.h - the Lua scripts of the Redis backplane and of
+ * the webhook sender's stream, each as the one text sent to Redis (the
+ * backplane: SCRIPT LOAD, then EVALSHA; EVAL with the text until the SHA
+ * is known, and again on a NOSCRIPT error; the webhook sender: EVAL on its
+ * own synchronous connection). The scripts are written in
+ * server/redis/lua/, one .lua file a script, whose opening comment gives
+ * its KEYS, ARGV and reply; server/redis/lua/embed.cmake embeds them at
+ * build time and server/redis/redis_lua.c puts a shared prologue's
+ * functions in front of the scripts that call them.
  * tests/unit/test_redis_lua.c runs each against fixture keys in a test
  * redis-server.
  *
@@ -24,7 +26,9 @@
  * hold any byte but NUL ('\n' and 0x1f included), so it is counted, never
  * delimited. Every count reaching 0 is HDELed. Online state and
  * watchlists: server/redis/lua/watchlist.lua; the lease and the reaper:
- * server/redis/lua/lease_*.lua (docs/SCALING.md, "Node death").
+ * server/redis/lua/lease_*.lua (docs/SCALING.md, "Node death"); the
+ * webhook stream's keys P:wh|whd|whn|whl:<app> (docs/WEBHOOKS.md, "In a
+ * cluster"): server/redis/lua/wh_stream_*.lua.
  *
  * Thread: any (constant text).
  */
@@ -49,5 +53,13 @@ extern const char srv_lua_lease_leave[];
 extern const char srv_lua_lease_reap[];
 /* The cache entries loaded on connect (server/redis/redis_pub.c). */
 extern const char srv_lua_cache_scan[];
+/* The webhook sender's stream (server/webhook/webhook_stream*.c): an
+ * event appended, the per-app lease taken, renewed, released at a clean
+ * stop or retired after a reload, and the delayed edges pumped. */
+extern const char srv_lua_wh_stream_add[];
+extern const char srv_lua_wh_stream_lease[];
+extern const char srv_lua_wh_stream_release[];
+extern const char srv_lua_wh_stream_retire[];
+extern const char srv_lua_wh_stream_pump[];
 
 #endif

@@ -30,7 +30,11 @@
  * - after a reload (docs/WEBHOOKS.md, "Reloads"): a missing group starts
  *   at 0 only in a stream without groups, else at $; the holder destroys
  *   the groups no configured endpoint names; an app that lost its
- *   webhooks gives its lease up and lets its keys expire (lua_retire).
+ *   webhooks gives its lease up and lets its keys expire
+ *   (server/redis/lua/wh_stream_retire.lua).
+ *
+ * Its scripts are files of server/redis/lua/ (wh_stream_*.lua), embedded
+ * at build time (server/redis/redis_lua.h).
  *
  * Thread: the sender thread.
  */
@@ -49,15 +53,12 @@
 #include "hub/base/backoff.h"
 #include "server/config/redis_url.h"
 #include "server/redis/redis_conn.h"
+#include "server/redis/redis_lua.h"
 #include "server/lws/srv.h"
 
 #define RETRY_MS 500               /* reconnects: doubled up to 10 s */
 #define RETRY_MAX_MS 10000
 #define IO_TIMEOUT_MS 500          /* every command; a sender, not a loop */
-
-static const char lua_release[] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
-    "  redis.call('DEL', KEYS[1]) end return 0";
 
 int srv_wh_stream_create(struct srv_wh *wh)
 {
@@ -188,7 +189,9 @@ void srv_wh_stream_free(struct srv_wh *wh)
     for (unsigned i = 0; z->rc && wh->view && i < z->n_apps &&
                          i < wh->view->n;
          i++) {
-        const char *av[5] = { "EVAL", lua_release, "1", k, z->node };
+        /* server/redis/lua/wh_stream_release.lua: only ours. */
+        const char *av[5] = { "EVAL", srv_lua_wh_stream_release, "1", k,
+                              z->node };
         redisReply *r;
 
         if (!z->apps[i].held || !wh->view->apps[i].id ||

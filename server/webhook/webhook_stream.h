@@ -53,7 +53,7 @@ struct srv_wh_stream_ep {
 struct srv_wh_stream_app {
     char *id;                      /* once served here; NULL after retire */
     bool held;
-    bool retiring;                 /* gone from the view: lua_retire due */
+    bool retiring;                 /* gone from the view: to retire */
     const char *start;             /* where a missing group starts: "0"
                                       when the stream has no group yet,
                                       else "$" (a new endpoint) */

@@ -2,8 +2,9 @@
  * server/webhook/webhook_stream_add.c - client events and cache misses to
  * the cluster's webhook stream (server/webhook/webhook_stream.h): the
  * events the sender popped from the loops' queue are XADDed to their app's
- * stream P:wh:<app> by one script per event (lua_add: refused and counted
- * at --webhook-stream-max entries), pipelined PIPELINE at a time. What
+ * stream P:wh:<app> by one script per event
+ * (server/redis/lua/wh_stream_add.lua: refused and counted at
+ * --webhook-stream-max entries), pipelined PIPELINE at a time. What
  * Redis does not take (not connected, no answer) goes back to the local
  * engine, as do the edges (the directory's scripts queue those).
  *
@@ -21,14 +22,7 @@
 #include "hub/app/app.h"
 #include "hub/loop/stats.h"
 #include "server/lws/srv.h"
-
-/* One event. KEYS wh whn; ARGV bound field value ... */
-static const char lua_add[] =
-    "if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then "
-    "  redis.call('HINCRBY', KEYS[2], 'dropped', 1) return 0 end "
-    "redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2)) "
-    "redis.call('HINCRBY', KEYS[2], 'queued', 1) "
-    "return 1";
+#include "server/redis/redis_lua.h"
 
 static bool to_stream(const struct hub_wh_event *ev)
 {
@@ -49,7 +43,7 @@ static int append_one(struct srv_whs *z, const char *app,
         return -1;
     snprintf(bound, sizeof(bound), "%u", z->max_entries);
     av[n++] = "EVAL";
-    av[n++] = lua_add;
+    av[n++] = srv_lua_wh_stream_add; /* KEYS wh whn; ARGV bound f v ... */
     av[n++] = "2";
     av[n++] = kw;
     av[n++] = kn;

@@ -2,12 +2,14 @@
  * server/webhook/webhook_stream_lease.c - the cluster's webhook stream,
  * app by app (server/webhook/webhook_stream.h): the round the sender runs
  * every ROUND_MS. Per app with webhooks: its lease P:whl:<app> (SET NX PX
- * --node-lease, renewed a third of the way; lua_lease) says which node
- * consumes its stream; the holder counts the stream's drops (logged once
- * per episode), moves due delayed edges from P:whd:<app> to the stream
- * (lua_pump), reads each endpoint (webhook_stream_read.c) and trims
- * (webhook_stream_trim.c). An app a reload removed or disabled gives its
- * lease up and lets its keys expire (lua_retire).
+ * --node-lease, renewed a third of the way; wh_stream_lease.lua) says
+ * which node consumes its stream; the holder counts the stream's drops
+ * (logged once per episode), moves due delayed edges from P:whd:<app> to
+ * the stream (wh_stream_pump.lua), reads each endpoint
+ * (webhook_stream_read.c) and trims (webhook_stream_trim.c). An app a
+ * reload removed or disabled gives its lease up and lets its keys expire
+ * (wh_stream_retire.lua). The scripts are files of server/redis/lua/,
+ * embedded at build time (server/redis/redis_lua.h).
  *
  * Thread: the sender thread.
  */
@@ -23,6 +25,7 @@
 #include "hub/app/app.h"
 #include "hub/loop/stats.h"
 #include "server/lws/srv.h"
+#include "server/redis/redis_lua.h"
 
 #define ROUND_MS 100               /* reads and the pump, while holding */
 #define TRIM_MS 1000
@@ -31,59 +34,6 @@
  * a reload) expire this long after its last holder let it go, unless a
  * node that still has it takes the lease (which PERSISTs them). */
 #define RETIRE_TTL_S 3600
-
-/* Renew (1), take (2) or not (0). KEYS lease wh whd whn; ARGV me ms.
- * Taking it cancels an expiry a retiring holder set (lua_retire). */
-static const char lua_lease[] =
-    "local v = redis.call('GET', KEYS[1]) "
-    "if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end "
-    "if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
-    "  redis.call('PERSIST', KEYS[2]) redis.call('PERSIST', KEYS[3]) "
-    "  redis.call('PERSIST', KEYS[4]) "
-    "  return 2 end "
-    "return 0";
-
-/* This node no longer has the app (a reload removed or disabled it):
- * unless another node holds the lease (it has the app, or lets it go
- * itself), drop ours and let the keys expire. 1 done, 0 another holds it.
- * KEYS lease wh whd whn; ARGV me ttl. */
-static const char lua_retire[] =
-    "local v = redis.call('GET', KEYS[1]) "
-    "if v and v ~= ARGV[1] then return 0 end "
-    "if v then redis.call('DEL', KEYS[1]) end "
-    "redis.call('PEXPIRE', KEYS[2], ARGV[2]) "
-    "redis.call('PEXPIRE', KEYS[3], ARGV[2]) "
-    "redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
-    "return 1";
-
-/* Due delayed edges to the stream. KEYS whd wh whn; ARGV bound limit. */
-static const char lua_pump[] =
-    "local t = redis.call('TIME') "
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
-    "local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, "
-    "  'LIMIT', 0, tonumber(ARGV[2])) "
-    "local n = 0 "
-    "for _, m in ipairs(due) do "
-    "  local kind, rest = string.sub(m, 1, 1), string.sub(m, 3) "
-    "  local c, u = rest, nil "
-    "  if kind == 'r' then "
-    "    local a = string.find(rest, '\\31', 1, true) "
-    "    if a then c = string.sub(rest, 1, a - 1); u = string.sub(rest, a + 1) "
-    "    end "
-    "  end "
-    "  redis.call('ZREM', KEYS[1], m) "
-    "  if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[1]) then "
-    "    redis.call('HINCRBY', KEYS[3], 'dropped', 1) "
-    "  else "
-    "    if u then redis.call('XADD', KEYS[2], '*', 'name', 'member_removed', "
-    "      'channel', c, 'user_id', u) "
-    "    else redis.call('XADD', KEYS[2], '*', 'name', 'channel_vacated', "
-    "      'channel', c) end "
-    "    redis.call('HINCRBY', KEYS[3], 'queued', 1) "
-    "    n = n + 1 "
-    "  end "
-    "end "
-    "return n";
 
 /* The drop counter of the app's stream: counted and logged once per
  * episode by the lease holder. */
@@ -167,8 +117,8 @@ static void app_retire(struct srv_wh *wh, unsigned ai, uint64_t now)
         goto forget;
     {
         char ttl[24];
-        const char *av[9] = { "EVAL", lua_retire, "4", kl, kw, kd, kn,
-                              z->node, ttl };
+        const char *av[9] = { "EVAL", srv_lua_wh_stream_retire, "4", kl,
+                              kw, kd, kn, z->node, ttl };
 
         snprintf(ttl, sizeof(ttl), "%u", RETIRE_TTL_S * 1000u);
 
@@ -211,8 +161,9 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
         srv__wh_stream_key(kn, sizeof(kn), z, "whn", app->id))
         return;
     if (now >= a->renew_ms) {
-        const char *av[9] = { "EVAL", lua_lease, "4", kl, kw, kd, kn, z->node,
-                              z->lease_txt };
+        /* Renew (1), take (2) or not (0). */
+        const char *av[9] = { "EVAL", srv_lua_wh_stream_lease, "4", kl, kw,
+                              kd, kn, z->node, z->lease_txt };
         bool had = a->held, took;
 
         r = srv__wh_stream_cmd(z, 9, av, NULL);
@@ -248,8 +199,8 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
             break;
         }
     {
-        const char *av[8] = { "EVAL", lua_pump, "3", kd, kw, kn, NULL,
-                              PUMP_LIMIT };
+        const char *av[8] = { "EVAL", srv_lua_wh_stream_pump, "3", kd, kw,
+                              kn, NULL, PUMP_LIMIT };
         char bound[16];
 
         snprintf(bound, sizeof(bound), "%u", z->max_entries);

@@ -1,8 +1,9 @@
 /*
  * tests/unit/test_redis_lua.c - each Lua script of server/redis/redis_lua.h
- * (the files of server/redis/lua/) run against fixture keys in a test
- * redis-server, and its documented effect checked: the counts it moves,
- * the keys it renames, drops or adds, what it PUBLISHes and its reply.
+ * (the files of server/redis/lua/: the backplane's and the webhook
+ * stream's) run against fixture keys in a test redis-server, and its
+ * documented effect checked: the counts it moves, the keys it renames,
+ * drops, adds or lets expire, what it PUBLISHes and its reply.
  *
  * The test starts its own redis-server (Debian's, or $REDIS_SERVER) on a
  * unix socket in a temporary directory, without persistence, and stops
@@ -157,14 +158,14 @@ static void ok(const char *fmt, ...)
     freeReplyObject(r);
 }
 
-/* EVAL script with nkeys, then the keys and arguments (NULL-ended). */
-static redisReply *eval(const char *script, int nkeys, ...)
+/* EVAL script with nkeys, then the keys and arguments (NULL-ended in
+ * ap, at most 60); a script error fails the case. */
+static redisReply *eval_v(const char *script, int nkeys, va_list ap)
 {
     const char *av[64];
     size_t al[64];
     char nk[8];
     int n = 0;
-    va_list ap;
     const char *s;
     redisReply *r;
 
@@ -172,18 +173,46 @@ static redisReply *eval(const char *script, int nkeys, ...)
     av[n++] = "EVAL";
     av[n++] = script;
     av[n++] = nk;
-    va_start(ap, nkeys);
-    while ((s = va_arg(ap, const char *)))
+    while ((s = va_arg(ap, const char *))) {
+        assert_true(n < 64);
         av[n++] = s;
-    va_end(ap);
+    }
     for (int i = 0; i < n; i++)
         al[i] = strlen(av[i]);
     r = redisCommandArgv(c, n, av, al);
     assert_non_null(r);
     if (r->type == REDIS_REPLY_ERROR)
         fail_msg("script error: %s", r->str);
+    return r;
+}
+
+/* A script whose reply is an array. */
+static redisReply *eval(const char *script, int nkeys, ...)
+{
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, nkeys);
+    r = eval_v(script, nkeys, ap);
+    va_end(ap);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     return r;
+}
+
+/* A script whose reply is an integer: its value. */
+static long long eval_int(const char *script, int nkeys, ...)
+{
+    va_list ap;
+    redisReply *r;
+    long long v;
+
+    va_start(ap, nkeys);
+    r = eval_v(script, nkeys, ap);
+    va_end(ap);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    v = r->integer;
+    freeReplyObject(r);
+    return v;
 }
 
 static long long el_int(const redisReply *r, size_t i)
@@ -822,6 +851,205 @@ static void test_redis_lua_cache_scan_reads_live_entries(void **state)
     assert_int_equal(found, 1);
 }
 
+/* The webhook sender's stream (server/webhook/webhook_stream*.c): app a's
+ * lease, stream, delayed edges and counters. */
+
+#define WHKEYS "t:whl:a", "t:wh:a", "t:whd:a", "t:whn:a"
+#define RETIRE_MS 3600000          /* RETIRE_TTL_S of webhook_stream_lease.c */
+
+/* The stream, the delayed edges and the counters, each with an expiry of
+ * ms (as a retiring holder leaves them). */
+static void wh_keys_expiring(const char *ms)
+{
+    ok("XADD t:wh:a * name client_event");
+    ok("ZADD t:whd:a 1 %s", "v" US "ch");
+    ok("HSET t:whn:a queued 1");
+    ok("PEXPIRE t:wh:a %s", ms);
+    ok("PEXPIRE t:whd:a %s", ms);
+    ok("PEXPIRE t:whn:a %s", ms);
+}
+
+static void test_redis_lua_wh_stream_lease_takes_renews_and_refuses(
+    void **state)
+{
+    (void)state;
+    /* Free: taken for ms, and the keys a retiring holder let expire are
+     * kept. */
+    wh_keys_expiring("600000");
+    assert_int_equal(eval_int(srv_lua_wh_stream_lease, 4, WHKEYS, "n1",
+                              "3000", (char *)NULL), 2);
+    str_is("n1", "GET t:whl:a");
+    assert_in_range(num("PTTL t:whl:a"), 1, 3000);
+    assert_int_equal(num("PTTL t:wh:a"), -1);
+    assert_int_equal(num("PTTL t:whd:a"), -1);
+    assert_int_equal(num("PTTL t:whn:a"), -1);
+
+    /* Ours: renewed to the new ms (above the 1000 left), the keys
+     * untouched. */
+    ok("PEXPIRE t:whl:a 1000");
+    ok("PEXPIRE t:wh:a 600000");
+    assert_int_equal(eval_int(srv_lua_wh_stream_lease, 4, WHKEYS, "n1",
+                              "600000", (char *)NULL), 1);
+    str_is("n1", "GET t:whl:a");
+    assert_in_range(num("PTTL t:whl:a"), 1001, 600000);
+    assert_in_range(num("PTTL t:wh:a"), 1, 600000);
+
+    /* Another node's: refused, its lease and expiry left as they were. */
+    ok("SET t:whl:a n2 PX 5000");
+    assert_int_equal(eval_int(srv_lua_wh_stream_lease, 4, WHKEYS, "n1",
+                              "600000", (char *)NULL), 0);
+    str_is("n2", "GET t:whl:a");
+    assert_in_range(num("PTTL t:whl:a"), 1, 5000);
+    assert_in_range(num("PTTL t:wh:a"), 1, 600000);
+}
+
+static void test_redis_lua_wh_stream_retire_lets_the_keys_expire(
+    void **state)
+{
+    char ttl[16];
+
+    (void)state;
+    snprintf(ttl, sizeof(ttl), "%d", RETIRE_MS);
+    wh_keys_expiring("600000");
+    ok("PERSIST t:wh:a");
+    ok("PERSIST t:whd:a");
+    ok("PERSIST t:whn:a");
+    /* Another node holds the lease: nothing is done. */
+    ok("SET t:whl:a n2 PX 5000");
+    assert_int_equal(eval_int(srv_lua_wh_stream_retire, 4, WHKEYS, "n1",
+                              ttl, (char *)NULL), 0);
+    str_is("n2", "GET t:whl:a");
+    assert_int_equal(num("PTTL t:wh:a"), -1);
+    assert_int_equal(num("PTTL t:whd:a"), -1);
+    assert_int_equal(num("PTTL t:whn:a"), -1);
+
+    /* Ours: dropped, and the three keys expire in ttl ms. */
+    ok("SET t:whl:a n1 PX 5000");
+    assert_int_equal(eval_int(srv_lua_wh_stream_retire, 4, WHKEYS, "n1",
+                              ttl, (char *)NULL), 1);
+    assert_int_equal(num("EXISTS t:whl:a"), 0);
+    assert_in_range(num("PTTL t:wh:a"), RETIRE_MS - 600000, RETIRE_MS);
+    assert_in_range(num("PTTL t:whd:a"), RETIRE_MS - 600000, RETIRE_MS);
+    assert_in_range(num("PTTL t:whn:a"), RETIRE_MS - 600000, RETIRE_MS);
+
+    /* Nobody's (it lapsed): the expiry is set all the same. */
+    ok("PERSIST t:wh:a");
+    assert_int_equal(eval_int(srv_lua_wh_stream_retire, 4, WHKEYS, "n1",
+                              ttl, (char *)NULL), 1);
+    assert_in_range(num("PTTL t:wh:a"), RETIRE_MS - 600000, RETIRE_MS);
+}
+
+/* Entry i (from the oldest) of the stream t:wh:a: its fields and values
+ * equal want, NULL-ended. */
+static void expect_entry(size_t i, ...)
+{
+    redisReply *r = cmd("XRANGE t:wh:a - +");
+    const redisReply *f;
+    va_list ap;
+    const char *w;
+    size_t n = 0;
+
+    assert_true(i < r->elements);
+    f = r->element[i]->element[1];
+    va_start(ap, i);
+    while ((w = va_arg(ap, const char *)))
+        el_str(f, n++, w);
+    va_end(ap);
+    assert_int_equal(f->elements, n);
+    freeReplyObject(r);
+}
+
+static void test_redis_lua_wh_stream_pump_moves_due_edges(void **state)
+{
+    (void)state;
+    /* Two due (score 1 and 2 ms of Redis's clock), one far ahead. */
+    ok("ZADD t:whd:a 2 %s 1 %s 99999999999999 %s", "v" US "ch",
+       "r" US "presence-x" US "u", "v" US "later");
+    assert_int_equal(eval_int(srv_lua_wh_stream_pump, 3, "t:whd:a",
+                              "t:wh:a", "t:whn:a", "100", "200",
+                              (char *)NULL), 2);
+    assert_int_equal(num("XLEN t:wh:a"), 2);
+    expect_entry(0, "name", "member_removed", "channel", "presence-x",
+                 "user_id", "u", (char *)NULL);
+    expect_entry(1, "name", "channel_vacated", "channel", "ch",
+                 (char *)NULL);
+    assert_int_equal(num("HGET t:whn:a queued"), 2);
+    assert_int_equal(num("HEXISTS t:whn:a dropped"), 0);
+    assert_int_equal(num("ZCARD t:whd:a"), 1);
+    assert_int_equal(num("ZSCORE t:whd:a %s", "v" US "later"),
+                     99999999999999LL);
+}
+
+static void test_redis_lua_wh_stream_pump_honours_limit_and_bound(
+    void **state)
+{
+    (void)state;
+    ok("ZADD t:whd:a 1 %s 2 %s 3 %s", "v" US "c1", "v" US "c2",
+       "v" US "c3");
+    /* At most limit edges a run, the oldest first. */
+    assert_int_equal(eval_int(srv_lua_wh_stream_pump, 3, "t:whd:a",
+                              "t:wh:a", "t:whn:a", "100", "1",
+                              (char *)NULL), 1);
+    expect_entry(0, "name", "channel_vacated", "channel", "c1",
+                 (char *)NULL);
+    assert_int_equal(num("ZCARD t:whd:a"), 2);
+    /* At the bound (1 entry): the due edges leave the ZSET, dropped and
+     * counted, none queued. */
+    assert_int_equal(eval_int(srv_lua_wh_stream_pump, 3, "t:whd:a",
+                              "t:wh:a", "t:whn:a", "1", "200",
+                              (char *)NULL), 0);
+    assert_int_equal(num("XLEN t:wh:a"), 1);
+    assert_int_equal(num("ZCARD t:whd:a"), 0);
+    assert_int_equal(num("HGET t:whn:a dropped"), 2);
+    assert_int_equal(num("HGET t:whn:a queued"), 1);
+}
+
+static void test_redis_lua_wh_stream_add_appends_or_refuses_at_the_bound(
+    void **state)
+{
+    (void)state;
+    /* Bound 2: two appended with their fields, the third refused. */
+    assert_int_equal(eval_int(srv_lua_wh_stream_add, 2, "t:wh:a",
+                              "t:whn:a", "2", "name", "client_event",
+                              "channel", "private-c", "event", "client-x",
+                              "data", "{}", "user_id", "u", (char *)NULL),
+                     1);
+    expect_entry(0, "name", "client_event", "channel", "private-c",
+                 "event", "client-x", "data", "{}", "user_id", "u",
+                 (char *)NULL);
+    assert_int_equal(eval_int(srv_lua_wh_stream_add, 2, "t:wh:a",
+                              "t:whn:a", "2", "name", "cache_miss",
+                              "channel", "cache-c", (char *)NULL), 1);
+    expect_entry(1, "name", "cache_miss", "channel", "cache-c",
+                 (char *)NULL);
+    assert_int_equal(eval_int(srv_lua_wh_stream_add, 2, "t:wh:a",
+                              "t:whn:a", "2", "name", "cache_miss",
+                              "channel", "cache-d", (char *)NULL), 0);
+    assert_int_equal(num("XLEN t:wh:a"), 2);
+    assert_int_equal(num("HGET t:whn:a queued"), 2);
+    assert_int_equal(num("HGET t:whn:a dropped"), 1);
+}
+
+static void test_redis_lua_wh_stream_release_frees_only_its_own(
+    void **state)
+{
+    (void)state;
+    /* Another node's lease stays. */
+    ok("SET t:whl:a n2 PX 5000");
+    assert_int_equal(eval_int(srv_lua_wh_stream_release, 1, "t:whl:a", "n1",
+                              (char *)NULL), 0);
+    str_is("n2", "GET t:whl:a");
+    /* Ours goes. */
+    ok("SET t:whl:a n1 PX 5000");
+    assert_int_equal(eval_int(srv_lua_wh_stream_release, 1, "t:whl:a", "n1",
+                              (char *)NULL), 0);
+    assert_int_equal(num("EXISTS t:whl:a"), 0);
+    /* None: nothing to do. */
+    assert_int_equal(eval_int(srv_lua_wh_stream_release, 1, "t:whl:a", "n1",
+                              (char *)NULL), 0);
+    assert_int_equal(num("EXISTS t:whl:a"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -853,6 +1081,19 @@ int main(void)
                                flush),
         cmocka_unit_test_setup(test_redis_lua_cache_scan_reads_live_entries,
                                flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_wh_stream_lease_takes_renews_and_refuses, flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_wh_stream_retire_lets_the_keys_expire, flush),
+        cmocka_unit_test_setup(test_redis_lua_wh_stream_pump_moves_due_edges,
+                               flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_wh_stream_pump_honours_limit_and_bound, flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_wh_stream_add_appends_or_refuses_at_the_bound,
+            flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_wh_stream_release_frees_only_its_own, flush),
     };
 
     if (access(server_path(), X_OK)) {
