@@ -2,9 +2,12 @@
  * server/redis/redis_lua.c - the scripts of server/redis/redis_lua.h put
  * together from the files of server/redis/lua/ (the SRV_LUA_TEXT_* macros
  * of the header embed.cmake generates): a prologue that defines shared
- * functions (dir_wh.lua, watchlist.lua, lease_claim.lua) goes in front of
- * each script that calls them. Each text is byte for byte the one the
- * scripts had as C string literals, so their SHAs did not change.
+ * functions (dir_wh.lua, watchlist.lua, lease_claim.lua, reap_fields.lua)
+ * goes in front of each script that calls them. Each text is byte for byte
+ * the one the scripts had as C string literals, so their SHAs did not
+ * change, but for dir_rejoin_sweep and lease_reap, whose HSCAN and
+ * decrement functions moved into reap_fields.lua (a node loads its scripts
+ * at each connect, so a new SHA costs nothing).
  *
  * Thread: any (constant text).
  */
@@ -18,8 +21,10 @@ const char srv_lua_dir_info[] = SRV_LUA_TEXT_DIR_INFO;
 const char srv_lua_dir_list[] = SRV_LUA_TEXT_DIR_LIST;
 const char srv_lua_dir_members[] = SRV_LUA_TEXT_DIR_MEMBERS;
 const char srv_lua_dir_rejoin[] = SRV_LUA_TEXT_DIR_REJOIN;
-const char srv_lua_dir_rejoin_sweep[] =
-    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_DIR_REJOIN_SWEEP;
+/* reap_fields.lua's lines end with newlines: it goes in front of a script
+ * of either embed mode (dir_rejoin_sweep's newlines, lease_reap's spaces). */
+const char srv_lua_dir_rejoin_sweep[] = SRV_LUA_TEXT_WATCHLIST
+    SRV_LUA_TEXT_REAP_FIELDS SRV_LUA_TEXT_DIR_REJOIN_SWEEP;
 
 const char srv_lua_online_signin[] =
     SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_ONLINE_SIGNIN;
@@ -35,7 +40,7 @@ const char srv_lua_lease_tick[] =
 const char srv_lua_lease_leave[] =
     SRV_LUA_TEXT_LEASE_CLAIM " " SRV_LUA_TEXT_LEASE_LEAVE;
 const char srv_lua_lease_reap[] =
-    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_LEASE_REAP;
+    SRV_LUA_TEXT_WATCHLIST SRV_LUA_TEXT_REAP_FIELDS SRV_LUA_TEXT_LEASE_REAP;
 
 const char srv_lua_cache_scan[] = SRV_LUA_TEXT_CACHE_SCAN;
 

@@ -1,5 +1,5 @@
 -- server/redis/lua/dir_rejoin_sweep.lua - the end of a REJOIN, one step.
--- Runs after watchlist.lua.
+-- Runs after watchlist.lua and reap_fields.lua (take, sub).
 --
 -- ARGV P node token max. Removes at most max fields of what is left of the
 -- old share (members first, then online users, then subscriptions) from
@@ -15,28 +15,7 @@ if redis.call('GET', lock) ~= node then return {'lost', 0} end
 redis.call('PEXPIRE', lock, 30000)
 local nmk, nsk = P..':rp:'..tok..':nm', P..':rp:'..tok..':ns'
 local removed, used = 0, 0
-local function take(key)
-  local out, seen, cur, want = {}, {}, '0', max - used
-  if want <= 0 then return out end
-  repeat
-    local r = redis.call('HSCAN', key, cur, 'COUNT', want)
-    cur = r[1]
-    for i = 1, #r[2], 2 do
-      local f = r[2][i]
-      if not seen[f] and #out < 2 * want then
-        seen[f] = true; out[#out + 1] = f; out[#out + 1] = r[2][i + 1]
-      end
-    end
-  until cur == '0' or #out >= 2 * want
-  return out
-end
-local function sub(k, f, n)
-  local before = tonumber(redis.call('HGET', k, f)) or 0
-  if before > n then redis.call('HINCRBY', k, f, -n)
-  else redis.call('HDEL', k, f) end
-  return before
-end
-local f = take(nmk)
+local f = take(nmk, max - used)
 for i = 1, #f, 2 do
   local a, c, u = string.match(f[i], '^([^\31]*)\31([^\31]*)\31(.*)$')
   local n = tonumber(f[i + 1]) or 0
@@ -53,13 +32,13 @@ for i = 1, #f, 2 do
   used = used + 1
 end
 local nok = P..':rp:'..tok..':no'
-f = take(nok)
+f = take(nok, max - used)
 for i = 1, #f, 2 do
   wl_down(P, node, f[i])
   redis.call('HDEL', nok, f[i])
   used = used + 1
 end
-f = take(nsk)
+f = take(nsk, max - used)
 for i = 1, #f, 2 do
   local a, c = string.match(f[i], '^([^\31]*)\31(.*)$')
   local n = tonumber(f[i + 1]) or 0

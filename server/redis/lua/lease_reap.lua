@@ -1,5 +1,6 @@
 -- server/redis/lua/lease_reap.lua - one step of a reap
--- (server/redis/redis_lease.c). Runs after watchlist.lua.
+-- (server/redis/redis_lease.c). Runs after watchlist.lua and
+-- reap_fields.lua (take, sub).
 --
 -- ARGV: P, me, token, max fields, then the webhook delay in ms, the stream
 -- bound and the ids of the apps whose webhooks go through Redis
@@ -49,30 +50,7 @@ end
 local nmk = p .. ':rp:' .. tok .. ':nm'
 local nsk = p .. ':rp:' .. tok .. ':ns'
 local edges, subs, mems, used = {}, 0, 0, 0
--- Up to max - used distinct fields of a hash (HSCAN may repeat).
-local function take(key)
-  local out, seen, cur, want = {}, {}, '0', max - used
-  if want <= 0 then return out end
-  repeat
-    local r = redis.call('HSCAN', key, cur, 'COUNT', want)
-    cur = r[1]
-    for i = 1, #r[2], 2 do
-      local f = r[2][i]
-      if not seen[f] and #out < 2 * want then
-        seen[f] = true; out[#out + 1] = f; out[#out + 1] = r[2][i + 1]
-      end
-    end
-  until cur == '0' or #out >= 2 * want
-  return out
-end
--- Take n from field f of hash k; returns what it held before.
-local function sub(k, f, n)
-  local before = tonumber(redis.call('HGET', k, f)) or 0
-  if before > n then redis.call('HINCRBY', k, f, -n)
-  else redis.call('HDEL', k, f) end
-  return before
-end
-local f = take(nmk)
+local f = take(nmk, max - used)
 for i = 1, #f, 2 do
   local a, c, u = string.match(f[i], '^([^\31]*)\31([^\31]*)\31(.*)$')
   local n = tonumber(f[i + 1]) or 0
@@ -93,13 +71,13 @@ for i = 1, #f, 2 do
   used = used + 1
 end
 local nok = p .. ':rp:' .. tok .. ':no'
-f = take(nok)
+f = take(nok, max - used)
 for i = 1, #f, 2 do
   wl_down(p, me, f[i])
   redis.call('HDEL', nok, f[i])
   used = used + 1
 end
-f = take(nsk)
+f = take(nsk, max - used)
 for i = 1, #f, 2 do
   local a, c = string.match(f[i], '^([^\31]*)\31(.*)$')
   local n = tonumber(f[i + 1]) or 0
