@@ -5,9 +5,10 @@
  * functions (dir_wh.lua, watchlist.lua, lease_claim.lua, reap_fields.lua)
  * goes in front of each script that calls them. Each text is byte for byte
  * the one the scripts had as C string literals, so their SHAs did not
- * change, but for dir_rejoin_sweep and lease_reap, whose HSCAN and
- * decrement functions moved into reap_fields.lua (a node loads its scripts
- * at each connect, so a new SHA costs nothing).
+ * change, but for dir_rejoin_sweep and lease_reap, whose common steps
+ * (draining a claimed hash, taking a count down, dropping a member) moved
+ * into reap_fields.lua (a node loads its scripts at each connect, so a new
+ * SHA costs nothing).
  *
  * Thread: any (constant text).
  */

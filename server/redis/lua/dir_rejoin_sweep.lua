@@ -1,5 +1,5 @@
 -- server/redis/lua/dir_rejoin_sweep.lua - the end of a REJOIN, one step.
--- Runs after watchlist.lua and reap_fields.lua (take, sub).
+-- Runs after watchlist.lua and reap_fields.lua (drain, sub, drop_member).
 --
 -- ARGV P node token max. Removes at most max fields of what is left of the
 -- old share (members first, then online users, then subscriptions) from
@@ -15,37 +15,20 @@ if redis.call('GET', lock) ~= node then return {'lost', 0} end
 redis.call('PEXPIRE', lock, 30000)
 local nmk, nsk = P..':rp:'..tok..':nm', P..':rp:'..tok..':ns'
 local removed, used = 0, 0
-local f = take(nmk, max - used)
-for i = 1, #f, 2 do
-  local a, c, u = string.match(f[i], '^([^\31]*)\31([^\31]*)\31(.*)$')
-  local n = tonumber(f[i + 1]) or 0
-  if a and n > 0 then
-    local before = sub(P..':gm:'..a..':'..c, u, n)
-    if before > 0 and before <= n then
-      redis.call('HDEL', P..':gi:'..a..':'..c, u)
-      local cs = redis.call('HINCRBY', P..':gq:'..a, c, 1)
-      redis.call('PUBLISH', P..':m:'..a..':'..c, cs..'\n-'..#u..'\n'..u)
-      removed = removed + 1
-    end
+used = used + drain(nmk, max - used, function(f, v)
+  local a, c, u = string.match(f, '^([^\31]*)\31([^\31]*)\31(.*)$')
+  local n = tonumber(v) or 0
+  if a and n > 0 and drop_member(P, a, c, u, n) then
+    removed = removed + 1
   end
-  redis.call('HDEL', nmk, f[i])
-  used = used + 1
-end
+end)
 local nok = P..':rp:'..tok..':no'
-f = take(nok, max - used)
-for i = 1, #f, 2 do
-  wl_down(P, node, f[i])
-  redis.call('HDEL', nok, f[i])
-  used = used + 1
-end
-f = take(nsk, max - used)
-for i = 1, #f, 2 do
-  local a, c = string.match(f[i], '^([^\31]*)\31(.*)$')
-  local n = tonumber(f[i + 1]) or 0
+used = used + drain(nok, max - used, function(f) wl_down(P, node, f) end)
+used = used + drain(nsk, max - used, function(f, v)
+  local a, c = string.match(f, '^([^\31]*)\31(.*)$')
+  local n = tonumber(v) or 0
   if a and n > 0 then sub(P..':gs:'..a, c, n) end
-  redis.call('HDEL', nsk, f[i])
-  used = used + 1
-end
+end)
 if redis.call('EXISTS', nmk, nsk, nok) > 0 then
   return {'more', removed}
 end

@@ -1,6 +1,6 @@
 -- server/redis/lua/lease_reap.lua - one step of a reap
 -- (server/redis/redis_lease.c). Runs after watchlist.lua and
--- reap_fields.lua (take, sub).
+-- reap_fields.lua (drain, sub, drop_member).
 --
 -- ARGV: P, me, token, max fields, then the webhook delay in ms, the stream
 -- bound and the ids of the apps whose webhooks go through Redis
@@ -50,37 +50,23 @@ end
 local nmk = p .. ':rp:' .. tok .. ':nm'
 local nsk = p .. ':rp:' .. tok .. ':ns'
 local edges, subs, mems, used = {}, 0, 0, 0
-local f = take(nmk, max - used)
-for i = 1, #f, 2 do
-  local a, c, u = string.match(f[i], '^([^\31]*)\31([^\31]*)\31(.*)$')
-  local n = tonumber(f[i + 1]) or 0
+used = used + drain(nmk, max - used, function(f, v)
+  local a, c, u = string.match(f, '^([^\31]*)\31([^\31]*)\31(.*)$')
+  local n = tonumber(v) or 0
   if a and n > 0 then
     mems = mems + 1
-    local before = sub(p .. ':gm:' .. a .. ':' .. c, u, n)
-    if before > 0 and before <= n then
-      redis.call('HDEL', p .. ':gi:' .. a .. ':' .. c, u)
-      local cs = redis.call('HINCRBY', p .. ':gq:' .. a, c, 1)
-      redis.call('PUBLISH', p .. ':m:' .. a .. ':' .. c,
-                 cs .. '\n-' .. #u .. '\n' .. u)
+    if drop_member(p, a, c, u, n) then
       wh_close(a, 'member_removed', c, u)
       edges[#edges + 1] = 'r'; edges[#edges + 1] = a
       edges[#edges + 1] = c; edges[#edges + 1] = u
     end
   end
-  redis.call('HDEL', nmk, f[i])
-  used = used + 1
-end
+end)
 local nok = p .. ':rp:' .. tok .. ':no'
-f = take(nok, max - used)
-for i = 1, #f, 2 do
-  wl_down(p, me, f[i])
-  redis.call('HDEL', nok, f[i])
-  used = used + 1
-end
-f = take(nsk, max - used)
-for i = 1, #f, 2 do
-  local a, c = string.match(f[i], '^([^\31]*)\31(.*)$')
-  local n = tonumber(f[i + 1]) or 0
+used = used + drain(nok, max - used, function(f) wl_down(p, me, f) end)
+used = used + drain(nsk, max - used, function(f, v)
+  local a, c = string.match(f, '^([^\31]*)\31(.*)$')
+  local n = tonumber(v) or 0
   if a and n > 0 then
     subs = subs + n
     local before = sub(p .. ':gs:' .. a, c, n)
@@ -90,9 +76,7 @@ for i = 1, #f, 2 do
       edges[#edges + 1] = c; edges[#edges + 1] = ''
     end
   end
-  redis.call('HDEL', nsk, f[i])
-  used = used + 1
-end
+end)
 if redis.call('EXISTS', nmk, nsk, nok) > 0 then
   return {'more', subs, mems, edges}
 end
