@@ -359,7 +359,7 @@ static int start(struct srv *srv)
 
     srv->hub = test_dir_hub(srv);
     if (!srv->hub)
-        srv->hub = srv_cluster_hub_create(srv);
+        srv->hub = srv_redis_cluster_hub_create(srv);
     /* From here on stderr carries only log lines (JSON with
      * --log-format json); the listening line goes to stdout. */
     if (!srv->hub) {
@@ -367,7 +367,7 @@ static int start(struct srv *srv)
         return 1;
     }
     if (srv_wh_start(srv) || srv_loops_create(srv) ||
-        srv_cluster_start(srv) ||
+        srv_redis_cluster_start(srv) ||
         srv_loops_start(srv)) {
         srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
         return 1;
@@ -471,7 +471,7 @@ int main(int argc, char **argv, char **envp)
     drain(&srv, &set, serve(&srv, &set));
     srv_loops_join(&srv);
     srv_wh_stop(&srv);
-    srv_cluster_stop(&srv);
+    srv_redis_cluster_stop(&srv);
     srv_log(HUB_LOG_INFO, 0, "drained; bye");
     hub_destroy(srv.hub);
     srv_secrets_fini(&srv.secrets);

@@ -3,7 +3,9 @@
 functions and duplicated code, with the rules of docs/DESIGN.md ("The
 house rules").
 
-The product code is every .c and .h under timer/, hub/ and server/.
+The product code is every .c and .h under timer/, hub/ and server/, and
+the Lua the hub runs in Redis (server/redis/lua/*.lua: its duplicated runs
+and its opening comments count too).
 
 - A file over 900 lines is an error unless tools/house-exceptions.txt
   names it as "file <path> <reason>" (a file that is one table).
@@ -42,6 +44,13 @@ def sources():
     return out
 
 
+def lua_sources():
+    d = os.path.join(ROOT, 'server', 'redis', 'lua')
+    return [os.path.relpath(os.path.join(d, f), ROOT)
+            for f in sorted(os.listdir(d)) if f.endswith('.lua')] \
+        if os.path.isdir(d) else []
+
+
 def exceptions():
     ex = collections.defaultdict(dict)
     path = os.path.join(ROOT, 'tools', 'house-exceptions.txt')
@@ -75,9 +84,10 @@ def normal(line):
 
 def significant(line):
     # Includes say what a file uses, not what it does: a list of them is
-    # not duplicated code.
+    # not duplicated code; nor is a Lua comment.
     return (bool(re.search(r'[A-Za-z0-9]', line))
-            and not re.match(r'\s*#\s*include\b', line))
+            and not re.match(r'\s*#\s*include\b', line)
+            and not re.match(r'\s*--', line))
 
 
 def duplicates(files):
@@ -150,8 +160,14 @@ def main(argv):
                 head = fh.read(300)
             if not re.match(r'/\*\s*\n?\s*\*?\s*' + re.escape(f) + r' - ', head):
                 errors.append(f'{f} does not open with "/* {f} - what it holds"')
+        for f in lua_sources():
+            with open(os.path.join(ROOT, f), encoding='utf-8') as fh:
+                head = fh.read(300)
+            if not head.startswith(f'-- {f} - '):
+                errors.append(f'{f} does not open with '
+                              f'"-- {f} - what it holds"')
     if everything or '--dups' in argv:
-        dups = duplicates(files)
+        dups = duplicates(files + lua_sources())
         print(f'Duplicated runs of {MIN_DUP}+ identical lines: {len(dups)}')
         for fa, la, fb, lb, n in dups:
             why = ex['dup'].get(f'{fa}:{fb}', ex['dup'].get(f'{fb}:{fa}'))

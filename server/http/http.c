@@ -68,7 +68,7 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
     if (strcmp(path, "/healthz") == 0)
         return srv_http_respond_text(wsi, p, 200, "ok\n");
     if (strcmp(path, "/readyz") == 0) {
-        const char *bp = srv_cluster_state(l->srv);
+        const char *bp = srv_redis_cluster_state(l->srv);
 
         if (atomic_load(&l->srv->hub->draining))
             return srv_http_respond_text(wsi, p, 503, "draining\n");

@@ -107,15 +107,15 @@ struct srv {
 
 /* server/redis/cluster.c: with --redis, the hub on the cluster backplane;
  * without, the in-process hub. NULL = out of memory. */
-struct hub *srv_cluster_hub_create(struct srv *srv);
+struct hub *srv_redis_cluster_hub_create(struct srv *srv);
 /* Start the backplane thread, after the loops' listeners exist (so that
  * it never holds a descriptor number a listener reuses) and before the
  * loops run; 0 without --redis. -1 when the thread would not start. */
-int srv_cluster_start(struct srv *srv);
+int srv_redis_cluster_start(struct srv *srv);
 /* After every loop is gone, before hub_destroy(). */
-void srv_cluster_stop(struct srv *srv);
+void srv_redis_cluster_stop(struct srv *srv);
 /* /readyz's and /stats's view: NULL without --redis, else "up"/"down". */
-const char *srv_cluster_state(const struct srv *srv);
+const char *srv_redis_cluster_state(const struct srv *srv);
 
 /* server/loop/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);

@@ -345,7 +345,7 @@ static bool backplane_json(struct srv *srv, json_t *root)
         return true;
     o = json_object();
     if (!put(o, "node", json_string(srv->node_id ? srv->node_id : "")) ||
-        !put(o, "state", json_string(srv_cluster_state(srv))) ||
+        !put(o, "state", json_string(srv_redis_cluster_state(srv))) ||
         /* The cluster directory: up once this node's REJOIN snapshot was
          * taken after it reached Redis (joins before that are its own). */
         !put(o, "directory",

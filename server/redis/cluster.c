@@ -96,7 +96,7 @@ static int set_cluster_key(struct srv *srv, const struct srv_config *cfg)
     return 0;
 }
 
-struct hub *srv_cluster_hub_create(struct srv *srv)
+struct hub *srv_redis_cluster_hub_create(struct srv *srv)
 {
     const struct srv_config *cfg = srv->cfg;
     struct srv_redis_url url;
@@ -176,7 +176,7 @@ fail:
     return NULL;
 }
 
-int srv_cluster_start(struct srv *srv)
+int srv_redis_cluster_start(struct srv *srv)
 {
     if (!srv->redis)
         return 0;
@@ -187,7 +187,7 @@ int srv_cluster_start(struct srv *srv)
     return 0;
 }
 
-void srv_cluster_stop(struct srv *srv)
+void srv_redis_cluster_stop(struct srv *srv)
 {
     if (!srv->redis)
         return;
@@ -199,7 +199,7 @@ void srv_cluster_stop(struct srv *srv)
     srv->node_id = NULL;
 }
 
-const char *srv_cluster_state(const struct srv *srv)
+const char *srv_redis_cluster_state(const struct srv *srv)
 {
     if (!srv->redis)
         return NULL;
