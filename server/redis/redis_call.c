@@ -18,16 +18,16 @@
 #include "server/lws/srv.h"
 
 static const char *const script_text[SRV_SCRIPT_N] = {
-    [SRV_SCRIPT_JOIN] = srv_lua_dir_join,
-    [SRV_SCRIPT_LEAVE] = srv_lua_dir_leave,
-    [SRV_SCRIPT_INFO] = srv_lua_dir_info,
-    [SRV_SCRIPT_LIST] = srv_lua_dir_list,
-    [SRV_SCRIPT_MEMBERS] = srv_lua_dir_members,
-    [SRV_SCRIPT_REJOIN] = srv_lua_dir_rejoin,
-    [SRV_SCRIPT_REJOIN_SWEEP] = srv_lua_dir_rejoin_sweep,
-    [SRV_SCRIPT_ONLINE_SIGNIN] = srv_lua_online_signin,
-    [SRV_SCRIPT_ONLINE_SIGNOUT] = srv_lua_online_signout,
-    [SRV_SCRIPT_ONLINE_REJOIN] = srv_lua_online_rejoin,
+    [SRV_SCRIPT_JOIN] = srv_redis_lua_dir_join,
+    [SRV_SCRIPT_LEAVE] = srv_redis_lua_dir_leave,
+    [SRV_SCRIPT_INFO] = srv_redis_lua_dir_info,
+    [SRV_SCRIPT_LIST] = srv_redis_lua_dir_list,
+    [SRV_SCRIPT_MEMBERS] = srv_redis_lua_dir_members,
+    [SRV_SCRIPT_REJOIN] = srv_redis_lua_dir_rejoin,
+    [SRV_SCRIPT_REJOIN_SWEEP] = srv_redis_lua_dir_rejoin_sweep,
+    [SRV_SCRIPT_ONLINE_SIGNIN] = srv_redis_lua_online_signin,
+    [SRV_SCRIPT_ONLINE_SIGNOUT] = srv_redis_lua_online_signout,
+    [SRV_SCRIPT_ONLINE_REJOIN] = srv_redis_lua_online_rejoin,
 };
 
 redisAsyncContext *srv_redis_call_conn(const struct srv_redis_call_ctx *cx)

@@ -82,12 +82,10 @@ struct srv_redis_lease {
 };
 
 static const char *const lua_text[S_N] = {
-    [S_TICK] = srv_lua_lease_tick,
-    [S_REAP] = srv_lua_lease_reap,
-    [S_LEAVE] = srv_lua_lease_leave,
+    [S_TICK] = srv_redis_lua_lease_tick,
+    [S_REAP] = srv_redis_lua_lease_reap,
+    [S_LEAVE] = srv_redis_lua_lease_leave,
 };
-
-
 
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);

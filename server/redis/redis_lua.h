@@ -36,30 +36,30 @@
 #define SRV_REDIS_LUA_H
 
 /* The directory (server/redis/redis_dir*.c). */
-extern const char srv_lua_dir_join[];
-extern const char srv_lua_dir_leave[];
-extern const char srv_lua_dir_info[];
-extern const char srv_lua_dir_list[];
-extern const char srv_lua_dir_members[];
-extern const char srv_lua_dir_rejoin[];
-extern const char srv_lua_dir_rejoin_sweep[];
+extern const char srv_redis_lua_dir_join[];
+extern const char srv_redis_lua_dir_leave[];
+extern const char srv_redis_lua_dir_info[];
+extern const char srv_redis_lua_dir_list[];
+extern const char srv_redis_lua_dir_members[];
+extern const char srv_redis_lua_dir_rejoin[];
+extern const char srv_redis_lua_dir_rejoin_sweep[];
 /* Online state and watchlists (server/redis/redis_dir*.c). */
-extern const char srv_lua_online_signin[];
-extern const char srv_lua_online_signout[];
-extern const char srv_lua_online_rejoin[];
+extern const char srv_redis_lua_online_signin[];
+extern const char srv_redis_lua_online_signout[];
+extern const char srv_redis_lua_online_rejoin[];
 /* The node lease and the reaper (server/redis/redis_lease.c). */
-extern const char srv_lua_lease_tick[];
-extern const char srv_lua_lease_leave[];
-extern const char srv_lua_lease_reap[];
+extern const char srv_redis_lua_lease_tick[];
+extern const char srv_redis_lua_lease_leave[];
+extern const char srv_redis_lua_lease_reap[];
 /* The cache entries loaded on connect (server/redis/redis_pub.c). */
-extern const char srv_lua_cache_scan[];
+extern const char srv_redis_lua_cache_scan[];
 /* The webhook sender's stream (server/webhook/webhook_stream*.c): an
  * event appended, the per-app lease taken, renewed, released at a clean
  * stop or retired after a reload, and the delayed edges pumped. */
-extern const char srv_lua_wh_stream_add[];
-extern const char srv_lua_wh_stream_lease[];
-extern const char srv_lua_wh_stream_release[];
-extern const char srv_lua_wh_stream_retire[];
-extern const char srv_lua_wh_stream_pump[];
+extern const char srv_redis_lua_wh_stream_add[];
+extern const char srv_redis_lua_wh_stream_lease[];
+extern const char srv_redis_lua_wh_stream_release[];
+extern const char srv_redis_lua_wh_stream_retire[];
+extern const char srv_redis_lua_wh_stream_pump[];
 
 #endif

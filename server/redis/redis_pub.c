@@ -207,9 +207,9 @@ void srv_redis_cache_load(struct srv_redis *r, const char *cursor,
     if (len == 1 && cursor[0] == '0')
         r->n_loaded = 0;
 
-    if (!r->cmd ||
-        redisAsyncCommand(r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
-                          srv_lua_cache_scan, cursor, len, pat) != REDIS_OK)
+    if (!r->cmd || redisAsyncCommand(
+                       r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
+                       srv_redis_lua_cache_scan, cursor, len, pat) != REDIS_OK)
         srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
                 "entries from redis");
 }

@@ -190,8 +190,8 @@ void srv_wh_stream_free(struct srv_wh *wh)
                          i < wh->view->n;
          i++) {
         /* server/redis/lua/wh_stream_release.lua: only ours. */
-        const char *av[5] = { "EVAL", srv_lua_wh_stream_release, "1", k,
-                              z->node };
+        const char *av[5] = {"EVAL", srv_redis_lua_wh_stream_release, "1", k,
+                             z->node};
         redisReply *r;
 
         if (!z->apps[i].held || !wh->view->apps[i].id ||

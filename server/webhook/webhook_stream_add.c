@@ -43,7 +43,7 @@ static int append_one(struct srv_whs *z, const char *app,
         return -1;
     snprintf(bound, sizeof(bound), "%u", z->max_entries);
     av[n++] = "EVAL";
-    av[n++] = srv_lua_wh_stream_add; /* KEYS wh whn; ARGV bound f v ... */
+    av[n++] = srv_redis_lua_wh_stream_add; /* KEYS wh whn; ARGV bound f v ... */
     av[n++] = "2";
     av[n++] = kw;
     av[n++] = kn;

@@ -117,8 +117,11 @@ static void app_retire(struct srv_wh *wh, unsigned ai, uint64_t now)
         goto forget;
     {
         char ttl[24];
-        const char *av[9] = { "EVAL", srv_lua_wh_stream_retire, "4", kl,
-                              kw, kd, kn, z->node, ttl };
+        const char *av[9] = {"EVAL", srv_redis_lua_wh_stream_retire,
+                             "4",    kl,
+                             kw,     kd,
+                             kn,     z->node,
+                             ttl};
 
         snprintf(ttl, sizeof(ttl), "%u", RETIRE_TTL_S * 1000u);
 
@@ -162,8 +165,11 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
         return;
     if (now >= a->renew_ms) {
         /* Renew (1), take (2) or not (0). */
-        const char *av[9] = { "EVAL", srv_lua_wh_stream_lease, "4", kl, kw,
-                              kd, kn, z->node, z->lease_txt };
+        const char *av[9] = {"EVAL",      srv_redis_lua_wh_stream_lease,
+                             "4",         kl,
+                             kw,          kd,
+                             kn,          z->node,
+                             z->lease_txt};
         bool had = a->held, took;
 
         r = srv__wh_stream_cmd(z, 9, av, NULL);
@@ -199,8 +205,9 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
             break;
         }
     {
-        const char *av[8] = { "EVAL", srv_lua_wh_stream_pump, "3", kd, kw,
-                              kn, NULL, PUMP_LIMIT };
+        const char *av[8] = {
+            "EVAL",    srv_redis_lua_wh_stream_pump, "3", kd, kw, kn, NULL,
+            PUMP_LIMIT};
         char bound[16];
 
         snprintf(bound, sizeof(bound), "%u", z->max_entries);

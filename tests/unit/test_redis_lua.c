@@ -324,13 +324,13 @@ static void test_redis_lua_dir_join_counts_a_subscription(void **state)
     redisReply *r;
 
     (void)state;
-    r = eval(srv_lua_dir_join, 7, KEYS7("ch"), "a" US "ch", "ch", "0",
+    r = eval(srv_redis_lua_dir_join, 7, KEYS7("ch"), "a" US "ch", "ch", "0",
              (char *)NULL);
     assert_int_equal(r->elements, 3);
     assert_int_equal(el_int(r, 0), 1); /* the channel's first */
     assert_int_equal(el_int(r, 1), 0);
     freeReplyObject(r);
-    r = eval(srv_lua_dir_join, 7, KEYS7("ch"), "a" US "ch", "ch", "0",
+    r = eval(srv_redis_lua_dir_join, 7, KEYS7("ch"), "a" US "ch", "ch", "0",
              (char *)NULL);
     assert_int_equal(el_int(r, 0), 0);
     freeReplyObject(r);
@@ -345,8 +345,8 @@ static void test_redis_lua_dir_join_adds_a_member_and_publishes(void **state)
 
     (void)state;
     sub_open("t:m:a:presence-x");
-    r = eval(srv_lua_dir_join, 7, KEYS7("presence-x"), "a" US "presence-x",
-             "presence-x", "0", "alice", info,
+    r = eval(srv_redis_lua_dir_join, 7, KEYS7("presence-x"),
+             "a" US "presence-x", "presence-x", "0", "alice", info,
              "a" US "presence-x" US "alice", "t:m:a:presence-x", "S",
              (char *)NULL);
     assert_int_equal(r->elements, 5);
@@ -363,8 +363,8 @@ static void test_redis_lua_dir_join_adds_a_member_and_publishes(void **state)
     assert_int_equal(num("HGET t:gq:a presence-x"), 1);
 
     /* A second connection of alice: counted, no event, the list. */
-    r = eval(srv_lua_dir_join, 7, KEYS7("presence-x"), "a" US "presence-x",
-             "presence-x", "0", "alice", info,
+    r = eval(srv_redis_lua_dir_join, 7, KEYS7("presence-x"),
+             "a" US "presence-x", "presence-x", "0", "alice", info,
              "a" US "presence-x" US "alice", "t:m:a:presence-x", "S",
              (char *)NULL);
     assert_int_equal(el_int(r, 1), 0);
@@ -375,8 +375,8 @@ static void test_redis_lua_dir_join_adds_a_member_and_publishes(void **state)
     expect_none("t:m:a:presence-x");
 
     /* Full at max 1: bob is refused, nothing moves. */
-    r = eval(srv_lua_dir_join, 7, KEYS7("presence-x"), "a" US "presence-x",
-             "presence-x", "1", "bob", "",
+    r = eval(srv_redis_lua_dir_join, 7, KEYS7("presence-x"),
+             "a" US "presence-x", "presence-x", "1", "bob", "",
              "a" US "presence-x" US "bob", "t:m:a:presence-x", "",
              (char *)NULL);
     assert_int_equal(el_int(r, 0), -1);
@@ -391,7 +391,7 @@ static void test_redis_lua_dir_join_queues_webhook_edges(void **state)
 
     (void)state;
     /* channel_occupied and member_added go to the stream. */
-    r = eval(srv_lua_dir_join, 10, KEYS10("presence-x"),
+    r = eval(srv_redis_lua_dir_join, 10, KEYS10("presence-x"),
              "a" US "presence-x", "presence-x", "0", "u", "",
              "a" US "presence-x" US "u", "t:m:a:presence-x", "", "0", "100",
              (char *)NULL);
@@ -400,15 +400,15 @@ static void test_redis_lua_dir_join_queues_webhook_edges(void **state)
     assert_int_equal(num("HGET t:whn:a queued"), 2);
     /* An opening edge whose closing one still waits cancels it. */
     ok("ZADD t:whd:a 1 %s", "v" US "ch");
-    r = eval(srv_lua_dir_join, 10, KEYS10("ch"), "a" US "ch", "ch", "0",
+    r = eval(srv_redis_lua_dir_join, 10, KEYS10("ch"), "a" US "ch", "ch", "0",
              "0", "100", (char *)NULL);
     freeReplyObject(r);
     assert_int_equal(num("ZCARD t:whd:a"), 0);
     assert_int_equal(num("HGET t:whn:a cancelled"), 1);
     assert_int_equal(num("XLEN t:wh:a"), 2);
     /* A full stream drops the edge and counts it. */
-    r = eval(srv_lua_dir_join, 10, KEYS10("ch2"), "a" US "ch2", "ch2", "0",
-             "0", "2", (char *)NULL);
+    r = eval(srv_redis_lua_dir_join, 10, KEYS10("ch2"), "a" US "ch2", "ch2",
+             "0", "0", "2", (char *)NULL);
     freeReplyObject(r);
     assert_int_equal(num("XLEN t:wh:a"), 2);
     assert_int_equal(num("HGET t:whn:a dropped"), 1);
@@ -419,15 +419,15 @@ static void test_redis_lua_dir_leave_counts_down_and_publishes(void **state)
     redisReply *r;
 
     (void)state;
-    r = eval(srv_lua_dir_join, 7, KEYS7("presence-x"), "a" US "presence-x",
-             "presence-x", "0", "alice", "i",
+    r = eval(srv_redis_lua_dir_join, 7, KEYS7("presence-x"),
+             "a" US "presence-x", "presence-x", "0", "alice", "i",
              "a" US "presence-x" US "alice", "t:m:a:presence-x", "",
              (char *)NULL);
     freeReplyObject(r);
     sub_open("t:m:a:presence-x");
-    r = eval(srv_lua_dir_leave, 7, KEYS7("presence-x"), "a" US "presence-x",
-             "presence-x", "alice", "a" US "presence-x" US "alice",
-             "t:m:a:presence-x", (char *)NULL);
+    r = eval(srv_redis_lua_dir_leave, 7, KEYS7("presence-x"),
+             "a" US "presence-x", "presence-x", "alice",
+             "a" US "presence-x" US "alice", "t:m:a:presence-x", (char *)NULL);
     assert_int_equal(r->elements, 3);
     assert_int_equal(el_int(r, 0), 1); /* the channel's last */
     assert_int_equal(el_int(r, 1), 1); /* the member's last */
@@ -441,7 +441,7 @@ static void test_redis_lua_dir_leave_counts_down_and_publishes(void **state)
 
     /* A count this node does not hold is not taken from the totals. */
     ok("HSET t:gs:a ch 5");
-    r = eval(srv_lua_dir_leave, 7, KEYS7("ch"), "a" US "ch", "ch",
+    r = eval(srv_redis_lua_dir_leave, 7, KEYS7("ch"), "a" US "ch", "ch",
              (char *)NULL);
     assert_int_equal(el_int(r, 0), 0);
     freeReplyObject(r);
@@ -454,26 +454,25 @@ static void test_redis_lua_dir_leave_delays_closing_edges(void **state)
     redisReply *r;
 
     (void)state;
-    r = eval(srv_lua_dir_join, 10, KEYS10("presence-x"),
+    r = eval(srv_redis_lua_dir_join, 10, KEYS10("presence-x"),
              "a" US "presence-x", "presence-x", "0", "u", "",
              "a" US "presence-x" US "u", "t:m:a:presence-x", "", "0", "100",
              (char *)NULL);
     freeReplyObject(r);
     /* With a delay, both closing edges wait in the ZSET. */
-    r = eval(srv_lua_dir_leave, 10, KEYS10("presence-x"),
-             "a" US "presence-x", "presence-x", "u",
-             "a" US "presence-x" US "u", "t:m:a:presence-x", "60000", "100",
-             (char *)NULL);
+    r = eval(srv_redis_lua_dir_leave, 10, KEYS10("presence-x"),
+             "a" US "presence-x", "presence-x", "u", "a" US "presence-x" US "u",
+             "t:m:a:presence-x", "60000", "100", (char *)NULL);
     freeReplyObject(r);
     assert_int_equal(num("ZCARD t:whd:a"), 2);
     assert_true(num("ZSCORE t:whd:a %s", "r" US "presence-x" US "u") > 0);
     assert_true(num("ZSCORE t:whd:a %s", "v" US "presence-x") > 0);
     assert_int_equal(num("XLEN t:wh:a"), 2);
     /* Without one, channel_vacated goes to the stream at once. */
-    r = eval(srv_lua_dir_join, 10, KEYS10("ch"), "a" US "ch", "ch", "0",
+    r = eval(srv_redis_lua_dir_join, 10, KEYS10("ch"), "a" US "ch", "ch", "0",
              "0", "100", (char *)NULL);
     freeReplyObject(r);
-    r = eval(srv_lua_dir_leave, 10, KEYS10("ch"), "a" US "ch", "ch", "0",
+    r = eval(srv_redis_lua_dir_leave, 10, KEYS10("ch"), "a" US "ch", "ch", "0",
              "100", (char *)NULL);
     freeReplyObject(r);
     assert_int_equal(num("XLEN t:wh:a"), 4);
@@ -492,29 +491,30 @@ static void test_redis_lua_dir_info_list_and_members(void **state)
     ok("HSET t:gm:a:presence-z u1 1 u2 3");
     ok("HSET t:gi:a:presence-z u1 i1");
     ok("HSET t:gq:a presence-z 7");
-    r = eval(srv_lua_dir_info, 2, "t:gs:a", "t:gm:a:ch", "ch", (char *)NULL);
+    r = eval(srv_redis_lua_dir_info, 2, "t:gs:a", "t:gm:a:ch", "ch",
+             (char *)NULL);
     assert_int_equal(el_int(r, 0), 2);
     assert_int_equal(el_int(r, 1), 0);
     freeReplyObject(r);
-    r = eval(srv_lua_dir_info, 2, "t:gs:a", "t:gm:a:presence-z",
+    r = eval(srv_redis_lua_dir_info, 2, "t:gs:a", "t:gm:a:presence-z",
              "presence-z", (char *)NULL);
     assert_int_equal(el_int(r, 0), 1);
     assert_int_equal(el_int(r, 1), 2);
     freeReplyObject(r);
     /* LIST by prefix, with user counts. */
-    r = eval(srv_lua_dir_list, 1, "t:gs:a", "t:gm:a:", "presence-", "1",
+    r = eval(srv_redis_lua_dir_list, 1, "t:gs:a", "t:gm:a:", "presence-", "1",
              (char *)NULL);
     assert_int_equal(r->elements, 2);
     el_str(r, 0, "presence-z");
     assert_int_equal(el_int(r, 1), 2);
     freeReplyObject(r);
-    r = eval(srv_lua_dir_list, 1, "t:gs:a", "t:gm:a:", "", "0",
+    r = eval(srv_redis_lua_dir_list, 1, "t:gs:a", "t:gm:a:", "", "0",
              (char *)NULL);
     assert_int_equal(r->elements, 4);
     assert_int_equal(el_int(r, 1), 0);
     assert_int_equal(el_int(r, 3), 0);
     freeReplyObject(r);
-    r = eval(srv_lua_dir_members, 2, "t:gq:a", "t:gi:a:presence-z",
+    r = eval(srv_redis_lua_dir_members, 2, "t:gq:a", "t:gi:a:presence-z",
              "presence-z", (char *)NULL);
     assert_int_equal(r->elements, 3);
     assert_int_equal(el_int(r, 0), 7);
@@ -540,8 +540,8 @@ static void test_redis_lua_dir_rejoin_replaces_the_share(void **state)
     ok("HSET t:gi:a:presence-p old io");
     sub_open("t:m:a:presence-p");
     /* What the node really has: ch1 x1, ch3 x4, presence-p x1 with new. */
-    r = eval(srv_lua_dir_rejoin, 0, "t", "n1", "1", "3", "a" US "ch1", "1",
-             "a" US "ch3", "4", "a" US "presence-p", "1", "1",
+    r = eval(srv_redis_lua_dir_rejoin, 0, "t", "n1", "1", "3", "a" US "ch1",
+             "1", "a" US "ch3", "4", "a" US "presence-p", "1", "1",
              "a" US "presence-p" US "new", "1", "in", "S", (char *)NULL);
     assert_int_equal(r->elements, 6);
     assert_int_equal(el_int(r, 0), 6); /* subscriptions */
@@ -569,7 +569,7 @@ static void test_redis_lua_dir_rejoin_replaces_the_share(void **state)
     assert_int_equal(num("SISMEMBER t:reaping n1:1"), 1);
 
     /* The sweep takes the rest out of the totals and ends the token. */
-    r = eval(srv_lua_dir_rejoin_sweep, 0, "t", "n1", tok, "1000",
+    r = eval(srv_redis_lua_dir_rejoin_sweep, 0, "t", "n1", tok, "1000",
              (char *)NULL);
     el_str(r, 0, "done");
     assert_int_equal(el_int(r, 1), 1); /* old, gone cluster-wide */
@@ -592,7 +592,7 @@ static void test_redis_lua_dir_rejoin_sweep_steps_and_loses(void **state)
     ok("HSET t:rp:n1:5:ns %s 1 %s 1", "a" US "c1", "a" US "c2");
     ok("HSET t:gs:a c1 1 c2 1");
     /* At most max fields a step. */
-    r = eval(srv_lua_dir_rejoin_sweep, 0, "t", "n1", "n1:5", "1",
+    r = eval(srv_redis_lua_dir_rejoin_sweep, 0, "t", "n1", "n1:5", "1",
              (char *)NULL);
     el_str(r, 0, "more");
     freeReplyObject(r);
@@ -600,7 +600,7 @@ static void test_redis_lua_dir_rejoin_sweep_steps_and_loses(void **state)
     assert_int_equal(num("HLEN t:gs:a"), 1);
     /* Another node's reaper took the token: nothing more is done. */
     ok("SET t:reap:n1:5 n2");
-    r = eval(srv_lua_dir_rejoin_sweep, 0, "t", "n1", "n1:5", "1",
+    r = eval(srv_redis_lua_dir_rejoin_sweep, 0, "t", "n1", "n1:5", "1",
              (char *)NULL);
     el_str(r, 0, "lost");
     freeReplyObject(r);
@@ -639,7 +639,7 @@ static void test_redis_lua_online_signin_edges_and_watchlists(void **state)
     sub_open("t:a:#server-to-user-w");
     /* u's first connection anywhere, with the list {x, u}: its own id is
      * skipped. */
-    r = eval(srv_lua_online_signin, 0, "t", "n1", "a", "u", "1", "1", "0",
+    r = eval(srv_redis_lua_online_signin, 0, "t", "n1", "a", "u", "1", "1", "0",
              "0", "2", "x", "u", (char *)NULL);
     assert_int_equal(el_int(r, 0), 1); /* the online edge */
     assert_int_equal(el_int(r, 1), 0); /* x is offline */
@@ -653,14 +653,14 @@ static void test_redis_lua_online_signin_edges_and_watchlists(void **state)
     assert_int_equal(num("SISMEMBER t:ww:a:x u"), 1);
     assert_int_equal(num("HGET t:wq:a:w n"), 1);
     /* On a second node: no edge. */
-    r = eval(srv_lua_online_signin, 0, "t", "n2", "a", "u", "1", "0", "0",
+    r = eval(srv_redis_lua_online_signin, 0, "t", "n2", "a", "u", "1", "0", "0",
              "0", "0", (char *)NULL);
     assert_int_equal(el_int(r, 0), 0);
     freeReplyObject(r);
     assert_int_equal(num("HGET t:go:a u"), 2);
     expect_none("t:a:#server-to-user-w");
     /* max_watchers 1: x has a watcher (u), so v may not watch it. */
-    r = eval(srv_lua_online_signin, 0, "t", "n1", "a", "v", "1", "1", "1",
+    r = eval(srv_redis_lua_online_signin, 0, "t", "n1", "a", "v", "1", "1", "1",
              "0", "1", "x", (char *)NULL);
     assert_int_equal(el_int(r, 2), 1);
     freeReplyObject(r);
@@ -668,11 +668,13 @@ static void test_redis_lua_online_signin_edges_and_watchlists(void **state)
 
     /* Signouts: the last one anywhere is the offline edge, and u's list
      * goes. */
-    r = eval(srv_lua_online_signout, 0, "t", "n1", "a", "u", (char *)NULL);
+    r = eval(srv_redis_lua_online_signout, 0, "t", "n1", "a", "u",
+             (char *)NULL);
     assert_int_equal(el_int(r, 0), 0);
     freeReplyObject(r);
     assert_int_equal(num("HGET t:go:a u"), 1);
-    r = eval(srv_lua_online_signout, 0, "t", "n2", "a", "u", (char *)NULL);
+    r = eval(srv_redis_lua_online_signout, 0, "t", "n2", "a", "u",
+             (char *)NULL);
     assert_int_equal(el_int(r, 0), 1);
     freeReplyObject(r);
     expect_watch_event("offline", "u");
@@ -690,7 +692,7 @@ static void test_redis_lua_online_rejoin_moves_users_over(void **state)
     ok("SET t:rjtok:n1 n1:1");
     ok("HSET t:rp:n1:1:no %s 1", "a" US "u");
     ok("HSET t:go:a u 1");
-    r = eval(srv_lua_online_rejoin, 0, "t", "n1", "2", "a", "u", "0", "a",
+    r = eval(srv_redis_lua_online_rejoin, 0, "t", "n1", "2", "a", "u", "0", "a",
              "v", "1", "u", (char *)NULL);
     assert_int_equal(el_int(r, 0), 2);
     assert_int_equal(el_int(r, 1), 1); /* v appeared, u was there */
@@ -714,8 +716,8 @@ static void test_redis_lua_lease_tick_registers_and_claims(void **state)
     ok("SADD t:nodes dead");
     ok("HSET t:ns:dead %s 1", "a" US "ch");
     ok("HSET t:nc:a dead 3 n2 2");
-    r = eval(srv_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "0", "1", "a",
-             "5", (char *)NULL);
+    r = eval(srv_redis_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "0", "1",
+             "a", "5", (char *)NULL);
     assert_int_equal(r->elements, 4);
     el_str(r, 0, "ok");
     assert_int_equal(el_int(r, 1), 1);          /* live: n1 */
@@ -737,12 +739,12 @@ static void test_redis_lua_lease_tick_registers_and_claims(void **state)
 
     /* Registered and still a member: ok. Removed while away: reaped, and
      * registered again. */
-    r = eval(srv_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "1", "0",
+    r = eval(srv_redis_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "1", "0",
              (char *)NULL);
     el_str(r, 0, "ok");
     freeReplyObject(r);
     ok("SREM t:nodes n1");
-    r = eval(srv_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "1", "0",
+    r = eval(srv_redis_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "1", "0",
              (char *)NULL);
     el_str(r, 0, "reaped");
     freeReplyObject(r);
@@ -758,7 +760,7 @@ static void test_redis_lua_lease_leave_claims_its_own_share(void **state)
     ok("SADD t:nodes n1");
     ok("HSET t:ns:n1 %s 2", "a" US "ch");
     ok("HSET t:nc:a n1 2");
-    r = cmd("EVAL %s 0 t n1 1 a", srv_lua_lease_leave);
+    r = cmd("EVAL %s 0 t n1 1 a", srv_redis_lua_lease_leave);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     assert_string_equal(r->str, "n1:1");
     freeReplyObject(r);
@@ -785,8 +787,8 @@ static void test_redis_lua_lease_reap_removes_a_share(void **state)
     ok("HSET t:gi:a:presence-p u i");
     sub_open("t:m:a:presence-p");
     /* Webhooks of app a through Redis, no delay. */
-    r = eval(srv_lua_lease_reap, 0, "t", "n1", "dead:1", "1000", "0", "100",
-             "a", (char *)NULL);
+    r = eval(srv_redis_lua_lease_reap, 0, "t", "n1", "dead:1", "1000", "0",
+             "100", "a", (char *)NULL);
     el_str(r, 0, "done");
     assert_int_equal(el_int(r, 1), 3); /* subscriptions */
     assert_int_equal(el_int(r, 2), 1); /* memberships */
@@ -812,8 +814,8 @@ static void test_redis_lua_lease_reap_removes_a_share(void **state)
     /* A token another node took over: lost, nothing done. */
     ok("SET t:reap:dead:2 n2");
     ok("HSET t:rp:dead:2:ns %s 1", "a" US "ch");
-    r = eval(srv_lua_lease_reap, 0, "t", "n1", "dead:2", "1000", "0", "100",
-             (char *)NULL);
+    r = eval(srv_redis_lua_lease_reap, 0, "t", "n1", "dead:2", "1000", "0",
+             "100", (char *)NULL);
     el_str(r, 0, "lost");
     freeReplyObject(r);
     assert_int_equal(num("HGET t:gs:a ch"), 1);
@@ -833,8 +835,8 @@ static void test_redis_lua_cache_scan_reads_live_entries(void **state)
     ok("PEXPIRE t:c:3 60000");
     ok("SET t:other x PX 60000");       /* not matched */
     do {
-        redisReply *r = eval(srv_lua_cache_scan, 0, cur, "t:c:*",
-                             (char *)NULL);
+        redisReply *r =
+            eval(srv_redis_lua_cache_scan, 0, cur, "t:c:*", (char *)NULL);
 
         assert_true(r->elements >= 1 && (r->elements - 1) % 3 == 0);
         assert_int_equal(r->element[0]->type, REDIS_REPLY_STRING);
@@ -876,8 +878,9 @@ static void test_redis_lua_wh_stream_lease_takes_renews_and_refuses(
     /* Free: taken for ms, and the keys a retiring holder let expire are
      * kept. */
     wh_keys_expiring("600000");
-    assert_int_equal(eval_int(srv_lua_wh_stream_lease, 4, WHKEYS, "n1",
-                              "3000", (char *)NULL), 2);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_lease, 4, WHKEYS, "n1",
+                              "3000", (char *)NULL),
+                     2);
     str_is("n1", "GET t:whl:a");
     assert_in_range(num("PTTL t:whl:a"), 1, 3000);
     assert_int_equal(num("PTTL t:wh:a"), -1);
@@ -888,16 +891,18 @@ static void test_redis_lua_wh_stream_lease_takes_renews_and_refuses(
      * untouched. */
     ok("PEXPIRE t:whl:a 1000");
     ok("PEXPIRE t:wh:a 600000");
-    assert_int_equal(eval_int(srv_lua_wh_stream_lease, 4, WHKEYS, "n1",
-                              "600000", (char *)NULL), 1);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_lease, 4, WHKEYS, "n1",
+                              "600000", (char *)NULL),
+                     1);
     str_is("n1", "GET t:whl:a");
     assert_in_range(num("PTTL t:whl:a"), 1001, 600000);
     assert_in_range(num("PTTL t:wh:a"), 1, 600000);
 
     /* Another node's: refused, its lease and expiry left as they were. */
     ok("SET t:whl:a n2 PX 5000");
-    assert_int_equal(eval_int(srv_lua_wh_stream_lease, 4, WHKEYS, "n1",
-                              "600000", (char *)NULL), 0);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_lease, 4, WHKEYS, "n1",
+                              "600000", (char *)NULL),
+                     0);
     str_is("n2", "GET t:whl:a");
     assert_in_range(num("PTTL t:whl:a"), 1, 5000);
     assert_in_range(num("PTTL t:wh:a"), 1, 600000);
@@ -916,8 +921,9 @@ static void test_redis_lua_wh_stream_retire_lets_the_keys_expire(
     ok("PERSIST t:whn:a");
     /* Another node holds the lease: nothing is done. */
     ok("SET t:whl:a n2 PX 5000");
-    assert_int_equal(eval_int(srv_lua_wh_stream_retire, 4, WHKEYS, "n1",
-                              ttl, (char *)NULL), 0);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_retire, 4, WHKEYS, "n1",
+                              ttl, (char *)NULL),
+                     0);
     str_is("n2", "GET t:whl:a");
     assert_int_equal(num("PTTL t:wh:a"), -1);
     assert_int_equal(num("PTTL t:whd:a"), -1);
@@ -925,8 +931,9 @@ static void test_redis_lua_wh_stream_retire_lets_the_keys_expire(
 
     /* Ours: dropped, and the three keys expire in ttl ms. */
     ok("SET t:whl:a n1 PX 5000");
-    assert_int_equal(eval_int(srv_lua_wh_stream_retire, 4, WHKEYS, "n1",
-                              ttl, (char *)NULL), 1);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_retire, 4, WHKEYS, "n1",
+                              ttl, (char *)NULL),
+                     1);
     assert_int_equal(num("EXISTS t:whl:a"), 0);
     assert_in_range(num("PTTL t:wh:a"), RETIRE_MS - 600000, RETIRE_MS);
     assert_in_range(num("PTTL t:whd:a"), RETIRE_MS - 600000, RETIRE_MS);
@@ -934,8 +941,9 @@ static void test_redis_lua_wh_stream_retire_lets_the_keys_expire(
 
     /* Nobody's (it lapsed): the expiry is set all the same. */
     ok("PERSIST t:wh:a");
-    assert_int_equal(eval_int(srv_lua_wh_stream_retire, 4, WHKEYS, "n1",
-                              ttl, (char *)NULL), 1);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_retire, 4, WHKEYS, "n1",
+                              ttl, (char *)NULL),
+                     1);
     assert_in_range(num("PTTL t:wh:a"), RETIRE_MS - 600000, RETIRE_MS);
 }
 
@@ -965,9 +973,9 @@ static void test_redis_lua_wh_stream_pump_moves_due_edges(void **state)
     /* Two due (score 1 and 2 ms of Redis's clock), one far ahead. */
     ok("ZADD t:whd:a 2 %s 1 %s 99999999999999 %s", "v" US "ch",
        "r" US "presence-x" US "u", "v" US "later");
-    assert_int_equal(eval_int(srv_lua_wh_stream_pump, 3, "t:whd:a",
-                              "t:wh:a", "t:whn:a", "100", "200",
-                              (char *)NULL), 2);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_pump, 3, "t:whd:a",
+                              "t:wh:a", "t:whn:a", "100", "200", (char *)NULL),
+                     2);
     assert_int_equal(num("XLEN t:wh:a"), 2);
     expect_entry(0, "name", "member_removed", "channel", "presence-x",
                  "user_id", "u", (char *)NULL);
@@ -987,17 +995,17 @@ static void test_redis_lua_wh_stream_pump_honours_limit_and_bound(
     ok("ZADD t:whd:a 1 %s 2 %s 3 %s", "v" US "c1", "v" US "c2",
        "v" US "c3");
     /* At most limit edges a run, the oldest first. */
-    assert_int_equal(eval_int(srv_lua_wh_stream_pump, 3, "t:whd:a",
-                              "t:wh:a", "t:whn:a", "100", "1",
-                              (char *)NULL), 1);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_pump, 3, "t:whd:a",
+                              "t:wh:a", "t:whn:a", "100", "1", (char *)NULL),
+                     1);
     expect_entry(0, "name", "channel_vacated", "channel", "c1",
                  (char *)NULL);
     assert_int_equal(num("ZCARD t:whd:a"), 2);
     /* At the bound (1 entry): the due edges leave the ZSET, dropped and
      * counted, none queued. */
-    assert_int_equal(eval_int(srv_lua_wh_stream_pump, 3, "t:whd:a",
-                              "t:wh:a", "t:whn:a", "1", "200",
-                              (char *)NULL), 0);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_pump, 3, "t:whd:a",
+                              "t:wh:a", "t:whn:a", "1", "200", (char *)NULL),
+                     0);
     assert_int_equal(num("XLEN t:wh:a"), 1);
     assert_int_equal(num("ZCARD t:whd:a"), 0);
     assert_int_equal(num("HGET t:whn:a dropped"), 2);
@@ -1009,22 +1017,24 @@ static void test_redis_lua_wh_stream_add_appends_or_refuses_at_the_bound(
 {
     (void)state;
     /* Bound 2: two appended with their fields, the third refused. */
-    assert_int_equal(eval_int(srv_lua_wh_stream_add, 2, "t:wh:a",
-                              "t:whn:a", "2", "name", "client_event",
-                              "channel", "private-c", "event", "client-x",
-                              "data", "{}", "user_id", "u", (char *)NULL),
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_add, 2, "t:wh:a",
+                              "t:whn:a", "2", "name", "client_event", "channel",
+                              "private-c", "event", "client-x", "data", "{}",
+                              "user_id", "u", (char *)NULL),
                      1);
     expect_entry(0, "name", "client_event", "channel", "private-c",
                  "event", "client-x", "data", "{}", "user_id", "u",
                  (char *)NULL);
-    assert_int_equal(eval_int(srv_lua_wh_stream_add, 2, "t:wh:a",
-                              "t:whn:a", "2", "name", "cache_miss",
-                              "channel", "cache-c", (char *)NULL), 1);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_add, 2, "t:wh:a",
+                              "t:whn:a", "2", "name", "cache_miss", "channel",
+                              "cache-c", (char *)NULL),
+                     1);
     expect_entry(1, "name", "cache_miss", "channel", "cache-c",
                  (char *)NULL);
-    assert_int_equal(eval_int(srv_lua_wh_stream_add, 2, "t:wh:a",
-                              "t:whn:a", "2", "name", "cache_miss",
-                              "channel", "cache-d", (char *)NULL), 0);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_add, 2, "t:wh:a",
+                              "t:whn:a", "2", "name", "cache_miss", "channel",
+                              "cache-d", (char *)NULL),
+                     0);
     assert_int_equal(num("XLEN t:wh:a"), 2);
     assert_int_equal(num("HGET t:whn:a queued"), 2);
     assert_int_equal(num("HGET t:whn:a dropped"), 1);
@@ -1036,17 +1046,20 @@ static void test_redis_lua_wh_stream_release_frees_only_its_own(
     (void)state;
     /* Another node's lease stays. */
     ok("SET t:whl:a n2 PX 5000");
-    assert_int_equal(eval_int(srv_lua_wh_stream_release, 1, "t:whl:a", "n1",
-                              (char *)NULL), 0);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_release, 1, "t:whl:a",
+                              "n1", (char *)NULL),
+                     0);
     str_is("n2", "GET t:whl:a");
     /* Ours goes. */
     ok("SET t:whl:a n1 PX 5000");
-    assert_int_equal(eval_int(srv_lua_wh_stream_release, 1, "t:whl:a", "n1",
-                              (char *)NULL), 0);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_release, 1, "t:whl:a",
+                              "n1", (char *)NULL),
+                     0);
     assert_int_equal(num("EXISTS t:whl:a"), 0);
     /* None: nothing to do. */
-    assert_int_equal(eval_int(srv_lua_wh_stream_release, 1, "t:whl:a", "n1",
-                              (char *)NULL), 0);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_release, 1, "t:whl:a",
+                              "n1", (char *)NULL),
+                     0);
     assert_int_equal(num("EXISTS t:whl:a"), 0);
 }
 
