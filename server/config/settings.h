@@ -39,7 +39,7 @@ struct srv_config {
     uint32_t max_connections;  /* hub-wide, 0 = unlimited (default 0) */
     uint32_t fd_limit;         /* soft RLIMIT_NOFILE, 0 = derive (fdlimit.h) */
 
-    /* Operator surfaces (server/metrics_listen.c, server/ops/console.c). */
+    /* Operator surfaces (server/ops/ops_http.c, server/ops/console.c). */
     uint16_t metrics_port;     /* 0 = /metrics and /stats on --port */
     char *metrics_bind;        /* NULL = --bind */
     char *metrics_token;       /* NULL = no bearer token asked */
