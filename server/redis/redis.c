@@ -23,8 +23,6 @@
 #include <time.h>
 
 #include <ev.h>
-#include <hiredis/adapters/libev.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "hub/base/backoff.h"
@@ -69,16 +67,16 @@ static void start_connect(struct srv_redis *r);
  * (their data is cleared; pending PUBLISH callbacks count lost). */
 static void drop_connections(struct srv_redis *r)
 {
-    redisAsyncContext *a = r->cmd, *b = r->sub;
+    struct srv_redis_async *a = r->cmd, *b = r->sub;
 
     r->cmd = r->sub = NULL;
     if (a) {
-        a->data = NULL;
-        redisAsyncFree(a);
+        srv_redis_async_set_data(a, NULL);
+        srv_redis_async_close(a);
     }
     if (b) {
-        b->data = NULL;
-        redisAsyncFree(b);
+        srv_redis_async_set_data(b, NULL);
+        srv_redis_async_close(b);
     }
 }
 
@@ -154,13 +152,13 @@ static void go_up(struct srv_redis *r)
         srv_redis_dir_up(r->dir);
 }
 
-static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void setup_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     redisReply *rep = reply;
     char why[160];
 
-    if (!ac->data || (ac != r->cmd && ac != r->sub))
+    if (!srv_redis_async_data(ac) || (ac != r->cmd && ac != r->sub))
         return;
     if (!rep)
         return;
@@ -173,38 +171,25 @@ static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
         go_up(r);
 }
 
-static void connect_cb(const redisAsyncContext *ac, int status)
+/* A connection ended on its own: refused, TLS refused, Redis gone. */
+static void closed_cb(struct srv_redis_async *ac, void *data, const char *why)
 {
-    struct srv_redis *r = ac->data;
+    struct srv_redis *r = data;
 
-    if (!r || status == REDIS_OK)
-        return;
-    /* hiredis frees ac after this callback. */
-    if (ac == r->cmd)
-        r->cmd = NULL;
-    if (ac == r->sub)
-        r->sub = NULL;
-    go_down(r, ac->errstr[0] ? ac->errstr : "connect failed");
-}
-
-static void disconnect_cb(const redisAsyncContext *ac, int status)
-{
-    struct srv_redis *r = ac->data;
-
-    (void)status;
     if (!r)
         return;
+    /* ac is freed after this callback. */
     if (ac == r->cmd)
         r->cmd = NULL;
     if (ac == r->sub)
         r->sub = NULL;
-    go_down(r, ac->errstr[0] ? ac->errstr : "connection closed");
+    go_down(r, why);
 }
 
 /* One command of a connection's start, answered in setup_cb. */
 struct setup_ctx {
     struct srv_redis *r;
-    redisAsyncContext *ac;
+    struct srv_redis_async *ac;
 };
 
 static int setup_send(void *ctx, int argc, const char **argv,
@@ -212,30 +197,28 @@ static int setup_send(void *ctx, int argc, const char **argv,
 {
     struct setup_ctx *sc = ctx;
 
-    redisAsyncCommandArgv(sc->ac, setup_cb, sc->r, argc, argv, lens);
+    srv_redis_async_argv(sc->ac, setup_cb, sc->r, argc, argv, lens);
     sc->r->setup_left++;
     return 0;
 }
 
-/* why (160 bytes) gets hiredis's reason when this returns NULL. */
-static redisAsyncContext *open_one(struct srv_redis *r, bool select,
+/* why (160 bytes) gets the reason when this returns NULL. */
+static struct srv_redis_async *open_one(struct srv_redis *r, bool select,
                                    char *why)
 {
-    redisAsyncContext *ac = srv_redis_conn_async(&r->conn, why, 160);
+    struct srv_redis_async *ac = srv_redis_conn_async(&r->conn, r->loop, why,
+                                                      160);
     struct setup_ctx s = { r, ac };
 
     if (!ac)
         return NULL;
-    ac->data = r;
-    redisLibevAttach(r->loop, ac);
-    redisAsyncSetConnectCallback(ac, connect_cb);
-    redisAsyncSetDisconnectCallback(ac, disconnect_cb);
+    srv_redis_async_on(ac, closed_cb, select ? NULL : srv_redis_sub_push, r);
     /* AUTH with the password in force now (a SIGHUP may have replaced
      * it), and SELECT on the command connection (pub/sub knows no db). */
     srv_redis_conn_setup(&r->conn, select ? SRV_REDIS_SELECT_NONZERO
                                           : SRV_REDIS_SELECT_NONE,
                          setup_send, &s);
-    redisAsyncCommand(ac, setup_cb, r, "PING");
+    srv_redis_async_cmd(ac, setup_cb, r, "PING");
     r->setup_left++;
     return ac;
 }
@@ -269,11 +252,11 @@ static void connect_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     go_down(w->data, "connect timed out");
 }
 
-static void ping_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void ping_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
 
-    if (!reply || !ac->data || ac != r->cmd)
+    if (!reply || !srv_redis_async_data(ac) || ac != r->cmd)
         return;
     hub_hist_add(&r->st->rtt, (now_ns() - r->ping_at_ns) / 1000);
     r->ping_out = false;
@@ -293,7 +276,7 @@ static void ping_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
         return;
     }
     r->ping_at_ns = now_ns();
-    if (redisAsyncCommand(r->cmd, ping_cb, r, "PING") == REDIS_OK)
+    if (srv_redis_async_cmd(r->cmd, ping_cb, r, "PING") == 0)
         r->ping_out = true;
 }
 
@@ -343,7 +326,7 @@ void srv_redis_dir_rejoin(struct srv_redis *r)
         srv_redis_dir_rejoin_now(r->dir);
 }
 
-static redisAsyncContext *srv_redis_cmd_ctx(struct srv_redis *r)
+static struct srv_redis_async *srv_redis_cmd_ctx(struct srv_redis *r)
 {
     return r->up ? r->cmd : NULL;
 }

@@ -1,8 +1,8 @@
 /*
  * server/redis/redis_conn.c - connections to the --redis server
- * (server/redis/redis_conn.h): the TCP connect, and the AUTH and SELECT
- * that start a session, built once for the asynchronous and the
- * synchronous API.
+ * (server/redis/redis_conn.h): the TCP connect (plaintext or TLS, the
+ * transports of server/redis/redis_async.c and redis_sync.c), and the
+ * AUTH and SELECT that start a session, built once for both.
  *
  * Thread: any (no state of its own).
  */
@@ -18,8 +18,16 @@ void srv_redis_conn_init(struct srv_redis_conn *c,
                          const struct srv_redis_url *u,
                          struct srv_secret *pass)
 {
+    memset(c, 0, sizeof(*c));
     c->url = *u;
     c->pass = pass;
+}
+
+void srv_redis_conn_fini(struct srv_redis_conn *c)
+{
+    if (c->tls)
+        SSL_CTX_free(c->tls);
+    c->tls = NULL;
 }
 
 int srv_redis_conn_setup(const struct srv_redis_conn *c,
@@ -65,26 +73,17 @@ int srv_redis_conn_setup(const struct srv_redis_conn *c,
     return rc;
 }
 
-redisAsyncContext *srv_redis_conn_async(const struct srv_redis_conn *c,
-                                        char *why, size_t len)
+struct srv_redis_async *srv_redis_conn_async(const struct srv_redis_conn *c,
+                                             struct ev_loop *loop, char *why,
+                                             size_t len)
 {
-    redisAsyncContext *ac = redisAsyncConnect(c->url.host, c->url.port);
-
-    if (!ac) {
-        snprintf(why, len, "out of memory");
-        return NULL;
-    }
-    if (ac->err) {
-        snprintf(why, len, "%s", ac->errstr);
-        redisAsyncFree(ac);
-        return NULL;
-    }
-    return ac;
+    return srv_redis_async_open(loop, c->url.host, c->url.port, c->tls,
+                                c->tls_name, why, len);
 }
 
 /* The synchronous start: each command answered before the next. */
 struct sync_start {
-    redisContext *rc;
+    struct srv_redis_sync *s;
     char *why;
     size_t len;
 };
@@ -93,39 +92,35 @@ static int sync_send(void *ctx, int argc, const char **argv,
                      const size_t *lens)
 {
     struct sync_start *ss = ctx;
-    redisReply *r = redisCommandArgv(ss->rc, argc, argv, lens);
+    redisReply *r = srv_redis_sync_argv(ss->s, argc, argv, lens);
     int rc = 0;
 
     if (!r) {
-        snprintf(ss->why, ss->len, "%s",
-                 ss->rc->errstr[0] ? ss->rc->errstr : "no reply");
+        snprintf(ss->why, ss->len, "%s", srv_redis_sync_error(ss->s));
         rc = -EIO;
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(ss->why, ss->len, "%s: %.*s", argv[0], (int)r->len,
                  r->str ? r->str : "");
         rc = -EACCES;
     }
-    freeReplyObject(r);
+    if (r)
+        freeReplyObject(r);
     return rc;
 }
 
-redisContext *srv_redis_conn_sync(const struct srv_redis_conn *c,
-                                  const struct timeval *timeout, char *why,
-                                  size_t len)
+struct srv_redis_sync *srv_redis_conn_sync(const struct srv_redis_conn *c,
+                                           const struct timeval *timeout,
+                                           char *why, size_t len)
 {
-    redisContext *rc = redisConnectWithTimeout(c->url.host, c->url.port,
-                                               *timeout);
-    struct sync_start s = { rc, why, len };
+    struct srv_redis_sync *s = srv_redis_sync_open(
+        c->url.host, c->url.port, c->tls, c->tls_name, timeout, why, len);
+    struct sync_start ss = { s, why, len };
 
-    if (!rc || rc->err) {
-        snprintf(why, len, "%s", rc ? rc->errstr : "out of memory");
-        redisFree(rc);
+    if (!s)
+        return NULL;
+    if (srv_redis_conn_setup(c, SRV_REDIS_SELECT_ALWAYS, sync_send, &ss)) {
+        srv_redis_sync_close(s);
         return NULL;
     }
-    redisSetTimeout(rc, *timeout);
-    if (srv_redis_conn_setup(c, SRV_REDIS_SELECT_ALWAYS, sync_send, &s)) {
-        redisFree(rc);
-        return NULL;
-    }
-    return rc;
+    return s;
 }

@@ -21,10 +21,11 @@
 #include <stddef.h>
 #include <sys/time.h>
 
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+#include <openssl/ssl.h>
 
 #include "server/config/redis_url.h"
+#include "server/redis/redis_async.h"
+#include "server/redis/redis_sync.h"
 
 struct srv_secret;
 
@@ -33,11 +34,15 @@ struct srv_redis_conn {
     struct srv_secret *pass;       /* the password in force, borrowed
                                       (outlives the struct); NULL: the
                                       URL's */
+    SSL_CTX *tls;                  /* rediss://: owned; NULL: plaintext */
+    char tls_name[256];            /* name to verify; "": the host's */
 };
 
 void srv_redis_conn_init(struct srv_redis_conn *c,
                          const struct srv_redis_url *u,
                          struct srv_secret *pass);
+/* What init and a TLS context hold. */
+void srv_redis_conn_fini(struct srv_redis_conn *c);
 
 /* When a session SELECTs the URL's db. */
 enum srv_redis_select {
@@ -56,7 +61,7 @@ typedef int srv_redis_send_fn(void *ctx, int argc, const char **argv,
  * The commands that start a session on a new connection, in order: AUTH
  * when a password is in force, then SELECT as sel says; each goes to
  * send(ctx, ...). The copy of the password is wiped before this returns
- * (hiredis formats a command when it is queued). 0, or the first nonzero
+ * (commands are formatted when they are queued). 0, or the first nonzero
  * value send returned.
  */
 int srv_redis_conn_setup(const struct srv_redis_conn *c,
@@ -64,13 +69,14 @@ int srv_redis_conn_setup(const struct srv_redis_conn *c,
                          void *ctx);
 
 /*
- * A new asynchronous connection (hiredis's async API), connecting: the
- * caller attaches it to its event loop, sets its callbacks and queues the
- * start (srv_redis_conn_setup) before anything else. NULL with the reason
- * in why (len bytes) when it could not even begin.
+ * A new asynchronous connection on loop (server/redis/redis_async.h),
+ * connecting: the caller sets its callbacks and queues the start
+ * (srv_redis_conn_setup) before anything else. NULL with the reason in
+ * why (len bytes) when it could not even begin.
  */
-redisAsyncContext *srv_redis_conn_async(const struct srv_redis_conn *c,
-                                        char *why, size_t len);
+struct srv_redis_async *srv_redis_conn_async(const struct srv_redis_conn *c,
+                                             struct ev_loop *loop, char *why,
+                                             size_t len);
 
 /*
  * A synchronous connection, ready for commands: connected within
@@ -78,8 +84,8 @@ redisAsyncContext *srv_redis_conn_async(const struct srv_redis_conn *c,
  * (always, db 0 too). NULL with the reason in why (len bytes) when a step
  * failed or Redis refused one.
  */
-redisContext *srv_redis_conn_sync(const struct srv_redis_conn *c,
-                                  const struct timeval *timeout, char *why,
-                                  size_t len);
+struct srv_redis_sync *srv_redis_conn_sync(const struct srv_redis_conn *c,
+                                           const struct timeval *timeout,
+                                           char *why, size_t len);
 
 #endif

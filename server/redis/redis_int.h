@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include <ev.h>
-#include <hiredis/async.h>
+#include "server/redis/redis_async.h"
 
 #include "hub/base/chantab.h"
 #include "hub/cluster/cluster.h"
@@ -58,7 +58,7 @@ struct srv_redis {
     struct ev_loop *loop;
     ev_async wake_w, stop_w;
     ev_timer retry_w, connect_w, ping_w;
-    redisAsyncContext *cmd, *sub;
+    struct srv_redis_async *cmd, *sub;
     unsigned setup_left;           /* setup replies still awaited */
     bool up, ever_up, told_down;
     atomic_bool up_flag;

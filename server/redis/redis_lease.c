@@ -14,7 +14,7 @@
 #include <sys/random.h>
 
 #include <ev.h>
-#include <hiredis/async.h>
+#include "server/redis/redis_async.h"
 #include <hiredis/hiredis.h>
 
 #include "hub/app/apptab.h"
@@ -66,7 +66,7 @@ struct srv_redis_lease {
     unsigned n_apps, cap_apps;
 
     struct ev_loop *loop;
-    redisAsyncContext *cmd;        /* NULL while down */
+    struct srv_redis_async *cmd;        /* NULL while down */
     ev_timer tick_w, leave_w;
     bool registered;               /* a tick was answered in this run */
     bool tick_out;                 /* a tick awaits its reply */
@@ -197,9 +197,9 @@ void srv_redis_lease_destroy(struct srv_redis_lease *l)
 }
 
 /* Is this reply for the current connection (not one being freed)? */
-static bool ours(struct srv_redis_lease *l, redisAsyncContext *ac, void *reply)
+static bool ours(struct srv_redis_lease *l, struct srv_redis_async *ac, void *reply)
 {
-    return reply && ac && ac->data && l->cmd && ac == l->cmd;
+    return reply && ac && srv_redis_async_data(ac) && l->cmd && ac == l->cmd;
 }
 
 static bool is_str(const redisReply *e)
@@ -226,7 +226,7 @@ struct load_req {
     unsigned k;
 };
 
-static void load_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void load_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct load_req *q = priv;
     struct srv_redis_lease *l = q->l;
@@ -248,15 +248,15 @@ static void send_loads(struct srv_redis_lease *l)
             continue;
         q->l = l;
         q->k = k;
-        if (redisAsyncCommand(l->cmd, load_reply, q, "SCRIPT LOAD %s",
-                              lua_text[k]) != REDIS_OK)
+        if (srv_redis_async_cmd(l->cmd, load_reply, q, "SCRIPT LOAD %s",
+                              lua_text[k]) != 0)
             free(q);
     }
 }
 
 /* EVALSHA k (EVAL until its SHA is known) with "0" keys and argv. */
 static int run_script(struct srv_redis_lease *l, unsigned k,
-                      redisCallbackFn *fn, void *priv, int argc,
+                      srv_redis_async_fn *fn, void *priv, int argc,
                       const char **argv)
 {
     const char **av = malloc((size_t)(argc + 3) * sizeof(*av));
@@ -282,7 +282,7 @@ static int run_script(struct srv_redis_lease *l, unsigned k,
         av[n] = argv[i];
         al[n] = strlen(argv[i]);
     }
-    rc = redisAsyncCommandArgv(l->cmd, fn, priv, n, av, al) == REDIS_OK
+    rc = srv_redis_async_argv(l->cmd, fn, priv, n, av, al) == 0
              ? 0 : -1;
 out:
     free(av);
@@ -353,7 +353,7 @@ static void reap_done(struct srv_redis_lease *l, struct reap *x)
 
 static void leave_finish(struct srv_redis_lease *l);
 
-static void reap_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void reap_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis_lease *l = priv;
     redisReply *rep = reply;
@@ -460,7 +460,7 @@ static void q_push(struct srv_redis_lease *l, const char *dead, size_t dlen,
 
 /* The tick. */
 
-static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void tick_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis_lease *l = priv;
     redisReply *rep = reply;
@@ -589,7 +589,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 void srv_redis_lease_up(struct srv_redis_lease *l, struct ev_loop *loop,
-                        redisAsyncContext *cmd)
+                        struct srv_redis_async *cmd)
 {
     if (!l)
         return;
@@ -666,7 +666,7 @@ static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     leave_finish(l);
 }
 
-static void leave_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void leave_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis_lease *l = priv;
     redisReply *rep = reply;

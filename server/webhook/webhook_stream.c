@@ -2,7 +2,7 @@
  * server/webhook/webhook_stream.c - the Redis connection of the cluster's
  * webhook stream (server/webhook/webhook_stream.h): the stream consumer
  * made and freed (a clean stop releases the leases it holds), its own
- * synchronous hiredis connection (connect, AUTH, SELECT, the reconnect
+ * synchronous connection (server/redis/redis_sync.h) (connect, AUTH, SELECT, the reconnect
  * backoff; short timeouts, on the sender thread, never a loop thread),
  * one command, and the names of an app's keys.
  *
@@ -93,7 +93,7 @@ int srv_wh_stream_create(struct srv_wh *wh)
 static void disconnect(struct srv_whs *z)
 {
     if (z->rc)
-        redisFree(z->rc);
+        srv_redis_sync_close(z->rc);
     z->rc = NULL;
     atomic_store(&z->up, false);
 }
@@ -106,7 +106,8 @@ static void lost(struct srv_whs *z)
         srv_log(HUB_LOG_WARN, 0, "webhooks: redis stream connection lost "
                                  "(%s); edges wait in redis, client events "
                                  "go to the local engine",
-                z->rc->errstr[0] ? z->rc->errstr : "no reply");
+                srv_redis_sync_error(z->rc)[0] ? srv_redis_sync_error(z->rc)
+                                               : "no reply");
     z->told_down = true;
     disconnect(z);
 }
@@ -119,7 +120,7 @@ static redisReply *cmd(struct srv_whs *z, int argc, const char **argv,
 
     if (!z->rc)
         return NULL;
-    r = redisCommandArgv(z->rc, argc, argv, lens);
+    r = srv_redis_sync_argv(z->rc, argc, argv, lens);
     if (!r)
         lost(z);
     return r;
