@@ -295,10 +295,20 @@ static bool is_push(const redisReply *r)
     return false;
 }
 
+/* -READONLY: the address is a replica now (a failover happened), where
+ * every write fails while PUBLISH still works and reaches only that
+ * replica's subscribers. lubdub never talks on to a replica. */
+static bool is_readonly(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && r->str &&
+           !strncmp(r->str, "READONLY", 8);
+}
+
 /* Hand every complete reply to whom it is for. */
 static void dispatch(struct srv_redis_async *c)
 {
     void *rep;
+    bool ro;
 
     while (!c->dead) {
         if (redisReaderGetReply(c->reader, &rep) != REDIS_OK) {
@@ -319,7 +329,10 @@ static void dispatch(struct srv_redis_async *c)
         }
         /* A reply nobody asked for (a command connection has no pushes)
          * is dropped. */
+        ro = is_readonly(rep);
         freeReplyObject(rep);
+        if (ro)
+            end(c, "READONLY: the address is a replica now");
     }
 }
 

@@ -15,7 +15,8 @@
  *
  * A connection ends once: when the caller closes it
  * (srv_redis_async_close), or on its own (connect refused, TLS refused,
- * the peer closed, a protocol error), when closed(c, data, why) is called.
+ * the peer closed, a protocol error, a reply of -READONLY: the address is
+ * a replica), when closed(c, data, why) is called.
  * Either way every command still awaiting its reply has its callback
  * called first with NULL, and the connection is freed after (never while
  * one of its callbacks runs: a callback may close its own connection).

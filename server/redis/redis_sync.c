@@ -208,6 +208,13 @@ int srv_redis_sync_take(struct srv_redis_sync *rs, redisReply **reply)
         if (redisReaderGetReply(rs->reader, &rep) != REDIS_OK)
             return broken(rs, "protocol error in Redis's reply");
         if (rep) {
+            const redisReply *e = rep;
+
+            /* A replica now (server/redis/redis_async.h): the reply is
+             * the caller's, the connection is not. */
+            if (e->type == REDIS_REPLY_ERROR && e->str &&
+                !strncmp(e->str, "READONLY", 8))
+                broken(rs, "READONLY: the address is a replica now");
             *reply = rep;
             return 0;
         }

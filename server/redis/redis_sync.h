@@ -6,9 +6,10 @@
  * open, TLS on it when asked (server/redis/redis_tls.h), commands
  * formatted by hiredis and replies parsed by its redisReader.
  *
- * After any failure (a timeout, the peer gone, a protocol error) the
- * connection is broken: every later call fails at once, and the caller
- * closes it and opens another.
+ * After any failure (a timeout, the peer gone, a protocol error, a reply
+ * of -READONLY: the address is a replica now) the connection is broken:
+ * every later call fails at once, and the caller closes it and opens
+ * another.
  *
  * Thread: one at a time (the caller's).
  */

@@ -63,25 +63,31 @@
 int srv_wh_stream_create(struct srv_wh *wh)
 {
     const struct srv_config *cfg = wh->cfg;
-    struct srv_redis_url url;
     struct srv_whs *z;
-    char err[200];
+    char err[300];
 
     if (!cfg->redis || !wh->srv->node_id)
         return 0;
     z = calloc(1, sizeof(*z));
     if (!z)
         return -1;
-    if (srv_redis_url_parse(cfg->redis, &url, err, sizeof(err)) ||
-        !(z->node = strdup(wh->srv->node_id)) ||
+    /* Where and how, as the backplane (server/redis/redis_conn.h): the
+     * password from --redis-password-file or the URL, replaced by a
+     * SIGHUP and read at each connect (server/config/secret.h); TLS; the
+     * sentinels, asked before each connect. */
+    if (srv_redis_conn_from_config(&z->conn, cfg, &wh->srv->secrets, err,
+                                   sizeof(err))) {
+        srv_log(HUB_LOG_ERR, 0, "webhooks: redis stream: %s", err);
+        free(z);
+        return -1;
+    }
+    if (!(z->node = strdup(wh->srv->node_id)) ||
         !(z->prefix = strdup(cfg->redis_prefix))) {
+        srv_redis_conn_fini(&z->conn);
         free(z->node);
         free(z);
         return -1;
     }
-    /* The password from --redis-password-file or the URL, replaced by
-     * a SIGHUP; read at each connect (server/config/secret.h). */
-    srv_redis_conn_init(&z->conn, &url, &wh->srv->secrets.redis_password);
     z->lease_ms = cfg->node_lease_ms ? cfg->node_lease_ms : 3000;
     z->max_entries = cfg->webhook_stream_max ? cfg->webhook_stream_max
                                              : HUB_WHS_MAX_ENTRIES;
@@ -202,6 +208,7 @@ void srv_wh_stream_free(struct srv_wh *wh)
         freeReplyObject(r);
     }
     disconnect(z);
+    srv_redis_conn_fini(&z->conn);
     for (unsigned i = 0; i < z->n_apps; i++)
         free(z->apps[i].id);
     free(z->apps);
