@@ -84,8 +84,9 @@ static void drop_connections(struct srv_redis *r)
 static void where_of(const struct srv_redis *r, char *out, size_t cap)
 {
     if (r->sentinel && r->at.host[0])
-        snprintf(out, cap, "%s:%d (master %s%s)", r->at.host, r->at.port,
-                 r->conn.sentinels.master, r->conn.tls ? ", TLS" : "");
+        snprintf(out, cap, "%.255s:%d (master %.128s%s)", r->at.host,
+                 r->at.port, r->conn.sentinels.master,
+                 r->conn.tls ? ", TLS" : "");
     else
         srv_redis_conn_describe(&r->conn, out, cap);
 }
@@ -116,7 +117,7 @@ static void go_down(struct srv_redis *r, const char *why)
                 "backplane: down (%s); local delivery goes on, cross-node "
                 "messages are lost until Redis is back", why);
     } else if (!r->told_down) {
-        char where[400];
+        char where[450];
 
         where_of(r, where, sizeof(where));
         srv_log(HUB_LOG_WARN, 0,
@@ -138,7 +139,7 @@ static void go_down(struct srv_redis *r, const char *why)
 
 static void go_up(struct srv_redis *r)
 {
-    char where[400];
+    char where[450];
     unsigned k;
 
     ev_timer_stop(r->loop, &r->connect_w);
@@ -301,6 +302,11 @@ static void switched_cb(void *ctx, const char *host, int port,
     if (r->up || r->cmd || r->sub) {
         r->attempts = 0;
         go_down(r, "the primary changed (+switch-master)");
+    } else if (ev_is_active(&r->retry_w)) {
+        /* Down and waiting out a backoff: the new primary is there now. */
+        ev_timer_stop(r->loop, &r->retry_w);
+        r->attempts = 0;
+        start_connect(r);
     }
 }
 

@@ -71,6 +71,9 @@ struct srv_redis_lease {
     bool registered;               /* a tick was answered in this run */
     bool tick_out;                 /* a tick awaits its reply */
     bool first_tick;               /* it is the first on this connection */
+    bool ever_up;                  /* a connection came up in this run */
+    double grace_until;            /* no reaping before (ev_now; after a
+                                      reconnect) */
     bool reap_out;                 /* a reap step awaits its reply */
     bool failing;                  /* logged a failed renewal */
     char sha[S_N][41];             /* "" until SCRIPT LOAD answered */
@@ -536,7 +539,7 @@ static void send_tick(struct srv_redis_lease *l)
         return;
     }
     pthread_mutex_lock(&l->apps_mu); /* the ids until the call copied them */
-    av = malloc((6 + 2 * (size_t)l->n_apps) * sizeof(*av));
+    av = malloc((7 + 2 * (size_t)l->n_apps) * sizeof(*av));
     counts = malloc((l->n_apps ? l->n_apps : 1) * sizeof(*counts));
     if (!av || !counts) {
         pthread_mutex_unlock(&l->apps_mu);
@@ -559,6 +562,7 @@ static void send_tick(struct srv_redis_lease *l)
         av[n++] = l->apps[i].id;
         av[n++] = counts[i];
     }
+    av[n++] = ev_now(l->loop) < l->grace_until ? "0" : "1";
     if (run_script(l, S_TICK, tick_reply, l, (int)n, av) == 0)
         l->tick_out = true;
     pthread_mutex_unlock(&l->apps_mu);
@@ -597,6 +601,11 @@ void srv_redis_lease_up(struct srv_redis_lease *l, struct ev_loop *loop,
     l->cmd = cmd;
     l->tick_out = l->reap_out = false;
     l->first_tick = true;
+    /* After a reconnect, one lease before judging others dead: they may
+     * be coming back from the same outage (lease_tick.lua). */
+    if (l->ever_up)
+        l->grace_until = ev_now(loop) + (double)l->lease_ms / 1000.0;
+    l->ever_up = true;
     for (unsigned k = 0; k < S_N; k++)
         l->sha[k][0] = '\0';
     /* First: a first registration claims an earlier run's state before

@@ -68,7 +68,7 @@ static int parse_addr(const redisReply *r, const char *master, char *host,
         return -ENOENT;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(why, len, "%.*s", (int)r->len, r->str ? r->str : "");
+        snprintf(why, len, "%.*sn", (int)r->len, r->str ? r->str : "");
         return -EIO;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -102,58 +102,58 @@ static void add_reason(char *buf, size_t cap, const struct srv_redis_addr *a,
 
 /* Asynchronous: the question. */
 
-static void try_next(struct srv_redis_sentinel *s);
+static void try_next(struct srv_redis_sentinel *sn);
 
-static void drop_q(struct srv_redis_sentinel *s)
+static void drop_q(struct srv_redis_sentinel *sn)
 {
-    struct srv_redis_async *q = s->q;
+    struct srv_redis_async *q = sn->q;
 
-    s->q = NULL;
-    ev_timer_stop(s->loop, &s->q_w);
+    sn->q = NULL;
+    ev_timer_stop(sn->loop, &sn->q_w);
     if (q) {
         srv_redis_async_set_data(q, NULL);
         srv_redis_async_close(q);
     }
 }
 
-static void finish(struct srv_redis_sentinel *s, bool ok)
+static void finish(struct srv_redis_sentinel *sn, bool ok)
 {
-    drop_q(s);
+    drop_q(sn);
     if (!ok)
-        s->host[0] = '\0';
-    ev_timer_set(&s->answer_w, 0., 0.);
-    ev_timer_start(s->loop, &s->answer_w);
+        sn->host[0] = '\0';
+    ev_timer_set(&sn->answer_w, 0., 0.);
+    ev_timer_start(sn->loop, &sn->answer_w);
 }
 
 static void answer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
-    struct srv_redis_sentinel *s = t->data;
-    srv_redis_sentinel_fn *fn = s->fn;
+    struct srv_redis_sentinel *sn = t->data;
+    srv_redis_sentinel_fn *fn = sn->fn;
 
     (void)loop;
     (void)revents;
-    s->fn = NULL;
+    sn->fn = NULL;
     if (fn)
-        fn(s->fctx, s->host[0] ? s->host : NULL, s->port,
-           s->host[0] ? NULL : s->why);
+        fn(sn->fctx, sn->host[0] ? sn->host : NULL, sn->port,
+           sn->host[0] ? NULL : sn->why);
 }
 
 /* This sentinel failed: why noted, the next one asked. */
-static void failed(struct srv_redis_sentinel *s, const char *why)
+static void failed(struct srv_redis_sentinel *sn, const char *why)
 {
-    add_reason(s->why, sizeof(s->why), &s->cfg.addr[s->at], why);
-    drop_q(s);
-    try_next(s);
+    add_reason(sn->why, sizeof(sn->why), &sn->cfg.addr[sn->at], why);
+    drop_q(sn);
+    try_next(sn);
 }
 
 static void q_closed(struct srv_redis_async *c, void *data, const char *why)
 {
-    struct srv_redis_sentinel *s = data;
+    struct srv_redis_sentinel *sn = data;
 
-    if (!s || c != s->q)
+    if (!sn || c != sn->q)
         return;
-    s->q = NULL; /* freed after this callback */
-    failed(s, why);
+    sn->q = NULL; /* freed after this callback */
+    failed(sn, why);
 }
 
 static void q_timeout(struct ev_loop *loop, ev_timer *t, int revents)
@@ -165,50 +165,50 @@ static void q_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 
 static void auth_cb(struct srv_redis_async *c, void *reply, void *priv)
 {
-    struct srv_redis_sentinel *s = priv;
+    struct srv_redis_sentinel *sn = priv;
     const redisReply *r = reply;
     char why[200];
 
-    if (!r || !srv_redis_async_data(c) || c != s->q ||
+    if (!r || !srv_redis_async_data(c) || c != sn->q ||
         r->type != REDIS_REPLY_ERROR)
         return;
-    snprintf(why, sizeof(why), "AUTH: %.*s", (int)r->len, r->str);
-    failed(s, why);
+    snprintf(why, sizeof(why), "AUTH: %.*sn", (int)r->len, r->str);
+    failed(sn, why);
 }
 
 static void addr_cb(struct srv_redis_async *c, void *reply, void *priv)
 {
-    struct srv_redis_sentinel *s = priv;
+    struct srv_redis_sentinel *sn = priv;
     char why[200];
 
-    if (!reply || !srv_redis_async_data(c) || c != s->q)
+    if (!reply || !srv_redis_async_data(c) || c != sn->q)
         return;
-    if (parse_addr(reply, s->cfg.master, s->host, sizeof(s->host), &s->port,
+    if (parse_addr(reply, sn->cfg.master, sn->host, sizeof(sn->host), &sn->port,
                    why, sizeof(why))) {
-        failed(s, why);
+        failed(sn, why);
         return;
     }
-    s->good = s->at;
-    finish(s, true);
+    sn->good = sn->at;
+    finish(sn, true);
 }
 
 /* Open a connection to sentinel i, AUTHed: NULL with why. */
-static struct srv_redis_async *open_to(struct srv_redis_sentinel *s, size_t i,
+static struct srv_redis_async *open_to(struct srv_redis_sentinel *sn, size_t i,
                                        srv_redis_async_closed_fn *closed,
                                        srv_redis_async_fn *push,
                                        srv_redis_async_fn *auth, char *why,
                                        size_t len)
 {
-    const struct srv_redis_addr *a = &s->cfg.addr[i];
+    const struct srv_redis_addr *a = &sn->cfg.addr[i];
     struct srv_redis_async *c = srv_redis_async_open(
-        s->loop, a->host, a->port, s->cfg.tls, s->cfg.tls_name, why, len);
+        sn->loop, a->host, a->port, sn->cfg.tls, sn->cfg.tls_name, why, len);
     char pass[SRV_SECRET_FILE_MAX + 1];
 
     if (!c)
         return NULL;
-    srv_redis_async_on(c, closed, push, s);
-    password(&s->cfg, pass, sizeof(pass));
-    if (pass[0] && srv_redis_async_cmd(c, auth, s, "AUTH %s", pass)) {
+    srv_redis_async_on(c, closed, push, sn);
+    password(&sn->cfg, pass, sizeof(pass));
+    if (pass[0] && srv_redis_async_cmd(c, auth, sn, "AUTH %s", pass)) {
         snprintf(why, len, "out of memory");
         srv_redis_async_close(c);
         c = NULL;
@@ -217,55 +217,55 @@ static struct srv_redis_async *open_to(struct srv_redis_sentinel *s, size_t i,
     return c;
 }
 
-static void try_next(struct srv_redis_sentinel *s)
+static void try_next(struct srv_redis_sentinel *sn)
 {
     char why[200];
 
-    while (s->tried < s->cfg.n) {
-        s->at = (s->good + s->tried++) % s->cfg.n;
-        s->q = open_to(s, s->at, q_closed, NULL, auth_cb, why, sizeof(why));
-        if (s->q &&
-            srv_redis_async_cmd(s->q, addr_cb, s,
+    while (sn->tried < sn->cfg.n) {
+        sn->at = (sn->good + sn->tried++) % sn->cfg.n;
+        sn->q = open_to(sn, sn->at, q_closed, NULL, auth_cb, why, sizeof(why));
+        if (sn->q &&
+            srv_redis_async_cmd(sn->q, addr_cb, sn,
                                 "SENTINEL get-master-addr-by-name %s",
-                                s->cfg.master) == 0) {
-            ev_timer_set(&s->q_w, ASK_TIMEOUT_S, 0.);
-            ev_timer_start(s->loop, &s->q_w);
+                                sn->cfg.master) == 0) {
+            ev_timer_set(&sn->q_w, ASK_TIMEOUT_S, 0.);
+            ev_timer_start(sn->loop, &sn->q_w);
             return;
         }
-        if (s->q)
+        if (sn->q)
             snprintf(why, sizeof(why), "out of memory");
-        drop_q(s);
-        add_reason(s->why, sizeof(s->why), &s->cfg.addr[s->at], why);
+        drop_q(sn);
+        add_reason(sn->why, sizeof(sn->why), &sn->cfg.addr[sn->at], why);
     }
-    finish(s, false);
+    finish(sn, false);
 }
 
-void srv_redis_sentinel_cancel(struct srv_redis_sentinel *s)
+void srv_redis_sentinel_cancel(struct srv_redis_sentinel *sn)
 {
-    drop_q(s);
-    ev_timer_stop(s->loop, &s->answer_w);
-    s->fn = NULL;
+    drop_q(sn);
+    ev_timer_stop(sn->loop, &sn->answer_w);
+    sn->fn = NULL;
 }
 
-void srv_redis_sentinel_ask(struct srv_redis_sentinel *s,
+void srv_redis_sentinel_ask(struct srv_redis_sentinel *sn,
                             srv_redis_sentinel_fn *fn, void *ctx)
 {
-    srv_redis_sentinel_cancel(s);
-    s->fn = fn;
-    s->fctx = ctx;
-    s->tried = 0;
-    s->why[0] = '\0';
-    s->host[0] = '\0';
-    try_next(s);
+    srv_redis_sentinel_cancel(sn);
+    sn->fn = fn;
+    sn->fctx = ctx;
+    sn->tried = 0;
+    sn->why[0] = '\0';
+    sn->host[0] = '\0';
+    try_next(sn);
 }
 
 /* Asynchronous: the subscription. */
 
-static void drop_w(struct srv_redis_sentinel *s)
+static void drop_w(struct srv_redis_sentinel *sn)
 {
-    struct srv_redis_async *w = s->w;
+    struct srv_redis_async *w = sn->w;
 
-    s->w = NULL;
+    sn->w = NULL;
     if (w) {
         srv_redis_async_set_data(w, NULL);
         srv_redis_async_close(w);
@@ -274,34 +274,34 @@ static void drop_w(struct srv_redis_sentinel *s)
 
 static void w_closed(struct srv_redis_async *c, void *data, const char *why)
 {
-    struct srv_redis_sentinel *s = data;
+    struct srv_redis_sentinel *sn = data;
 
     (void)why;
-    if (s && c == s->w) {
-        s->w = NULL;                   /* freed after this callback */
-        s->w_at = (s->w_at + 1) % s->cfg.n; /* the next watch, elsewhere */
+    if (sn && c == sn->w) {
+        sn->w = NULL;                   /* freed after this callback */
+        sn->w_at = (sn->w_at + 1) % sn->cfg.n; /* the next watch, elsewhere */
     }
 }
 
 static void w_auth(struct srv_redis_async *c, void *reply, void *priv)
 {
-    struct srv_redis_sentinel *s = priv;
+    struct srv_redis_sentinel *sn = priv;
     const redisReply *r = reply;
 
-    if (r && srv_redis_async_data(c) && c == s->w &&
+    if (r && srv_redis_async_data(c) && c == sn->w &&
         r->type == REDIS_REPLY_ERROR)
-        drop_w(s);
+        drop_w(sn);
 }
 
 /* "+switch-master": "<name> <old ip> <old port> <new ip> <new port>". */
 static void w_push(struct srv_redis_async *c, void *reply, void *priv)
 {
-    struct srv_redis_sentinel *s = priv;
+    struct srv_redis_sentinel *sn = priv;
     const redisReply *r = reply;
     char name[130], oh[256], nh[256];
     int op, np;
 
-    if (!r || !srv_redis_async_data(c) || c != s->w ||
+    if (!r || !srv_redis_async_data(c) || c != sn->w ||
         r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[2]->type != REDIS_REPLY_STRING ||
@@ -309,21 +309,21 @@ static void w_push(struct srv_redis_async *c, void *reply, void *priv)
         return;
     if (sscanf(r->element[2]->str, "%129s %255s %d %255s %d", name, oh, &op,
                nh, &np) == 5 &&
-        !strcmp(name, s->cfg.master) && np > 0 && np < 65536 && s->switched)
-        s->switched(s->sctx, nh, np, NULL);
+        !strcmp(name, sn->cfg.master) && np > 0 && np < 65536 && sn->switched)
+        sn->switched(sn->sctx, nh, np, NULL);
 }
 
-void srv_redis_sentinel_watch(struct srv_redis_sentinel *s)
+void srv_redis_sentinel_watch(struct srv_redis_sentinel *sn)
 {
     char why[200];
 
-    if (s->w)
+    if (sn->w)
         return;
-    s->w = open_to(s, s->w_at, w_closed, w_push, w_auth, why, sizeof(why));
-    if (!s->w)
+    sn->w = open_to(sn, sn->w_at, w_closed, w_push, w_auth, why, sizeof(why));
+    if (!sn->w)
         return; /* tried again at the next call */
-    if (srv_redis_async_send_push(s->w, "SUBSCRIBE +switch-master"))
-        drop_w(s);
+    if (srv_redis_async_send_push(sn->w, "SUBSCRIBE +switch-master"))
+        drop_w(sn);
 }
 
 struct srv_redis_sentinel *
@@ -331,29 +331,29 @@ srv_redis_sentinel_create(struct ev_loop *loop,
                           const struct srv_redis_sentinels *cfg,
                           srv_redis_sentinel_fn *switched, void *ctx)
 {
-    struct srv_redis_sentinel *s = calloc(1, sizeof(*s));
+    struct srv_redis_sentinel *sn = calloc(1, sizeof(*sn));
 
-    if (!s)
+    if (!sn)
         return NULL;
-    s->loop = loop;
-    s->cfg = *cfg;
-    s->switched = switched;
-    s->sctx = ctx;
-    ev_timer_init(&s->q_w, q_timeout, 0., 0.);
-    s->q_w.data = s;
-    ev_timer_init(&s->answer_w, answer_cb, 0., 0.);
-    s->answer_w.data = s;
-    return s;
+    sn->loop = loop;
+    sn->cfg = *cfg;
+    sn->switched = switched;
+    sn->sctx = ctx;
+    ev_timer_init(&sn->q_w, q_timeout, 0., 0.);
+    sn->q_w.data = sn;
+    ev_timer_init(&sn->answer_w, answer_cb, 0., 0.);
+    sn->answer_w.data = sn;
+    return sn;
 }
 
-void srv_redis_sentinel_destroy(struct srv_redis_sentinel *s)
+void srv_redis_sentinel_destroy(struct srv_redis_sentinel *sn)
 {
-    if (!s)
+    if (!sn)
         return;
-    drop_q(s);
-    drop_w(s);
-    ev_timer_stop(s->loop, &s->answer_w);
-    free(s);
+    drop_q(sn);
+    drop_w(sn);
+    ev_timer_stop(sn->loop, &sn->answer_w);
+    free(sn);
 }
 
 /* Blocking. */
@@ -382,7 +382,7 @@ static int ask_one(const struct srv_redis_sentinels *cfg,
     }
     explicit_bzero(pass, sizeof(pass));
     if (r && r->type == REDIS_REPLY_ERROR) {
-        snprintf(why, len, "AUTH: %.*s", (int)r->len, r->str);
+        snprintf(why, len, "AUTH: %.*sn", (int)r->len, r->str);
     } else if (r || !auth) {
         if (r)
             freeReplyObject(r);
