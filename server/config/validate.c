@@ -207,6 +207,25 @@ static bool srv__name_ok(const char *s, size_t max, const char *extra)
     return true;
 }
 
+/* v as srv__name_ok(v, max, extra) wants it, or -EINVAL with one line
+ * naming the option and the characters it takes. */
+static int srv__check_name(const char *opt, const char *v, size_t max,
+                           const char *extra, char *err, size_t errlen)
+{
+    char a[64], shown[32] = "";
+
+    if (srv__name_ok(v, max, extra))
+        return 0;
+    for (size_t i = 0; extra[i] && i < sizeof(shown) / 2 - 1; i++) {
+        shown[2 * i] = ' ';
+        shown[2 * i + 1] = extra[i];
+        shown[2 * i + 2] = '\0';
+    }
+    srv_config_err(err, errlen, "%s: 1 to %zu characters of A-Z a-z 0-9%s",
+                   srv__flag(opt, a, sizeof(a)), max, shown);
+    return -EINVAL;
+}
+
 /* The URL a node with --redis-sentinel and no --redis is clustered with:
  * plaintext, no AUTH, db 0; the sentinels give the address. */
 #define SRV_SENTINEL_DEFAULT_URL "redis://localhost:6379/0"
@@ -256,13 +275,10 @@ static int srv__validate_redis_tls(const struct srv_config *cfg, bool tls,
     for (size_t i = 0; !rc && i < 3; i++)
         if (vals[i])
             rc = srv__check_readable(opts[i], vals[i], err, errlen);
-    if (!rc && cfg->redis_tls_server_name &&
-        !srv__name_ok(cfg->redis_tls_server_name, 255, ".-_:")) {
-        srv_config_err(err, errlen,
-                       "%s: 1 to 255 characters of A-Z a-z 0-9 . - _ :",
-                       srv__flag("redis_tls_server_name", a, sizeof(a)));
-        rc = -EINVAL;
-    }
+    if (!rc && cfg->redis_tls_server_name)
+        rc = srv__check_name("redis_tls_server_name",
+                             cfg->redis_tls_server_name, 255, ".-_:", err,
+                             errlen);
     return rc;
 }
 
@@ -302,13 +318,8 @@ static int srv__validate_sentinel(const struct srv_config *cfg, char *err,
                        srv__flag("redis_sentinel", a, sizeof(a)), why);
         return -EINVAL;
     }
-    if (!srv__name_ok(cfg->redis_master, 128, "._-")) {
-        srv_config_err(err, errlen,
-                       "%s: 1 to 128 characters of A-Z a-z 0-9 . _ -",
-                       srv__flag("redis_master", a, sizeof(a)));
-        return -EINVAL;
-    }
-    return 0;
+    return srv__check_name("redis_master", cfg->redis_master, 128, "._-",
+                           err, errlen);
 }
 
 /*
@@ -334,36 +345,30 @@ static int srv__validate_cluster(struct srv_config *cfg, char *err,
         }
         implied = true;
     }
-    if (cfg->redis &&
-        srv_redis_url_parse(cfg->redis, &u, why, sizeof(why))) {
+    /* Only the scheme is wanted here: the password is wiped at once. */
+    rc = cfg->redis ? srv_redis_url_parse(cfg->redis, &u, why, sizeof(why))
+                    : 0;
+    explicit_bzero(u.pass, sizeof(u.pass));
+    if (rc) {
         srv_config_err(err, errlen, "%s: %s", srv__flag("redis", a, sizeof(a)),
                  why);
         return -EINVAL;
     }
-    explicit_bzero(u.pass, sizeof(u.pass));
     rc = srv__validate_sentinel(cfg, err, errlen);
     if (!rc)
         rc = srv__validate_redis_tls(cfg, u.tls, implied, err, errlen);
     if (rc)
         return rc;
-    if (cfg->redis_password_file && !cfg->redis) {
-        srv_config_err(err, errlen, "%s: needs %s",
-                       srv__flag("redis_password_file", a, sizeof(a)),
-                       srv__flag("redis", why, sizeof(why)));
-        return -EINVAL;
-    }
-    if (cfg->node_id && !srv__name_ok(cfg->node_id, 64, "._-")) {
-        srv_config_err(err, errlen,
-                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ -",
-                 srv__flag("node_id", a, sizeof(a)));
-        return -EINVAL;
-    }
-    if (!srv__name_ok(cfg->redis_prefix, 64, "._-:")) {
-        srv_config_err(err, errlen,
-                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ - :",
-                 srv__flag("redis_prefix", a, sizeof(a)));
-        return -EINVAL;
-    }
+    if (cfg->redis_password_file && !cfg->redis)
+        return srv__needs("redis_password_file", "redis", err, errlen);
+    if (cfg->node_id)
+        rc = srv__check_name("node_id", cfg->node_id, 64, "._-", err,
+                             errlen);
+    if (!rc)
+        rc = srv__check_name("redis_prefix", cfg->redis_prefix, 64, "._-:",
+                             err, errlen);
+    if (rc)
+        return rc;
     if (cfg->cluster_key_file) {
         /* Read now too, so that --check-config and the start refuse a
          * bad file with one line (server/redis/cluster.c reads it again). */

@@ -1301,6 +1301,26 @@ static void test_config_redis_tls_options(void **state)
  * redis://localhost:6379/0, with it the URL stays as given. */
 static void test_config_redis_sentinel_options(void **state)
 {
+    static const struct {
+        char *flag1, *flag2;
+        const char *want;
+    } bad[] = {
+        {"--redis-sentinel=s1", NULL,
+         "--redis-sentinel: needs --redis-master"},
+        {"--redis-master=m", "--redis=redis://h",
+         "--redis-master: needs --redis-sentinel"},
+        {"--redis-sentinel=a,,b", "--redis-master=m",
+         "--redis-sentinel: sentinel 2 (\"\"): empty"},
+        {"--redis-sentinel=a:1,a:1", "--redis-master=m",
+         "--redis-sentinel: sentinel 2 (\"a:1\"): named twice"},
+        {"--redis-sentinel=a:99999", "--redis-master=m",
+         "--redis-sentinel: sentinel 1 (\"a:99999\"): port must be "
+         "1..65535"},
+        {"--redis-sentinel=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q",
+         "--redis-master=m", "--redis-sentinel: more than 16 sentinels"},
+        {"--redis-sentinel=a", "--redis-master=m/x",
+         "--redis-master: 1 to 128 characters of A-Z a-z 0-9 . _ -"},
+    };
     struct fixture *f = *state;
     char e1[64], e2[64], flag[96];
     char *env[] = {e1, e2, NULL};
@@ -1337,41 +1357,16 @@ static void test_config_redis_sentinel_options(void **state)
     assert_string_equal(f->cfg.redis, "redis://localhost:6379/0");
     reset(f);
 
-    expect_error(f, load_and_validate(f, NULL, "--redis-sentinel=s1", NULL),
-                 "--redis-sentinel: needs --redis-master", NULL);
-    reset(f);
-    expect_error(f, load_and_validate(f, NULL, "--redis-master=m",
-                                      "--redis=redis://h"),
-                 "--redis-master: needs --redis-sentinel", NULL);
-    reset(f);
-    expect_error(f, load_and_validate(f, NULL, "--redis-sentinel=a,,b",
-                                      "--redis-master=m"),
-                 "--redis-sentinel: sentinel 2 (\"\"): empty", NULL);
-    reset(f);
-    expect_error(f, load_and_validate(f, NULL, "--redis-sentinel=a:1,a:1",
-                                      "--redis-master=m"),
-                 "--redis-sentinel: sentinel 2 (\"a:1\"): named twice", NULL);
-    reset(f);
-    expect_error(f, load_and_validate(f, NULL, "--redis-sentinel=a:99999",
-                                      "--redis-master=m"),
-                 "--redis-sentinel: ", "port must be 1..65535");
-    reset(f);
-    expect_error(f, load_and_validate(f, NULL, "--redis-sentinel="
-                                      "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q",
-                                      "--redis-master=m"),
-                 "--redis-sentinel: more than 16 sentinels", NULL);
-    reset(f);
-    expect_error(f, load_and_validate(f, NULL, "--redis-sentinel=a",
-                                      "--redis-master=m/x"),
-                 "--redis-master: 1 to 128 characters of A-Z a-z 0-9 . _ -",
-                 NULL);
-    reset(f);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        expect_error(f, load_and_validate(f, NULL, bad[i].flag1,
+                                          bad[i].flag2),
+                     bad[i].want, NULL);
+        reset(f);
+    }
     {
-        char name[160];
+        /* 129 characters, then 128. */
+        char name[160] = "--redis-master=";
 
-        memset(name, 'm', sizeof(name));
-        snprintf(name, sizeof(name), "--redis-master=");
-        name[15] = 'm';
         memset(name + 15, 'm', 129);
         name[15 + 129] = '\0';
         expect_error(f, load_and_validate(f, NULL, "--redis-sentinel=a",
