@@ -39,6 +39,10 @@ SSL_CTX *srv_redis_tls_ctx_create(const char *ca, const char *cert,
         return NULL;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* The asynchronous connection's output buffer grows (and may move)
+     * while a write waits for the socket: OpenSSL is told so. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     if (ca && *ca) {
         if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1)
