@@ -122,7 +122,8 @@ static void go_down(struct srv_redis *r, const char *why)
         where_of(r, where, sizeof(where));
         srv_log(HUB_LOG_WARN, 0,
                 "backplane: redis %s unreachable (%s); serving local "
-                "subscribers only, retrying", where, why);
+                "subscribers only, retrying",
+                where, why);
     }
     r->told_down = true;
     r->up = false;
@@ -159,7 +160,8 @@ static void go_up(struct srv_redis *r)
     where_of(r, where, sizeof(where));
     srv_log(HUB_LOG_INFO, 0,
             "backplane: up, redis %s db %d, node %s, %u channels "
-            "subscribed", where, r->conn.url.db, r->node_id, k);
+            "subscribed",
+            where, r->conn.url.db, r->node_id, k);
     /* Sentinel: hear of the next failover at once. */
     if (r->sentinel)
         srv_redis_sentinel_watch(r->sentinel);
@@ -238,7 +240,7 @@ static int setup_send(void *ctx, int argc, const char **argv,
 
 /* why (160 bytes) gets the reason when this returns NULL. */
 static struct srv_redis_async *open_one(struct srv_redis *r, bool select,
-                                   char *why)
+                                        char *why)
 {
     struct srv_redis_async *ac = srv_redis_conn_async(
         &r->conn, r->loop, r->sentinel ? &r->at : NULL, why, 160);
@@ -288,8 +290,7 @@ static void asked_cb(void *ctx, const char *host, int port, const char *why)
 }
 
 /* A failover: the sentinels promoted another primary. */
-static void switched_cb(void *ctx, const char *host, int port,
-                        const char *why)
+static void switched_cb(void *ctx, const char *host, int port, const char *why)
 {
     struct srv_redis *r = ctx;
 
@@ -317,8 +318,7 @@ static void start_connect(struct srv_redis *r)
     if (r->sentinel) {
         r->at.host[0] = '\0';
         srv_redis_sentinel_ask(r->sentinel, asked_cb, r);
-    }
-    else
+    } else
         open_both(r);
 }
 
@@ -477,8 +477,7 @@ struct srv_redis *srv_redis_create(struct srv_redis_conn *conn,
         r->sentinel = srv_redis_sentinel_create(r->loop, &r->conn.sentinels,
                                                 switched_cb, r);
     if (!r->node_id || !r->loop || !r->ring || hub_chantab_init(&r->tx, 64) ||
-        hub_chantab_init(&r->rx, 64) ||
-        (r->conn.sentinels.n && !r->sentinel)) {
+        hub_chantab_init(&r->rx, 64) || (r->conn.sentinels.n && !r->sentinel)) {
         srv_redis_sentinel_destroy(r->sentinel);
         srv_redis_conn_fini(&r->conn);
         if (r->loop)

@@ -30,7 +30,7 @@
 #include "server/redis/redis_tls.h"
 
 #define READ_CHUNK 16384
-#define READS_PER_EVENT 64         /* then the loop serves the others */
+#define READS_PER_EVENT 64 /* then the loop serves the others */
 
 enum state { ST_CONNECTING, ST_HANDSHAKE, ST_OPEN };
 
@@ -43,15 +43,15 @@ struct srv_redis_async {
     struct ev_loop *loop;
     ev_io io;
     int fd;
-    SSL *ssl;                      /* NULL: plaintext */
-    SSL_CTX *tls;                  /* borrowed */
+    SSL *ssl;     /* NULL: plaintext */
+    SSL_CTX *tls; /* borrowed */
     enum state st;
     bool dead, tls_wants_write;
     unsigned depth;
     redisReader *reader;
-    char *out;                     /* [off, len) not yet written */
+    char *out; /* [off, len) not yet written */
     size_t off, len, cap;
-    struct slot *q;                /* ring: head, n of cap */
+    struct slot *q; /* ring: head, n of cap */
     size_t head, n, qcap;
     srv_redis_async_closed_fn *closed;
     srv_redis_async_fn *push;
@@ -187,7 +187,7 @@ static int slot_push(struct srv_redis_async *c, srv_redis_async_fn *fn,
         c->head = 0;
         c->qcap = cap;
     }
-    c->q[(c->head + c->n) % c->qcap] = (struct slot){ fn, priv };
+    c->q[(c->head + c->n) % c->qcap] = (struct slot){fn, priv};
     c->n++;
     return 0;
 }
@@ -262,8 +262,7 @@ int srv_redis_async_cmd(struct srv_redis_async *c, srv_redis_async_fn *fn,
     return queue(c, true, fn, priv, cmd, n);
 }
 
-int srv_redis_async_send_push(struct srv_redis_async *c, const char *fmt,
-                              ...)
+int srv_redis_async_send_push(struct srv_redis_async *c, const char *fmt, ...)
 {
     char *cmd = NULL;
     va_list ap;
@@ -279,8 +278,8 @@ int srv_redis_async_send_push(struct srv_redis_async *c, const char *fmt,
 static bool is_push(const redisReply *r)
 {
     static const char *const kinds[] = {
-        "message", "pmessage", "subscribe", "unsubscribe",
-        "psubscribe", "punsubscribe",
+        "message",     "pmessage",   "subscribe",
+        "unsubscribe", "psubscribe", "punsubscribe",
     };
     const redisReply *k;
 

@@ -73,8 +73,7 @@ int srv_redis_async_argv(struct srv_redis_async *c, srv_redis_async_fn *fn,
 int srv_redis_async_cmd(struct srv_redis_async *c, srv_redis_async_fn *fn,
                         void *priv, const char *fmt, ...);
 /* A command whose replies are pushes (SUBSCRIBE, UNSUBSCRIBE). */
-int srv_redis_async_send_push(struct srv_redis_async *c, const char *fmt,
-                              ...);
+int srv_redis_async_send_push(struct srv_redis_async *c, const char *fmt, ...);
 
 /* Bytes formatted and not yet written to the socket. */
 size_t srv_redis_async_unsent(const struct srv_redis_async *c);

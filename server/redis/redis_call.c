@@ -205,9 +205,8 @@ void srv_redis_call_send(struct srv_redis_call *k)
             return;
         }
     }
-    if (srv_redis_async_argv(cmd, call_cb, k, k->argc,
-                              (const char **)k->argv, k->argvlen) !=
-         0) {
+    if (srv_redis_async_argv(cmd, call_cb, k, k->argc, (const char **)k->argv,
+                             k->argvlen) != 0) {
         srv_redis_call_fail(k);
         return;
     }
@@ -217,8 +216,7 @@ void srv_redis_call_hkeys(struct srv_redis_call *k, const char *key)
 {
     struct srv_redis_async *cmd = srv_redis_call_conn(k->cx);
 
-    if (!cmd ||
-        srv_redis_async_cmd(cmd, call_cb, k, "HKEYS %s", key) != 0)
+    if (!cmd || srv_redis_async_cmd(cmd, call_cb, k, "HKEYS %s", key) != 0)
         srv_redis_call_fail(k);
 }
 
@@ -314,7 +312,7 @@ void srv_redis_call_load_all(struct srv_redis_call_ctx *cx)
             continue;
         *l = (struct load){ cx, i, cx->load_gen };
         if (srv_redis_async_cmd(cmd, load_cb, l, "SCRIPT LOAD %s",
-                              script_text[i]) != 0)
+                                script_text[i]) != 0)
             free(l);
     }
 }

@@ -73,7 +73,8 @@ struct srv_redis_call {
 };
 
 /* The command connection, or NULL while Redis is down. */
-struct srv_redis_async *srv_redis_call_conn(const struct srv_redis_call_ctx *cx);
+struct srv_redis_async *
+srv_redis_call_conn(const struct srv_redis_call_ctx *cx);
 /* SCRIPT LOAD of every script on the connection that just came up. */
 void srv_redis_call_load_all(struct srv_redis_call_ctx *cx);
 /* Redis went: every SHA is unknown again. */

@@ -27,8 +27,7 @@ void srv_redis_conn_init(struct srv_redis_conn *c,
 
 int srv_redis_conn_from_config(struct srv_redis_conn *c,
                                const struct srv_config *cfg,
-                               struct srv_secrets *sec, char *why,
-                               size_t len)
+                               struct srv_secrets *sec, char *why, size_t len)
 {
     struct srv_redis_url url;
     struct srv_redis_sentinels *st = &c->sentinels;
@@ -51,16 +50,14 @@ int srv_redis_conn_from_config(struct srv_redis_conn *c,
     if (!cfg->redis_sentinel)
         return 0;
     if (srv_redis_sentinels_parse(cfg->redis_sentinel, st->addr,
-                                  SRV_REDIS_SENTINELS_MAX, &st->n, why,
-                                  len)) {
+                                  SRV_REDIS_SENTINELS_MAX, &st->n, why, len)) {
         srv_redis_conn_fini(c);
         return -EINVAL;
     }
     snprintf(st->master, sizeof(st->master), "%s",
              cfg->redis_master ? cfg->redis_master : "");
-    st->pass = cfg->redis_sentinel_password_file
-                   ? &sec->redis_sentinel_password
-                   : NULL;
+    st->pass = cfg->redis_sentinel_password_file ? &sec->redis_sentinel_password
+                                                 : NULL;
     /* The sentinels are spoken to as Redis is. */
     st->tls = c->tls;
     snprintf(st->tls_name, sizeof(st->tls_name), "%s", c->tls_name);
@@ -98,8 +95,9 @@ bool srv_redis_conn_role_ok(const redisReply *r, char *why, size_t len)
         return false;
     }
     if (strcmp(k->str, "master") != 0) {
-        snprintf(why, len, "ROLE is %s, not master: the sentinels' answer "
-                           "is stale",
+        snprintf(why, len,
+                 "ROLE is %s, not master: the sentinels' answer "
+                 "is stale",
                  k->str);
         return false;
     }
@@ -197,7 +195,7 @@ struct srv_redis_sync *srv_redis_conn_sync(const struct srv_redis_conn *c,
                                            const struct timeval *timeout,
                                            char *why, size_t len)
 {
-    struct srv_redis_addr at = { "", c->url.port };
+    struct srv_redis_addr at = {"", c->url.port};
     struct srv_redis_sync *s;
     struct sync_start ss;
     redisReply *r;
@@ -208,9 +206,9 @@ struct srv_redis_sync *srv_redis_conn_sync(const struct srv_redis_conn *c,
     if (c->sentinels.n &&
         srv_redis_sentinel_ask_sync(&c->sentinels, timeout, &at, why, len))
         return NULL;
-    s = srv_redis_sync_open(at.host, at.port, c->tls, c->tls_name, timeout,
-                            why, len);
-    ss = (struct sync_start){ s, why, len };
+    s = srv_redis_sync_open(at.host, at.port, c->tls, c->tls_name, timeout, why,
+                            len);
+    ss = (struct sync_start){s, why, len};
     if (!s)
         return NULL;
     if (srv_redis_conn_setup(c, SRV_REDIS_SELECT_ALWAYS, sync_send, &ss)) {

@@ -55,8 +55,7 @@ void srv_redis_conn_init(struct srv_redis_conn *c,
  */
 int srv_redis_conn_from_config(struct srv_redis_conn *c,
                                const struct srv_config *cfg,
-                               struct srv_secrets *sec, char *why,
-                               size_t len);
+                               struct srv_secrets *sec, char *why, size_t len);
 /* What init and a TLS context hold. */
 void srv_redis_conn_fini(struct srv_redis_conn *c);
 
@@ -113,8 +112,8 @@ struct srv_redis_async *srv_redis_conn_async(const struct srv_redis_conn *c,
  * A synchronous connection, ready for commands: to the primary the
  * sentinels name (asked first, each within timeout) or the URL's address,
  * connected within timeout, which then bounds every command too, AUTHed,
- * SELECTed (always, db 0 too) and, with sentinels, its ROLE checked. NULL with the reason in why (len bytes) when a step
- * failed or Redis refused one.
+ * SELECTed (always, db 0 too) and, with sentinels, its ROLE checked. NULL with
+ * the reason in why (len bytes) when a step failed or Redis refused one.
  */
 struct srv_redis_sync *srv_redis_conn_sync(const struct srv_redis_conn *c,
                                            const struct timeval *timeout,

@@ -49,10 +49,10 @@ struct rxrec {
 };
 
 struct srv_redis {
-    struct srv_redis_conn conn;    /* the URL, the password in force,
-                                      TLS, the sentinels */
+    struct srv_redis_conn conn;          /* the URL, the password in force,
+                                            TLS, the sentinels */
     struct srv_redis_sentinel *sentinel; /* NULL: the URL's address */
-    struct srv_redis_addr at;      /* with sentinels: the primary named */
+    struct srv_redis_addr at;            /* with sentinels: the primary named */
     char *node_id;
     struct hub_cluster *c;
     struct hub_backplane_stats *st;

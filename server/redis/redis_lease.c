@@ -66,7 +66,7 @@ struct srv_redis_lease {
     unsigned n_apps, cap_apps;
 
     struct ev_loop *loop;
-    struct srv_redis_async *cmd;        /* NULL while down */
+    struct srv_redis_async *cmd; /* NULL while down */
     ev_timer tick_w, leave_w;
     bool registered;               /* a tick was answered in this run */
     bool tick_out;                 /* a tick awaits its reply */
@@ -200,7 +200,8 @@ void srv_redis_lease_destroy(struct srv_redis_lease *l)
 }
 
 /* Is this reply for the current connection (not one being freed)? */
-static bool ours(struct srv_redis_lease *l, struct srv_redis_async *ac, void *reply)
+static bool ours(struct srv_redis_lease *l, struct srv_redis_async *ac,
+                 void *reply)
 {
     return reply && ac && srv_redis_async_data(ac) && l->cmd && ac == l->cmd;
 }
@@ -252,7 +253,7 @@ static void send_loads(struct srv_redis_lease *l)
         q->l = l;
         q->k = k;
         if (srv_redis_async_cmd(l->cmd, load_reply, q, "SCRIPT LOAD %s",
-                              lua_text[k]) != 0)
+                                lua_text[k]) != 0)
             free(q);
     }
 }
@@ -285,8 +286,7 @@ static int run_script(struct srv_redis_lease *l, unsigned k,
         av[n] = argv[i];
         al[n] = strlen(argv[i]);
     }
-    rc = srv_redis_async_argv(l->cmd, fn, priv, n, av, al) == 0
-             ? 0 : -1;
+    rc = srv_redis_async_argv(l->cmd, fn, priv, n, av, al) == 0 ? 0 : -1;
 out:
     free(av);
     free(al);

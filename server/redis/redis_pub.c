@@ -104,7 +104,7 @@ void srv_redis_pub_event(struct srv_redis *r,
         return;
     }
     if (srv_redis_async_cmd(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
-                          op->rchan_len, env, len) == 0) {
+                            op->rchan_len, env, len) == 0) {
         inflight_push(r, len);
     } else {
         HUB_STAT_ADD_SHARED(r->st->lost, 1);
@@ -146,14 +146,14 @@ void srv_redis_pub_cache(struct srv_redis *r,
     if (!ttl) {
         /* nothing */
     } else if (srv_redis_async_cmd(r->cmd, cache_set_cb, r, "SET %b %b PX %llu",
-                                 op->rchan, op->rchan_len, env, len,
-                                 (unsigned long long)ttl) == 0) {
+                                   op->rchan, op->rchan_len, env, len,
+                                   (unsigned long long)ttl) == 0) {
         inflight_push(r, len);
     } else {
         HUB_STAT_ADD(r->st->cache_write_failed, 1);
     }
     if (srv_redis_async_cmd(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
-                          op->bus_len, env, len) == 0) {
+                            op->bus_len, env, len) == 0) {
         inflight_push(r, len);
     } else {
         HUB_STAT_ADD_SHARED(r->st->lost, 1);
@@ -207,9 +207,9 @@ void srv_redis_cache_load(struct srv_redis *r, const char *cursor,
     if (len == 1 && cursor[0] == '0')
         r->n_loaded = 0;
 
-    if (!r->cmd || srv_redis_async_cmd(
-                       r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
-                       srv_redis_lua_cache_scan, cursor, len, pat) != 0)
+    if (!r->cmd ||
+        srv_redis_async_cmd(r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
+                            srv_redis_lua_cache_scan, cursor, len, pat) != 0)
         srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
                 "entries from redis");
 }

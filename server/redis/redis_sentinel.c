@@ -37,7 +37,7 @@ struct srv_redis_sentinel {
     struct srv_redis_async *q;
     srv_redis_sentinel_fn *fn;
     void *fctx;
-    size_t at, tried, good;        /* q's sentinel, how many, who knew */
+    size_t at, tried, good; /* q's sentinel, how many, who knew */
     ev_timer q_w, answer_w;
     char host[256];
     int port;
@@ -73,8 +73,8 @@ static int parse_addr(const redisReply *r, const char *master, char *host,
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
-        r->element[1]->type != REDIS_REPLY_STRING ||
-        r->element[0]->len == 0 || r->element[0]->len >= hcap) {
+        r->element[1]->type != REDIS_REPLY_STRING || r->element[0]->len == 0 ||
+        r->element[0]->len >= hcap) {
         snprintf(why, len, "answered something else than an address");
         return -EIO;
     }
@@ -224,10 +224,9 @@ static void try_next(struct srv_redis_sentinel *sn)
     while (sn->tried < sn->cfg.n) {
         sn->at = (sn->good + sn->tried++) % sn->cfg.n;
         sn->q = open_to(sn, sn->at, q_closed, NULL, auth_cb, why, sizeof(why));
-        if (sn->q &&
-            srv_redis_async_cmd(sn->q, addr_cb, sn,
-                                "SENTINEL get-master-addr-by-name %s",
-                                sn->cfg.master) == 0) {
+        if (sn->q && srv_redis_async_cmd(sn->q, addr_cb, sn,
+                                         "SENTINEL get-master-addr-by-name %s",
+                                         sn->cfg.master) == 0) {
             ev_timer_set(&sn->q_w, ASK_TIMEOUT_S, 0.);
             ev_timer_start(sn->loop, &sn->q_w);
             return;
@@ -278,7 +277,7 @@ static void w_closed(struct srv_redis_async *c, void *data, const char *why)
 
     (void)why;
     if (sn && c == sn->w) {
-        sn->w = NULL;                   /* freed after this callback */
+        sn->w = NULL;                          /* freed after this callback */
         sn->w_at = (sn->w_at + 1) % sn->cfg.n; /* the next watch, elsewhere */
     }
 }
@@ -307,8 +306,8 @@ static void w_push(struct srv_redis_async *c, void *reply, void *priv)
         r->element[2]->type != REDIS_REPLY_STRING ||
         strcasecmp(r->element[0]->str, "message"))
         return;
-    if (sscanf(r->element[2]->str, "%129s %255s %d %255s %d", name, oh, &op,
-               nh, &np) == 5 &&
+    if (sscanf(r->element[2]->str, "%129s %255s %d %255s %d", name, oh, &op, nh,
+               &np) == 5 &&
         !strcmp(name, sn->cfg.master) && np > 0 && np < 65536 && sn->switched)
         sn->switched(sn->sctx, nh, np, NULL);
 }

@@ -37,11 +37,11 @@ struct srv_secret;
 /* How to reach the sentinels (part of struct srv_redis_conn). */
 struct srv_redis_sentinels {
     struct srv_redis_addr addr[SRV_REDIS_SENTINELS_MAX];
-    size_t n;                      /* 0: no Sentinel, the URL's address */
-    char master[129];              /* --redis-master */
-    struct srv_secret *pass;       /* borrowed; NULL: no AUTH */
-    SSL_CTX *tls;                  /* borrowed; NULL: plaintext */
-    char tls_name[256];            /* "": the host's */
+    size_t n;                /* 0: no Sentinel, the URL's address */
+    char master[129];        /* --redis-master */
+    struct srv_secret *pass; /* borrowed; NULL: no AUTH */
+    SSL_CTX *tls;            /* borrowed; NULL: plaintext */
+    char tls_name[256];      /* "": the host's */
 };
 
 /* The primary: host and port, or NULL and why nobody named one. */

@@ -16,10 +16,11 @@
 #include <unistd.h>
 
 int srv_redis_socket_connect(const char *host, int port, int *fd, char *why,
-                          size_t len)
+                             size_t len)
 {
-    struct addrinfo hints = { .ai_family = AF_UNSPEC,
-                              .ai_socktype = SOCK_STREAM }, *res, *a;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM},
+                    *res, *a;
     char ps[8];
     int rc, s = -1, err = ECONNREFUSED, one = 1;
 
@@ -40,8 +41,7 @@ int srv_redis_socket_connect(const char *host, int port, int *fd, char *why,
         }
         setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        if (connect(s, a->ai_addr, a->ai_addrlen) == 0 ||
-            errno == EINPROGRESS)
+        if (connect(s, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS)
             break;
         err = errno;
         close(s);

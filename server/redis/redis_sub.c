@@ -17,7 +17,6 @@
 #include "server/redis/redis_dir_ops.h"
 #include "server/redis/redis_int.h"
 
-
 /* The record tables. */
 
 void *srv_redis_tab_find(struct hub_chantab *t, const char *name, size_t len)

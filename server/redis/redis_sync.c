@@ -48,7 +48,7 @@ static int ms_of(const struct timeval *tv)
 static int finish_connect(int fd, const struct timeval *timeout, char *why,
                           size_t len)
 {
-    struct pollfd p = { .fd = fd, .events = POLLOUT };
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
     int err = 0, r;
     socklen_t sl = sizeof(err);
 

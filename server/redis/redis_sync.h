@@ -41,8 +41,8 @@ redisReply *srv_redis_sync_argv(struct srv_redis_sync *s, int argc,
 
 /* Pipelining: queue commands, then take their replies in order (the
  * first take writes what is queued). 0 or -1 (broken). */
-int srv_redis_sync_append(struct srv_redis_sync *s, int argc,
-                          const char **argv, const size_t *lens);
+int srv_redis_sync_append(struct srv_redis_sync *s, int argc, const char **argv,
+                          const size_t *lens);
 int srv_redis_sync_take(struct srv_redis_sync *s, redisReply **reply);
 
 /* Why the connection broke; "" while it works. */

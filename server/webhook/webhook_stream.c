@@ -2,9 +2,9 @@
  * server/webhook/webhook_stream.c - the Redis connection of the cluster's
  * webhook stream (server/webhook/webhook_stream.h): the stream consumer
  * made and freed (a clean stop releases the leases it holds), its own
- * synchronous connection (server/redis/redis_sync.h) (connect, AUTH, SELECT, the reconnect
- * backoff; short timeouts, on the sender thread, never a loop thread),
- * one command, and the names of an app's keys.
+ * synchronous connection (server/redis/redis_sync.h) (connect, AUTH, SELECT,
+ * the reconnect backoff; short timeouts, on the sender thread, never a loop
+ * thread), one command, and the names of an app's keys.
  *
  * The whole (docs/WEBHOOKS.md, "In a cluster"; webhook_stream.h names the
  * file of each part). The join / leave / reap scripts queue each app's
@@ -109,9 +109,10 @@ static void disconnect(struct srv_whs *z)
 static void lost(struct srv_whs *z)
 {
     if (!z->told_down)
-        srv_log(HUB_LOG_WARN, 0, "webhooks: redis stream connection lost "
-                                 "(%s); edges wait in redis, client events "
-                                 "go to the local engine",
+        srv_log(HUB_LOG_WARN, 0,
+                "webhooks: redis stream connection lost "
+                "(%s); edges wait in redis, client events "
+                "go to the local engine",
                 srv_redis_sync_error(z->rc)[0] ? srv_redis_sync_error(z->rc)
                                                : "no reply");
     z->told_down = true;
