@@ -84,6 +84,7 @@ void srv_config_fini(struct srv_config *cfg)
             srv__free_string(srv__field(cfg, d));
     }
     srv__free_secret(&cfg->redis_password);
+    srv__free_secret(&cfg->redis_sentinel_password);
     srv__file_apps_fini(cfg);
     srv__app_fini(&cfg->app0);
     memset(cfg, 0, sizeof(*cfg));
@@ -169,13 +170,14 @@ int srv_config_load(struct srv_config *cfg, int argc, char **argv,
 bool srv_config_has_secret_files(const struct srv_config *cfg)
 {
     return cfg->app_secret_file || cfg->admin_token_file ||
-           cfg->metrics_token_file || cfg->redis_password_file;
+           cfg->metrics_token_file || cfg->redis_password_file ||
+           cfg->redis_sentinel_password_file;
 }
 
 /*
  * Read the secret in path (server/config/secret.h) into *slot, replacing what
  * it held; errors name the option. wipe: *slot is a secret of ours
- * (redis_password), wiped when replaced.
+ * (redis_password, redis_sentinel_password), wiped when replaced.
  */
 static int srv__read_secret(const char *name, const char *path, char **slot,
                             bool wipe, char *err, size_t errlen)
@@ -239,5 +241,10 @@ static int srv__read_secret_files(struct srv__load *ld)
         rc = srv__read_secret("redis_password_file",
                               cfg->redis_password_file, &cfg->redis_password,
                               true, err, errlen);
+    if (!rc && cfg->redis_sentinel_password_file)
+        rc = srv__read_secret("redis_sentinel_password_file",
+                              cfg->redis_sentinel_password_file,
+                              &cfg->redis_sentinel_password, true, err,
+                              errlen);
     return rc;
 }

@@ -11,6 +11,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* One word of w bytes; a tab in it is a space the wrap may not break at
+ * (json "redis_sentinel_password_file" stays on one line). */
+static int srv__put_word(FILE *out, const char *text, size_t w)
+{
+    for (size_t i = 0; i < w; i++)
+        fputc(text[i] == '\t' ? ' ' : text[i], out);
+    return (int)w;
+}
+
 /* Print text wrapped to 78 columns, each line indented by indent spaces. */
 static void srv__print_wrapped(FILE *out, const char *text, int indent)
 {
@@ -24,9 +33,10 @@ static void srv__print_wrapped(FILE *out, const char *text, int indent)
             col = 0;
         }
         if (!col)
-            col = fprintf(out, "%*s%.*s", indent, "", (int)w, text);
+            col = fprintf(out, "%*s", indent, "");
         else
-            col += fprintf(out, " %.*s", (int)w, text);
+            col += fprintf(out, " ");
+        col += srv__put_word(out, text, w);
         text += w;
         while (*text == ' ')
             text++;
@@ -92,7 +102,7 @@ void srv_config_print_help(FILE *out)
             fprintf(out, "  %s %s", flag, srv__metavar(d, mv, sizeof(mv)));
         fputc('\n', out);
         srv__print_wrapped(out, d->help, 6);
-        snprintf(line, sizeof(line), "env %s, json %s%s%s, default %s",
+        snprintf(line, sizeof(line), "env %s, json\t%s%s%s, default\t%s",
                      srv_config_option_name(d, SRV_SRC_ENV, env, sizeof(env))
                          ? "-" : env,
                      d->sources & SRV_SRC_FILE ? "\"" : "",

@@ -283,8 +283,9 @@ static const struct srv_option_desc srv_options[] = {
      "\"apps\" in the file (there, \"secret_file\").",
      NULL, 0, 0, 0, SRV_CFG(app_secret_file)},
     {"redis", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "URL",
-     "Redis of a cluster of nodes, redis://[user:pass@]host:port/db; unset "
-     "runs one standalone node (docs/SCALING.md).",
+     "Redis of a cluster of nodes, redis[s]://[user:pass@]host:port/db "
+     "(rediss: TLS); unset runs one standalone node (docs/SCALING.md). "
+     "With --redis-sentinel its host:port is unused.",
      NULL, 0, 0, 0, SRV_CFG_ENV(redis, "LUBDUB_REDIS_URL")},
     {"node_id", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL, "NAME",
      "This node's name in the cluster (1-64 of A-Z a-z 0-9 . _ -), unique "
@@ -305,6 +306,44 @@ static const struct srv_option_desc srv_options[] = {
      "used instead of one in --redis; read again on SIGHUP, used from the "
      "next reconnect.",
      NULL, 0, 0, 0, SRV_CFG(redis_password_file)},
+    /* TLS and Sentinel (issue 33; server/config/redis_url.h). */
+    {"redis_tls_ca_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "PEM CA bundle that verifies Redis's (and the sentinels') "
+     "certificate; needs a rediss:// --redis. Unset uses the system's.",
+     NULL, 0, 0, 0, SRV_CFG(redis_tls_ca_file)},
+    {"redis_tls_cert_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "PEM client certificate shown to Redis, with --redis-tls-key-file; "
+     "unset shows none.",
+     NULL, 0, 0, 0, SRV_CFG(redis_tls_cert_file)},
+    {"redis_tls_key_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "PATH",
+     "PEM private key of --redis-tls-cert-file.",
+     NULL, 0, 0, 0, SRV_CFG(redis_tls_key_file)},
+    {"redis_tls_server_name", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE,
+     NULL, "NAME",
+     "Name verified in Redis's certificate and sent as SNI; unset uses the "
+     "host connected to (with --redis-sentinel, the address it gives).",
+     NULL, 0, 0, 0, SRV_CFG(redis_tls_server_name)},
+    {"redis_sentinel", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "LIST",
+     "Sentinels to ask for the master, host[:port][,host[:port]...] "
+     "(port 26379 by default, at most 16); needs --redis-master. --redis "
+     "then gives only the scheme, user, password and db (unset: "
+     "redis://localhost:6379/0).",
+     NULL, 0, 0, 0, SRV_CFG(redis_sentinel)},
+    {"redis_master", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
+     "NAME",
+     "The master's name the sentinels know (1-128 of A-Z a-z 0-9 . _ -); "
+     "needs --redis-sentinel.",
+     NULL, 0, 0, 0, SRV_CFG(redis_master)},
+    {"redis_sentinel_password_file", SRV_OPT_STRING, SRV_ALL,
+     SRV_OPTF_NULLABLE, NULL, "PATH",
+     "File holding the sentinels' password (one trailing newline is "
+     "dropped); read again on SIGHUP, used from the next reconnect. Needs "
+     "--redis-sentinel.",
+     NULL, 0, 0, 0, SRV_CFG(redis_sentinel_password_file)},
     /* Cluster key (hub/cluster/cluster_key.h, docs/SCALING.md "The cluster key"). */
     {"cluster_key_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
      "PATH",

@@ -6,9 +6,11 @@
  * rules lubdub had before curl did the parsing, and their error texts,
  * which docs/CONFIG.md, the tests and operators' scripts read:
  *
- * - the scheme is "redis://", spelled so (curl is told to take a scheme it
- *   does not know, CURLU_NON_SUPPORT_SCHEME, and not to touch the path,
- *   CURLU_PATH_AS_IS); no space or control character anywhere;
+ * - the scheme is "redis://", or "rediss://" for TLS (tls set), spelled so
+ *   (curl is told to take a scheme it does not know,
+ *   CURLU_NON_SUPPORT_SCHEME, and not to touch the path, CURLU_PATH_AS_IS);
+ *   both schemes follow every rule below alike; no space or control
+ *   character anywhere;
  * - the credentials end at the LAST '@' before the path, and '?' and '#'
  *   are plain characters, not a query or a fragment: both are escaped
  *   before curl reads the URL (an '@' in a password need not be escaped);
@@ -29,10 +31,16 @@
  * address ("[p]"). A differential run of both parsers over 400,000
  * generated URLs found no other change of outcome.
  *
+ * The --redis-sentinel list (srv_redis_sentinels_parse) is parsed here
+ * too, by hand: each item is a host part with the URL's host rules (the
+ * same function reads both), so a sentinel's address is spelled exactly
+ * as a --redis host is.
+ *
  * Thread: any (curl's URL handles are per call).
  */
 #include "server/config/redis_url.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -40,26 +48,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char scheme[] = "redis://";
+static const char scheme_tls[] = "rediss://";
 
 static int fail(char *err, size_t errlen, const char *why)
 {
     if (err && errlen)
-        snprintf(err, errlen, "%s (want redis://[user:pass@]host:port/db)",
+        snprintf(err, errlen, "%s (want redis[s]://[user:pass@]host:port/db)",
                  why);
     return -EINVAL;
 }
 
+/* The length of s's scheme ("redis://" or "rediss://"), 0 for another. */
+static size_t scheme_len(const char *s)
+{
+    if (!strncmp(s, scheme, sizeof(scheme) - 1))
+        return sizeof(scheme) - 1;
+    if (!strncmp(s, scheme_tls, sizeof(scheme_tls) - 1))
+        return sizeof(scheme_tls) - 1;
+    return 0;
+}
+
 /*
- * The host part (after the last '@', before the first '/') into u->host,
- * as the operator spelled it: curl would rewrite "1.2.3" as "1.2.0.3" and
- * decode "h%41", and reports "[::1]x" and an empty port with codes other
- * mistakes share. *port gets the port's text (NULL = none). NULL, or why
- * the part is refused.
+ * The host part (after the last '@', before the first '/') into out (cap
+ * bytes), as the operator spelled it: curl would rewrite "1.2.3" as
+ * "1.2.0.3" and decode "h%41", and reports "[::1]x" and an empty port with
+ * codes other mistakes share. *port gets the port's text (NULL = none).
+ * NULL, or why the part is refused. A sentinel's address is read by it
+ * too.
  */
-static const char *host_part(const char *host, const char *end,
-                             struct srv_redis_url *u, const char **port)
+static const char *host_part(const char *host, const char *end, char *out,
+                             size_t cap, const char **port)
 {
     const char *hend;
     size_t hlen;
@@ -88,13 +109,13 @@ static const char *host_part(const char *host, const char *end,
     }
     if (!hlen)
         return "no host";
-    if (hlen >= sizeof(u->host))
+    if (hlen >= cap)
         return "host too long";
     for (size_t i = 0; i < hlen; i++)
         if (!(isalnum((unsigned char)host[i]) || strchr(".-_:", host[i])))
             return "bad character in host";
-    memcpy(u->host, host, hlen);
-    u->host[hlen] = '\0';
+    memcpy(out, host, hlen);
+    out[hlen] = '\0';
     if (*port && *port == end)
         return "port must be 1..65535";     /* "h:" (curl: no port) */
     return NULL;
@@ -103,13 +124,13 @@ static const char *host_part(const char *host, const char *end,
 /*
  * s (after the scheme) for curl: '?' and '#' escaped everywhere, and every
  * '@' of the authority but the last, so that curl splits where lubdub
- * always has. Owned; NULL when out of memory. *host gets where the host
+ * always has; slen is the scheme's length. Owned; NULL when out of memory. *host gets where the host
  * part starts in s and *end where the authority ends.
  */
-static char *escaped_for_curl(const char *s, const char **host,
+static char *escaped_for_curl(const char *s, size_t slen, const char **host,
                               const char **end)
 {
-    const char *p = s + sizeof(scheme) - 1, *at = NULL, *q;
+    const char *p = s + slen, *at = NULL, *q;
     char *out = malloc(strlen(s) * 3 + 1), *o = out;
 
     *end = p + strcspn(p, "/");
@@ -119,8 +140,8 @@ static char *escaped_for_curl(const char *s, const char **host,
     *host = at ? at + 1 : p;
     if (!out)
         return NULL;
-    memcpy(o, s, sizeof(scheme) - 1);
-    o += sizeof(scheme) - 1;
+    memcpy(o, s, slen);
+    o += slen;
     for (q = p; *q; q++) {
         if (*q == '?' || *q == '#' || (*q == '@' && q < at)) {
             o += sprintf(o, "%%%02X", (unsigned)*q);
@@ -259,17 +280,19 @@ int srv_redis_url_parse(const char *s, struct srv_redis_url *u, char *err,
     const char *host, *end, *port = NULL, *why = NULL;
     CURLU *h = NULL;
     CURLUcode cc;
+    size_t slen;
     char *copy;
     int rc = 0;
 
     memset(u, 0, sizeof(*u));
     u->port = 6379;
-    if (!s || strncmp(s, scheme, sizeof(scheme) - 1))
+    if (!s || !(slen = scheme_len(s)))
         return fail(err, errlen, "not a redis:// URL");
+    u->tls = slen == sizeof(scheme_tls) - 1;
     for (const char *q = s; *q; q++)
         if ((unsigned char)*q <= ' ' || *q == 0x7f)
             return fail(err, errlen, "space or control character in URL");
-    copy = escaped_for_curl(s, &host, &end);
+    copy = escaped_for_curl(s, slen, &host, &end);
     if (!copy || !(h = curl_url())) {
         rc = -ENOMEM;
         goto out;
@@ -280,14 +303,14 @@ int srv_redis_url_parse(const char *s, struct srv_redis_url *u, char *err,
         rc = -ENOMEM;
     } else if (cc) {
         /* The host part's own words where it is at fault. */
-        why = host_part(host, end, u, &port);
+        why = host_part(host, end, u->host, sizeof(u->host), &port);
         if (!why)
             why = curl_error(cc);
     } else {
         /* In the order lubdub always checked: who, where, then which db. */
         why = credentials(h, u, &rc);
         if (!why && !rc)
-            why = host_part(host, end, u, &port);
+            why = host_part(host, end, u->host, sizeof(u->host), &port);
         if (!why && !rc)
             why = port_and_db(h, port, end, u, &rc);
     }
@@ -299,4 +322,81 @@ out:
     curl_url_cleanup(h);
     free(copy);
     return rc;
+}
+
+/* The --redis-sentinel syntax, said after each refusal. */
+#define SENTINELS_WANT "want host[:port][,host[:port]...]"
+
+/* Why the item s[0..len) of a sentinel list is refused, or NULL with its
+ * address in a: the URL's host rules, the port 1..65535 (default
+ * SRV_REDIS_SENTINEL_PORT), and a bracketed host an IPv6 address. */
+static const char *sentinel_item(const char *s, size_t len,
+                                 struct srv_redis_addr *a)
+{
+    const char *end = s + len, *port, *why, *colon;
+    char digits[12] = "";
+    struct in6_addr v6;
+
+    if (!len)
+        return "empty: two commas in a row, or one at an end";
+    colon = memchr(s, ':', len);
+    if (*s != '[' && colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
+        return "an IPv6 address needs brackets, [addr]:port";
+    why = host_part(s, end, a->host, sizeof(a->host), &port);
+    if (why)
+        return why;
+    if (*s == '[' && inet_pton(AF_INET6, a->host, &v6) != 1)
+        return "no IPv6 address in [ ]";
+    a->port = SRV_REDIS_SENTINEL_PORT;
+    if (port && (size_t)(end - port) < sizeof(digits))
+        memcpy(digits, port, (size_t)(end - port));
+    if (port && !number(digits, 1, 65535, &a->port))
+        return "port must be 1..65535";
+    return NULL;
+}
+
+int srv_redis_sentinels_parse(const char *s, struct srv_redis_addr *out,
+                              size_t max, size_t *n, char *err, size_t errlen)
+{
+    const char *p, *comma, *why = NULL;
+    size_t k = 0, len = 0;
+
+    *n = 0;
+    if (!s || !*s)
+        why = "no sentinel given";
+    for (p = s; !why && *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            why = "space or control character in the list";
+    if (why) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s (" SENTINELS_WANT ")", why);
+        return -EINVAL;
+    }
+    for (p = s;; p = comma + 1) {
+        comma = strchr(p, ',');
+        len = comma ? (size_t)(comma - p) : strlen(p);
+        if (k == max) {
+            if (err && errlen)
+                snprintf(err, errlen, "more than %zu sentinels", max);
+            return -EINVAL;
+        }
+        why = sentinel_item(p, len, &out[k]);
+        for (size_t j = 0; !why && j < k; j++)
+            if (out[j].port == out[k].port &&
+                !strcasecmp(out[j].host, out[k].host))
+                why = "named twice";
+        if (why)
+            break;
+        k++;
+        if (!comma) {
+            *n = k;
+            return 0;
+        }
+    }
+    /* The item as given, cut so that the line stays one short line. */
+    if (err && errlen)
+        snprintf(err, errlen, "sentinel %zu (\"%.*s%s\"): %s (" SENTINELS_WANT
+                 ")", k + 1, (int)(len > 64 ? 64 : len), p,
+                 len > 64 ? "..." : "", why);
+    return -EINVAL;
 }

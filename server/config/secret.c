@@ -203,6 +203,12 @@ int srv_secrets_init(struct srv_secrets *sec, const struct srv_config *cfg)
     }
     rc = srv_secret_init(&sec->redis_password, redis_password_of(cfg, &u));
     explicit_bzero(&u, sizeof(u));
+    if (!rc) {
+        rc = srv_secret_init(&sec->redis_sentinel_password,
+                             cfg->redis_sentinel_password);
+        if (rc)
+            srv_secret_fini(&sec->redis_password);
+    }
     if (rc) {
         srv_secret_fini(&sec->admin_token);
         srv_secret_fini(&sec->metrics_token);
@@ -223,7 +229,7 @@ int srv_secrets_update(struct srv_secrets *sec, const struct srv_config *cfg,
                        char *changed, size_t len)
 {
     struct srv_redis_url u;
-    int a, m, r;
+    int a, m, r, s;
 
     if (len)
         changed[0] = '\0';
@@ -231,13 +237,17 @@ int srv_secrets_update(struct srv_secrets *sec, const struct srv_config *cfg,
     m = srv_secret_set(&sec->metrics_token, cfg->metrics_token);
     r = srv_secret_set(&sec->redis_password, redis_password_of(cfg, &u));
     explicit_bzero(&u, sizeof(u));
+    s = srv_secret_set(&sec->redis_sentinel_password,
+                       cfg->redis_sentinel_password);
     if (a > 0)
         note(changed, len, "admin token");
     if (m > 0)
         note(changed, len, "metrics token");
     if (r > 0)
         note(changed, len, "Redis password");
-    return a < 0 || m < 0 || r < 0 ? -ENOMEM : 0;
+    if (s > 0)
+        note(changed, len, "Redis Sentinel password");
+    return a < 0 || m < 0 || r < 0 || s < 0 ? -ENOMEM : 0;
 }
 
 void srv_secrets_fini(struct srv_secrets *sec)
@@ -245,4 +255,5 @@ void srv_secrets_fini(struct srv_secrets *sec)
     srv_secret_fini(&sec->admin_token);
     srv_secret_fini(&sec->metrics_token);
     srv_secret_fini(&sec->redis_password);
+    srv_secret_fini(&sec->redis_sentinel_password);
 }

@@ -3,7 +3,8 @@
  * secrets a SIGHUP replaces while other threads read them.
  *
  * Files: --app-secret-file, --admin-token-file, --metrics-token-file,
- * --redis-password-file and an app's "secret_file" (docs/CONFIG.md,
+ * --redis-password-file, --redis-sentinel-password-file and an app's
+ * "secret_file" (docs/CONFIG.md,
  * "Secrets in files"). A secret file holds the secret and at most one
  * trailing newline ("\n" or "\r\n", as echo and editors leave one), which
  * is dropped; nothing else is trimmed. It must be a regular file (a FIFO
@@ -11,8 +12,8 @@
  * bytes, hold no NUL byte, and not be empty once the newline is dropped.
  *
  * Live copies: the operator tokens, read by the loops at each /metrics,
- * /stats and console request, and the Redis password, read by the
- * backplane and webhook threads at each connect. The main thread replaces
+ * /stats and console request, and the Redis and Sentinel passwords, read
+ * by the backplane and webhook threads at each connect. The main thread replaces
  * one under its mutex; readers copy the value out under the same mutex,
  * so the old value may be freed as soon as it is replaced, and no reader
  * ever holds a pointer into it. App secrets need none of this: they live
@@ -68,16 +69,21 @@ struct srv_secrets {
     struct srv_secret admin_token;    /* NULL: the console is off */
     struct srv_secret metrics_token;  /* NULL: /metrics asks for none */
     struct srv_secret redis_password; /* NULL: no AUTH */
+    /* --redis-sentinel-password-file's: AUTH to each sentinel (never the
+     * URL's password, which is the master's). NULL: no AUTH. */
+    struct srv_secret redis_sentinel_password;
 };
 
-/* The values of cfg (loaded and validated): its tokens, and the Redis
- * password from --redis-password-file or else the --redis URL. 0 or
- * -ENOMEM (everything freed). */
+/* The values of cfg (loaded and validated): its tokens, the Redis
+ * password from --redis-password-file or else the --redis URL, and the
+ * sentinels' from --redis-sentinel-password-file. 0 or -ENOMEM
+ * (everything freed). */
 int srv_secrets_init(struct srv_secrets *sec, const struct srv_config *cfg);
 /*
  * Take cfg's values (a reload's). 0, or -ENOMEM (some may be replaced).
  * changed (len bytes) gets what changed, by name, never by value:
- * "admin token, Redis password", or "" when nothing did.
+ * "admin token, Redis password, Redis Sentinel password", or "" when
+ * nothing did.
  */
 int srv_secrets_update(struct srv_secrets *sec, const struct srv_config *cfg,
                        char *changed, size_t len);

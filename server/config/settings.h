@@ -45,7 +45,8 @@ struct srv_config {
     char *metrics_token;       /* NULL = no bearer token asked */
     char *admin_token;         /* NULL = the console is off (404) */
     /* Secrets in files (server/config/secret.h): paths, read at load into
-     * metrics_token, admin_token, app0.secret and redis_password. */
+     * metrics_token, admin_token, app0.secret, redis_password and
+     * redis_sentinel_password. */
     char *metrics_token_file;
     char *admin_token_file;
 
@@ -114,6 +115,19 @@ struct srv_config {
     uint64_t node_lease_ms;    /* --node-lease, 1s..60s, default 3s */
     char *redis_password_file; /* overrides the password in --redis */
     char *redis_password;      /* read from it; NULL = the URL's (if any) */
+    /* TLS to Redis and its sentinels (rediss:// only; validate.c). */
+    char *redis_tls_ca_file;   /* NULL = the system's default store */
+    char *redis_tls_cert_file; /* client certificate; with the key or not */
+    char *redis_tls_key_file;
+    char *redis_tls_server_name; /* name verified and sent as SNI; NULL =
+                                    the host connected to */
+    /* Sentinel (server/config/redis_url.h, srv_redis_sentinels_parse):
+     * with it, --redis (default redis://localhost:6379/0, set by
+     * validate.c) gives only the scheme, user, password and db. */
+    char *redis_sentinel;      /* "host:port[,host:port...]"; NULL = none */
+    char *redis_master;        /* the master's name the sentinels know */
+    char *redis_sentinel_password_file; /* AUTH to the sentinels */
+    char *redis_sentinel_password;      /* read from it; NULL = no AUTH */
     char *cluster_key_file;    /* --cluster-key-file; NULL = no key */
 
     /* Set by parsing, not options. */

@@ -2,8 +2,10 @@
  * server/config/validate.c - the checks on a loaded configuration
  * (server/config/validate.h): every option's range, then the rules across
  * options, the files that must be readable or writable, --redis and the
- * names the cluster uses, the operator tokens, the trusted proxies and the
- * apps. Each refusal is one line naming the option as a flag.
+ * names the cluster uses (the TLS and Sentinel options with them), the
+ * operator tokens, the trusted proxies and the apps. Each refusal is one
+ * line naming the option as a flag. One change it makes: --redis-sentinel
+ * without --redis sets cfg->redis (srv__validate_cluster).
  *
  * Thread: main thread, before any loop starts, and at a reload.
  */
@@ -188,12 +190,12 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
     return 0;
 }
 
-/* 1..64 characters of A-Z a-z 0-9 and extra. */
-static bool srv__name_ok(const char *s, const char *extra)
+/* 1..max characters of A-Z a-z 0-9 and extra. */
+static bool srv__name_ok(const char *s, size_t max, const char *extra)
 {
     size_t n = s ? strlen(s) : 0;
 
-    if (!n || n > 64)
+    if (!n || n > max)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -205,37 +207,168 @@ static bool srv__name_ok(const char *s, const char *extra)
     return true;
 }
 
-/* --redis, --node-id, --redis-prefix (server/config/redis_url.h). */
-static int srv__validate_cluster(const struct srv_config *cfg, char *err,
+/* v as srv__name_ok(v, max, extra) wants it, or -EINVAL with one line
+ * naming the option and the characters it takes. */
+static int srv__check_name(const char *opt, const char *v, size_t max,
+                           const char *extra, char *err, size_t errlen)
+{
+    char a[64], shown[32] = "";
+
+    if (srv__name_ok(v, max, extra))
+        return 0;
+    for (size_t i = 0; extra[i] && i < sizeof(shown) / 2 - 1; i++) {
+        shown[2 * i] = ' ';
+        shown[2 * i + 1] = extra[i];
+        shown[2 * i + 2] = '\0';
+    }
+    srv_config_err(err, errlen, "%s: 1 to %zu characters of A-Z a-z 0-9%s",
+                   srv__flag(opt, a, sizeof(a)), max, shown);
+    return -EINVAL;
+}
+
+/* The URL a node with --redis-sentinel and no --redis is clustered with:
+ * plaintext, no AUTH, db 0; the sentinels give the address. */
+#define SRV_SENTINEL_DEFAULT_URL "redis://localhost:6379/0"
+
+/*
+ * The --redis-tls-* options: each needs a rediss:// URL (tls, of the URL
+ * in force; implied: the URL is SRV_SENTINEL_DEFAULT_URL, which the
+ * operator did not write), the client certificate and key come together,
+ * and every file is readable.
+ */
+static int srv__validate_redis_tls(const struct srv_config *cfg, bool tls,
+                                   bool implied, char *err, size_t errlen)
+{
+    static const char *const opts[] = {
+        "redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file",
+        "redis_tls_server_name",
+    };
+    const char *vals[] = {
+        cfg->redis_tls_ca_file, cfg->redis_tls_cert_file,
+        cfg->redis_tls_key_file, cfg->redis_tls_server_name,
+    };
+    char a[64], b[64];
+    int rc = 0;
+
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        if (!vals[i] || tls)
+            continue;
+        srv_config_err(err, errlen, "%s: needs a rediss:// URL in %s%s",
+                       srv__flag(opts[i], a, sizeof(a)),
+                       srv__flag("redis", b, sizeof(b)),
+                       !cfg->redis ? ", which is unset" :
+                       implied ? " (with --redis-sentinel, --redis "
+                                 "rediss://localhost/0 asks for TLS)"
+                               : ", not redis://");
+        return -EINVAL;
+    }
+    if (!cfg->redis_tls_cert_file != !cfg->redis_tls_key_file) {
+        bool cert = cfg->redis_tls_cert_file != NULL;
+
+        srv_config_err(err, errlen, "%s: required when %s is set",
+                       srv__flag(cert ? "redis_tls_key_file"
+                                      : "redis_tls_cert_file", a, sizeof(a)),
+                       srv__flag(cert ? "redis_tls_cert_file"
+                                      : "redis_tls_key_file", b, sizeof(b)));
+        return -EINVAL;
+    }
+    for (size_t i = 0; !rc && i < 3; i++)
+        if (vals[i])
+            rc = srv__check_readable(opts[i], vals[i], err, errlen);
+    if (!rc && cfg->redis_tls_server_name)
+        rc = srv__check_name("redis_tls_server_name",
+                             cfg->redis_tls_server_name, 255, ".-_:", err,
+                             errlen);
+    return rc;
+}
+
+/* The option named first needs the second: one line saying so. */
+static int srv__needs(const char *opt, const char *needed, char *err,
+                      size_t errlen)
+{
+    char a[64], b[64];
+
+    srv_config_err(err, errlen, "%s: needs %s", srv__flag(opt, a, sizeof(a)),
+                   srv__flag(needed, b, sizeof(b)));
+    return -EINVAL;
+}
+
+/* --redis-sentinel with --redis-master (each needs the other), the list
+ * parsing, the master's name, and the sentinels' password file. */
+static int srv__validate_sentinel(const struct srv_config *cfg, char *err,
+                                  size_t errlen)
+{
+    struct srv_redis_addr addrs[SRV_REDIS_SENTINELS_MAX];
+    char a[64], why[200];
+    size_t n;
+
+    if (cfg->redis_sentinel && !cfg->redis_master)
+        return srv__needs("redis_sentinel", "redis_master", err, errlen);
+    if (cfg->redis_master && !cfg->redis_sentinel)
+        return srv__needs("redis_master", "redis_sentinel", err, errlen);
+    if (cfg->redis_sentinel_password_file && !cfg->redis_sentinel)
+        return srv__needs("redis_sentinel_password_file", "redis_sentinel",
+                          err, errlen);
+    if (!cfg->redis_sentinel)
+        return 0;
+    if (srv_redis_sentinels_parse(cfg->redis_sentinel, addrs,
+                                  SRV_REDIS_SENTINELS_MAX, &n, why,
+                                  sizeof(why))) {
+        srv_config_err(err, errlen, "%s: %s",
+                       srv__flag("redis_sentinel", a, sizeof(a)), why);
+        return -EINVAL;
+    }
+    return srv__check_name("redis_master", cfg->redis_master, 128, "._-",
+                           err, errlen);
+}
+
+/*
+ * --redis, its TLS and Sentinel options, --node-id, --redis-prefix
+ * (server/config/redis_url.h). With --redis-sentinel and no --redis, the
+ * node is clustered as if --redis SRV_SENTINEL_DEFAULT_URL had been
+ * given: cfg->redis is set to it (owned, freed like any option's value),
+ * so that every "cfg->redis set: clustered" test in the server holds.
+ */
+static int srv__validate_cluster(struct srv_config *cfg, char *err,
                                  size_t errlen)
 {
-    struct srv_redis_url u;
+    struct srv_redis_url u = {.tls = false};
+    bool implied = false;
     char a[64], why[200];
+    int rc;
 
-    if (cfg->redis &&
-        srv_redis_url_parse(cfg->redis, &u, why, sizeof(why))) {
+    if (cfg->redis_sentinel && !cfg->redis) {
+        if (!(cfg->redis = strdup(SRV_SENTINEL_DEFAULT_URL))) {
+            srv_config_err(err, errlen, "%s: out of memory",
+                           srv__flag("redis_sentinel", a, sizeof(a)));
+            return -ENOMEM;
+        }
+        implied = true;
+    }
+    /* Only the scheme is wanted here: the password is wiped at once. */
+    rc = cfg->redis ? srv_redis_url_parse(cfg->redis, &u, why, sizeof(why))
+                    : 0;
+    explicit_bzero(u.pass, sizeof(u.pass));
+    if (rc) {
         srv_config_err(err, errlen, "%s: %s", srv__flag("redis", a, sizeof(a)),
                  why);
         return -EINVAL;
     }
-    if (cfg->redis_password_file && !cfg->redis) {
-        srv_config_err(err, errlen, "%s: needs %s",
-                       srv__flag("redis_password_file", a, sizeof(a)),
-                       srv__flag("redis", why, sizeof(why)));
-        return -EINVAL;
-    }
-    if (cfg->node_id && !srv__name_ok(cfg->node_id, "._-")) {
-        srv_config_err(err, errlen,
-                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ -",
-                 srv__flag("node_id", a, sizeof(a)));
-        return -EINVAL;
-    }
-    if (!srv__name_ok(cfg->redis_prefix, "._-:")) {
-        srv_config_err(err, errlen,
-                 "%s: 1 to 64 characters of A-Z a-z 0-9 . _ - :",
-                 srv__flag("redis_prefix", a, sizeof(a)));
-        return -EINVAL;
-    }
+    rc = srv__validate_sentinel(cfg, err, errlen);
+    if (!rc)
+        rc = srv__validate_redis_tls(cfg, u.tls, implied, err, errlen);
+    if (rc)
+        return rc;
+    if (cfg->redis_password_file && !cfg->redis)
+        return srv__needs("redis_password_file", "redis", err, errlen);
+    if (cfg->node_id)
+        rc = srv__check_name("node_id", cfg->node_id, 64, "._-", err,
+                             errlen);
+    if (!rc)
+        rc = srv__check_name("redis_prefix", cfg->redis_prefix, 64, "._-:",
+                             err, errlen);
+    if (rc)
+        return rc;
     if (cfg->cluster_key_file) {
         /* Read now too, so that --check-config and the start refuse a
          * bad file with one line (server/redis/cluster.c reads it again). */
@@ -445,7 +578,7 @@ static int srv__check_sizes(const struct srv_config *cfg, char *err,
     return 0;
 }
 
-int srv_config_validate(const struct srv_config *cfg, char *err, size_t errlen)
+int srv_config_validate(struct srv_config *cfg, char *err, size_t errlen)
 {
     char a[64];
     int rc;

@@ -23,6 +23,7 @@
 #include "hub/cluster/cluster_key.h"
 #include "hub/cluster/cluster.h"
 #include "server/redis/redis.h"
+#include "server/redis/redis_conn.h"
 #include "server/redis/redis_lease.h"
 #include "server/lws/srv.h"
 
@@ -99,24 +100,29 @@ static int set_cluster_key(struct srv *srv, const struct srv_config *cfg)
 struct hub *srv_redis_cluster_hub_create(struct srv *srv)
 {
     const struct srv_config *cfg = srv->cfg;
-    struct srv_redis_url url;
+    struct srv_redis_conn conn;
     struct hub_backplane bp;
     struct hub_cluster_cfg cc;
     struct hub *h;
-    char err[200];
+    char err[300], where[300];
 
     if (!cfg->redis)
         return hub_create(&srv->hcfg, hub_clock_monotonic());
-    if (srv_redis_url_parse(cfg->redis, &url, err, sizeof(err))) {
-        srv_log(HUB_LOG_ERR, 0, "--redis: %s", err); /* validated before */
+    /* The URL was validated at load; what can fail here is TLS: a CA,
+     * certificate or key OpenSSL refuses. */
+    if (srv_redis_conn_from_config(&conn, cfg, &srv->secrets, err,
+                                   sizeof(err))) {
+        srv_log(HUB_LOG_ERR, 0, "--redis: %s", err);
         return NULL;
     }
+    srv_redis_conn_describe(&conn, where, sizeof(where));
     srv->node_id = cfg->node_id ? strdup(cfg->node_id) : derive_node_id();
-    if (!srv->node_id)
+    if (!srv->node_id) {
+        srv_redis_conn_fini(&conn);
         return NULL;
+    }
     srv->hcfg.node_tag = node_tag(srv->node_id);
-    srv->redis = srv_redis_create(&url, srv->node_id,
-                                  &srv->secrets.redis_password);
+    srv->redis = srv_redis_create(&conn, srv->node_id);
     if (!srv->redis)
         return NULL;
     cc = (struct hub_cluster_cfg){
@@ -166,8 +172,8 @@ struct hub *srv_redis_cluster_hub_create(struct srv *srv)
         srv_redis_set_lease(srv->redis, lease);
     }
     srv_log(HUB_LOG_INFO, 0,
-            "backplane: node %s, redis %s:%d db %d, prefix %s; connecting",
-            srv->node_id, url.host, url.port, url.db, cfg->redis_prefix);
+            "backplane: node %s, redis %s db %d, prefix %s; connecting",
+            srv->node_id, where, conn.url.db, cfg->redis_prefix);
     return h;
 fail:
     srv->cluster = NULL;

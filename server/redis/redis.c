@@ -23,8 +23,6 @@
 #include <time.h>
 
 #include <ev.h>
-#include <hiredis/adapters/libev.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "hub/base/backoff.h"
@@ -69,17 +67,28 @@ static void start_connect(struct srv_redis *r);
  * (their data is cleared; pending PUBLISH callbacks count lost). */
 static void drop_connections(struct srv_redis *r)
 {
-    redisAsyncContext *a = r->cmd, *b = r->sub;
+    struct srv_redis_async *a = r->cmd, *b = r->sub;
 
     r->cmd = r->sub = NULL;
     if (a) {
-        a->data = NULL;
-        redisAsyncFree(a);
+        srv_redis_async_set_data(a, NULL);
+        srv_redis_async_close(a);
     }
     if (b) {
-        b->data = NULL;
-        redisAsyncFree(b);
+        srv_redis_async_set_data(b, NULL);
+        srv_redis_async_close(b);
     }
+}
+
+/* Where Redis is, for a log line. */
+static void where_of(const struct srv_redis *r, char *out, size_t cap)
+{
+    if (r->sentinel && r->at.host[0])
+        snprintf(out, cap, "%.255s:%d (master %.128s%s)", r->at.host,
+                 r->at.port, r->conn.sentinels.master,
+                 r->conn.tls ? ", TLS" : "");
+    else
+        srv_redis_conn_describe(&r->conn, out, cap);
 }
 
 static void go_down(struct srv_redis *r, const char *why)
@@ -99,6 +108,8 @@ static void go_down(struct srv_redis *r, const char *why)
         hub_cluster_dir_set_up(r->c, false);
     r->up = false;
     drop_connections(r);
+    if (r->sentinel)
+        srv_redis_sentinel_cancel(r->sentinel);
     if (r->dir)
         srv_redis_dir_down(r->dir);
     if (was_up) {
@@ -106,10 +117,13 @@ static void go_down(struct srv_redis *r, const char *why)
                 "backplane: down (%s); local delivery goes on, cross-node "
                 "messages are lost until Redis is back", why);
     } else if (!r->told_down) {
+        char where[450];
+
+        where_of(r, where, sizeof(where));
         srv_log(HUB_LOG_WARN, 0,
-                "backplane: redis %s:%d unreachable (%s); serving local "
-                "subscribers only, retrying", r->conn.url.host,
-                r->conn.url.port, why);
+                "backplane: redis %s unreachable (%s); serving local "
+                "subscribers only, retrying",
+                where, why);
     }
     r->told_down = true;
     r->up = false;
@@ -126,6 +140,7 @@ static void go_down(struct srv_redis *r, const char *why)
 
 static void go_up(struct srv_redis *r)
 {
+    char where[450];
     unsigned k;
 
     ev_timer_stop(r->loop, &r->connect_w);
@@ -142,10 +157,14 @@ static void go_up(struct srv_redis *r)
      * join of this run. */
     srv_redis_lease_up(r->lease, r->loop, r->cmd);
     k = srv_redis_rx_up(r);
+    where_of(r, where, sizeof(where));
     srv_log(HUB_LOG_INFO, 0,
-            "backplane: up, redis %s:%d db %d, node %s, %u channels "
-            "subscribed", r->conn.url.host, r->conn.url.port,
-            r->conn.url.db, r->node_id, k);
+            "backplane: up, redis %s db %d, node %s, %u channels "
+            "subscribed",
+            where, r->conn.url.db, r->node_id, k);
+    /* Sentinel: hear of the next failover at once. */
+    if (r->sentinel)
+        srv_redis_sentinel_watch(r->sentinel);
     ev_timer_again(r->loop, &r->ping_w);
     /* After the SUBSCRIBEs: what is published from now on arrives. */
     srv_redis_cache_load(r, "0", 1);
@@ -154,13 +173,13 @@ static void go_up(struct srv_redis *r)
         srv_redis_dir_up(r->dir);
 }
 
-static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void setup_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     redisReply *rep = reply;
     char why[160];
 
-    if (!ac->data || (ac != r->cmd && ac != r->sub))
+    if (!srv_redis_async_data(ac) || (ac != r->cmd && ac != r->sub))
         return;
     if (!rep)
         return;
@@ -173,38 +192,40 @@ static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
         go_up(r);
 }
 
-static void connect_cb(const redisAsyncContext *ac, int status)
+static void role_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
-    struct srv_redis *r = ac->data;
+    struct srv_redis *r = priv;
+    char why[200];
 
-    if (!r || status == REDIS_OK)
+    if (!reply || !srv_redis_async_data(ac) || (ac != r->cmd && ac != r->sub))
         return;
-    /* hiredis frees ac after this callback. */
-    if (ac == r->cmd)
-        r->cmd = NULL;
-    if (ac == r->sub)
-        r->sub = NULL;
-    go_down(r, ac->errstr[0] ? ac->errstr : "connect failed");
+    if (!srv_redis_conn_role_ok(reply, why, sizeof(why))) {
+        go_down(r, why);
+        return;
+    }
+    if (r->setup_left && --r->setup_left == 0)
+        go_up(r);
 }
 
-static void disconnect_cb(const redisAsyncContext *ac, int status)
+/* A connection ended on its own: refused, TLS refused, Redis gone. */
+static void closed_cb(struct srv_redis_async *ac, void *data, const char *why)
 {
-    struct srv_redis *r = ac->data;
+    struct srv_redis *r = data;
 
-    (void)status;
     if (!r)
         return;
+    /* ac is freed after this callback. */
     if (ac == r->cmd)
         r->cmd = NULL;
     if (ac == r->sub)
         r->sub = NULL;
-    go_down(r, ac->errstr[0] ? ac->errstr : "connection closed");
+    go_down(r, why);
 }
 
 /* One command of a connection's start, answered in setup_cb. */
 struct setup_ctx {
     struct srv_redis *r;
-    redisAsyncContext *ac;
+    struct srv_redis_async *ac;
 };
 
 static int setup_send(void *ctx, int argc, const char **argv,
@@ -212,47 +233,93 @@ static int setup_send(void *ctx, int argc, const char **argv,
 {
     struct setup_ctx *sc = ctx;
 
-    redisAsyncCommandArgv(sc->ac, setup_cb, sc->r, argc, argv, lens);
+    srv_redis_async_argv(sc->ac, setup_cb, sc->r, argc, argv, lens);
     sc->r->setup_left++;
     return 0;
 }
 
-/* why (160 bytes) gets hiredis's reason when this returns NULL. */
-static redisAsyncContext *open_one(struct srv_redis *r, bool select,
-                                   char *why)
+/* why (160 bytes) gets the reason when this returns NULL. */
+static struct srv_redis_async *open_one(struct srv_redis *r, bool select,
+                                        char *why)
 {
-    redisAsyncContext *ac = srv_redis_conn_async(&r->conn, why, 160);
+    struct srv_redis_async *ac = srv_redis_conn_async(
+        &r->conn, r->loop, r->sentinel ? &r->at : NULL, why, 160);
     struct setup_ctx s = { r, ac };
 
     if (!ac)
         return NULL;
-    ac->data = r;
-    redisLibevAttach(r->loop, ac);
-    redisAsyncSetConnectCallback(ac, connect_cb);
-    redisAsyncSetDisconnectCallback(ac, disconnect_cb);
+    srv_redis_async_on(ac, closed_cb, select ? NULL : srv_redis_sub_push, r);
     /* AUTH with the password in force now (a SIGHUP may have replaced
      * it), and SELECT on the command connection (pub/sub knows no db). */
     srv_redis_conn_setup(&r->conn, select ? SRV_REDIS_SELECT_NONZERO
                                           : SRV_REDIS_SELECT_NONE,
                          setup_send, &s);
-    redisAsyncCommand(ac, setup_cb, r, "PING");
+    srv_redis_async_cmd(ac, setup_cb, r, "PING");
     r->setup_left++;
+    /* Sentinel: what they named must be the primary still. */
+    if (srv_redis_conn_checks_role(&r->conn)) {
+        srv_redis_async_cmd(ac, role_cb, r, "ROLE");
+        r->setup_left++;
+    }
     return ac;
 }
 
-static void start_connect(struct srv_redis *r)
+static void open_both(struct srv_redis *r)
 {
     char why[160] = "cannot connect";
 
     r->setup_left = 0;
     r->cmd = open_one(r, true, why);
     r->sub = r->cmd ? open_one(r, false, why) : NULL;
-    if (!r->cmd || !r->sub) {
+    if (!r->cmd || !r->sub)
+        go_down(r, why);
+}
+
+/* The sentinels' answer: connect there, or go down with their reasons. */
+static void asked_cb(void *ctx, const char *host, int port, const char *why)
+{
+    struct srv_redis *r = ctx;
+
+    if (!host) {
         go_down(r, why);
         return;
     }
+    snprintf(r->at.host, sizeof(r->at.host), "%s", host);
+    r->at.port = port;
+    open_both(r);
+}
+
+/* A failover: the sentinels promoted another primary. */
+static void switched_cb(void *ctx, const char *host, int port, const char *why)
+{
+    struct srv_redis *r = ctx;
+
+    (void)why;
+    if (!strcmp(host, r->at.host) && port == r->at.port)
+        return;
+    srv_log(HUB_LOG_WARN, 0,
+            "backplane: sentinels switched master %s to %s:%d; reconnecting",
+            r->conn.sentinels.master, host, port);
+    if (r->up || r->cmd || r->sub) {
+        r->attempts = 0;
+        go_down(r, "the primary changed (+switch-master)");
+    } else if (ev_is_active(&r->retry_w)) {
+        /* Down and waiting out a backoff: the new primary is there now. */
+        ev_timer_stop(r->loop, &r->retry_w);
+        r->attempts = 0;
+        start_connect(r);
+    }
+}
+
+static void start_connect(struct srv_redis *r)
+{
     ev_timer_set(&r->connect_w, CONNECT_TIMEOUT_S, 0.);
     ev_timer_start(r->loop, &r->connect_w);
+    if (r->sentinel) {
+        r->at.host[0] = '\0';
+        srv_redis_sentinel_ask(r->sentinel, asked_cb, r);
+    } else
+        open_both(r);
 }
 
 static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -269,11 +336,11 @@ static void connect_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     go_down(w->data, "connect timed out");
 }
 
-static void ping_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void ping_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
 
-    if (!reply || !ac->data || ac != r->cmd)
+    if (!reply || !srv_redis_async_data(ac) || ac != r->cmd)
         return;
     hub_hist_add(&r->st->rtt, (now_ns() - r->ping_at_ns) / 1000);
     r->ping_out = false;
@@ -287,13 +354,15 @@ static void ping_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     if (!r->up || !r->cmd)
         return;
+    if (r->sentinel)
+        srv_redis_sentinel_watch(r->sentinel);
     if (r->ping_out) {
         if (now_ns() - r->ping_at_ns > PING_DEADLINE_NS)
             go_down(r, "no reply to PING for 3 s");
         return;
     }
     r->ping_at_ns = now_ns();
-    if (redisAsyncCommand(r->cmd, ping_cb, r, "PING") == REDIS_OK)
+    if (srv_redis_async_cmd(r->cmd, ping_cb, r, "PING") == 0)
         r->ping_out = true;
 }
 
@@ -343,7 +412,7 @@ void srv_redis_dir_rejoin(struct srv_redis *r)
         srv_redis_dir_rejoin_now(r->dir);
 }
 
-static redisAsyncContext *srv_redis_cmd_ctx(struct srv_redis *r)
+static struct srv_redis_async *srv_redis_cmd_ctx(struct srv_redis *r)
 {
     return r->up ? r->cmd : NULL;
 }
@@ -360,6 +429,9 @@ static void stop_finish(void *arg)
     ev_timer_stop(loop, &r->connect_w);
     ev_timer_stop(loop, &r->ping_w);
     drop_connections(r);
+    /* The sentinels' connections go with the thread's loop. */
+    srv_redis_sentinel_destroy(r->sentinel);
+    r->sentinel = NULL;
     ev_async_stop(loop, &r->wake_w);
     ev_async_stop(loop, &r->stop_w);
     ev_break(loop, EVBREAK_ALL);
@@ -387,20 +459,27 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
-                                   const char *node_id,
-                                   struct srv_secret *pass)
+struct srv_redis *srv_redis_create(struct srv_redis_conn *conn,
+                                   const char *node_id)
 {
     struct srv_redis *r = calloc(1, sizeof(*r));
 
-    if (!r)
+    if (!r) {
+        srv_redis_conn_fini(conn);
         return NULL;
-    srv_redis_conn_init(&r->conn, u, pass);
+    }
+    r->conn = *conn; /* stolen: its TLS context is ours now */
+    conn->tls = NULL;
     r->node_id = strdup(node_id);
     r->loop = ev_loop_new(EVFLAG_AUTO);
     r->ring = calloc(MAX_INFLIGHT, sizeof(*r->ring));
+    if (r->loop && r->conn.sentinels.n)
+        r->sentinel = srv_redis_sentinel_create(r->loop, &r->conn.sentinels,
+                                                switched_cb, r);
     if (!r->node_id || !r->loop || !r->ring || hub_chantab_init(&r->tx, 64) ||
-        hub_chantab_init(&r->rx, 64)) {
+        hub_chantab_init(&r->rx, 64) || (r->conn.sentinels.n && !r->sentinel)) {
+        srv_redis_sentinel_destroy(r->sentinel);
+        srv_redis_conn_fini(&r->conn);
         if (r->loop)
             ev_loop_destroy(r->loop);
         hub_chantab_fini(&r->tx);
@@ -489,7 +568,9 @@ void srv_redis_stop(struct srv_redis *r)
     hub_chantab_fini(&r->tx);
     hub_chantab_fini(&r->rx);
     srv_redis_dir_free(r->dir);
+    srv_redis_sentinel_destroy(r->sentinel);
     ev_loop_destroy(r->loop);
+    srv_redis_conn_fini(&r->conn);
     srv_redis_lease_destroy(r->lease);
     free(r->ring);
     free(r->node_id);

@@ -22,13 +22,13 @@
 
 struct srv_redis;
 
-struct srv_secret;
-/* Owned; NULL when out of memory. pass (borrowed, outlives r; NULL =
- * u's password) is the password in force, read at each connect, so a
+struct srv_redis_conn;
+/* Owned; NULL when out of memory. conn (server/redis/redis_conn.h:
+ * where, as whom, TLS, the sentinels) is stolen, even on failure; the
+ * password it borrows is the one in force, read at each connect, so a
  * SIGHUP that replaces it applies from the next reconnect. */
-struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
-                                   const char *node_id,
-                                   struct srv_secret *pass);
+struct srv_redis *srv_redis_create(struct srv_redis_conn *conn,
+                                   const char *node_id);
 struct srv_redis_lease;
 /* The node lease and reaper (server/redis/redis_lease.h), owned from now on
  * (before start). */

@@ -30,7 +30,7 @@ static const char *const script_text[SRV_SCRIPT_N] = {
     [SRV_SCRIPT_ONLINE_REJOIN] = srv_redis_lua_online_rejoin,
 };
 
-redisAsyncContext *srv_redis_call_conn(const struct srv_redis_call_ctx *cx)
+struct srv_redis_async *srv_redis_call_conn(const struct srv_redis_call_ctx *cx)
 {
     return cx->cmd_fn(cx->r);
 }
@@ -151,13 +151,13 @@ void srv_redis_call_fail(struct srv_redis_call *k)
     srv_redis_call_free(k);
 }
 
-static void call_cb(redisAsyncContext *ac, void *reply, void *priv);
+static void call_cb(struct srv_redis_async *ac, void *reply, void *priv);
 
 /* EVALSHA when the SHA is known, else EVAL. */
 void srv_redis_call_send(struct srv_redis_call *k)
 {
     struct srv_redis_call_ctx *cx = k->cx;
-    redisAsyncContext *cmd = srv_redis_call_conn(cx);
+    struct srv_redis_async *cmd = srv_redis_call_conn(cx);
     const char *sha = cx->sha[k->script];
 
     if (!cmd || k->oom) {
@@ -205,9 +205,8 @@ void srv_redis_call_send(struct srv_redis_call *k)
             return;
         }
     }
-    if (redisAsyncCommandArgv(cmd, call_cb, k, k->argc,
-                              (const char **)k->argv, k->argvlen) !=
-        REDIS_OK) {
+    if (srv_redis_async_argv(cmd, call_cb, k, k->argc, (const char **)k->argv,
+                             k->argvlen) != 0) {
         srv_redis_call_fail(k);
         return;
     }
@@ -215,10 +214,9 @@ void srv_redis_call_send(struct srv_redis_call *k)
 
 void srv_redis_call_hkeys(struct srv_redis_call *k, const char *key)
 {
-    redisAsyncContext *cmd = srv_redis_call_conn(k->cx);
+    struct srv_redis_async *cmd = srv_redis_call_conn(k->cx);
 
-    if (!cmd ||
-        redisAsyncCommand(cmd, call_cb, k, "HKEYS %s", key) != REDIS_OK)
+    if (!cmd || srv_redis_async_cmd(cmd, call_cb, k, "HKEYS %s", key) != 0)
         srv_redis_call_fail(k);
 }
 
@@ -232,7 +230,7 @@ bool srv_redis_call_is_bulk(const redisReply *e)
     return e && e->type == REDIS_REPLY_STRING && e->str;
 }
 
-static void call_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void call_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis_call *k = priv;
     redisReply *rep = reply;
@@ -287,7 +285,7 @@ struct load {
     unsigned gen;
 };
 
-static void load_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void load_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct load *l = priv;
     redisReply *rep = reply;
@@ -301,7 +299,7 @@ static void load_cb(redisAsyncContext *ac, void *reply, void *priv)
 
 void srv_redis_call_load_all(struct srv_redis_call_ctx *cx)
 {
-    redisAsyncContext *cmd = srv_redis_call_conn(cx);
+    struct srv_redis_async *cmd = srv_redis_call_conn(cx);
 
     if (!cmd)
         return;
@@ -313,8 +311,8 @@ void srv_redis_call_load_all(struct srv_redis_call_ctx *cx)
         if (!l)
             continue;
         *l = (struct load){ cx, i, cx->load_gen };
-        if (redisAsyncCommand(cmd, load_cb, l, "SCRIPT LOAD %s",
-                              script_text[i]) != REDIS_OK)
+        if (srv_redis_async_cmd(cmd, load_cb, l, "SCRIPT LOAD %s",
+                                script_text[i]) != 0)
             free(l);
     }
 }

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <hiredis/async.h>
+#include "server/redis/redis_async.h"
 #include <hiredis/hiredis.h>
 
 #include "hub/cluster/cluster.h"
@@ -41,7 +41,7 @@ struct srv_redis_dir;
 struct srv_redis_call_ctx {
     struct srv_redis *r;
     /* The command connection while Redis is up, else NULL (redis.c's). */
-    redisAsyncContext *(*cmd_fn)(struct srv_redis *r);
+    struct srv_redis_async *(*cmd_fn)(struct srv_redis *r);
     struct hub_cluster *c;
     struct hub_backplane_stats *st;
     const char *node;              /* this node's id (borrowed) */
@@ -73,7 +73,8 @@ struct srv_redis_call {
 };
 
 /* The command connection, or NULL while Redis is down. */
-redisAsyncContext *srv_redis_call_conn(const struct srv_redis_call_ctx *cx);
+struct srv_redis_async *
+srv_redis_call_conn(const struct srv_redis_call_ctx *cx);
 /* SCRIPT LOAD of every script on the connection that just came up. */
 void srv_redis_call_load_all(struct srv_redis_call_ctx *cx);
 /* Redis went: every SHA is unknown again. */

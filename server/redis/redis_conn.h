@@ -18,26 +18,58 @@
 #ifndef SRV_REDIS_CONN_H
 #define SRV_REDIS_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/time.h>
 
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+#include <openssl/ssl.h>
 
 #include "server/config/redis_url.h"
+#include "server/redis/redis_async.h"
+#include "server/redis/redis_sentinel.h"
+#include "server/redis/redis_sync.h"
 
+struct srv_config;
 struct srv_secret;
+struct srv_secrets;
 
 struct srv_redis_conn {
     struct srv_redis_url url;      /* where, as whom, which db (a copy) */
     struct srv_secret *pass;       /* the password in force, borrowed
                                       (outlives the struct); NULL: the
                                       URL's */
+    SSL_CTX *tls;                  /* rediss://: owned; NULL: plaintext */
+    char tls_name[256];            /* name to verify; "": the host's */
+    struct srv_redis_sentinels sentinels; /* n == 0: the URL's address */
 };
 
 void srv_redis_conn_init(struct srv_redis_conn *c,
                          const struct srv_redis_url *u,
                          struct srv_secret *pass);
+/*
+ * The whole of it from the configuration: --redis (or, with sentinels
+ * only, its default), the password in force (sec's, borrowed), TLS
+ * (rediss://, --redis-tls-*) and the sentinels (--redis-sentinel,
+ * --redis-master, --redis-sentinel-password-file). 0, or -EINVAL with
+ * the reason in why (len bytes): a CA, certificate or key OpenSSL refuses.
+ */
+int srv_redis_conn_from_config(struct srv_redis_conn *c,
+                               const struct srv_config *cfg,
+                               struct srv_secrets *sec, char *why, size_t len);
+/* What init and a TLS context hold. */
+void srv_redis_conn_fini(struct srv_redis_conn *c);
+
+/* Where Redis is for a log line: "host:port", or "master NAME via
+ * sentinels" (out of cap bytes). */
+void srv_redis_conn_describe(const struct srv_redis_conn *c, char *out,
+                             size_t cap);
+
+/*
+ * With sentinels the address connected to must be the primary: a start
+ * asks ROLE and this says whether the answer is "master" (else why).
+ */
+bool srv_redis_conn_checks_role(const struct srv_redis_conn *c);
+bool srv_redis_conn_role_ok(const redisReply *r, char *why, size_t len);
 
 /* When a session SELECTs the URL's db. */
 enum srv_redis_select {
@@ -56,7 +88,7 @@ typedef int srv_redis_send_fn(void *ctx, int argc, const char **argv,
  * The commands that start a session on a new connection, in order: AUTH
  * when a password is in force, then SELECT as sel says; each goes to
  * send(ctx, ...). The copy of the password is wiped before this returns
- * (hiredis formats a command when it is queued). 0, or the first nonzero
+ * (commands are formatted when they are queued). 0, or the first nonzero
  * value send returned.
  */
 int srv_redis_conn_setup(const struct srv_redis_conn *c,
@@ -64,22 +96,27 @@ int srv_redis_conn_setup(const struct srv_redis_conn *c,
                          void *ctx);
 
 /*
- * A new asynchronous connection (hiredis's async API), connecting: the
- * caller attaches it to its event loop, sets its callbacks and queues the
- * start (srv_redis_conn_setup) before anything else. NULL with the reason
- * in why (len bytes) when it could not even begin.
+ * A new asynchronous connection on loop (server/redis/redis_async.h) to
+ * at (NULL: the URL's address; with sentinels, the primary they named),
+ * connecting: the caller sets its callbacks and queues the start
+ * (srv_redis_conn_setup, then ROLE when srv_redis_conn_checks_role)
+ * before anything else. NULL with the reason in why (len bytes) when it
+ * could not even begin.
  */
-redisAsyncContext *srv_redis_conn_async(const struct srv_redis_conn *c,
-                                        char *why, size_t len);
+struct srv_redis_async *srv_redis_conn_async(const struct srv_redis_conn *c,
+                                             struct ev_loop *loop,
+                                             const struct srv_redis_addr *at,
+                                             char *why, size_t len);
 
 /*
- * A synchronous connection, ready for commands: connected within
- * timeout, which then bounds every command too, AUTHed and SELECTed
- * (always, db 0 too). NULL with the reason in why (len bytes) when a step
- * failed or Redis refused one.
+ * A synchronous connection, ready for commands: to the primary the
+ * sentinels name (asked first, each within timeout) or the URL's address,
+ * connected within timeout, which then bounds every command too, AUTHed,
+ * SELECTed (always, db 0 too) and, with sentinels, its ROLE checked. NULL with
+ * the reason in why (len bytes) when a step failed or Redis refused one.
  */
-redisContext *srv_redis_conn_sync(const struct srv_redis_conn *c,
-                                  const struct timeval *timeout, char *why,
-                                  size_t len);
+struct srv_redis_sync *srv_redis_conn_sync(const struct srv_redis_conn *c,
+                                           const struct timeval *timeout,
+                                           char *why, size_t len);
 
 #endif

@@ -19,8 +19,7 @@
 #include "server/redis/redis_dir_rejoin.h"
 
 struct srv_redis_dir *srv_redis_dir_create(
-    struct srv_redis *r,
-    redisAsyncContext *(*cmd)(struct srv_redis *r),
+    struct srv_redis *r, struct srv_redis_async *(*cmd)(struct srv_redis *r),
     bool (*confirmed)(struct srv_redis *r, const char *name, size_t len),
     struct hub_cluster *c, const char *node_id)
 {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <hiredis/async.h>
+#include "server/redis/redis_async.h"
 
 #include "hub/cluster/cluster.h"
 
@@ -28,8 +28,7 @@ struct srv_redis_dir;
  * r has no record of it: nothing to wait for). Both from server/redis/redis.c,
  * called back with r. */
 struct srv_redis_dir *srv_redis_dir_create(
-    struct srv_redis *r,
-    redisAsyncContext *(*cmd)(struct srv_redis *r),
+    struct srv_redis *r, struct srv_redis_async *(*cmd)(struct srv_redis *r),
     bool (*confirmed)(struct srv_redis *r, const char *name, size_t len),
     struct hub_cluster *c, const char *node_id);
 void srv_redis_dir_free(struct srv_redis_dir *d);

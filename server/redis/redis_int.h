@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include <ev.h>
-#include <hiredis/async.h>
+#include "server/redis/redis_async.h"
 
 #include "hub/base/chantab.h"
 #include "hub/cluster/cluster.h"
@@ -49,7 +49,10 @@ struct rxrec {
 };
 
 struct srv_redis {
-    struct srv_redis_conn conn;    /* the URL, the password in force */
+    struct srv_redis_conn conn;          /* the URL, the password in force,
+                                            TLS, the sentinels */
+    struct srv_redis_sentinel *sentinel; /* NULL: the URL's address */
+    struct srv_redis_addr at;            /* with sentinels: the primary named */
     char *node_id;
     struct hub_cluster *c;
     struct hub_backplane_stats *st;
@@ -58,7 +61,7 @@ struct srv_redis {
     struct ev_loop *loop;
     ev_async wake_w, stop_w;
     ev_timer retry_w, connect_w, ping_w;
-    redisAsyncContext *cmd, *sub;
+    struct srv_redis_async *cmd, *sub;
     unsigned setup_left;           /* setup replies still awaited */
     bool up, ever_up, told_down;
     atomic_bool up_flag;

@@ -14,7 +14,7 @@
 #include <sys/random.h>
 
 #include <ev.h>
-#include <hiredis/async.h>
+#include "server/redis/redis_async.h"
 #include <hiredis/hiredis.h>
 
 #include "hub/app/apptab.h"
@@ -66,11 +66,14 @@ struct srv_redis_lease {
     unsigned n_apps, cap_apps;
 
     struct ev_loop *loop;
-    redisAsyncContext *cmd;        /* NULL while down */
+    struct srv_redis_async *cmd; /* NULL while down */
     ev_timer tick_w, leave_w;
     bool registered;               /* a tick was answered in this run */
     bool tick_out;                 /* a tick awaits its reply */
     bool first_tick;               /* it is the first on this connection */
+    bool ever_up;                  /* a connection came up in this run */
+    double grace_until;            /* no reaping before (ev_now; after a
+                                      reconnect) */
     bool reap_out;                 /* a reap step awaits its reply */
     bool failing;                  /* logged a failed renewal */
     char sha[S_N][41];             /* "" until SCRIPT LOAD answered */
@@ -197,9 +200,10 @@ void srv_redis_lease_destroy(struct srv_redis_lease *l)
 }
 
 /* Is this reply for the current connection (not one being freed)? */
-static bool ours(struct srv_redis_lease *l, redisAsyncContext *ac, void *reply)
+static bool ours(struct srv_redis_lease *l, struct srv_redis_async *ac,
+                 void *reply)
 {
-    return reply && ac && ac->data && l->cmd && ac == l->cmd;
+    return reply && ac && srv_redis_async_data(ac) && l->cmd && ac == l->cmd;
 }
 
 static bool is_str(const redisReply *e)
@@ -226,7 +230,7 @@ struct load_req {
     unsigned k;
 };
 
-static void load_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void load_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct load_req *q = priv;
     struct srv_redis_lease *l = q->l;
@@ -248,15 +252,15 @@ static void send_loads(struct srv_redis_lease *l)
             continue;
         q->l = l;
         q->k = k;
-        if (redisAsyncCommand(l->cmd, load_reply, q, "SCRIPT LOAD %s",
-                              lua_text[k]) != REDIS_OK)
+        if (srv_redis_async_cmd(l->cmd, load_reply, q, "SCRIPT LOAD %s",
+                                lua_text[k]) != 0)
             free(q);
     }
 }
 
 /* EVALSHA k (EVAL until its SHA is known) with "0" keys and argv. */
 static int run_script(struct srv_redis_lease *l, unsigned k,
-                      redisCallbackFn *fn, void *priv, int argc,
+                      srv_redis_async_fn *fn, void *priv, int argc,
                       const char **argv)
 {
     const char **av = malloc((size_t)(argc + 3) * sizeof(*av));
@@ -282,8 +286,7 @@ static int run_script(struct srv_redis_lease *l, unsigned k,
         av[n] = argv[i];
         al[n] = strlen(argv[i]);
     }
-    rc = redisAsyncCommandArgv(l->cmd, fn, priv, n, av, al) == REDIS_OK
-             ? 0 : -1;
+    rc = srv_redis_async_argv(l->cmd, fn, priv, n, av, al) == 0 ? 0 : -1;
 out:
     free(av);
     free(al);
@@ -353,7 +356,7 @@ static void reap_done(struct srv_redis_lease *l, struct reap *x)
 
 static void leave_finish(struct srv_redis_lease *l);
 
-static void reap_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void reap_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis_lease *l = priv;
     redisReply *rep = reply;
@@ -460,7 +463,7 @@ static void q_push(struct srv_redis_lease *l, const char *dead, size_t dlen,
 
 /* The tick. */
 
-static void tick_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void tick_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis_lease *l = priv;
     redisReply *rep = reply;
@@ -536,7 +539,7 @@ static void send_tick(struct srv_redis_lease *l)
         return;
     }
     pthread_mutex_lock(&l->apps_mu); /* the ids until the call copied them */
-    av = malloc((6 + 2 * (size_t)l->n_apps) * sizeof(*av));
+    av = malloc((7 + 2 * (size_t)l->n_apps) * sizeof(*av));
     counts = malloc((l->n_apps ? l->n_apps : 1) * sizeof(*counts));
     if (!av || !counts) {
         pthread_mutex_unlock(&l->apps_mu);
@@ -559,6 +562,7 @@ static void send_tick(struct srv_redis_lease *l)
         av[n++] = l->apps[i].id;
         av[n++] = counts[i];
     }
+    av[n++] = ev_now(l->loop) < l->grace_until ? "0" : "1";
     if (run_script(l, S_TICK, tick_reply, l, (int)n, av) == 0)
         l->tick_out = true;
     pthread_mutex_unlock(&l->apps_mu);
@@ -589,7 +593,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 void srv_redis_lease_up(struct srv_redis_lease *l, struct ev_loop *loop,
-                        redisAsyncContext *cmd)
+                        struct srv_redis_async *cmd)
 {
     if (!l)
         return;
@@ -597,6 +601,11 @@ void srv_redis_lease_up(struct srv_redis_lease *l, struct ev_loop *loop,
     l->cmd = cmd;
     l->tick_out = l->reap_out = false;
     l->first_tick = true;
+    /* After a reconnect, one lease before judging others dead: they may
+     * be coming back from the same outage (lease_tick.lua). */
+    if (l->ever_up)
+        l->grace_until = ev_now(loop) + (double)l->lease_ms / 1000.0;
+    l->ever_up = true;
     for (unsigned k = 0; k < S_N; k++)
         l->sha[k][0] = '\0';
     /* First: a first registration claims an earlier run's state before
@@ -666,7 +675,7 @@ static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     leave_finish(l);
 }
 
-static void leave_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void leave_reply(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis_lease *l = priv;
     redisReply *rep = reply;

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 struct ev_loop;
-struct redisAsyncContext;
+struct srv_redis_async;
 struct hub;
 struct hub_cluster;
 struct hub_backplane_stats;
@@ -78,7 +78,7 @@ int srv_redis_lease_app_added(struct srv_redis_lease *l, unsigned index,
  * this before any other command on the new connection: a first
  * registration claims what an earlier run of this node id left). */
 void srv_redis_lease_up(struct srv_redis_lease *l, struct ev_loop *loop,
-                        struct redisAsyncContext *cmd);
+                        struct srv_redis_async *cmd);
 /* The connection is gone (call before it is freed). */
 void srv_redis_lease_down(struct srv_redis_lease *l);
 /*

@@ -45,7 +45,7 @@ static void inflight_pop(struct srv_redis *r)
     }
 }
 
-static void publish_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void publish_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     redisReply *rep = reply;
@@ -103,8 +103,8 @@ void srv_redis_pub_event(struct srv_redis *r,
         HUB_STAT_ADD_SHARED(r->st->lost, 1);
         return;
     }
-    if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
-                          op->rchan_len, env, len) == REDIS_OK) {
+    if (srv_redis_async_cmd(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
+                            op->rchan_len, env, len) == 0) {
         inflight_push(r, len);
     } else {
         HUB_STAT_ADD_SHARED(r->st->lost, 1);
@@ -112,7 +112,7 @@ void srv_redis_pub_event(struct srv_redis *r,
     free(env);
 }
 
-static void cache_set_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void cache_set_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     redisReply *rep = reply;
@@ -145,15 +145,15 @@ void srv_redis_pub_cache(struct srv_redis *r,
      * for the 1 ms the envelope says), but there is nothing to store. */
     if (!ttl) {
         /* nothing */
-    } else if (redisAsyncCommand(r->cmd, cache_set_cb, r, "SET %b %b PX %llu",
-                                 op->rchan, op->rchan_len, env, len,
-                                 (unsigned long long)ttl) == REDIS_OK) {
+    } else if (srv_redis_async_cmd(r->cmd, cache_set_cb, r, "SET %b %b PX %llu",
+                                   op->rchan, op->rchan_len, env, len,
+                                   (unsigned long long)ttl) == 0) {
         inflight_push(r, len);
     } else {
         HUB_STAT_ADD(r->st->cache_write_failed, 1);
     }
-    if (redisAsyncCommand(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
-                          op->bus_len, env, len) == REDIS_OK) {
+    if (srv_redis_async_cmd(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
+                            op->bus_len, env, len) == 0) {
         inflight_push(r, len);
     } else {
         HUB_STAT_ADD_SHARED(r->st->lost, 1);
@@ -161,13 +161,13 @@ void srv_redis_pub_cache(struct srv_redis *r,
     free(env);
 }
 
-static void cache_load_cb(redisAsyncContext *ac, void *reply, void *priv)
+static void cache_load_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     redisReply *rep = reply;
     const redisReply *cur;
 
-    if (!rep || !ac->data || ac != r->cmd)
+    if (!rep || !srv_redis_async_data(ac) || ac != r->cmd)
         return; /* the connection went: the next go_up loads again */
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
         !srv_redis_is_str(rep->element[0])) {
@@ -207,9 +207,9 @@ void srv_redis_cache_load(struct srv_redis *r, const char *cursor,
     if (len == 1 && cursor[0] == '0')
         r->n_loaded = 0;
 
-    if (!r->cmd || redisAsyncCommand(
-                       r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
-                       srv_redis_lua_cache_scan, cursor, len, pat) != REDIS_OK)
+    if (!r->cmd ||
+        srv_redis_async_cmd(r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
+                            srv_redis_lua_cache_scan, cursor, len, pat) != 0)
         srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
                 "entries from redis");
 }

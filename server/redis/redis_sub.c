@@ -17,8 +17,6 @@
 #include "server/redis/redis_dir_ops.h"
 #include "server/redis/redis_int.h"
 
-static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv);
-
 /* The record tables. */
 
 void *srv_redis_tab_find(struct hub_chantab *t, const char *name, size_t len)
@@ -68,8 +66,8 @@ static void rx_remove(struct srv_redis *r, struct rxrec *x)
 
 static void send_subscribe(struct srv_redis *r, struct rxrec *x)
 {
-    if (redisAsyncCommand(r->sub, subscribe_cb, r, "SUBSCRIBE %b", x->name,
-                          (size_t)x->node.name_len) == REDIS_OK)
+    if (srv_redis_async_send_push(r->sub, "SUBSCRIBE %b", x->name,
+                                  (size_t)x->node.name_len) == 0)
         x->subscribed = true;
 }
 
@@ -79,14 +77,14 @@ bool srv_redis_is_str(const redisReply *e)
                  e->type == REDIS_REPLY_STATUS) && e->str;
 }
 
-static void subscribe_cb(redisAsyncContext *ac, void *reply, void *priv)
+void srv_redis_sub_push(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     redisReply *rep = reply;
     const redisReply *kind, *ch;
     struct rxrec *x;
 
-    if (!rep || !ac->data || ac != r->sub)
+    if (!rep || !srv_redis_async_data(ac) || ac != r->sub)
         return;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
         !srv_redis_is_str(rep->element[0]) ||
@@ -177,8 +175,8 @@ void srv_redis_rx_unsub(struct srv_redis *r, const struct hub_cluster_op *op)
     set_confirmed(r, x, false);
     hub_cluster_rx_fini(&x->rx);
     if (x->subscribed && r->up && r->sub &&
-        redisAsyncCommand(r->sub, subscribe_cb, r, "UNSUBSCRIBE %b", x->name,
-                          (size_t)x->node.name_len) == REDIS_OK) {
+        srv_redis_async_send_push(r->sub, "UNSUBSCRIBE %b", x->name,
+                                  (size_t)x->node.name_len) == 0) {
         x->subscribed = false;
         x->unsub_inflight++;
         return;

@@ -17,6 +17,7 @@
 
 #include "hub/base/chantab.h"
 #include "hub/cluster/cluster.h"
+#include "server/redis/redis_async.h"
 
 struct srv_redis;
 
@@ -44,6 +45,9 @@ bool srv_redis_rx_confirmed(struct srv_redis *r, const char *name,
 unsigned srv_redis_rx_up(struct srv_redis *r);
 /* Redis went: nothing is subscribed or confirmed; unwanted records go. */
 void srv_redis_rx_down(struct srv_redis *r);
+/* What the subscriber connection hears (its push handler, priv the
+ * struct srv_redis): messages, and Redis's (un)subscribe confirmations. */
+void srv_redis_sub_push(struct srv_redis_async *ac, void *reply, void *priv);
 /* Every record freed. */
 void srv_redis_rx_clear(struct srv_redis *r);
 

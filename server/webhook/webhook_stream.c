@@ -2,9 +2,9 @@
  * server/webhook/webhook_stream.c - the Redis connection of the cluster's
  * webhook stream (server/webhook/webhook_stream.h): the stream consumer
  * made and freed (a clean stop releases the leases it holds), its own
- * synchronous hiredis connection (connect, AUTH, SELECT, the reconnect
- * backoff; short timeouts, on the sender thread, never a loop thread),
- * one command, and the names of an app's keys.
+ * synchronous connection (server/redis/redis_sync.h) (connect, AUTH, SELECT,
+ * the reconnect backoff; short timeouts, on the sender thread, never a loop
+ * thread), one command, and the names of an app's keys.
  *
  * The whole (docs/WEBHOOKS.md, "In a cluster"; webhook_stream.h names the
  * file of each part). The join / leave / reap scripts queue each app's
@@ -63,25 +63,31 @@
 int srv_wh_stream_create(struct srv_wh *wh)
 {
     const struct srv_config *cfg = wh->cfg;
-    struct srv_redis_url url;
     struct srv_whs *z;
-    char err[200];
+    char err[300];
 
     if (!cfg->redis || !wh->srv->node_id)
         return 0;
     z = calloc(1, sizeof(*z));
     if (!z)
         return -1;
-    if (srv_redis_url_parse(cfg->redis, &url, err, sizeof(err)) ||
-        !(z->node = strdup(wh->srv->node_id)) ||
+    /* Where and how, as the backplane (server/redis/redis_conn.h): the
+     * password from --redis-password-file or the URL, replaced by a
+     * SIGHUP and read at each connect (server/config/secret.h); TLS; the
+     * sentinels, asked before each connect. */
+    if (srv_redis_conn_from_config(&z->conn, cfg, &wh->srv->secrets, err,
+                                   sizeof(err))) {
+        srv_log(HUB_LOG_ERR, 0, "webhooks: redis stream: %s", err);
+        free(z);
+        return -1;
+    }
+    if (!(z->node = strdup(wh->srv->node_id)) ||
         !(z->prefix = strdup(cfg->redis_prefix))) {
+        srv_redis_conn_fini(&z->conn);
         free(z->node);
         free(z);
         return -1;
     }
-    /* The password from --redis-password-file or the URL, replaced by
-     * a SIGHUP; read at each connect (server/config/secret.h). */
-    srv_redis_conn_init(&z->conn, &url, &wh->srv->secrets.redis_password);
     z->lease_ms = cfg->node_lease_ms ? cfg->node_lease_ms : 3000;
     z->max_entries = cfg->webhook_stream_max ? cfg->webhook_stream_max
                                              : HUB_WHS_MAX_ENTRIES;
@@ -93,7 +99,7 @@ int srv_wh_stream_create(struct srv_wh *wh)
 static void disconnect(struct srv_whs *z)
 {
     if (z->rc)
-        redisFree(z->rc);
+        srv_redis_sync_close(z->rc);
     z->rc = NULL;
     atomic_store(&z->up, false);
 }
@@ -103,10 +109,12 @@ static void disconnect(struct srv_whs *z)
 static void lost(struct srv_whs *z)
 {
     if (!z->told_down)
-        srv_log(HUB_LOG_WARN, 0, "webhooks: redis stream connection lost "
-                                 "(%s); edges wait in redis, client events "
-                                 "go to the local engine",
-                z->rc->errstr[0] ? z->rc->errstr : "no reply");
+        srv_log(HUB_LOG_WARN, 0,
+                "webhooks: redis stream connection lost "
+                "(%s); edges wait in redis, client events "
+                "go to the local engine",
+                srv_redis_sync_error(z->rc)[0] ? srv_redis_sync_error(z->rc)
+                                               : "no reply");
     z->told_down = true;
     disconnect(z);
 }
@@ -119,7 +127,7 @@ static redisReply *cmd(struct srv_whs *z, int argc, const char **argv,
 
     if (!z->rc)
         return NULL;
-    r = redisCommandArgv(z->rc, argc, argv, lens);
+    r = srv_redis_sync_argv(z->rc, argc, argv, lens);
     if (!r)
         lost(z);
     return r;
@@ -201,6 +209,7 @@ void srv_wh_stream_free(struct srv_wh *wh)
         freeReplyObject(r);
     }
     disconnect(z);
+    srv_redis_conn_fini(&z->conn);
     for (unsigned i = 0; i < z->n_apps; i++)
         free(z->apps[i].id);
     free(z->apps);

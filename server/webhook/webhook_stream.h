@@ -69,7 +69,7 @@ struct srv_whs {
     uint64_t lease_ms;
     char lease_txt[24];
     unsigned max_entries;          /* --webhook-stream-max */
-    redisContext *rc;
+    struct srv_redis_sync *rc;     /* server/redis/redis_sync.h */
     uint64_t retry_ms, round_ms;
     unsigned attempts;             /* connects failed since the last up */
     bool told_down;

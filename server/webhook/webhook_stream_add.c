@@ -62,8 +62,8 @@ static int append_one(struct srv_whs *z, const char *app,
     F("data", ev->data)
     F("socket_id", sid)
 #undef F
-    /* hiredis copies the arguments into its output buffer. */
-    return redisAppendCommandArgv(z->rc, n, av, NULL) == REDIS_OK ? 0 : -1;
+    /* The command is formatted into the connection's buffer at once. */
+    return srv_redis_sync_append(z->rc, n, av, NULL);
 }
 
 #define PIPELINE 256               /* events per round trip */
@@ -97,7 +97,7 @@ struct hub_wh_event *srv_wh_stream_take(struct srv_wh *wh,
         for (unsigned i = 0; i < ns; i++) {
             redisReply *r = NULL;
 
-            if (z->rc && redisGetReply(z->rc, (void **)&r) != REDIS_OK) {
+            if (z->rc && srv_redis_sync_take(z->rc, &r) != 0) {
                 r = NULL;
                 srv__wh_stream_lost(z);
             }

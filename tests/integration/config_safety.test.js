@@ -4,7 +4,8 @@
 // only on a loopback bind (127.0.0.1 and ::1 work, 0.0.0.0 and :: are one
 // line and exit 2); an app id outside A-Z a-z 0-9 - _ . (a ':' above all,
 // which would let two apps' Redis channels share a name) is refused at
-// start, and a SIGHUP that brings one keeps the old apps with one line.
+// start, and a SIGHUP that brings one keeps the old apps with one line;
+// Redis's TLS and Sentinel options are checked by --check-config (issue 33).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -100,4 +101,39 @@ test('a SIGHUP that brings a bad app id keeps the old apps, with one line', asyn
   // The old apps, with the old secret, are still served.
   assert.equal((await publish(hub, NEWS, { app: a })).status, 200);
   assert.equal((await publish(hub, NEWS, { app: { ...a, secret: 'secret-new' } })).status, 401);
+});
+
+// Issue 33: rediss:// URLs, the --redis-tls-* options and Sentinel's are
+// checked before anything connects; a bad combination is one line, exit 2.
+test('--check-config: Redis TLS and Sentinel options, good and refused', (t) => {
+  const check = (args, env = {}) => spawnSync(BINARY, ['--check-config', ...args], {
+    encoding: 'utf8', timeout: 10000, env: { ...process.env, ...env },
+  });
+  const ca = `/tmp/lubdub-cfg-ca-${process.pid}.pem`;
+  fs.writeFileSync(ca, 'not checked until a connect\n');
+  t.after(() => fs.rmSync(ca, { force: true }));
+  for (const args of [
+    ['--redis', 'rediss://:p@cache.example:6380/0', '--redis-tls-ca-file', ca],
+    ['--redis-sentinel', '127.0.0.1:26379,[::1]', '--redis-master', 'mymaster'],
+    ['--redis-sentinel', 's1', '--redis-master', 'm', '--redis', 'rediss://x/2',
+      '--redis-tls-server-name', 'redis.internal'],
+  ]) {
+    const r = check(args);
+    assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+  }
+  for (const [args, env, re] of [
+    [['--redis', 'redis://h:1/0', '--redis-tls-ca-file', ca], {},
+      /^lubdub: --redis-tls-ca-file: needs a rediss:\/\/ URL in --redis, not redis:\/\/$/],
+    [['--redis-sentinel', 's1:26379'], {}, /^lubdub: --redis-sentinel: needs --redis-master$/],
+    [[], { LUBDUB_REDIS_SENTINEL: 's1,,s2', LUBDUB_REDIS_MASTER: 'm' },
+      /^lubdub: --redis-sentinel: sentinel 2 \(""\): empty/],
+    [['--redis', 'rediss://h', '--redis-tls-cert-file', ca], {},
+      /^lubdub: --redis-tls-key-file: required when --redis-tls-cert-file is set$/],
+  ]) {
+    const r = check(args, env);
+    assert.equal(r.status, 2, `${args.join(' ')} ${JSON.stringify(env)}: ${r.stderr}`);
+    const lines = r.stderr.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0], re);
+  }
 });

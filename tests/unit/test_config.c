@@ -1192,6 +1192,245 @@ static void test_config_tls_needs_both_readable(void **state)
     assert_null(f->cfg.tls_cert);
 }
 
+/* Back to the defaults between the steps of one case. */
+static void reset(struct fixture *f)
+{
+    srv_config_fini(&f->cfg);
+    srv_config_defaults(&f->cfg);
+}
+
+/* rc of a load, then validated as main does. */
+static int then_validate(struct fixture *f, int rc)
+{
+    return rc ? rc : srv_config_validate(&f->cfg, f->err, sizeof(f->err));
+}
+
+/* The --redis-tls-* options (issue 33): from a flag, the environment or
+ * the file, with a rediss:// URL; each refused without one, the client
+ * pair both or neither, the files readable, the name a host name. */
+static void test_config_redis_tls_options(void **state)
+{
+    struct fixture *f = *state;
+    char pem[64], ca[128], cert[128], key[128], json[512];
+    char e1[128], e2[128];
+    char *env[] = {e1, e2, NULL};
+
+    secret_file(pem, "not really a pem\n", 17);
+    snprintf(ca, sizeof(ca), "--redis-tls-ca-file=%s", pem);
+    snprintf(cert, sizeof(cert), "--redis-tls-cert-file=%s", pem);
+    snprintf(key, sizeof(key), "--redis-tls-key-file=%s", pem);
+    assert_int_equal(then_validate(f, load(f, NULL, "--redis=rediss://h:1/0",
+                                           ca, cert, key,
+                                           "--redis-tls-server-name=r.example",
+                                           NULL)), 0);
+    assert_string_equal(f->cfg.redis_tls_ca_file, pem);
+    assert_string_equal(f->cfg.redis_tls_cert_file, pem);
+    assert_string_equal(f->cfg.redis_tls_key_file, pem);
+    assert_string_equal(f->cfg.redis_tls_server_name, "r.example");
+    reset(f);
+    /* None of them is needed: rediss alone verifies with the system's. */
+    assert_int_equal(load_and_validate(f, NULL, "--redis=rediss://h", NULL),
+                     0);
+    assert_null(f->cfg.redis_tls_ca_file);
+    assert_null(f->cfg.redis_tls_server_name);
+    reset(f);
+    snprintf(e1, sizeof(e1), "LUBDUB_REDIS_TLS_CA_FILE=%s", pem);
+    snprintf(e2, sizeof(e2), "LUBDUB_REDIS_TLS_SERVER_NAME=10.0.0.7");
+    assert_int_equal(load_and_validate(f, env, "--redis=rediss://h", NULL),
+                     0);
+    assert_string_equal(f->cfg.redis_tls_ca_file, pem);
+    assert_string_equal(f->cfg.redis_tls_server_name, "10.0.0.7");
+    reset(f);
+    snprintf(json, sizeof(json), "{\"redis\": \"rediss://h\", "
+             "\"redis_tls_cert_file\": \"%s\", \"redis_tls_key_file\": "
+             "\"%s\"}", pem, pem);
+    write_json(f, json);
+    snprintf(e1, sizeof(e1), "--config=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, e1, NULL), 0);
+    assert_string_equal(f->cfg.redis_tls_cert_file, pem);
+    assert_string_equal(f->cfg.redis_tls_key_file, pem);
+    reset(f);
+
+    /* Each needs rediss://. */
+    expect_error(f, load_and_validate(f, NULL, "--redis=redis://h", ca),
+                 "--redis-tls-ca-file: needs a rediss:// URL in --redis",
+                 "not redis://");
+    reset(f);
+    expect_error(f, load_and_validate(f, NULL, ca, NULL),
+                 "--redis-tls-ca-file: needs a rediss:// URL in --redis",
+                 "unset");
+    reset(f);
+    expect_error(f, load_and_validate(f, NULL, "--redis=redis://h",
+                                      "--redis-tls-server-name=x"),
+                 "--redis-tls-server-name: needs a rediss:// URL", NULL);
+    reset(f);
+    expect_error(f, load_and_validate(f, NULL, "--redis=redis://h", cert),
+                 "--redis-tls-cert-file: needs a rediss:// URL", NULL);
+    reset(f);
+    expect_error(f, load_and_validate(f, NULL, "--redis=redis://h", key),
+                 "--redis-tls-key-file: needs a rediss:// URL", NULL);
+    reset(f);
+    /* The client certificate and key: both or neither. */
+    expect_error(f, load_and_validate(f, NULL, "--redis=rediss://h", cert),
+                 "--redis-tls-key-file: required when --redis-tls-cert-file "
+                 "is set", NULL);
+    reset(f);
+    expect_error(f, load_and_validate(f, NULL, "--redis=rediss://h", key),
+                 "--redis-tls-cert-file: required when --redis-tls-key-file "
+                 "is set", NULL);
+    reset(f);
+    /* Readable files. */
+    expect_error(f, load_and_validate(f, NULL, "--redis=rediss://h",
+                                      "--redis-tls-ca-file=/nonexistent/ca"),
+                 "--redis-tls-ca-file: cannot read \"/nonexistent/ca\"",
+                 "No such file or directory");
+    reset(f);
+    expect_error(f, then_validate(f, load(f, NULL, "--redis=rediss://h", cert,
+                                          "--redis-tls-key-file=/nonexistent/k",
+                                          NULL)),
+                 "--redis-tls-key-file: cannot read \"/nonexistent/k\"", NULL);
+    reset(f);
+    expect_error(f, load_and_validate(f, NULL, "--redis=rediss://h",
+                                      "--redis-tls-server-name=a b"),
+                 "--redis-tls-server-name: 1 to 255 characters", NULL);
+    unlink(pem);
+}
+
+/* --redis-sentinel and --redis-master: each needs the other; the list
+ * parses; without --redis the node is clustered with
+ * redis://localhost:6379/0, with it the URL stays as given. */
+static void test_config_redis_sentinel_options(void **state)
+{
+    static const struct {
+        char *flag1, *flag2;
+        const char *want;
+    } bad[] = {
+        {"--redis-sentinel=s1", NULL,
+         "--redis-sentinel: needs --redis-master"},
+        {"--redis-master=m", "--redis=redis://h",
+         "--redis-master: needs --redis-sentinel"},
+        {"--redis-sentinel=a,,b", "--redis-master=m",
+         "--redis-sentinel: sentinel 2 (\"\"): empty"},
+        {"--redis-sentinel=a:1,a:1", "--redis-master=m",
+         "--redis-sentinel: sentinel 2 (\"a:1\"): named twice"},
+        {"--redis-sentinel=a:99999", "--redis-master=m",
+         "--redis-sentinel: sentinel 1 (\"a:99999\"): port must be "
+         "1..65535"},
+        {"--redis-sentinel=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q",
+         "--redis-master=m", "--redis-sentinel: more than 16 sentinels"},
+        {"--redis-sentinel=a", "--redis-master=m/x",
+         "--redis-master: 1 to 128 characters of A-Z a-z 0-9 . _ -"},
+    };
+    struct fixture *f = *state;
+    char e1[64], e2[64], flag[96];
+    char *env[] = {e1, e2, NULL};
+
+    assert_null(f->cfg.redis_sentinel);
+    assert_null(f->cfg.redis_master);
+    assert_int_equal(load_and_validate(f, NULL, "--redis-sentinel=s1,s2:5",
+                                       "--redis-master=mymaster"), 0);
+    assert_string_equal(f->cfg.redis_sentinel, "s1,s2:5");
+    assert_string_equal(f->cfg.redis_master, "mymaster");
+    assert_string_equal(f->cfg.redis, "redis://localhost:6379/0");
+    /* Validating again keeps it (and fini frees it: ASan). */
+    assert_int_equal(srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     0);
+    assert_string_equal(f->cfg.redis, "redis://localhost:6379/0");
+    reset(f);
+    assert_int_equal(then_validate(f, load(f, NULL, "--redis-sentinel=s1",
+                                           "--redis-master=m",
+                                           "--redis=rediss://u:p@x:1/4",
+                                           NULL)), 0);
+    assert_string_equal(f->cfg.redis, "rediss://u:p@x:1/4");
+    reset(f);
+    snprintf(e1, sizeof(e1), "LUBDUB_REDIS_SENTINEL=[::1]:26380");
+    snprintf(e2, sizeof(e2), "LUBDUB_REDIS_MASTER=m-1.a_b");
+    assert_int_equal(load_and_validate(f, env, NULL, NULL), 0);
+    assert_string_equal(f->cfg.redis_sentinel, "[::1]:26380");
+    assert_string_equal(f->cfg.redis_master, "m-1.a_b");
+    reset(f);
+    write_json(f, "{\"redis_sentinel\": \"a,b,c\", \"redis_master\": "
+                  "\"m\"}");
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, flag, NULL), 0);
+    assert_string_equal(f->cfg.redis_sentinel, "a,b,c");
+    assert_string_equal(f->cfg.redis, "redis://localhost:6379/0");
+    reset(f);
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        expect_error(f, load_and_validate(f, NULL, bad[i].flag1,
+                                          bad[i].flag2),
+                     bad[i].want, NULL);
+        reset(f);
+    }
+    {
+        /* 129 characters, then 128. */
+        char name[160] = "--redis-master=";
+
+        memset(name + 15, 'm', 129);
+        name[15 + 129] = '\0';
+        expect_error(f, load_and_validate(f, NULL, "--redis-sentinel=a",
+                                          name),
+                     "--redis-master: 1 to 128", NULL);
+        reset(f);
+        name[15 + 128] = '\0';
+        assert_int_equal(load_and_validate(f, NULL, "--redis-sentinel=a",
+                                           name), 0);
+        reset(f);
+    }
+    /* The URL is still checked; its host:port is only unused. */
+    expect_error(f, then_validate(f, load(f, NULL, "--redis-sentinel=a",
+                                          "--redis-master=m",
+                                          "--redis=redis://h:0", NULL)),
+                 "--redis: port must be 1..65535", NULL);
+    reset(f);
+    /* TLS with Sentinel: the implied URL is plaintext. */
+    expect_error(f, then_validate(f, load(f, NULL, "--redis-sentinel=a",
+                                          "--redis-master=m",
+                                          "--redis-tls-server-name=r",
+                                          NULL)),
+                 "--redis-tls-server-name: needs a rediss:// URL in --redis",
+                 "with --redis-sentinel");
+}
+
+/* --redis-sentinel-password-file: read like --redis-password-file (a
+ * secret file, at load), needs --redis-sentinel, and makes a SIGHUP read
+ * the secret files again. */
+static void test_config_redis_sentinel_password_file(void **state)
+{
+    struct fixture *f = *state;
+    char pw[64], flag[128], json[256];
+
+    secret_file(pw, "sentinel pass\r\n", 15);
+    snprintf(flag, sizeof(flag), "--redis-sentinel-password-file=%s", pw);
+    assert_int_equal(then_validate(f, load(f, NULL, flag,
+                                           "--redis-sentinel=a",
+                                           "--redis-master=m", NULL)), 0);
+    assert_string_equal(f->cfg.redis_sentinel_password_file, pw);
+    assert_string_equal(f->cfg.redis_sentinel_password, "sentinel pass");
+    assert_null(f->cfg.redis_password);
+    assert_true(srv_config_has_secret_files(&f->cfg));
+    reset(f);
+    snprintf(json, sizeof(json), "{\"redis_sentinel\": \"a\", "
+             "\"redis_master\": \"m\", \"redis_sentinel_password_file\": "
+             "\"%s\"}", pw);
+    write_json(f, json);
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    assert_int_equal(load_and_validate(f, NULL, flag, NULL), 0);
+    assert_string_equal(f->cfg.redis_sentinel_password, "sentinel pass");
+    reset(f);
+    snprintf(flag, sizeof(flag), "--redis-sentinel-password-file=%s", pw);
+    expect_error(f, load_and_validate(f, NULL, flag, "--redis=redis://h"),
+                 "--redis-sentinel-password-file: needs --redis-sentinel",
+                 NULL);
+    reset(f);
+    expect_error(f, load(f, NULL, "--redis-sentinel-password-file="
+                         "/nonexistent/spw", NULL),
+                 "--redis-sentinel-password-file: cannot read "
+                 "\"/nonexistent/spw\"", "No such file or directory");
+    unlink(pw);
+}
+
 static void test_config_tick_must_not_exceed_ping(void **state)
 {
     struct fixture *f = *state;
@@ -1587,6 +1826,9 @@ int main(void)
         T(test_config_app_secret_file),
         T(test_config_secret_file_out_of_memory),
         T(test_config_tls_needs_both_readable),
+        T(test_config_redis_tls_options),
+        T(test_config_redis_sentinel_options),
+        T(test_config_redis_sentinel_password_file),
         T(test_config_tick_must_not_exceed_ping),
         T(test_config_queue_must_hold_a_message),
         T(test_config_validate_checks_hand_built),

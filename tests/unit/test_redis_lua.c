@@ -751,6 +751,32 @@ static void test_redis_lua_lease_tick_registers_and_claims(void **state)
     assert_int_equal(num("SISMEMBER t:nodes n1"), 1);
 }
 
+/* Just reconnected (may-reap 0): a node without a lease key is left for
+ * one lease, since it may be coming back from the same outage. */
+static void test_redis_lua_lease_tick_spares_the_dead_after_a_reconnect(
+    void **state)
+{
+    redisReply *r;
+
+    (void)state;
+    ok("SADD t:nodes away");
+    ok("HSET t:ns:away %s 1", "a" US "ch");
+    r = eval(srv_redis_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "1", "1",
+             "a", "5", "0", (char *)NULL);
+    el_str(r, 0, "reaped");
+    assert_int_equal(r->element[3]->elements, 0);
+    freeReplyObject(r);
+    assert_int_equal(num("SISMEMBER t:nodes away"), 1);
+    assert_int_equal(num("EXISTS t:ns:away"), 1);
+    /* A lease later (may-reap 1) it is claimed. */
+    r = eval(srv_redis_lua_lease_tick, 0, "t", "n1", "ep1", "3000", "1", "1",
+             "a", "5", "1", (char *)NULL);
+    assert_int_equal(r->element[3]->elements, 2);
+    el_str(r->element[3], 0, "away");
+    freeReplyObject(r);
+    assert_int_equal(num("SISMEMBER t:nodes away"), 0);
+}
+
 static void test_redis_lua_lease_leave_claims_its_own_share(void **state)
 {
     redisReply *r;
@@ -1088,6 +1114,9 @@ int main(void)
             test_redis_lua_online_rejoin_moves_users_over, flush),
         cmocka_unit_test_setup(
             test_redis_lua_lease_tick_registers_and_claims, flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_lease_tick_spares_the_dead_after_a_reconnect,
+            flush),
         cmocka_unit_test_setup(
             test_redis_lua_lease_leave_claims_its_own_share, flush),
         cmocka_unit_test_setup(test_redis_lua_lease_reap_removes_a_share,

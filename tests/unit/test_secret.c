@@ -238,6 +238,46 @@ static void test_secret_from_config(void **state)
     srv_secrets_fini(&s);
 }
 
+/* The sentinels' password: --redis-sentinel-password-file's only (never
+ * the URL's, which is the master's), replaced and named by a reload. */
+static void test_secret_sentinel_password_from_config(void **state)
+{
+    struct srv_config cfg;
+    struct srv_secrets s;
+    char buf[64], changed[96];
+
+    (void)state;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.redis = "redis://:master-pass@127.0.0.1:6379/0";
+    assert_int_equal(srv_secrets_init(&s, &cfg), 0);
+    assert_false(srv_secret_isset(&s.redis_sentinel_password));
+    assert_int_equal(srv_secret_copy(&s.redis_sentinel_password, buf,
+                                     sizeof(buf)), 0);
+    cfg.redis_sentinel_password = "sentinel-pass";
+    assert_int_equal(srv_secrets_update(&s, &cfg, changed, sizeof(changed)),
+                     0);
+    assert_string_equal(changed, "Redis Sentinel password");
+    assert_int_equal(srv_secret_copy(&s.redis_sentinel_password, buf,
+                                     sizeof(buf)), 1);
+    assert_string_equal(buf, "sentinel-pass");
+    assert_int_equal(srv_secret_copy(&s.redis_password, buf, sizeof(buf)),
+                     1);
+    assert_string_equal(buf, "master-pass");
+    srv_secrets_fini(&s);
+
+    assert_int_equal(srv_secrets_init(&s, &cfg), 0);
+    assert_int_equal(srv_secret_copy(&s.redis_sentinel_password, buf,
+                                     sizeof(buf)), 1);
+    assert_string_equal(buf, "sentinel-pass");
+    cfg.redis_sentinel_password = NULL;
+    cfg.admin_token = "admin-token-0123456789";
+    assert_int_equal(srv_secrets_update(&s, &cfg, changed, sizeof(changed)),
+                     0);
+    assert_string_equal(changed, "admin token, Redis Sentinel password");
+    assert_false(srv_secret_isset(&s.redis_sentinel_password));
+    srv_secrets_fini(&s);
+}
+
 /* Readers copy while the main thread replaces the value: every copy is
  * one of the values ever set, whole (TSan: no race on the string). */
 struct reader {
@@ -295,6 +335,7 @@ int main(void)
         T(test_secret_file_refusals_name_the_file),
         cmocka_unit_test(test_secret_set_copy_unset),
         cmocka_unit_test(test_secret_from_config),
+        cmocka_unit_test(test_secret_sentinel_password_from_config),
         cmocka_unit_test(test_secret_readers_while_replaced),
     };
 

@@ -2,7 +2,10 @@
 -- every lease/3. Runs after lease_claim.lua.
 --
 -- ARGV: P, me, epoch, lease ms, registered (0/1), n apps, then (app id,
--- this node's connections) n times. Renews this node's lease, writes its
+-- this node's connections) n times, then may-reap (0/1; absent: 1): 0 for
+-- one lease after this node reconnected, since the other nodes may be
+-- reconnecting after the same outage (a Sentinel failover) and their
+-- leases ran out meanwhile. Renews this node's lease, writes its
 -- connections per app and reads the other nodes' sum, and claims the share
 -- of every dead node (a member of P:nodes without a lease key) whose
 -- election it wins, and every token whose reaper went away. Returns
@@ -20,6 +23,7 @@
 -- embed: lines joined by spaces
 
 local ep, ms, reg, na = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local may_reap = ARGV[7 + 2 * na] ~= '0'
 local apps, counts = {}, {}
 for i = 1, na do
   apps[i] = ARGV[5 + 2 * i]; counts[i] = tonumber(ARGV[6 + 2 * i])
@@ -53,8 +57,8 @@ local live = 0
 for _, n in ipairs(redis.call('SMEMBERS', nodes)) do
   if redis.call('EXISTS', p .. ':node:' .. n) == 1 then
     live = live + 1
-  elseif redis.call('SET', p .. ':reap:' .. n, me, 'NX', 'PX', 30000)
-  then
+  elseif may_reap and
+         redis.call('SET', p .. ':reap:' .. n, me, 'NX', 'PX', 30000) then
     claimed[#claimed + 1] = n
     claimed[#claimed + 1] = claim(n, apps)
     redis.call('DEL', p .. ':reap:' .. n)
