@@ -172,8 +172,9 @@ struct hub *srv_redis_cluster_hub_create(struct srv *srv)
         srv_redis_set_lease(srv->redis, lease);
     }
     srv_log(HUB_LOG_INFO, 0,
-            "backplane: node %s, redis %s db %d, prefix %s; connecting",
-            srv->node_id, where, conn.url.db, cfg->redis_prefix);
+            "backplane: node %s, redis %s db %d%s, prefix %s; connecting",
+            srv->node_id, where, conn.url.db,
+            conn.url.tls ? " over TLS" : "", cfg->redis_prefix);
     return h;
 fail:
     srv->cluster = NULL;

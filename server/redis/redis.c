@@ -84,9 +84,8 @@ static void drop_connections(struct srv_redis *r)
 static void where_of(const struct srv_redis *r, char *out, size_t cap)
 {
     if (r->sentinel && r->at.host[0])
-        snprintf(out, cap, "%.255s:%d (master %.128s%s)", r->at.host,
-                 r->at.port, r->conn.sentinels.master,
-                 r->conn.tls ? ", TLS" : "");
+        snprintf(out, cap, "%.255s:%d (master %.128s)", r->at.host,
+                 r->at.port, r->conn.sentinels.master);
     else
         srv_redis_conn_describe(&r->conn, out, cap);
 }
@@ -159,9 +158,10 @@ static void go_up(struct srv_redis *r)
     k = srv_redis_rx_up(r);
     where_of(r, where, sizeof(where));
     srv_log(HUB_LOG_INFO, 0,
-            "backplane: up, redis %s db %d, node %s, %u channels "
+            "backplane: up, redis %s db %d%s, node %s, %u channels "
             "subscribed",
-            where, r->conn.url.db, r->node_id, k);
+            where, r->conn.url.db, r->conn.tls ? " over TLS" : "",
+            r->node_id, k);
     /* Sentinel: hear of the next failover at once. */
     if (r->sentinel)
         srv_redis_sentinel_watch(r->sentinel);

@@ -68,12 +68,11 @@ void srv_redis_conn_describe(const struct srv_redis_conn *c, char *out,
                              size_t cap)
 {
     if (c->sentinels.n)
-        snprintf(out, cap, "master %s via %zu sentinel%s%s",
+        snprintf(out, cap, "master %s via %zu sentinel%s",
                  c->sentinels.master, c->sentinels.n,
-                 c->sentinels.n == 1 ? "" : "s", c->tls ? " (TLS)" : "");
+                 c->sentinels.n == 1 ? "" : "s");
     else
-        snprintf(out, cap, "%s:%d%s", c->url.host, c->url.port,
-                 c->tls ? " (TLS)" : "");
+        snprintf(out, cap, "%s:%d", c->url.host, c->url.port);
 }
 
 bool srv_redis_conn_checks_role(const struct srv_redis_conn *c)

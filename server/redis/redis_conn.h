@@ -59,8 +59,8 @@ int srv_redis_conn_from_config(struct srv_redis_conn *c,
 /* What init and a TLS context hold. */
 void srv_redis_conn_fini(struct srv_redis_conn *c);
 
-/* Where Redis is for a log line: "host:port", or "master NAME via
- * sentinels" (out of cap bytes). */
+/* Where Redis is for a log line: "host:port", or "master NAME via N
+ * sentinels" (out of cap bytes); TLS or not is said apart. */
 void srv_redis_conn_describe(const struct srv_redis_conn *c, char *out,
                              size_t cap);
 
