@@ -94,6 +94,7 @@ static void go_down(struct srv_redis *r, const char *why)
     /* The directory answers locally from now on; what waited on Redis is
      * answered so (the dropped connections fail their calls). */
     bool was_up = r->up;
+    bool new_why = srv_redis_ready_down(&r->ready, why, was_up);
 
     if (r->c)
         hub_cluster_dir_set_up(r->c, false);
@@ -110,6 +111,10 @@ static void go_down(struct srv_redis *r, const char *why)
                 "backplane: redis %s:%d unreachable (%s); serving local "
                 "subscribers only, retrying", r->conn.url.host,
                 r->conn.url.port, why);
+    } else if (new_why) {
+        srv_log(HUB_LOG_WARN, 0,
+                "backplane: redis %s:%d still unreachable, now: %s; "
+                "retrying", r->conn.url.host, r->conn.url.port, why);
     }
     r->told_down = true;
     r->up = false;
@@ -132,6 +137,7 @@ static void go_up(struct srv_redis *r)
     r->up = true;
     atomic_store(&r->up_flag, true);
     HUB_STAT_SET(r->st->up, 1);
+    srv_redis_ready_up(&r->ready, r->dir != NULL); /* joined after REJOIN */
     if (r->ever_up)
         HUB_STAT_ADD(r->st->reconnects, 1);
     r->ever_up = true;
@@ -245,6 +251,7 @@ static void start_connect(struct srv_redis *r)
     char why[160] = "cannot connect";
 
     r->setup_left = 0;
+    srv_redis_ready_connecting(&r->ready, r->conn.url.host, r->conn.url.port);
     r->cmd = open_one(r, true, why);
     r->sub = r->cmd ? open_one(r, false, why) : NULL;
     if (!r->cmd || !r->sub) {
@@ -399,8 +406,9 @@ struct srv_redis *srv_redis_create(const struct srv_redis_url *u,
     r->node_id = strdup(node_id);
     r->loop = ev_loop_new(EVFLAG_AUTO);
     r->ring = calloc(MAX_INFLIGHT, sizeof(*r->ring));
+    /* The readiness last: nothing after it fails, so no path undoes it. */
     if (!r->node_id || !r->loop || !r->ring || hub_chantab_init(&r->tx, 64) ||
-        hub_chantab_init(&r->rx, 64)) {
+        hub_chantab_init(&r->rx, 64) || srv_redis_ready_init(&r->ready)) {
         if (r->loop)
             ev_loop_destroy(r->loop);
         hub_chantab_fini(&r->tx);
@@ -444,8 +452,10 @@ void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
 {
     r->c = c;
     r->st = hub_cluster_stats(c);
+    srv_redis_ready_set_stats(&r->ready, r->st);
     r->dir = srv_redis_dir_create(r, srv_redis_cmd_ctx,
                                   srv_redis_rx_confirmed, c, r->node_id);
+    srv_redis_dir_set_ready(r->dir, &r->ready);
     if (!r->dir)
         srv_log(HUB_LOG_WARN, 0, "backplane: out of memory for the "
                 "directory; channel state stays per node");
@@ -473,6 +483,11 @@ bool srv_redis_up(const struct srv_redis *r)
     return r && atomic_load(&r->up_flag);
 }
 
+const struct srv_redis_ready *srv_redis_readiness(const struct srv_redis *r)
+{
+    return &r->ready;
+}
+
 void srv_redis_stop(struct srv_redis *r)
 {
     if (!r)
@@ -491,6 +506,7 @@ void srv_redis_stop(struct srv_redis *r)
     srv_redis_dir_free(r->dir);
     ev_loop_destroy(r->loop);
     srv_redis_lease_destroy(r->lease);
+    srv_redis_ready_fini(&r->ready);
     free(r->ring);
     free(r->node_id);
     free(r);
