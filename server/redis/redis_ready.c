@@ -221,13 +221,14 @@ static void waiting(const struct srv_redis_ready_view *v, char *body,
         snprintf(body, cap,
                  "waiting: cluster directory (rejoin failed: %s; the next "
                  "reconnect rejoins again)\n", v->reason);
+    else if (!v->target[0])
+        snprintf(body, cap, "waiting: redis (connecting)\n"); /* not yet */
     else if (!v->attempts)
         snprintf(body, cap, "waiting: redis (connecting to %s)\n",
-                 v->target[0] ? v->target : "redis");
+                 v->target);
     else
         snprintf(body, cap, "waiting: redis (connecting to %s; attempt %u "
-                 "failed: %s)\n", v->target[0] ? v->target : "redis",
-                 v->attempts, v->reason);
+                 "failed: %s)\n", v->target, v->attempts, v->reason);
 }
 
 unsigned srv_redis_ready_answer(const struct srv_redis_ready_view *v,

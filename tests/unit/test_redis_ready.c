@@ -57,6 +57,8 @@ static void test_redis_ready_waits_for_redis_before_the_first_join(
     struct rig *g = *state;
 
     assert_false(srv_redis_ready_joined(&g->rd));
+    assert_int_equal(answer(g, false), 503);
+    assert_string_equal(g->body, "waiting: redis (connecting)\n");
     srv_redis_ready_connecting(&g->rd, "127.0.0.1", 6379);
     assert_int_equal(answer(g, false), 503);
     assert_string_equal(g->body,
