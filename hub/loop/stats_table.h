@@ -232,6 +232,18 @@
       "1 while the Redis backplane is connected, 0 while it is down.")        \
     X(reconnects, counter, "reconnects", "backplane_reconnects_total",        \
       "Times the backplane came back up after being down.")                   \
+    /* Readiness (/readyz; docs/SCALING.md, "Readiness"). */                 \
+    X(joined, gauge, "joined", "backplane_joined",                            \
+      "1 while this node is joined: Redis up and its share of the "          \
+      "directory in sync (its REJOIN done); 0 otherwise.")                    \
+    X(connect_attempts, gauge, "connect_attempts",                            \
+      "backplane_connect_attempts",                                          \
+      "Connects to Redis that failed since the backplane was last up (0 "    \
+      "while up).")                                                           \
+    X(connect_failures, counter, "connect_failures",                          \
+      "backplane_connect_failures_total",                                    \
+      "Connects to Redis that failed: refused, timed out, or AUTH, SELECT "  \
+      "or PING answered with an error.")                                      \
     X(published, counter, "published", "backplane_published_total",          \
       "Envelopes published to Redis (events and terminate orders).")          \
     X(received, counter, "received", "backplane_received_total",             \

@@ -300,6 +300,12 @@ static const struct srv_option_desc srv_options[] = {
      "How long a silent node stays in the cluster before another node "
      "removes its subscriptions and members (renewed every third of it).",
      NULL, 1000, 60000, 0, SRV_CFG(node_lease_ms)},
+    /* Readiness (server/redis/redis_ready.h, docs/SCALING.md). */
+    {"ready_requires_redis", SRV_OPT_BOOL, SRV_ALL, 0, "false", NULL,
+     "With --redis: /readyz answers 503 whenever the node is not joined "
+     "(Redis down, its directory out of sync), not only before it first "
+     "joined.",
+     NULL, 0, 0, 0, SRV_CFG(ready_requires_redis)},
     {"redis_password_file", SRV_OPT_STRING, SRV_ALL, SRV_OPTF_NULLABLE, NULL,
      "PATH",
      "File holding the Redis password (one trailing newline is dropped), "

@@ -113,6 +113,7 @@ struct srv_config {
     char *node_id;             /* NULL = derived: host-pid-random */
     char *redis_prefix;        /* Redis channel prefix, default "lubdub" */
     uint64_t node_lease_ms;    /* --node-lease, 1s..60s, default 3s */
+    bool ready_requires_redis; /* /readyz 503 while not joined, even after */
     char *redis_password_file; /* overrides the password in --redis */
     char *redis_password;      /* read from it; NULL = the URL's (if any) */
     /* TLS to Redis and its sentinels (rediss:// only; validate.c). */

@@ -68,16 +68,11 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
     if (strcmp(path, "/healthz") == 0)
         return srv_http_respond_text(wsi, p, 200, "ok\n");
     if (strcmp(path, "/readyz") == 0) {
-        const char *bp = srv_redis_cluster_state(l->srv);
+        /* Draining, not joined yet, degraded: server/ops/ops.c. */
+        char body[SRV_READYZ_BODY_MAX];
+        unsigned st = srv_ops_readyz(l->srv, body, sizeof(body));
 
-        if (atomic_load(&l->srv->hub->draining))
-            return srv_http_respond_text(wsi, p, 503, "draining\n");
-        /* Redis down: still ready, the node serves its own clients
-         * (docs/SCALING.md: one Redis outage must not empty the pool). */
-        if (bp && strcmp(bp, "down") == 0)
-            return srv_http_respond_text(wsi, p, 200,
-                                         "ready; backplane down\n");
-        return srv_http_respond_text(wsi, p, 200, "ready\n");
+        return srv_http_respond_text(wsi, p, st, body);
     }
     if (l->srv->test_stall_ms && strcmp(path, "/test/stall") == 0) {
         /* Test only: a 404 like any unknown path unless

@@ -114,8 +114,16 @@ struct hub *srv_redis_cluster_hub_create(struct srv *srv);
 int srv_redis_cluster_start(struct srv *srv);
 /* After every loop is gone, before hub_destroy(). */
 void srv_redis_cluster_stop(struct srv *srv);
-/* /readyz's and /stats's view: NULL without --redis, else "up"/"down". */
+/* /stats's view: NULL without --redis, else "up"/"down". */
 const char *srv_redis_cluster_state(const struct srv *srv);
+/* A /readyz body always fits in this. */
+#define SRV_READYZ_BODY_MAX 640
+/* /readyz's answer of a node that is not draining: 200 "ready\n" without
+ * --redis; with it, joined or not (server/redis/redis_ready.h) and
+ * --ready-requires-redis. The body (one line) into body of cap bytes (at
+ * least SRV_READYZ_BODY_MAX). Any thread. */
+unsigned srv_redis_cluster_ready(const struct srv *srv, char *body,
+                                 size_t cap);
 
 /* server/loop/threads.c: the loops' contexts, threads and teardown. */
 int srv_loops_create(struct srv *srv);
@@ -265,6 +273,10 @@ int srv_ops_metrics_callback(struct lws *wsi, enum lws_callback_reasons reason,
                              void *user, void *in, size_t len);
 /* Does wsi belong to the metrics vhost? */
 bool srv_ops_is_metrics(struct lws *wsi);
+/* /readyz on either port: 503 "draining" once the drain began, else
+ * srv_redis_cluster_ready(). The status; the body into body (cap at
+ * least SRV_READYZ_BODY_MAX). */
+unsigned srv_ops_readyz(struct srv *srv, char *body, size_t cap);
 /* First thing for every HTTP request: true when the path is an operator
  * surface's (or anything on the metrics vhost); *rc is then the lws result
  * of the answer written. */

@@ -8,7 +8,8 @@
  * a 404 for anything else, so no REST call, WebSocket or page is reachable
  * there. On the main port /metrics and /stats are a 404 once they moved;
  * /healthz and /readyz stay on both ports (load balancers probe the
- * traffic port, orchestrators often the metrics one).
+ * traffic port, orchestrators often the metrics one), both answered by
+ * srv_ops_readyz().
  *
  * Thread: the connection's loop.
  */
@@ -64,6 +65,15 @@ static int serve_metrics(struct lws *wsi, struct srv_loop *l, bool stats,
     return rc;
 }
 
+unsigned srv_ops_readyz(struct srv *srv, char *body, size_t cap)
+{
+    if (atomic_load(&srv->hub->draining)) {
+        snprintf(body, cap, "draining\n");
+        return 503;
+    }
+    return srv_redis_cluster_ready(srv, body, cap);
+}
+
 bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
                    bool post, bool close, int *rc)
 {
@@ -79,12 +89,11 @@ bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
             *rc = srv_ops_respond(wsi, 200, "text/plain; charset=utf-8",
                                   "ok\n", 3, close, NULL, NULL);
         else if (strcmp(path, "/readyz") == 0) {
-            bool d = atomic_load(&l->srv->hub->draining);
+            char body[SRV_READYZ_BODY_MAX];
+            unsigned st = srv_ops_readyz(l->srv, body, sizeof(body));
 
-            *rc = srv_ops_respond(wsi, d ? 503 : 200,
-                                  "text/plain; charset=utf-8",
-                                  d ? "draining\n" : "ready\n", d ? 9 : 6,
-                                  close, NULL, NULL);
+            *rc = srv_ops_respond(wsi, st, "text/plain; charset=utf-8", body,
+                                  strlen(body), close, NULL, NULL);
         } else
             *rc = not_found(wsi, close);
         return true;

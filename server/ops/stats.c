@@ -22,6 +22,8 @@
 #include "hub/loop/stats_table.h"
 #include "hub/base/version.h"
 #include "server/lws/srv.h"
+#include "server/redis/redis.h"
+#include "server/redis/redis_ready.h"
 #include "server/webhook/webhook_metrics.h"
 
 enum row_fmt {
@@ -335,7 +337,27 @@ static json_t *apps_json(struct srv *srv)
     return o;
 }
 
-/* With --redis: root["backplane"] = {node, state, the counters}. */
+/* The readiness (server/redis/redis_ready.h): its phase, the last reason
+ * (a connect's or a REJOIN's failure, kept after it cleared; "" before
+ * any), and since when the node is not joined (null while it is). */
+static bool readiness_json(struct srv *srv, json_t *o)
+{
+    struct srv_redis_ready_view v;
+    char since[32];
+
+    if (!srv->redis)
+        return true;
+    srv_redis_ready_get(srv_redis_readiness(srv->redis), &v);
+    srv_redis_ready_time(v.since_ms, since, sizeof(since));
+    return put(o, "phase", json_string(srv_redis_ready_phase_name(v.phase))) &&
+           put(o, "last_error", json_string(v.reason)) &&
+           put(o, "not_joined_since",
+               v.phase == SRV_REDIS_PHASE_JOINED ? json_null()
+                                                 : json_string(since));
+}
+
+/* With --redis: root["backplane"] = {node, state, directory, the
+ * readiness, the counters}. */
 static bool backplane_json(struct srv *srv, json_t *root)
 {
     const struct hub_backplane_stats *st = backplane_stats(srv);
@@ -351,7 +373,8 @@ static bool backplane_json(struct srv *srv, json_t *root)
         !put(o, "directory",
              json_string(srv->cluster && hub_cluster_dir_is_up(srv->cluster)
                              ? "up"
-                             : "down")))
+                             : "down")) ||
+        !readiness_json(srv, o))
         goto fail;
 #define X(field, type, key, metric, help)                                      \
     if (!put(o, key, json_integer((json_int_t)HUB_STAT_GET(st->field))))      \

@@ -4,9 +4,10 @@
  * (server/redis/redis.h); without, with the in-process one, exactly as a
  * single node always was.
  *
- * Start with Redis unreachable, refusing the password or not running: a
- * degraded start (docs/SCALING.md). The node serves its own clients at
- * once and the thread keeps retrying; one log line says so.
+ * Start with Redis unreachable, refusing the password or not running: the
+ * node serves its own clients at once and the thread keeps retrying; one
+ * log line says so, and /readyz answers 503 until the node has joined
+ * (srv_redis_cluster_ready, docs/SCALING.md "Readiness").
  *
  * Thread: main.
  */
@@ -25,6 +26,7 @@
 #include "server/redis/redis.h"
 #include "server/redis/redis_conn.h"
 #include "server/redis/redis_lease.h"
+#include "server/redis/redis_ready.h"
 #include "server/lws/srv.h"
 
 /* hostname-pid-random, cut to what a node id may hold. */
@@ -204,6 +206,23 @@ void srv_redis_cluster_stop(struct srv *srv)
     srv->redis = NULL;
     free(srv->node_id);
     srv->node_id = NULL;
+}
+
+_Static_assert(SRV_READYZ_BODY_MAX >= SRV_REDIS_READY_BODY_MAX,
+               "a /readyz body fits");
+
+unsigned srv_redis_cluster_ready(const struct srv *srv, char *body,
+                                 size_t cap)
+{
+    struct srv_redis_ready_view v;
+
+    if (!srv->redis) {
+        snprintf(body, cap, "ready\n");
+        return 200;
+    }
+    srv_redis_ready_get(srv_redis_readiness(srv->redis), &v);
+    return srv_redis_ready_answer(&v, srv->cfg->ready_requires_redis, body,
+                                  cap);
 }
 
 const char *srv_redis_cluster_state(const struct srv *srv)

@@ -92,6 +92,7 @@ static void where_of(const struct srv_redis *r, char *out, size_t cap)
 
 static void go_down(struct srv_redis *r, const char *why)
 {
+    char where[450];
     uint64_t delay;
 
     ev_timer_stop(r->loop, &r->connect_w);
@@ -102,6 +103,7 @@ static void go_down(struct srv_redis *r, const char *why)
     /* The directory answers locally from now on; what waited on Redis is
      * answered so (the dropped connections fail their calls). */
     bool was_up = r->up;
+    bool new_why = srv_redis_ready_down(&r->ready, why, was_up);
 
     if (r->c)
         hub_cluster_dir_set_up(r->c, false);
@@ -116,12 +118,15 @@ static void go_down(struct srv_redis *r, const char *why)
                 "backplane: down (%s); local delivery goes on, cross-node "
                 "messages are lost until Redis is back", why);
     } else if (!r->told_down) {
-        char where[450];
-
         where_of(r, where, sizeof(where));
         srv_log(HUB_LOG_WARN, 0,
                 "backplane: redis %s unreachable (%s); serving local "
                 "subscribers only, retrying",
+                where, why);
+    } else if (new_why) {
+        where_of(r, where, sizeof(where));
+        srv_log(HUB_LOG_WARN, 0,
+                "backplane: redis %s still unreachable, now: %s; retrying",
                 where, why);
     }
     r->told_down = true;
@@ -146,6 +151,7 @@ static void go_up(struct srv_redis *r)
     r->up = true;
     atomic_store(&r->up_flag, true);
     HUB_STAT_SET(r->st->up, 1);
+    srv_redis_ready_up(&r->ready, r->dir != NULL); /* joined after REJOIN */
     if (r->ever_up)
         HUB_STAT_ADD(r->st->reconnects, 1);
     r->ever_up = true;
@@ -269,6 +275,11 @@ static void open_both(struct srv_redis *r)
     char why[160] = "cannot connect";
 
     r->setup_left = 0;
+    if (r->sentinel)
+        srv_redis_ready_connecting(&r->ready, r->at.host, r->at.port);
+    else
+        srv_redis_ready_connecting(&r->ready, r->conn.url.host,
+                                   r->conn.url.port);
     r->cmd = open_one(r, true, why);
     r->sub = r->cmd ? open_one(r, false, why) : NULL;
     if (!r->cmd || !r->sub)
@@ -476,8 +487,11 @@ struct srv_redis *srv_redis_create(struct srv_redis_conn *conn,
     if (r->loop && r->conn.sentinels.n)
         r->sentinel = srv_redis_sentinel_create(r->loop, &r->conn.sentinels,
                                                 switched_cb, r);
+    /* The readiness last: nothing after it fails, so no path undoes it. */
     if (!r->node_id || !r->loop || !r->ring || hub_chantab_init(&r->tx, 64) ||
-        hub_chantab_init(&r->rx, 64) || (r->conn.sentinels.n && !r->sentinel)) {
+        hub_chantab_init(&r->rx, 64) ||
+        (r->conn.sentinels.n && !r->sentinel) ||
+        srv_redis_ready_init(&r->ready)) {
         srv_redis_sentinel_destroy(r->sentinel);
         srv_redis_conn_fini(&r->conn);
         if (r->loop)
@@ -523,8 +537,10 @@ void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
 {
     r->c = c;
     r->st = hub_cluster_stats(c);
+    srv_redis_ready_set_stats(&r->ready, r->st);
     r->dir = srv_redis_dir_create(r, srv_redis_cmd_ctx,
                                   srv_redis_rx_confirmed, c, r->node_id);
+    srv_redis_dir_set_ready(r->dir, &r->ready);
     if (!r->dir)
         srv_log(HUB_LOG_WARN, 0, "backplane: out of memory for the "
                 "directory; channel state stays per node");
@@ -552,6 +568,11 @@ bool srv_redis_up(const struct srv_redis *r)
     return r && atomic_load(&r->up_flag);
 }
 
+const struct srv_redis_ready *srv_redis_readiness(const struct srv_redis *r)
+{
+    return &r->ready;
+}
+
 void srv_redis_stop(struct srv_redis *r)
 {
     if (!r)
@@ -572,6 +593,7 @@ void srv_redis_stop(struct srv_redis *r)
     ev_loop_destroy(r->loop);
     srv_redis_conn_fini(&r->conn);
     srv_redis_lease_destroy(r->lease);
+    srv_redis_ready_fini(&r->ready);
     free(r->ring);
     free(r->node_id);
     free(r);

@@ -48,6 +48,12 @@ int srv_redis_start(struct srv_redis *r);
 void srv_redis_stop(struct srv_redis *r);
 /* Is the backplane connected (any thread)? */
 bool srv_redis_up(const struct srv_redis *r);
+struct srv_redis_ready;
+/* Whether the node has joined, since when not, why: read it with
+ * srv_redis_ready_get() or srv_redis_ready_joined()
+ * (server/redis/redis_ready.h), from any thread. Borrowed; valid until
+ * srv_redis_stop(). */
+const struct srv_redis_ready *srv_redis_readiness(const struct srv_redis *r);
 
 /*
  * The cluster-wide directory (server/redis/redis_dir.c, docs/SCALING.md):

@@ -62,6 +62,13 @@ void srv_redis_dir_free(struct srv_redis_dir *d)
     free(d);
 }
 
+void srv_redis_dir_set_ready(struct srv_redis_dir *d,
+                             struct srv_redis_ready *rd)
+{
+    if (d)
+        d->ready = rd;
+}
+
 void srv_redis_dir_down(struct srv_redis_dir *d)
 {
     srv_redis_dir_park_down(d);

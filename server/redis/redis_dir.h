@@ -32,6 +32,11 @@ struct srv_redis_dir *srv_redis_dir_create(
     bool (*confirmed)(struct srv_redis *r, const char *name, size_t len),
     struct hub_cluster *c, const char *node_id);
 void srv_redis_dir_free(struct srv_redis_dir *d);
+struct srv_redis_ready;
+/* The readiness a REJOIN's start and end are told to
+ * (server/redis/redis_ready.h; borrowed, outlives d). Before start. */
+void srv_redis_dir_set_ready(struct srv_redis_dir *d,
+                             struct srv_redis_ready *rd);
 /* Redis is up (after the SUBSCRIBEs were sent): load the scripts, REJOIN. */
 void srv_redis_dir_up(struct srv_redis_dir *d);
 /* Redis went (after its connections were dropped): held joins answered

@@ -36,6 +36,7 @@ struct srv_redis_dir {
     bool (*confirmed_fn)(struct srv_redis *r, const char *name, size_t len);
     struct hub_cluster *c;
     struct hub_backplane_stats *st;
+    struct srv_redis_ready *ready; /* told when a REJOIN starts and ends */
     char *node;
     struct hub_cluster_op *parked, **parked_tail;
     struct refresh *refresh;

@@ -18,6 +18,7 @@
 #include "hub/loop/stats.h"
 #include "server/redis/redis_dir_int.h"
 #include "server/redis/redis_dir_ops.h"
+#include "server/redis/redis_ready.h"
 #include "server/lws/srv.h"
 
 static void rejoin_step(struct srv_redis_dir *d);
@@ -271,6 +272,8 @@ static void rejoin_step(struct srv_redis_dir *d)
     d->rj.sent_all = false; /* ended: nothing steps it again */
     free(d->rj.tok);
     d->rj.tok = NULL;
+    /* In sync (joined: /readyz's 200), or not until the next reconnect. */
+    srv_redis_ready_synced(d->ready, !d->rj.failed, "a script call failed");
     if (d->rj.failed) {
         srv_log(HUB_LOG_WARN, 0,
                 "backplane: rejoin of the directory incomplete (a script "
@@ -314,7 +317,11 @@ void srv_redis_dir_rejoin_now(struct srv_redis_dir *d)
     free(d->rj.tok);
     d->rj.tok = NULL;
     srv_redis_dir_refresh_clear(d);
+    srv_redis_ready_syncing(d->ready);
     if (!srv_redis_call_conn(&d->calls) || !sh.subs || !sh.mem) {
+        /* Down: the next up rejoins; up: out of memory, as a failure. */
+        if (srv_redis_call_conn(&d->calls))
+            srv_redis_ready_synced(d->ready, false, "out of memory");
         free(sh.subs);
         free(sh.mem);
         return;

@@ -23,6 +23,7 @@
 #include "hub/cluster/cluster.h"
 #include "hub/loop/stats.h"
 #include "server/redis/redis_conn.h"
+#include "server/redis/redis_ready.h"
 
 #define MAX_INFLIGHT 100000     /* PUBLISHes awaiting their reply */
 #define MAX_INFLIGHT_BYTES (64u * 1024 * 1024) /* and their envelope bytes */
@@ -66,6 +67,7 @@ struct srv_redis {
     bool up, ever_up, told_down;
     atomic_bool up_flag;
     unsigned attempts;             /* connects failed since the last up */
+    struct srv_redis_ready ready;  /* /readyz's view (any thread reads) */
     uint64_t epoch, rng;
     struct hub_chantab tx, rx;
     /* PUBLISHes awaiting Redis's reply, oldest first: their envelope
