@@ -22,6 +22,9 @@ const { waitFor } = require('./hub');
 const NODE_USER = 'lubdub';
 const NODE_PASS = 'lubdub-node-pass';
 const ADMIN = ['--user', 'admin', '--pass', 'lubdub-admin-pass', '--no-auth-warning'];
+// The admin's AUTH in RESP, for a test's own raw connection (its reply:
+// "+OK\r\n").
+const ADMIN_AUTH = '*3\r\n$4\r\nAUTH\r\n$5\r\nadmin\r\n$17\r\nlubdub-admin-pass\r\n';
 
 // The "user" directive of the documented ACL SETUSER line, for prefix.
 function aclUser(prefix = 'lubdub') {
@@ -136,4 +139,4 @@ async function numsub(redis, channel) {
   return Number(lines[1]);
 }
 
-module.exports = { startRedis, freePort, redisCli, redisUrl, numsub };
+module.exports = { startRedis, freePort, redisCli, redisUrl, numsub, ADMIN_AUTH };
