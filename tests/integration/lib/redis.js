@@ -74,9 +74,9 @@ function redisCli(port, ...args) {
 // a new one on the same port with the same args, after r.stop().
 async function startRedis(t, { port, extra = [], defer } = {}) {
   const p = port || await freePort();
-  const pass = extra.includes('--requirepass');
+  const ownPass = extra.includes('--requirepass');
   const users = ['--user', 'admin', 'on', '>lubdub-admin-pass', '~*', '&*', '+@all',
-    '--user', ...aclUser(), ...(pass ? [] : ['--user', 'default', 'off'])];
+    '--user', ...aclUser(), ...(ownPass ? [] : ['--user', 'default', 'off'])];
   const child = spawn(REDIS_SERVER, ['--port', String(p), '--bind', '127.0.0.1',
     '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...users, ...extra],
   { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -94,7 +94,7 @@ async function startRedis(t, { port, extra = [], defer } = {}) {
     try { process.kill(r.pid, signal); } catch (_) { /* gone */ }
     return r.exited;
   };
-  r.url = (db = 0) => (pass ? `redis://127.0.0.1:${p}/${db}` : redisUrl(p, db));
+  r.url = (db = 0) => (ownPass ? `redis://127.0.0.1:${p}/${db}` : redisUrl(p, db));
   r.cli = (...args) => redisCli(p, ...args);
   r.paused = false;
   r.pause = () => { r.paused = true; process.kill(r.pid, 'SIGSTOP'); };
