@@ -19,7 +19,9 @@
  *   P:gs:<app>   HASH ch -> subscriptions over all nodes
  *   P:gm:<app>:<ch> HASH uid -> connections over all nodes
  *   P:gi:<app>:<ch> HASH uid -> user_info
- *   P:gq:<app>   HASH ch -> the channel's member sequence
+ *   P:gq:<app>   HASH ch -> the channel's member sequence, while it has
+ *                members; "#" -> the highest of a life that ended
+ *                (server/redis/lua/cseq.lua)
  *   P:rjtok:<node> STRING the reap token of a REJOIN in progress
  * Member events: PUBLISH P:m:<app>:<ch> "<cseq>\n+<n>\n<uid><info>" or
  * "<cseq>\n-<n>\n<uid>", n the uid's length in bytes (decimal): a uid may
@@ -55,11 +57,13 @@ extern const char srv_redis_lua_lease_reap[];
 extern const char srv_redis_lua_cache_scan[];
 /* The webhook sender's stream (server/webhook/webhook_stream*.c): an
  * event appended, the per-app lease taken, renewed, released at a clean
- * stop or retired after a reload, and the delayed edges pumped. */
+ * stop or retired after a reload, the delayed edges pumped, and the
+ * consumers of nodes gone dropped from a group. */
 extern const char srv_redis_lua_wh_stream_add[];
 extern const char srv_redis_lua_wh_stream_lease[];
 extern const char srv_redis_lua_wh_stream_release[];
 extern const char srv_redis_lua_wh_stream_retire[];
 extern const char srv_redis_lua_wh_stream_pump[];
+extern const char srv_redis_lua_wh_stream_consumers[];
 
 #endif

@@ -5,7 +5,11 @@
  * needs (XTRIM MINID: its first pending entry, else its last delivered
  * one), and destroys the groups of webhooks no longer configured here
  * (the holder's config decides), so they neither linger nor hold the
- * stream. At most MAX_STALE groups per pass.
+ * stream. At most MAX_STALE groups per pass. In each group of its own it
+ * drops the consumers of other nodes that hold no pending entry
+ * (server/redis/lua/wh_stream_consumers.lua), at most MAX_STALE a group
+ * per pass: a group keeps a consumer per node id that read it, and ids
+ * change at each restart, so this is what bounds them.
  *
  * Thread: the sender thread.
  */
@@ -21,6 +25,7 @@
 #include "hub/app/app.h"
 #include "hub/loop/stats.h"
 #include "server/lws/srv.h"
+#include "server/redis/redis_lua.h"
 
 #define MAX_STALE 16               /* groups destroyed per trim pass */
 
@@ -98,6 +103,19 @@ static void keep_older(char *min, size_t n, const char *cand)
         snprintf(min, n, "%s", cand);
 }
 
+/* Drop the consumers of group g of stream k that other nodes left behind
+ * with nothing pending (an error shows in the next pass). */
+static void drop_idle_consumers(struct srv_whs *z, const char *k,
+                                const char *g)
+{
+    char max[16];
+    const char *av[7] = { "EVAL", srv_redis_lua_wh_stream_consumers, "1", k,
+                          g, z->node, max };
+
+    snprintf(max, sizeof(max), "%d", MAX_STALE);
+    freeReplyObject(srv__wh_stream_cmd(z, 7, av, NULL));
+}
+
 /* The stale groups of one trim pass. */
 struct stale {
     char name[MAX_STALE][HUB_WHS_GROUP_LEN];
@@ -158,6 +176,8 @@ void srv__wh_stream_trim(struct srv_wh *wh, unsigned ai, const char *k)
             st.pending[st.n] = g.pending;
             st.lag[st.n++] = g.lag;
         }
+        if (mine)
+            drop_idle_consumers(z, k, g.name);
         if (!mine || !g.last)
             continue;
         if (!needed(z, k, &g, cand, sizeof(cand))) {

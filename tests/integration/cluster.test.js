@@ -12,7 +12,7 @@ const {
   APP, serverSdk, rest, rawClient: client, signIn, publish,
 } = require('./lib/clients');
 const {
-  startRedis, startNode, startCluster, bp, allUp, freePort, numsub,
+  startRedis, startNode, startCluster, bp, allUp, freePort, numsub, redisUrl,
 } = require('./lib/cluster');
 const { promtool } = require('./lib/promtool');
 
@@ -253,7 +253,7 @@ test('Redis stopped (SIGSTOP): nodes notice by PING, local delivery never waits'
 
 test('a node started before its Redis serves locally, then joins', async (t) => {
   const port = await freePort();
-  const n1 = await startNode(t, `redis://127.0.0.1:${port}/0`, 'early');
+  const n1 = await startNode(t, redisUrl(port), 'early');
   const s = await bp(n1);
   assert.equal(s.state, 'down');
   assert.equal(s.up, 0);

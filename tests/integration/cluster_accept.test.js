@@ -31,7 +31,7 @@ const {
 } = require('./lib/clients');
 const {
   startRedis, contractNode, startCluster, allUp, allDown, bp, agree, presenceView, freePort, numsub,
-  watchClusterLateness,
+  watchClusterLateness, redisUrl,
 } = require('./lib/cluster');
 
 // laravel-echo ships an ES module build only (see echo.test.js).
@@ -879,7 +879,7 @@ async function degradedOk(node) {
 
 test('Redis not running at start: a degraded start, then the node joins the cluster', async (t) => {
   const port = await freePort();
-  const n1 = await contractNode(t, `redis://127.0.0.1:${port}/0`, 'n1');
+  const n1 = await contractNode(t, redisUrl(port), 'n1');
   await degradedOk(n1);
   const a = await sub(t, n1, 'presence-acc-early', member('early'));
   const b = await sub(t, n1, 'presence-acc-early', member('early2'));

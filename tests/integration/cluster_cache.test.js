@@ -43,19 +43,25 @@ function cacheEnvelope({ origin, app, channel, payload, ttlMs }) {
     u32(data.length), data, u32(ttlMs)]);
 }
 
-// One command with binary arguments over RESP (redis-cli takes argv only).
+// One command with binary arguments over RESP (redis-cli takes argv only),
+// after an AUTH as lib/redis.js's admin user: the reply to the command (a
+// one-line one).
 function respCommand(port, args) {
   return new Promise((resolve, reject) => {
-    const parts = [Buffer.from(`*${args.length}\r\n`)];
-    for (const a of args) {
-      const b = Buffer.isBuffer(a) ? a : Buffer.from(String(a));
-      parts.push(Buffer.from(`$${b.length}\r\n`), b, Buffer.from('\r\n'));
+    const parts = [];
+    for (const cmd of [['AUTH', 'admin', 'lubdub-admin-pass'], args]) {
+      parts.push(Buffer.from(`*${cmd.length}\r\n`));
+      for (const a of cmd) {
+        const b = Buffer.isBuffer(a) ? a : Buffer.from(String(a));
+        parts.push(Buffer.from(`$${b.length}\r\n`), b, Buffer.from('\r\n'));
+      }
     }
     const sock = net.connect(port, '127.0.0.1', () => sock.write(Buffer.concat(parts)));
     let out = '';
     sock.on('data', (d) => {
       out += d;
-      if (out.endsWith('\r\n')) { sock.end(); resolve(out.trim()); }
+      const lines = out.split('\r\n');
+      if (lines.length > 2) { sock.end(); resolve(lines[1]); }
     });
     sock.on('error', reject);
   });

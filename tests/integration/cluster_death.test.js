@@ -23,6 +23,7 @@ const {
   startRedis, startNode, startCluster, bp, allUp, joined, webhookMarkers: markers,
   watchClusterLateness,
 } = require('./lib/cluster');
+const { ADMIN_AUTH } = require('./lib/redis');
 
 const P = 'lubdub';
 const US = '\x1f';
@@ -48,6 +49,7 @@ class RedisSub {
     this.msgs = [];
     this.buf = Buffer.alloc(0);
     this.sock = net.connect(port, '127.0.0.1');
+    this.sock.write(ADMIN_AUTH);
     this.sock.on('data', (d) => { this.buf = Buffer.concat([this.buf, d]); this.parse(); });
     this.sock.on('error', () => {});
     this.subscribed = 0;
@@ -70,7 +72,11 @@ class RedisSub {
       i = e + 2;
       return s;
     };
-    const head = line();
+    let head = line();
+    if (head === '+OK') {          /* the AUTH's reply */
+      this.buf = b.subarray(i);
+      head = line();
+    }
     if (head === null || head[0] !== '*') return null;
     const out = [];
     for (let k = 0; k < Number(head.slice(1)); k++) {

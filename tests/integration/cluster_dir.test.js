@@ -16,6 +16,7 @@ const {
 const net = require('node:net');
 const {
   startRedis, startNode, startCluster, bp, allUp, allDown, joined, memberIds: view, webhookMarkers: markers,
+  redisUrl,
 } = require('./lib/cluster');
 
 // A raw client in presence channel ch as uid; resolves with the client
@@ -204,7 +205,7 @@ test('three nodes: one cluster-wide directory', async (t) => {
     // The subscribing node reaches Redis through a proxy that delays its
     // subscriber connection by 40 ms; the publisher is node 1.
     const proxyPort = await slowSubscriberProxy(t, redis.port, 40);
-    const slow = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'n4');
+    const slow = await startNode(t, redisUrl(proxyPort), 'n4');
     await allUp([slow]);
     // Fresh channels (each one's first SUBSCRIBE on that node), 50 per
     // connection (under max_subscriptions).
@@ -299,7 +300,7 @@ test('a join waiting on Redis when it dies is answered locally', async (t) => {
   const redis = await startRedis(t);
   // The node's SUBSCRIBEs reach Redis only after 3 s: its joins wait.
   const proxyPort = await slowSubscriberProxy(t, redis.port, 3000);
-  const node = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'p1');
+  const node = await startNode(t, redisUrl(proxyPort), 'p1');
   await allUp([node]);
   const c = await client(t, node);
   const from = c.msgs.length;
@@ -326,7 +327,7 @@ test('a join waiting on Redis when it dies is answered locally', async (t) => {
 test('a signin still waiting when its user goes does not stay parked', async (t) => {
   const redis = await startRedis(t);
   const proxyPort = await slowSubscriberProxy(t, redis.port, 60000);
-  const slow = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'r1');
+  const slow = await startNode(t, redisUrl(proxyPort), 'r1');
   await allUp([slow]);
   const users = [];
   for (const id of ['brief1', 'brief2']) users.push(await signIn(await client(t, slow), id));
@@ -342,7 +343,7 @@ test('joins still waiting on Redis at shutdown: the node exits clean', async (t)
   // The node's SUBSCRIBEs reach Redis only after 30 s: its joins wait
   // (parked on the SUBSCRIBE) when it is stopped.
   const proxyPort = await slowSubscriberProxy(t, redis.port, 30000);
-  const node = await startNode(t, `redis://127.0.0.1:${proxyPort}/0`, 'q1', [], { victim: true });
+  const node = await startNode(t, redisUrl(proxyPort), 'q1', [], { victim: true });
   await allUp([node]);
   const c = await client(t, node);
   c.subscribe('presence-shut', { channelData: { user_id: 'solo' } });

@@ -89,6 +89,7 @@ async function resp(t, port) {
     }
     sock.write(Buffer.concat(parts));
   });
+  await cmd('AUTH', 'admin', 'lubdub-admin-pass');   // lib/redis.js's admin
   return { cmd, msgs };
 }
 

@@ -14,6 +14,7 @@ const { APP, rest, rawClient } = require('./lib/clients');
 const {
   startCluster, allUp, allDown, memberIds: view,
 } = require('./lib/cluster');
+const { ADMIN_AUTH } = require('./lib/redis');
 
 const SOCKETS = 5;
 const PER = 500;                   // public channels per socket
@@ -25,7 +26,7 @@ const CH = 'presence-rj';
 // (field count)*n_s n_m (field conns info)*n_m.
 function monitor(t, port) {
   const m = { chunks: [], buf: '' };
-  const sock = net.connect(port, '127.0.0.1', () => sock.write('MONITOR\r\n'));
+  const sock = net.connect(port, '127.0.0.1', () => sock.write(`${ADMIN_AUTH}MONITOR\r\n`));
   sock.on('data', (d) => {
     m.buf += d.toString('latin1');
     let at;

@@ -193,8 +193,8 @@ test('--redis-password-file: used at the next reconnect after a SIGHUP', async (
   await waitFor(async () => (await state()) === 'up', 'the backplane up', 20000, 50);
 
   // Redis changes its password and drops every client: the hub, still
-  // with the old one, cannot get back in.
-  const cli = (pw, ...args) => redis.cli('-a', pw, '--no-auth-warning', ...args);
+  // with the old one, cannot get back in. (redis.cli is the admin user.)
+  const cli = (pw, ...args) => redis.cli(...args);
   await cli('redis-pass-one', 'CONFIG', 'SET', 'requirepass', 'redis-pass-two');
   await cli('redis-pass-two', 'CLIENT', 'KILL', 'TYPE', 'normal');
   await cli('redis-pass-two', 'CLIENT', 'KILL', 'TYPE', 'pubsub');

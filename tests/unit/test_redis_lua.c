@@ -434,10 +434,13 @@ static void test_redis_lua_dir_leave_counts_down_and_publishes(void **state)
     assert_int_equal(el_int(r, 2), 2);
     freeReplyObject(r);
     expect_msg("2\n-5\nalice");
-    /* Every count at 0 is gone. */
+    /* Every count at 0 is gone, the channel's sequence too (its last
+     * number kept as the app's "#"). */
     assert_int_equal(num("HEXISTS t:gs:a presence-x"), 0);
     assert_int_equal(num("EXISTS t:gm:a:presence-x t:gi:a:presence-x"), 0);
     assert_int_equal(num("EXISTS t:ns:n1 t:nm:n1 t:ni:n1"), 0);
+    assert_int_equal(num("HEXISTS t:gq:a presence-x"), 0);
+    assert_int_equal(num("HGET t:gq:a #"), 2);
 
     /* A count this node does not hold is not taken from the totals. */
     ok("HSET t:gs:a ch 5");
@@ -447,6 +450,46 @@ static void test_redis_lua_dir_leave_counts_down_and_publishes(void **state)
     freeReplyObject(r);
     assert_int_equal(num("HGET t:gs:a ch"), 5);
     assert_int_equal(num("EXISTS t:ns:n1"), 0);
+}
+
+/* A presence channel's next life numbers on above the last one's: a view
+ * that outlived the channel on some node takes its lists. */
+static void test_redis_lua_dir_leave_next_life_numbers_on(void **state)
+{
+    redisReply *r;
+
+    (void)state;
+    ok("HSET t:gq:a # 7 presence-y 3");
+    ok("HSET t:gm:a:presence-y u 1");
+    sub_open("t:m:a:presence-x");
+    r = eval(srv_redis_lua_dir_join, 7, KEYS7("presence-x"),
+             "a" US "presence-x", "presence-x", "0", "bob", "",
+             "a" US "presence-x" US "bob", "t:m:a:presence-x", "",
+             (char *)NULL);
+    assert_int_equal(el_int(r, 2), 8);
+    freeReplyObject(r);
+    expect_msg("8\n+3\nbob");
+    r = eval(srv_redis_lua_dir_leave, 7, KEYS7("presence-x"),
+             "a" US "presence-x", "presence-x", "bob",
+             "a" US "presence-x" US "bob", "t:m:a:presence-x", (char *)NULL);
+    assert_int_equal(el_int(r, 2), 9);
+    freeReplyObject(r);
+    expect_msg("9\n-3\nbob");
+    assert_int_equal(num("HEXISTS t:gq:a presence-x"), 0);
+    assert_int_equal(num("HGET t:gq:a #"), 9);
+    /* A channel that still has members keeps its own sequence, and "#"
+     * never goes down. */
+    assert_int_equal(num("HGET t:gq:a presence-y"), 3);
+    ok("HSET t:gq:a presence-z 4");
+    ok("HSET t:gm:a:presence-z v 1");
+    ok("HSET t:nm:n1 %s 1", "a" US "presence-z" US "v");
+    r = eval(srv_redis_lua_dir_leave, 7, KEYS7("presence-z"),
+             "a" US "presence-z", "presence-z", "v",
+             "a" US "presence-z" US "v", "t:m:a:presence-z", (char *)NULL);
+    assert_int_equal(el_int(r, 2), 5);
+    freeReplyObject(r);
+    assert_int_equal(num("HEXISTS t:gq:a presence-z"), 0);
+    assert_int_equal(num("HGET t:gq:a #"), 9);
 }
 
 static void test_redis_lua_dir_leave_delays_closing_edges(void **state)
@@ -828,6 +871,9 @@ static void test_redis_lua_lease_reap_removes_a_share(void **state)
     el_str(e, 7, "");
     freeReplyObject(r);
     expect_msg("1\n-1\nu");
+    /* The channel's last member went: its sequence with it. */
+    assert_int_equal(num("HEXISTS t:gq:a presence-p"), 0);
+    assert_int_equal(num("HGET t:gq:a #"), 1);
     assert_int_equal(num("HEXISTS t:gs:a presence-p"), 0);
     assert_int_equal(num("HGET t:gs:a ch"), 1);
     assert_int_equal(num("EXISTS t:gm:a:presence-p t:gi:a:presence-p"), 0);
@@ -1089,6 +1135,51 @@ static void test_redis_lua_wh_stream_release_frees_only_its_own(
     assert_int_equal(num("EXISTS t:whl:a"), 0);
 }
 
+static long long consumers(void)
+{
+    redisReply *r = cmd("XINFO CONSUMERS t:wh:a g");
+    long long n;
+
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+static void test_redis_lua_wh_stream_consumers_drops_idle_ones(void **state)
+{
+    redisReply *r;
+
+    (void)state;
+    ok("XGROUP CREATE t:wh:a g 0 MKSTREAM");
+    ok("XADD t:wh:a 1-1 name e");
+    ok("XGROUP CREATECONSUMER t:wh:a g n1");
+    ok("XGROUP CREATECONSUMER t:wh:a g n3");
+    ok("XGROUP CREATECONSUMER t:wh:a g n4");
+    r = cmd("XREADGROUP GROUP g n2 COUNT 1 STREAMS t:wh:a >");
+    freeReplyObject(r);
+    assert_int_equal(consumers(), 4);
+    /* At most max a call; never this node's own, never one that holds
+     * entries (n2). */
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_consumers, 1, "t:wh:a",
+                              "g", "n1", "1", (char *)NULL),
+                     1);
+    assert_int_equal(consumers(), 3);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_consumers, 1, "t:wh:a",
+                              "g", "n1", "16", (char *)NULL),
+                     1);
+    assert_int_equal(consumers(), 2);
+    /* Once n2's entry is acknowledged it goes too. */
+    ok("XACK t:wh:a g 1-1");
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_consumers, 1, "t:wh:a",
+                              "g", "n1", "16", (char *)NULL),
+                     1);
+    assert_int_equal(consumers(), 1);
+    assert_int_equal(eval_int(srv_redis_lua_wh_stream_consumers, 1, "t:wh:a",
+                              "g", "n1", "16", (char *)NULL),
+                     0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1100,6 +1191,8 @@ int main(void)
             test_redis_lua_dir_join_queues_webhook_edges, flush),
         cmocka_unit_test_setup(
             test_redis_lua_dir_leave_counts_down_and_publishes, flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_dir_leave_next_life_numbers_on, flush),
         cmocka_unit_test_setup(
             test_redis_lua_dir_leave_delays_closing_edges, flush),
         cmocka_unit_test_setup(test_redis_lua_dir_info_list_and_members,
@@ -1136,6 +1229,8 @@ int main(void)
             flush),
         cmocka_unit_test_setup(
             test_redis_lua_wh_stream_release_frees_only_its_own, flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_wh_stream_consumers_drops_idle_ones, flush),
     };
 
     if (access(server_path(), X_OK)) {

@@ -93,6 +93,8 @@ struct fake_redis {
     long long queued, dropped;     /* P:whn:<app> */
     /* What it was asked. */
     unsigned xadds, xacks, claims, trims, releases, reads, retires, destroys;
+    unsigned idle_drops;           /* wh_stream_consumers.lua, per group */
+    char last_group[64];           /* its ARGV[1] */
     char last_read_id[32];
     char last_bound[16];           /* ARGV[1] of the last XADD script */
 };
@@ -277,6 +279,11 @@ static void eval(struct fake_redis *r, char **a, unsigned n, struct out *o)
         r->queued++;
         r->xadds++;
         put(o, ":1\r\n");
+    } else if (strstr(s, "DELCONSUMER")) { /* KEYS wh; ARGV group me max */
+        assert_int_equal(n, 7);
+        snprintf(r->last_group, sizeof(r->last_group), "%s", a[4]);
+        r->idle_drops++;
+        put(o, ":0\r\n");
     } else if (strstr(s, "DEL")) {         /* release: KEYS l; ARGV me */
         if (!strcmp(r->lease, a[4]))
             r->lease[0] = '\0';
@@ -827,6 +834,9 @@ static void test_webhook_stream_holder_reads_one_batch_acks_and_trims(
     rounds(g, 1);
     assert_true(g->redis.trims >= 1);
     assert_int_equal(g->redis.ne, 1);        /* MINID: the last one stays */
+    /* The trim pass also drops other nodes' idle consumers of the group. */
+    assert_true(g->redis.idle_drops >= 1);
+    assert_string_equal(g->redis.last_group, g->redis.g[0].name);
     assert_int_equal(held(g), 0);
     assert_int_equal(whs_stat(g, "leases_held"), 1);
 }

@@ -29,7 +29,7 @@ end
 if redis.call('HINCRBY', KEYS[5], uid, 1) == 1 then
   mf = 1; wh_open('member_added', ch, uid)
   redis.call('HSET', KEYS[6], uid, info)
-  cseq = redis.call('HINCRBY', KEYS[7], ch, 1)
+  cseq = cseq_add(KEYS[7], ch)
   redis.call('PUBLISH', ARGV[7], (ARGV[8] or '') .. cseq .. '\n+' ..
              #uid .. '\n' .. uid .. info)
 else

@@ -30,7 +30,7 @@ if nargv >= 5 then
       if g == 0 then
         redis.call('HDEL', KEYS[6], uid)
         ml = 1; wh_close('member_removed', ch, uid)
-        cseq = redis.call('HINCRBY', KEYS[7], ch, 1)
+        cseq = cseq_remove(KEYS[7], ch, KEYS[5])
         redis.call('PUBLISH', ARGV[5], cseq .. '\n-' .. #uid ..
                    '\n' .. uid)
       end

@@ -88,12 +88,12 @@ for k = 1, n do
     if g <= 0 then redis.call('HDEL', gm, uid) end
     if before > 0 and g <= 0 then
       redis.call('HDEL', gi, uid)
-      local s = redis.call('HINCRBY', P..':gq:'..app, ch, 1)
+      local s = cseq_remove(P..':gq:'..app, ch, gm)
       redis.call('PUBLISH', mchan, s..'\n-'..#uid..'\n'..uid)
       removed = removed + 1
     elseif before <= 0 and g > 0 then
       redis.call('HSET', gi, uid, info)
-      local s = redis.call('HINCRBY', P..':gq:'..app, ch, 1)
+      local s = cseq_add(P..':gq:'..app, ch)
       redis.call('PUBLISH', mchan, stamp..s..'\n+'..#uid..'\n'..uid..info)
       added = added + 1
     end

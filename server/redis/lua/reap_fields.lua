@@ -55,7 +55,7 @@ local function drop_member(P, a, c, u, n)
   local before = sub(P..':gm:'..a..':'..c, u, n)
   if before > 0 and before <= n then
     redis.call('HDEL', P..':gi:'..a..':'..c, u)
-    local cs = redis.call('HINCRBY', P..':gq:'..a, c, 1)
+    local cs = cseq_remove(P..':gq:'..a, c, P..':gm:'..a..':'..c)
     redis.call('PUBLISH', P..':m:'..a..':'..c, cs..'\n-'..#u..'\n'..u)
     return true
   end

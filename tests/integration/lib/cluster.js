@@ -312,5 +312,5 @@ module.exports = {
   startRedis, startNode, contractNode, startCluster, defer, bp, allUp, allDown, drained, webhookMarkers,
   watchClusterLateness,
   joined, memberIds, agree, presenceView,
-  freePort: redisLib.freePort, numsub: redisLib.numsub, redisCli: redisLib.redisCli,
+  freePort: redisLib.freePort, numsub: redisLib.numsub, redisCli: redisLib.redisCli, redisUrl: redisLib.redisUrl,
 };

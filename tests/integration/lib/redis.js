@@ -3,9 +3,41 @@
 // free loopback port, no persistence, killed by PID when the test ends
 // (and on exit, even after a failure). redisCli runs Debian's redis-cli
 // for the few checks a test makes on Redis itself (PUBSUB NUMSUB).
+//
+// The nodes run as the Redis 7 ACL user docs/SCALING.md gives ("What lives
+// in Redis": its ACL SETUSER line is read from there, so the docs and the
+// suite cannot drift), r.url() carries its credentials, and the default
+// user is off: a command, key or channel the line does not allow fails
+// the test (the nodes' errors, and the ACL LOG checked when it ends).
+// redis-cli (r.cli, redisCli) is the admin user, for the tests' own
+// checks (FLUSHALL, CLIENT KILL, ...). With --requirepass in extra the
+// default user stays on with that password (the tests of a refused
+// password), and r.url() has no credentials.
 const { spawn, execFile } = require('node:child_process');
+const fs = require('node:fs');
 const net = require('node:net');
+const path = require('node:path');
 const { waitFor } = require('./hub');
+
+const NODE_USER = 'lubdub';
+const NODE_PASS = 'lubdub-node-pass';
+const ADMIN = ['--user', 'admin', '--pass', 'lubdub-admin-pass', '--no-auth-warning'];
+// The admin's AUTH in RESP, for a test's own raw connection (its reply:
+// "+OK\r\n").
+const ADMIN_AUTH = '*3\r\n$4\r\nAUTH\r\n$5\r\nadmin\r\n$17\r\nlubdub-admin-pass\r\n';
+
+// The "user" directive of the documented ACL SETUSER line, for prefix.
+function aclUser(prefix = 'lubdub') {
+  const doc = fs.readFileSync(path.join(__dirname, '../../../docs/SCALING.md'), 'utf8');
+  const line = doc.split('\n').find((l) => l.startsWith(`ACL SETUSER ${NODE_USER} `));
+  if (!line) throw new Error('docs/SCALING.md: no ACL SETUSER line');
+  return line.split(/\s+/).slice(2).map((w) => w.replace('>CHANGE-ME', `>${NODE_PASS}`)
+    .replace(/^([~&])lubdub:/, `$1${prefix}:`));
+}
+
+// The URL the nodes use for a Redis of startRedis's on port (also before
+// it is started).
+const redisUrl = (port, db = 0) => `redis://${NODE_USER}:${NODE_PASS}@127.0.0.1:${port}/${db}`;
 
 const REDIS_SERVER = process.env.REDIS_SERVER || '/usr/bin/redis-server';
 const REDIS_CLI = process.env.REDIS_CLI || '/usr/bin/redis-cli';
@@ -30,7 +62,7 @@ function freePort() {
 
 function redisCli(port, ...args) {
   return new Promise((resolve, reject) => {
-    execFile(REDIS_CLI, ['-h', '127.0.0.1', '-p', String(port), ...args],
+    execFile(REDIS_CLI, ['-h', '127.0.0.1', '-p', String(port), ...ADMIN, ...args],
       { timeout: 10000 }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim())));
   });
 }
@@ -42,8 +74,11 @@ function redisCli(port, ...args) {
 // a new one on the same port with the same args, after r.stop().
 async function startRedis(t, { port, extra = [], defer } = {}) {
   const p = port || await freePort();
+  const ownPass = extra.includes('--requirepass');
+  const users = ['--user', 'admin', 'on', '>lubdub-admin-pass', '~*', '&*', '+@all',
+    '--user', ...aclUser(), ...(ownPass ? [] : ['--user', 'default', 'off'])];
   const child = spawn(REDIS_SERVER, ['--port', String(p), '--bind', '127.0.0.1',
-    '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...extra],
+    '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...users, ...extra],
   { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   const r = { child, pid: child.pid, port: p, out: '', exit: null };
@@ -59,7 +94,7 @@ async function startRedis(t, { port, extra = [], defer } = {}) {
     try { process.kill(r.pid, signal); } catch (_) { /* gone */ }
     return r.exited;
   };
-  r.url = (db = 0) => `redis://127.0.0.1:${p}/${db}`;
+  r.url = (db = 0) => (ownPass ? `redis://127.0.0.1:${p}/${db}` : redisUrl(p, db));
   r.cli = (...args) => redisCli(p, ...args);
   r.paused = false;
   r.pause = () => { r.paused = true; process.kill(r.pid, 'SIGSTOP'); };
@@ -69,15 +104,32 @@ async function startRedis(t, { port, extra = [], defer } = {}) {
     try { process.kill(r.pid, 'SIGCONT'); } catch (_) { /* gone */ }
   };
   r.again = () => startRedis(t, { port: p, extra, defer });
-  const cleanup = () => { r.resume(); return r.stop(); };
+  const cleanup = async () => {
+    r.resume();
+    const denied = r.exit ? '' : await aclDenied(r);
+    await r.stop();
+    if (denied) throw new Error(`redis ${p}: the node user was refused: ${denied}`);
+  };
   if (defer) defer(cleanup);
   else if (t) t.after(cleanup);
-  const auth = extra.includes('--requirepass') ? ['-a', extra[extra.indexOf('--requirepass') + 1], '--no-auth-warning'] : [];
   await waitFor(async () => {
     if (r.exit) throw new Error(`redis-server exited: ${r.out}`);
-    return (await r.cli(...auth, 'PING')) === 'PONG';
+    return (await r.cli('PING').catch(() => '')) === 'PONG';
   }, `redis-server on ${p}`, 10000, 50);
   return r;
+}
+
+// What ACL LOG says the node user was refused (a command, key or channel;
+// refused AUTHs are some tests' point): "" when nothing.
+async function aclDenied(r) {
+  const log = await r.cli('ACL', 'LOG').catch(() => '');
+  const out = [];
+  for (const e of log.split(/\n(?=count\n)/)) {
+    const f = e.split('\n');
+    const get = (k) => f[f.indexOf(k) + 1];
+    if (get('username') === NODE_USER && get('reason') !== 'auth') out.push(`${get('reason')} ${get('object')}`);
+  }
+  return out.join(', ');
 }
 
 // How many subscribers Redis counts for a channel (nodes subscribed).
@@ -87,4 +139,4 @@ async function numsub(redis, channel) {
   return Number(lines[1]);
 }
 
-module.exports = { startRedis, freePort, redisCli, numsub };
+module.exports = { startRedis, freePort, redisCli, redisUrl, numsub, ADMIN_AUTH };
