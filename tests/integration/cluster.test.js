@@ -12,7 +12,7 @@ const {
   APP, serverSdk, rest, rawClient: client, signIn, publish,
 } = require('./lib/clients');
 const {
-  startRedis, startNode, startCluster, bp, allUp, freePort, numsub,
+  startRedis, startNode, startCluster, bp, allUp, freePort, numsub, scheme,
 } = require('./lib/cluster');
 const { promtool } = require('./lib/promtool');
 
@@ -251,7 +251,7 @@ test('Redis stopped (SIGSTOP): nodes notice by PING, local delivery never waits'
 
 test('a node started before its Redis serves locally, then joins', async (t) => {
   const port = await freePort();
-  const n1 = await startNode(t, `redis://127.0.0.1:${port}/0`, 'early');
+  const n1 = await startNode(t, `${scheme()}://127.0.0.1:${port}/0`, 'early');
   const s = await bp(n1);
   assert.equal(s.state, 'down');
   assert.equal(s.up, 0);
@@ -267,11 +267,11 @@ test('a node started before its Redis serves locally, then joins', async (t) => 
 
 test('a refused password: degraded, one line; the right one connects', async (t) => {
   const redis = await startRedis(t, { extra: ['--requirepass', 's3cret'] });
-  const bad = await startNode(t, `redis://:wrong@127.0.0.1:${redis.port}/0`, 'badpass');
+  const bad = await startNode(t, `${redis.scheme}://:wrong@127.0.0.1:${redis.port}/0`, 'badpass');
   await waitFor(() => /backplane: redis .* unreachable \(.*(WRONGPASS|invalid|password).*\)/i.test(bad.stderr),
     'auth failure logged');
   assert.equal((await bp(bad)).state, 'down');
-  const good = await startNode(t, `redis://:s3cret@127.0.0.1:${redis.port}/0`, 'goodpass');
+  const good = await startNode(t, `${redis.scheme}://:s3cret@127.0.0.1:${redis.port}/0`, 'goodpass');
   await allUp([good]);
 });
 
