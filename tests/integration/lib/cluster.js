@@ -128,14 +128,16 @@ function adopt(t, hub, id, victim) {
 }
 
 // A two-loop node with the given --node-id and a short drain; extra: more
-// flags. opts.victim: the test kills it or checks its exit itself.
+// flags (a null URL: no --redis, e.g. a node that finds Redis through
+// --redis-sentinel). opts.victim: the test kills it or checks its exit itself.
 // LUBDUB_TEST_CLUSTER_KEY_FILE: every such node also gets that
 // --cluster-key-file (to run the cluster tests with a cluster key).
 async function startNode(t, redisUrl, id, extra = [], { victim = false } = {}) {
   const keyed = process.env.LUBDUB_TEST_CLUSTER_KEY_FILE && !extra.includes('--cluster-key-file')
     ? ['--cluster-key-file', process.env.LUBDUB_TEST_CLUSTER_KEY_FILE] : [];
   const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redisUrl, '--node-id', id, ...keyed, ...tlsArgs(redisUrl, extra), ...extra]);
+    ...(redisUrl ? ['--redis', redisUrl] : []), '--node-id', id, ...keyed, ...tlsArgs(redisUrl, extra),
+    ...extra]);
   return adopt(t, hub, id, victim);
 }
 
@@ -321,5 +323,5 @@ module.exports = {
   watchClusterLateness,
   joined, memberIds, agree, presenceView,
   freePort: redisLib.freePort, numsub: redisLib.numsub, redisCli: redisLib.redisCli,
-  scheme: redisLib.scheme,
+  scheme: redisLib.scheme, logged,
 };

@@ -41,6 +41,9 @@
 //                     replica of the current master, wait until in sync
 //                     and every sentinel lists it as a healthy replica
 //   s.failover()      the three above: one whole failover, timed
+//   s.replicated()    wait until every live replica has applied all the
+//                     primary had written when asked (the offsets of INFO
+//                     replication): what a kill after it cannot lose
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -211,6 +214,20 @@ async function startSentinels(t, opts = {}) {
       `${r.port} in sync with ${port}`, 30000, 50);
     await s.settled(`the sentinels to list ${r.port} as a replica`);
     return again;
+  };
+
+  const offset = (info, key) => Number((new RegExp(`${key}:(\\d+)`).exec(info) || [])[1]);
+  s.replicated = async (timeoutMs = 10000) => {
+    const p = await s.primary();
+    const want = offset(await p.cli('INFO', 'replication'), 'master_repl_offset');
+    const replicas = s.servers.filter((r) => r !== p && !r.exit);
+    await waitFor(async () => {
+      for (const r of replicas) {
+        if (!(offset(await r.cli('INFO', 'replication'), 'slave_repl_offset') >= want)) return false;
+      }
+      return true;
+    }, `the replicas at offset ${want}`, timeoutMs, 20);
+    return want;
   };
 
   s.failover = async () => {
