@@ -54,10 +54,15 @@ const redisLib = require('./redis');
 const REDIS_SENTINEL = process.env.REDIS_SENTINEL || '/usr/bin/redis-sentinel';
 
 const running = new Set();
+const dirs = new Set();
+const removeDir = (dir) => {
+  try { fs.rmSync(dir, { recursive: true, force: true }); } catch (_) { /* again at exit */ }
+};
 process.on('exit', () => {
   for (const c of running) {
     try { process.kill(c.pid, 'SIGKILL'); } catch (_) { /* gone */ }
   }
+  for (const d of dirs) removeDir(d);
 });
 
 // Fields of a flat RESP map as redis-cli prints it (key, value per line).
@@ -92,11 +97,17 @@ async function startSentinels(t, opts = {}) {
   const tls = opts.tls === undefined ? null : opts.tls;
   const defer = opts.defer || ((fn) => t.after(fn));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-sentinel-'));
-  // Registered first, so it runs after every process is stopped.
-  defer(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // Removed when the test ends and again at exit (the processes writing
+  // in it may outlive the first try: teardown order varies with defer).
+  dirs.add(dir);
+  defer(() => removeDir(dir));
   // Quick syncs: no 5 s wait for more replicas before a diskless transfer.
+  // A replica stores what a full sync sends in its own directory (its
+  // --dir, else it would write dump.rdb wherever the test runs).
   const serverExtra = ['--repl-diskless-sync-delay', '0'];
-  const start = (extra = []) => redisLib.startRedis(t, { tls, extra: [...serverExtra, ...extra], defer });
+  const serverDir = () => ['--dir', fs.mkdtempSync(path.join(dir, 'server-'))];
+  const start = (extra = []) => redisLib.startRedis(t, { tls, defer,
+    extra: [...serverExtra, ...serverDir(), ...extra] });
 
   const s = { name, tls, dir, servers: [], sentinels: [], sentinelPassword, passwordFile: null };
   const primary = await start();
@@ -208,7 +219,7 @@ async function startSentinels(t, opts = {}) {
   s.restartAsReplica = async (r) => {
     const { port } = await s.master();
     const again = await redisLib.startRedis(t, { tls, port: r.port, defer,
-      extra: [...serverExtra, '--replicaof', '127.0.0.1', String(port)] });
+      extra: [...serverExtra, ...serverDir(), '--replicaof', '127.0.0.1', String(port)] });
     s.servers[s.servers.indexOf(r)] = again;
     await waitFor(async () => /master_link_status:up/.test(await again.cli('INFO', 'replication')),
       `${r.port} in sync with ${port}`, 30000, 50);
