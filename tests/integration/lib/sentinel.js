@@ -38,12 +38,15 @@
 //                     (since the last killPrimary());
 //                     resolves with {at, port, switchedAt}
 //   s.restartAsReplica(r)  start a killed server again on its port as a
-//                     replica of the current master, wait until in sync
-//                     and every sentinel lists it as a healthy replica
+//                     replica of the current master (once every sentinel
+//                     sees that master steady: s.steady(port)), wait until
+//                     in sync and every sentinel lists it as a healthy
+//                     replica
 //   s.failover()      the three above: one whole failover, timed
 //   s.replicated()    wait until every live replica has applied all the
 //                     primary had written when asked (the offsets of INFO
 //                     replication): what a kill after it cannot lose
+const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -216,13 +219,33 @@ async function startSentinels(t, opts = {}) {
     return { at: Date.now(), port, switchedAt };
   };
 
+  // Every sentinel names port as the master, sees it up and has had a
+  // reply to a ping lately. On a loaded machine a sentinel whose fresh
+  // link to a just-promoted master has not answered for down-after-ms
+  // marks it down and fails over again; a replica's full sync (a fork)
+  // started at that moment makes it likelier, so a restart waits for this.
+  s.steady = async (port, timeoutMs = 30000) => {
+    await waitFor(async () => {
+      for (const sn of s.sentinels.filter((x) => !x.exit)) {
+        const m = fields(await sn.cli('SENTINEL', 'master', name));
+        if (Number(m.port) !== port || m.flags !== 'master' || !(Number(m['last-ok-ping-reply']) < 500)) return false;
+      }
+      return true;
+    }, `every sentinel to see ${port} as a steady master`, timeoutMs, 50);
+  };
+
+  // The restarted server may not be promoted before it has the data
+  // (replica-priority 0 until its first sync is done).
   s.restartAsReplica = async (r) => {
     const { port } = await s.master();
+    await s.steady(port);
     const again = await redisLib.startRedis(t, { tls, port: r.port, defer,
-      extra: [...serverExtra, ...serverDir(), '--replicaof', '127.0.0.1', String(port)] });
+      extra: [...serverExtra, ...serverDir(), '--replica-priority', '0',
+        '--replicaof', '127.0.0.1', String(port)] });
     s.servers[s.servers.indexOf(r)] = again;
     await waitFor(async () => /master_link_status:up/.test(await again.cli('INFO', 'replication')),
       `${r.port} in sync with ${port}`, 30000, 50);
+    assert.equal(await again.cli('CONFIG', 'SET', 'replica-priority', '100'), 'OK');
     await s.settled(`the sentinels to list ${r.port} as a replica`);
     return again;
   };
