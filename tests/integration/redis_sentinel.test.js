@@ -89,12 +89,15 @@ async function get(hub, path, params = {}) {
 }
 
 // A numbered stream of publications to channels through `via`, one every
-// 50 ms, for at most 30 s: sent.get(i) is when publication i was sent.
+// 50 ms, for at most 60 s (1,200 publications; a run stops it once its
+// checks are done: the sentinels alone may take 12 s to fail over, the
+// product up to 10 s more, then the convergence checks):
+// sent.get(i) is when publication i was sent.
 function stream(via, channels, first) {
   const sent = new Map();
   let next = first;
   let stopped = false;
-  const deadline = Date.now() + 30000;
+  const deadline = Date.now() + 60000;
   const run = (async () => {
     while (!stopped && Date.now() < deadline) {
       const i = next++;
