@@ -9,8 +9,7 @@
 // failure here is the harness's (or Debian's Redis's), not the product's.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { redisCli } = require('./lib/redis');
-const { startSentinels } = require('./lib/sentinel');
+const { startSentinels, sentinelCli } = require('./lib/sentinel');
 const { makeCerts } = require('./lib/tls_certs');
 
 async function twoFailovers(t, s) {
@@ -50,7 +49,7 @@ test('over TLS, sentinels requiring a password: the same', async (t) => {
   assert.match(s.url(), /^rediss:/);
   assert.ok(s.nodeArgs().includes('--redis-sentinel-password-file'));
   // Without the password a sentinel refuses to answer.
-  const bare = await redisCli(s.sentinels[0].port, '--tls', '--cacert', certs.ca.cert,
+  const bare = await sentinelCli(s.sentinels[0].port, '--tls', '--cacert', certs.ca.cert,
     'SENTINEL', 'get-master-addr-by-name', s.name);
   assert.match(bare, /NOAUTH|Authentication required/i);
   await twoFailovers(t, s);

@@ -23,7 +23,8 @@
 //   s.servers         the redis-server processes (lib/redis.js objects)
 //   s.sentinels       {port, pid, out, stop()} for each sentinel
 //   s.addrs()         "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
-//   s.url(db)         a --redis URL that gives only scheme and db (its
+//   s.url(db)         a --redis URL that gives only scheme, credentials
+//                     (lib/redis.js's node user, when it has one) and db (its
 //                     host:port, 127.0.0.1:1, has nothing listening: a node
 //                     that reached Redis found it through the sentinels)
 //   s.nodeArgs()      --redis-sentinel, --redis-master, the password file
@@ -50,11 +51,29 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
+const { spawn, execFile } = require('node:child_process');
 const { waitFor } = require('./hub');
 const redisLib = require('./redis');
 
 const REDIS_SENTINEL = process.env.REDIS_SENTINEL || '/usr/bin/redis-sentinel';
+const REDIS_CLI = process.env.REDIS_CLI || '/usr/bin/redis-cli';
+
+// When lib/redis.js gives every Redis the ACL users of docs/SCALING.md
+// (the default user off), replication and the sentinels use its admin
+// user: {user, pass} from its AUTH command (RESP), else null.
+const admin = (() => {
+  const f = (redisLib.ADMIN_AUTH || '').split('\r\n');
+  return f[2] === 'AUTH' ? { user: f[4], pass: f[6] } : null;
+})();
+
+// redis-cli to a sentinel (not lib/redis.js's redisCli: that one logs in
+// as the admin user, which sentinels do not have).
+function sentinelCli(port, ...args) {
+  return new Promise((resolve, reject) => {
+    execFile(REDIS_CLI, ['-h', '127.0.0.1', '-p', String(port), ...args],
+      { timeout: 10000 }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim())));
+  });
+}
 
 const running = new Set();
 const dirs = new Set();
@@ -84,6 +103,7 @@ function sentinelConf({ port, dir, name, primaryPort, tls, password, downAfterMs
     `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
     `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
     `sentinel parallel-syncs ${name} 1`,
+    ...(admin ? [`sentinel auth-user ${name} ${admin.user}`, `sentinel auth-pass ${name} ${admin.pass}`] : []),
   ];
   if (password) lines.push(`requirepass ${password}`, `sentinel sentinel-pass ${password}`);
   if (tls) {
@@ -107,7 +127,8 @@ async function startSentinels(t, opts = {}) {
   // Quick syncs: no 5 s wait for more replicas before a diskless transfer.
   // A replica stores what a full sync sends in its own directory (its
   // --dir, else it would write dump.rdb wherever the test runs).
-  const serverExtra = ['--repl-diskless-sync-delay', '0'];
+  const serverExtra = ['--repl-diskless-sync-delay', '0',
+    ...(admin ? ['--masteruser', admin.user, '--masterauth', admin.pass] : [])];
   const serverDir = () => ['--dir', fs.mkdtempSync(path.join(dir, 'server-'))];
   const start = (extra = []) => redisLib.startRedis(t, { tls, defer,
     extra: [...serverExtra, ...serverDir(), ...extra] });
@@ -143,13 +164,15 @@ async function startSentinels(t, opts = {}) {
       try { process.kill(sn.pid, signal); } catch (_) { /* gone */ }
       return sn.exited;
     };
-    sn.cli = (...args) => redisLib.redisCli(port, ...cliTls, ...cliAuth, ...args);
+    sn.cli = (...args) => sentinelCli(port, ...cliTls, ...cliAuth, ...args);
     defer(() => sn.stop());
     s.sentinels.push(sn);
   }
 
   s.addrs = () => s.sentinels.map((sn) => `127.0.0.1:${sn.port}`).join(',');
-  s.url = (db = 0) => `${tls ? 'rediss' : 'redis'}://127.0.0.1:1/${db}`;
+  // The node user's credentials when lib/redis.js has one (redisUrl).
+  s.url = (db = 0) => (redisLib.redisUrl ? redisLib.redisUrl(1, db) : `redis://127.0.0.1:1/${db}`)
+    .replace(/^rediss?:/, tls ? 'rediss:' : 'redis:');
   s.nodeArgs = () => ['--redis-sentinel', s.addrs(), '--redis-master', name,
     ...(s.passwordFile ? ['--redis-sentinel-password-file', s.passwordFile] : []),
     ...(tls ? redisLib.tlsNodeArgs(tls, false) : [])];
@@ -283,4 +306,4 @@ async function startSentinels(t, opts = {}) {
   return s;
 }
 
-module.exports = { startSentinels };
+module.exports = { startSentinels, sentinelCli };
