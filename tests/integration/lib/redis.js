@@ -58,6 +58,19 @@ function tlsNodeArgs(certs, authClients) {
 const envNodeArgs = (url) => (envTls() && /^rediss:/.test(url)
   ? tlsNodeArgs(envTls(), ENV_TLS === 'client') : []);
 
+// A stand-in for node:net in a test's own raw connection to its Redis
+// (redisNet.connect(port, host, onConnect)): TLS with the shared CA and
+// client certificate under LUBDUB_TEST_REDIS_TLS, else net.connect.
+const redisNet = {
+  connect(port, host, onConnect) {
+    const c = envTls();
+    if (!c) return net.connect(port, host, onConnect);
+    const pem = (f) => require('node:fs').readFileSync(f);
+    return require('node:tls').connect({ host, port, ca: pem(c.ca.cert), cert: pem(c.client.cert),
+      key: pem(c.client.key) }, onConnect);
+  },
+};
+
 function redisCli(port, ...args) {
   return new Promise((resolve, reject) => {
     execFile(REDIS_CLI, ['-h', '127.0.0.1', '-p', String(port), ...args],
@@ -127,4 +140,5 @@ async function numsub(redis, channel) {
 
 module.exports = {
   startRedis, freePort, redisCli, numsub, scheme, envNodeArgs, tlsServerArgs, tlsCliArgs, tlsNodeArgs,
+  redisNet,
 };
