@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what lubdub needs from Debian's apt (and, for tests, npm), skipping
 # what is already there. Usage: deploy/install-deps.sh build|test|bench|container|cluster
-# (cluster: build plus redis-server, for make run-cluster and bench-cluster)
+# (cluster: build plus redis-server and redis-sentinel, for make run-cluster
+# and bench-cluster)
 # (container: what tests/container needs to build and run the image without
 # a registry or a Docker engine; test includes it).
 # Idempotent and quiet when nothing is missing; safe under CI (no stdin).
@@ -21,10 +22,12 @@ build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libj
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
            iptables chromium prometheus curl openssl procps libtsan2
            faketime libfaketime sslscan testssl.sh universal-ctags python3
-           redis-server strace)
+           redis-server redis-sentinel strace)
 # redis-server (with redis-tools' redis-cli): the cluster tests start
-# their own (tests/integration/lib/redis.js).
-cluster_pkgs=(redis-server)
+# their own (tests/integration/lib/redis.js); redis-sentinel: the Sentinel
+# tests start three (lib/sentinel.js); openssl (in test_pkgs) makes the
+# Redis TLS tests' CA and certificates (lib/tls_certs.js).
+cluster_pkgs=(redis-server redis-sentinel)
 bench_pkgs=(util-linux)
 container_pkgs=(podman runc debootstrap)
 

@@ -269,11 +269,11 @@ test('a node started before its Redis serves locally, then joins', async (t) => 
 
 test('a refused password: degraded, one line; the right one connects', async (t) => {
   const redis = await startRedis(t, { extra: ['--requirepass', 's3cret'] });
-  const bad = await startNode(t, `redis://:wrong@127.0.0.1:${redis.port}/0`, 'badpass');
+  const bad = await startNode(t, `${redis.scheme}://:wrong@127.0.0.1:${redis.port}/0`, 'badpass');
   await waitFor(() => /backplane: redis .* unreachable \(.*(WRONGPASS|invalid|password).*\)/i.test(bad.stderr),
     'auth failure logged');
   assert.equal((await bp(bad)).state, 'down');
-  const good = await startNode(t, `redis://:s3cret@127.0.0.1:${redis.port}/0`, 'goodpass');
+  const good = await startNode(t, `${redis.scheme}://:s3cret@127.0.0.1:${redis.port}/0`, 'goodpass');
   await allUp([good]);
 });
 

@@ -905,7 +905,7 @@ test('Redis not running at start: a degraded start, then the node joins the clus
 
 test('wrong password, wrong db, a non-Redis peer: degraded with a clear line, never a crash', async (t) => {
   const redis = await startRedis(t, { extra: ['--requirepass', 's3cret'] });
-  const bad = await contractNode(t, `redis://:wrong@127.0.0.1:${redis.port}/0`, 'n1');
+  const bad = await contractNode(t, `${redis.scheme}://:wrong@127.0.0.1:${redis.port}/0`, 'n1');
   await waitFor(() => /backplane: .*unreachable.*(WRONGPASS|invalid|password)/i.test(bad.stderr),
     'auth failure logged');
   await degradedOk(bad);
@@ -913,7 +913,7 @@ test('wrong password, wrong db, a non-Redis peer: degraded with a clear line, ne
   await trigger(bad, 'acc-bad', { i: 1 });
   await waitFor(() => ids(x, 'acc-bad').length === 1, 'local delivery with a refused password');
 
-  const nodb = await contractNode(t, `redis://:s3cret@127.0.0.1:${redis.port}/99`, 'n2');
+  const nodb = await contractNode(t, `${redis.scheme}://:s3cret@127.0.0.1:${redis.port}/99`, 'n2');
   await waitFor(() => /backplane: .*unreachable.*(DB index|out of range|SELECT)/i.test(nodb.stderr) ||
     /backplane: .*(DB index|out of range)/i.test(nodb.stderr), 'db out of range logged', 20000);
   await degradedOk(nodb);

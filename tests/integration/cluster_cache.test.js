@@ -5,7 +5,8 @@
 // event of a pusher-js subscriber on another node; a node started after
 // the publish loads it from Redis; a short TTL expires on every node;
 // cache_miss stays right; hostile cache envelopes are counted, not kept.
-const net = require('node:net');
+// Raw connections to the test's Redis: TLS under LUBDUB_TEST_REDIS_TLS.
+const net = require('./lib/redis').redisNet;
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor } = require('./lib/hub');

@@ -14,7 +14,8 @@
 // they are skipped, the lease and reaper assertions still run.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
+// Raw connections to the test's Redis: TLS under LUBDUB_TEST_REDIS_TLS.
+const net = require('./lib/redis').redisNet;
 const { waitFor } = require('./lib/hub');
 const {
   RawClient, APP, rest, trackClient, configFile, rawClient,

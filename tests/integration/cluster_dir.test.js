@@ -13,7 +13,9 @@ const { waitFor } = require('./lib/hub');
 const {
   APP, rest, publish, pusherClient, connected, rawClient: client, signIn,
 } = require('./lib/clients');
+const fs = require('node:fs');
 const net = require('node:net');
+const tls = require('node:tls');
 const {
   startRedis, startNode, startCluster, bp, allUp, allDown, joined, memberIds: view, webhookMarkers: markers,
   redisUrl,
@@ -64,11 +66,18 @@ async function everyNodeSays(nodes, path, params, want, what) {
 // connection sends (from its first SUBSCRIBE on) for delayMs, in order:
 // that node's SUBSCRIBE confirmations come late, so a join answered
 // before its SUBSCRIBE was confirmed would let a publication miss it.
-async function slowSubscriberProxy(t, redisPort, delayMs) {
+async function slowSubscriberProxy(t, redis, delayMs) {
   const socks = new Set();
   const timers = new Set();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(redisPort, '127.0.0.1');
+  // Over TLS (LUBDUB_TEST_REDIS_TLS) the proxy ends the node's TLS and
+  // opens its own to Redis, so that it still sees the commands.
+  const c = redis.tls;
+  const pem = (f) => fs.readFileSync(f);
+  const listen = (fn) => (c ? tls.createServer({ cert: pem(c.server.cert), key: pem(c.server.key) }, fn)
+    : net.createServer(fn));
+  const server = listen((client) => {
+    const upstream = c ? tls.connect({ host: '127.0.0.1', port: redis.port, ca: pem(c.ca.cert),
+      cert: pem(c.client.cert), key: pem(c.client.key) }) : net.connect(redis.port, '127.0.0.1');
     socks.add(client);
     socks.add(upstream);
     let slow = false;
@@ -204,7 +213,7 @@ test('three nodes: one cluster-wide directory', async (t) => {
   await t.test('a publication right after subscription_succeeded is never missed', async () => {
     // The subscribing node reaches Redis through a proxy that delays its
     // subscriber connection by 40 ms; the publisher is node 1.
-    const proxyPort = await slowSubscriberProxy(t, redis.port, 40);
+    const proxyPort = await slowSubscriberProxy(t, redis, 40);
     const slow = await startNode(t, redisUrl(proxyPort), 'n4');
     await allUp([slow]);
     // Fresh channels (each one's first SUBSCRIBE on that node), 50 per
@@ -299,7 +308,7 @@ test('webhook edges are sent once cluster-wide', async (t) => {
 test('a join waiting on Redis when it dies is answered locally', async (t) => {
   const redis = await startRedis(t);
   // The node's SUBSCRIBEs reach Redis only after 3 s: its joins wait.
-  const proxyPort = await slowSubscriberProxy(t, redis.port, 3000);
+  const proxyPort = await slowSubscriberProxy(t, redis, 3000);
   const node = await startNode(t, redisUrl(proxyPort), 'p1');
   await allUp([node]);
   const c = await client(t, node);
@@ -326,7 +335,7 @@ test('a join waiting on Redis when it dies is answered locally', async (t) => {
 // confirmation of an unsubscribed channel does not count.
 test('a signin still waiting when its user goes does not stay parked', async (t) => {
   const redis = await startRedis(t);
-  const proxyPort = await slowSubscriberProxy(t, redis.port, 60000);
+  const proxyPort = await slowSubscriberProxy(t, redis, 60000);
   const slow = await startNode(t, redisUrl(proxyPort), 'r1');
   await allUp([slow]);
   const users = [];
@@ -342,7 +351,7 @@ test('joins still waiting on Redis at shutdown: the node exits clean', async (t)
   const redis = await startRedis(t);
   // The node's SUBSCRIBEs reach Redis only after 30 s: its joins wait
   // (parked on the SUBSCRIBE) when it is stopped.
-  const proxyPort = await slowSubscriberProxy(t, redis.port, 30000);
+  const proxyPort = await slowSubscriberProxy(t, redis, 30000);
   const node = await startNode(t, redisUrl(proxyPort), 'q1', [], { victim: true });
   await allUp([node]);
   const c = await client(t, node);

@@ -12,7 +12,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const net = require('node:net');
+// Raw connections to the test's Redis: TLS under LUBDUB_TEST_REDIS_TLS.
+const net = require('./lib/redis').redisNet;
 const os = require('node:os');
 const path = require('node:path');
 const { waitFor } = require('./lib/hub');

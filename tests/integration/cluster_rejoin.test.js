@@ -8,7 +8,8 @@
 // steps. Redis's MONITOR shows every script call within the bound.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
+// Raw connections to the test's Redis: TLS under LUBDUB_TEST_REDIS_TLS.
+const net = require('./lib/redis').redisNet;
 const { waitFor } = require('./lib/hub');
 const { APP, rest, rawClient } = require('./lib/clients');
 const {

@@ -18,6 +18,11 @@
 // Everything is still killed by PID at exit whatever happened (lib/hub.js,
 // lib/redis.js).
 //
+// Redis over TLS: with LUBDUB_TEST_REDIS_TLS=1 every Redis started here
+// serves TLS (lib/redis.js) and every node started against a rediss:// URL
+// gets the flags that trust it (envNodeArgs): the same tests, over TLS.
+// A test that builds a URL by hand uses scheme() for its scheme.
+//
 // Logs: when a test or the file fails, the output of every node and Redis
 // the file started is written to a new directory (under $LUBDUB_TEST_LOGS,
 // else the system's temporary directory) named on stderr.
@@ -123,16 +128,21 @@ function adopt(t, hub, id, victim) {
 }
 
 // A two-loop node with the given --node-id and a short drain; extra: more
-// flags. opts.victim: the test kills it or checks its exit itself.
+// flags (a null URL: no --redis, e.g. a node that finds Redis through
+// --redis-sentinel). opts.victim: the test kills it or checks its exit itself.
 // LUBDUB_TEST_CLUSTER_KEY_FILE: every such node also gets that
 // --cluster-key-file (to run the cluster tests with a cluster key).
 async function startNode(t, redisUrl, id, extra = [], { victim = false } = {}) {
   const keyed = process.env.LUBDUB_TEST_CLUSTER_KEY_FILE && !extra.includes('--cluster-key-file')
     ? ['--cluster-key-file', process.env.LUBDUB_TEST_CLUSTER_KEY_FILE] : [];
   const hub = await startHub(['--loops', '2', '--drain-timeout', '1s',
-    '--redis', redisUrl, '--node-id', id, ...keyed, ...extra]);
+    ...(redisUrl ? ['--redis', redisUrl] : []), '--node-id', id, ...keyed, ...tlsArgs(redisUrl, extra),
+    ...extra]);
   return adopt(t, hub, id, victim);
 }
+
+// LUBDUB_TEST_REDIS_TLS's node flags, unless the test gives its own.
+const tlsArgs = (url, extra) => (extra.includes('--redis-tls-ca-file') ? [] : redisLib.envNodeArgs(url));
 
 const bp = async (hub) => (await hub.stats()).backplane;
 
@@ -205,7 +215,7 @@ async function contractNode(t, redisUrl, id, extra = ['--drain-timeout', '1s'], 
   const { victim = false, ...hubOpts } = opts;
   const port = await redisLib.freePort();
   const hub = await startHub(['--port', String(port), '--redis', redisUrl, '--node-id', id,
-    ...extra], { exactArgs: true, ...hubOpts });
+    ...tlsArgs(redisUrl, extra), ...extra], { exactArgs: true, ...hubOpts });
   return adopt(t, hub, id, victim);
 }
 
@@ -313,4 +323,5 @@ module.exports = {
   watchClusterLateness,
   joined, memberIds, agree, presenceView,
   freePort: redisLib.freePort, numsub: redisLib.numsub, redisCli: redisLib.redisCli, redisUrl: redisLib.redisUrl,
+  scheme: redisLib.scheme, logged,
 };

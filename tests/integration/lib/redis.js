@@ -13,11 +13,21 @@
 // checks (FLUSHALL, CLIENT KILL, ...). With --requirepass in extra the
 // default user stays on with that password (the tests of a refused
 // password), and r.url() has no credentials.
+//
+// TLS (issue 33): startRedis(t, { tls: certs }) (a lib/tls_certs.js set)
+// serves TLS only (--port 0 --tls-port P) with certs.server, or the one
+// named by tlsCert ('wrongName'), and asks clients for a certificate when
+// tlsAuthClients is true. r.url() is then rediss://, r.nodeArgs() the
+// flags a node needs to trust it (and its client certificate when asked
+// for), r.cli speaks TLS. LUBDUB_TEST_REDIS_TLS=1 runs every Redis over TLS
+// with one shared set (=client: client certificates required too), and
+// lib/cluster.js gives every node envNodeArgs(): the cluster suite over TLS.
 const { spawn, execFile } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { waitFor } = require('./hub');
+const { sharedCerts } = require('./tls_certs');
 
 const NODE_USER = 'lubdub';
 const NODE_PASS = 'lubdub-node-pass';
@@ -36,8 +46,8 @@ function aclUser(prefix = 'lubdub') {
 }
 
 // The URL the nodes use for a Redis of startRedis's on port (also before
-// it is started).
-const redisUrl = (port, db = 0) => `redis://${NODE_USER}:${NODE_PASS}@127.0.0.1:${port}/${db}`;
+// it is started): rediss:// under LUBDUB_TEST_REDIS_TLS.
+const redisUrl = (port, db = 0, sch = scheme()) => `${sch}://${NODE_USER}:${NODE_PASS}@127.0.0.1:${port}/${db}`;
 
 const REDIS_SERVER = process.env.REDIS_SERVER || '/usr/bin/redis-server';
 const REDIS_CLI = process.env.REDIS_CLI || '/usr/bin/redis-cli';
@@ -60,6 +70,39 @@ function freePort() {
   });
 }
 
+const ENV_TLS = process.env.LUBDUB_TEST_REDIS_TLS || '';
+const envTls = () => (ENV_TLS && ENV_TLS !== '0' ? sharedCerts() : null);
+// 'rediss' when every Redis of this process is TLS, for URLs a test builds.
+const scheme = () => (envTls() ? 'rediss' : 'redis');
+
+function tlsServerArgs(certs, which, authClients) {
+  return ['--port', '0', '--tls-cert-file', certs[which].cert, '--tls-key-file', certs[which].key,
+    '--tls-ca-cert-file', certs.ca.cert, '--tls-auth-clients', authClients ? 'yes' : 'no',
+    '--tls-replication', 'yes'];
+}
+const tlsCliArgs = (certs) => ['--tls', '--cacert', certs.ca.cert,
+  '--cert', certs.client.cert, '--key', certs.client.key];
+function tlsNodeArgs(certs, authClients) {
+  return ['--redis-tls-ca-file', certs.ca.cert, ...(authClients
+    ? ['--redis-tls-cert-file', certs.client.cert, '--redis-tls-key-file', certs.client.key] : [])];
+}
+// What a node started against url needs under LUBDUB_TEST_REDIS_TLS.
+const envNodeArgs = (url) => (envTls() && /^rediss:/.test(url)
+  ? tlsNodeArgs(envTls(), ENV_TLS === 'client') : []);
+
+// A stand-in for node:net in a test's own raw connection to its Redis
+// (redisNet.connect(port, host, onConnect)): TLS with the shared CA and
+// client certificate under LUBDUB_TEST_REDIS_TLS, else net.connect.
+const redisNet = {
+  connect(port, host, onConnect) {
+    const c = envTls();
+    if (!c) return net.connect(port, host, onConnect);
+    const pem = (f) => require('node:fs').readFileSync(f);
+    return require('node:tls').connect({ host, port, ca: pem(c.ca.cert), cert: pem(c.client.cert),
+      key: pem(c.client.key) }, onConnect);
+  },
+};
+
 function redisCli(port, ...args) {
   return new Promise((resolve, reject) => {
     execFile(REDIS_CLI, ['-h', '127.0.0.1', '-p', String(port), ...ADMIN, ...args],
@@ -72,12 +115,17 @@ function redisCli(port, ...args) {
 // stops it after the nodes that use it). r.pause()/r.resume() stop and
 // continue it (SIGSTOP/SIGCONT; continued at the end too); r.again() starts
 // a new one on the same port with the same args, after r.stop().
-async function startRedis(t, { port, extra = [], defer } = {}) {
+async function startRedis(t, opts = {}) {
+  const { port, extra = [], defer, tlsCert = 'server' } = opts;
+  const tls = opts.tls === undefined ? envTls() : opts.tls;
+  const authClients = opts.tlsAuthClients === undefined ? ENV_TLS === 'client' : opts.tlsAuthClients;
   const p = port || await freePort();
   const ownPass = extra.includes('--requirepass');
   const users = ['--user', 'admin', 'on', '>lubdub-admin-pass', '~*', '&*', '+@all',
     '--user', ...aclUser(), ...(ownPass ? [] : ['--user', 'default', 'off'])];
-  const child = spawn(REDIS_SERVER, ['--port', String(p), '--bind', '127.0.0.1',
+  const listen = tls ? ['--tls-port', String(p), ...tlsServerArgs(tls, tlsCert, authClients)]
+    : ['--port', String(p)];
+  const child = spawn(REDIS_SERVER, [...listen, '--bind', '127.0.0.1',
     '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...users, ...extra],
   { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
@@ -94,8 +142,11 @@ async function startRedis(t, { port, extra = [], defer } = {}) {
     try { process.kill(r.pid, signal); } catch (_) { /* gone */ }
     return r.exited;
   };
-  r.url = (db = 0) => (ownPass ? `redis://127.0.0.1:${p}/${db}` : redisUrl(p, db));
-  r.cli = (...args) => redisCli(p, ...args);
+  r.tls = tls;
+  r.scheme = tls ? 'rediss' : 'redis';
+  r.url = (db = 0) => (ownPass ? `${r.scheme}://127.0.0.1:${p}/${db}` : redisUrl(p, db, r.scheme));
+  r.nodeArgs = () => (tls ? tlsNodeArgs(tls, authClients) : []);
+  r.cli = (...args) => redisCli(p, ...(tls ? tlsCliArgs(tls) : []), ...args);
   r.paused = false;
   r.pause = () => { r.paused = true; process.kill(r.pid, 'SIGSTOP'); };
   r.resume = () => {
@@ -103,7 +154,7 @@ async function startRedis(t, { port, extra = [], defer } = {}) {
     r.paused = false;
     try { process.kill(r.pid, 'SIGCONT'); } catch (_) { /* gone */ }
   };
-  r.again = () => startRedis(t, { port: p, extra, defer });
+  r.again = () => startRedis(t, { ...opts, tls, port: p });
   const cleanup = async () => {
     r.resume();
     const denied = r.exit ? '' : await aclDenied(r);
@@ -139,4 +190,7 @@ async function numsub(redis, channel) {
   return Number(lines[1]);
 }
 
-module.exports = { startRedis, freePort, redisCli, redisUrl, numsub, ADMIN_AUTH };
+module.exports = {
+  startRedis, freePort, redisCli, redisUrl, numsub, ADMIN_AUTH,
+  scheme, envNodeArgs, tlsServerArgs, tlsCliArgs, tlsNodeArgs, redisNet,
+};
