@@ -292,7 +292,12 @@ test('a node started after a failover finds the replica-turned-master', async (t
   await s.failover();
   const primary = await s.primary();
   assert.notEqual(primary.port, first);
-  // One with a scheme-and-db URL, one with no --redis at all.
+  // One with a scheme-and-db URL, one with no --redis at all: it logs in
+  // as Redis's default user, without a password (lib/redis.js may have
+  // turned that user off: on again here, on both servers).
+  for (const r of s.servers) {
+    assert.equal(await r.cli('ACL', 'SETUSER', 'default', 'on', 'nopass', '~*', '&*', '+@all'), 'OK');
+  }
   const a = await node(t, s, 'late1');
   const b = await startNode(t, null, 'late2', s.nodeArgs());
   await allUp([a, b]);
