@@ -83,9 +83,9 @@ class Redis:
     """redis-server on a free loopback port, no persistence, on CPU 0;
     stopped by its PID (its own session)."""
 
-    def __init__(self, cpu=None):
+    def __init__(self, cpu=None, name="cluster-redis"):
         self.port = rf.next_port()
-        self.logpath = os.path.join(rf.RESULTS, "cluster-redis.log")
+        self.logpath = os.path.join(rf.RESULTS, name + ".log")
         self.logf = open(self.logpath, "wb")
         self.proc = subprocess.Popen(
             ["taskset", "-c", cpu or rf.SERVER_CPU, REDIS_SERVER, "--port",
@@ -112,6 +112,172 @@ class Redis:
                 os.kill(self.pid, signal.SIGKILL)
                 self.proc.wait(5)
         self.logf.close()
+
+
+def resp_read(f):
+    """One RESP reply from a buffered socket file: str, int, list, None,
+    or a RuntimeError for an error reply."""
+    line = f.readline()
+    if not line:
+        raise OSError("redis closed the connection")
+    t, rest = line[:1], line[1:-2]
+    if t == b"+":
+        return rest.decode()
+    if t == b"-":
+        return RuntimeError(rest.decode(errors="replace"))
+    if t == b":":
+        return int(rest)
+    if t == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2].decode(
+            errors="replace")
+    if t == b"*":
+        n = int(rest)
+        return None if n < 0 else [resp_read(f) for _ in range(n)]
+    raise OSError("bad RESP reply %r" % line[:40])
+
+
+class RedisConn:
+    """A blocking RESP connection to the bench's Redis (the driver's own,
+    for INFO and checks; its commands are counted by Redis like any
+    other, and RedisMeter.overhead() measures what one snapshot adds)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), 5)
+        self.f = self.sock.makefile("rb")
+
+    def cmd(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            b = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+        self.sock.sendall(b"".join(out))
+        return resp_read(self.f)
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
+
+
+def proc_cpu_ns(pid):
+    """(CPU ns of every thread from /proc/<pid>/task/*/schedstat, CPU s
+    from /proc/<pid>/stat utime + stime). schedstat counts in ns where
+    stat counts in 10 ms ticks: the small windows of the directory and
+    webhook measurements (bench/run_redis_cost.py) need the former; both
+    are reported."""
+    ns = 0
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                    ns += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+        x = st[st.rindex(")") + 2:].split()
+        ticks = int(x[11]) + int(x[12])
+    except (OSError, ValueError):
+        return None, None
+    return ns, ticks / float(os.sysconf("SC_CLK_TCK"))
+
+
+class RedisMeter:
+    """Redis's own cost over a window: redis-server's CPU (all its
+    threads), INFO stats total_net_input_bytes / total_net_output_bytes /
+    total_commands_processed and INFO commandstats calls per command, read
+    at the window's edges. Commands that scripts run (redis.call) are in
+    commandstats, not in total_commands_processed."""
+
+    def __init__(self, port, pid):
+        self.pid = pid
+        self.conn = RedisConn(port)
+
+    def snap(self):
+        info = self.conn.cmd("INFO", "stats", "commandstats")
+        ns, stat_s = proc_cpu_ns(self.pid)
+        d = {"t": time.monotonic(), "cpu_ns": ns, "cpu_stat_s": stat_s,
+             "calls": {}}
+        if not isinstance(info, str):
+            return None
+        for ln in info.splitlines():
+            k, _, v = ln.partition(":")
+            if k in ("total_net_input_bytes", "total_net_output_bytes",
+                     "total_commands_processed"):
+                d[k] = int(v)
+            elif k.startswith("cmdstat_"):
+                m = re.search(r"(?:^|,)calls=(\d+)", v)
+                if m:
+                    d["calls"][k[8:]] = int(m.group(1))
+        return d
+
+    @staticmethod
+    def delta(a, b):
+        """b - a: seconds, cpu_s (schedstat), cpu_stat_s, in_B, out_B,
+        cmds, calls {command: n} (only those that moved)."""
+        if not a or not b or a["cpu_ns"] is None or b["cpu_ns"] is None:
+            return None
+        return {"secs": b["t"] - a["t"],
+                "cpu_s": (b["cpu_ns"] - a["cpu_ns"]) / 1e9,
+                "cpu_stat_s": b["cpu_stat_s"] - a["cpu_stat_s"],
+                "in_B": b["total_net_input_bytes"] -
+                a["total_net_input_bytes"],
+                "out_B": b["total_net_output_bytes"] -
+                a["total_net_output_bytes"],
+                "cmds": b["total_commands_processed"] -
+                a["total_commands_processed"],
+                "calls": {k: v - a["calls"].get(k, 0)
+                          for k, v in b["calls"].items()
+                          if v - a["calls"].get(k, 0)}}
+
+    def close(self):
+        self.conn.close()
+
+
+def redis_window(meter, t_open_ns, t_close_ns):
+    """A thread that snapshots `meter` at two CLOCK_MONOTONIC instants
+    (the loader's window); join() it, then read .out (a RedisMeter.delta
+    or None)."""
+    import threading
+
+    class W(threading.Thread):
+        out = None
+
+        def run(self):
+            snaps = []
+            for t in (t_open_ns, t_close_ns):
+                wait = (t - time.monotonic_ns()) / 1e9
+                if wait > 0:
+                    time.sleep(wait)
+                try:
+                    snaps.append(meter.snap())
+                except (OSError, ValueError):
+                    return
+            self.out = RedisMeter.delta(*snaps)
+    w = W(daemon=True)
+    w.start()
+    return w
+
+
+def redis_per_envelope(r, deliveries):
+    """Redis's cost per envelope (one PUBLISH a node sent) and per
+    delivery, from a window's RedisMeter.delta."""
+    if not r:
+        return None
+    env = r["calls"].get("publish", 0)
+    if not env:
+        return None
+    return {"envelopes": env, "envelopes_per_s": env / r["secs"],
+            "util": r["cpu_s"] / r["secs"],
+            "cpu_us_per_env": r["cpu_s"] / env * 1e6,
+            "cpu_stat_us_per_env": r["cpu_stat_s"] / env * 1e6,
+            "in_B_per_env": r["in_B"] / env,
+            "out_B_per_env": r["out_B"] / env,
+            "cmds_per_env": r["cmds"] / env,
+            "cpu_ns_per_delivery": (r["cpu_s"] / deliveries * 1e9
+                                    if deliveries else None),
+            "out_B_per_delivery": (r["out_B"] / deliveries
+                                   if deliveries else None)}
 
 
 def hub_stats(port):
@@ -222,13 +388,15 @@ def finish_sched(prof):
 
 
 def measure(target, args, warmup, duration, nodes=(), sub_ports=None,
-            pub_ports=None, profile=None, sched=None):
+            pub_ports=None, profile=None, sched=None, meter=None):
     """One loader run; adds per-node backplane counter deltas and the
     servers' deliveries per write() (whole run, setup included). nodes:
     the servers whose /stats to read. profile: (outdir, name, pids) to
     perf-record those PIDs in the middle of the measurement. sched:
     (outdir, name, {group: tids}) to record the scheduler for a second
-    in the middle of it (perf sched)."""
+    in the middle of it (perf sched). meter: a RedisMeter read at the
+    window's edges (the loader is then given its start, --t0), whose
+    delta goes to d["redis"] and, per envelope, d["redis_env"]."""
     extra = []
     if sub_ports:
         extra += ["--sub-ports", ",".join(str(p) for p in sub_ports)]
@@ -241,7 +409,18 @@ def measure(target, args, warmup, duration, nodes=(), sub_ports=None,
     if sched:
         # perf sched record takes about a second to start recording.
         sch = start_sched(sched, max(0.0, warmup + duration / 2 - 0.5), 1.0)
-    d = rf.run_loader(target, list(args) + extra, warmup, duration)
+    t0 = rw = None
+    if meter:
+        # The loader's own setup allowance (run_fanout.run_loader).
+        t0 = time.monotonic_ns() + int((3.0 + SUBS / 4000.0) * 1e9)
+        rw = redis_window(meter, t0 + int(warmup * 1e9),
+                          t0 + int((warmup + duration) * 1e9))
+    d = rf.run_loader(target, list(args) + extra, warmup, duration,
+                      t0_ns=t0)
+    if rw:
+        rw.join(30)
+        d["redis"] = rw.out
+        d["redis_env"] = redis_per_envelope(rw.out, d.get("deliveries"))
     if prof:
         finish_profile(prof)
     if sch:
@@ -354,6 +533,7 @@ def main():
                 "--loops", "1", "--bind", "127.0.0.1", "--log-level", "warn"]
 
     started = []
+    meter = None
     try:
         single = rf.Server(rf.Peer("cluster-single", "pusher", hub_argv))
         started.append(single)
@@ -385,6 +565,7 @@ def main():
             return 2
         ports = [n.port for n in nodes]
         cpids = [n.pid for n in nodes] + [redis.pid]
+        meter = RedisMeter(redis.port, redis.pid)
         tgt = {
             ("single", "rest"): Target("single_rest", "rest", single.port,
                                        [single.pid]),
@@ -412,18 +593,23 @@ def main():
                 d = measure(t, args, a.warmup, a.duration, nodes,
                             sub_ports=ports,
                             pub_ports=ports if path == "rest" else None,
-                            sched=sched)
+                            sched=sched, meter=meter)
             else:
                 d = measure(t, args, a.warmup, a.duration, [single],
                             sched=sched)
             d["rep"] = rep
             results.setdefault((setup, path, kind), []).append(d)
-            log("bench-cluster: rep %d %s %s %s: %s" % (
+            re_ = d.get("redis_env")
+            log("bench-cluster: rep %d %s %s %s: %s%s" % (
                 rep + 1, kind, setup, path, d["invalid"] or
                 "%.0f deliveries/s, %.3f cpu s/M, p50 %.0f p99 %.0f us%s" % (
                     d["deliveries_per_s"], d["server_cpu_s_per_M"] or 0,
                     d["lat_us"]["p50"], d["lat_us"]["p99"],
-                    ", loader-bound" if d["loader_bound"] else "")))
+                    ", loader-bound" if d["loader_bound"] else ""),
+                "; redis %.0f envelopes/s, %.2f us, %.0f B in, %.0f B out "
+                "per envelope" % (re_["envelopes_per_s"],
+                                  re_["cpu_us_per_env"], re_["in_B_per_env"],
+                                  re_["out_B_per_env"]) if re_ else ""))
 
         def order(rep):
             return ("single", "cluster") if rep % 2 == 0 else \
@@ -537,6 +723,8 @@ def main():
         idle["rep"] = 0
         results[("cluster", "rest", "idle")] = [idle]
     finally:
+        if meter:
+            meter.close()
         for s in reversed(started):
             s.stop()
     load1 = open("/proc/loadavg").read().split()[:3]
@@ -721,6 +909,44 @@ def main():
                   "| measurement | setup | threads | runs in 1 s | p50 ms | "
                   "p99 ms | max ms | CPU % |", "|---|---|---|---|---|---|---|"
                   "---|"] + sch_rows
+    def rng(key, fn, nd):
+        """median (min–max) over the valid reps, or n/a."""
+        xs = [fn(d["redis_env"]) for d in results.get(key, [])
+              if not d["invalid"] and d.get("redis_env")]
+        xs = [x for x in xs if x is not None]
+        if not xs:
+            return "n/a"
+        return "%s (%s–%s)" % (f(median(xs), nd), f(min(xs), nd),
+                                f(max(xs), nd))
+    rrows = []
+    for kind in ("sat", "lat", "open"):
+        for path in ("rest", "ws"):
+            key = ("cluster", path, kind)
+            if not results.get(key):
+                continue
+            rrows.append("| %s %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                         % (kind, "REST" if path == "rest" else
+                            "client-event",
+                            rng(key, lambda r: r["envelopes_per_s"], 0),
+                            rng(key, lambda r: 100 * r["util"], 1),
+                            rng(key, lambda r: r["cpu_us_per_env"], 2),
+                            rng(key, lambda r: r["in_B_per_env"], 0),
+                            rng(key, lambda r: r["out_B_per_env"], 0),
+                            rng(key, lambda r: r["cmds_per_env"], 3),
+                            rng(key, lambda r: r["cpu_ns_per_delivery"], 2),
+                            rng(key, lambda r: r["out_B_per_delivery"], 2)))
+    if rrows:
+        lines += ["", "Redis itself in the cluster's measurements (issue 33; "
+                  "redis-server's CPU from /proc/<pid>/task/*/schedstat, "
+                  "INFO stats and commandstats read at the loader's window "
+                  "edges; an envelope is one PUBLISH a node sent, delivered "
+                  "by Redis to the 3 nodes subscribed; median (min–max) "
+                  "over valid reps):", "",
+                  "| measurement | envelopes/s | Redis % of a core | CPU µs "
+                  "/ envelope | B in / envelope | B out / envelope | "
+                  "commands / envelope | CPU ns / delivery | B out / "
+                  "delivery |", "|---|---|---|---|---|---|---|---|---|"] + \
+            rrows
     lines += ["", "Remote minus local p99 inside each cluster client-event "
               "half-load measurement (n2/n3 subscribers through Redis, n1's "
               "local): %s ms (per rep: %s); p50 %s ms." % (
@@ -803,6 +1029,21 @@ def main():
         return "/".join(f(median([100 * d[k] for d in v]), 0) for k in (
             "foreign_server_cpu", "foreign_loader_cpu"))
 
+    def renv(path, kind, k, nd):
+        """A per-envelope Redis figure of the cluster's measurements of one
+        kind and path (median over reps)."""
+        return f(med(("cluster", path, kind),
+                     lambda d: (d.get("redis_env") or {}).get(k)), nd)
+
+    def renv_all(k, nd):
+        """The same over every cluster measurement (sat, lat, open; both
+        paths): bytes and commands per envelope do not depend on the
+        rate."""
+        return f(median([d["redis_env"][k] for key, runs in results.items()
+                         if key[0] == "cluster" and key[2] in
+                         ("sat", "lat", "open") for d in runs
+                         if not d["invalid"] and d.get("redis_env")]), nd)
+
     print("cluster: cpu_ratio=%s cpu_ratio_rest=%s cpu_ratio_ws=%s "
           "cpu_s_per_M=%s single_cpu_s_per_M=%s "
           "p99_added_ms=%s p99_added_ms_rest=%s p99_added_ms_ws=%s "
@@ -820,7 +1061,12 @@ def main():
           "load1=%s loader_saturated=%s foreign_pct_half=%s "
           "open_rate_rest=%s open_rate_ws=%s open_kept_rest=%s "
           "open_kept_ws=%s cpu_ratio_open_rest=%s cpu_ratio_open_ws=%s "
-          "open_vs_sat_rest=%s open_vs_sat_ws=%s" % (
+          "open_vs_sat_rest=%s open_vs_sat_ws=%s "
+          "redis_cpu_us_per_envelope_rest=%s redis_cpu_us_per_envelope_ws=%s "
+          "redis_cpu_us_per_envelope_open_rest=%s "
+          "redis_cpu_us_per_envelope_open_ws=%s redis_in_B_per_envelope=%s "
+          "redis_out_B_per_envelope=%s redis_cmds_per_envelope=%s "
+          "redis_cpu_ns_per_delivery_open_ws=%s" % (
               f(worst(cpu_ratio)), f(cpu_ratio["rest"]), f(cpu_ratio["ws"]),
               cpu_m("cluster", "rest"), cpu_m("single", "rest"),
               f(worst(p99_added), 2), f(p99_added["rest"], 2),
@@ -844,7 +1090,14 @@ def main():
               f(open_rates["rest"], 0), f(open_rates["ws"], 0),
               kept("rest"), kept("ws"), f(cpu_ratio_open["rest"]),
               f(cpu_ratio_open["ws"]), f(open_vs_sat("rest"), 2),
-              f(open_vs_sat("ws"), 2)), flush=True)
+              f(open_vs_sat("ws"), 2),
+              renv("rest", "lat", "cpu_us_per_env", 2),
+              renv("ws", "lat", "cpu_us_per_env", 2),
+              renv("rest", "open", "cpu_us_per_env", 2),
+              renv("ws", "open", "cpu_us_per_env", 2),
+              renv_all("in_B_per_env", 0), renv_all("out_B_per_env", 0),
+              renv_all("cmds_per_env", 3),
+              renv("ws", "open", "cpu_ns_per_delivery", 2)), flush=True)
     return 0
 
 

@@ -381,7 +381,8 @@ def hub_write_stats(server):
         return None
 
 
-def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
+def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0,
+               t0_ns=None):
     """Runs one measurement. Subscribers beyond one process's fd budget are
     split over several loader processes that share one absolute start time
     (--t0, CLOCK_MONOTONIC); only the first one publishes, so the closed
@@ -396,7 +397,12 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
     1.5-2.4 to a median of 1.26 over 13 pairs with the publisher apart
     (docs/BENCHMARKS.md, "The open loop's publisher apart"). The publisher
     process keeps one subscriber, so its slot timeouts still see a lost
-    message; "undelivered" counts the rest."""
+    message; "undelivered" counts the rest.
+
+    t0_ns (CLOCK_MONOTONIC ns, as time.monotonic_ns()) fixes the start
+    even for one loader process, so that the caller knows the window,
+    [t0 + warmup, t0 + warmup + duration], in advance (bench/run_cluster.py
+    reads Redis's counters at its edges)."""
     p = server.peer
     subs = arg_value(args, "--subs", 1000)
     churn = arg_value(args, "--churn", 0)
@@ -457,6 +463,9 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0):
     setup = 3.0 + subs / 4000.0
     ws0 = hub_write_stats(server)
     t0 = time.monotonic_ns() + int(setup * 1e9) if procs > 1 else 0
+    if t0_ns:
+        t0 = t0_ns
+        setup = max(setup, (t0_ns - time.monotonic_ns()) / 1e9)
     running = []
     for k in range(procs):
         if pub_apart:

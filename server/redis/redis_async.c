@@ -210,7 +210,8 @@ static int out_append(struct srv_redis_async *c, char *cmd, int n)
             free(cmd);
             return -1;
         }
-        memcpy(p, c->out + c->off, live);
+        if (live) /* the first buffer: out is NULL */
+            memcpy(p, c->out + c->off, live);
         free(c->out);
         c->out = p;
         c->cap = cap;

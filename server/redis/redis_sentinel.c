@@ -68,7 +68,7 @@ static int parse_addr(const redisReply *r, const char *master, char *host,
         return -ENOENT;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(why, len, "%.*sn", (int)r->len, r->str ? r->str : "");
+        snprintf(why, len, "%.*s", (int)r->len, r->str ? r->str : "");
         return -EIO;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -172,7 +172,7 @@ static void auth_cb(struct srv_redis_async *c, void *reply, void *priv)
     if (!r || !srv_redis_async_data(c) || c != sn->q ||
         r->type != REDIS_REPLY_ERROR)
         return;
-    snprintf(why, sizeof(why), "AUTH: %.*sn", (int)r->len, r->str);
+    snprintf(why, sizeof(why), "AUTH: %.*s", (int)r->len, r->str);
     failed(sn, why);
 }
 
@@ -381,7 +381,7 @@ static int ask_one(const struct srv_redis_sentinels *cfg,
     }
     explicit_bzero(pass, sizeof(pass));
     if (r && r->type == REDIS_REPLY_ERROR) {
-        snprintf(why, len, "AUTH: %.*sn", (int)r->len, r->str);
+        snprintf(why, len, "AUTH: %.*s", (int)r->len, r->str);
     } else if (r || !auth) {
         if (r)
             freeReplyObject(r);

@@ -97,7 +97,9 @@ struct srv_redis_sync *srv_redis_sync_open(const char *host, int port,
             goto fail;
         r = SSL_connect(rs->ssl);
         if (r != 1) {
-            srv_redis_tls_error(rs->ssl, r, why, len);
+            r = srv_redis_tls_error(rs->ssl, r, why, len);
+            if (r == SSL_ERROR_WANT_READ || r == SSL_ERROR_WANT_WRITE)
+                snprintf(why, len, "TLS handshake timed out");
             goto fail;
         }
     }
@@ -156,8 +158,13 @@ static int io_failed(struct srv_redis_sync *rs, int r, bool eof)
     char why[200];
 
     if (rs->ssl) {
-        srv_redis_tls_error(rs->ssl, r, why, sizeof(why));
-        if (errno == EAGAIN && !strcmp(why, "connection closed"))
+        /* On a blocking socket OpenSSL reports SO_RCVTIMEO's or
+         * SO_SNDTIMEO's expiry (EAGAIN) as wanting to read or write, and
+         * then leaves why as it was. */
+        int e = srv_redis_tls_error(rs->ssl, r, why, sizeof(why));
+
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ||
+            (errno == EAGAIN && !strcmp(why, "connection closed")))
             snprintf(why, sizeof(why), "timed out");
         return broken(rs, why);
     }

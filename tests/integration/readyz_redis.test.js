@@ -9,7 +9,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor, request, getJson } = require('./lib/hub');
 const { rawClient, publish } = require('./lib/clients');
-const { startRedis, startNode, bp, freePort } = require('./lib/cluster');
+const { startRedis, startNode, bp, freePort, redisUrl } = require('./lib/cluster');
 
 const readyz = (hub, url = hub.url('/readyz')) => request('GET', url);
 
@@ -41,7 +41,7 @@ const unreachableLines = (hub) => hub.stderr.split('\n').filter((l) => /backplan
 test('a node that never reached Redis is 503 with the reason, then 200 once joined', async (t) => {
   const port = await freePort();
   const mport = await freePort();
-  const n1 = await startNode(t, `redis://127.0.0.1:${port}/0`, 'early', ['--metrics-port', String(mport)]);
+  const n1 = await startNode(t, redisUrl(port), 'early', ['--metrics-port', String(mport)]);
   n1.metricsUrl = (p) => `http://127.0.0.1:${mport}${p}`;
   n1.stats = () => getJson(n1.metricsUrl('/stats'));
 
