@@ -342,9 +342,17 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void connect_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
+    struct srv_redis *r = w->data;
+    bool tls = (r->cmd && srv_redis_async_in_handshake(r->cmd)) ||
+               (r->sub && srv_redis_async_in_handshake(r->sub));
+
     (void)loop;
     (void)revents;
-    go_down(w->data, "connect timed out");
+    /* rediss:// against a port that speaks plaintext never finishes the
+     * handshake: say so rather than blame the connect. */
+    go_down(r, tls ? "TLS handshake timed out (does Redis speak TLS on "
+                     "this port?)"
+                   : "connect timed out");
 }
 
 static void ping_cb(struct srv_redis_async *ac, void *reply, void *priv)

@@ -108,6 +108,11 @@ void srv_redis_async_set_data(struct srv_redis_async *c, void *data)
     c->data = data;
 }
 
+bool srv_redis_async_in_handshake(const struct srv_redis_async *c)
+{
+    return c->st == ST_HANDSHAKE;
+}
+
 size_t srv_redis_async_unsent(const struct srv_redis_async *c)
 {
     return c->len - c->off;

@@ -27,6 +27,7 @@
 #define SRV_REDIS_ASYNC_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <ev.h>
@@ -74,6 +75,10 @@ int srv_redis_async_cmd(struct srv_redis_async *c, srv_redis_async_fn *fn,
                         void *priv, const char *fmt, ...);
 /* A command whose replies are pushes (SUBSCRIBE, UNSUBSCRIBE). */
 int srv_redis_async_send_push(struct srv_redis_async *c, const char *fmt, ...);
+
+/* Connected, and its TLS handshake not done yet: a connect that times
+ * out then reached something that does not speak TLS (or is too slow to). */
+bool srv_redis_async_in_handshake(const struct srv_redis_async *c);
 
 /* Bytes formatted and not yet written to the socket. */
 size_t srv_redis_async_unsent(const struct srv_redis_async *c);

@@ -401,6 +401,46 @@ static void test_redis_tls_sync_handshake_timeout_says_timed_out(
     SSL_CTX_free(ctx);
 }
 
+/* A closed callback that records it ran. */
+static void closed_flag(struct srv_redis_async *c, void *data,
+                        const char *why)
+{
+    (void)c;
+    (void)why;
+    atomic_store((atomic_bool *)data, true);
+}
+
+/* A server that answers nothing: connected, the handshake never ends. */
+static void test_redis_tls_async_mute_server_stays_in_handshake(void **state)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    SSL_CTX *ctx = client_ctx(ca_pem);
+    struct fake_resp f;
+    struct srv_redis_async *c;
+    atomic_bool never = false, closed = false;
+    char why[300];
+
+    (void)state;
+    fake_resp_start(&f, serve_mute, NULL);
+    c = srv_redis_async_open(loop, "127.0.0.1", f.port, ctx, NULL, why,
+                             sizeof(why));
+    assert_non_null(c);
+    srv_redis_async_on(c, closed_flag, NULL, &closed);
+    assert_false(srv_redis_async_in_handshake(c)); /* connecting */
+    /* Connected, then the ClientHello gets no answer: the connection
+     * stays in its handshake (what redis.c's connect timeout reports). */
+    for (int i = 0; i < 400 && !srv_redis_async_in_handshake(c); i++)
+        fake_resp_run(loop, &never, 0.05);
+    assert_true(srv_redis_async_in_handshake(c));
+    fake_resp_run(loop, &never, 0.1);
+    assert_true(srv_redis_async_in_handshake(c));
+    assert_false(atomic_load(&closed));
+    srv_redis_async_close(c);
+    fake_resp_stop(&f);
+    SSL_CTX_free(ctx);
+    ev_loop_destroy(loop);
+}
+
 static void test_redis_tls_sync_wrong_name_fails_open(void **state)
 {
     const struct timeval tv = {5, 0};
@@ -431,6 +471,7 @@ int main(void)
             test_redis_tls_sync_round_trip_then_timeout_says_timed_out),
         cmocka_unit_test(
             test_redis_tls_sync_handshake_timeout_says_timed_out),
+        cmocka_unit_test(test_redis_tls_async_mute_server_stays_in_handshake),
         cmocka_unit_test(test_redis_tls_sync_wrong_name_fails_open),
     };
 
