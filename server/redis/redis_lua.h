@@ -2,8 +2,9 @@
  * server/redis/redis_lua.h - the Lua scripts of the Redis backplane and of
  * the webhook sender's stream, each as the one text sent to Redis (the
  * backplane: SCRIPT LOAD, then EVALSHA; EVAL with the text until the SHA
- * is known, and again on a NOSCRIPT error; the webhook sender: EVAL on its
- * own synchronous connection). The scripts are written in
+ * is known, and again on a NOSCRIPT error; the webhook sender the same on
+ * its own synchronous connection: SCRIPT LOAD at connect, EVALSHA, EVAL
+ * again on NOSCRIPT or when the load was refused). The scripts are written in
  * server/redis/lua/, one .lua file a script, whose opening comment gives
  * its KEYS, ARGV and reply; server/redis/lua/embed.cmake embeds them at
  * build time and server/redis/redis_lua.c puts a shared prologue's

@@ -3,8 +3,9 @@
  * webhook stream (server/webhook/webhook_stream.h): the stream consumer
  * made and freed (a clean stop releases the leases it holds), its own
  * synchronous connection (server/redis/redis_sync.h) (connect, AUTH, SELECT,
- * the reconnect backoff; short timeouts, on the sender thread, never a loop
- * thread), one command, and the names of an app's keys.
+ * the scripts' SCRIPT LOAD, the reconnect backoff; short timeouts, on the
+ * sender thread, never a loop thread), one command (a script as EVALSHA,
+ * again as EVAL on NOSCRIPT), and the names of an app's keys.
  *
  * The whole (docs/WEBHOOKS.md, "In a cluster"; webhook_stream.h names the
  * file of each part). The join / leave / reap scripts queue each app's
@@ -34,7 +35,11 @@
  *   (server/redis/lua/wh_stream_retire.lua).
  *
  * Its scripts are files of server/redis/lua/ (wh_stream_*.lua), embedded
- * at build time (server/redis/redis_lua.h).
+ * at build time (server/redis/redis_lua.h). Each is loaded (SCRIPT LOAD)
+ * on every connect and called by its SHA (EVALSHA): an idle lease holder
+ * sends 40 bytes a call, not the text (docs/SCALING.md). A script Redis
+ * refused to load stays on EVAL; one Redis lost (NOSCRIPT: SCRIPT FLUSH, a
+ * failover) is sent once more as EVAL and loaded again.
  *
  * Thread: the sender thread.
  */
@@ -51,6 +56,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hub/base/backoff.h"
+#include "hub/loop/stats.h"
 #include "server/config/redis_url.h"
 #include "server/redis/redis_conn.h"
 #include "server/redis/redis_lua.h"
@@ -119,18 +125,124 @@ static void lost(struct srv_whs *z)
     disconnect(z);
 }
 
-/* A command; NULL (and the connection dropped when it broke). */
+static const char *const script_text[SRV_WHS_SCRIPT_N] = {
+    [SRV_WHS_ADD] = srv_redis_lua_wh_stream_add,
+    [SRV_WHS_LEASE] = srv_redis_lua_wh_stream_lease,
+    [SRV_WHS_RELEASE] = srv_redis_lua_wh_stream_release,
+    [SRV_WHS_RETIRE] = srv_redis_lua_wh_stream_retire,
+    [SRV_WHS_PUMP] = srv_redis_lua_wh_stream_pump,
+    [SRV_WHS_CONSUMERS] = srv_redis_lua_wh_stream_consumers,
+};
+
+#define CMD_ARGS 16                /* the most words of a script call */
+
+void srv__wh_stream_script(const struct srv_whs *z, enum srv_whs_script s,
+                           bool eval, const char **av)
+{
+    if (z->sha[s][0] && !eval) {
+        av[0] = "EVALSHA";
+        av[1] = z->sha[s];
+    } else {
+        av[0] = "EVAL";
+        av[1] = script_text[s];
+    }
+}
+
+bool srv__wh_stream_is_noscript(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && r->str &&
+           !strncmp(r->str, "NOSCRIPT", 8);
+}
+
+/* The script argv calls (EVAL <one of the texts above>, by address: the
+ * callers pass the texts themselves), or -1. */
+static int script_of(int argc, const char **argv)
+{
+    if (argc < 2 || argc > CMD_ARGS || strcmp(argv[0], "EVAL"))
+        return -1;
+    for (int i = 0; i < SRV_WHS_SCRIPT_N; i++)
+        if (argv[1] == script_text[i])
+            return i;
+    return -1;
+}
+
+/* SCRIPT LOAD of script s: its SHA, or "" (it goes as EVAL) when Redis
+ * refused it. false when the connection broke. */
+static bool load_one(struct srv_whs *z, enum srv_whs_script s)
+{
+    const char *av[3] = { "SCRIPT", "LOAD", script_text[s] };
+    redisReply *r = srv_redis_sync_argv(z->rc, 3, av, NULL);
+
+    z->sha[s][0] = '\0';
+    if (!r)
+        return false;
+    if (r->type == REDIS_REPLY_STRING && r->len == 40)
+        memcpy(z->sha[s], r->str, 41);
+    freeReplyObject(r);
+    return true;
+}
+
+void srv__wh_stream_noscript(struct srv_whs *z, enum srv_whs_script s)
+{
+    HUB_STAT_ADD(z->noscript, 1);
+    if (!z->told_noscript)
+        srv_log(HUB_LOG_WARN, 0,
+                "webhooks: redis stream: a script was not in redis's "
+                "cache (NOSCRIPT: flushed, or a failover); sent as EVAL "
+                "and loaded again");
+    z->told_noscript = true;
+    if (z->rc && !load_one(z, s))
+        lost(z);
+}
+
+/* A command; NULL (and the connection dropped when it broke). An EVAL of
+ * a stream script goes as EVALSHA when its SHA is loaded, and once more
+ * as EVAL when Redis answers NOSCRIPT (the script did not run). */
 static redisReply *cmd(struct srv_whs *z, int argc, const char **argv,
                        const size_t *lens)
 {
+    int s = script_of(argc, argv);
+    bool retry = false;
     redisReply *r;
 
     if (!z->rc)
         return NULL;
+    if (s >= 0 && z->sha[s][0]) {
+        const char *av[CMD_ARGS];
+        size_t lv[CMD_ARGS];
+
+        memcpy(av, argv, (size_t)argc * sizeof(*av));
+        srv__wh_stream_script(z, (enum srv_whs_script)s, false, av);
+        if (lens) {
+            memcpy(lv, lens, (size_t)argc * sizeof(*lv));
+            lv[0] = strlen(av[0]);
+            lv[1] = strlen(av[1]);
+        }
+        r = srv_redis_sync_argv(z->rc, argc, av, lens ? lv : NULL);
+        if (!srv__wh_stream_is_noscript(r)) {
+            if (!r)
+                lost(z);
+            return r;
+        }
+        freeReplyObject(r);
+        retry = true;
+    }
     r = srv_redis_sync_argv(z->rc, argc, argv, lens);
     if (!r)
         lost(z);
+    else if (retry)
+        srv__wh_stream_noscript(z, (enum srv_whs_script)s);
     return r;
+}
+
+/* Every script loaded on a new connection: 0, or -1 when it broke. */
+static int load_all(struct srv_whs *z)
+{
+    z->told_noscript = false;
+    for (int i = 0; i < SRV_WHS_SCRIPT_N; i++)
+        if (!load_one(z, (enum srv_whs_script)i))
+            return -1;
+    return 0;
 }
 
 static bool connect_now(struct srv_whs *z, uint64_t now)
@@ -152,6 +264,12 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
     z->rc = srv_redis_conn_sync(&z->conn, &tv, why, sizeof(why));
     if (!z->rc)
         return false;
+    /* The scripts' SHAs, so every call sends 40 bytes, not the text: a
+     * connection that breaks here is a failed attempt like any other. */
+    if (load_all(z)) {
+        disconnect(z);
+        return false;
+    }
     atomic_store(&z->up, true);
     z->attempts = 0;
     if (z->told_down)

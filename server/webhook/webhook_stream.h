@@ -4,9 +4,10 @@
  * webhook_send.c and webhook_endpoint.c call, and what the stream's own
  * files share. The stream is five files:
  *
- * - webhook_stream.c: the sender thread's synchronous hiredis connection
- *   (connect, AUTH, SELECT, reconnect backoff), the stream's state made
- *   and freed (its leases released at a clean stop), the keys' names;
+ * - webhook_stream.c: the sender thread's synchronous connection
+ *   (connect, AUTH, SELECT, SCRIPT LOAD, reconnect backoff, a script call
+ *   as EVALSHA), the stream's state made and freed (its leases released
+ *   at a clean stop), the keys' names;
  * - webhook_stream_add.c: client events and cache misses XADDed to the
  *   app's stream;
  * - webhook_stream_read.c: per endpoint, its consumer group claimed and
@@ -62,6 +63,18 @@ struct srv_wh_stream_app {
     bool drop_base, dropping;
 };
 
+/* The stream's scripts (server/redis/lua/wh_stream_*.lua), each loaded
+ * (SCRIPT LOAD) on every connect and then sent as EVALSHA. */
+enum srv_whs_script {
+    SRV_WHS_ADD,
+    SRV_WHS_LEASE,
+    SRV_WHS_RELEASE,
+    SRV_WHS_RETIRE,
+    SRV_WHS_PUMP,
+    SRV_WHS_CONSUMERS,
+    SRV_WHS_SCRIPT_N
+};
+
 /* The stream consumer (srv_wh.whs). */
 struct srv_whs {
     struct srv_redis_conn conn;    /* the URL, the password in force */
@@ -73,6 +86,12 @@ struct srv_whs {
     uint64_t retry_ms, round_ms;
     unsigned attempts;             /* connects failed since the last up */
     bool told_down;
+    /* Each script's SHA (40 hex) as SCRIPT LOAD answered on this
+     * connection; "": not loaded, the script goes as EVAL <text>. A
+     * fixed table: one entry a script, whatever the apps or clients. */
+    char sha[SRV_WHS_SCRIPT_N][41];
+    bool told_noscript;            /* NOSCRIPT logged on this connection */
+    uint64_t noscript;             /* NOSCRIPT replies, all told */
     struct srv_wh_stream_app *apps;
     unsigned n_apps;
     /* /stats and /metrics (webhook_metrics.c), read from any thread with
@@ -121,6 +140,17 @@ bool srv__wh_stream_connect(struct srv_whs *z, uint64_t now);
 redisReply *srv__wh_stream_cmd(struct srv_whs *z, int argc, const char **argv,
                                const size_t *lens);
 void srv__wh_stream_lost(struct srv_whs *z);
+/* The command's first two words for script s: EVALSHA <sha> when its SHA
+ * is loaded and eval is false, else EVAL <text> (av[0], av[1]). The one
+ * place a script call is made; srv__wh_stream_cmd turns an EVAL of a
+ * script's text into this on its own. */
+void srv__wh_stream_script(const struct srv_whs *z, enum srv_whs_script s,
+                           bool eval, const char **av);
+/* Is r the -NOSCRIPT error (the SHA sent is not in Redis's cache)? */
+bool srv__wh_stream_is_noscript(const redisReply *r);
+/* Script s got a NOSCRIPT (its EVAL retry already answered): counted,
+ * logged once a connection, and loaded again. No reply may be pending. */
+void srv__wh_stream_noscript(struct srv_whs *z, enum srv_whs_script s);
 /* "<prefix>:<what>:<app>" into out; 0, or -1 when it does not fit. */
 int srv__wh_stream_key(char *out, size_t n, const struct srv_whs *z,
                        const char *what, const char *app);

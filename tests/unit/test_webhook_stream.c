@@ -3,8 +3,9 @@
  * thread's half (server/webhook/webhook_stream*.c), against a fake Redis:
  * a thread on a loopback port that speaks RESP and keeps, in memory, what the
  * module's commands touch (the app's stream with its consumer groups and
- * pending lists, the lease key, the counter hash). The module's four
- * scripts are recognised by their text and run here in C, the delay pump
+ * pending lists, the lease key, the counter hash, a script cache). The
+ * module's scripts are recognised by their text (EVAL, or EVALSHA of a
+ * text SCRIPT LOAD kept) and run here in C, the delay pump
  * as "nothing due". The test thread plays the sender thread: it calls
  * srv_wh_stream_take / srv_wh_stream_round / srv_wh_stream_done with its
  * own clock and holds the batches the module pushes, as
@@ -25,7 +26,10 @@
  * removed endpoint's read entries become a batch and its group is
  * destroyed; a removed app gives its lease up and lets its keys expire
  * (not while another node holds the lease), and taking the lease again
- * cancels the expiry.
+ * cancels the expiry. Scripts: each loaded on connect and called as
+ * EVALSHA; a NOSCRIPT (the cache flushed) on a call or in the XADD
+ * pipeline sends it once more as EVAL, each event added once, and loads it
+ * again; a refused SCRIPT LOAD leaves the script on EVAL.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -97,6 +101,13 @@ struct fake_redis {
     char last_group[64];           /* its ARGV[1] */
     char last_read_id[32];
     char last_bound[16];           /* ARGV[1] of the last XADD script */
+    /* The script cache: SCRIPT LOAD keeps a text under a made-up SHA;
+     * EVALSHA runs it, or answers NOSCRIPT. */
+    struct { char sha[41]; char *text; } scr[8];
+    unsigned nscr;
+    unsigned loads, evals, evalshas, noscripts;
+    bool flush_once;               /* the next EVALSHA: cache flushed first */
+    bool refuse_load;              /* SCRIPT LOAD answers -NOPERM */
 };
 
 static struct group *group_of(struct fake_redis *r, const char *name)
@@ -294,6 +305,61 @@ static void eval(struct fake_redis *r, char **a, unsigned n, struct out *o)
     }
 }
 
+/* SCRIPT LOAD: a 40-hex name made from the text (FNV-1a, not SHA1: the
+ * module only keeps what it is told). */
+static void script_load(struct fake_redis *r, const char *text, struct out *o)
+{
+    uint64_t h = 1469598103934665603ull;
+    char sha[41];
+
+    r->loads++;
+    if (r->refuse_load) {
+        put(o, "-NOPERM this user has no permissions to run the 'script|load' "
+               "command\r\n");
+        return;
+    }
+    for (const char *p = text; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    snprintf(sha, sizeof(sha), "%016llx%016llx%08x", (unsigned long long)h,
+             (unsigned long long)~h, (unsigned)(h >> 7));
+    for (unsigned i = 0; i < r->nscr; i++)
+        if (!strcmp(r->scr[i].sha, sha)) {
+            bulk(o, sha);
+            return;
+        }
+    assert_true(r->nscr < 8);
+    memcpy(r->scr[r->nscr].sha, sha, 41);
+    r->scr[r->nscr++].text = strdup(text);
+    bulk(o, sha);
+}
+
+static void script_flush(struct fake_redis *r)
+{
+    while (r->nscr)
+        free(r->scr[--r->nscr].text);
+}
+
+/* EVALSHA sha ...: the script it names, run as EVAL would. */
+static void evalsha(struct fake_redis *r, char **a, unsigned n, struct out *o)
+{
+    char *b[MAX_ARGS];
+
+    r->evalshas++;
+    if (r->flush_once) {
+        r->flush_once = false;
+        script_flush(r);
+    }
+    for (unsigned i = 0; i < r->nscr; i++)
+        if (!strcmp(r->scr[i].sha, a[1])) {
+            memcpy(b, a, n * sizeof(*b));
+            b[1] = r->scr[i].text;
+            eval(r, b, n, o);
+            return;
+        }
+    r->noscripts++;
+    put(o, "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+}
+
 static void xinfo_groups(struct fake_redis *r, struct out *o)
 {
     if (!r->exists && !r->ng) {
@@ -351,7 +417,12 @@ static void command(struct fake_redis *r, char **a, unsigned n, struct out *o)
     if (!strcasecmp(c, "SELECT")) {
         put(o, "+OK\r\n");
     } else if (!strcasecmp(c, "EVAL")) {
+        r->evals++;
         eval(r, a, n, o);
+    } else if (!strcasecmp(c, "EVALSHA")) {
+        evalsha(r, a, n, o);
+    } else if (!strcasecmp(c, "SCRIPT") && !strcasecmp(a[1], "LOAD")) {
+        script_load(r, a[2], o);
     } else if (!strcasecmp(c, "XGROUP") && !strcasecmp(a[1], "DESTROY")) {
         struct group *g = group_of(r, a[3]);  /* DESTROY k g */
 
@@ -563,6 +634,7 @@ static void fake_stop(struct fake_redis *r)
     for (unsigned i = 0; i < r->ne; i++)
         for (unsigned j = 0; j < r->e[i].nf; j++)
             free(r->e[i].f[j]);
+    script_flush(r);
     pthread_mutex_destroy(&r->mu);
 }
 
@@ -1106,6 +1178,101 @@ static void test_webhook_stream_retire_leaves_another_nodes_lease(void **state)
     assert_int_equal(whs_stat(g, "apps_retired"), 1);
 }
 
+/* Scripts: loaded on connect, then called by SHA. */
+
+static void test_webhook_stream_scripts_go_as_evalsha_after_connect(
+    void **state)
+{
+    struct rig *g = *state;
+
+    assert_null(srv_wh_stream_take(&g->wh, client_event("private-a", "1")));
+    /* Every stream script was loaded once, on the connect. */
+    assert_int_equal(g->redis.loads, SRV_WHS_SCRIPT_N);
+    assert_int_equal(g->redis.nscr, SRV_WHS_SCRIPT_N);
+    stream_add(g, "channel_occupied", "c1");
+    rounds(g, 3);                            /* lease, pump, read */
+    assert_int_equal(held(g), 1);
+    deliver_head(g);
+    g->now += 1001;
+    rounds(g, 1);                            /* trim: idle consumers */
+    assert_true(g->redis.idle_drops >= 1);
+    srv_wh_stream_ep_fini(&g->ep);
+    srv_wh_stream_free(&g->wh);              /* release */
+    assert_int_equal(g->redis.releases, 1);
+    /* The XADD, lease, pump, consumers and release scripts: all EVALSHA,
+     * not one EVAL with the text. */
+    assert_int_equal(g->redis.xadds, 1);
+    assert_int_equal(g->redis.evals, 0);
+    assert_true(g->redis.evalshas >= 5);
+    assert_int_equal(g->redis.noscripts, 0);
+    assert_int_equal(g->redis.loads, SRV_WHS_SCRIPT_N);
+}
+
+static void test_webhook_stream_noscript_in_a_pipeline_goes_again_as_eval(
+    void **state)
+{
+    struct rig *g = *state;
+    struct hub_wh_event *l;
+
+    assert_null(srv_wh_stream_take(&g->wh, client_event("private-a", "0")));
+    /* Redis's script cache is flushed under the pipeline of three: each
+     * is answered NOSCRIPT, none ran, and each goes once as EVAL. */
+    g->redis.flush_once = true;
+    l = client_event("private-a", "1");
+    l->next = client_event("private-a", "2");
+    l->next->next = client_event("private-a", "3");
+    assert_null(srv_wh_stream_take(&g->wh, l));
+    assert_int_equal(g->redis.noscripts, 3);
+    assert_int_equal(g->redis.evals, 3);
+    assert_int_equal(g->redis.xadds, 4);     /* each event once */
+    assert_int_equal(g->redis.ne, 4);
+    assert_string_equal(g->redis.e[1].f[9], "1");
+    assert_string_equal(g->redis.e[3].f[9], "3");
+    assert_int_equal(whs_stat(g, "added"), 4);
+    assert_int_equal(g->wh.whs->noscript, 1);
+    /* The script was loaded again: the next event goes as EVALSHA. */
+    assert_int_equal(g->redis.loads, SRV_WHS_SCRIPT_N + 1);
+    assert_null(srv_wh_stream_take(&g->wh, client_event("private-a", "4")));
+    assert_int_equal(g->redis.evals, 3);
+    assert_int_equal(g->redis.noscripts, 3);
+    assert_int_equal(g->redis.xadds, 5);
+}
+
+static void test_webhook_stream_noscript_on_a_call_goes_again_as_eval(
+    void **state)
+{
+    struct rig *g = *state;
+
+    assert_null(srv_wh_stream_take(&g->wh, client_event("private-a", "0")));
+    /* The lease script (the round's first call) meets a flushed cache:
+     * sent again as EVAL, the lease is taken all the same. */
+    g->redis.flush_once = true;
+    srv_wh_stream_round(&g->wh, g->now);
+    assert_string_equal(g->redis.lease, "n1");
+    assert_true(srv_wh_stream_holds(&g->wh, &g->ep));
+    assert_true(g->redis.noscripts >= 1);
+    assert_int_equal(g->redis.evals, g->redis.noscripts);
+    assert_int_equal(g->wh.whs->noscript, g->redis.noscripts);
+    assert_non_null(g->wh.whs->rc);
+    /* Each script that met NOSCRIPT was loaded again, once. */
+    assert_int_equal(g->redis.loads, SRV_WHS_SCRIPT_N + g->redis.noscripts);
+}
+
+static void test_webhook_stream_script_not_loaded_goes_as_eval(void **state)
+{
+    struct rig *g = *state;
+
+    /* SCRIPT LOAD refused (an ACL without it): the scripts go as EVAL. */
+    g->redis.refuse_load = true;
+    assert_null(srv_wh_stream_take(&g->wh, client_event("private-a", "1")));
+    srv_wh_stream_round(&g->wh, g->now);
+    assert_string_equal(g->redis.lease, "n1");
+    assert_int_equal(g->redis.loads, SRV_WHS_SCRIPT_N);
+    assert_int_equal(g->redis.xadds, 1);
+    assert_int_equal(g->redis.evalshas, 0);
+    assert_true(g->redis.evals >= 2);
+}
+
 #define RIG_TEST(f) cmocka_unit_test_setup_teardown(f, rig_setup, rig_teardown)
 
 int main(void)
@@ -1127,6 +1294,11 @@ int main(void)
         RIG_TEST(
             test_webhook_stream_removed_app_gives_up_lease_and_keys_expire),
         RIG_TEST(test_webhook_stream_retire_leaves_another_nodes_lease),
+        RIG_TEST(test_webhook_stream_scripts_go_as_evalsha_after_connect),
+        RIG_TEST(
+            test_webhook_stream_noscript_in_a_pipeline_goes_again_as_eval),
+        RIG_TEST(test_webhook_stream_noscript_on_a_call_goes_again_as_eval),
+        RIG_TEST(test_webhook_stream_script_not_loaded_goes_as_eval),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
