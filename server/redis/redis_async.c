@@ -255,29 +255,37 @@ int srv_redis_async_argv(struct srv_redis_async *c, srv_redis_async_fn *fn,
     return queue(c, true, fn, priv, cmd, n);
 }
 
+/* A hiredis format and its arguments, queued (slot: a reply of its own). */
+static int vqueue(struct srv_redis_async *c, bool slot, srv_redis_async_fn *fn,
+                  void *priv, const char *fmt, va_list ap)
+{
+    char *cmd = NULL;
+    int n = redisvFormatCommand(&cmd, fmt, ap);
+
+    return queue(c, slot, fn, priv, cmd, n);
+}
+
 int srv_redis_async_cmd(struct srv_redis_async *c, srv_redis_async_fn *fn,
                         void *priv, const char *fmt, ...)
 {
-    char *cmd = NULL;
     va_list ap;
-    int n;
+    int rc;
 
     va_start(ap, fmt);
-    n = redisvFormatCommand(&cmd, fmt, ap);
+    rc = vqueue(c, true, fn, priv, fmt, ap);
     va_end(ap);
-    return queue(c, true, fn, priv, cmd, n);
+    return rc;
 }
 
 int srv_redis_async_send_push(struct srv_redis_async *c, const char *fmt, ...)
 {
-    char *cmd = NULL;
     va_list ap;
-    int n;
+    int rc;
 
     va_start(ap, fmt);
-    n = redisvFormatCommand(&cmd, fmt, ap);
+    rc = vqueue(c, false, NULL, NULL, fmt, ap);
     va_end(ap);
-    return queue(c, false, NULL, NULL, cmd, n);
+    return rc;
 }
 
 /* A message or (un)subscribe confirmation of a subscriber connection. */
