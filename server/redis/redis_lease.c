@@ -243,19 +243,24 @@ static void load_reply(struct srv_redis_async *ac, void *reply, void *priv)
     free(q);
 }
 
+/* SCRIPT LOAD of script k; its SHA is used once the answer came. */
+static void send_load(struct srv_redis_lease *l, unsigned k)
+{
+    struct load_req *q = malloc(sizeof(*q));
+
+    if (!q)
+        return;
+    q->l = l;
+    q->k = k;
+    if (srv_redis_async_cmd(l->cmd, load_reply, q, "SCRIPT LOAD %s",
+                            lua_text[k]) != 0)
+        free(q);
+}
+
 static void send_loads(struct srv_redis_lease *l)
 {
-    for (unsigned k = 0; k < S_N; k++) {
-        struct load_req *q = malloc(sizeof(*q));
-
-        if (!q)
-            continue;
-        q->l = l;
-        q->k = k;
-        if (srv_redis_async_cmd(l->cmd, load_reply, q, "SCRIPT LOAD %s",
-                                lua_text[k]) != 0)
-            free(q);
-    }
+    for (unsigned k = 0; k < S_N; k++)
+        send_load(l, k);
 }
 
 /* EVALSHA k (EVAL until its SHA is known) with "0" keys and argv. */
@@ -298,8 +303,13 @@ static void check_noscript(struct srv_redis_lease *l, unsigned k,
                            const redisReply *rep)
 {
     if (rep->type == REDIS_REPLY_ERROR && rep->str &&
-        !strncmp(rep->str, "NOSCRIPT", 8))
+        !strncmp(rep->str, "NOSCRIPT", 8)) {
+        /* Redis lost its scripts (SCRIPT FLUSH, or a restart the
+         * connection outlived): EVAL until the new SHA is in. */
         l->sha[k][0] = '\0';
+        if (l->cmd)
+            send_load(l, k);
+    }
 }
 
 /* The reaper. */

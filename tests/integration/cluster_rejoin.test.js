@@ -148,3 +148,27 @@ test('a share of several chunks rejoins after a restart and after a stall', asyn
   for (const c of socks.slice(0, 2)) c.close();
   w.close();
 });
+
+// Redis loses its scripts while the node stays connected (SCRIPT FLUSH, or
+// a failover to a replica that never loaded them): the lease tick's
+// EVALSHA gets NOSCRIPT once, the next tick goes as EVAL, and the node
+// loads the script again, so its ticks are EVALSHA once more (they stayed
+// EVAL, the whole text each second, until the next reconnect).
+test('SCRIPT FLUSH while connected: the lease reloads its script', async (t) => {
+  const { redis, nodes } = await startCluster(t, { n: 1 });
+  const [n1] = nodes;
+  await allUp(nodes);
+  const calls = async (cmd) => {
+    const m = (await redis.cli('INFO', 'commandstats')).match(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`));
+    return m ? Number(m[1]) : 0;
+  };
+  await waitFor(async () => (await calls('evalsha')) > 0, 'the lease on EVALSHA');
+  await redis.cli('SCRIPT', 'FLUSH');
+  await waitFor(() => /lease renewal failed \(NOSCRIPT/.test(n1.stderr), 'the NOSCRIPT renewal');
+  await waitFor(() => /lease renewed again/.test(n1.stderr), 'the lease renewed again');
+  const eval0 = await calls('eval');
+  const sha0 = await calls('evalsha');
+  await waitFor(async () => (await calls('evalsha')) >= sha0 + 3, 'three more ticks by EVALSHA');
+  // At most the tick that was already on its way went as EVAL.
+  assert.ok((await calls('eval')) <= eval0 + 1, `EVAL calls ${eval0} -> ${await calls('eval')}`);
+});
