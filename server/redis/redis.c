@@ -80,6 +80,13 @@ static void drop_connections(struct srv_redis *r)
     }
 }
 
+/* The address to dial: the primary the sentinels named, or NULL (the
+ * URL's). */
+static const struct srv_redis_addr *target_of(const struct srv_redis *r)
+{
+    return r->sentinel ? &r->at : NULL;
+}
+
 /* Where Redis is, for a log line. */
 static void where_of(const struct srv_redis *r, char *out, size_t cap)
 {
@@ -198,19 +205,18 @@ static void setup_cb(struct srv_redis_async *ac, void *reply, void *priv)
         go_up(r);
 }
 
+/* ROLE's answer: not the primary is a disconnect; else a setup reply. */
 static void role_cb(struct srv_redis_async *ac, void *reply, void *priv)
 {
     struct srv_redis *r = priv;
     char why[200];
 
-    if (!reply || !srv_redis_async_data(ac) || (ac != r->cmd && ac != r->sub))
-        return;
-    if (!srv_redis_conn_role_ok(reply, why, sizeof(why))) {
+    if (reply && srv_redis_async_data(ac) && (ac == r->cmd || ac == r->sub) &&
+        !srv_redis_conn_role_ok(reply, why, sizeof(why))) {
         go_down(r, why);
         return;
     }
-    if (r->setup_left && --r->setup_left == 0)
-        go_up(r);
+    setup_cb(ac, reply, priv);
 }
 
 /* A connection ended on its own: refused, TLS refused, Redis gone. */
@@ -248,8 +254,8 @@ static int setup_send(void *ctx, int argc, const char **argv,
 static struct srv_redis_async *open_one(struct srv_redis *r, bool select,
                                         char *why)
 {
-    struct srv_redis_async *ac = srv_redis_conn_async(
-        &r->conn, r->loop, r->sentinel ? &r->at : NULL, why, 160);
+    struct srv_redis_async *ac =
+        srv_redis_conn_async(&r->conn, r->loop, target_of(r), why, 160);
     struct setup_ctx s = { r, ac };
 
     if (!ac)
@@ -272,14 +278,12 @@ static struct srv_redis_async *open_one(struct srv_redis *r, bool select,
 
 static void open_both(struct srv_redis *r)
 {
+    const struct srv_redis_addr *at = target_of(r);
     char why[160] = "cannot connect";
 
     r->setup_left = 0;
-    if (r->sentinel)
-        srv_redis_ready_connecting(&r->ready, r->at.host, r->at.port);
-    else
-        srv_redis_ready_connecting(&r->ready, r->conn.url.host,
-                                   r->conn.url.port);
+    srv_redis_ready_connecting(&r->ready, at ? at->host : r->conn.url.host,
+                               at ? at->port : r->conn.url.port);
     r->cmd = open_one(r, true, why);
     r->sub = r->cmd ? open_one(r, false, why) : NULL;
     if (!r->cmd || !r->sub)
