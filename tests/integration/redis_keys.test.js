@@ -44,8 +44,13 @@ const quiet = (ids) => [`${P}:nodes`, ...ids.map((id) => `${P}:node:${id}`), `${
 async function snapshot(redis) {
   const keys = (await redis.cli('--scan', '--pattern', `${P}:*`)).split('\n').filter(Boolean).sort();
   let bytes = 0;
-  for (const k of keys) bytes += Number(await redis.cli('MEMORY', 'USAGE', k, 'SAMPLES', '0')) || 0;
-  return { keys, bytes };
+  let stream = 0;
+  for (const k of keys) {
+    const b = Number(await redis.cli('MEMORY', 'USAGE', k, 'SAMPLES', '0')) || 0;
+    bytes += b;
+    if (k === `${P}:wh:${APP.id}`) stream = b;
+  }
+  return { keys, bytes, stream };
 }
 
 // Wait until the key set is a quiet cluster's and the webhook stream is
@@ -106,9 +111,16 @@ async function churn(t, nodes, tag) {
   await waitFor(() => clients.every((c) => c.closed), `round ${tag}: clients closed`, 20000);
 }
 
-// The summed memory is within 10 % of the baseline's.
+// The summed memory is within 10 % of the baseline's. A trimmed stream
+// keeps its deleted entries in its last listpack node until the node
+// fills (Redis frees a node whole), so the webhook stream may hold up to
+// one node more than at the baseline: stream-node-max-bytes (4 KiB) is
+// its bound, checked apart; every other key within the 10 %.
+const STREAM_NODE = 6144; // a node of 4 KiB, its listpack header and rax node
 function near(base, now) {
-  return Math.abs(now.bytes - base.bytes) <= 0.1 * base.bytes;
+  const rest = (x) => x.bytes - x.stream;
+  return Math.abs(rest(now) - rest(base)) <= 0.1 * base.bytes &&
+    now.stream <= base.stream + STREAM_NODE;
 }
 
 test('churn, a killed node and a Redis restart leave as many keys and bytes as before', async (t) => {
@@ -179,7 +191,7 @@ test('churn, a killed node and a Redis restart leave as many keys and bytes as b
   let last = end;
   await waitFor(async () => near(base, (last = await snapshot(redis))), 'memory back near the baseline',
     30000, 200).catch((e) => {
-    throw new Error(`${e.message}: ${last.bytes} bytes against ${base.bytes}`);
+    throw new Error(`${e.message}: ${last.bytes} bytes (stream ${last.stream}) against ${base.bytes} (stream ${base.stream})`);
   });
   t.diagnostic(`baseline ${base.keys.length} keys ${base.bytes} B; end ${last.keys.length} keys ${last.bytes} B`);
   assert.equal(last.keys.length, base.keys.length);
