@@ -65,6 +65,11 @@ struct hub_config {
     uint64_t cache_ttl_ms;         /* a cached event's life */
     uint64_t cache_max_bytes;      /* per app; 0 = no cap */
     uint64_t subscription_count_interval_ms; /* coalescing window */
+    /* permessage-deflate (issue 34): offered to the sessions the read
+     * bypass reads, when the app's own "compression" is true too; frames
+     * of fewer wire bytes than compression_min_size go plain. */
+    bool compression;
+    uint32_t compression_min_size;
     /* What the protocol layer does at a session's fini (hub/pusher/pusher.h's
      * hub_pusher_hooks); NULL = nothing. Borrowed. */
     const struct hub_session_hooks *session_hooks;
