@@ -40,6 +40,8 @@
 
 #define HUB_MAX_LOOPS 64
 
+struct hub_deflate;
+
 struct hub_config {
     uint64_t tick_ms;              /* wheel tick */
     uint64_t ping_interval_ms;     /* ping sessions silent this long */
@@ -154,6 +156,10 @@ struct hub_loop {
     uint64_t now_ms;
     uint64_t evict_last_ms;        /* the latest eviction scan */
     struct hub_defer defer;        /* client events of the read in progress */
+    /* permessage-deflate (hub/loop/compress.h): zlib's state and the
+     * inflate buffer (max_message + 1 bytes), both from first use. */
+    struct hub_deflate *deflate;
+    char *inflate_buf;
     /* Each feature's state for this loop (hub_loop_feature_state()),
      * index for index with hub->features; opaque here. */
     void *feature_state[HUB_MAX_FEATURES];

@@ -108,8 +108,8 @@
       "Sessions that negotiated permessage-deflate.")                          \
     X(compressed_frames, counter, U64, 0, LOOP, "compressed_frames",           \
       "compressed_frames_total",                                               \
-      "Compressed variants of frames made (one per publication and loop "      \
-      "that had a compressing subscriber).")                                   \
+      "Compressed variants of frames made (one per publication a "            \
+      "compressing subscriber got).")                                          \
     X(compressed_bytes_in, counter, U64, 0, LOOP, "compressed_bytes_in",       \
       "compressed_bytes_in_total",                                             \
       "Wire bytes of the frames compressed, before.")                          \
