@@ -227,15 +227,21 @@ test('a deflate bomb closes 1009, a corrupt stream and compressed invalid UTF-8 
   u.send(frame(OP.TEXT, deflate(Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x7d])), { rsv: RSV1 }));
   assert.equal((await u.closeFrame()).code, 1007, 'compressed text that is not UTF-8');
 
-  // Just under the limit inflated: a pusher:ping padded to 60,000 B is
-  // answered (the bound is --max-message, not less).
+  // The bound is --max-message exactly: a pusher:ping padded to inflate
+  // to 65,536 B is answered, one byte more closes 1009.
+  const padded = (n) => {
+    const base = JSON.stringify({ event: 'pusher:ping', data: { pad: '' } }).length;
+    return JSON.stringify({ event: 'pusher:ping', data: { pad: 'a'.repeat(n - base) } });
+  };
+  assert.equal(padded(65536).length, 65536);
   const k = await pmdRaw(t, hub).open();
-  const ping = JSON.stringify({ event: 'pusher:ping', data: { pad: 'a'.repeat(60000) } });
-  assert.ok(ping.length < 65536);
   const before = await compression(hub);
-  k.sendText(ping, { compress: true });
-  await k.message((m) => m.event === 'pusher:pong', 'pusher:pong to a large compressed ping');
+  k.sendText(padded(65536), { compress: true });
+  await k.message((m) => m.event === 'pusher:pong', 'pusher:pong to a compressed ping of --max-message bytes');
   assert.equal(delta(before, await compression(hub)).inflated_messages, 1);
+  const over = await pmdRaw(t, hub).open();
+  over.sendText(padded(65537), { compress: true });
+  assert.equal((await over.closeFrame()).code, 1009, 'one byte past --max-message inflated');
 
   // Healthy: a new compressing client subscribes and gets an event.
   const w = await textClient(t, hub);
@@ -243,7 +249,7 @@ test('a deflate bomb closes 1009, a corrupt stream and compressed invalid UTF-8 
   for (const x of [w, p]) assert.equal((await x.subscribed('after')).event, 'pusher_internal:subscription_succeeded');
   await publishEvent(hub, 'after', CORPUS.event, CORPUS.data);
   assert.deepEqual(await w.waitEvents('after', 1), await p.waitEvents('after', 1));
-  // The three closed sessions are gone; k, w and p remain.
+  // The four closed sessions are gone; k, w and p remain.
   await waitFor(async () => (await hub.stats()).totals.sessions === 3, 'three sessions left');
   assert.equal(hub.exit, null);
 });
@@ -335,4 +341,92 @@ test('--compression off and an app with "compression": false: no extension in th
   assert.equal(qe.rsv, 0);
   assert.equal(JSON.parse(qe.text).data, CORPUS.data);
   assert.equal((await compression(hub)).compression_sessions, 1, 'only the default app\'s client');
+});
+
+test('an event whose compressed frame needs the 8-byte length (over 64 KiB) arrives byte-exact', async (t) => {
+  const hub = await startHub(ON, {
+    t, loops: 2, apps: [{ id: 'app-id', key: 'app-key', secret: 'app-secret', max_event_bytes: 262144 }],
+  });
+  const { c, p } = await rawPair(t, hub, 'feed');
+  // Random bytes in base64 compress to about 3/4: 120,000 chars -> ~90 KB.
+  const data = require('node:crypto').randomBytes(90000).toString('base64');
+  await publishEvent(hub, 'feed', 'big', data);
+  await publishEvent(hub, 'feed', CORPUS.event, CORPUS.data);
+  const [big, corpus] = await c.waitEvents('feed', 2);
+  const plain = await p.waitEvents('feed', 2);
+  assert.equal(big.compressed, true);
+  assert.ok(big.wire.length > 65535, `compressed payload ${big.wire.length} B`);
+  assert.ok(big.bytes.equals(plain[0].wire));
+  assert.equal(JSON.parse(big.text).data, data);
+  assert.ok(corpus.compressed && corpus.bytes.equals(plain[1].wire), 'the next frame is read right');
+});
+
+test('a reload that turns an app\'s compression off sends plain frames to its open sessions, and on again', async (t) => {
+  const fs = require('node:fs');
+  const apps = (compression) => [{ id: 'app-id', key: 'app-key', secret: 'app-secret', compression }];
+  const hub = await startHub(ON, { t, loops: 2, apps: apps(true) });
+  // Rewrite the config, SIGHUP, wait for the reload's log line.
+  const reload = async (compression) => {
+    const n = () => hub.stderr.split('\n').filter((l) => /apps: /.test(l)).length;
+    const before = n();
+    fs.writeFileSync(hub.configFile, JSON.stringify({ apps: apps(compression) }));
+    process.kill(hub.pid, 'SIGHUP');
+    await waitFor(() => n() > before, 'the reload line');
+  };
+  const { c, p } = await rawPair(t, hub, 'feed');
+  let seq = 0;
+  // Publish the corpus until one arrives compressed (want true) or plain
+  // (false): a reload reaches each loop through its inbox.
+  const until = async (want) => {
+    await waitFor(async () => {
+      const id = String(++seq);
+      await publishEvent(hub, 'feed', CORPUS.event, CORPUS.data.replace('48213', id));
+      const evs = await c.waitEvents('feed', seq);
+      return evs[seq - 1].compressed === want;
+    }, `a corpus event ${want ? 'compressed' : 'plain'}`);
+    const evs = c.events('feed');
+    const plain = await p.waitEvents('feed', seq);
+    for (let i = 0; i < seq; i++) assert.ok(evs[i].bytes.equals(plain[i].wire), `event ${i + 1} byte-exact`);
+  };
+  await until(true);
+  await reload(false);
+  await until(false);
+  // The session still negotiated: what it sends compressed is read.
+  c.sendText({ event: 'pusher:ping', data: {} }, { compress: true });
+  await c.message((m) => m.event === 'pusher:pong', 'pusher:pong after the reload');
+  // A new session of the app is answered without the extension.
+  const fresh = await pmdRaw(t, hub).open();
+  assert.deepEqual(fresh.extensions(), []);
+  await reload(true);
+  await until(true);
+});
+
+test('presence: member lists and member events (frames of one session, not publications) read the same compressed', async (t) => {
+  const hub = await startHub(ON, { t, loops: 2 });
+  const CH = 'presence-room';
+  const info = (n) => ({ name: `member ${n}`, bio: 'x'.repeat(150) });
+  const members = [];
+  for (let n = 1; n <= 3; n++) {
+    const z = await pmdRaw(t, hub).open();
+    await z.subscribe(CH, { channelData: { user_id: `u${n}`, user_info: info(n) } });
+    members.push(z);
+  }
+  const plain = await pmdRaw(t, hub, { offer: null }).open();
+  await plain.subscribe(CH, { channelData: { user_id: 'u4', user_info: info(4) } });
+  const list = (c) => c.texts().map((x) => JSON.parse(x.text))
+    .find((m) => m.event === 'pusher_internal:subscription_succeeded' && m.channel === CH);
+  const hash = JSON.parse(list(plain).data).presence.hash;
+  assert.deepEqual(Object.keys(hash).sort(), ['u1', 'u2', 'u3', 'u4']);
+  assert.deepEqual(hash.u1, info(1));
+  // The first member heard of u2, u3 and u4 joining, each with its info.
+  const added = await members[0].until(() => {
+    const a = members[0].texts().filter((x) => JSON.parse(x.text).event === 'pusher_internal:member_added');
+    return a.length === 3 && a;
+  }, 'three member_added at u1');
+  assert.ok(added.every((x) => x.compressed), `member_added over 128 B go compressed: ${added.map((x) => x.wire.length)}`);
+  assert.deepEqual(added.map((x) => JSON.parse(JSON.parse(x.text).data)),
+    [2, 3, 4].map((n) => ({ user_id: `u${n}`, user_info: info(n) })));
+  const third = members[2].texts().find((x) => JSON.parse(x.text).event === 'pusher_internal:subscription_succeeded');
+  assert.equal(JSON.parse(JSON.parse(third.text).data).presence.count, 3);
+  assert.equal(third.compressed, true, `a ${third.bytes.length} B member list goes compressed`);
 });

@@ -126,11 +126,15 @@ class PmdWs extends RawWs {
     this.send(compress ? frame(OP.TEXT, deflate(text), { rsv: RSV1 }) : frame(OP.TEXT, text));
   }
 
-  // Subscribe (private channels signed as the app's server would).
-  async subscribe(channel, { compress = false } = {}) {
+  // Subscribe (private and presence channels signed as the app's server
+  // would; channelData: the presence member).
+  async subscribe(channel, { compress = false, channelData } = {}) {
     const data = { channel };
-    if (channel.startsWith('private-')) {
-      data.auth = `${APP.key}:${sign(APP.secret, `${this.socketId}:${channel}`)}`;
+    if (/^(private|presence)-/.test(channel)) {
+      const cd = channelData === undefined ? undefined : JSON.stringify(channelData);
+      const toSign = cd === undefined ? `${this.socketId}:${channel}` : `${this.socketId}:${channel}:${cd}`;
+      data.auth = `${APP.key}:${sign(APP.secret, toSign)}`;
+      if (cd !== undefined) data.channel_data = cd;
     }
     this.sendText({ event: 'pusher:subscribe', data }, { compress });
     await this.message((m) => m.channel === channel &&
