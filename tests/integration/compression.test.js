@@ -430,3 +430,41 @@ test('presence: member lists and member events (frames of one session, not publi
   assert.equal(JSON.parse(JSON.parse(third.text).data).presence.count, 3);
   assert.equal(third.compressed, true, `a ${third.bytes.length} B member list goes compressed`);
 });
+
+test('a compressing reader that stops reading is closed 4100 while its queue shares compressed frames with one that reads', async (t) => {
+  // Events of 40,000 random bytes in base64: ~54 KB plain, ~41 KB
+  // compressed, so a few hundred fill the paused peer's socket buffers and
+  // its 256 KiB queue. The reader is kept at most WINDOW events behind, so
+  // its queue never nears the limit however slow the machine.
+  const WINDOW = 8;
+  const MAX_PUBLISHES = 3000;
+  const hub = await startHub([...ON, '--max-queue', '256KiB'], {
+    t, loops: 2, apps: [{ id: 'app-id', key: 'app-key', secret: 'app-secret', max_event_bytes: 65536 }],
+  });
+  const slow = await textClient(t, hub);
+  assert.equal(slow.ws.extensions, 'permessage-deflate');
+  assert.equal((await slow.subscribed('flood')).event, 'pusher_internal:subscription_succeeded');
+  const reader = await pmdRaw(t, hub).open();
+  await reader.subscribe('flood');
+  slow.ws._socket.pause();
+  const nText = () => reader.frames.reduce((a, f) => a + (f.opcode === OP.TEXT ? 1 : 0), 0);
+  const base = nText();
+  const sent = [];
+  const closed4100 = async () => (await hub.stats()).totals.closed['4100'] > 0;
+  while (sent.length < MAX_PUBLISHES && !(sent.length % 16 === 0 && await closed4100())) {
+    await reader.until(() => nText() - base >= sent.length - WINDOW, 'the reader within the window');
+    const data = require('node:crypto').randomBytes(40000).toString('base64');
+    sent.push(data);
+    await publishEvent(hub, 'flood', 'blob', data);
+  }
+  assert.ok(await closed4100(), `no 4100 after ${sent.length} publishes`);
+  const got = await reader.waitEvents('flood', sent.length);
+  assert.equal(got.length, sent.length);
+  assert.ok(got.every((x) => x.compressed), 'every event compressed to the reader');
+  for (let i = 0; i < sent.length; i++) assert.equal(JSON.parse(got[i].text).data, sent[i], `event ${i}`);
+  await waitFor(async () => (await hub.stats()).totals.sessions === 1, 'the slow session gone');
+  slow.ws._socket.resume();
+  await slow.waitClose(15000);
+  assert.ok([4100, 1006].includes(slow.closed.code), `close ${slow.closed.code}`);
+  t.diagnostic(`4100 after ${sent.length} publishes`);
+});
