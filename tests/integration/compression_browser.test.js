@@ -67,14 +67,14 @@ async function pusherPageServer(t, hub) {
   ch.bind(${JSON.stringify(CORPUS.event)}, (d) => window.got.push(d));
   window.pusher = p; window.channel = ch;
 </script>`;
+  const bodies = {
+    '/pusher.min.js': ['text/javascript', fs.readFileSync(bundle)],
+    '/': ['text/html', html],
+  };
   const server = http.createServer((req, res) => {
-    if (req.url === '/pusher.min.js') {
-      res.writeHead(200, { 'content-type': 'text/javascript' });
-      fs.createReadStream(bundle).pipe(res);
-    } else {
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html);
-    }
+    const [type, body] = bodies[req.url] || bodies['/'];
+    res.writeHead(200, { 'content-type': type });
+    res.end(body);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   t.after(() => {
