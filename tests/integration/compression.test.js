@@ -468,3 +468,19 @@ test('a compressing reader that stops reading is closed 4100 while its queue sha
   assert.ok([4100, 1006].includes(slow.closed.code), `close ${slow.closed.code}`);
   t.diagnostic(`4100 after ${sent.length} publishes`);
 });
+
+test('control frames are never compressed: heartbeat pings and the drain\'s close', async (t) => {
+  const hub = await startHub([...ON, '--ping-interval', '300ms', '--heartbeat-interval', '100ms', '--tick', '20ms'],
+    { t, loops: 1 });
+  const { c } = await rawPair(t, hub, 'feed');
+  await publishEvent(hub, 'feed', CORPUS.event, CORPUS.data);
+  const [ev] = await c.waitEvents('feed', 1);
+  assert.equal(ev.compressed, true);
+  const ping = await c.until(() => c.frames.find((f) => f.opcode === OP.PING), 'a heartbeat ping');
+  assert.equal(ping.rsv, 0, 'a ping goes without RSV1');
+  await waitFor(async () => (await hub.stats()).totals.pongs >= 1, 'the hub to see our pong');
+  const exit = hub.stop('SIGTERM');
+  const close = await c.until(() => c.frames.find((f) => f.opcode === OP.CLOSE), 'the drain\'s close frame');
+  assert.equal(close.rsv, 0, 'a close goes without RSV1');
+  assert.equal((await exit).code, 0);
+});

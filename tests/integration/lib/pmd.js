@@ -80,6 +80,17 @@ function parseExtensions(value) {
 // each text frame's RSV1, its wire payload, and its text (inflated here,
 // by zlib, when RSV1 is set). Messages from the hub are single frames.
 class PmdWs extends RawWs {
+  // Answer every ping with its pong (a client library does), so that a
+  // heartbeat never closes the session under a test.
+  parse() {
+    super.parse();
+    this.ponged = this.ponged || 0;
+    for (; this.ponged < this.frames.length; this.ponged++) {
+      const f = this.frames[this.ponged];
+      if (f.opcode === OP.PING) this.send(frame(OP.PONG, f.payload));
+    }
+  }
+
   // Every text frame: {text, bytes, compressed, wire} (wire: the payload
   // as sent, bytes: after inflating).
   texts() {
