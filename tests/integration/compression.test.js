@@ -435,9 +435,11 @@ test('a compressing reader that stops reading is closed 4100 while its queue sha
   // Events of 40,000 random bytes in base64: ~54 KB plain, ~41 KB
   // compressed, so a few hundred fill the paused peer's socket buffers and
   // its 256 KiB queue. The reader is kept at most WINDOW events behind, so
-  // its queue never nears the limit however slow the machine.
-  const WINDOW = 8;
+  // its queue holds at most WINDOW frames (162 KB even counted plain),
+  // never near the limit however slow the machine or this process.
+  const WINDOW = 3;
   const MAX_PUBLISHES = 3000;
+  assert.ok(WINDOW * 54100 < 256 * 1024);
   const hub = await startHub([...ON, '--max-queue', '256KiB'], {
     t, loops: 2, apps: [{ id: 'app-id', key: 'app-key', secret: 'app-secret', max_event_bytes: 65536 }],
   });
@@ -452,7 +454,10 @@ test('a compressing reader that stops reading is closed 4100 while its queue sha
   const sent = [];
   const closed4100 = async () => (await hub.stats()).totals.closed['4100'] > 0;
   while (sent.length < MAX_PUBLISHES && !(sent.length % 16 === 0 && await closed4100())) {
-    await reader.until(() => nText() - base >= sent.length - WINDOW, 'the reader within the window');
+    await reader.until(() => reader.ended || nText() - base >= sent.length - WINDOW, 'the reader within the window');
+    if (reader.ended) {
+      assert.fail(`the reader was closed after ${sent.length} publishes: ${JSON.stringify(await reader.closeFrame())}`);
+    }
     const data = require('node:crypto').randomBytes(40000).toString('base64');
     sent.push(data);
     await publishEvent(hub, 'flood', 'blob', data);
