@@ -3,13 +3,13 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
-# How long make test fuzzes, all targets together (seconds; split 3:2:1:2
-# between the message path, the REST API, the config loader and the read
-# bypass's framing).
+# How long make test fuzzes, all targets together (seconds; split 3:2:1:2:1
+# between the message path, the REST API, the config loader, the read
+# bypass's framing and permessage-deflate).
 HUB_FUZZ_SECONDS ?= 60
 # make fuzz-long: seconds for each target, one after the other, one core.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS ?= message rest config wsread
+FUZZ_TARGETS ?= message rest config wsread pmd
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 # make run is the development setup: the dev /auth endpoint signs any

@@ -15,6 +15,9 @@
  *   opts bit 4, 5  session 0, 1 pauses after every whole message (input
  *                  backpressure); the harness resumes until the piece is
  *                  parsed, and what the sink sees must be the same
+ *   opts bit 6     the sessions negotiated permessage-deflate: RSV1 on a
+ *                  message's first frame is allowed and its pieces go to
+ *                  data_z (RFC 7692 section 6); anywhere else it fails
  *   fail_at        the n-th allocation wsread makes fails (0: none); its
  *                  malloc, calloc and wslay context all count
  *                  (tests/fuzz/fuzz_wsread_alloc.h)
@@ -84,6 +87,7 @@ enum { EV_DATA, EV_PING, EV_PONG, EV_CLOSE, EV_FAIL };
 struct ev {
     int type;
     bool fin, binary; /* EV_DATA */
+    bool z;           /* EV_DATA of a compressed message (data_z) */
     uint64_t hdr_end; /* the payload's offset in the stream */
     uint64_t len;     /* payload length */
     uint64_t first;   /* bytes fed by which the event starts arriving */
@@ -120,11 +124,11 @@ static void unfollowable(struct ref *R, uint64_t at, bool failed)
     R->stop_at = at;
 }
 
-static void ref_decode(struct ref *R, const uint8_t *in, size_t n)
+static void ref_decode(struct ref *R, const uint8_t *in, size_t n, bool pmd)
 {
     uint64_t pos = 0;
     int msg = 0; /* open fragmented message: 1 text, 2 binary */
-    bool failed = false;
+    bool msg_z = false, failed = false;
 
     R->n_ev = 0;
     R->stop_at = UINT64_MAX;
@@ -181,7 +185,11 @@ static void ref_decode(struct ref *R, const uint8_t *in, size_t n)
             for (uint64_t i = 0; i < avail; i++)
                 R->plain[h + i] ^= key[i & 3];
         end = h + len;
-        bad = !key || rsv || (op == 0 && !msg) ||
+        /* RSV1 only on a data message's first frame, with the extension;
+         * RSV2 and RSV3 never. */
+        bad = !key || (rsv & 3) ||
+              ((rsv & 4) && (!pmd || !(op == 1 || op == 2))) ||
+              (op == 0 && !msg) ||
               ((op == 1 || op == 2) && msg) || (op >= 3 && op <= 7) ||
               op > 10;
         if (bad && !failed) {
@@ -190,8 +198,10 @@ static void ref_decode(struct ref *R, const uint8_t *in, size_t n)
         }
         /* After a failure only the peer's close still counts. */
         deliver = !bad && (!failed || op == 8);
-        if (deliver && (op == 1 || op == 2))
+        if (deliver && (op == 1 || op == 2)) {
             msg = (int)op;
+            msg_z = (rsv & 4) != 0;
+        }
         /* Data as it comes; a control frame only when it is whole. */
         if (deliver && (op <= 2 || end <= n)) {
             struct ev *e;
@@ -202,6 +212,7 @@ static void ref_decode(struct ref *R, const uint8_t *in, size_t n)
             e = &R->ev[R->n_ev - 1];
             e->fin = fin;
             e->binary = msg == 2;
+            e->z = op <= 2 && msg_z;
             e->hdr_end = h;
             e->len = len;
         }
@@ -248,12 +259,13 @@ static const struct ev *expect(struct sess *s, int type)
     return e;
 }
 
-static void k_data(void *u, const void *p, size_t len, size_t remaining,
-                   bool fin, bool binary)
+static void k_piece(void *u, const void *p, size_t len, size_t remaining,
+                    bool fin, bool binary, bool z)
 {
     struct sess *s = u;
     const struct ev *e = expect(s, EV_DATA);
 
+    CHECK(z == e->z);
     CHECK(!s->failed);
     CHECK(p != NULL);
     CHECK(len > 0 || e->len == 0);
@@ -272,6 +284,25 @@ static void k_data(void *u, const void *p, size_t len, size_t remaining,
         if (s->pausing && fin)
             srv_wsread_pause(s->L);
     }
+}
+
+static void k_data(void *u, const void *p, size_t len, size_t remaining,
+                   bool fin, bool binary)
+{
+    k_piece(u, p, len, remaining, fin, binary, false);
+}
+
+static void k_data_z(void *u, const void *p, size_t len, size_t remaining,
+                     bool fin, bool binary)
+{
+    k_piece(u, p, len, remaining, fin, binary, true);
+}
+
+static bool pmd_on;
+static bool k_pmd(void *u)
+{
+    (void)u;
+    return pmd_on;
 }
 
 static void k_pong(void *u)
@@ -326,7 +357,8 @@ static void k_fail(void *u, unsigned code, const char *why)
 }
 
 static const struct srv_wsread_sink sink = {
-    .data = k_data, .pong = k_pong, .want_write = k_want_write,
+    .data = k_data, .data_z = k_data_z, .pmd = k_pmd,
+    .pong = k_pong, .want_write = k_want_write,
     .close = k_close, .fail = k_fail,
 };
 
@@ -438,7 +470,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     R.ev = malloc((n / 2 + 2) * sizeof(*R.ev));
     R.boundary = malloc(n + 1);
     CHECK(R.plain && R.ev && R.boundary);
-    ref_decode(&R, in, n);
+    pmd_on = (opts >> 6) & 1;
+    ref_decode(&R, in, n, pmd_on);
 
     alloc_n = 0;
     fail_at = data[1];

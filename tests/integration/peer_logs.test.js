@@ -94,19 +94,24 @@ async function noisyAndQuiet(t, hub, noisyOpts, quietOpts, noisyAddr, quietAddr)
   assert.ok(sent >= FLOOD_BEFORE, `sent ${sent}`);
   assert.ok(floodLines.length < sent / 2, `${floodLines.length} of ${sent} noisy lines logged`);
 
-  // One more bad subscribe every 100 ms (at most 100) until one passes:
-  // it carries the count of the noisy address's suppressed lines.
+  // Every refusal is either a line or counted in one (its address's next
+  // line or a summary), never both. The last ones refused may still wait
+  // for the address's next line that passes: one more bad subscribe every
+  // 100 ms (at most 100) until they are all accounted for. (Waiting for
+  // any line with a count was not enough: one from the middle of the
+  // flood could satisfy it while the last suppressions were still held.)
+  const accountedNow = () => {
+    const lines = linesOf(hub, noisyAddr).filter((l) => /private-noisy refused/.test(l));
+    return lines.length + reported(lines, noisyAddr).reduce((a, b) => a + b, 0) +
+      summarized(hub, noisyAddr).reduce((a, b) => a + b, 0);
+  };
   let more = 0;
   await waitFor(() => {
-    if (reported(linesOf(hub, noisyAddr), noisyAddr).some((n) => n > 0)) return true;
+    if (accountedNow() >= sent) return true;
     if (more < 100) { noisy.send(badSub('private-noisy')); more++; }
     return false;
-  }, `a line saying how many of ${noisyAddr}'s were suppressed`, 20000, 100);
-  // Every refusal is either a line or counted in one (its address's next
-  // line or a summary), never both.
-  const lines = linesOf(hub, noisyAddr).filter((l) => /private-noisy refused/.test(l));
-  const accounted = lines.length + reported(lines, noisyAddr).reduce((a, b) => a + b, 0) +
-    summarized(hub, noisyAddr).reduce((a, b) => a + b, 0);
+  }, `every one of ${noisyAddr}'s ${sent} refusals accounted for`, 20000, 100);
+  const accounted = accountedNow();
   assert.ok(accounted >= sent && accounted <= sent + more,
     `${accounted} accounted for, ${sent} + ${more} sent`);
   return { noisy, quiet };

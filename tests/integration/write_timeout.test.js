@@ -12,6 +12,9 @@ const path = require('node:path');
 const PusherServer = require('pusher');
 const { startHub, waitFor, request } = require('./lib/hub');
 const { open, subscribe, stopAll } = require('./lib/ws');
+// The queues fill with plain bytes: compressed (node ws offers
+// permessage-deflate), these repetitive payloads shrink a hundredfold.
+const PLAIN = { perMessageDeflate: false };
 
 const EVENT_BYTES = 200 * 1000;
 const MAX_FLOOD_BYTES = 256 * 1024 * 1024; // far beyond any kernel buffer
@@ -29,8 +32,8 @@ test('a paused reader is closed 4100 (write_timeout); a reading one stays', asyn
     '--max-queue', '256MiB', '--ping-interval', '120s']);
   const clients = [];
   t.after(() => stopAll(hub, clients));
-  const slow = await open(hub);
-  const healthy = await open(hub);
+  const slow = await open(hub, PLAIN);
+  const healthy = await open(hub, PLAIN);
   clients.push(slow, healthy);
   await subscribe(slow, 'ticks');
   await subscribe(healthy, 'ticks');

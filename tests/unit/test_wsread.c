@@ -3,7 +3,9 @@
  * (server/lws/wsread.c) over wslay: frames split at every byte, several per
  * read, a ping inside a fragmented message, close echoes, every RFC 6455
  * error it must fail with 1002, no state held by an idle session, and a
- * pause (input backpressure) keeping the rest of a read for resume.
+ * pause (input backpressure) keeping the rest of a read for resume, and
+ * permessage-deflate's RSV1: a compressed message's pieces go to data_z
+ * once negotiated, and RSV1 anywhere else fails 1002.
  * The bytes come through a socketpair, read in pieces as a loop would.
  */
 #include <setjmp.h>
@@ -79,6 +81,25 @@ static void r_fail(void *u, unsigned code, const char *why)
 static const struct srv_wsread_sink sink = {
     .data = r_data, .pong = r_pong, .want_write = r_want,
     .close = r_close, .fail = r_fail,
+};
+
+/* The same sink for a session that negotiated permessage-deflate: the
+ * pieces of compressed messages are counted apart, then recorded. */
+static int z_pieces;
+static void r_data_z(void *u, const void *p, size_t len, size_t remaining,
+                     bool fin, bool binary)
+{
+    z_pieces++;
+    r_data(u, p, len, remaining, fin, binary);
+}
+static bool r_pmd(void *u)
+{
+    (void)u;
+    return true;
+}
+static const struct srv_wsread_sink sink_pmd = {
+    .data = r_data, .pong = r_pong, .want_write = r_want,
+    .close = r_close, .fail = r_fail, .pmd = r_pmd, .data_z = r_data_z,
 };
 
 /* A client frame; mask on unless asked otherwise. Returns its length. */
@@ -488,6 +509,52 @@ static void test_wsread_states_across_sessions(void **state)
     srv_wsread_loop_free(L);
 }
 
+/* RSV1 on the first frame of a message goes to data_z with its
+ * continuations; the next plain message to data; RSV1 on a continuation,
+ * on a ping, with RSV2, or on a session that did not negotiate: 1002. */
+static void test_wsread_rsv1_only_on_a_negotiated_message_start(void **state)
+{
+    struct srv_wsread_loop *L = srv_wsread_loop_new();
+    struct srv_wsread *st = NULL;
+    unsigned char b[256];
+    struct rec *r = calloc(1, sizeof(*r));
+    size_t n = 0;
+    static const struct {
+        unsigned b0a, b0b;  /* two frames: a start, then what breaks */
+        bool pmd;
+    } bad[] = {
+        { 0x01, 0xC0, true },  /* RSV1 on a continuation */
+        { 0x81, 0xC9, true },  /* RSV1 on a ping */
+        { 0x81, 0xA1, true },  /* RSV2 */
+        { 0x81, 0xC1, false }, /* not negotiated */
+    };
+
+    (void)state;
+    n += mkframe(b + n, 0x41, "ab", 2, true); /* RSV1, text, no FIN */
+    n += mkframe(b + n, 0x80, "cd", 2, true); /* its continuation */
+    n += mkframe(b + n, 0x81, "ef", 2, true); /* a plain message */
+    z_pieces = 0;
+    assert_int_equal(srv_wsread_feed(L, &st, b, n, &sink_pmd, r),
+                     SRV_WSREAD_MORE);
+    assert_int_equal(r->fails, 0);
+    assert_int_equal(r->messages, 2);
+    assert_int_equal(z_pieces, 2);
+    assert_memory_equal(r->msg, "abcdef", 6);
+    assert_null(st);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(r, 0, sizeof(*r));
+        n = mkframe(b, bad[i].b0a, "x", 1, true);
+        n += mkframe(b + n, bad[i].b0b, "y", 1, true);
+        (void)srv_wsread_feed(L, &st, b, n, bad[i].pmd ? &sink_pmd : &sink,
+                              r);
+        assert_int_equal(r->fails, 1);
+        assert_int_equal(r->fail_code, 1002);
+        srv_wsread_free(&st);
+    }
+    free(r);
+    srv_wsread_loop_free(L);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_wsread_ping_inside_fragmented_message),
         cmocka_unit_test(test_wsread_close_echo),
         cmocka_unit_test(test_wsread_errors),
+        cmocka_unit_test(test_wsread_rsv1_only_on_a_negotiated_message_start),
         cmocka_unit_test(test_wsread_bad_header_after_failure_fails_once),
         cmocka_unit_test(test_wsread_states_across_sessions),
     };
