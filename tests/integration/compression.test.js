@@ -94,6 +94,41 @@ test('--compression-min-size: a frame below the threshold goes plain to a compre
   assert.equal((await compression(hub)).compressed_frames, 1);
 });
 
+test('--compression-min-size counts the plain frame\'s wire bytes, header included; 0 tries every frame, and one that would not shrink goes plain', async (t) => {
+  // A frame of `wire` bytes (a payload under 126 B: a 2-byte header).
+  const base = JSON.stringify({ event: 't', channel: 'feed', data: '' }).length;
+  const data = (wire) => 'a'.repeat(wire - 2 - base);
+  const hub = await startHub([...ON, '--compression-min-size', '100'], { t, loops: 1 });
+  const { c, p } = await rawPair(t, hub, 'feed');
+  await publishEvent(hub, 'feed', 't', data(99));
+  await publishEvent(hub, 'feed', 't', data(100));
+  const [under, at] = await c.waitEvents('feed', 2);
+  const plain = await p.waitEvents('feed', 2);
+  assert.deepEqual(plain.map((x) => x.wire.length + 2), [99, 100]);
+  assert.equal(under.compressed, false, 'a 99 B frame under a 100 B threshold');
+  assert.equal(at.compressed, true, 'a 100 B frame at it');
+  assert.ok(at.bytes.equals(plain[1].wire));
+
+  const zero = await startHub([...ON, '--compression-min-size', '0'], { t, loops: 1 });
+  const z = await rawPair(t, zero, 'feed');
+  // Ten CJK characters (30 bytes of UTF-8, mostly 9-bit codes in fixed
+  // Huffman) in a 70 B frame: deflate cannot make it smaller. The same
+  // ten, repeated, it can.
+  const cjk = '\u9f8d\u9cf3\u9e9f\u9f9c\u864e\u8c79\u9be8\u9df9\u9db4\u9dfa';
+  await publishEvent(zero, 'feed', 'q', cjk);
+  await publishEvent(zero, 'feed', 'q', cjk.repeat(8));
+  await publishEvent(zero, 'feed', 'q', 'a');
+  const got = await z.c.waitEvents('feed', 3);
+  const zp = await z.p.waitEvents('feed', 3);
+  assert.equal(got[0].compressed, false, `a ${zp[0].wire.length} B frame that would not shrink goes plain`);
+  assert.ok(got[0].wire.equals(zp[0].wire));
+  assert.equal(got[1].compressed, true);
+  for (const [i, x] of got.entries()) {
+    assert.ok(x.bytes.equals(zp[i].wire), `frame ${i} byte-exact`);
+    if (x.compressed) assert.ok(x.wire.length < zp[i].wire.length, `frame ${i}: compressed only when smaller`);
+  }
+});
+
 test('node ws with and without perMessageDeflate: the same events byte-exact; client events sent compressed are relayed', async (t) => {
   const hub = await startHub(ON, { t, loops: 2 });
   const a = await textClient(t, hub);                                // ws's default: offers it
@@ -134,6 +169,28 @@ test('node ws with and without perMessageDeflate: the same events byte-exact; cl
   const d = delta(before, await compression(hub));
   assert.equal(d.inflated_messages, 2, `two compressed client messages inflated: ${JSON.stringify(d)}`);
   assert.equal(s.eventTexts('private-chat').length, 0, 'not echoed to the sender');
+});
+
+test('node ws offering window sizes: client_max_window_bits=9 is taken and its messages read, server_max_window_bits=10 declined and it works plain', async (t) => {
+  const hub = await startHub(ON, { t, loops: 2 });
+  const small = await textClient(t, hub, { perMessageDeflate: { clientMaxWindowBits: 9, threshold: 0 } });
+  assert.equal(small.ws.extensions, 'permessage-deflate');
+  assert.match(small.upgrade['sec-websocket-extensions'], /client_max_window_bits=9/);
+  const narrow = await textClient(t, hub, { perMessageDeflate: { serverMaxWindowBits: 10 } });
+  assert.equal(narrow.ws.extensions, '', 'a server window under 15 is declined');
+  assert.equal(narrow.upgrade['sec-websocket-extensions'], undefined);
+  for (const c of [small, narrow]) {
+    assert.equal((await c.subscribed('private-w')).event, 'pusher_internal:subscription_succeeded');
+  }
+  // ws deflates the 1.2 KiB corpus with a 512 B window; the hub inflates
+  // with 32 KiB, which reads any smaller window.
+  const data = JSON.parse(CORPUS.data);
+  small.send({ event: 'client-order', channel: 'private-w', data });
+  const [got] = await narrow.waitEvents('private-w', 1);
+  assert.deepEqual(JSON.parse(got), { event: 'client-order', channel: 'private-w', data });
+  narrow.send({ event: 'client-back', channel: 'private-w', data });
+  const [back] = await small.waitEvents('private-w', 1);
+  assert.deepEqual(JSON.parse(back), { event: 'client-back', channel: 'private-w', data });
 });
 
 test('pusher-js in node (no offer) works unchanged beside compressing clients', async (t) => {
