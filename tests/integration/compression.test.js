@@ -1,16 +1,22 @@
 'use strict';
 // Compression (permessage-deflate, RFC 7692; issue 34) with clients nobody
-// here wrote: node's ws library with and without perMessageDeflate,
-// pusher-js in node (whose transport never offers it), and a raw socket
-// that offers it by hand, checks RSV1 on every frame and inflates each
-// compressed payload with node's own zlib. Mixed subscribers of one
-// channel get the same bytes in the same order; a deflate bomb, a corrupt
-// stream and compressed invalid UTF-8 get their close codes and leave the
-// hub healthy; /stats and /metrics count what was compressed; --compression
-// off and an app's "compression": false negotiate nothing.
+// here wrote: node's ws library with and without perMessageDeflate (and
+// offering window sizes), pusher-js in node (whose transport never offers
+// it), and a raw socket that offers it by hand, checks RSV1 on every frame
+// and inflates each compressed payload with node's own zlib. What is
+// compressed: frames of at least --compression-min-size wire bytes that
+// shrink, publications and a session's own frames alike, never control
+// frames, a frame over 64 KiB too. Mixed subscribers of one channel get
+// the same bytes in the same order; a deflate bomb, a corrupt stream and
+// compressed invalid UTF-8 get their close codes (the bound is
+// --max-message to the byte) and leave the hub healthy; a compressing
+// reader that stops reading is closed 4100 while the frames it shares stay
+// good for the others; /stats and /metrics count what was compressed;
+// --compression off and an app's "compression": false (at start or by a
+// reload) negotiate nothing and send plain frames.
 // The browser (Chromium) is in compression_browser.test.js, the cluster in
-// compression_cluster.test.js; the negotiation's edge cases are
-// rfc7692.test.js's.
+// compression_cluster.test.js; the negotiation's edge cases and the RSV
+// rules on fragments are rfc7692.test.js's.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
