@@ -460,8 +460,16 @@ test('a reload that turns an app\'s compression off sends plain frames to its op
   // A new session of the app is answered without the extension.
   const fresh = await pmdRaw(t, hub).open();
   assert.deepEqual(fresh.extensions(), []);
+  await fresh.subscribe('feed');
+  const from = seq;
   await reload(true);
   await until(true);
+  // The session that offered while the app said no never negotiated: it
+  // gets every frame plain, the app's compression on again or not.
+  const mine = await fresh.waitEvents('feed', seq - from);
+  assert.ok(mine.length >= 1 && mine.every((x) => x.rsv === 0),
+    `RSV1 to a session without the extension: ${mine.map((x) => x.rsv)}`);
+  assert.deepEqual(mine.map((x) => x.text), c.events('feed').slice(from).map((x) => x.text));
 });
 
 test('presence: member lists and member events (frames of one session, not publications) read the same compressed', async (t) => {
