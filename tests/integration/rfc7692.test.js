@@ -43,13 +43,15 @@ after(async () => {
 
 // An upgrade offering ext: undefined (no header), a string (one header
 // line) or an array (one line each, as a client sending the header twice).
-// opts: tls, path. The response head is kept raw (c.head) so that every
+// opts: tls, path, after (bytes sent in the same write as the request, as
+// a client that does not wait for the 101). The response head is kept raw (c.head) so that every
 // Sec-WebSocket-Extensions line the hub sends is seen, not just the last.
 function offer(t, h, ext, opts = {}) {
   let req = upgradeRequest(h, { path: opts.path });
   const lines = ext === undefined ? [] : [].concat(ext);
   req = req.slice(0, -2) + lines.map((v) => `Sec-WebSocket-Extensions: ${v}\r\n`).join('') + '\r\n';
-  const c = rawWs(t, h, { request: req, tls: opts.tls });
+  const request = opts.after ? Buffer.concat([Buffer.from(req, 'latin1'), opts.after]) : req;
+  const c = rawWs(t, h, { request, tls: opts.tls });
   let raw = Buffer.alloc(0);
   c.sock.on('data', (d) => {
     if (c.head !== undefined) return;
@@ -327,4 +329,19 @@ test('frames: RSV2 and RSV3 close 1002 on a session that negotiated', async (t) 
     c.send(frame(OP.TEXT, PING, { rsv }));
     await expectClose(c, 1002, `rsv ${rsv}`);
   }
+});
+
+test('frames: a session whose handover is declined (a compressed frame sent with the upgrade) is closed 1002 on it', async (t) => {
+  // lws holds the frame when the session is established, so the read
+  // bypass does not take the socket (ws_direct_declined) and lws, which
+  // reads it, fails RSV1 without an extension of its own. The 101 was
+  // already sent with the extension: docs/COMPATIBILITY.md says so.
+  const declined = async () => (await hub.stats()).per_loop
+    .reduce((a, l) => a + (l.ws_direct_declined || 0), 0);
+  const before = await declined();
+  const c = offer(t, hub, 'permessage-deflate',
+    { after: frame(OP.TEXT, deflated(PING), { rsv: RSV1 }) });
+  assert.deepEqual(await answered(c, 'pipelined'), [BASE]);
+  await expectClose(c, 1002, 'RSV1 read by lws');
+  assert.ok(await declined() > before, 'the handover was declined');
 });
