@@ -7,9 +7,11 @@
 // 64 KiB buffer mid-record, and after a pause), a first message in the
 // upgrade request's own record (lws holds it: the session stays on lws's
 // path) or in the next one (handed over, nothing lost), the close echo,
-// a framing error, EOF with and without close_notify, many sessions.
+// a framing error, EOF with and without close_notify, many sessions, and
+// TLS 1.3 KeyUpdates (handled inside SSL_read()).
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const https = require('node:https');
 const os = require('node:os');
@@ -278,4 +280,42 @@ test('many TLS sessions at once, each handed over', async (t) => {
   assert.equal(sum(s, 'ws_direct_sessions') - sum(before, 'ws_direct_sessions'), N, JSON.stringify(s.per_loop));
   for (const c of cs) c.send(frame(OP.CLOSE, closePayload(1000)));
   await Promise.all(cs.map((c) => c.end()));
+});
+
+test('TLS 1.3 KeyUpdates from the peer, asked to be answered or not (openssl s_client)', async (t) => {
+  await waitFor(async () => (await hub.stats()).totals.sessions === 0, 'earlier sessions to close');
+  const before = await hub.stats();
+  // s_client's interactive commands: a line 'K' sends a KeyUpdate that
+  // asks for ours, 'k' one that does not. The frames go through its stdin.
+  const sc = spawn('openssl', ['s_client', '-connect', `${hub.host}:${hub.port}`, '-tls1_3',
+    '-servername', 'localhost'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  t.after(() => sc.kill());
+  let out = '';
+  let err = '';
+  sc.stdout.on('data', (d) => { out += d.toString('latin1'); });
+  sc.stderr.on('data', (d) => { err += d.toString('latin1'); });
+  const count = (re) => (out.match(re) || []).length;
+  const until = (pred, what) => waitFor(() => {
+    if (sc.exitCode !== null) throw new Error(`s_client exited ${sc.exitCode}: ${err}`);
+    return pred();
+  }, what, 20000, 5);
+  await until(() => /Verify return code/.test(out) || /Verify return code/.test(err), 'the handshake');
+  sc.stdin.write(upgradeRequest(hub));
+  await until(() => /connection_established/.test(out), 'connection_established');
+  let n = 0;
+  const roundTrip = async (what) => {
+    sc.stdin.write(frame(OP.TEXT, pingMsg(what)));
+    n++;
+    await until(() => count(/pusher:pong/g) >= n, `pusher:pong ${n} (${what})`);
+  };
+  await roundTrip('before');
+  for (const cmd of ['K', 'k', 'K']) {
+    const k = (err.match(/KEYUPDATE/g) || []).length;
+    sc.stdin.write(`${cmd}\n`);
+    await until(() => (err.match(/KEYUPDATE/g) || []).length > k, `s_client's KEYUPDATE (${cmd})`);
+    await roundTrip(`after ${cmd}`);
+  }
+  const s = await hub.stats();
+  assert.equal(sum(s, 'ws_direct_sessions') - sum(before, 'ws_direct_sessions'), 1);
+  assert.equal(s.totals.sessions, 1);
 });
