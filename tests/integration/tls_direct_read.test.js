@@ -19,6 +19,7 @@ const path = require('node:path');
 const { startHub, makeCert, waitFor } = require('./lib/hub');
 const { assertNoSanitizerReport } = require('./lib/ws');
 const { frame, OP, closePayload, upgradeRequest, rawWs } = require('./lib/rawws');
+const { sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments } = require('./lib/direct');
 
 // The loop sleeps this long after its next heartbeat ping once armed
 // (LUBDUB_TEST_STALL_MS, GET /test/stall): what a client sends meanwhile
@@ -66,30 +67,8 @@ after(async () => {
   assert.equal(exit.code, 0, `lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-3000)}`);
 });
 
-function sum(stats, key) {
-  return stats.per_loop.reduce((n, l) => n + l[key], 0);
-}
-
-function pingMsg(text) {
-  return Buffer.from(JSON.stringify({ event: 'pusher:ping', data: { text } }));
-}
-
-function pongs(c) {
-  return c.frames.filter((f) => f.opcode === OP.TEXT && /pusher:pong/.test(f.payload.toString()));
-}
-
 function tlsWs(t, opts = {}) {
   return rawWs(t, hub, { ...opts, tls: true });
-}
-
-// Write buf piece by piece, each after the last was flushed: on TLS each
-// piece is a record of its own.
-async function trickle(c, buf, piece = 1) {
-  c.sock.setNoDelay(true);
-  for (let i = 0; i < buf.length; i += piece) {
-    const ok = c.sock.write(buf.subarray(i, i + piece));
-    await new Promise((resolve) => (ok ? setImmediate(resolve) : c.sock.once('drain', resolve)));
-  }
 }
 
 function written(c, buf) {
@@ -162,25 +141,11 @@ test('one byte a record, a message over many records', async (t) => {
 });
 
 test('a 60 KiB message and many small frames in one write', async (t) => {
-  const c = await tlsWs(t).open();
-  const frames = [frame(OP.TEXT, pingMsg('z'.repeat(60 * 1024)))];
-  for (let i = 0; i < 50; i++) frames.push(frame(OP.TEXT, pingMsg(String(i))));
-  c.send(Buffer.concat(frames));
-  await c.until(() => pongs(c).length === 51, '51 pusher:pongs');
+  await bigAndSmall(await tlsWs(t).open());
 });
 
 test('a ping inside a fragmented message is answered, the message still arrives', async (t) => {
-  const c = await tlsWs(t).open();
-  const m = pingMsg('fragmented');
-  c.send(Buffer.concat([
-    frame(OP.TEXT, m.subarray(0, 10), { fin: false }),
-    frame(OP.PING, 'hello'),
-    frame(OP.CONT, m.subarray(10, 20), { fin: false }),
-  ]));
-  await c.until(() => c.frames.some((f) => f.opcode === OP.PONG), 'a pong');
-  assert.equal(c.frames.find((f) => f.opcode === OP.PONG).payload.toString(), 'hello');
-  await trickle(c, frame(OP.CONT, m.subarray(20)), 3);
-  await c.until(() => pongs(c).length === 1, 'pusher:pong for the reassembled message');
+  await pingInFragments(await tlsWs(t).open());
 });
 
 test('a first message in the upgrade request\'s own record stays with lws, nothing lost', async (t) => {
