@@ -29,7 +29,7 @@
  * - TLS sessions have two more ways to hold bytes no socket event will
  *   announce: OpenSSL's (after the handover, or after a read that filled
  *   the buffer mid-record) and a read that waits for the socket to be
- *   writable (a KeyUpdate answer). The first go on a "ready" list that
+ *   writable (server/lws/tlsread.h). The first go on a "ready" list that
  *   our ev_prepare reads once per loop iteration (an ev_idle keeps the
  *   poll from blocking meanwhile), so one session gets 64 KiB a pass like
  *   any other; the second watch EPOLLOUT until the read goes through.
@@ -284,7 +284,7 @@ static void read_one(struct srv_direct *d, struct lws *wsi, uint32_t events)
     ssize_t n;
 
     if (lws_is_ssl(wsi)) {
-        n = srv_tlsread(wsi, d->buf, DIRECT_BUF_BYTES, &tls);
+        n = srv_tlsread(lws_get_ssl(wsi), d->buf, DIRECT_BUF_BYTES, &tls);
         /* EPOLLOUT only while a read waits for it. (A paused session is
          * out of the set: the MOD fails, its resume adds EPOLLIN.) */
         if (tls & SRV_TLSREAD_WANT_WRITE)
