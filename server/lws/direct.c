@@ -1,11 +1,13 @@
 /*
- * server/lws/direct.c - the read bypass for established plain-TCP sessions
- * (--ws-direct-read, docs/DESIGN.md section 14, docs/LWS.md "The
- * read bypass").
+ * server/lws/direct.c - the read bypass for established sessions, plain
+ * TCP and TLS (--ws-direct-read, docs/DESIGN.md section 14, docs/LWS.md
+ * "The read bypass").
  *
  * lws 4.1.6 reads a WebSocket at most rx_buffer_size bytes per loop pass;
- * here one recv() of up to 64 KiB per readiness goes into the loop's one
- * buffer and server/lws/wsread.c frames it. The handover:
+ * here one recv() of up to 64 KiB per readiness (on TLS: SSL_read() of
+ * the session's own SSL, record after record up to 64 KiB,
+ * server/lws/tlsread.c) goes into the loop's one buffer and
+ * server/lws/wsread.c frames it. The handover:
  *
  * - ESTABLISHED only notes the session. lws parsed the upgrade out of its
  *   read and will put what followed the request (a client that did not
@@ -19,7 +21,18 @@
  *   control reason bit of our own and the socket joins the loop's epoll
  *   set. If some wsi
  *   holds bytes (it may be one of ours), these sessions stay on lws's
- *   read path for good (counted as ws_direct_declined).
+ *   read path for good (counted as ws_direct_declined). The same answer
+ *   covers TLS: a wsi that is not flow-controlled and whose last read
+ *   left decrypted bytes in OpenSSL is on lws's TLS pending list, which
+ *   makes it 0 too; from the handover on, lws's pending-list service
+ *   skips the session (it fakes POLLIN only where POLLIN is wanted).
+ * - TLS sessions have two more ways to hold bytes no socket event will
+ *   announce: OpenSSL's (after the handover, or after a read that filled
+ *   the buffer mid-record) and a read that waits for the socket to be
+ *   writable (server/lws/tlsread.h). The first go on a "ready" list that
+ *   our ev_prepare reads once per loop iteration (an ev_idle keeps the
+ *   poll from blocking meanwhile), so one session gets 64 KiB a pass like
+ *   any other; the second watch EPOLLOUT until the read goes through.
  * - lws re-enables its reading in its close states only by clearing the
  *   user-bool reason (ops-ws.c, rops_handle_POLLIN_ws); our own bit stays
  *   set, so from the handover until CLOSED only this file reads the
@@ -37,14 +50,19 @@
  *   nothing more is read of it. When the queue is back under the low mark
  *   (srv_direct_resume, from the write path) the session joins a list
  *   that our ev_prepare serves: the kept bytes are parsed, and if that
- *   does not pause it again the socket rejoins the set.
+ *   does not pause it again the socket rejoins the set (and a TLS session
+ *   the ready list: OpenSSL may hold the rest of the record the paused
+ *   read ended in, and the socket may never be readable again).
  *
  * Memory: no byte per idle session in user space. The sockets handed over
  * sit in one epoll set per loop, watched by one ev_io on that set (a
  * libev watcher per socket would be 48 bytes a session); each one's data
- * is its wsi. The framing state (server/lws/wsread.h, NULL while it holds
- * none) hangs off lws's opaque user pointer, which lubdub uses for nothing
- * else: BYPASSED while there is none.
+ * is its wsi. The ready list holds a pointer per TLS session with bytes
+ * to read now, for one loop iteration. The framing state
+ * (server/lws/wsread.h, NULL while it holds none) hangs off lws's opaque
+ * user pointer, which lubdub uses for nothing else: BYPASSED while there
+ * is none. A TLS session's SSL is lws's, read buffers released when
+ * empty (SSL_MODE_RELEASE_BUFFERS) as on lws's path.
  *
  * Thread: the loop's own.
  */
@@ -62,6 +80,7 @@
 #include "server/lws/direct.h"
 #include "server/lws/rxpool.h"
 #include "server/lws/srv.h"
+#include "server/lws/tlsread.h"
 #include "server/lws/wsread.h"
 
 #define DIRECT_BUF_BYTES (64 * 1024)
@@ -88,6 +107,13 @@ struct srv_direct {
     size_t n_pending, cap_pending;
     struct lws **resumed;          /* paused sessions to read again */
     size_t n_resumed, cap_resumed;
+    /* TLS sessions to read without a socket event (their bytes are in
+     * OpenSSL), in order; a closed one's entries become NULL. The next
+     * ev_prepare serves or drops every entry, so a session holds at most
+     * a few (one a read or resume of it since). */
+    struct lws **ready;
+    size_t n_ready, cap_ready;
+    ev_idle idle;                  /* no blocking poll while n_ready */
     bool flush_due;                /* a read ran: flush before polling */
     bool kill;                     /* the read's sink asked for a close */
 };
@@ -250,22 +276,118 @@ static bool feed(struct srv_direct *d, struct lws *wsi, const void *buf,
     return kill;
 }
 
-/* One readable handed-over socket. */
-static void read_one(struct srv_direct *d, struct lws *wsi)
+/*
+ * List a TLS session to be read by the next ev_prepare, whether or not its
+ * socket becomes readable. 0, or -ENOMEM.
+ */
+static int list_ready(struct srv_direct *d, struct lws *wsi)
 {
-    ssize_t n = recv(lws_get_socket_fd(wsi), d->buf, DIRECT_BUF_BYTES, 0);
+    if (d->n_ready == d->cap_ready) {
+        size_t cap = d->cap_ready ? d->cap_ready * 2 : 16;
+        struct lws **n = realloc(d->ready, cap * sizeof(*n));
 
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        if (!n)
+            return -ENOMEM;
+        d->ready = n;
+        d->cap_ready = cap;
+    }
+    d->ready[d->n_ready++] = wsi;
+    ev_prepare_start(d->l->evl, &d->prep);
+    return 0;
+}
+
+/* What the epoll set watches of a handed-over socket. */
+static void watch(struct srv_direct *d, struct lws *wsi, uint32_t events)
+{
+    struct epoll_event ev = { .events = events, .data.ptr = wsi };
+
+    (void)epoll_ctl(d->epfd, EPOLL_CTL_MOD, lws_get_socket_fd(wsi), &ev);
+}
+
+/*
+ * One handed-over session to read: its socket is ready (events, from the
+ * epoll set), or it is a TLS session from the ready list (events 0).
+ */
+static void read_one(struct srv_direct *d, struct lws *wsi, uint32_t events)
+{
+    unsigned tls = 0;
+    ssize_t n;
+
+    if (lws_is_ssl(wsi)) {
+        n = srv_tlsread(lws_get_ssl(wsi), d->buf, DIRECT_BUF_BYTES, &tls);
+        /* EPOLLOUT only while a read waits for it. (A paused session is
+         * out of the set: the MOD fails, its resume adds EPOLLIN.) */
+        if (tls & SRV_TLSREAD_WANT_WRITE)
+            watch(d, wsi, EPOLLIN | EPOLLOUT);
+        else if (events & EPOLLOUT)
+            watch(d, wsi, EPOLLIN);
+    } else {
+        n = recv(lws_get_socket_fd(wsi), d->buf, DIRECT_BUF_BYTES, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            n = -EAGAIN;
+    }
+    if (n == -EAGAIN)
         return;
     if (n > 0) {
+        struct hub_session *s = lws_wsi_user(wsi);
+
         HUB_STAT_ADD(d->l->hub->stats.ws_direct_reads, 1);
-        if (!feed(d, wsi, d->buf, (size_t)n))
+        if (feed(d, wsi, d->buf, (size_t)n))
+            goto kill;
+        /* OpenSSL holds more (or an end): read it next pass, unless a
+         * pause stopped the session; its resume lists it. */
+        if (!(tls & SRV_TLSREAD_MORE) ||
+            (hub_session_live(s) && hub_session_rx_paused(s)))
+            return;
+        if (list_ready(d, wsi) == 0)
             return;
     }
-    /* EOF, a reset, or the sink's close: lws closes the session now
-     * (CLOSED takes it out of the set and frees the state;
-     * hub_session_closed runs there, once). */
+kill:
+    /* EOF, a reset, a TLS error or close_notify, the sink's close, or no
+     * memory to list it: lws closes the session now (CLOSED takes it out
+     * of the set and frees the state; hub_session_closed runs there,
+     * once). */
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+}
+
+/*
+ * The TLS sessions listed before this pass, in order, each read once
+ * (entries listed meanwhile wait for the next pass: one session with a
+ * stream of records cannot hold the loop). A paused session is skipped:
+ * its resume lists it again. Entries are taken by index, as a read can
+ * list, close or grow the list.
+ */
+static void read_ready(struct srv_direct *d)
+{
+    size_t n0 = d->n_ready;
+
+    if (!n0)
+        return;
+    for (size_t i = 0; i < n0; i++) {
+        struct lws *wsi = d->ready[i];
+        struct hub_session *s;
+
+        if (!wsi)
+            continue;
+        d->ready[i] = NULL;
+        s = lws_wsi_user(wsi);
+        if (hub_session_live(s) && hub_session_rx_paused(s))
+            continue;
+        read_one(d, wsi, 0);
+    }
+    memmove(d->ready, d->ready + n0, (d->n_ready - n0) * sizeof(*d->ready));
+    d->n_ready -= n0;
+}
+
+static void on_idle(struct ev_loop *evl, ev_idle *w, int revents)
+{
+    struct srv_direct *d = w->data;
+
+    /* Only there to keep the poll from blocking while sessions are
+     * listed; the ev_prepare reads them. */
+    (void)revents;
+    if (!d->n_ready)
+        ev_idle_stop(evl, w);
 }
 
 /* The paused sessions whose queues went back under the low mark: parse
@@ -286,8 +408,12 @@ static void resume_all(struct srv_direct *d)
         }
         if (hub_session_live(s) && hub_session_rx_paused(s))
             continue;
-        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, lws_get_socket_fd(wsi), &ev) &&
-            errno != EEXIST)
+        /* A TLS session is read once more whatever its socket says:
+         * OpenSSL may hold the rest of the record its paused read ended
+         * in (or an end), which no socket event would announce. */
+        if ((epoll_ctl(d->epfd, EPOLL_CTL_ADD, lws_get_socket_fd(wsi), &ev) &&
+             errno != EEXIST) ||
+            (lws_is_ssl(wsi) && list_ready(d, wsi)))
             lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
     }
 }
@@ -305,7 +431,7 @@ static void on_readable(struct ev_loop *evl, ev_io *w, int revents)
      * after which nothing of it is touched. (Every other close the hub
      * asks for is asynchronous, LWS_TO_KILL_ASYNC or a close frame.) */
     for (int i = 0; i < n; i++)
-        read_one(d, ev[i].data.ptr);
+        read_one(d, ev[i].data.ptr, ev[i].events);
     /* What the messages queued goes out before the loop polls. */
     if (d->flush_due)
         ev_prepare_start(evl, &d->prep);
@@ -316,6 +442,14 @@ static void handover(struct srv_direct *d, struct lws *wsi, void *rx)
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = wsi };
 
     if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, lws_get_socket_fd(wsi), &ev)) {
+        HUB_STAT_ADD(d->l->hub->stats.ws_direct_declined, 1);
+        return;
+    }
+    /* A TLS session's first read does not wait for its socket: OpenSSL
+     * may hold bytes of the request's last record (or, with read-ahead,
+     * more records), which no socket event would announce. */
+    if (lws_is_ssl(wsi) && list_ready(d, wsi)) {
+        (void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, lws_get_socket_fd(wsi), NULL);
         HUB_STAT_ADD(d->l->hub->stats.ws_direct_declined, 1);
         return;
     }
@@ -352,6 +486,7 @@ static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents)
             HUB_STAT_ADD(d->l->hub->stats.ws_direct_declined, 1);
     }
     d->n_pending = 0;
+    read_ready(d);
     /* A flush can drain a paused session's queue and list it again: a few
      * rounds here, then the next loop iteration (the prepare stays on). */
     for (int round = 0; round < 4; round++) {
@@ -363,7 +498,10 @@ static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents)
         if (!d->n_resumed)
             break;
     }
-    if (!d->n_resumed && !d->flush_due)
+    /* Listed TLS sessions are read next pass, whatever the poll finds. */
+    if (d->n_ready)
+        ev_idle_start(evl, &d->idle);
+    if (!d->n_resumed && !d->flush_due && !d->n_ready)
         ev_prepare_stop(evl, w);
 }
 
@@ -394,6 +532,8 @@ int srv_direct_init(struct srv_loop *l)
     ev_io_start(l->evl, &d->epw);
     ev_prepare_init(&d->prep, on_prepare);
     d->prep.data = d;
+    ev_idle_init(&d->idle, on_idle);
+    d->idle.data = d;
     l->direct = d;
     return 0;
 }
@@ -407,11 +547,13 @@ void srv_direct_fini(struct srv_loop *l)
     if (l->evl) {
         ev_io_stop(l->evl, &d->epw);
         ev_prepare_stop(l->evl, &d->prep);
+        ev_idle_stop(l->evl, &d->idle);
     }
     close(d->epfd);
     srv_wsread_loop_free(d->wr);
     free(d->pending);
     free(d->resumed);
+    free(d->ready);
     free(d->buf);
     free(d);
     l->direct = NULL;
@@ -425,7 +567,7 @@ void srv_direct_established(struct srv_loop *l, struct lws *wsi)
      * that no later session can take it. */
     void *rx = srv_rxpool_take_last();
 
-    if (!d || lws_is_ssl(wsi))
+    if (!d)
         return;
     if (d->n_pending == d->cap_pending) {
         size_t cap = d->cap_pending ? d->cap_pending * 2 : 64;
@@ -559,4 +701,8 @@ void srv_direct_closed(struct srv_loop *l, struct lws *wsi)
             d->resumed[i] = d->resumed[--d->n_resumed];
             break;
         }
+    /* NULL in place: read_ready walks the list by index. */
+    for (size_t i = 0; i < d->n_ready; i++)
+        if (d->ready[i] == wsi)
+            d->ready[i] = NULL;
 }

@@ -1,8 +1,9 @@
 /*
  * server/lws/direct.h - the read bypass (--ws-direct-read): an established
- * plain-TCP WebSocket is read by lubdub itself, one recv() of up to 64 KiB
- * per readiness into one per-loop buffer, framed by server/lws/wsread.c; lws
- * keeps the upgrade, TLS, writes and closes. docs/LWS.md, "The read
+ * WebSocket, plain TCP or TLS, is read by lubdub itself, up to 64 KiB per
+ * readiness into one per-loop buffer (recv(), or SSL_read() of the
+ * session's own SSL: server/lws/tlsread.h), framed by server/lws/wsread.c;
+ * lws keeps the upgrade, the TLS handshake, writes and closes. docs/LWS.md, "The read
  * bypass", says why it is safe; docs/DESIGN.md section 14 why it exists.
  *
  * Thread: the loop's own.
@@ -23,8 +24,9 @@ struct srv_direct;
 int srv_direct_init(struct srv_loop *l);
 void srv_direct_fini(struct srv_loop *l);
 
-/* ESTABLISHED went through: a plain-TCP session is handed over right
- * before the loop next polls, if lws holds none of its bytes. */
+/* ESTABLISHED went through: the session is handed over right before the
+ * loop next polls, if lws (and, on TLS, OpenSSL behind lws's last read)
+ * holds none of its bytes. */
 void srv_direct_established(struct srv_loop *l, struct lws *wsi);
 /* SERVER_WRITEABLE: writes a control frame the bypass owes the peer (a
  * close echo or a pong). Returns 1 when it wrote one (*ret: what the

@@ -10,6 +10,7 @@ const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
 const { assertNoSanitizerReport } = require('./lib/ws');
 const { frame, OP, upgradeRequest, rawWs } = require('./lib/rawws');
+const { sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments } = require('./lib/direct');
 
 let hub;
 
@@ -22,28 +23,6 @@ after(async () => {
   assertNoSanitizerReport(hub);
   assert.equal(exit.code, 0, `lubdub exited ${JSON.stringify(exit)}: ${hub.stderr.slice(-3000)}`);
 });
-
-function sum(stats, key) {
-  return stats.per_loop.reduce((n, l) => n + l[key], 0);
-}
-
-function pingMsg(text) {
-  return Buffer.from(JSON.stringify({ event: 'pusher:ping', data: { text } }));
-}
-
-function pongs(c) {
-  return c.frames.filter((f) => f.opcode === OP.TEXT && /pusher:pong/.test(f.payload.toString()));
-}
-
-// Write buf one small piece at a time, each after the last was flushed, so
-// the hub reads the frames in many segments.
-async function trickle(c, buf, piece = 1) {
-  c.sock.setNoDelay(true);
-  for (let i = 0; i < buf.length; i += piece) {
-    const ok = c.sock.write(buf.subarray(i, i + piece));
-    await new Promise((resolve) => (ok ? setImmediate(resolve) : c.sock.once('drain', resolve)));
-  }
-}
 
 test('sessions are read by the bypass, and give lws\'s receive buffer back', async (t) => {
   const s0 = await hub.stats();
@@ -70,25 +49,11 @@ test('a frame split over many segments, byte by byte', async (t) => {
 });
 
 test('a 60 KiB message and many small frames in one write', async (t) => {
-  const c = await rawWs(t, hub).open();
-  const frames = [frame(OP.TEXT, pingMsg('z'.repeat(60 * 1024)))];
-  for (let i = 0; i < 50; i++) frames.push(frame(OP.TEXT, pingMsg(String(i))));
-  c.send(Buffer.concat(frames));
-  await c.until(() => pongs(c).length === 51, '51 pusher:pongs');
+  await bigAndSmall(await rawWs(t, hub).open());
 });
 
 test('a ping inside a fragmented message is answered, the message still arrives', async (t) => {
-  const c = await rawWs(t, hub).open();
-  const m = pingMsg('fragmented');
-  c.send(Buffer.concat([
-    frame(OP.TEXT, m.subarray(0, 10), { fin: false }),
-    frame(OP.PING, 'hello'),
-    frame(OP.CONT, m.subarray(10, 20), { fin: false }),
-  ]));
-  await c.until(() => c.frames.some((f) => f.opcode === OP.PONG), 'a pong');
-  assert.equal(c.frames.find((f) => f.opcode === OP.PONG).payload.toString(), 'hello');
-  await trickle(c, frame(OP.CONT, m.subarray(20)), 3);
-  await c.until(() => pongs(c).length === 1, 'pusher:pong for the reassembled message');
+  await pingInFragments(await rawWs(t, hub).open());
 });
 
 test('a client that sends right after the 101', async (t) => {
