@@ -14,9 +14,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # libcurl4-openssl-dev and libsqlite3-dev: webhook delivery and its store.
 # libwslay-dev (and its libwslay1): the read bypass's frame parser.
 # libsodium-dev (and its libsodium23): the tables' keyed hash (hub/base/hash.h).
+# zlib1g-dev: permessage-deflate (hub/wire/deflate.c).
 build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libjansson-dev
             libssl-dev libhiredis-dev libcurl4-openssl-dev libsqlite3-dev libwslay-dev
-            libsodium-dev)
+            libsodium-dev zlib1g-dev)
 # libtsan2: gcc's ThreadSanitizer runtime (make test-tsan); faketime: the
 # wall-clock jump test (tests/integration/clock.test.js) preloads it.
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables

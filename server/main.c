@@ -91,6 +91,8 @@ static void fill_hub_config(struct srv *srv)
     h->cache_ttl_ms = c->cache_ttl_ms;
     h->cache_max_bytes = c->cache_max_bytes;
     h->subscription_count_interval_ms = c->subscription_count_interval_ms;
+    h->compression = c->compression != 0;
+    h->compression_min_size = c->compression_min_size;
     h->auth_window_s = c->auth_timestamp_window_s;
     h->session_hooks = &hub_pusher_hooks;
     /* The first table's apps: their index is their position. */

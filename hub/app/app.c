@@ -58,6 +58,8 @@ void hub_app_defaults(struct hub_app *app)
     app->max_watchers = 1000;
     app->max_backend_events_per_second = 0;
     app->max_read_requests_per_second = 0;
+    /* Compressed like Pusher's apps; the hub's --compression decides. */
+    app->compression = true;
 }
 
 /* A copy of s in *out (NULL stays NULL); false when out of memory. */
@@ -116,6 +118,7 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            a->cache_max_bytes == b->cache_max_bytes &&
            a->max_subscriptions == b->max_subscriptions &&
            a->subscription_count == b->subscription_count &&
+           a->compression == b->compression &&
            /* Not the webhook list: a reloaded copy has none (see dup);
             * the sender compares its own (server/webhook/webhook_view.c). */
            a->enable_user_authentication == b->enable_user_authentication &&

@@ -55,6 +55,9 @@ struct hub_app {
     uint64_t cache_max_bytes;
     uint32_t max_subscriptions;      /* channels per connection */
     bool subscription_count;         /* pusher_internal:subscription_count */
+    /* permessage-deflate for this app's sessions when the hub's
+     * --compression is on too (issue 34); default true. */
+    bool compression;
     /* Per-app limits and origins (issue 13, item 6). */
     char *allowed_origins;           /* comma list; NULL = the hub-wide one */
     uint32_t max_backend_events_per_second; /* REST events; 0 = off */

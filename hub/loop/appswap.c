@@ -3,6 +3,7 @@
  * through every loop's inbox (the rules are in hub/loop/appswap.h).
  */
 #include "hub/loop/appswap.h"
+#include "hub/loop/compress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -59,6 +60,7 @@ static void session_reloaded(struct hub_session *s,
     hub_app_ref(na);
     s->app = na;
     hub_app_unref(old);
+    hub_session_compress_update(s);
     /* Authorized connections switched on: the deadline counts from the
      * connection's start, as for a new one (nothing when off or when the
      * session is authorized already). */

@@ -8,6 +8,7 @@
  * the end, and keep each feature's state in an opaque slot.
  */
 #include "hub/loop/loop.h"
+#include "hub/loop/compress.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -194,6 +195,7 @@ void hub_loop_destroy(struct hub_loop *l)
     for (unsigned i = 0; i < l->defer.k; i++)
         hub_frame_unref(l->defer.f[i]);
     free(l->defer.name);
+    hub_loop_compress_fini(l);
     hub_chanmap_destroy(l->chans);
     hub_pending_fini(&l->pending);
     hub_shard_fini(&l->shard);

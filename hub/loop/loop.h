@@ -40,6 +40,8 @@
 
 #define HUB_MAX_LOOPS 64
 
+struct hub_deflate;
+
 struct hub_config {
     uint64_t tick_ms;              /* wheel tick */
     uint64_t ping_interval_ms;     /* ping sessions silent this long */
@@ -65,6 +67,11 @@ struct hub_config {
     uint64_t cache_ttl_ms;         /* a cached event's life */
     uint64_t cache_max_bytes;      /* per app; 0 = no cap */
     uint64_t subscription_count_interval_ms; /* coalescing window */
+    /* permessage-deflate (issue 34): offered to the sessions the read
+     * bypass reads, when the app's own "compression" is true too; frames
+     * of fewer wire bytes than compression_min_size go plain. */
+    bool compression;
+    uint32_t compression_min_size;
     /* What the protocol layer does at a session's fini (hub/pusher/pusher.h's
      * hub_pusher_hooks); NULL = nothing. Borrowed. */
     const struct hub_session_hooks *session_hooks;
@@ -149,6 +156,10 @@ struct hub_loop {
     uint64_t now_ms;
     uint64_t evict_last_ms;        /* the latest eviction scan */
     struct hub_defer defer;        /* client events of the read in progress */
+    /* permessage-deflate (hub/loop/compress.h): zlib's state and the
+     * inflate buffer (max_message + 1 bytes), both from first use. */
+    struct hub_deflate *deflate;
+    char *inflate_buf;
     /* Each feature's state for this loop (hub_loop_feature_state()),
      * index for index with hub->features; opaque here. */
     void *feature_state[HUB_MAX_FEATURES];

@@ -14,6 +14,7 @@
 #include "hub/loop/backplane.h"
 #include "hub/loop/budget.h"
 #include "hub/loop/chanmap.h"
+#include "hub/loop/compress.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/session.h"
 
@@ -97,7 +98,8 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
     uint64_t budget, share = 0;
     struct hub_list *pos;
-    unsigned n = 0, sent = 0;
+    struct hub_frame *zf = NULL; /* f for compressing members, once asked */
+    unsigned n = 0, nz = 0, sent = 0;
     bool tight = false, forced = false;
 
     if (!ch)
@@ -125,9 +127,18 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
             continue;
         if (!tight) {
             /* Nothing in this walk drops another session's queue: the
-             * references and bytes are added once, after it. */
-            if (hub_session_push(s, f) == 0)
-                n++;
+             * references and bytes are added once, after it, for the
+             * plain frame and for its compressed variant apart. */
+            struct hub_frame *g = f;
+
+            if (s->zout)
+                g = zf ? zf : (zf = hub_loop_zframe(l, f));
+            if (hub_session_push(s, g) == 0) {
+                if (g == f)
+                    n++;
+                else
+                    nz++;
+            }
         } else if (hub_budget_admit(l, s, share, budget, f->len, &forced) &&
                    hub_session_send(s, f) == 0) {
             /* A later recipient's admission may evict (close, dropping
@@ -141,8 +152,12 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
         hub_frame_ref_n(f, n);
         hub_loop_queued_add(l, (uint64_t)n * f->len);
     }
+    if (nz) {
+        hub_frame_ref_n(zf, nz);
+        hub_loop_queued_add(l, (uint64_t)nz * zf->len);
+    }
     HUB_STAT_ADD(l->stats.publishes, 1);
-    return n + sent;
+    return n + nz + sent;
 }
 
 /*
@@ -157,9 +172,12 @@ static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
                           const struct hub_skip *skip)
 {
     struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
-    uint64_t budget, total = 0;
+    uint64_t budget, total = 0, total_z = 0;
     struct hub_list *pos;
-    unsigned n = 0;
+    /* What compressing members get, made when the first one is met. */
+    struct hub_frame *fz[HUB_DEFER_MAX];
+    bool have_z = false;
+    unsigned n = 0, nz = 0;
 
     if (!ch)
         return;
@@ -186,8 +204,18 @@ static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
 
         if (skipped(sub, skip))
             continue;
-        got = hub_session_push_n(s, fs, k, total);
-        if (got > 0)
+        if (s->zout && !have_z) {
+            for (unsigned j = 0; j < k; j++) {
+                fz[j] = hub_loop_zframe(l, fs[j]);
+                total_z += fz[j]->len;
+            }
+            have_z = true;
+        }
+        got = s->zout ? hub_session_push_n(s, fz, k, total_z)
+                      : hub_session_push_n(s, fs, k, total);
+        if (got > 0 && s->zout)
+            nz++;
+        else if (got > 0)
             n++;
         else if (got < 0)
             for (unsigned j = 0; j < k; j++)
@@ -197,6 +225,11 @@ static void deliver_batch(struct hub_loop *l, unsigned app, const char *name,
         for (unsigned j = 0; j < k; j++)
             hub_frame_ref_n(fs[j], n);
         hub_loop_queued_add(l, (uint64_t)n * total);
+    }
+    if (nz) {
+        for (unsigned j = 0; j < k; j++)
+            hub_frame_ref_n(fz[j], nz);
+        hub_loop_queued_add(l, (uint64_t)nz * total_z);
     }
     HUB_STAT_ADD(l->stats.publishes, k);
 }

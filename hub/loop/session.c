@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "hub/loop/loop.h"
+#include "hub/loop/compress.h"
 #include "hub/base/log.h"
 #include "hub/wire/protocol.h"
 #include "hub/wire/ws.h"
@@ -237,9 +238,11 @@ static int rx_utf8(struct hub_session *s, const void *in, size_t len,
     return -1;
 }
 
-int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
-                          size_t remaining, bool final, bool binary,
-                          uint64_t now_ms, const char **msg, size_t *msg_len)
+/* hub_session_rx_append(); deflated: the fragment is of a compressed
+ * message, checked for UTF-8 only once inflated. */
+static int rx_append(struct hub_session *s, const void *in, size_t len,
+                     size_t remaining, bool final, bool binary, bool deflated,
+                     uint64_t now_ms, const char **msg, size_t *msg_len)
 {
     struct hub_loop *l = s->loop;
     size_t max;
@@ -250,7 +253,7 @@ int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
     hub_session_stamp_rx(s, now_ms);
     if (s->state != HUB_SESSION_OPEN)
         return -1;
-    if (!binary && rx_utf8(s, in, len, last))
+    if (!binary && !deflated && rx_utf8(s, in, len, last))
         return -1;
     max = l->cfg->max_message;
     if ((size_t)s->rx_len + len + remaining > max) {
@@ -296,9 +299,30 @@ int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
         *msg = s->rx_buf;
         *msg_len = s->rx_len;
     }
+    /* Inflated, the text is checked whole (it was not as it came). */
+    if (deflated && (hub_session_inflate(s, msg, msg_len) ||
+                     (!binary && rx_utf8(s, *msg, *msg_len, true))))
+        return -1;
     HUB_STAT_ADD(l->stats.msgs_in, 1);
     HUB_STAT_ADD(l->stats.bytes_in, *msg_len);
     return 1;
+}
+
+int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
+                          size_t remaining, bool final, bool binary,
+                          uint64_t now_ms, const char **msg, size_t *msg_len)
+{
+    return rx_append(s, in, len, remaining, final, binary, false, now_ms, msg,
+                     msg_len);
+}
+
+int hub_session_rx_append_deflated(struct hub_session *s, const void *in,
+                                   size_t len, size_t remaining, bool final,
+                                   bool binary, uint64_t now_ms,
+                                   const char **msg, size_t *msg_len)
+{
+    return rx_append(s, in, len, remaining, final, binary, true, now_ms, msg,
+                     msg_len);
 }
 
 bool hub_session_rx_pause(struct hub_session *s)
@@ -491,6 +515,10 @@ static int send_frame(struct hub_session *s, struct hub_frame *f,
 {
     if (s->state != HUB_SESSION_OPEN)
         return -EPIPE;
+    /* A push's caller chose the frame (and accounts it); a send queues
+     * what this session gets: the compressed variant when it compresses. */
+    if (take_ref && s->zout)
+        f = hub_loop_zframe(s->loop, f);
     if (s->q.bytes + f->len > s->loop->cfg->max_queue) {
         hub_session_send_error(s, 4100, "Slow consumer: send queue full",
                                true);

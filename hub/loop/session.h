@@ -99,6 +99,10 @@ struct hub_session {
     bool rx_paused : 1;            /* input backpressure: the transport
                                       reads nothing of the peer until the
                                       queue is back under the low mark */
+    /* permessage-deflate (hub/loop/compress.h), in what was padding: */
+    bool pmd : 1;                  /* negotiated: the peer may compress */
+    bool zout : 1;                 /* data frames go compressed (pmd and
+                                      the app's "compression" key) */
     /* Subscribe and unsubscribe requests refused in a row by the rate
      * limit (hub/pusher/pusher.c); past HUB_SUB_REFUSALS_MAX the session closes. */
     uint8_t sub_refused;
@@ -188,6 +192,18 @@ void hub_session_closed(struct hub_session *s, uint64_t now_ms);
 int hub_session_rx_append(struct hub_session *s, const void *in, size_t len,
                           size_t remaining, bool final, bool binary,
                           uint64_t now_ms, const char **msg, size_t *msg_len);
+/*
+ * The same for a fragment of a message compressed with permessage-deflate
+ * (RSV1 on its first frame, the extension negotiated): the compressed
+ * bytes are reassembled (at most max_message), then inflated in one go
+ * into the loop's buffer (hub/loop/compress.h): 1009 when the message
+ * inflates past max_message, 1007 when it does not inflate or its text is
+ * not UTF-8. *msg is valid until the loop's next message.
+ */
+int hub_session_rx_append_deflated(struct hub_session *s, const void *in,
+                                   size_t len, size_t remaining, bool final,
+                                   bool binary, uint64_t now_ms,
+                                   const char **msg, size_t *msg_len);
 /* The message rx_append returned was handled: free the reassembly
  * buffer (idle sessions hold none). */
 void hub_session_rx_done(struct hub_session *s);

@@ -103,6 +103,22 @@
     X(ws_direct_proto_errors, counter, U64, 0, LOOP, "ws_direct_proto_errors", \
       "ws_direct_proto_errors_total",                                          \
       "Bypassed sessions failed for an RFC 6455 framing error (1002).")        \
+    X(compression_sessions, counter, U64, 0, LOOP, "compression_sessions",     \
+      "compression_sessions_total",                                            \
+      "Sessions that negotiated permessage-deflate.")                          \
+    X(compressed_frames, counter, U64, 0, LOOP, "compressed_frames",           \
+      "compressed_frames_total",                                               \
+      "Compressed variants of frames made (one per publication a "            \
+      "compressing subscriber got).")                                          \
+    X(compressed_bytes_in, counter, U64, 0, LOOP, "compressed_bytes_in",       \
+      "compressed_bytes_in_total",                                             \
+      "Wire bytes of the frames compressed, before.")                          \
+    X(compressed_bytes_out, counter, U64, 0, LOOP, "compressed_bytes_out",     \
+      "compressed_bytes_out_total",                                            \
+      "Wire bytes of their compressed variants, after.")                       \
+    X(inflated_messages, counter, U64, 0, LOOP, "inflated_messages",           \
+      "inflated_messages_total",                                               \
+      "Compressed messages received and inflated.")                            \
     X(rx_paused, counter, U64, 20, LOOP, "rx_paused", "rx_paused_total",       \
       "Times a session stopped being read: its send queue passed half of "      \
       "max_queue (input backpressure).")                                        \

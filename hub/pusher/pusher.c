@@ -19,6 +19,7 @@
 #include "hub/app/auth.h"
 #include "hub/loop/budget.h"
 #include "hub/loop/chanmap.h"
+#include "hub/loop/compress.h"
 #include "hub/base/json.h"
 #include "hub/base/log.h"
 #include "hub/loop/loop.h"
@@ -39,6 +40,7 @@ void hub_pusher_open(struct hub_session *s, const struct hub_app *app)
     /* The session's reference: the app outlives a reload while s can
      * read it (dropped in hub_session_fini()). */
     hub_app_ref(app);
+    hub_session_compress_update(s);
     if (!app->enabled) {
         hub_session_send_error(s, 4003, "Application is disabled", true);
         return;

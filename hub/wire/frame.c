@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct hub_frame hub_frame_plain_mark;
+
 struct hub_frame *hub_frame_create(size_t payload_cap)
 {
     struct hub_frame *f;
@@ -22,6 +24,7 @@ struct hub_frame *hub_frame_create(size_t payload_cap)
     f->payload_len = 0;
     f->cap = (uint32_t)payload_cap;
     f->head = HUB_FRAME_HEADER_MAX;
+    atomic_init(&f->z, NULL);
     return f;
 }
 
@@ -38,6 +41,12 @@ struct hub_frame *hub_frame_create_text(const void *payload, size_t len)
 
 void hub_frame_seal(struct hub_frame *f, size_t payload_len)
 {
+    hub_frame_seal_op(f, payload_len, 0x81); /* FIN, text */
+}
+
+void hub_frame_seal_op(struct hub_frame *f, size_t payload_len,
+                       unsigned char first)
+{
     unsigned char *p;
     unsigned hlen;
 
@@ -49,7 +58,7 @@ void hub_frame_seal(struct hub_frame *f, size_t payload_len)
         hlen = 10;
     f->head = (uint8_t)(HUB_FRAME_HEADER_MAX - hlen);
     p = f->bytes + f->head;
-    p[0] = 0x81; /* FIN, text */
+    p[0] = first;
     if (hlen == 2) {
         p[1] = (unsigned char)payload_len;
     } else if (hlen == 4) {
@@ -67,6 +76,12 @@ void hub_frame_seal(struct hub_frame *f, size_t payload_len)
 
 void hub_frame_unref(struct hub_frame *f)
 {
-    if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1) {
+        struct hub_frame *z = atomic_load_explicit(&f->z,
+                                                   memory_order_acquire);
+
+        if (z && z != HUB_FRAME_PLAIN)
+            hub_frame_unref(z);
         free(f);
+    }
 }

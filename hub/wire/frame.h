@@ -25,8 +25,21 @@ struct hub_frame {
     uint32_t payload_len;
     uint32_t cap;          /* payload capacity */
     uint8_t head;          /* offset of the first header byte in bytes[] */
+    /*
+     * The frame as compressing sessions get it (permessage-deflate,
+     * hub/loop/compress.h): NULL until a loop first needs it, then the
+     * compressed variant (one reference held here, dropped with this
+     * frame) or HUB_FRAME_PLAIN when f goes as it is (too small, or not
+     * smaller compressed). Set once, by compare-and-swap: any loop
+     * holding a reference may be the first.
+     */
+    _Atomic(struct hub_frame *) z;
     unsigned char bytes[]; /* HUB_FRAME_HEADER_MAX + cap */
 };
+
+/* The marker of a frame that compressing sessions get as it is. */
+extern struct hub_frame hub_frame_plain_mark;
+#define HUB_FRAME_PLAIN (&hub_frame_plain_mark)
 
 /* Owned (one reference); NULL on allocation failure. */
 struct hub_frame *hub_frame_create(size_t payload_cap);
@@ -39,6 +52,9 @@ static inline char *hub_frame_payload(struct hub_frame *f)
 }
 /* Write the header for payload_len bytes of text; the frame is now sealed. */
 void hub_frame_seal(struct hub_frame *f, size_t payload_len);
+/* The same with the header's first byte given (FIN, RSV bits, opcode). */
+void hub_frame_seal_op(struct hub_frame *f, size_t payload_len,
+                       unsigned char first);
 
 /* Borrowed; the wire bytes (header + payload) of a sealed frame. */
 static inline const unsigned char *hub_frame_data(const struct hub_frame *f)

@@ -193,6 +193,18 @@ static const struct srv_option_desc srv_options[] = {
      "pass instead of lws's ws_rx_buffer-sized ones (libev only; TLS "
      "sessions always read through lws).",
      srv__off_on, 0, 0, 0, SRV_CFG(ws_direct_read)},
+    /* Compression (issue 34; docs/CONFIG.md "Compression"). Read at
+     * start only: a session negotiates at its upgrade, and the loops read
+     * both through their hub_config copy. */
+    {"compression", SRV_OPT_ENUM, SRV_ALL, 0, "on", NULL,
+     "permessage-deflate (RFC 7692) for clients that offer it, on sessions "
+     "the read bypass reads (plain TCP, --event-loop libev, "
+     "--ws-direct-read on); each publication is compressed once and "
+     "shared by every compressing subscriber.",
+     srv__off_on, 0, 0, 0, SRV_CFG(compression)},
+    {"compression_min_size", SRV_OPT_SIZE, SRV_ALL, 0, "128", "BYTES",
+     "Frames smaller than this many bytes go uncompressed (0..16MiB).",
+     NULL, 0, UINT32_C(16) << 20, 0, SRV_CFG(compression_min_size)},
     {"auth_timestamp_window", SRV_OPT_SECONDS, SRV_ALL, 0, "600s", NULL,
      "REST auth_timestamp must be this close to now, in whole seconds; "
      "0 skips the check.",
@@ -428,6 +440,10 @@ static const struct srv_option_desc srv_app_fields[] = {
      NULL, 0, UINT32_MAX, 0, SRV_APP(max_subscriptions)},
     {"subscription_count", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
      NULL, 0, 0, 0, SRV_APP(subscription_count)},
+    /* permessage-deflate for this app's sessions, with --compression on
+     * (issue 34). */
+    {"compression", SRV_OPT_BOOL, SRV_SRC_FILE, 0, NULL, NULL, NULL,
+     NULL, 0, 0, 0, SRV_APP(compression)},
     /* Issue 13 item 6: per-app REST rate limits and origins. A JSON array
      * of strings is also taken for allowed_origins (srv__load_apps). */
     {"max_backend_events_per_second", SRV_OPT_UINT, SRV_SRC_FILE, 0, NULL,

@@ -73,6 +73,11 @@ struct srv_config {
     uint64_t subscription_count_interval_ms; /* default 1 s */
     uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
     int ws_direct_read;        /* 1: the read bypass (server/lws/direct.h) */
+    /* permessage-deflate (issue 34): the hub's switch (an app's own
+     * "compression" key can only turn it off for that app) and the
+     * smallest frame, in wire bytes, that goes compressed. */
+    int compression;           /* 1: on (default), 0: off */
+    uint32_t compression_min_size; /* default 128, 0..16 MiB */
 
     /* REST. */
     uint64_t auth_timestamp_window_s; /* default 600; 0 = not checked */

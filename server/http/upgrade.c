@@ -13,13 +13,16 @@
  *
  * Thread: the connection's loop.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "hub/app/apptab.h"
+#include "hub/wire/pmd.h"
 #include "hub/wire/ws.h"
 #include "server/http/headers.h"
+#include "server/lws/direct.h"
 
 /*
  * Sec-WebSocket-Protocol, before lws reads it. lws 4.1.6 binds the upgrade
@@ -118,6 +121,62 @@ int srv_http_confirm_upgrade(struct srv_loop *l, struct lws *wsi,
         return srv_http_refuse(wsi, l, 400, "Bad Request", NULL, NULL);
     }
     return confirm_subprotocol(l, wsi);
+}
+
+/*
+ * LWS_CALLBACK_ADD_HEADERS of a WebSocket upgrade: the answer to the
+ * client's permessage-deflate offer (hub/wire/pmd.h), when the hub and
+ * the app compress and the bypass will read the session (lws 4.1.6's own
+ * extension negotiation is never used: it fails the upgrade on a repeated
+ * offer and cannot add client_no_context_takeover). Repeated header lines
+ * are joined with ", " (lws_hdr_copy would run them together). An offer
+ * that cannot be read whole (over 1 KiB) is declined, which is always
+ * allowed. 0, or -1 when the header does not fit lws's buffer.
+ */
+int srv_http_ws_extensions(struct srv_loop *l, struct lws *wsi,
+                           struct lws_process_html_args *a)
+{
+    char offer[1024], answer[192], uri[256];
+    const struct hub_app *app;
+    size_t n = 0;
+    int k, ulen;
+
+    if (!l->srv->cfg->compression || !srv_direct_would_take(l, wsi) ||
+        lws_hdr_total_length(wsi, WSI_TOKEN_KEY) <= 0 ||
+        lws_hdr_total_length(wsi, WSI_TOKEN_EXTENSIONS) <= 0)
+        return 0;
+    ulen = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
+    app = ulen > 5 ? hub_apptab_by_key(hub_apps(l->srv->hub), uri + 5,
+                                       (size_t)ulen - 5)
+                   : NULL;
+    if (!app || !app->compression)
+        return 0;
+    /* lws_hdr_copy_fragment() says -1 both past the last line and for a
+     * line too long: the lines' lengths tell them apart. */
+    for (int i = 0; (k = lws_hdr_fragment_length(wsi, WSI_TOKEN_EXTENSIONS,
+                                                 i)) > 0;
+         i++) {
+        size_t sep = n ? 2 : 0;
+
+        if (n + sep + (size_t)k + 1 > sizeof(offer))
+            return 0;
+        memcpy(offer + n, ", ", sep);
+        if (lws_hdr_copy_fragment(wsi, offer + n + sep,
+                                  (int)(sizeof(offer) - n - sep),
+                                  WSI_TOKEN_EXTENSIONS, i) != k)
+            return 0;
+        n += sep + (size_t)k;
+    }
+    if (!hub_pmd_negotiate(offer, n, answer, sizeof(answer)))
+        return 0;
+    k = snprintf(a->p, (size_t)a->max_len, "Sec-WebSocket-Extensions: %s\r\n",
+                 answer);
+    if (k < 0 || k >= a->max_len)
+        return -1;
+    a->p += k;
+    a->max_len -= k;
+    srv_direct_note_pmd(wsi);
+    return 0;
 }
 
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)

@@ -12,37 +12,47 @@
 
 #include <openssl/ssl.h>
 
+#include "hub/loop/compress.h"
 #include "hub/pusher/pusher.h"
 #include "server/lws/direct.h"
 #include "server/lws/srv.h"
 
 /*
- * The upgrade went through: the hub finds the app from the path and the
- * protocol version from the query (hub_pusher_connect), then the debug
+ * The upgrade went through: a session in lws's per-session storage, told
+ * whether its 101 carried permessage-deflate (before the app match, which
+ * decides whether it compresses); the hub finds the app from the path and
+ * the protocol version from the query (hub_pusher_connect); the debug
  * "open" line gets the client's address (only looked up when it is
- * logged; through trusted proxies, server/lws/peer.c).
+ * logged; through trusted proxies, server/lws/peer.c); then the read
+ * bypass may take the socket.
  */
-static void ws_established(struct hub_session *s, struct lws *wsi)
+static int ws_established(struct hub_session *s, struct lws *wsi)
 {
     char uri[256], arg[64], peer[SRV_PEERADDR_STRLEN];
-    int n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
-    int proto = -1;
+    struct srv_loop *l = srv_loop_of(wsi);
+    bool pmd = srv_direct_take_pmd(wsi);
+    int n, proto = -1;
 
+    if (hub_session_init(s, l->hub, wsi, srv_now_ms()))
+        return -1;
+    if (pmd)
+        hub_session_set_pmd(s);
+    n = lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI);
     for (int i = 0; lws_hdr_copy_fragment(wsi, arg, sizeof(arg),
                                           WSI_TOKEN_HTTP_URI_ARGS, i) > 0;
          i++)
         if (strncmp(arg, "protocol=", 9) == 0)
             proto = atoi(arg + 9);
     hub_pusher_connect(s, n > 0 ? uri : NULL, n > 0 ? (size_t)n : 0, proto);
-    if (!srv_log_enabled(HUB_LOG_DEBUG))
-        return;
-    hub_session_opened(s, srv_peer_str(wsi, peer));
+    if (srv_log_enabled(HUB_LOG_DEBUG))
+        hub_session_opened(s, srv_peer_str(wsi, peer));
+    srv_direct_established(l, wsi);
+    return 0;
 }
 
 static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
                        void *user, void *in, size_t len)
 {
-    struct srv_loop *l;
     struct hub_session *s = user;
     const char *msg;
     size_t msg_len;
@@ -66,13 +76,10 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
             return 1;
         }
         return srv_http_filter_upgrade(srv_loop_of(wsi), wsi);
+    case LWS_CALLBACK_ADD_HEADERS:
+        return srv_http_ws_extensions(srv_loop_of(wsi), wsi, in);
     case LWS_CALLBACK_ESTABLISHED:
-        l = srv_loop_of(wsi);
-        if (hub_session_init(s, l->hub, wsi, srv_now_ms()))
-            return -1;
-        ws_established(s, wsi);
-        srv_direct_established(l, wsi);
-        return 0;
+        return ws_established(s, wsi);
     case LWS_CALLBACK_RECEIVE:
         if (!hub_session_live(s))
             return -1;

@@ -57,6 +57,7 @@
 
 #include <ev.h>
 
+#include "hub/loop/compress.h"
 #include "hub/pusher/pusher.h"
 #include "server/lws/direct.h"
 #include "server/lws/rxpool.h"
@@ -94,6 +95,10 @@ struct srv_direct {
 /* lws's opaque pointer of a bypassed session that holds no state. */
 static char bypassed_mark;
 #define BYPASSED ((void *)&bypassed_mark)
+/* ... and of a session between its 101 with permessage-deflate and its
+ * ESTABLISHED (srv_direct_take_pmd clears it before any handover). */
+static char pmd_mark;
+#define PMD_NOTED ((void *)&pmd_mark)
 
 /* From the sink (inside a feed): the connection ends once the feed is
  * over (read_one), synchronously, as nothing touches it afterwards. A
@@ -107,8 +112,9 @@ static void kill_after_read(struct lws *wsi)
 /* The sink: what server/loop/ws.c does for lws's callbacks, from our frames.
  * u is the wsi. */
 
-static void sink_data(void *u, const void *p, size_t len, size_t remaining,
-                      bool fin, bool binary)
+/* A piece of a data message; deflated: of a compressed one. */
+static void sink_piece(void *u, const void *p, size_t len, size_t remaining,
+                       bool fin, bool binary, bool deflated)
 {
     struct hub_session *s = lws_wsi_user(u);
     const char *msg;
@@ -120,13 +126,35 @@ static void sink_data(void *u, const void *p, size_t len, size_t remaining,
         return;
     }
     now = srv_now_ms();
-    if (hub_session_rx_append(s, p, len, remaining, fin, binary, now, &msg,
-                              &msg_len) <= 0)
+    if ((deflated ? hub_session_rx_append_deflated
+                  : hub_session_rx_append)(s, p, len, remaining, fin, binary,
+                                           now, &msg, &msg_len) <= 0)
         return;
     hub_pusher_on_message(s, msg, msg_len, now);
     hub_session_rx_done(s);
     if (hub_session_rx_pause(s))
         srv_wsread_pause(srv_loop_of(u)->direct->wr);
+}
+
+static void sink_data(void *u, const void *p, size_t len, size_t remaining,
+                      bool fin, bool binary)
+{
+    sink_piece(u, p, len, remaining, fin, binary, false);
+}
+
+static void sink_data_z(void *u, const void *p, size_t len, size_t remaining,
+                        bool fin, bool binary)
+{
+    sink_piece(u, p, len, remaining, fin, binary, true);
+}
+
+/* Whether the peer may send compressed messages: it negotiated
+ * permessage-deflate in the handshake (server/loop/ws.c). */
+static bool sink_pmd(void *u)
+{
+    struct hub_session *s = lws_wsi_user(u);
+
+    return hub_session_live(s) && hub_session_pmd(s);
 }
 
 static void sink_pong(void *u)
@@ -178,6 +206,8 @@ static void sink_fail(void *u, unsigned code, const char *why)
 
 static const struct srv_wsread_sink sink = {
     .data = sink_data,
+    .pmd = sink_pmd,
+    .data_z = sink_data_z,
     .pong = sink_pong,
     .want_write = sink_want_write,
     .close = sink_close,
@@ -477,6 +507,24 @@ void srv_direct_resume_rx(void *conn)
     ev_prepare_start(d->l->evl, &d->prep);
 }
 
+bool srv_direct_would_take(const struct srv_loop *l, struct lws *wsi)
+{
+    return l->direct && !lws_is_ssl(wsi);
+}
+
+void srv_direct_note_pmd(struct lws *wsi)
+{
+    lws_set_opaque_user_data(wsi, PMD_NOTED);
+}
+
+bool srv_direct_take_pmd(struct lws *wsi)
+{
+    if (lws_get_opaque_user_data(wsi) != PMD_NOTED)
+        return false;
+    lws_set_opaque_user_data(wsi, NULL);
+    return true;
+}
+
 void srv_direct_closed(struct srv_loop *l, struct lws *wsi)
 {
     struct srv_direct *d = l->direct;
@@ -485,6 +533,11 @@ void srv_direct_closed(struct srv_loop *l, struct lws *wsi)
     if (!d)
         return;
     op = lws_get_opaque_user_data(wsi);
+    if (op == PMD_NOTED) {
+        /* Closed between the 101 and ESTABLISHED: never bypassed. */
+        lws_set_opaque_user_data(wsi, NULL);
+        op = NULL;
+    }
     if (op) {
         /* Out of the set before lws closes the fd: no event can name
          * this wsi again. */

@@ -12,6 +12,9 @@
 
 #include <libwebsockets.h>
 
+#include <stdbool.h>
+
+struct lws;
 struct srv_loop;
 struct srv_direct;
 
@@ -33,6 +36,18 @@ int srv_direct_writable(struct lws *wsi, int *ret);
  * polls; else lws's own reading is re-enabled (lws then delivers what it
  * kept first). */
 void srv_direct_resume_rx(void *conn);
+/*
+ * permessage-deflate is offered only to sessions the bypass will read
+ * (lws 4.1.6's own read path fails every RSV1 frame with 1002 unless an
+ * lws extension is active): whether this upgrading session is one. A
+ * handover that is declined later (lws holds bytes) leaves it with lws,
+ * which then fails its first compressed message with 1002.
+ */
+bool srv_direct_would_take(const struct srv_loop *l, struct lws *wsi);
+/* The 101 answered with the extension (LWS_CALLBACK_ADD_HEADERS); at
+ * ESTABLISHED, srv_direct_take_pmd() says so once and forgets it. */
+void srv_direct_note_pmd(struct lws *wsi);
+bool srv_direct_take_pmd(struct lws *wsi);
 /* CLOSED: out of the bypass before lws closes the fd. */
 void srv_direct_closed(struct srv_loop *l, struct lws *wsi);
 

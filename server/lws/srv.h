@@ -190,6 +190,9 @@ void srv_http_post_flush(struct srv_loop *l);
 /* server/http/upgrade.c: reject a ws upgrade before it happens (origin,
  * capacity); 0 = accept. */
 int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi);
+/* LWS_CALLBACK_ADD_HEADERS of an upgrade: the permessage-deflate answer. */
+int srv_http_ws_extensions(struct srv_loop *l, struct lws *wsi,
+                           struct lws_process_html_args *a);
 /* RFC 6455 handshake checks (400, 426, 431) on an "Upgrade: websocket"
  * request; 0 = go on, -1 = refused (a response is written). */
 int srv_http_confirm_upgrade(struct srv_loop *l, struct lws *wsi,

@@ -39,6 +39,7 @@ struct srv_wsread {
     bool stopped;                /* after a close or bad header: discard */
     bool failed;                 /* failed (1002): only a close counts */
     bool skip;                   /* the open frame is not delivered */
+    bool msg_z;                  /* the open message is compressed (RSV1) */
     uint8_t msg;                 /* open fragmented message: 1 text, 2 binary */
     uint8_t ctl_len;             /* control payload gathered so far */
     uint8_t out_op;              /* owed: 0x8 close echo, else 0 */
@@ -134,16 +135,39 @@ static uint64_t header_len(uint64_t plen, bool mask)
     return 2 + (plen > 65535 ? 8 : plen > 125 ? 2 : 0) + (mask ? 4 : 0);
 }
 
+/* RSV1 of a frame (RFC 7692 section 6): allowed only on the first frame
+ * of a data message, once permessage-deflate was negotiated. NULL or why
+ * the connection fails. */
+static const char *frame_rsv(struct srv_wsread *st,
+                             const struct wslay_frame_iocb *f,
+                             const struct srv_wsread_sink *k, void *u)
+{
+    if (f->rsv & (WSLAY_RSV2_BIT | WSLAY_RSV3_BIT))
+        return "reserved bits set";
+    if (!(f->rsv & WSLAY_RSV1_BIT))
+        return NULL;
+    if (wslay_is_ctrl_frame(f->opcode))
+        return "RSV1 on a control frame";
+    if (f->opcode == WSLAY_CONTINUATION_FRAME)
+        return "RSV1 on a continuation frame";
+    if (!k->pmd || !k->pmd(u))
+        return "RSV1 without permessage-deflate";
+    return NULL;
+}
+
 /* A frame's first chunk: the rules wslay's frame layer does not check. */
 static const char *frame_start(struct srv_wsread *st,
-                               const struct wslay_frame_iocb *f)
+                               const struct wslay_frame_iocb *f,
+                               const struct srv_wsread_sink *k, void *u)
 {
+    const char *bad;
+
     /* RFC 6455 section 5.1: a server must fail an unmasked client frame
      * (lws 4.1.6 cannot tell; this path can). */
     if (!f->mask)
         return "unmasked client frame";
-    if (f->rsv)
-        return "reserved bits set";
+    if ((bad = frame_rsv(st, f, k, u)))
+        return bad;
     switch (f->opcode) {
     case WSLAY_CONTINUATION_FRAME:
         return st->msg ? NULL : "continuation without a start";
@@ -152,6 +176,7 @@ static const char *frame_start(struct srv_wsread *st,
         if (st->msg)
             return "new message inside a fragmented one";
         st->msg = f->opcode == WSLAY_TEXT_FRAME ? 1 : 2;
+        st->msg_z = (f->rsv & WSLAY_RSV1_BIT) != 0;
         return NULL;
     case WSLAY_CONNECTION_CLOSE:
     case WSLAY_PING:
@@ -175,11 +200,11 @@ static enum srv_wsread_rc chunk(struct srv_wsread *st,
         /* After a failure frames are still parsed (the stream is in step)
          * so that the peer's answering close ends the connection; nothing
          * but that close means anything any more. */
-        bad = frame_start(st, f);
+        bad = frame_start(st, f, k, u);
         if (bad && !st->failed) {
             k->fail(u, 1002, bad);
             st->failed = true;
-            st->msg = 0;
+            st->msg = 0, st->msg_z = false;
         }
         st->skip = bad || (st->failed && f->opcode != WSLAY_CONNECTION_CLOSE);
         st->in_frame = true;
@@ -194,14 +219,15 @@ static enum srv_wsread_rc chunk(struct srv_wsread *st,
     if (st->skip)
         return SRV_WSREAD_MORE;
     if (!wslay_is_ctrl_frame(f->opcode)) {
-        bool binary = st->msg == 2;
+        bool binary = st->msg == 2, z = st->msg_z;
 
         if (done && f->fin)
-            st->msg = 0;
+            st->msg = 0, st->msg_z = false;
         if (f->data_length || f->payload_length == 0)
-            k->data(u, f->data_length ? f->data : (const uint8_t *)"",
-                    f->data_length, f->payload_length - st->frame_off, f->fin,
-                    binary);
+            (z ? k->data_z : k->data)(
+                u, f->data_length ? f->data : (const uint8_t *)"",
+                f->data_length, f->payload_length - st->frame_off, f->fin,
+                binary);
         return SRV_WSREAD_MORE;
     }
     /* wslay refuses control frames over 125 bytes: ctl always fits. */
@@ -294,7 +320,7 @@ static enum srv_wsread_rc settle(struct srv_wsread_loop *L,
         if (st->w)
             wslay_frame_context_free(st->w);
         st->w = NULL;
-        st->msg = 0;
+        st->msg = 0, st->msg_z = false;
         st->stopped = true;
     }
     if (st->w && st->unparsed == 0 && !st->in_frame) {

@@ -32,6 +32,14 @@ struct srv_wsread_sink {
      * Empty frames come as one call with len 0. */
     void (*data)(void *u, const void *p, size_t len, size_t remaining,
                  bool fin, bool binary);
+    /* permessage-deflate (RFC 7692): RSV1 on a message's first frame asks
+     * pmd(u) whether the session negotiated it (NULL: never); if so the
+     * message's pieces, still compressed, go to data_z (as to data),
+     * else the connection fails 1002. RSV1 anywhere else (a continuation
+     * or control frame) and RSV2, RSV3 always fail it. */
+    bool (*pmd)(void *u);
+    void (*data_z)(void *u, const void *p, size_t len, size_t remaining,
+                   bool fin, bool binary);
     /* A whole pong frame arrived. */
     void (*pong)(void *u);
     /* A ping arrived: its pong is pending (srv_wsread_take_out); the

@@ -15,6 +15,9 @@ const path = require('node:path');
 const PusherServer = require('pusher');
 const { startHub, waitFor } = require('./lib/hub');
 const { open, subscribe, rssKiB, stopAll, isAsan } = require('./lib/ws');
+// The queues fill with plain bytes: compressed (node ws offers
+// permessage-deflate), these repetitive payloads shrink a hundredfold.
+const PLAIN = { perMessageDeflate: false };
 
 const BUDGET = 2 * 1024 * 1024;
 const EVENT_BYTES = 20 * 1000; // one fan-out (21 x 20 kB) is a fifth of it
@@ -38,15 +41,15 @@ test('the queue budget holds; the furthest behind are closed first', async (t) =
   const far = [];
   const near = [];
   for (let i = 0; i < N; i++) {
-    const f = await open(hub);
+    const f = await open(hub, PLAIN);
     await subscribe(f, 'busy');
     await subscribe(f, 'extra');
     far.push(f);
-    const n = await open(hub);
+    const n = await open(hub, PLAIN);
     await subscribe(n, 'busy');
     near.push(n);
   }
-  const healthy = await open(hub);
+  const healthy = await open(hub, PLAIN);
   await subscribe(healthy, 'busy');
   clients.push(...far, ...near, healthy);
   let healthyGot = 0;
@@ -120,7 +123,7 @@ test('a connection past --max-subscriptions is refused and stays healthy', async
   const hub = await startHub(['--loops', '2', '--subscribe-rate', '0']);
   const clients = [];
   t.after(() => stopAll(hub, clients));
-  const c = await open(hub);
+  const c = await open(hub, PLAIN);
   clients.push(c);
   const TOTAL = 10000;
   // A window of outstanding subscribes: the answers come back in order.

@@ -14,6 +14,9 @@ const assert = require('node:assert/strict');
 const PusherServer = require('pusher');
 const { startHub, waitFor } = require('./lib/hub');
 const { open, subscribe, rssKiB, stopAll, isAsan } = require('./lib/ws');
+// The queues fill with plain bytes: compressed (node ws offers
+// permessage-deflate), these repetitive payloads shrink a hundredfold.
+const PLAIN = { perMessageDeflate: false };
 
 const MAX_FLOOD_BYTES = 256 * 1024 * 1024; // give up well after any buffer
 const RSS_GROWTH_LIMIT_KIB = 64 * 1024;
@@ -24,8 +27,8 @@ test('a reader that stops reading is closed with 4100; RSS stays bounded', async
   const hub = await startHub(['--loops', '2', '--max-queue', '256KiB']);
   const clients = [];
   t.after(() => stopAll(hub, clients));
-  const slow = await open(hub);
-  const healthy = await open(hub);
+  const slow = await open(hub, PLAIN);
+  const healthy = await open(hub, PLAIN);
   clients.push(slow, healthy);
   await subscribe(slow, 'flood');
   await subscribe(healthy, 'flood');

@@ -1,7 +1,9 @@
 /*
  * tests/unit/test_app.c - hub/app/app.c's app id check (hub_app_id_check):
  * the characters and lengths it takes, and for the rest, which byte it
- * blames (the first bad one) or the length it reports.
+ * blames (the first bad one) or the length it reports. Also the
+ * "compression" switch (issue 34) through the defaults and the one copy
+ * and compare path.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -83,12 +85,49 @@ static void test_app_id_names_the_first_bad_byte(void **state)
     }
 }
 
+/* An app that sets nothing is compressed (the hub's switch decides). */
+static void test_app_defaults_compression_on(void **state)
+{
+    struct hub_app app;
+
+    (void)state;
+    memset(&app, 0, sizeof(app));
+    hub_app_defaults(&app);
+    assert_true(app.compression);
+}
+
+/* A reload that flips "compression" changes the app: hub_app_equal()
+ * tells, and hub_app_dup() keeps the value. */
+static void test_app_equal_compares_compression(void **state)
+{
+    struct hub_app a, *c;
+
+    (void)state;
+    memset(&a, 0, sizeof(a));
+    hub_app_defaults(&a);
+    a.id = "1";
+    a.key = "k";
+    a.secret = "s";
+    c = hub_app_dup(&a);
+    assert_non_null(c);
+    assert_true(c->compression);
+    assert_true(hub_app_equal(&a, c));
+    c->compression = false;
+    assert_false(hub_app_equal(&a, c));
+    assert_false(hub_app_equal(c, &a));
+    a.compression = false;
+    assert_true(hub_app_equal(&a, c));
+    hub_app_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_app_id_accepts_the_allowed_set),
         cmocka_unit_test(test_app_id_refuses_empty_and_long),
         cmocka_unit_test(test_app_id_names_the_first_bad_byte),
+        cmocka_unit_test(test_app_defaults_compression_on),
+        cmocka_unit_test(test_app_equal_compares_compression),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -135,6 +135,8 @@ static void test_config_defaults(void **state)
     assert_int_equal(c->max_message, 64 * 1024);
     assert_int_equal(c->max_queue, 1024 * 1024);
     assert_int_equal(c->auth_timestamp_window_s, 600);
+    assert_int_equal(c->compression, 1);
+    assert_int_equal(c->compression_min_size, 128);
     assert_false(c->allow_default_secret);
     assert_false(c->dev_auth_endpoint);
     assert_string_equal(c->web_root, "web");
@@ -149,6 +151,7 @@ static void test_config_defaults(void **state)
     assert_string_equal(c->apps[0].secret, "app-secret");
     assert_true(c->apps[0].enabled);
     assert_true(c->apps[0].client_events);
+    assert_true(c->apps[0].compression);
     assert_int_equal(c->apps[0].client_event_rate, 10);
     assert_int_equal(c->apps[0].max_presence_members, 100);
     assert_int_equal(c->apps[0].index, 0);
@@ -438,6 +441,107 @@ static void test_config_sizes(void **state)
     expect_error(f, load(f, NULL, "--max-message=1023", NULL),
                  "out of range 1KiB..1GiB", NULL);
     assert_int_equal(load(f, NULL, "--max-message=1024", NULL), 0);
+}
+
+/* Load json as the --config file (replacing the fixture's last one). */
+static int load_json(struct fixture *f, const char *json)
+{
+    char flag[96];
+
+    if (f->path[0])
+        unlink(f->path);
+    write_json(f, json);
+    snprintf(flag, sizeof(flag), "--config=%s", f->path);
+    return load(f, NULL, flag, NULL);
+}
+
+/*
+ * --compression and --compression-min-size (issue 34) in each source's
+ * spelling, their precedence, and the values they refuse.
+ */
+static void test_config_compression_options(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"LUBDUB_COMPRESSION=off",
+                   "LUBDUB_COMPRESSION_MIN_SIZE=1KiB", NULL};
+    char *env_bad[] = {"LUBDUB_COMPRESSION=true", NULL};
+
+    assert_int_equal(load(f, env, NULL), 0);
+    assert_int_equal(f->cfg.compression, 0);
+    assert_int_equal(f->cfg.compression_min_size, 1024);
+    /* Flags beat the environment; both flag forms work. */
+    assert_int_equal(load(f, env, "--compression", "on",
+                          "--compression-min-size=0", NULL), 0);
+    assert_int_equal(f->cfg.compression, 1);
+    assert_int_equal(f->cfg.compression_min_size, 0);
+    assert_int_equal(load(f, NULL, "--compression=off",
+                          "--compression-min-size", "16MiB", NULL), 0);
+    assert_int_equal(f->cfg.compression, 0);
+    assert_int_equal(f->cfg.compression_min_size, 16u << 20);
+
+    expect_error(f, load(f, NULL, "--compression=yes", NULL),
+                 "--compression: \"yes\" is not one of off|on", NULL);
+    expect_error(f, load(f, env_bad, NULL),
+                 "LUBDUB_COMPRESSION: \"true\" is not one of off|on", NULL);
+    expect_error(f, load(f, NULL, "--compression-min-size=17MiB", NULL),
+                 "--compression-min-size: 17MiB is out of range 0..16MiB",
+                 NULL);
+    expect_error(f, load(f, NULL, "--compression-min-size=-1", NULL),
+                 "--compression-min-size: \"-1\" is negative", NULL);
+    expect_error(f, load(f, NULL, "--compression-min-size=lots", NULL),
+                 "--compression-min-size: \"lots\" is not a size", NULL);
+
+    assert_int_equal(load_json(f, "{\"compression\": \"on\", "
+                                  "\"compression_min_size\": 4096}"), 0);
+    assert_int_equal(f->cfg.compression, 1);
+    assert_int_equal(f->cfg.compression_min_size, 4096);
+    assert_int_equal(load_json(f, "{\"compression\": \"off\"}"), 0);
+    assert_int_equal(f->cfg.compression, 0);
+    assert_int_equal(srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     0);
+    /* The hub-wide switch is on|off, as --ws-direct-read is; a JSON
+     * boolean is refused rather than guessed at. */
+    expect_error(f, load_json(f, "{\"compression\": false}"),
+                 "\"compression\"", "must be a string");
+    expect_error(f, load_json(f, "{\"compression_min_size\": \"32MiB\"}"),
+                 "\"compression_min_size\"", "out of range 0..16MiB");
+}
+
+/*
+ * An app's "compression" key: true unless the app says false, and a
+ * JSON boolean only (hub_app_equal's part is in tests/unit/test_app.c).
+ */
+static void test_config_app_compression_key(void **state)
+{
+    static const char *const bad[] = {"\"on\"", "1", "null"};
+    struct fixture *f = *state;
+    const struct hub_app *a;
+    char json[256];
+
+    assert_int_equal(load_json(f, "{\"apps\": ["
+                  "{\"id\": \"1\", \"key\": \"k1\", \"secret\": \"s1\"},"
+                  "{\"id\": \"2\", \"key\": \"k2\", \"secret\": \"s2\","
+                  " \"compression\": false},"
+                  "{\"id\": \"3\", \"key\": \"k3\", \"secret\": \"s3\","
+                  " \"compression\": true}]}"), 0);
+    assert_int_equal(srv_config_validate(&f->cfg, f->err, sizeof(f->err)),
+                     0);
+    a = hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k1", 2);
+    assert_non_null(a);
+    assert_true(a->compression);
+    a = hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k2", 2);
+    assert_non_null(a);
+    assert_false(a->compression);
+    a = hub_app_find_by_key(f->cfg.apps, f->cfg.n_apps, "k3", 2);
+    assert_non_null(a);
+    assert_true(a->compression);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(json, sizeof(json),
+                 "{\"apps\": [{\"id\": \"1\", \"key\": \"k\","
+                 " \"secret\": \"s\", \"compression\": %s}]}", bad[i]);
+        expect_error(f, load_json(f, json),
+                     "apps[0].compression: must be true or false", f->path);
+    }
 }
 
 static void test_config_json_numbers_and_strings(void **state)
@@ -1802,6 +1906,7 @@ int main(void)
         T(test_config_durations),
         T(test_config_seconds_must_be_whole),
         T(test_config_sizes),
+        T(test_config_compression_options),
         T(test_config_json_numbers_and_strings),
         T(test_config_empty_env_is_unset),
         T(test_config_check_config_sets_check_only),
@@ -1811,6 +1916,7 @@ int main(void)
         T(test_config_missing_value_rejected),
         T(test_config_apps_from_json),
         T(test_config_app_errors),
+        T(test_config_app_compression_key),
         T(test_config_many_apps_accepted),
         T(test_config_bad_app_origins_rejected),
         T(test_config_duplicate_app_keys_rejected),
