@@ -1258,6 +1258,9 @@ static void on_event(struct conn *c, uint32_t ev, uint64_t now)
 
 static long clk_tck;
 
+/* The last proc_cpu_s() call's user share (utime), seconds. */
+static double last_user_s;
+
 static double proc_cpu_s(int pid)
 {
     char path[64], buf[1024];
@@ -1280,6 +1283,7 @@ static double proc_cpu_s(int pid)
                "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
                &st) != 2)
         return -1;
+    last_user_s = (double)ut / (double)clk_tck;
     return (double)(ut + st) / (double)clk_tck;
 }
 
@@ -1529,18 +1533,23 @@ static unsigned long long cb0[MAX_CPUS], ct0[MAX_CPUS], cb1[MAX_CPUS],
 static int ncpu0, ncpu1;
 
 static double server_cpu_each[MAX_PIDS];
+/* User CPU seconds of every --server-pid over the window (the rest of
+ * server_cpu_s is system time: the kernel's send path, mostly). */
+static double server_user_s;
 
 /* Sums the CPU seconds of every --server-pid into each[]; -1 if one is
  * unreadable (gone). */
 static double servers_cpu_s(double *each)
 {
-    double sum = 0;
+    double sum = 0, user = 0;
     for (int i = 0; i < opt.n_server_pids; i++) {
         each[i] = proc_cpu_s(opt.server_pid[i]);
         if (each[i] < 0)
             return -1;
         sum += each[i];
+        user += last_user_s;
     }
+    server_user_s = user - server_user_s; /* start, then end - start */
     return sum;
 }
 
@@ -1589,8 +1598,8 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            S.churn_cycles, S.churn_failed,
            win_s > 0 ? (double)S.churn_cycles / win_s : 0.0,
            hist_pct(&S.churn_lat, 50) / 1e3, hist_pct(&S.churn_lat, 99) / 1e3);
-    printf("\"loader_cpu_s\":%.3f,\"server_cpu_s\":%.3f,", loader_cpu,
-           server_cpu);
+    printf("\"loader_cpu_s\":%.3f,\"server_cpu_s\":%.3f,"
+           "\"server_user_s\":%.3f,", loader_cpu, server_cpu, server_user_s);
     printf("\"server_cpu_s_each\":[");
     for (int i = 0; i < opt.n_server_pids; i++)
         printf("%s%.3f", i ? "," : "", server_cpu_each[i]);

@@ -317,19 +317,23 @@ def make_peers(hub, compression, min_size=None):
     return peers
 
 
+COUNTERS = ("compressed_frames", "compressed_bytes_in",
+            "compressed_bytes_out", "compression_sessions", "publishes")
+
+
 def hub_totals(srv):
+    """The hub's compression counters and publishes, summed over its
+    loops (/stats per_loop: they have no "totals" entry)."""
     if srv.peer.argv[0] != rf.HUB:
         return None
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/stats" % srv.port,
                                     timeout=5) as r:
-            return json.load(r).get("totals", {})
+            loops = json.load(r).get("per_loop", [])
     except (OSError, ValueError):
         return None
-
-
-COUNTERS = ("compressed_frames", "compressed_bytes_in",
-            "compressed_bytes_out", "compression_sessions")
+    return {k: sum(lp.get(k, 0) for lp in loops) for k in COUNTERS
+            if any(k in lp for lp in loops)}
 
 
 def measure(srv, payload, deflate, warmup, duration, quick):
@@ -653,10 +657,10 @@ def main():
                                         if d.get("invalid")}))
                 nlb = sum(1 for d in v if d.get("loader_bound"))
                 dpp = med([d["hub_counters"]["compressed_frames"] /
-                           d["published"] for d in v
+                           d["hub_counters"]["publishes"] for d in v
                            if d.get("hub_counters", {}).get(
                                "compressed_frames") is not None
-                           and d.get("published")])
+                           and d["hub_counters"].get("publishes")])
                 out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | "
                            "%d/%d%s%s |" % (
                     name, fmt(med([d["wire_per_delivery"] for d in v]), 1),
