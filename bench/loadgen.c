@@ -47,7 +47,10 @@
  * Compression (make bench-compression): --deflate offers permessage-deflate
  * (RFC 7692) in every upgrade; the loader never inflates, it counts the
  * sessions that negotiated it ("pmd_sessions") and the deliveries that came
- * compressed (RSV1 set, "rsv1_deliveries"). --payload FILE publishes one
+ * compressed (RSV1 set, "rsv1_deliveries"); only the protocol messages of a
+ * connection's setup (connection_established, subscription_succeeded: a
+ * hub with --compression-min-size below their size compresses them) are
+ * inflated, to be read. --payload FILE publishes one
  * fixed message instead of the stamped one: raw mode sends the file's bytes
  * as the message; Pusher mode (REST only) takes the file as the Pusher event
  * the server should send ({"event":..,"channel":..,"data":"<string>"}) and
@@ -87,6 +90,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define RBUF_SIZE (256 * 1024)
 #define SLOTS 65536u /* in-flight message tracker ring; power of two */
@@ -816,6 +820,34 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
         record_delivery(c, seq, t, now);
 }
 
+/* A compressed message of a connection's setup, inflated (RFC 7692 7.2.2:
+ * the 00 00 ff ff tail appended) into a buffer reused by every call;
+ * NULL when it does not inflate. Setup messages only: deliveries are
+ * counted, never inflated. */
+static const unsigned char *inflate_setup(const unsigned char *d, size_t n,
+                                          size_t *out_len)
+{
+    static unsigned char out[64 * 1024];
+    static const unsigned char tail[4] = {0, 0, 0xff, 0xff};
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, -15) != Z_OK)
+        return NULL;
+    z.next_out = out;
+    z.avail_out = sizeof out;
+    z.next_in = (unsigned char *)d;
+    z.avail_in = (unsigned)n;
+    int rc = inflate(&z, Z_SYNC_FLUSH);
+    if (rc == Z_OK || rc == Z_BUF_ERROR) {
+        z.next_in = (unsigned char *)tail;
+        z.avail_in = 4;
+        rc = inflate(&z, Z_SYNC_FLUSH);
+    }
+    *out_len = sizeof out - z.avail_out;
+    inflateEnd(&z);
+    return rc == Z_OK || rc == Z_BUF_ERROR || rc == Z_STREAM_END ? out : NULL;
+}
+
 /* Parses as many complete frames as buf holds; returns bytes consumed. */
 static size_t parse_frames(struct conn *c, unsigned char *buf, size_t len,
                            uint64_t now)
@@ -858,7 +890,18 @@ static size_t parse_frames(struct conn *c, unsigned char *buf, size_t len,
         switch (op) {
         case 0x1:
         case 0x2:
-            if (fin) {
+            if (fin && cur_rsv1 && c->st != ST_READY) {
+                size_t il;
+                const unsigned char *in = inflate_setup(d, (size_t)pl, &il);
+                if (!in) {
+                    S.bad_frames++;
+                    errno = EPROTO;
+                    conn_kill(c, 1);
+                    return len;
+                }
+                cur_rsv1 = 0;
+                on_message(c, in, il, now);
+            } else if (fin) {
                 on_message(c, d, (size_t)pl, now);
             } else {
                 /* Keep only the first fragment's stamp; count at FIN. */
