@@ -157,8 +157,8 @@ bench-webhooks:
 # compression and the raw ceiling, 1 publisher -> 1,000 subscribers on the
 # corpus, a threshold sweep, idle bytes per session, zlib vs libdeflate
 # (bench_deflate, built when libdeflate-dev is there). Ends with one
-# "compression: ..." line; tables in bench/results/compression.md. ~8 min;
-# COMPRESSION_ARGS=--quick for ~2 min. LUBDUB_BINARY picks another hub.
+# "compression: ..." line; tables in bench/results/compression.md. ~6 min;
+# COMPRESSION_ARGS=--quick for ~1.5 min. LUBDUB_BINARY picks another hub.
 COMPRESSION_ARGS ?=
 bench-compression:
 	$(MAKE) build

@@ -491,7 +491,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--warmup", type=float, default=1.0)
-    ap.add_argument("--sweep-reps", type=int, default=2)
+    ap.add_argument("--sweep-reps", type=int, default=3)
     ap.add_argument("--sweep-duration", type=float, default=2.5)
     ap.add_argument("--idle-sessions", type=int, default=10000)
     ap.add_argument("--idle-reps", type=int, default=3)
