@@ -380,10 +380,7 @@ def run_set(peers, payloads, reps, warmup, duration, quick, results, tag):
     and reversed on odd reps; a server is started once per peer per rep and
     runs every payload."""
     for rep in range(reps):
-        order = peers[rep % len(peers):] + peers[:rep % len(peers)]
-        if rep % 2:
-            order.reverse()
-        for p in order:
+        for p in rf.rep_order(peers, rep):
             if p.unavailable:
                 continue
             log("bench-compression: %s rep %d/%d %s" % (tag, rep + 1, reps,

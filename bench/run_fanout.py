@@ -612,6 +612,15 @@ def scenarios(quick):
     return s
 
 
+def rep_order(peers, rep):
+    """The peers' order in rep `rep`: rotated by one every rep, and
+    backwards on odd reps, so no peer always follows the same one."""
+    order = peers[rep % len(peers):] + peers[:rep % len(peers)]
+    if rep % 2:
+        order.reverse()
+    return order
+
+
 def median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -1050,10 +1059,7 @@ def main():
         # figures depend on what ran just before it (a REST peer leaves
         # thousands of TIME_WAIT sockets behind): a --hub-base comparison
         # moved by ~10% when the two binaries swapped places.
-        order = peers[rep % len(peers):] + peers[:rep % len(peers)]
-        if rep % 2:
-            order.reverse()
-        for p in order:
+        for p in rep_order(peers, rep):
             if p.unavailable:
                 continue
             if p.only is not None and not any(sc[0] in p.only
