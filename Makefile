@@ -20,7 +20,7 @@ RUN_ARGS   ?= --dev-auth-endpoint
 .PHONY: all build build-tests run run-cluster test test-unit test-e2e test-asan test-tsan test-fuzz \
         fuzz-build fuzz-long deps deps-test \
         clean image test-container bench-timers bench-scan bench-hash bench-idle \
-        bench-fanout bench-webhooks bench-cluster soak
+        bench-fanout bench-webhooks bench-cluster bench-compression soak
 
 all: build
 
@@ -151,6 +151,18 @@ WEBHOOKS_ARGS ?=
 bench-webhooks:
 	$(MAKE) build
 	BUILD=$(abspath $(BUILD)) python3 bench/run_fanout.py --webhooks $(WEBHOOKS_ARGS)
+
+# Compression (bench/run_compression.py, issue 34, docs/BENCHMARKS.md
+# "Compression"): the hub plain and compressed, uWS.js 20.30 with
+# compression and the raw ceiling, 1 publisher -> 1,000 subscribers on the
+# corpus, a threshold sweep, idle bytes per session, zlib vs libdeflate
+# (bench_deflate, built when libdeflate-dev is there). Ends with one
+# "compression: ..." line; tables in bench/results/compression.md. ~6 min;
+# COMPRESSION_ARGS=--quick for ~1.5 min. LUBDUB_BINARY picks another hub.
+COMPRESSION_ARGS ?=
+bench-compression:
+	$(MAKE) build
+	BUILD=$(abspath $(BUILD)) python3 bench/run_compression.py $(COMPRESSION_ARGS)
 
 # Three nodes + Redis vs one node, paired (bench/run_cluster.py,
 # docs/BENCHMARKS.md "Scale-out"). Ends with one "cluster: ..." line; tables

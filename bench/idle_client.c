@@ -3,12 +3,15 @@
  * them (S1, make bench-idle). Raw epoll, no lws: the client must not be
  * what limits the run.
  *
- * usage: idle_client HOST PORT N [FIRST_SRC_OCTET]
+ * usage: idle_client [--deflate] HOST PORT N [FIRST_SRC_OCTET]
  * Connects in batches of 500, rotating source addresses 127.0.0.X.. so
  * the 4-tuples never run out, waits for each session's
- * pusher:connection_established, prints "ready N" and then answers pings
+ * pusher:connection_established, prints "ready N failed F deflate D" (D:
+ * sessions whose 101 accepted permessage-deflate) and then answers pings
  * (as a live idle client would) until stdin closes or SIGTERM, bounded by
- * 10 minutes.
+ * 10 minutes. --deflate offers permessage-deflate in every upgrade, as a
+ * browser does (make bench-compression: idle bytes per session with the
+ * extension negotiated against without).
  *
  * Thread: single-threaded.
  */
@@ -31,7 +34,7 @@ struct conn {
     int fd;
     int state;          /* 0 connecting, 1 wait 101, 2 wait established, 3 ok */
     size_t have;
-    char buf[512];
+    char buf[1024];
 };
 
 static volatile sig_atomic_t stop;
@@ -46,6 +49,7 @@ static const char *req_fmt =
     "GET /app/app-key?protocol=7&client=bench&version=1 HTTP/1.1\r\n"
     "Host: %s:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    "%s"
     "Sec-WebSocket-Version: 13\r\n\r\n";
 
 static int start_conn(struct conn *c, const char *host, int port, int src)
@@ -98,14 +102,21 @@ int main(int argc, char **argv)
 {
     const char *host, *port_s;
     int port, n, src_first, ep, ready = 0, started = 0, failed = 0;
+    int deflate = 0, negotiated = 0;
     struct conn *cs;
     struct rlimit rl;
     char req[512];
     int reqlen;
     time_t t0 = time(NULL);
 
+    if (argc > 1 && strcmp(argv[1], "--deflate") == 0) {
+        deflate = 1;
+        argv++;
+        argc--;
+    }
     if (argc < 4) {
-        fprintf(stderr, "usage: %s HOST PORT N [FIRST_SRC_OCTET]\n", argv[0]);
+        fprintf(stderr, "usage: idle_client [--deflate] HOST PORT N "
+                        "[FIRST_SRC_OCTET]\n");
         return 2;
     }
     host = argv[1];
@@ -123,7 +134,10 @@ int main(int argc, char **argv)
     }
     signal(SIGTERM, on_term);
     signal(SIGPIPE, SIG_IGN);
-    reqlen = snprintf(req, sizeof(req), req_fmt, host, port_s);
+    reqlen = snprintf(req, sizeof(req), req_fmt, host, port_s,
+                      deflate ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                "client_max_window_bits\r\n"
+                              : "");
     cs = calloc((size_t)n, sizeof(*cs));
     ep = epoll_create1(EPOLL_CLOEXEC);
     if (!cs || ep < 0)
@@ -150,7 +164,8 @@ int main(int argc, char **argv)
 
             if (!announced) {
                 announced = 1;
-                printf("ready %d failed %d\n", ready, failed);
+                printf("ready %d failed %d deflate %d\n", ready, failed,
+                       negotiated);
                 fflush(stdout);
             }
         }
@@ -200,6 +215,9 @@ int main(int argc, char **argv)
                     c->state = -1;
                     continue;
                 }
+                *e = '\0';
+                if (strcasestr(c->buf, "permessage-deflate"))
+                    negotiated++;
                 e += 4;
                 c->have -= (size_t)(e - c->buf);
                 memmove(c->buf, e, c->have + 1);

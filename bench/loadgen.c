@@ -44,6 +44,28 @@
  * port's subscribers is in "lat_us_by_port". --channel renames the channel
  * ("bench" / "private-bench" by default).
  *
+ * Compression (make bench-compression): --deflate offers permessage-deflate
+ * (RFC 7692) in every upgrade; the loader never inflates, it counts the
+ * sessions that negotiated it ("pmd_sessions") and the deliveries that came
+ * compressed (RSV1 set, "rsv1_deliveries"); only the protocol messages of a
+ * connection's setup (connection_established, subscription_succeeded: a
+ * hub with --compression-min-size below their size compresses them) are
+ * inflated, to be read. --payload FILE publishes one
+ * fixed message instead of the stamped one: raw mode sends the file's bytes
+ * as the message; Pusher mode (REST only) takes the file as the Pusher event
+ * the server should send ({"event":..,"channel":..,"data":"<string>"}) and
+ * publishes its event name and data string to its channel (--channel
+ * overrides it). A fixed (or compressed) payload carries no stamp, so a
+ * subscriber numbers its deliveries in arrival order instead: its k-th event
+ * is taken as publication k (every subscriber is subscribed before the first
+ * publication, and the server keeps one publisher's order). Uncompressed
+ * deliveries are compared with the expected bytes ("payload_mismatch").
+ * --raw-envelope (raw mode) wraps each stamped payload in the very Pusher
+ * frame the hub sends for a client event on private-bench, so a raw server
+ * sends the hub's bytes (bench-fanout's equal-work rows).
+ * "wire_bytes" sums the WebSocket frame bytes (header and payload, TCP/IP
+ * left out) of the deliveries counted in the window.
+ *
  * Output: one JSON object on stdout. Deliveries and latencies count only
  * inside the measurement window [t0 + warmup, t0 + warmup + duration].
  */
@@ -68,6 +90,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define RBUF_SIZE (256 * 1024)
 #define SLOTS 65536u /* in-flight message tracker ring; power of two */
@@ -147,6 +170,9 @@ static struct {
     int n_sub_ports, n_pub_ports;
     const char *channel; /* NULL: bench / private-bench */
     int quiet;
+    int deflate;      /* offer permessage-deflate in every upgrade */
+    int raw_envelope; /* raw mode: send the hub's client-event frame */
+    const char *payload_file;
 } opt = {
     .host = "127.0.0.1", .path = "/app/app-key", .app_id = "app-id",
     .key = "app-key", .secret = "app-secret", .port = 6001,
@@ -186,6 +212,8 @@ struct conn {
     int port; /* the server this connection talks to */
     int port_idx; /* its index in --sub-ports (0 without) */
     uint64_t t_start;
+    int pmd;          /* the server accepted permessage-deflate */
+    uint64_t rx_count; /* --payload: events received since ready */
     /* Bytes of an incomplete frame or HTTP response kept between reads. */
     unsigned char *in;
     size_t in_len, in_cap;
@@ -234,8 +262,18 @@ static struct {
         http_err, churn_cycles, churn_failed, bad_frames, rest_reconnects,
         rest_lost, pub_errors, echoes;
     uint64_t w_start, w_end;
+    uint64_t pmd_sessions, wire_bytes, rsv1_deliveries, payload_mismatch;
     struct hist lat, churn_lat;
 } S;
+
+/* --payload: the message a publisher sends (raw mode) or, in Pusher mode,
+ * the event name and data string (both still JSON-escaped, as in the file)
+ * and the frame the server should send (expect). */
+static char *payload, *pl_event, *pl_data, *expect;
+static size_t payload_len, pl_event_len, pl_data_len, expect_len;
+/* The frame being handled: its wire bytes and whether RSV1 was set. */
+static size_t cur_wire;
+static int cur_rsv1;
 
 static char first_fail[96];
 static int draining; /* after the window: reading what slow readers got */
@@ -485,13 +523,18 @@ static void send_upgrade(struct conn *c)
             publish_more(c, now_ns());
         return;
     }
-    /* A fixed key is fine: the loader checks the accept value anyway. */
+    /* A fixed key is fine: the loader checks the accept value anyway.
+     * --deflate offers what browsers offer. */
     n = snprintf(req, sizeof req,
                  "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
                  "Connection: Upgrade\r\n"
                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                 "%s"
                  "Sec-WebSocket-Version: 13\r\n\r\n",
-                 opt.path, opt.host, c->port);
+                 opt.path, opt.host, c->port,
+                 opt.deflate ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                               "client_max_window_bits\r\n"
+                             : "");
     c->st = ST_HS;
     queue_out(c, req, (size_t)n);
     conn_events(c);
@@ -542,7 +585,7 @@ static void queue_subscribe(struct conn *c, int room)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdl = 0;
     channel_name(room, ch, sizeof ch);
-    if (ws_publish()) {
+    if (ws_publish() || strncmp(ch, "private-", 8) == 0) {
         int sl = snprintf(sig_in, sizeof sig_in, "%s:%s", c->socket_id, ch);
         HMAC(EVP_sha256(), opt.secret, (int)strlen(opt.secret),
              (unsigned char *)sig_in, (size_t)sl, md, &mdl);
@@ -671,6 +714,9 @@ static void record_delivery(const struct conn *c, uint64_t seq, uint64_t t,
     S.deliveries_all++;
     if (in_window(now)) {
         S.deliveries++;
+        S.wire_bytes += cur_wire;
+        if (cur_rsv1)
+            S.rsv1_deliveries++;
         hist_add(&S.lat, now > t ? now - t : 0);
         if (lat_by_port)
             hist_add(&lat_by_port[c->port_idx], now > t ? now - t : 0);
@@ -697,7 +743,10 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
     if (opt.mode == MODE_PUSHER && c->st != ST_READY) {
         if (c->st == ST_WAIT_EST &&
             memmem(p, n, "pusher:connection_established", 29)) {
-            if (ws_publish() && !parse_socket_id(c, p, n)) {
+            /* The socket_id signs private subscriptions. */
+            if (!parse_socket_id(c, p, n) &&
+                (ws_publish() || (opt.channel &&
+                                  strncmp(opt.channel, "private-", 8) == 0))) {
                 errno = EPROTO;
                 conn_kill(c, 1);
             } else if (c->kind == K_PUB_WS && !ws_publish()) {
@@ -752,8 +801,51 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
                     (int)(n < 300 ? n : 300), (const char *)p);
         return;
     }
+    if (c->st == ST_READY && payload) {
+        /* No stamp: the k-th event since ready is publication k. Pusher
+         * protocol messages (pusher:*, pusher_internal:*) are not events. */
+        if (!cur_rsv1 && opt.mode == MODE_PUSHER &&
+            n >= 17 && memcmp(p, "{\"event\":\"pusher", 16) == 0)
+            return;
+        if (!cur_rsv1 && (n != expect_len || memcmp(p, expect, n) != 0) &&
+            S.payload_mismatch++ == 0)
+            fprintf(stderr, "loadgen: unexpected payload: %.*s\n",
+                    (int)(n < 300 ? n : 300), (const char *)p);
+        seq = ++c->rx_count;
+        const struct slot *s = &slots[seq & (SLOTS - 1)];
+        record_delivery(c, seq, s->seq == seq ? s->t_sent : now, now);
+        return;
+    }
     if (c->st == ST_READY && parse_stamp(p, n, &seq, &t))
         record_delivery(c, seq, t, now);
+}
+
+/* A compressed message of a connection's setup, inflated (RFC 7692 7.2.2:
+ * the 00 00 ff ff tail appended) into a buffer reused by every call;
+ * NULL when it does not inflate. Setup messages only: deliveries are
+ * counted, never inflated. */
+static const unsigned char *inflate_setup(const unsigned char *d, size_t n,
+                                          size_t *out_len)
+{
+    static unsigned char out[64 * 1024];
+    static const unsigned char tail[4] = {0, 0, 0xff, 0xff};
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, -15) != Z_OK)
+        return NULL;
+    z.next_out = out;
+    z.avail_out = sizeof out;
+    z.next_in = (unsigned char *)d;
+    z.avail_in = (unsigned)n;
+    int rc = inflate(&z, Z_SYNC_FLUSH);
+    if (rc == Z_OK || rc == Z_BUF_ERROR) {
+        z.next_in = (unsigned char *)tail;
+        z.avail_in = 4;
+        rc = inflate(&z, Z_SYNC_FLUSH);
+    }
+    *out_len = sizeof out - z.avail_out;
+    inflateEnd(&z);
+    return rc == Z_OK || rc == Z_BUF_ERROR || rc == Z_STREAM_END ? out : NULL;
 }
 
 /* Parses as many complete frames as buf holds; returns bytes consumed. */
@@ -793,10 +885,23 @@ static size_t parse_frames(struct conn *c, unsigned char *buf, size_t len,
             for (uint64_t i = 0; i < pl; i++)
                 d[i] ^= f[hl - 4 + (i & 3)];
         off += hl + (size_t)pl;
+        cur_wire = hl + (size_t)pl;
+        cur_rsv1 = (f[0] & 0x40) != 0;
         switch (op) {
         case 0x1:
         case 0x2:
-            if (fin) {
+            if (fin && cur_rsv1 && c->st != ST_READY) {
+                size_t il;
+                const unsigned char *in = inflate_setup(d, (size_t)pl, &il);
+                if (!in) {
+                    S.bad_frames++;
+                    errno = EPROTO;
+                    conn_kill(c, 1);
+                    return len;
+                }
+                cur_rsv1 = 0;
+                on_message(c, in, il, now);
+            } else if (fin) {
                 on_message(c, d, (size_t)pl, now);
             } else {
                 /* Keep only the first fragment's stamp; count at FIN. */
@@ -844,6 +949,10 @@ static size_t parse_upgrade(struct conn *c, unsigned char *buf, size_t len)
         conn_kill(c, 1);
         return len;
     }
+    c->pmd = opt.deflate && memmem(buf, (size_t)(e - buf),
+                                   "permessage-deflate", 18) != NULL;
+    if (c->pmd && c->kind == K_SUB)
+        S.pmd_sessions++;
     if (opt.mode == MODE_PUSHER) {
         c->st = ST_WAIT_EST;
     } else if (opt.rooms > 1 && (c->kind == K_SUB || c->kind == K_SLOW)) {
@@ -870,16 +979,16 @@ static void hexs(const unsigned char *d, unsigned n, char *out)
     out[2 * n] = 0;
 }
 
-static void rest_publish(struct conn *c, const char *ch, const char *data,
-                         uint64_t seq)
+static void rest_publish(struct conn *c, const char *ch, const char *name,
+                         const char *data, uint64_t seq)
 {
     char q[256], sig_in[512], md5h[33], sigh[65];
     char *body = rest_body;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdl = 0;
     int bl = snprintf(body, rest_body_cap,
-                      "{\"name\":\"b\",\"channels\":[\"%s\"],\"data\":\"%s\"}",
-                      ch, data);
+                      "{\"name\":\"%s\",\"channels\":[\"%s\"],\"data\":\"%s\"}",
+                      name, ch, data);
     EVP_Digest(body, (size_t)bl, md, &mdl, EVP_md5(), NULL);
     hexs(md, mdl, md5h);
     snprintf(q, sizeof q,
@@ -968,7 +1077,9 @@ static void publish_one(struct conn *c, uint64_t now)
                    ? pub_room(c, c->pub_rr++)
                    : (int)(seq % (uint64_t)opt.rooms);
     int n = snprintf(data, 64, "@%" PRIu64 ":%" PRIu64 ":", seq, now);
-    if (n < opt.size) {
+    if (payload) {
+        n = 0; /* the fixed message below carries no stamp */
+    } else if (n < opt.size) {
         int pad = opt.size - n;
         memcpy(data + n, padding, (size_t)pad);
         n += pad;
@@ -989,7 +1100,10 @@ static void publish_one(struct conn *c, uint64_t now)
     if (c->kind == K_PUB_REST) {
         char ch[64];
         channel_name(room, ch, sizeof ch);
-        rest_publish(c, ch, data, seq);
+        rest_publish(c, ch, payload ? pl_event : "b", payload ? pl_data : data,
+                     seq);
+    } else if (payload) {
+        queue_frame(c, 1, payload, payload_len);
     } else if (ws_publish()) {
         /* A client event; the data string needs no escaping (digits,
          * ':', '@' and 'x' padding). */
@@ -1004,6 +1118,13 @@ static void publish_one(struct conn *c, uint64_t now)
         /* Raw rooms: "r<room> " names the room; the server sends what
          * follows it, so subscribers get the same payload as without. */
         int bl = snprintf(rest_body, rest_body_cap, "r%d %s", room, data);
+        queue_frame(c, 1, rest_body, (size_t)bl);
+    } else if (opt.raw_envelope) {
+        /* The bytes the hub sends for the client event above. */
+        int bl = snprintf(rest_body, rest_body_cap,
+                          "{\"event\":\"client-bench\",\"channel\":"
+                          "\"private-bench\",\"data\":\"%s\"}",
+                          data);
         queue_frame(c, 1, rest_body, (size_t)bl);
     } else {
         queue_frame(c, 1, data, (size_t)n);
@@ -1180,6 +1301,9 @@ static void on_event(struct conn *c, uint32_t ev, uint64_t now)
 
 static long clk_tck;
 
+/* The last proc_cpu_s() call's user share (utime), seconds. */
+static double last_user_s;
+
 static double proc_cpu_s(int pid)
 {
     char path[64], buf[1024];
@@ -1202,6 +1326,7 @@ static double proc_cpu_s(int pid)
                "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
                &st) != 2)
         return -1;
+    last_user_s = (double)ut / (double)clk_tck;
     return (double)(ut + st) / (double)clk_tck;
 }
 
@@ -1249,6 +1374,12 @@ static void usage(void)
             "  [--msg-timeout S] [--publish rest|ws] [--rest-inflight N] "
             "[--quiet]\n"
             "  [--sub-ports P1,P2,..] [--pub-ports P1,..] [--channel NAME]\n"
+            "  [--deflate] [--payload FILE] [--raw-envelope]\n"
+            "  --deflate: offer permessage-deflate; --payload FILE: publish "
+            "that fixed\n"
+            "  message (raw) or Pusher event (pusher, REST); --raw-envelope: "
+            "raw mode\n"
+            "  sends the hub's client-event frame around the stamp\n"
             "  --server-pid takes a comma list too (CPU seconds summed)\n"
             "  --sub-ports/--pub-ports: subscriber (publisher) i talks to "
             "port i mod n\n"
@@ -1298,6 +1429,8 @@ static void parse_args(int argc, char **argv)
         {"rest-inflight", 1, 0, 'I'},
         {"sub-ports", 1, 0, 'x'}, {"pub-ports", 1, 0, 'y'},
         {"channel", 1, 0, 'C'},
+        {"deflate", 0, 0, 'D'},   {"payload", 1, 0, 'F'},
+        {"raw-envelope", 0, 0, 'E'},
         {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1333,6 +1466,9 @@ static void parse_args(int argc, char **argv)
         case 'y': opt.n_pub_ports = parse_list(optarg, opt.pub_ports,
                                                MAX_PORTS); break;
         case 'C': opt.channel = optarg; break;
+        case 'D': opt.deflate = 1; break;
+        case 'F': opt.payload_file = optarg; break;
+        case 'E': opt.raw_envelope = 1; break;
         case 'o': opt.setup_timeout = atof(optarg); break;
         case 'q': opt.quiet = 1; break;
         case 'M': opt.msg_timeout = atof(optarg); break;
@@ -1358,6 +1494,81 @@ static void parse_args(int argc, char **argv)
                         "churn with rooms)\n");
         exit(2);
     }
+    if (opt.payload_file && opt.mode == MODE_PUSHER && opt.publish != PUB_REST) {
+        fprintf(stderr, "loadgen: --payload in pusher mode publishes through "
+                        "REST (the event name is the file's)\n");
+        exit(2);
+    }
+    if (opt.raw_envelope && opt.mode != MODE_RAW) {
+        fprintf(stderr, "loadgen: --raw-envelope is for raw mode\n");
+        exit(2);
+    }
+}
+
+/* The JSON string value of "key" in j, still escaped, without its quotes;
+ * NULL when absent. */
+static char *json_str_field(const char *j, size_t n, const char *key,
+                            size_t *len)
+{
+    char pat[32];
+    int pl = snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *a = memmem(j, n, pat, (size_t)pl), *e = j + n;
+    if (!a)
+        return NULL;
+    a += pl;
+    const char *b = a;
+    while (b < e && *b != '"')
+        b += *b == '\\' ? 2 : 1;
+    if (b >= e)
+        return NULL;
+    char *out = malloc((size_t)(b - a) + 1);
+    if (!out)
+        die("malloc");
+    memcpy(out, a, (size_t)(b - a));
+    out[b - a] = 0;
+    *len = (size_t)(b - a);
+    return out;
+}
+
+/* --payload FILE: the fixed message, and in Pusher mode its event name,
+ * data string and channel, and the frame the server should send. */
+static void load_payload(void)
+{
+    FILE *f = fopen(opt.payload_file, "rb");
+    if (!f)
+        die(opt.payload_file);
+    payload = malloc((1u << 20) + 1);
+    if (!payload)
+        die("malloc");
+    payload_len = fread(payload, 1, 1u << 20, f);
+    fclose(f);
+    while (payload_len && (payload[payload_len - 1] == '\n' ||
+                           payload[payload_len - 1] == '\r'))
+        payload_len--; /* a trailing newline is the file's, not the event's */
+    payload[payload_len] = 0;
+    expect = payload;
+    expect_len = payload_len;
+    if (opt.mode != MODE_PUSHER)
+        return;
+    size_t chl;
+    char *ch = json_str_field(payload, payload_len, "channel", &chl);
+    pl_event = json_str_field(payload, payload_len, "event", &pl_event_len);
+    pl_data = json_str_field(payload, payload_len, "data", &pl_data_len);
+    if (!pl_event || !pl_data || !ch) {
+        fprintf(stderr, "loadgen: %s: no event, channel or data string\n",
+                opt.payload_file);
+        exit(2);
+    }
+    if (!opt.channel)
+        opt.channel = ch;
+    expect_len = strlen(opt.channel) + pl_event_len + pl_data_len + 40;
+    expect = malloc(expect_len);
+    if (!expect)
+        die("malloc");
+    expect_len = (size_t)snprintf(expect, expect_len,
+                                  "{\"event\":\"%s\",\"channel\":\"%s\","
+                                  "\"data\":\"%s\"}",
+                                  pl_event, opt.channel, pl_data);
 }
 
 static unsigned long long cb0[MAX_CPUS], ct0[MAX_CPUS], cb1[MAX_CPUS],
@@ -1365,18 +1576,23 @@ static unsigned long long cb0[MAX_CPUS], ct0[MAX_CPUS], cb1[MAX_CPUS],
 static int ncpu0, ncpu1;
 
 static double server_cpu_each[MAX_PIDS];
+/* User CPU seconds of every --server-pid over the window (the rest of
+ * server_cpu_s is system time: the kernel's send path, mostly). */
+static double server_user_s;
 
 /* Sums the CPU seconds of every --server-pid into each[]; -1 if one is
  * unreadable (gone). */
 static double servers_cpu_s(double *each)
 {
-    double sum = 0;
+    double sum = 0, user = 0;
     for (int i = 0; i < opt.n_server_pids; i++) {
         each[i] = proc_cpu_s(opt.server_pid[i]);
         if (each[i] < 0)
             return -1;
         sum += each[i];
+        user += last_user_s;
     }
+    server_user_s = user - server_user_s; /* start, then end - start */
     return sum;
 }
 
@@ -1398,10 +1614,13 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            ",\"http_ok\":%" PRIu64 ",\"http_err\":%" PRIu64
            ",\"bad_frames\":%" PRIu64 ",\"rest_reconnects\":%" PRIu64
            ",\"rest_lost\":%" PRIu64 ",\"pub_errors\":%" PRIu64
-           ",\"echoes\":%" PRIu64 ",",
+           ",\"echoes\":%" PRIu64 ",\"pmd_sessions\":%" PRIu64
+           ",\"wire_bytes\":%" PRIu64 ",\"rsv1_deliveries\":%" PRIu64
+           ",\"payload_mismatch\":%" PRIu64 ",",
            S.published, S.deliveries, S.deliveries_all, S.timeouts,
            S.http_ok, S.http_err, S.bad_frames, S.rest_reconnects,
-           S.rest_lost, S.pub_errors, S.echoes);
+           S.rest_lost, S.pub_errors, S.echoes, S.pmd_sessions, S.wire_bytes,
+           S.rsv1_deliveries, S.payload_mismatch);
     printf("\"window_s\":%.3f,\"deliveries_per_s\":%.1f,", win_s,
            win_s > 0 ? (double)S.deliveries / win_s : 0.0);
     printf("\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"
@@ -1422,8 +1641,8 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            S.churn_cycles, S.churn_failed,
            win_s > 0 ? (double)S.churn_cycles / win_s : 0.0,
            hist_pct(&S.churn_lat, 50) / 1e3, hist_pct(&S.churn_lat, 99) / 1e3);
-    printf("\"loader_cpu_s\":%.3f,\"server_cpu_s\":%.3f,", loader_cpu,
-           server_cpu);
+    printf("\"loader_cpu_s\":%.3f,\"server_cpu_s\":%.3f,"
+           "\"server_user_s\":%.3f,", loader_cpu, server_cpu, server_user_s);
     printf("\"server_cpu_s_each\":[");
     for (int i = 0; i < opt.n_server_pids; i++)
         printf("%s%.3f", i ? "," : "", server_cpu_each[i]);
@@ -1463,7 +1682,9 @@ int main(int argc, char **argv)
         die("epoll_create1");
     padding = malloc((size_t)opt.size + 1);
     pub_data = malloc((size_t)opt.size + 64);
-    rest_body_cap = (size_t)opt.size + 512;
+    if (opt.payload_file)
+        load_payload();
+    rest_body_cap = (size_t)opt.size + 512 + 2 * payload_len;
     rest_body = malloc(rest_body_cap);
     if (!padding || !pub_data || !rest_body)
         die("malloc");

@@ -20,6 +20,15 @@
  *
  * A subscriber that cannot take its bytes keeps them in its own output
  * buffer; past OUT_LIMIT it is closed (a slow reader must not grow memory).
+ *
+ * --deflate (make bench-compression, the ceiling of compress-once): the
+ * upgrade accepts a permessage-deflate offer (answering with
+ * server_no_context_takeover and client_no_context_takeover, without
+ * parsing the offer's parameters), and every broadcast message is deflated
+ * once (zlib raw deflate, level 6, Z_SYNC_FLUSH, the 00 00 ff ff tail
+ * stripped: RFC 7692 7.2.1, the hub's settings) and sent to every
+ * subscriber as one RSV1 frame. Bench only: it assumes every subscriber
+ * offered the extension (the loader's --deflate); nothing is inflated.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +45,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #ifndef RAW_CORKED
 #define RAW_CORKED 0
@@ -58,6 +68,8 @@ struct peer {
 };
 
 static int ep, lfd;
+static int deflate_on; /* --deflate */
+static z_stream zs;
 static struct peer **subs; /* dense array of subscribers */
 static int nsubs, subs_cap;
 static unsigned char rbuf[RBUF_SIZE];
@@ -221,6 +233,56 @@ static size_t frame_header(unsigned char *h, int op, size_t n)
     return 10;
 }
 
+/* d deflated once, as the payload of one FIN|RSV1|text frame in a buffer
+ * reused by every call (*len: its length); NULL on failure. */
+static const unsigned char *deflate_frame(const unsigned char *d, size_t n,
+                                          size_t *len)
+{
+    static unsigned char *f;
+    static size_t fcap;
+    size_t bound = deflateBound(&zs, n) + 16;
+    if (grow(&f, &fcap, bound + 10))
+        return NULL;
+    /* Deflate behind the longest header, then move the header in front. */
+    deflateReset(&zs);
+    zs.next_in = (unsigned char *)d;
+    zs.avail_in = (unsigned)n;
+    zs.next_out = f + 10;
+    zs.avail_out = (unsigned)bound;
+    if (deflate(&zs, Z_SYNC_FLUSH) != Z_OK || zs.avail_in)
+        return NULL;
+    size_t cl = bound - zs.avail_out - 4; /* the 00 00 ff ff tail */
+    unsigned char h[10];
+    size_t hl = frame_header(h, 1, cl);
+    h[0] |= 0x40; /* RSV1: compressed */
+    memcpy(f + 10 - hl, h, hl);
+    *len = hl + cl;
+    return f + 10 - hl;
+}
+
+#if RAW_CORKED
+/* Appends one frame of d (compressed with --deflate) to *b. */
+static int append_frame(unsigned char **b, size_t *len, size_t *cap,
+                        const unsigned char *d, size_t n)
+{
+    if (deflate_on) {
+        size_t fl;
+        const unsigned char *f = deflate_frame(d, n, &fl);
+        if (!f || grow(b, cap, *len + fl))
+            return -1;
+        memcpy(*b + *len, f, fl);
+        *len += fl;
+        return 0;
+    }
+    if (grow(b, cap, *len + n + 10))
+        return -1;
+    *len += frame_header(*b + *len, 1, n);
+    memcpy(*b + *len, d, n);
+    *len += n;
+    return 0;
+}
+#endif
+
 #if !RAW_CORKED
 /* One text frame of d in a buffer reused by every call (*len: its
  * length); NULL when out of memory. */
@@ -229,6 +291,8 @@ static const unsigned char *one_frame(const unsigned char *d, size_t n,
 {
     static unsigned char *f;
     static size_t fcap;
+    if (deflate_on)
+        return deflate_frame(d, n, len);
     if (grow(&f, &fcap, n + 10))
         return NULL;
     size_t hl = frame_header(f, 1, n);
@@ -241,11 +305,7 @@ static const unsigned char *one_frame(const unsigned char *d, size_t n,
 static void broadcast(const unsigned char *d, size_t n)
 {
 #if RAW_CORKED
-    if (grow(&round_buf, &round_cap, round_len + n + 10))
-        return;
-    round_len += frame_header(round_buf + round_len, 1, n);
-    memcpy(round_buf + round_len, d, n);
-    round_len += n;
+    append_frame(&round_buf, &round_len, &round_cap, d, n);
 #else
     size_t fl;
     const unsigned char *f = one_frame(d, n, &fl);
@@ -264,11 +324,8 @@ static void room_broadcast(int room, const unsigned char *d, size_t n)
         return;
     struct room *r = &rooms[room];
 #if RAW_CORKED
-    if (grow(&r->buf, &r->bcap, r->len + n + 10))
+    if (append_frame(&r->buf, &r->len, &r->bcap, d, n))
         return;
-    r->len += frame_header(r->buf + r->len, 1, n);
-    memcpy(r->buf + r->len, d, n);
-    r->len += n;
     if (!r->dirty) {
         r->dirty = 1;
         dirty_rooms[ndirty++] = room;
@@ -451,11 +508,17 @@ static size_t parse_upgrade(struct peer *p, unsigned char *b, size_t len)
     SHA1((unsigned char *)cat, kl + 36, sha);
     char acc[64];
     EVP_EncodeBlock((unsigned char *)acc, sha, SHA_DIGEST_LENGTH);
-    char resp[256];
+    char resp[384];
+    int pmd = deflate_on && strcasestr((char *)b, "permessage-deflate");
     int n = snprintf(resp, sizeof resp,
                      "HTTP/1.1 101 Switching Protocols\r\n"
                      "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "%s"
                      "Sec-WebSocket-Accept: %s\r\n\r\n",
+                     pmd ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                           "server_no_context_takeover; "
+                           "client_no_context_takeover\r\n"
+                         : "",
                      acc);
     p->upgraded = 1;
     peer_send(p, resp, (size_t)n);
@@ -547,6 +610,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--port") && i + 1 < argc)
             port = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--deflate"))
+            deflate_on = 1;
+    if (deflate_on && deflateInit2(&zs, 6, Z_DEFLATED, -15, 8,
+                                   Z_DEFAULT_STRATEGY) != Z_OK)
+        die("deflateInit2");
     signal(SIGPIPE, SIG_IGN);
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {

@@ -21,6 +21,11 @@ Scenarios:
       one write() per delivery, bench/raw_peer.c; uws_rooms is the
       uWebSockets.js topic pub/sub anchor, bench/peers/uws_rooms.js)
   S5  churn: connect -> (subscribe) -> one round trip -> close, 64 in flight
+  S3 equal work (issue 34): in S3 1,000 x 32 B the peers uws_eq and
+      raw_cork_eq are uws and raw_cork sent the whole Pusher frame the hub
+      sends (loadgen --raw-envelope) instead of the bare 32 B payload; the
+      tables' "wire B / delivery" shows the bytes match (summary field
+      cpu_vs_uws_eq)
   S7  S3 at 1,000 x 1 KiB with 1% subscribers that never read: the server
       should close them (slow-consumer policy); reported as closed/total
   S3-1000-32-half
@@ -88,7 +93,8 @@ def log(*a):
 
 class Peer:
     def __init__(self, name, mode, argv, path="/", env=None, pusher=False,
-                 fallback_marker=None, publish="ws", only=None, rooms=False):
+                 fallback_marker=None, publish="ws", only=None, rooms=False,
+                 loader_args=None):
         self.name = name
         self.mode = mode
         self.argv = argv  # argv with "{port}" placeholders
@@ -103,6 +109,8 @@ class Peer:
         # A raw peer that speaks the raw rooms protocol (loadgen --mode raw
         # --rooms): it runs the rooms scenario (S4) too.
         self.rooms = rooms
+        # Loader options of this peer's own (e.g. --raw-envelope).
+        self.loader_args = loader_args or []
         self.unavailable = None  # reason string when it cannot run
 
     def label(self):
@@ -146,6 +154,12 @@ def ensure_node_modules(peers):
 
 # Scenarios the hub_rest (and hub_base_rest) rows run.
 REST_SCENARIOS = {"S3-1000-32", "S4"}
+# Equal work (issue 34): uws_eq and raw_cork_eq are uws and raw_cork fed
+# the very bytes the hub sends at S3 1,000 x 32 B -- the whole Pusher
+# client-event frame around the stamped 32 B data (loadgen
+# --raw-envelope) -- instead of the bare 32 B payload. Summary field
+# cpu_vs_uws_eq.
+EQ_SCENARIOS = {"S3-1000-32"}
 
 
 def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
@@ -171,6 +185,14 @@ def make_peers(hub_publish="ws", soketi_publish="rest", hub_base=None):
                                                  "uws_server.js"),
                             "--port", "{port}"],
              fallback_marker="Falling back to a NodeJS implementation"),
+        Peer("uws_eq", "raw", ["node", os.path.join(BENCH, "peers",
+                                                    "uws_server.js"),
+                               "--port", "{port}"],
+             fallback_marker="Falling back to a NodeJS implementation",
+             only=EQ_SCENARIOS, loader_args=["--raw-envelope"]),
+        Peer("raw_cork_eq", "raw", [os.path.join(b, "raw_corked"), "--port",
+                                    "{port}"],
+             only=EQ_SCENARIOS, loader_args=["--raw-envelope"]),
         # The S4 anchor: uWS topic pub/sub with a Pusher-protocol subset
         # (bench/peers/uws_rooms.js), fed by the same client-event
         # publishers and Pusher subscribers as the hub.
@@ -414,7 +436,8 @@ def run_loader(server, args, warmup, duration, timeout_extra=60, procs=0,
     base = ["taskset", "-c", LOADER_CPU, LOADGEN, "--mode", p.mode,
             "--port", str(server.port), "--path", p.path,
             "--server-pid", str(server.pid), "--src-ips", SRC_IPS,
-            "--warmup", str(warmup), "--duration", str(duration), "--quiet"]
+            "--warmup", str(warmup), "--duration", str(duration), "--quiet"
+            ] + [str(x) for x in p.loader_args]
     if p.pusher and p.publish == "ws" and "--churn" not in args:
         # WebSocket publishers sending client events on private channels.
         # One publisher with the whole window, like the raw peers' one,
@@ -587,6 +610,15 @@ def scenarios(quick):
               ["--subs", 1000, "--size", 1024, "--window", 32, "--slow-pct", 1,
                "--msg-timeout", mt], False))
     return s
+
+
+def rep_order(peers, rep):
+    """The peers' order in rep `rep`: rotated by one every rep, and
+    backwards on odd reps, so no peer always follows the same one."""
+    order = peers[rep % len(peers):] + peers[:rep % len(peers)]
+    if rep % 2:
+        order.reverse()
+    return order
 
 
 def median(xs):
@@ -990,7 +1022,9 @@ def main():
         if "hub" in want:
             want.add("hub_rest")
         if "uws" in want:
-            want.add("uws_rooms")
+            want |= {"uws_rooms", "uws_eq"}
+        if "raw_cork" in want:
+            want.add("raw_cork_eq")
         if a.hub_base:
             want |= {"hub_base", "hub_base_rest"}
         peers = [p for p in peers if p.name in want]
@@ -1025,10 +1059,7 @@ def main():
         # figures depend on what ran just before it (a REST peer leaves
         # thousands of TIME_WAIT sockets behind): a --hub-base comparison
         # moved by ~10% when the two binaries swapped places.
-        order = peers[rep % len(peers):] + peers[:rep % len(peers)]
-        if rep % 2:
-            order.reverse()
-        for p in order:
+        for p in rep_order(peers, rep):
             if p.unavailable:
                 continue
             if p.only is not None and not any(sc[0] in p.only
@@ -1202,9 +1233,9 @@ def main():
                          "p99 µs | p99.9 µs | server CPU s / M deliveries | "
                          "loader % | server % | foreign % cpu0/cpu1 | slow closed | "
                          "hub deliveries/write | REST reconnects / request | "
-                         "valid reps |")
+                         "wire B / delivery | valid reps |")
             lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|"
-                         "---|---|")
+                         "---|---|---|")
         for p in peers:
             runs = results[sid].get(p.name, [])
             if not runs:
@@ -1227,8 +1258,10 @@ def main():
             dpw = median([d.get("hub_deliveries_per_write") for d in v])
             rpr = median([d["rest_reconnects"] / d["http_ok"] for d in v
                           if d.get("publish") == "rest" and d.get("http_ok")])
+            wire = median([d["wire_bytes"] / d["deliveries"] for d in v
+                           if d.get("wire_bytes") and d.get("deliveries")])
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-                         "| %s | %s | %s | %s |" % (
+                         "| %s | %s | %s | %s | %s |" % (
                 p.label(), fmt(med_rate(sid, p.name)),
                 fmt(med_ratio(sid, p.name, "raw_cork"), 2),
                 fmt(median([d["lat_us"]["p50"] for d in v])),
@@ -1245,7 +1278,8 @@ def main():
                            fmt(median([d["slow_total"] for d in runs])))
                 if sid == "S7" else "-",
                 fmt(dpw, 1) if dpw is not None else "-",
-                fmt(rpr, 3) if rpr is not None else "-", vr))
+                fmt(rpr, 3) if rpr is not None else "-",
+                fmt(wire, 1) if wire is not None else "-", vr))
         lines.append("")
     if HALF in results or half["why"]:
         lines += ["## S3 1 pub -> 1000 subs, 32 B, at half load (open loop, "
@@ -1329,7 +1363,9 @@ def main():
     # its REST one; churn_vs_uws: S5 cycles/s hub / uws. Medians of
     # per-rep ratios. Appended after them: p99_half_vs_raw_cork (hub p99 /
     # raw_cork p99 at one half-load rate), cpu_vs_raw_single_rooms (S4),
-    # the half-load rate and whether the loader saturated there.
+    # the half-load rate and whether the loader saturated there; then
+    # cpu_vs_uws_eq: uws_eq's CPU per delivery / the hub's at S3 1,000 x
+    # 32 B, uWS sending the hub's very bytes (issue 34).
     p99h = median(half_ratios())
     hbound = any(d.get("loader_bound") for n in ("hub", "raw_cork")
                  for d in valid_runs(HALF, n))
@@ -1339,7 +1375,7 @@ def main():
           "cpu_vs_uws_10k=%s cpu_vs_uws_rooms=%s rest_vs_ws=%s "
           "churn_vs_uws=%s p99_half_vs_raw_cork=%s "
           "cpu_vs_raw_single_rooms=%s half_rate=%s "
-          "half_loader_saturated=%s" % (
+          "half_loader_saturated=%s cpu_vs_uws_eq=%s" % (
               rate("hub"), rate("hub_rest"), rate("uws"), rate("raw_cork"),
               rate("lws"), rate("nodews"), rate("soketi"), ratio("hub", "uws"),
               ratio("hub", "raw_cork"), ratio("hub", "soketi"),
@@ -1352,7 +1388,8 @@ def main():
               "%.3f" % p99h if p99h else "n/a",
               cpu("S4", "raw_single", "hub"),
               "%.0f" % half["rate"] if half["rate"] else "n/a",
-              ("yes" if hbound else "no") if HALF in results else "n/a"),
+              ("yes" if hbound else "no") if HALF in results else "n/a",
+              cpu(headline, "uws_eq", "hub")),
           flush=True)
     if a.hub_base:
         # Before/after: deliveries/s ratio (median of per-rep ratios) and

@@ -36,7 +36,10 @@ port=$(grep -o '[0-9]*$' "$tmp/out")
 stat_sessions >/dev/null
 base=$(rss_kib "$hub_pid")
 
-coproc CLI { exec "$client" 127.0.0.1 "$port" "$n"; }
+# IDLE_CLIENT_ARGS=--deflate: the sessions offer permessage-deflate
+# (make bench-compression runs both; the client's line says how many
+# negotiated it).
+coproc CLI { exec "$client" ${IDLE_CLIENT_ARGS:-} 127.0.0.1 "$port" "$n"; }
 cli_pid=$CLI_PID
 read -r -t 300 line <&"${CLI[0]}" || { echo "idle: client did not get ready" >&2; exit 1; }
 echo "client: $line"
