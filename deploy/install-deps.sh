@@ -29,7 +29,7 @@ test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
 # tests start three (lib/sentinel.js); openssl (in test_pkgs) makes the
 # Redis TLS tests' CA and certificates (lib/tls_certs.js).
 cluster_pkgs=(redis-server redis-sentinel)
-bench_pkgs=(util-linux)
+bench_pkgs=(util-linux libdeflate-dev)
 container_pkgs=(podman runc debootstrap)
 
 case "$profile" in

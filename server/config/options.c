@@ -185,20 +185,20 @@ static const struct srv_option_desc srv_options[] = {
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "
-     "that much memory per connection. With ws_direct_read on, only TLS "
-     "sessions read this way.",
+     "that much memory per connection. With ws_direct_read on, only the "
+     "handshake and sessions the bypass declines read this way.",
      NULL, 64, 65536, 0, SRV_CFG(ws_rx_buffer)},
     {"ws_direct_read", SRV_OPT_ENUM, SRV_ALL, 0, "on", NULL,
-     "Read established plain-TCP WebSockets with one 64 KiB read per loop "
-     "pass instead of lws's ws_rx_buffer-sized ones (libev only; TLS "
-     "sessions always read through lws).",
+     "Read established WebSockets, plain TCP and TLS, with one 64 KiB "
+     "read per loop pass instead of lws's ws_rx_buffer-sized ones (libev "
+     "only).",
      srv__off_on, 0, 0, 0, SRV_CFG(ws_direct_read)},
     /* Compression (issue 34; docs/CONFIG.md "Compression"). Read at
      * start only: a session negotiates at its upgrade, and the loops read
      * both through their hub_config copy. */
     {"compression", SRV_OPT_ENUM, SRV_ALL, 0, "on", NULL,
      "permessage-deflate (RFC 7692) for clients that offer it, on sessions "
-     "the read bypass reads (plain TCP, --event-loop libev, "
+     "the read bypass reads (plain TCP and TLS, --event-loop libev, "
      "--ws-direct-read on); each publication is compressed once and "
      "shared by every compressing subscriber.",
      srv__off_on, 0, 0, 0, SRV_CFG(compression)},

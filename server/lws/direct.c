@@ -651,7 +651,12 @@ void srv_direct_resume_rx(void *conn)
 
 bool srv_direct_would_take(const struct srv_loop *l, struct lws *wsi)
 {
-    return l->direct && !lws_is_ssl(wsi);
+    (void)wsi; /* plain TCP and TLS alike */
+    /* The handover right after this pass is declined when some wsi lws
+     * would read holds bytes (on_prepare): if one does now, a session
+     * negotiating permessage-deflate would likely stay with lws and fail
+     * its first compressed message, so it is answered without. */
+    return l->direct && lws_service_adjust_timeout(l->ctx, 1, 0) != 0;
 }
 
 void srv_direct_note_pmd(struct lws *wsi)

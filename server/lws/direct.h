@@ -41,8 +41,11 @@ void srv_direct_resume_rx(void *conn);
 /*
  * permessage-deflate is offered only to sessions the bypass will read
  * (lws 4.1.6's own read path fails every RSV1 frame with 1002 unless an
- * lws extension is active): whether this upgrading session is one. A
- * handover that is declined later (lws holds bytes) leaves it with lws,
+ * lws extension is active): whether this upgrading session will be one,
+ * as far as can be told now: the bypass is on for this loop and no wsi
+ * lws would read holds bytes, which would decline this pass's handovers.
+ * A handover that is still declined (bytes came in between, or the
+ * client sent frames with its request) leaves the session with lws,
  * which then fails its first compressed message with 1002.
  */
 bool srv_direct_would_take(const struct srv_loop *l, struct lws *wsi);
