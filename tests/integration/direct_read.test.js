@@ -10,7 +10,9 @@ const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
 const { assertNoSanitizerReport } = require('./lib/ws');
 const { frame, OP, upgradeRequest, rawWs } = require('./lib/rawws');
-const { sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments } = require('./lib/direct');
+const {
+  sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments, pipelinedStaysWithLws,
+} = require('./lib/direct');
 
 let hub;
 
@@ -64,17 +66,7 @@ test('a client that sends right after the 101', async (t) => {
 });
 
 test('bytes sent with the upgrade request are not lost', async (t) => {
-  const before = await hub.stats();
-  const request = Buffer.concat([Buffer.from(upgradeRequest(hub)),
-    frame(OP.TEXT, pingMsg('pipelined')), frame(OP.PING, 'p')]);
-  const c = rawWs(t, hub, { request });
-  await c.until(() => pongs(c).length === 1, 'pusher:pong for the pipelined message');
-  await c.until(() => c.frames.some((f) => f.opcode === OP.PONG), 'the pong');
-  // lws held those bytes: the session stays on lws's read path.
-  const s = await hub.stats();
-  assert.ok(sum(s, 'ws_direct_declined') > sum(before, 'ws_direct_declined'), JSON.stringify(s.per_loop));
-  c.send(frame(OP.TEXT, pingMsg('later')));
-  await c.until(() => pongs(c).length === 2, 'pusher:pong afterwards');
+  await pipelinedStaysWithLws(hub, (request) => rawWs(t, hub, { request }), upgradeRequest);
 });
 
 test('EOF mid-frame closes the session once', async (t) => {

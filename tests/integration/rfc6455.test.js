@@ -10,7 +10,7 @@ const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const assert = require('node:assert/strict');
 const { startHub, request, waitFor, assertNoSanitizerReport } = require('./lib/hub');
-const { frame, OP, closePayload, rawWs } = require('./lib/rawws');
+const { frame, OP, closePayload, rawWs, expectClose } = require('./lib/rawws');
 
 let hub;
 
@@ -35,17 +35,6 @@ async function assertAlive(c) {
   c.send(frame(OP.TEXT, JSON.stringify({ event: 'pusher:ping', data: {} })));
   await c.until(() => c.frames.slice(before).some((f) => f.opcode === OP.TEXT &&
     /pusher:pong/.test(f.payload.toString())), 'pusher:pong');
-}
-
-async function expectClose(c, code, what) {
-  const cf = await c.closeFrame();
-  assert.ok(cf, `${what}: the hub sent no close frame`);
-  assert.equal(cf.code, code, `${what}: close ${cf.code} "${cf.reason}"`);
-  // Our close went back (lib/rawws.js); after a protocol error lws may
-  // read what followed the bad byte as frames, so also end our side.
-  c.sock.end();
-  await c.end();
-  return cf;
 }
 
 function rejected(stats) {

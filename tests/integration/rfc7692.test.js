@@ -21,7 +21,7 @@ const path = require('node:path');
 const zlib = require('node:zlib');
 const assert = require('node:assert/strict');
 const { startHub, makeCert, assertNoSanitizerReport } = require('./lib/hub');
-const { frame, OP, upgradeRequest, rawWs } = require('./lib/rawws');
+const { frame, OP, upgradeRequest, rawWs, expectClose } = require('./lib/rawws');
 
 const BASE = 'permessage-deflate; server_no_context_takeover; client_no_context_takeover';
 const SMWB = '; server_max_window_bits=15';
@@ -134,15 +134,6 @@ async function pongTo(c, f, what) {
   const before = texts(c).filter((m) => m.event === 'pusher:pong').length;
   c.send(f);
   await c.until(() => texts(c).filter((m) => m.event === 'pusher:pong').length > before, what);
-}
-
-async function expectClose(c, code, what) {
-  const cf = await c.closeFrame();
-  assert.ok(cf, `${what}: the hub sent no close frame`);
-  assert.equal(cf.code, code, `${what}: close ${cf.code} "${cf.reason}"`);
-  c.sock.end();
-  await c.end();
-  return cf;
 }
 
 // Offers (RFC 7692 sections 5, 7.1).

@@ -19,7 +19,9 @@ const path = require('node:path');
 const { startHub, makeCert, waitFor } = require('./lib/hub');
 const { assertNoSanitizerReport } = require('./lib/ws');
 const { frame, OP, closePayload, upgradeRequest, rawWs } = require('./lib/rawws');
-const { sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments } = require('./lib/direct');
+const {
+  sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments, pipelinedStaysWithLws,
+} = require('./lib/direct');
 
 // The loop sleeps this long after its next heartbeat ping once armed
 // (LUBDUB_TEST_STALL_MS, GET /test/stall): what a client sends meanwhile
@@ -149,16 +151,7 @@ test('a ping inside a fragmented message is answered, the message still arrives'
 });
 
 test('a first message in the upgrade request\'s own record stays with lws, nothing lost', async (t) => {
-  const before = await hub.stats();
-  const request = Buffer.concat([Buffer.from(upgradeRequest(hub)),
-    frame(OP.TEXT, pingMsg('pipelined')), frame(OP.PING, 'p')]);
-  const c = tlsWs(t, { request });
-  await c.until(() => pongs(c).length === 1, 'pusher:pong for the pipelined message');
-  await c.until(() => c.frames.some((f) => f.opcode === OP.PONG), 'the pong');
-  const s = await hub.stats();
-  assert.ok(sum(s, 'ws_direct_declined') > sum(before, 'ws_direct_declined'), JSON.stringify(s.per_loop));
-  c.send(frame(OP.TEXT, pingMsg('later')));
-  await c.until(() => pongs(c).length === 2, 'pusher:pong afterwards');
+  await pipelinedStaysWithLws(hub, (request) => tlsWs(t, { request }), upgradeRequest);
 });
 
 test('a first message in the record after the request, before the 101, is handed over', async (t) => {

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "deflate_client.h"
 #include "fake_hub.h"
 #include "hub/loop/compress.h"
 
@@ -52,6 +53,18 @@ static uint64_t sum_stat(struct fake_hub *fh, size_t off)
 }
 #define STAT(fh, field) sum_stat((fh), offsetof(struct hub_loop_stats, field))
 
+/* A started fake hub of n loops that compresses frames of min_size wire
+ * bytes and more, for an app whose "compression" key is app_on. */
+static void start(struct fake_hub *fh, unsigned n, uint32_t min_size,
+                  bool app_on)
+{
+    fake_hub_init(fh, n);
+    fh->cfg.compression = true;
+    fh->cfg.compression_min_size = min_size;
+    fh->apps[0].compression = app_on;
+    assert_int_equal(fake_hub_start(fh), 0);
+}
+
 static void open_member(struct fake_hub *fh, struct fake_session *fs,
                         unsigned li, bool pmd)
 {
@@ -73,11 +86,7 @@ static void test_compress_mixed_members_share_one_variant(void **state)
     struct hub_loop *l;
 
     (void)state;
-    fake_hub_init(&fh, 1);
-    fh.cfg.compression = true;
-    fh.cfg.compression_min_size = 128;
-    fh.apps[0].compression = true;
-    assert_int_equal(fake_hub_start(&fh), 0);
+    start(&fh, 1, 128, true);
     l = fh.loops[0];
     for (unsigned i = 0; i < 4; i++)
         open_member(&fh, &m[i], 0, i % 2 == 0);
@@ -123,11 +132,7 @@ static void test_compress_across_loops_made_once(void **state)
     struct hub_frame *f;
 
     (void)state;
-    fake_hub_init(&fh, 2);
-    fh.cfg.compression = true;
-    fh.cfg.compression_min_size = 128;
-    fh.apps[0].compression = true;
-    assert_int_equal(fake_hub_start(&fh), 0);
+    start(&fh, 2, 128, true);
     open_member(&fh, &m[0], 0, true);
     open_member(&fh, &m[1], 1, true);
     f = big_frame(2000);
@@ -153,11 +158,7 @@ static void test_compress_small_frames_and_app_off_go_plain(void **state)
     struct hub_frame *f;
 
     (void)state;
-    fake_hub_init(&fh, 1);
-    fh.cfg.compression = true;
-    fh.cfg.compression_min_size = 128;
-    fh.apps[0].compression = true;
-    assert_int_equal(fake_hub_start(&fh), 0);
+    start(&fh, 1, 128, true);
     open_member(&fh, &m, 0, true);
     f = big_frame(40); /* under 128 wire bytes */
     assert_true(f->len < 128);
@@ -170,11 +171,7 @@ static void test_compress_small_frames_and_app_off_go_plain(void **state)
     fake_hub_stop(&fh);
 
     /* The app says no: negotiated, but nothing goes compressed. */
-    fake_hub_init(&fh, 1);
-    fh.cfg.compression = true;
-    fh.cfg.compression_min_size = 0;
-    fh.apps[0].compression = false;
-    assert_int_equal(fake_hub_start(&fh), 0);
+    start(&fh, 1, 0, false);
     open_member(&fh, &m, 0, true);
     assert_true(hub_session_pmd(&m.s));
     f = big_frame(1000);
@@ -185,26 +182,6 @@ static void test_compress_small_frames_and_app_off_go_plain(void **state)
     fake_flush(&m.s);
     hub_session_fini(&m.s, HUB_CLOSE_PEER);
     fake_hub_stop(&fh);
-}
-
-/* A client's compressed message (RFC 7692 7.2.1). */
-static size_t client_deflate(const void *in, size_t len, unsigned char *out,
-                             size_t cap)
-{
-    z_stream z;
-    size_t n;
-
-    memset(&z, 0, sizeof(z));
-    assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, -15, 8,
-                                  Z_DEFAULT_STRATEGY), Z_OK);
-    z.next_in = (Bytef *)in;
-    z.avail_in = (uInt)len;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    assert_int_equal(deflate(&z, Z_SYNC_FLUSH), Z_OK);
-    n = cap - z.avail_out - 4;
-    deflateEnd(&z);
-    return n;
 }
 
 /* Feed one compressed message to a fresh session, in two fragments;
@@ -234,12 +211,9 @@ static void test_compress_inflate_and_its_close_codes(void **state)
     const char *msg = NULL;
 
     (void)state;
-    fake_hub_init(&fh, 1);
-    fh.cfg.compression = true;
-    fh.apps[0].compression = true;
-    assert_int_equal(fake_hub_start(&fh), 0);
+    start(&fh, 1, 0, true);
 
-    n = client_deflate(ping, strlen(ping), c, 64 * 1024);
+    n = client_deflate(ping, strlen(ping), c, 64 * 1024, false);
     assert_int_equal(feed_z(&fh, &m, c, n, false, &msg, &len), 1);
     assert_int_equal(len, strlen(ping));
     assert_memory_equal(msg, ping, len);
@@ -248,7 +222,7 @@ static void test_compress_inflate_and_its_close_codes(void **state)
     hub_session_fini(&m.s, HUB_CLOSE_PEER);
 
     /* 1 MiB of zeros in about 1 KiB: past max_message (64 KiB). */
-    n = client_deflate(zeros, big, c, 64 * 1024);
+    n = client_deflate(zeros, big, c, 64 * 1024, false);
     assert_true(n < 4096);
     assert_int_equal(feed_z(&fh, &m, c, n, false, &msg, &len), -1);
     assert_int_equal(m.s.close_code, 1009);
@@ -260,7 +234,7 @@ static void test_compress_inflate_and_its_close_codes(void **state)
     hub_session_fini(&m.s, HUB_CLOSE_PEER);
 
     /* Valid deflate, invalid UTF-8 text: 1007; the same as binary passes. */
-    n = client_deflate("\xc3\x28 not utf-8", 13, c, 64 * 1024);
+    n = client_deflate("\xc3\x28 not utf-8", 13, c, 64 * 1024, false);
     assert_int_equal(feed_z(&fh, &m, c, n, false, &msg, &len), -1);
     assert_int_equal(m.s.close_code, 1007);
     hub_session_fini(&m.s, HUB_CLOSE_PEER);

@@ -19,6 +19,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "deflate_client.h"
+
 #include "hub/wire/deflate.h"
 
 static const char json[] =
@@ -48,29 +50,6 @@ static size_t stock_inflate(const unsigned char *in, size_t len,
     inflateEnd(&z);
     free(buf);
     return cap - z.avail_out;
-}
-
-/* A client's compressed message: sync-flushed, tail cut (or BFINAL). */
-static size_t client_deflate(const void *in, size_t len, unsigned char *out,
-                             size_t cap, bool final)
-{
-    z_stream z;
-    size_t n;
-
-    memset(&z, 0, sizeof(z));
-    assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, -15, 9,
-                                  Z_DEFAULT_STRATEGY), Z_OK);
-    z.next_in = (Bytef *)in;
-    z.avail_in = (uInt)len;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    assert_true(deflate(&z, final ? Z_FINISH : Z_SYNC_FLUSH) >= 0);
-    n = cap - z.avail_out;
-    deflateEnd(&z);
-    if (final)
-        return n;
-    assert_memory_equal(out + n - 4, "\x00\x00\xff\xff", 4);
-    return n - 4;
 }
 
 static void test_deflate_frame_is_rfc7692_and_inflates_back(void **state)

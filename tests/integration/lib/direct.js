@@ -52,4 +52,21 @@ async function pingInFragments(c) {
   await c.until(() => pongs(c).length === 1, 'pusher:pong for the reassembled message');
 }
 
-module.exports = { sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments };
+// A message and a ping sent in the same write as the upgrade request
+// (open(request) opens the socket): lws holds them at ESTABLISHED, so the
+// session stays on lws's read path (ws_direct_declined), and nothing is
+// lost, then or after.
+async function pipelinedStaysWithLws(hub, open, upgradeRequest) {
+  const before = await hub.stats();
+  const request = Buffer.concat([Buffer.from(upgradeRequest(hub)),
+    frame(OP.TEXT, pingMsg('pipelined')), frame(OP.PING, 'p')]);
+  const c = open(request);
+  await c.until(() => pongs(c).length === 1, 'pusher:pong for the pipelined message');
+  await c.until(() => c.frames.some((f) => f.opcode === OP.PONG), 'the pong');
+  const s = await hub.stats();
+  assert.ok(sum(s, 'ws_direct_declined') > sum(before, 'ws_direct_declined'), JSON.stringify(s.per_loop));
+  c.send(frame(OP.TEXT, pingMsg('later')));
+  await c.until(() => pongs(c).length === 2, 'pusher:pong afterwards');
+}
+
+module.exports = { sum, pingMsg, pongs, trickle, bigAndSmall, pingInFragments, pipelinedStaysWithLws };

@@ -4,6 +4,7 @@
 // for what the hub sends back (the HTTP status line, then frames). Every
 // wait is on a condition (bytes arriving, the socket ending); the timeouts
 // only turn a hang into a failure.
+const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const net = require('node:net');
 const tls = require('node:tls');
@@ -215,4 +216,16 @@ function rawWs(t, hub, opts = {}) {
   return c;
 }
 
-module.exports = { frame, OP, closePayload, upgradeRequest, RawWs, rawWs };
+// The hub's close frame on c must carry code (what: the case, for the
+// message). Our close goes back (RawWs answers it); after a protocol error
+// lws may read what followed the bad byte as frames, so our side ends too.
+async function expectClose(c, code, what) {
+  const cf = await c.closeFrame();
+  assert.ok(cf, `${what}: the hub sent no close frame`);
+  assert.equal(cf.code, code, `${what}: close ${cf.code} "${cf.reason}"`);
+  c.sock.end();
+  await c.end();
+  return cf;
+}
+
+module.exports = { frame, OP, closePayload, upgradeRequest, RawWs, rawWs, expectClose };
