@@ -132,7 +132,9 @@ function noteClose(who, code, expected) {
 }
 
 class Peer {
-  constructor(url, who, { longLived = true } = {}) {
+  // plain: do not offer permessage-deflate (node ws offers it by default,
+  // so every other peer of the soak compresses).
+  constructor(url, who, { longLived = true, plain = false } = {}) {
     this.who = who;
     this.longLived = longLived;
     this.closing = false;     // we started the close
@@ -143,7 +145,7 @@ class Peer {
     this.lastSeq = {};        // channel -> last tick seq
     this.chatGot = {};        // channel -> client events received
     this.handlers = [];
-    this.ws = new WebSocket(url);
+    this.ws = new WebSocket(url, plain ? { perMessageDeflate: false } : {});
     this.ws.on('message', (d) => this.onMessage(String(d)));
     this.ws.on('close', (code) => {
       this.closed = { code, at: Date.now() };
@@ -439,7 +441,9 @@ function startKeepalive() {
 // Slow reader: stops reading, a flood follows until the hub closes it 4100.
 async function slowCycle() {
   const before = (await stats()).totals.closed['4100'];
-  const p = await new Peer(hub.wsUrl(APP.key), 'slow reader', { longLived: false }).ready();
+  // Plain: its queue fills with SLOW_PAYLOAD's bytes; compressed, 8 KB of
+  // 'x' is a few dozen bytes and the flood would have to be 200 times longer.
+  const p = await new Peer(hub.wsUrl(APP.key), 'slow reader', { longLived: false, plain: true }).ready();
   await p.subscribed_('slow');
   p.ws._socket.pause();
   let bytes = 0;
