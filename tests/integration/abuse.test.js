@@ -293,14 +293,24 @@ test('the write deadline closes a reader that drains a trickle above the low mar
     secret: 'app-secret', host: hub.host, port: hub.port, useTLS: false });
   const blob = 'y'.repeat(8000);
   let stop = false;
-  // About 160 KB/s: the hub's writes make progress every few ms.
-  const trickle = setInterval(() => { a.sock.read(8192); }, 50);
+  let queued = 0;
+  let reads = 0;
+  // At most about 160 KB/s, and only while the hub's queue for it is well
+  // above the low mark: the hub's writes make progress every few ms, never
+  // enough. A publisher slower than the reader (a loaded machine) would let
+  // the queue fall under the low mark, which is real progress; the reader
+  // waits for it instead, so the outcome does not depend on speed.
+  const trickle = setInterval(() => {
+    if (queued < 96 * 1024) return;
+    if (a.sock.read(8192) !== null) reads++;
+  }, 50);
   t.after(() => clearInterval(trickle));
   // Keep the hub's queue for it between the low mark (64 KiB) and
   // max-queue (256 KiB): publish only while it holds under 160 KiB.
   const pub = (async () => {
     for (let i = 0; i < 20000 && !stop; i++) {
-      if ((await hub.stats()).totals.queued_bytes > 160 * 1024) continue;
+      queued = (await hub.stats()).totals.queued_bytes;
+      if (queued > 160 * 1024) continue;
       await server.trigger('firehose', 'blob', { blob });
     }
   })();
@@ -311,6 +321,7 @@ test('the write deadline closes a reader that drains a trickle above the low mar
     stop = true;
     await pub;
   }
+  t.diagnostic(`reads of 8 KiB by the trickling reader: ${reads}`);
   await healthyGets();
 });
 
