@@ -91,6 +91,7 @@ static void fill_hub_config(struct srv *srv)
     h->cache_ttl_ms = c->cache_ttl_ms;
     h->cache_max_bytes = c->cache_max_bytes;
     h->subscription_count_interval_ms = c->subscription_count_interval_ms;
+    h->history_max_bytes = c->history_max_bytes;
     h->compression = c->compression != 0;
     h->compression_min_size = c->compression_min_size;
     h->auth_window_s = c->auth_timestamp_window_s;

@@ -60,6 +60,32 @@ void hub_app_defaults(struct hub_app *app)
     app->max_read_requests_per_second = 0;
     /* Compressed like Pusher's apps; the hub's --compression decides. */
     app->compression = true;
+    /* History off; the values a bare "history": true takes. */
+    app->history = false;
+    app->history_ttl_ms = 120000;
+    app->history_size = 1000;
+    app->history_max_bytes = 0;
+}
+
+bool hub_app_history_on(const struct hub_app *a, const char *name,
+                        size_t len)
+{
+    if (!a || !a->history || (len && name[0] == '#'))
+        return false;
+    if (!a->n_history_channels)
+        return true;
+    for (unsigned i = 0; i < a->n_history_channels; i++) {
+        const char *p = a->history_channels[i];
+        size_t n = strlen(p);
+
+        if (n && p[n - 1] == '*') {
+            if (len >= n - 1 && memcmp(name, p, n - 1) == 0)
+                return true;
+        } else if (len == n && memcmp(name, p, n) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* A copy of s in *out (NULL stays NULL); false when out of memory. */
@@ -74,6 +100,51 @@ static bool str_eq(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* A copy of the n strings of v in *out (n 0: NULL); false when out of
+ * memory, with nothing left allocated. */
+static bool dup_list(char ***out, char *const *v, unsigned n)
+{
+    char **c;
+
+    *out = NULL;
+    if (!n)
+        return true;
+    c = calloc(n, sizeof(*c));
+    if (!c)
+        return false;
+    for (unsigned i = 0; i < n; i++) {
+        if (!dup_str(&c[i], v[i])) {
+            while (i--)
+                free(c[i]);
+            free(c);
+            return false;
+        }
+    }
+    *out = c;
+    return true;
+}
+
+static bool list_eq(char *const *a, unsigned na, char *const *b,
+                    unsigned nb)
+{
+    if (na != nb)
+        return false;
+    for (unsigned i = 0; i < na; i++)
+        if (!str_eq(a[i], b[i]))
+            return false;
+    return true;
+}
+
+static bool history_eq(const struct hub_app *a, const struct hub_app *b)
+{
+    return a->history == b->history &&
+           a->history_ttl_ms == b->history_ttl_ms &&
+           a->history_size == b->history_size &&
+           a->history_max_bytes == b->history_max_bytes &&
+           list_eq(a->history_channels, a->n_history_channels,
+                   b->history_channels, b->n_history_channels);
+}
+
 struct hub_app *hub_app_dup(const struct hub_app *a)
 {
     struct hub_app *c = malloc(sizeof(*c));
@@ -84,6 +155,8 @@ struct hub_app *hub_app_dup(const struct hub_app *a)
      * of its own (new owned fields: here, in equal() and in free()). */
     memcpy(c, a, sizeof(*c));
     c->id = c->key = c->secret = c->allowed_origins = NULL;
+    c->history_channels = NULL;
+    c->n_history_channels = 0;
     /* Not the webhooks: the sender thread never reads the app table; a
      * reload hands it its own copy (srv_wh_reload), so the table's
      * copy carries none (nothing to share, nothing to free twice). */
@@ -92,10 +165,13 @@ struct hub_app *hub_app_dup(const struct hub_app *a)
     atomic_init(&c->refs, 1);
     if (!dup_str(&c->id, a->id) || !dup_str(&c->key, a->key) ||
         !dup_str(&c->secret, a->secret) ||
-        !dup_str(&c->allowed_origins, a->allowed_origins)) {
+        !dup_str(&c->allowed_origins, a->allowed_origins) ||
+        !dup_list(&c->history_channels, a->history_channels,
+                  a->n_history_channels)) {
         hub_app_free(c);
         return NULL;
     }
+    c->n_history_channels = a->n_history_channels;
     return c;
 }
 
@@ -129,7 +205,9 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            str_eq(a->allowed_origins, b->allowed_origins) &&
            a->max_backend_events_per_second ==
                b->max_backend_events_per_second &&
-           a->max_read_requests_per_second == b->max_read_requests_per_second;
+           a->max_read_requests_per_second ==
+               b->max_read_requests_per_second &&
+           history_eq(a, b);
 }
 
 void hub_app_clear(struct hub_app *a)
@@ -139,6 +217,11 @@ void hub_app_clear(struct hub_app *a)
     free(a->secret);
     free(a->allowed_origins);
     a->id = a->key = a->secret = a->allowed_origins = NULL;
+    for (unsigned i = 0; i < a->n_history_channels; i++)
+        free(a->history_channels[i]);
+    free(a->history_channels);
+    a->history_channels = NULL;
+    a->n_history_channels = 0;
 }
 
 void hub_app_free(struct hub_app *a)

@@ -58,6 +58,20 @@ struct hub_app {
     /* permessage-deflate for this app's sessions when the hub's
      * --compression is on too (issue 34); default true. */
     bool compression;
+    /* History (issue 35, docs/RECOVERY.md): the events a channel keeps so
+     * that a client back from a reconnect gets what it missed. Off by
+     * default; when on, a channel keeps at most history_size events for
+     * history_ttl_ms, the app at most history_max_bytes (0 = no bound of
+     * its own: the hub's --history-max-bytes alone). history_channels
+     * (owned, NULL when n_history_channels is 0 = every channel) are
+     * patterns: one ending in '*' is a prefix, any other an exact name.
+     * hub_app_history_on() reads them. */
+    bool history;
+    uint64_t history_ttl_ms;         /* default 120 s */
+    uint32_t history_size;           /* events per channel, default 1000 */
+    uint64_t history_max_bytes;      /* 0 = the hub bound only */
+    char **history_channels;
+    unsigned n_history_channels;
     /* Per-app limits and origins (issue 13, item 6). */
     char *allowed_origins;           /* comma list; NULL = the hub-wide one */
     uint32_t max_backend_events_per_second; /* REST events; 0 = off */
@@ -89,6 +103,25 @@ int hub_app_id_check(const char *id, size_t *bad);
 
 /* Fill the limits and switches with their defaults; strings untouched. */
 void hub_app_defaults(struct hub_app *app);
+
+/* Bounds of the "history" app key (server/config/config_history.c checks
+ * them; docs/CONFIG.md "History"). */
+#define HUB_APP_HISTORY_TTL_MIN_MS UINT64_C(1000)
+#define HUB_APP_HISTORY_TTL_MAX_MS UINT64_C(86400000)
+#define HUB_APP_HISTORY_SIZE_MAX 100000u
+#define HUB_APP_HISTORY_CHANNELS_MAX 64u
+#define HUB_APP_HISTORY_PATTERN_MAX 200u
+
+/*
+ * Does app a keep history for the channel name[0..len) (not
+ * NUL-terminated)? True when a's history is on and it lists no channels
+ * or name matches one of its patterns (a trailing '*' matches any rest,
+ * the empty one included; otherwise the whole name). Public, private,
+ * presence and cache channels all may; a "#" name (#server-to-user-...,
+ * the hub's own) never. Any thread (pure; the app is immutable).
+ */
+bool hub_app_history_on(const struct hub_app *a, const char *name,
+                        size_t len);
 
 /*
  * THE ONE COPY / COMPARE / FREE PATH. A field added to struct hub_app that

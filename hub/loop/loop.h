@@ -67,6 +67,10 @@ struct hub_config {
     uint64_t cache_ttl_ms;         /* a cached event's life */
     uint64_t cache_max_bytes;      /* per app; 0 = no cap */
     uint64_t subscription_count_interval_ms; /* coalescing window */
+    /* History (issue 35, hub/channel/history.h): the bound of everything
+     * the history rings hold, hub-wide (entries and records); an app's
+     * own history_max_bytes bounds it further. */
+    uint64_t history_max_bytes;
     /* permessage-deflate (issue 34): offered to the sessions the read
      * bypass reads, when the app's own "compression" is true too; frames
      * of fewer wire bytes than compression_min_size go plain. */

@@ -3,14 +3,16 @@
  * (server/config/load_file.h): its top-level keys are the options' JSON
  * spellings, applied through the same value parser as flags; its "apps"
  * array lists the apps, each object's keys from the table's app rows, an
- * app's "secret_file" read at once (server/config/secret.h) and its
- * "webhooks" checked whole (server/config/config_webhooks.c).
+ * app's "secret_file" read at once (server/config/secret.h), its
+ * "webhooks" checked whole (server/config/config_webhooks.c) and its
+ * "history" too (server/config/config_history.c).
  *
  * Thread: main thread, while the configuration loads.
  */
 #include "server/config/load_file.h"
 #include "server/config/apply.h"
 #include "server/config/config_error.h"
+#include "server/config/config_history.h"
 #include "server/config/config_webhooks.h"
 #include "server/config/options.h"
 #include "server/config/secret.h"
@@ -140,6 +142,31 @@ static int srv__app_secret_file(struct srv__load *ld, struct hub_app *app,
     return 0;
 }
 
+/*
+ * The app keys that are not rows of the table: "secret_file",
+ * "webhooks" and "history" (key, its value val, in the apps object obj,
+ * apps[i]). 1 when key is none of them (the caller looks it up in the
+ * table), else 0 or the error of its parser.
+ */
+static int srv__app_own_key(struct srv__load *ld, struct hub_app *app,
+                            json_t *obj, size_t i, const char *key,
+                            json_t *val, char *label, size_t labelsz)
+{
+    if (!strcmp(key, "secret_file"))
+        return srv__app_secret_file(ld, app, obj, val, label);
+    /* server/config/config_webhooks.c: the app owns the list. */
+    if (!strcmp(key, "webhooks"))
+        return srv_config_webhooks(app, val, label, ld->err, ld->errlen);
+    if (strcmp(key, "history"))
+        return 1;
+    /* server/config/config_history.c, which names the app itself: the
+     * app owns the channel list. */
+    snprintf(label, labelsz, "%s: apps[%zu].history", ld->file, i);
+    return srv_config_history(app, val, label,
+                              json_string_value(json_object_get(obj, "id")),
+                              ld->err, ld->errlen);
+}
+
 static int srv__load_apps(struct srv__load *ld, json_t *apps)
 {
     struct srv_config *cfg = ld->cfg;
@@ -204,16 +231,9 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
 
             snprintf(label, sizeof(label), "%s: apps[%zu].%s", ld->file, i,
                      key);
-            if (!strcmp(key, "secret_file")) {
-                rc = srv__app_secret_file(ld, app, obj, val, label);
-                if (rc)
-                    return rc;
-                continue;
-            }
-            if (!strcmp(key, "webhooks")) {
-                /* server/config/config_webhooks.c: the app owns the list. */
-                rc = srv_config_webhooks(app, val, label, ld->err,
-                                         ld->errlen);
+            rc = srv__app_own_key(ld, app, obj, i, key, val, label,
+                                  sizeof(label));
+            if (rc <= 0) {
                 if (rc)
                     return rc;
                 continue;

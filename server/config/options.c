@@ -182,6 +182,13 @@ static const struct srv_option_desc srv_options[] = {
      "At most one pusher_internal:subscription_count per channel this "
      "often (apps with subscription_count on).",
      NULL, 1, 600000, 0, SRV_CFG(subscription_count_interval_ms)},
+    /* History (issue 35; docs/CONFIG.md "History", docs/RECOVERY.md). */
+    {"history_max_bytes", SRV_OPT_SIZE, SRV_ALL, 0, "64MiB", NULL,
+     "Memory for the events kept for recovery by every app with "
+     "\"history\" on, together; past it the oldest are evicted. Read at "
+     "start.",
+     NULL, UINT64_C(64) << 10, UINT64_C(16) << 30, 0,
+     SRV_CFG(history_max_bytes)},
     {"ws_rx_buffer", SRV_OPT_SIZE, SRV_ALL, 0, "128", NULL,
      "Bytes libwebsockets reads from one WebSocket per loop pass, held by "
      "every connection: more speeds up clients that send a lot, and costs "

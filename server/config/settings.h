@@ -71,6 +71,8 @@ struct srv_config {
     uint64_t cache_ttl_ms;      /* default 30 min */
     uint64_t cache_max_bytes;   /* per app; default 16 MiB; 0 = no cap */
     uint64_t subscription_count_interval_ms; /* default 1 s */
+    /* History (issue 35): every byte the history rings hold, hub-wide. */
+    uint64_t history_max_bytes; /* default 64 MiB, 64 KiB..16 GiB */
     uint32_t ws_rx_buffer;     /* lws read size per WebSocket, per round */
     int ws_direct_read;        /* 1: the read bypass (server/lws/direct.h) */
     /* permessage-deflate (issue 34): the hub's switch (an app's own
