@@ -6,6 +6,7 @@
 #include "hub/hub.h"
 
 #include "hub/channel/cache.h"
+#include "hub/channel/history.h"
 #include "hub/channel/online.h"
 #include "hub/channel/subcount.h"
 #include "hub/loop/directory.h"
@@ -20,6 +21,7 @@ static const struct hub_feature *const features[] = {
     &hub_cache_feature,
     &hub_subcount_feature,
     &hub_tail_feature,
+    &hub_history_feature,
 };
 
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))

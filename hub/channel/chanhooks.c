@@ -73,9 +73,9 @@ static void send_cached(struct hub_session *s, const char *name, size_t len)
 }
 
 void hub_chanhooks_joined(struct hub_session *s, const char *name, size_t len,
-                          enum hub_channel_kind kind)
+                          enum hub_channel_kind kind, bool resumed)
 {
-    if (hub_channel_is_cache(name, len))
+    if (hub_channel_is_cache(name, len) && !resumed)
         send_cached(s, name, len);
     if (counted(s->app, kind))
         hub_subcount_changed(s->loop, s->app->index, name, len);

@@ -31,9 +31,11 @@ struct hub_app;
 struct hub_loop;
 struct hub_session;
 
-/* s's new subscription to name (of kind) was just confirmed. */
+/* s's new subscription to name (of kind) was just confirmed; resumed: its
+ * missed events are being replayed (recovery), so a cache channel's last
+ * event is not sent again. */
 void hub_chanhooks_joined(struct hub_session *s, const char *name, size_t len,
-                          enum hub_channel_kind kind);
+                          enum hub_channel_kind kind, bool resumed);
 /* A subscription of app to name (of kind) on l just left. */
 void hub_chanhooks_left(struct hub_loop *l, const struct hub_app *app,
                         const char *name, size_t len,

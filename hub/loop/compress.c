@@ -22,7 +22,7 @@ struct hub_frame *hub_loop_zframe(struct hub_loop *l, struct hub_frame *f)
         return z == HUB_FRAME_PLAIN ? f : z;
     /* Small frames gain a few bytes for a deflate call each; only whole
      * text frames are ever compressed (RFC 7692 section 6.1). */
-    if (f->len < l->cfg->compression_min_size ||
+    if (f->len < l->cfg->compression_min_size || f->pair ||
         f->bytes[f->head] != 0x81)
         return f;
     if (!l->deflate)

@@ -9,6 +9,7 @@
  */
 #include "hub/loop/loop.h"
 #include "hub/loop/compress.h"
+#include "hub/loop/resume.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -196,6 +197,7 @@ void hub_loop_destroy(struct hub_loop *l)
         hub_frame_unref(l->defer.f[i]);
     free(l->defer.name);
     hub_loop_compress_fini(l);
+    hub_loop_resume_fini(l);
     hub_chanmap_destroy(l->chans);
     hub_pending_fini(&l->pending);
     hub_shard_fini(&l->shard);

@@ -88,6 +88,7 @@ struct hub_config {
 
 struct hub_backplane;
 struct hub_chanmap;
+struct hub_chantab;
 struct hub_wh_queue;
 
 struct hub {
@@ -164,6 +165,9 @@ struct hub_loop {
      * inflate buffer (max_message + 1 bytes), both from first use. */
     struct hub_deflate *deflate;
     char *inflate_buf;
+    /* Recovery: the state of this loop's sessions that asked to resume,
+     * keyed by session (hub/loop/resume.h); NULL until the first. */
+    struct hub_chantab *resumes;
     /* Each feature's state for this loop (hub_loop_feature_state()),
      * index for index with hub->features; opaque here. */
     void *feature_state[HUB_MAX_FEATURES];

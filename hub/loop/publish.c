@@ -15,6 +15,7 @@
 #include "hub/loop/budget.h"
 #include "hub/loop/chanmap.h"
 #include "hub/loop/compress.h"
+#include "hub/loop/resume.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/session.h"
 
@@ -99,7 +100,9 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
     uint64_t budget, share = 0;
     struct hub_list *pos;
     struct hub_frame *zf = NULL; /* f for compressing members, once asked */
-    unsigned n = 0, nz = 0, sent = 0;
+    /* What resuming members get (hub/loop/resume.h), plain and compressed. */
+    struct hub_frame *rf[2] = { NULL, NULL };
+    unsigned n = 0, nz = 0, nr[2] = { 0, 0 }, sent = 0;
     bool tight = false, forced = false;
 
     if (!ch)
@@ -125,6 +128,30 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
 
         if (skipped(sub, skip))
             continue;
+        if (s->resume && f->hseq) {
+            /* A history frame to a session that resumes: its pair, unless
+             * a guard holds it or the replay had it. */
+            struct hub_frame *g;
+
+            if (s->rguard && hub_resume_take(l, sub, f))
+                continue;
+            g = rf[s->zout] ? rf[s->zout]
+                            : (rf[s->zout] = hub_loop_rframe(l, f, s->zout));
+            if (!g) {
+                hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR,
+                                  true);
+                continue;
+            }
+            if (!tight) {
+                if (hub_session_push(s, g) == 0)
+                    nr[s->zout]++;
+            } else if (hub_budget_admit(l, s, share, budget, g->len,
+                                        &forced) &&
+                       hub_session_send(s, g) == 0) {
+                sent++;
+            }
+            continue;
+        }
         if (!tight) {
             /* Nothing in this walk drops another session's queue: the
              * references and bytes are added once, after it, for the
@@ -156,8 +183,13 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
         hub_frame_ref_n(zf, nz);
         hub_loop_queued_add(l, (uint64_t)nz * zf->len);
     }
+    for (unsigned k = 0; k < 2; k++)
+        if (nr[k]) {
+            hub_frame_ref_n(rf[k], nr[k]);
+            hub_loop_queued_add(l, (uint64_t)nr[k] * rf[k]->len);
+        }
     HUB_STAT_ADD(l->stats.publishes, 1);
-    return n + nz + sent;
+    return n + nz + nr[0] + nr[1] + sent;
 }
 
 /*

@@ -38,6 +38,7 @@
 
 #include "hub/loop/loop.h"
 #include "hub/loop/compress.h"
+#include "hub/loop/resume.h"
 #include "hub/base/log.h"
 #include "hub/wire/protocol.h"
 #include "hub/wire/ws.h"
@@ -136,6 +137,8 @@ void hub_session_fini(struct hub_session *s, enum hub_close_reason reason)
         return;
     if (l->cfg->session_hooks && l->cfg->session_hooks->on_fini)
         l->cfg->session_hooks->on_fini(s);
+    if (s->resume)
+        hub_resume_session_gone(s);
     /* Off the pending list. Listed means flagged; the list is empty
      * outside a read pass, so the second test is only a cheap guard. */
     if (s->want_writable || l->pending.n)
@@ -736,6 +739,9 @@ static void data_written(struct hub_session *s, size_t sent)
         s->tx_ms = (uint32_t)l->now_ms;
         if (s->rx_paused && s->state == HUB_SESSION_OPEN)
             rx_resume(s);
+        /* A resumed subscription's replay goes as the queue drains. */
+        if (s->rguard && s->state == HUB_SESSION_OPEN)
+            hub_resume_pump(s);
     }
 }
 

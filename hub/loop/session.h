@@ -103,6 +103,11 @@ struct hub_session {
     bool pmd : 1;                  /* negotiated: the peer may compress */
     bool zout : 1;                 /* data frames go compressed (pmd and
                                       the app's "compression" key) */
+    /* Recovery (hub/loop/resume.h): the session asked to resume (its
+     * state is in the loop's table), and some subscription of it is
+     * guarded (a replay, or a floor). */
+    bool resume : 1;
+    bool rguard : 1;
     /* Subscribe and unsubscribe requests refused in a row by the rate
      * limit (hub/pusher/pusher.c); past HUB_SUB_REFUSALS_MAX the session closes. */
     uint8_t sub_refused;

@@ -119,6 +119,18 @@
     X(inflated_messages, counter, U64, 0, LOOP, "inflated_messages",           \
       "inflated_messages_total",                                               \
       "Compressed messages received and inflated.")                            \
+    X(resume_sessions, gauge, U64, 22, LOOP, "resume_sessions",               \
+      "resume_sessions",                                                       \
+      "Sessions that asked to resume (lubdub:resume): they get markers.")       \
+    X(resumes, counter, U64, 23, LOOP, "resumes", "resumes_total",             \
+      "Resumed subscriptions whose missed events were replayed.")              \
+    X(resumes_failed, counter, U64, 24, LOOP, "resumes_failed",                \
+      "resumes_failed_total",                                                  \
+      "Resumed subscriptions told lubdub:resume_failed (history did not "     \
+      "reach back).")                                                          \
+    X(replayed_events, counter, U64, 25, LOOP, "replayed_events",              \
+      "replayed_events_total",                                                 \
+      "Events replayed to resumed subscriptions.")                             \
     X(rx_paused, counter, U64, 20, LOOP, "rx_paused", "rx_paused_total",       \
       "Times a session stopped being read: its send queue passed half of "      \
       "max_queue (input backpressure).")                                        \

@@ -26,6 +26,7 @@
 #include "hub/wire/protocol.h"
 #include "hub/loop/session.h"
 #include "hub/pusher/subscribe.h"
+#include "hub/pusher/recover.h"
 #include "hub/webhook/queue.h"
 #include "hub/ops/tail.h"
 #include "hub/pusher/watchlist.h"
@@ -481,6 +482,13 @@ static int on_message(struct hub_session *s, const char *text, size_t len,
             signin(s, &m);
         break;
     case HUB_MSG_OTHER:
+        /* Recovery (docs/PROTOCOL.md): rate-limited like a subscribe,
+         * since each may grow the session's resume state. */
+        if (!strcmp(m.event, "lubdub:resume")) {
+            if (take_subscribe(s, now_ms))
+                hub_recover_on_resume(s, &m);
+            break;
+        }
         HUB_STAT_ADD(l->stats.bad_messages, 1);
         break;
     }

@@ -33,6 +33,7 @@
 #include "hub/app/auth.h"
 #include "hub/loop/backplane.h"
 #include "hub/channel/chanhooks.h"
+#include "hub/channel/history.h"
 #include "hub/loop/chanmap.h"
 #include "hub/base/json.h"
 #include "hub/base/log.h"
@@ -40,6 +41,7 @@
 #include "hub/wire/protocol.h"
 #include "hub/loop/publish.h"
 #include "hub/loop/session.h"
+#include "hub/pusher/recover.h"
 
 #define SUCCEEDED "pusher_internal:subscription_succeeded"
 
@@ -76,6 +78,11 @@ int hub_pusher_publish(struct hub_session *s, const char *channel,
     const struct hub_pub_req r = { s->app->index, channel, len, f, &ex,
                                    batch };
 
+    /* A client event on a channel with history is kept (member events
+     * are not: presence state comes back with subscription_succeeded). */
+    if (!member_seq && hub_app_history_on(s->app, channel, len))
+        return hub_history_publish(hub_history_of(s->loop->hub), s->loop,
+                                   s->app, &r, false);
     return hub_publish_req(s->loop->hub, s->loop, &r);
 }
 
@@ -547,6 +554,7 @@ static void sub_finish(struct hub_session *s, struct hub_sub *sub,
     struct hub_loop *l = s->loop;
     bool presence = kind == HUB_CHANNEL_PRESENCE;
     struct hub_frame *ok = NULL, *added;
+    bool resumed;
 
     if (rc) {
         free(sub);
@@ -598,9 +606,9 @@ static void sub_finish(struct hub_session *s, struct hub_sub *sub,
     hub_list_link_tail(&s->subs, &sub->session_link);
     ch->n_members++;
     HUB_STAT_ADD(l->stats.subscriptions, 1);
-    hub_session_send(s, ok);
+    resumed = hub_recover_joined(s, sub, ch->name, ch->name_len, ok);
     hub_frame_unref(ok);
-    hub_chanhooks_joined(s, ch->name, ch->name_len, kind);
+    hub_chanhooks_joined(s, ch->name, ch->name_len, kind, resumed);
     /* Authorized connections: a private or presence channel counts. */
     if (kind != HUB_CHANNEL_PUBLIC)
         hub_session_authorized(s);
@@ -812,6 +820,7 @@ static void leave(struct hub_session *s, struct hub_sub *sub)
         return;
     }
     assert(sub->s == s && ch->n_members > 0);
+    hub_recover_left(s, sub);
     hub_list_unlink(&sub->chan_link);
     hub_list_unlink(&sub->session_link);
     ch->n_members--;

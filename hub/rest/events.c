@@ -25,6 +25,7 @@
 #include "hub/app/app.h"
 #include "hub/base/json.h"
 #include "hub/channel/chanhooks.h"
+#include "hub/channel/history.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/publish.h"
 #include "hub/rest/wait.h"
@@ -274,12 +275,22 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
 
         if (!f)
             return -ENOMEM;
-        if (hub_channel_is_cache(name, len))
+        if (hub_app_history_on(app, name, len)) {
+            /* Kept for recovery (hub/channel/history.h), and published
+             * in the order of its id. */
+            const struct hub_pub_req q = {
+                app->index, name, len, f, r->skip.set ? &r->skip : NULL,
+                false };
+
+            rc = hub_history_publish(hub_history_of(l->hub), l, app, &q,
+                                     hub_channel_is_cache(name, len));
+        } else if (hub_channel_is_cache(name, len)) {
             rc = hub_publish_cache(l->hub, l, app->index, name, len, f,
                                    r->skip.set ? &r->skip : NULL);
-        else
+        } else {
             rc = hub_publish(l->hub, l, app->index, name, len, f,
                              r->skip.set ? &r->skip : NULL);
+        }
         /* After the fan-out: a subscriber joining in between gets the
          * older event first, then this one. */
         if (!rc && hub_channel_is_cache(name, len))

@@ -24,7 +24,29 @@ struct hub_frame *hub_frame_create(size_t payload_cap)
     f->payload_len = 0;
     f->cap = (uint32_t)payload_cap;
     f->head = HUB_FRAME_HEADER_MAX;
+    f->pair = 0;
     atomic_init(&f->z, NULL);
+    f->hseq = 0;
+    f->horigin = NULL;
+    atomic_init(&f->r, NULL);
+    return f;
+}
+
+struct hub_frame *hub_frame_create_pair(const unsigned char *a, size_t alen,
+                                        const unsigned char *b, size_t blen)
+{
+    struct hub_frame *f;
+
+    if (alen > UINT32_MAX / 2 || blen > UINT32_MAX / 2)
+        return NULL;
+    f = hub_frame_create(alen + blen);
+    if (!f)
+        return NULL;
+    memcpy(f->bytes + f->head, a, alen);
+    memcpy(f->bytes + f->head + alen, b, blen);
+    f->len = (uint32_t)(alen + blen);
+    f->payload_len = f->len;
+    f->pair = 1;
     return f;
 }
 
@@ -80,8 +102,13 @@ void hub_frame_unref(struct hub_frame *f)
         struct hub_frame *z = atomic_load_explicit(&f->z,
                                                    memory_order_acquire);
 
+        struct hub_frame *r = atomic_load_explicit(&f->r,
+                                                   memory_order_acquire);
+
         if (z && z != HUB_FRAME_PLAIN)
             hub_frame_unref(z);
+        if (r)
+            hub_frame_unref(r);
         free(f);
     }
 }

@@ -25,6 +25,9 @@ struct hub_frame {
     uint32_t payload_len;
     uint32_t cap;          /* payload capacity */
     uint8_t head;          /* offset of the first header byte in bytes[] */
+    /* Two messages in one buffer (recovery's marker and its event, r
+     * below): never compressed as one message. */
+    uint8_t pair;
     /*
      * The frame as compressing sessions get it (permessage-deflate,
      * hub/loop/compress.h): NULL until a loop first needs it, then the
@@ -34,6 +37,19 @@ struct hub_frame {
      * holding a reference may be the first.
      */
     _Atomic(struct hub_frame *) z;
+    /*
+     * Recovery (hub/channel/history.h, hub/loop/resume.h): this
+     * publication's id in its channel's history, set before the frame is
+     * shared (hseq 0: the channel keeps none; horigin borrowed from the
+     * history store, which outlives every frame), and the frame a resuming
+     * session gets instead: the lubdub:id marker and this frame in one
+     * buffer (pair set), made by the first loop that needs it and
+     * installed by compare-and-swap like z; its own z is the marker and
+     * this frame's compressed variant.
+     */
+    uint64_t hseq;
+    const char *horigin;
+    _Atomic(struct hub_frame *) r;
     unsigned char bytes[]; /* HUB_FRAME_HEADER_MAX + cap */
 };
 
@@ -45,6 +61,10 @@ extern struct hub_frame hub_frame_plain_mark;
 struct hub_frame *hub_frame_create(size_t payload_cap);
 /* Owned; a sealed text frame holding a copy of payload. */
 struct hub_frame *hub_frame_create_text(const void *payload, size_t len);
+/* Owned; the wire bytes of two whole frames, a then b, sent as one (pair
+ * set: each stays its own message). NULL on allocation failure. */
+struct hub_frame *hub_frame_create_pair(const unsigned char *a, size_t alen,
+                                        const unsigned char *b, size_t blen);
 /* Borrowed; where to write up to cap payload bytes before sealing. */
 static inline char *hub_frame_payload(struct hub_frame *f)
 {
