@@ -248,6 +248,12 @@ static inline bool hub_dir_online(struct hub *h,
     return h->bp->dir->online && h->bp->dir->online(h->bp->dir_impl, ch);
 }
 
+/* True when the backplane reaches other processes (a cluster). */
+static inline bool hub_bus_remote(const struct hub *h)
+{
+    return h->bp->stats != NULL;
+}
+
 /* True when the bus reaches other processes and was told. */
 static inline bool hub_bus_count_changed(struct hub *h, unsigned app,
                                          const char *name, size_t len)

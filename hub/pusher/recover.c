@@ -15,6 +15,7 @@
 #include "hub/app/app.h"
 #include "hub/base/log.h"
 #include "hub/channel/history.h"
+#include "hub/loop/backplane.h"
 #include "hub/loop/loop.h"
 #include "hub/loop/publish.h"
 #include "hub/loop/resume.h"
@@ -262,6 +263,13 @@ static bool replay(struct hub_session *s, struct hub_sub *sub,
 
     if (!known_pos(ids, &known)) {
         *reason = "invalid";
+        return false;
+    }
+    if (hub_bus_remote(s->loop->hub)) {
+        /* In a cluster this node's ring lacks what other nodes took in:
+         * only the channel's stream in Redis can say what was missed,
+         * and that read is not served yet. Never a partial replay. */
+        *reason = "unavailable";
         return false;
     }
     g = hub_history_resume(hub_history_of(s->loop->hub), app->index, name,
