@@ -145,6 +145,16 @@ static void test_app_defaults_history_off(void **state)
     assert_false(hub_app_history_on(NULL, "news", 4));
 }
 
+/* app with history on, the defaults and the n patterns of list (borrowed). */
+static void history_app(struct hub_app *app, char **list, unsigned n)
+{
+    memset(app, 0, sizeof(*app));
+    hub_app_defaults(app);
+    app->history = true;
+    app->history_channels = list;
+    app->n_history_channels = n;
+}
+
 /* No list: every channel of every kind, never a "#" one. */
 static void test_app_history_on_every_channel_without_list(void **state)
 {
@@ -155,9 +165,7 @@ static void test_app_history_on_every_channel_without_list(void **state)
     struct hub_app app;
 
     (void)state;
-    memset(&app, 0, sizeof(app));
-    hub_app_defaults(&app);
-    app.history = true;
+    history_app(&app, NULL, 0);
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
         if (!on(&app, yes[i]))
             fail_msg("\"%s\" keeps no history", yes[i]);
@@ -173,11 +181,7 @@ static void test_app_history_on_matches_prefix_and_exact(void **state)
     struct hub_app app;
 
     (void)state;
-    memset(&app, 0, sizeof(app));
-    hub_app_defaults(&app);
-    app.history = true;
-    app.history_channels = list;
-    app.n_history_channels = 3;
+    history_app(&app, list, 3);
     assert_true(on(&app, "orders-1"));
     assert_true(on(&app, "orders-"));
     assert_false(on(&app, "orders"));
@@ -203,11 +207,7 @@ static void test_app_history_on_never_hash_names(void **state)
     struct hub_app app;
 
     (void)state;
-    memset(&app, 0, sizeof(app));
-    hub_app_defaults(&app);
-    app.history = true;
-    app.history_channels = list;
-    app.n_history_channels = 1;
+    history_app(&app, list, 1);
     assert_true(on(&app, "anything"));
     assert_true(on(&app, "private-x"));
     assert_false(on(&app, "#server-to-user-42"));
@@ -221,14 +221,10 @@ static void test_app_equal_compares_history(void **state)
     struct hub_app a, *c;
 
     (void)state;
-    memset(&a, 0, sizeof(a));
-    hub_app_defaults(&a);
+    history_app(&a, list, 2);
     a.id = "1";
     a.key = "k";
     a.secret = "s";
-    a.history = true;
-    a.history_channels = list;
-    a.n_history_channels = 2;
     c = hub_app_dup(&a);
     assert_non_null(c);
     assert_true(hub_app_equal(&a, c));

@@ -28,23 +28,20 @@ struct fixture {
     char err[512];
 };
 
+/* One fixture, reset for each case (the cases run one at a time). */
+static struct fixture the_fixture;
+
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-
-    if (!f)
-        return -1;
-    srv_config_defaults(&f->cfg);
-    *state = f;
+    memset(&the_fixture, 0, sizeof(the_fixture));
+    srv_config_defaults(&the_fixture.cfg);
+    *state = &the_fixture;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-
-    srv_config_fini(&f->cfg);
-    free(f);
+    srv_config_fini(&((struct fixture *)*state)->cfg);
     return 0;
 }
 
@@ -160,36 +157,64 @@ static void test_config_history_false_null_absent_off(void **state)
     assert_false(f->cfg.apps[0].history);
 }
 
-static void test_config_history_bad_ttl_refused(void **state)
-{
-    struct fixture *f = *state;
+/* One refused value of a history key and the words its error must hold. */
+struct refusal {
+    const char *value;
+    const char *want;
+};
 
-    expect_refused(f, "{\"ttl\": \"0s\"}", "history.ttl");
-    expect_refused(f, "{\"ttl\": \"0s\"}", "out of range 1s..24h");
-    expect_refused(f, "{\"ttl\": \"999ms\"}", "out of range 1s..24h");
-    expect_refused(f, "{\"ttl\": \"25h\"}", "out of range 1s..24h");
-    /* A bare number is milliseconds, as for every duration. */
-    expect_refused(f, "{\"ttl\": 120}", "out of range 1s..24h");
-    expect_refused(f, "{\"ttl\": \"2d\"}", "is not a duration");
-    expect_refused(f, "{\"ttl\": \"-1s\"}", "is negative");
-    expect_refused(f, "{\"ttl\": 1.5}", "must be a whole number or a string");
-    expect_refused(f, "{\"ttl\": true}", "must be a whole number or a string");
-    expect_refused(f, "{\"ttl\": null}", "history.ttl");
+/* {"key": value} refused for each case, the error naming the key. */
+static void refuse_each(struct fixture *f, const char *key,
+                        const struct refusal *c, size_t n)
+{
+    char history[256], named[64];
+
+    snprintf(named, sizeof(named), "history.%s (app \"a1\"): ", key);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(history, sizeof(history), "{\"%s\": %s}", key,
+                 c[i].value);
+        expect_refused(f, history, named);
+        expect_refused(f, history, c[i].want);
+    }
 }
 
+static void test_config_history_bad_ttl_refused(void **state)
+{
+    /* A bare number is milliseconds, as for every duration: 120 is too
+     * short. */
+    static const struct refusal ttl[] = {
+        {"\"0s\"", ": 0s is out of range 1s..24h"},
+        {"\"999ms\"", "out of range 1s..24h"},
+        {"\"25h\"", "out of range 1s..24h"},
+        {"120", "120 is out of range 1s..24h"},
+        {"\"2d\"", "\"2d\" is not a duration"},
+        {"\"-1s\"", "is negative"},
+        {"1.5", "must be a whole number or a string (e.g. \"120s\")"},
+        {"true", "must be a whole number or a string"},
+        {"null", "must be a whole number or a string"},
+    };
+
+    refuse_each(*state, "ttl", ttl, sizeof(ttl) / sizeof(ttl[0]));
+}
+
+/* size, and max_bytes with it: the other numbers. */
 static void test_config_history_bad_size_refused(void **state)
 {
-    struct fixture *f = *state;
+    static const struct refusal size[] = {
+        {"0", "0 is out of range 1..100000"},
+        {"100001", "out of range 1..100000"},
+        {"-5", "is negative"},
+        {"\"1k\"", "is not a whole number"},
+        {"[1]", "must be a whole number or a string (e.g. 1000)"},
+    }, max_bytes[] = {
+        {"\"17GiB\"", "17GiB is out of range 0..16GiB"},
+        {"\"lots\"", "is not a size"},
+        {"{}", "must be a whole number or a string (e.g. \"8MiB\")"},
+    };
 
-    expect_refused(f, "{\"size\": 0}", "history.size");
-    expect_refused(f, "{\"size\": 0}", "out of range 1..100000");
-    expect_refused(f, "{\"size\": 100001}", "out of range 1..100000");
-    expect_refused(f, "{\"size\": -5}", "is negative");
-    expect_refused(f, "{\"size\": \"1k\"}", "is not a whole number");
-    expect_refused(f, "{\"size\": [1]}", "must be a whole number or a string");
-    expect_refused(f, "{\"max_bytes\": \"17GiB\"}", "history.max_bytes");
-    expect_refused(f, "{\"max_bytes\": \"17GiB\"}", "out of range 0..16GiB");
-    expect_refused(f, "{\"max_bytes\": \"lots\"}", "is not a size");
+    refuse_each(*state, "size", size, sizeof(size) / sizeof(size[0]));
+    refuse_each(*state, "max_bytes", max_bytes,
+                sizeof(max_bytes) / sizeof(max_bytes[0]));
 }
 
 static void test_config_history_bad_channels_refused(void **state)
