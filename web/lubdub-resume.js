@@ -18,10 +18,12 @@
  * lubdub:resume_failed is left for the app: pusher.bind('lubdub:resume_failed').
  */
 const PART = 8000; // bytes of channel positions per lubdub:resume message
+// Channel names and node ids may be "__proto__": tables without a prototype.
+const table = (from) => Object.assign(Object.create(null), from);
 
 export function resume(pusher, options = {}) {
   const conn = pusher.connection;
-  const H = {};          // channel -> {origin: last seq passed to the app}
+  const H = table();     // channel -> {origin: last seq passed to the app}
   let pending = null;    // [origin, seq] of the next event on a channel
   let sockets = [];      // this client's previous socket ids, newest last
   let lastRx = 0;        // Date.now() when the last message arrived
@@ -35,11 +37,11 @@ export function resume(pusher, options = {}) {
   function send() {
     const live = new Set(pusher.allChannels().map((c) => c.name));
     const head = { v: 1, away_ms: lastRx && Math.max(0, Date.now() - lastRx), sockets };
-    let part = {}, size = 0;
+    let part = table(), size = 0;
     const flush = () => {
       pusher.send_event('lubdub:resume', { ...head, channels: part });
       n.resumes++;
-      part = {};
+      part = table();
       size = 0;
     };
     for (const c of Object.keys(H)) {
@@ -62,7 +64,7 @@ export function resume(pusher, options = {}) {
         n.markers++;
         return hide(ev, 'lubdub_id');
       case 'lubdub:pos': // a fresh subscription starts here
-        if (d && d.channel) H[d.channel] = { ...d.ids };
+        if (d && d.channel) H[d.channel] = table(d.ids);
         return hide(ev, 'lubdub_pos');
       case 'lubdub:resumed':
         return hide(ev, 'lubdub_resumed');
@@ -73,7 +75,7 @@ export function resume(pusher, options = {}) {
     const c = ev.channel;
     if (!pending || !c) return;
     const [origin, seq] = pending;
-    const h = H[c] || (H[c] = {});
+    const h = H[c] || (H[c] = table());
     pending = null;
     if (h[origin] >= seq) {
       // Already passed to the app: the hub never sends this, but if it
