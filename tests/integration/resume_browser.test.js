@@ -9,23 +9,18 @@
 // sends its lubdub:resume and receives a published event once, and no
 // lubdub: name reaches its pusher.bind_global. What holds whether or not
 // the hub answers the resume (the replay itself is the recovery tests').
-// Registered with the e2e label and the chromium lock (tests/e2e's rule:
-// one browser at a time, never under a sanitizer).
+// Chromium and the app's origin: lib/browser.js.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const http = require('node:http');
-const path = require('node:path');
 const { startHub } = require('./lib/hub');
 const { serverSdk } = require('./lib/clients');
+const { launch, appServer } = require('./lib/browser');
 
-const CHROMIUM = process.env.LUBDUB_CHROMIUM || '/usr/bin/chromium';
 const WAIT = { timeout: 20000 };
 
 // The app's page, on an origin of its own.
-async function appServer(t, hub) {
-  const bundle = path.join(__dirname, 'node_modules/pusher-js/dist/web/pusher.min.js');
-  const html = `<!doctype html><meta charset="utf-8"><title>app</title>
+function appPage(t, hub) {
+  return appServer(t, `<!doctype html><meta charset="utf-8"><title>app</title>
 <script src="/pusher.min.js"></script>
 <script type="module">
   import { resume } from '${hub.url('/lubdub-resume.js')}';
@@ -39,38 +34,13 @@ async function appServer(t, hub) {
   channel.bind('headline', (d) => window.got.push(d));
   window.pusher = pusher;
   window.channel = channel;
-</script>`;
-  const bodies = {
-    '/pusher.min.js': ['text/javascript', fs.readFileSync(bundle)],
-    '/': ['text/html', html],
-  };
-  const server = http.createServer((req, res) => {
-    const [type, body] = bodies[req.url] || bodies['/'];
-    res.writeHead(200, { 'content-type': type });
-    res.end(body);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  t.after(() => {
-    server.closeAllConnections();
-    return new Promise((r) => server.close(r));
-  });
-  return `http://127.0.0.1:${server.address().port}/`;
+</script>`);
 }
 
 test('Chromium: an app on another origin imports /lubdub-resume.js and runs it with pusher-js', async (t) => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: run deploy/install-deps.sh test`);
-  }
-  const { chromium } = require('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
-      '--no-first-run', '--disable-component-update', '--disable-sync'],
-  });
-  t.after(() => browser.close());
+  const browser = await launch(t);
   const hub = await startHub([], { t });
-  const url = await appServer(t, hub);
+  const url = await appPage(t, hub);
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
