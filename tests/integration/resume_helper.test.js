@@ -14,7 +14,8 @@
 // reaches pusher.bind, and the lubdub:resume after a reconnect (before
 // every pusher:subscribe on the wire) holds the positions, the previous
 // socket ids and away_ms, in parts under 8 KB, without the channels the
-// app left. resume() on an open connection and stop() too.
+// app left. resume() on an open connection and stop() too, and Laravel
+// Echo through resume(Echo.connector.pusher).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -242,4 +243,31 @@ test('resume() on an open connection sends at once; stop() unbinds it', async (t
   assert.deepEqual(helper.stats(), { duplicates: 0, markers: 1, resumes: 2 });
   const c3 = await cut(hub, 1);
   assert.equal(resumesOf(c3).msgs.length, 0, 'no lubdub:resume once stopped');
+});
+
+test('Laravel Echo: resume(Echo.connector.pusher); listen() gets each event once, listenToAll() no lubdub: name', async (t) => {
+  const { default: Echo } = await import('laravel-echo');
+  const hub = await fakeHub(t, () => ({ b1: 1 }));
+  const echo = new Echo({
+    broadcaster: 'pusher', key: 'app-key', cluster: 'x', wsHost: '127.0.0.1', wsPort: hub.port,
+    forceTLS: false, enabledTransports: ['ws'], disableStats: true, Pusher,
+  });
+  t.after(() => echo.disconnect());
+  const helper = resume(echo.connector.pusher);
+  const got = [];
+  const all = [];
+  let subscribed = false;
+  echo.channel('orders').listen('.shipped', (e) => got.push(e.n))
+    .listenToAll((name) => all.push(name)).subscribed(() => { subscribed = true; });
+  await waitFor(() => subscribed, 'subscribed');
+  const c1 = hub.last();
+  hub.pair(c1, 'orders', ['b1', 2], 'shipped', { n: 2 });
+  hub.pair(c1, 'orders', ['b1', 2], 'shipped', { n: 2 });
+  hub.pair(c1, 'orders', ['b1', 3], 'shipped', { n: 3 });
+  await waitFor(() => got.includes(3), 'events');
+  assert.deepEqual(got, [2, 3]);
+  assert.deepEqual(all, ['.shipped', '.shipped']);
+  assert.equal(helper.stats().duplicates, 1);
+  const c2 = await cut(hub, 1);
+  assert.deepEqual(resumesOf(c2).msgs[0].channels, { orders: { b1: 3 } });
 });
