@@ -4,6 +4,15 @@
  * configured web root, its type from its extension, handed to lws to
  * send. Anything else is a prompt 404.
  *
+ * One file is the binary's own whatever the web root holds:
+ * /lubdub-resume.js, the resume helper (web/lubdub-resume.js, embedded at
+ * build time by server/http/embed.cmake). It speaks this hub's side of the
+ * recovery messages (docs/PROTOCOL.md), so a custom --web-root without it,
+ * or with an older copy, must not change what apps import. It goes out
+ * like every other answer (srv_http_respond: no-store, as lws sends the
+ * web root's files, and "access-control-allow-origin: *", which a module
+ * script imported from an app on another origin needs).
+ *
  * Thread: the connection's loop.
  */
 #include "server/http/files.h"
@@ -11,6 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "server/http/web_text.h"
 
 /* The Content-Type of path's extension. */
 static const char *mime_of(const char *path)
@@ -42,6 +53,10 @@ int srv_http_files_serve(struct lws *wsi, struct srv_loop *l,
     char file[1024];
     struct stat st;
 
+    if (strcmp(path, "/lubdub-resume.js") == 0)
+        return srv_http_respond(wsi, p, 200, "text/javascript; charset=utf-8",
+                                (const char *)SRV_WEB_LUBDUB_RESUME,
+                                sizeof(SRV_WEB_LUBDUB_RESUME));
     if (strcmp(path, "/") == 0)
         path = "/index.html";
     else if (strcmp(path, "/dashboard") == 0 || strcmp(path, "/dashboard/") == 0)

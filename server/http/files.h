@@ -8,7 +8,8 @@
 #include "server/http/request.h"
 
 /* Serve path ("/" is index.html, "/dashboard" dashboard.html) from the
- * web root, or 404. 0, or -1 to close. */
+ * web root, or 404; "/lubdub-resume.js" from the binary itself, whatever
+ * the web root holds. 0, or -1 to close. */
 int srv_http_files_serve(struct lws *wsi, struct srv_loop *l,
                          struct http_req *p, const char *path);
 

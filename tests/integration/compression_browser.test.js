@@ -14,13 +14,11 @@
 // one browser at a time, never under a sanitizer).
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const http = require('node:http');
 const path = require('node:path');
 const { startHub, waitFor, ROOT } = require('./lib/hub');
 const { corpus1k, publishEvent, textClient, compression } = require('./lib/pmd');
+const { launch, appServer } = require('./lib/browser');
 
-const CHROMIUM = process.env.LUBDUB_CHROMIUM || '/usr/bin/chromium';
 const WAIT = { timeout: 20000 };
 const CORPUS = corpus1k();
 
@@ -53,11 +51,10 @@ function received(page, needle) {
     .then((h) => h.jsonValue());
 }
 
-// A page from another origin serving pusher-js's browser bundle, as an
-// app would load it; resolves with its server.
-async function pusherPageServer(t, hub) {
-  const bundle = path.join(__dirname, 'node_modules/pusher-js/dist/web/pusher.min.js');
-  const html = `<!doctype html><meta charset="utf-8"><title>pusher-js</title>
+// A page from another origin with pusher-js's browser bundle, as an app
+// would load it; resolves with its URL.
+function pusherPage(t, hub) {
+  return appServer(t, `<!doctype html><meta charset="utf-8"><title>pusher-js</title>
 <script src="/pusher.min.js"></script>
 <script>
   window.got = [];
@@ -66,38 +63,11 @@ async function pusherPageServer(t, hub) {
   const ch = p.subscribe('news');
   ch.bind(${JSON.stringify(CORPUS.event)}, (d) => window.got.push(d));
   window.pusher = p; window.channel = ch;
-</script>`;
-  const bodies = {
-    '/pusher.min.js': ['text/javascript', fs.readFileSync(bundle)],
-    '/': ['text/html', html],
-  };
-  const server = http.createServer((req, res) => {
-    const [type, body] = bodies[req.url] || bodies['/'];
-    res.writeHead(200, { 'content-type': type });
-    res.end(body);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  t.after(() => {
-    server.closeAllConnections();
-    return new Promise((r) => server.close(r));
-  });
-  return server;
+</script>`);
 }
 
 test('Chromium: the demo page and pusher-js negotiate permessage-deflate and get the corpus byte-exact', async (t) => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: run deploy/install-deps.sh test`);
-  }
-  // The npm packages are pinned in tests/integration (package.json).
-  const { chromium } = require('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
-      '--no-first-run', '--disable-component-update', '--disable-sync'],
-  });
-  // Closed before the hub stops (the hub's t.after comes later).
-  t.after(() => browser.close());
+  const browser = await launch(t);
   const hub = await startHub(['--compression', 'on', '--dev-auth-endpoint',
     '--web-root', path.join(ROOT, 'web')], { t, loops: 2 });
   const errors = [];
@@ -147,8 +117,7 @@ test('Chromium: the demo page and pusher-js negotiate permessage-deflate and get
     'the hub to inflate what the pages sent');
 
   // pusher-js's browser bundle on a page of another origin.
-  const server = await pusherPageServer(t, hub);
-  const pj = await open(ctxB, `http://127.0.0.1:${server.address().port}/`);
+  const pj = await open(ctxB, await pusherPage(t, hub));
   await pj.waitForFunction(() => window.pusher.connection.state === 'connected' &&
     window.channel.subscribed, null, WAIT);
   const exts = await pj.evaluate(() => window.__ws.map((w) => w.extensions));
