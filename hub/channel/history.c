@@ -69,6 +69,17 @@ struct hist_app {
     uint64_t n, bytes;
 };
 
+/* Another node's origin id, which frames received from it point at. */
+struct remote_origin {
+    struct remote_origin *next;
+    uint64_t seen_ms;              /* the loop clock, last stamped */
+    char id[];
+};
+
+/* An origin no frame can hold any more: a day (the longest ttl) and an
+ * hour unseen. */
+#define REMOTE_FORGET_MS (25ull * 3600 * 1000)
+
 struct hub_history {
     pthread_mutex_t mu;
     struct hub_chantab t;
@@ -79,6 +90,8 @@ struct hub_history {
     uint64_t seq;                  /* this origin's counter */
     uint64_t forced_ms;            /* a record last dropped for bytes */
     uint64_t evicted, expired;
+    struct remote_origin *remotes; /* other nodes' origins, interned */
+    unsigned n_remotes;
     char origin[HUB_HISTORY_ORIGIN_MAX + 1];
 };
 
@@ -182,6 +195,12 @@ void hub_history_destroy(struct hub_history *hh)
 {
     if (!hh)
         return;
+    while (hh->remotes) {
+        struct remote_origin *o = hh->remotes;
+
+        hh->remotes = o->next;
+        free(o);
+    }
     while (!hub_list_is_empty(&hh->entries))
         entry_drop(hh, hub_container_of(hh->entries.next, struct hist_entry,
                                         hub_link), true, 0);
@@ -202,6 +221,14 @@ static struct hist_rec *find(struct hub_history *hh, unsigned app,
         return NULL;
     n = hub_chantab_find(&hh->t, app, name, len, hub_chan_hash(app, name, len));
     return n ? hub_container_of(n, struct hist_rec, node) : NULL;
+}
+
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static uint64_t entry_bytes(const struct hub_frame *f)
@@ -303,6 +330,8 @@ int hub_history_publish(struct hub_history *hh, struct hub_loop *l,
     /* Allocated before the lock. */
     struct hist_entry *e = malloc(sizeof(*e));
     struct hub_pub_req q = *r;
+    struct hub_pub_hist meta = { wall_ms(), app->history_ttl_ms,
+                                 app->history_size };
     struct hist_rec *rec = NULL;
     int rc;
 
@@ -315,6 +344,7 @@ int hub_history_publish(struct hub_history *hh, struct hub_loop *l,
         r->f->hseq = ++hh->seq;
         r->f->horigin = hh->origin;
         rec->last_seq = r->f->hseq;
+        q.hist = &meta;
         rec->pinned = true;
         keep(hh, rec, e, app, r, now_ms);
         rec->pinned = false;
@@ -495,6 +525,63 @@ out:
     return g;
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void hub_history_stamp(struct hub_history *hh, struct hub_frame *f,
+                       const char *origin, size_t len, uint64_t seq)
+{
+    struct remote_origin *o;
+
+    if (!hh || !seq || !len || len > HUB_HISTORY_ORIGIN_MAX ||
+        memchr(origin, '\0', len))
+        return;
+    for (size_t i = 0; i < len; i++)
+        if (origin[i] == '"' || origin[i] == '\\' ||
+            (unsigned char)origin[i] < 0x20)
+            return; /* it goes into the marker's JSON as it is */
+    pthread_mutex_lock(&hh->mu);
+    for (o = hh->remotes; o; o = o->next)
+        if (!strncmp(o->id, origin, len) && !o->id[len])
+            break;
+    if (!o && (o = malloc(sizeof(*o) + len + 1))) {
+        memcpy(o->id, origin, len);
+        o->id[len] = '\0';
+        o->next = hh->remotes;
+        hh->remotes = o;
+        hh->n_remotes++;
+    }
+    if (o) {
+        o->seen_ms = mono_ms();
+        f->hseq = seq;
+        f->horigin = o->id;
+    }
+    pthread_mutex_unlock(&hh->mu);
+}
+
+/* Under mu: forget the origins unseen for REMOTE_FORGET_MS. */
+static void forget_remotes(struct hub_history *hh)
+{
+    uint64_t now = mono_ms();
+
+    for (struct remote_origin **p = &hh->remotes; *p;) {
+        struct remote_origin *o = *p;
+
+        if (now - o->seen_ms > REMOTE_FORGET_MS) {
+            *p = o->next;
+            hh->n_remotes--;
+            free(o);
+        } else {
+            p = &o->next;
+        }
+    }
+}
+
 int hub_history_id_parse(const char *s, size_t len, struct hub_history_id *out)
 {
     const char *colon = memchr(s, ':', len);
@@ -612,6 +699,7 @@ unsigned hub_history_reclaim(struct hub_history *hh, uint64_t now_ms)
             n++;
         }
     }
+    forget_remotes(hh);
     pthread_mutex_unlock(&hh->mu);
     return n;
 }

@@ -58,7 +58,7 @@ struct hub_pub_req;
 #define HUB_HISTORY_ENTRY_OVERHEAD 96
 #define HUB_HISTORY_RECORD_OVERHEAD 192
 /* Origins one record tracks (one node: 1; a cluster: its nodes). */
-#define HUB_HISTORY_ORIGINS 8
+#define HUB_HISTORY_ORIGINS 16
 /* An origin's id: up to 64 bytes (a node id). */
 #define HUB_HISTORY_ORIGIN_MAX 64
 /* "<origin>:<seq>" */
@@ -182,6 +182,17 @@ int hub_history_read(struct hub_history *hh, unsigned app, const char *name,
                      uint64_t ttl_ms, struct hub_history_events *out,
                      bool *complete);
 void hub_history_events_free(struct hub_history_events *ev);
+
+/*
+ * Give f (not yet shared) the id another node gave its publication (an
+ * envelope's, hub/cluster/cluster_envelope.h), so this node's resuming
+ * sessions get its marker. The origin's text is kept once per origin in
+ * the store (f points at it) and forgotten after a day and an hour
+ * unseen, when no frame can hold it any more (the longest ttl is a day).
+ * Nothing when seq is 0, hh NULL or the origin malformed.
+ */
+void hub_history_stamp(struct hub_history *hh, struct hub_frame *f,
+                       const char *origin, size_t len, uint64_t seq);
 
 /* Parse "<origin>:<seq>": 0 or -EINVAL. */
 int hub_history_id_parse(const char *s, size_t len, struct hub_history_id *out);

@@ -114,7 +114,7 @@ static void publish_count(struct hub_loop *l, unsigned app, const char *name,
      * (docs/SCALING.md) each node reads the cluster-wide count itself,
      * and a count sent through the bus could overtake a newer one. With
      * the in-process backplane this is what hub_publish() does. */
-    const struct hub_pub_req r = { app, name, len, f, NULL, false };
+    const struct hub_pub_req r = { app, name, len, f, NULL, false, NULL };
 
     if (f && hub_fanout_loops(h, l, &r) == 0)
         HUB_STAT_ADD(l->stats.subscription_count_events, 1);

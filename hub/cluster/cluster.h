@@ -79,6 +79,9 @@ enum hub_cluster_op_kind {
      * rchan is the user's channel, "<prefix>:<app id>:#server-to-user-<id>"
      * (a signin's script runs once Redis confirmed its SUBSCRIBE). */
     HUB_COP_ONLINE,
+    /* A read of a channel's history stream for recovery (op->hrd;
+     * rchan is the stream's key, "<prefix>:history:<app id>:<channel>"). */
+    HUB_COP_HREAD,
 };
 
 /* An online change for the backplane thread (docs/SCALING.md, "Watchlists
@@ -138,6 +141,10 @@ struct hub_cluster_op {
     bool member;                   /* SUB/UNSUB of a member-event channel */
     struct hub_cluster_dirop *dop; /* JOIN, LEAVE, QUERY */
     struct hub_cluster_onop *oop;  /* ONLINE */
+    /* EVENT and CACHE of a publication kept for recovery (f->hseq set):
+     * the stream write's time and bounds; size 0 = not kept. */
+    struct hub_pub_hist hist;
+    struct hub_hist_read *hrd;     /* HREAD; posted back exactly once */
 };
 
 /* Per broker channel, on the receiving side: the last seq seen from each
@@ -223,6 +230,10 @@ int hub_cluster_member_stamp(struct hub_cluster *c, const char *app_id,
                              const char *ch, size_t ch_len, const char *uid,
                              size_t ulen, const char *info, size_t ilen,
                              char **out);
+
+/* Backplane thread: post a history read's answer (rd->rc and the rest
+ * filled) to its loop, or drop it when the loops are going. */
+void hub_cluster_hist_answer(struct hub_cluster *c, struct hub_hist_read *rd);
 
 /* Backplane thread: every queued op in order (NULL when none). */
 struct hub_cluster_op *hub_cluster_take(struct hub_cluster *c);

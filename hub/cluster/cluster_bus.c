@@ -12,6 +12,7 @@
  *
  * Thread: the bus ops on loop threads; encode on the backplane thread.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,8 @@ static int cbus_publish(void *b, struct hub *h, struct hub_loop *from,
     if (r->skip)
         op->skip = *r->skip;
     op->f = hub_frame_ref(r->f);
+    if (r->hist && r->f->hseq)
+        op->hist = *r->hist;
     hub__cluster_enqueue(c, op);
     return rc;
 }
@@ -109,6 +112,8 @@ static int cbus_publish_cache(void *b, struct hub *h, struct hub_loop *from,
     if (r->skip)
         op->skip = *r->skip;
     op->f = hub_frame_ref(r->f);
+    if (r->hist && r->f->hseq)
+        op->hist = *r->hist;
     hub__cluster_enqueue(c, op);
     return rc;
 }
@@ -133,12 +138,44 @@ static void cbus_count_changed(void *b, struct hub *h, unsigned app,
     hub__cluster_enqueue(c, op);
 }
 
+/* Recovery: read a channel's stream on the backplane thread, which posts
+ * rd back to its loop (server/redis/redis_hist.c). */
+static int cbus_history_read(void *b, struct hub *h,
+                             struct hub_hist_read *rd)
+{
+    struct hub_cluster *c = b;
+    struct hub_cluster_op *op;
+
+    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return -ECANCELED;
+    op = hub__cluster_op_new_mid(c, HUB_COP_HREAD, rd->app, rd->name, rd->len,
+                                 "history:");
+    if (!op)
+        return -ENOMEM;
+    op->hrd = rd;
+    hub__cluster_enqueue(c, op);
+    return 0;
+}
+
+void hub_cluster_hist_answer(struct hub_cluster *c, struct hub_hist_read *rd)
+{
+    pthread_mutex_lock(&c->deliver_mu);
+    if (c->closed) {
+        pthread_mutex_unlock(&c->deliver_mu);
+        rd->node.ops->drop(&rd->node);
+        return;
+    }
+    hub_loop_post(rd->loop, &rd->node);
+    pthread_mutex_unlock(&c->deliver_mu);
+}
+
 const struct hub_bus_ops hub__cluster_bus_ops = {
     .publish = cbus_publish,
     .terminate_user = cbus_terminate,
     .destroy = hub__cluster_bus_destroy,
     .publish_cache = cbus_publish_cache,
     .count_changed = cbus_count_changed,
+    .history_read = cbus_history_read,
 };
 
 unsigned char *hub_cluster_encode(struct hub_cluster *c,
@@ -179,6 +216,14 @@ unsigned char *hub_cluster_encode(struct hub_cluster *c,
     if ((op->kind == HUB_COP_EVENT || op->kind == HUB_COP_CACHE) && op->f) {
         e.data = hub_frame_data(op->f) + (op->f->len - op->f->payload_len);
         e.data_len = op->f->payload_len;
+        if (op->f->hseq && op->f->horigin) {
+            /* Recovery's id: the receivers give it to their resuming
+             * sessions (hub/loop/resume.h). */
+            e.hist_origin = op->f->horigin;
+            e.hist_origin_len = strlen(op->f->horigin);
+            e.hist_seq = op->f->hseq;
+            e.hist_time_ms = op->hist.time_ms;
+        }
     }
     n = hub_cluster_envelope_size(&e);
     if (!n || !(out = malloc(n + (c->key ? HUB_CLUSTER_KEY_TRAILER : 0))))

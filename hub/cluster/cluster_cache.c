@@ -18,6 +18,7 @@
 #include "hub/wire/frame.h"
 #include "hub/wire/protocol.h"
 #include "hub/loop/loop.h"
+#include "hub/channel/history.h"
 #include "hub/loop/publish.h"
 #include "timer/clock.h"
 
@@ -36,11 +37,13 @@ int hub__cluster_cache_apply(struct hub *h, const struct hub_app *app,
     f = hub_frame_create_text(e->data, e->data_len);
     if (!f)
         return -ENOMEM;
+    hub_history_stamp(hub_history_of(h), f, e->hist_origin,
+                      e->hist_origin_len, e->hist_seq);
     if (deliver) {
         struct hub_skip ex = { .set = e->excl_set, .hi = e->excl_hi,
                                .lo = e->excl_lo, .member_seq = 0 };
         const struct hub_pub_req r = { app->index, e->channel,
-                                       e->channel_len, f, &ex, false };
+                                       e->channel_len, f, &ex, false, NULL };
 
         hub_fanout_loops(h, NULL, &r);
     }

@@ -29,6 +29,11 @@ static bool in_bounds(const struct hub_cluster_envelope *e)
         !e->channel_len || e->channel_len > HUB_CLUSTER_ENV_MAX_CHANNEL ||
         e->data_len > HUB_CLUSTER_ENV_MAX_DATA)
         return false;
+    if (e->hist_seq &&
+        ((e->kind != HUB_CLUSTER_ENV_EVENT && e->kind != HUB_CLUSTER_ENV_CACHE) ||
+         !e->hist_origin_len ||
+         e->hist_origin_len > HUB_CLUSTER_ENV_MAX_HIST_ORIGIN))
+        return false;
     if ((e->kind == HUB_CLUSTER_ENV_TERMINATE ||
          e->kind == HUB_CLUSTER_ENV_COUNT) &&
         e->data_len)
@@ -41,7 +46,8 @@ size_t hub_cluster_envelope_size(const struct hub_cluster_envelope *e)
     if (!in_bounds(e))
         return 0;
     return FIXED + e->origin_len + e->app_len + e->channel_len + e->data_len +
-           (e->kind == HUB_CLUSTER_ENV_CACHE ? 4 : 0);
+           (e->kind == HUB_CLUSTER_ENV_CACHE ? 4 : 0) +
+           (e->hist_seq ? 1 + e->hist_origin_len + 16 : 0);
 }
 
 static unsigned char *put_be(unsigned char *p, uint64_t v, unsigned n)
@@ -68,7 +74,7 @@ size_t hub_cluster_envelope_encode(const struct hub_cluster_envelope *e,
         return 0;
     p = put_bytes(p, magic, sizeof(magic));
     p = put_be(p, e->kind, 1);
-    p = put_be(p, e->excl_set ? 1 : 0, 1);
+    p = put_be(p, (e->excl_set ? 1 : 0) | (e->hist_seq ? 2 : 0), 1);
     p = put_be(p, e->origin_len, 2);
     p = put_bytes(p, e->origin, e->origin_len);
     p = put_be(p, e->epoch, 8);
@@ -84,6 +90,12 @@ size_t hub_cluster_envelope_encode(const struct hub_cluster_envelope *e,
     p = put_bytes(p, e->data, e->data_len);
     if (e->kind == HUB_CLUSTER_ENV_CACHE)
         p = put_be(p, e->ttl_ms, 4);
+    if (e->hist_seq) {
+        p = put_be(p, e->hist_origin_len, 1);
+        p = put_bytes(p, e->hist_origin, e->hist_origin_len);
+        p = put_be(p, e->hist_seq, 8);
+        p = put_be(p, e->hist_time_ms, 8);
+    }
     return (size_t)(p - out);
 }
 
@@ -153,7 +165,15 @@ int hub_cluster_envelope_decode(struct hub_cluster_envelope *e, const void *p,
     e->data = get_bytes(&c, e->data_len);
     if (e->kind == HUB_CLUSTER_ENV_CACHE)
         e->ttl_ms = (uint32_t)get_be(&c, 4);
-    if (c.bad || c.left || (flags & ~1ull))
+    if (flags & 2) {
+        e->hist_origin_len = (size_t)get_be(&c, 1);
+        e->hist_origin = (const char *)get_bytes(&c, e->hist_origin_len);
+        e->hist_seq = get_be(&c, 8);
+        e->hist_time_ms = get_be(&c, 8);
+        if (!e->hist_seq)
+            goto bad;
+    }
+    if (c.bad || c.left || (flags & ~3ull))
         goto bad;
     e->excl_set = flags & 1;
     if (!e->excl_set && (e->excl_hi || e->excl_lo))

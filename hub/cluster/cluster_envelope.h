@@ -29,7 +29,13 @@
  *   u32 data_len      then data_len payload bytes (kinds 1, 3); 0 (2, 4)
  *   u32 ttl_ms        kind 3 only: the cached event's remaining life, in
  *                     ms (1..HUB_CLUSTER_ENV_MAX_TTL), when the origin sent it
- * Nothing may follow. Decoding borrows pointers into the input.
+ *   when flags bit 1 (kinds 1 and 3: recovery's history id, hub/channel/
+ *   history.h; the entry node also wrote it to the channel's stream):
+ *   u8  hist_origin_len  then the id's origin (1..64 bytes)
+ *   u64 hist_seq         the id's seq (not 0)
+ *   u64 hist_time_ms     when the entry node kept it (its wall clock)
+ * Nothing may follow. A node of an earlier version refuses flags bit 1
+ * (docs/SCALING.md: turn history on once every node runs this one). Decoding borrows pointers into the input.
  *
  * Thread: none (pure functions).
  */
@@ -70,7 +76,13 @@ struct hub_cluster_envelope {
     const unsigned char *data;
     size_t data_len;
     uint32_t ttl_ms; /* kind 3: 1..HUB_CLUSTER_ENV_MAX_TTL */
+    /* Recovery's id (hist_seq 0: none). */
+    const char *hist_origin;
+    size_t hist_origin_len;
+    uint64_t hist_seq, hist_time_ms;
 };
+
+#define HUB_CLUSTER_ENV_MAX_HIST_ORIGIN 64
 
 /* Bytes hub_cluster_envelope_encode() writes for e, 0 when e is out of
  * bounds. */

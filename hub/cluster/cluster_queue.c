@@ -45,6 +45,9 @@ void hub_cluster_op_free(struct hub_cluster_op *op)
         hub_frame_unref(op->f);
     hub_cluster_dirop_free(op->dop);
     hub_cluster_onop_free(op->oop);
+    /* A read never run (the queue is going): its asker frees it. */
+    if (op->hrd)
+        op->hrd->node.ops->drop(&op->hrd->node);
     free(op);
 }
 

@@ -21,6 +21,7 @@
 #include "hub/cluster/cluster_int.h"
 #include "hub/cluster/cluster_envelope.h"
 #include "hub/loop/loop.h"
+#include "hub/channel/history.h"
 #include "hub/loop/publish.h"
 #include "hub/wire/frame.h"
 #include "hub/wire/protocol.h"
@@ -135,11 +136,13 @@ static void deliver(struct hub_cluster *c, unsigned app,
     f = hub_frame_create_text(e.data, e.data_len);
     if (!f)
         return;
+    hub_history_stamp(hub_history_of(c->hub), f, e.hist_origin,
+                      e.hist_origin_len, e.hist_seq);
     {
         struct hub_skip ex = { .set = e.excl_set, .hi = e.excl_hi,
                                .lo = e.excl_lo, .member_seq = 0 };
         const struct hub_pub_req r = { app, e.channel, e.channel_len, f,
-                                       &ex, false };
+                                       &ex, false, NULL };
 
         hub_fanout_loops(c->hub, NULL, &r);
     }

@@ -249,7 +249,7 @@ static void view_deliver(struct hub_cluster *c, const struct view *v,
                                .member_seq =
                                    hub_directory_take_seq(c->dir) };
         const struct hub_pub_req r = { v->node.app, v->name,
-                                       v->node.name_len, f, &ex, false };
+                                       v->node.name_len, f, &ex, false, NULL };
 
         hub_fanout_loops(c->hub, NULL, &r);
     }

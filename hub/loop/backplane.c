@@ -9,6 +9,7 @@
 #include "hub/loop/backplane.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 int hub_backplane_local(struct hub_backplane *bp)
 {
@@ -23,4 +24,15 @@ int hub_backplane_local(struct hub_backplane *bp)
         .bus_impl = NULL,
     };
     return 0;
+}
+
+void hub_hist_read_free(struct hub_hist_read *rd)
+{
+    if (!rd)
+        return;
+    for (size_t i = 0; i < rd->n; i++)
+        free(rd->e[i].data);
+    free(rd->e);
+    free(rd->name);
+    free(rd);
 }

@@ -206,6 +206,54 @@ struct hub_directory_ops {
     bool (*online)(void *d, const struct hub_online_change *ch);
 };
 
+/*
+ * Recovery in a cluster (hub/pusher/recover.c, docs/RECOVERY.md): a read of
+ * what the other processes keep of a channel's history (the channel's
+ * stream in Redis), on the bus's own thread. The asker fills the request
+ * and node.ops (its run gets the answer on loop, its drop frees a read
+ * whose loop went away) and hands it to hub_bus_history_read(); the bus
+ * fills the answer and posts node to loop, exactly once (with rc -EIO when
+ * it cannot read). Entries and names are owned by the read:
+ * hub_hist_read_free() frees them.
+ */
+#define HUB_HIST_ORIGIN_MAX 64
+#define HUB_HIST_LAST_MAX 16
+
+struct hub_hist_entry {
+    char origin[HUB_HIST_ORIGIN_MAX + 1];
+    uint64_t seq, time_ms;         /* time: the entry node's wall clock */
+    bool ex;                       /* the socket it skipped */
+    uint64_t ex_hi;
+    uint32_t ex_lo;
+    char *data;                    /* the frame's payload, owned */
+    size_t len;
+};
+
+struct hub_hist_read {
+    struct hub_inbox_node node;
+    struct hub_loop *loop;         /* where node goes */
+    unsigned app;
+    char *name;                    /* owned, NUL-terminated */
+    size_t len;
+    bool entries;                  /* the entries too (a resume), else only
+                                      the last ids (a fresh start) */
+    /* The answer. */
+    int rc;                        /* 0, -EIO (Redis away or a bad reply) */
+    struct hub_hist_entry *e;      /* oldest first */
+    size_t n;
+    struct {
+        char origin[HUB_HIST_ORIGIN_MAX + 1];
+        uint64_t seq;
+    } last[HUB_HIST_LAST_MAX];     /* each origin's last seq, kept ttl x 2 */
+    unsigned n_last;
+    bool last_full;                /* more origins than last[] holds */
+    uint64_t deleted_ms;           /* newest trimmed entry's time, 0: none */
+    uint64_t now_ms;               /* Redis's clock at the read */
+};
+
+/* Free what a read owns (its name and answer), then the read. */
+void hub_hist_read_free(struct hub_hist_read *rd);
+
 struct hub_bus_ops {
     int (*publish)(void *b, struct hub *h, struct hub_loop *from,
                    const struct hub_pub_req *r);
@@ -223,6 +271,9 @@ struct hub_bus_ops {
      * (hub/channel/subcount.h). Never blocks; may drop the notice. */
     void (*count_changed)(void *b, struct hub *h, unsigned app,
                           const char *name, size_t len);
+    /* Optional (NULL: nothing is kept elsewhere): queue rd (see struct
+     * hub_hist_read). 0, or -ENOMEM / -ENOTSUP (then rd is not posted). */
+    int (*history_read)(void *b, struct hub *h, struct hub_hist_read *rd);
 };
 
 struct hub_backplane {
@@ -246,6 +297,14 @@ static inline bool hub_dir_online(struct hub *h,
                                   const struct hub_online_change *ch)
 {
     return h->bp->dir->online && h->bp->dir->online(h->bp->dir_impl, ch);
+}
+
+/* Queue a read of a channel's history kept by other processes. */
+static inline int hub_bus_history_read(struct hub *h, struct hub_hist_read *rd)
+{
+    if (!h->bp->bus->history_read)
+        return -ENOTSUP;
+    return h->bp->bus->history_read(h->bp->bus_impl, h, rd);
 }
 
 /* True when the backplane reaches other processes (a cluster). */
@@ -350,7 +409,7 @@ static inline int hub_publish(struct hub *h, struct hub_loop *from,
                               struct hub_frame *f,
                               const struct hub_skip *skip)
 {
-    const struct hub_pub_req r = { app, name, len, f, skip, false };
+    const struct hub_pub_req r = { app, name, len, f, skip, false, NULL };
 
     return h->bp->bus->publish(h->bp->bus_impl, h, from, &r);
 }
@@ -371,7 +430,7 @@ static inline int hub_publish_cache(struct hub *h, struct hub_loop *from,
                                     size_t len, struct hub_frame *f,
                                     const struct hub_skip *skip)
 {
-    const struct hub_pub_req r = { app, name, len, f, skip, false };
+    const struct hub_pub_req r = { app, name, len, f, skip, false, NULL };
 
     if (h->bp->bus->publish_cache)
         return h->bp->bus->publish_cache(h->bp->bus_impl, h, from, &r);

@@ -52,6 +52,14 @@ int hub_skip_parse(struct hub_skip *sk, const char *socket_id);
  * skip names (NULL = none). Every pointer is borrowed for the call. batch:
  * a client event of the read in progress, which the calling loop may hold
  * for the read's one walk (hub_defer_begin); a bus hands it on as it came. */
+/* A publication kept for recovery (hub/channel/history.h): what a bus
+ * that reaches other processes needs to keep it there too. */
+struct hub_pub_hist {
+    uint64_t time_ms;              /* wall clock, ms since the epoch */
+    uint64_t ttl_ms;               /* the app's history ttl */
+    uint32_t size;                 /* the app's history size */
+};
+
 struct hub_pub_req {
     unsigned app;
     const char *name;
@@ -59,6 +67,8 @@ struct hub_pub_req {
     struct hub_frame *f;
     const struct hub_skip *skip;
     bool batch;
+    /* Set when f has a history id (f->hseq); NULL otherwise. */
+    const struct hub_pub_hist *hist;
 };
 
 /*

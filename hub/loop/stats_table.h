@@ -306,6 +306,14 @@
     X(cache_write_failed, counter, "cache_write_failed",                     \
       "backplane_cache_write_failed_total",                                  \
       "Cache entries this node could not write to Redis.")                   \
+    X(history_write_failed, counter, "history_write_failed",                 \
+      "backplane_history_write_failed_total",                                \
+      "Recovery: writes of kept publications to their channel's stream "    \
+      "that Redis refused or that could not go out.")                        \
+    X(history_read_failed, counter, "history_read_failed",                   \
+      "backplane_history_read_failed_total",                                 \
+      "Recovery: reads of a channel's stream that got no answer (Redis "     \
+      "away, a bad reply); the client is told resume_failed.")               \
     X(dir_ops, counter, "dir_ops", "backplane_dir_ops_total",                \
       "Directory operations (joins, leaves, reads) sent to Redis.")          \
     X(dir_pending, gauge, "dir_pending", "backplane_dir_pending",            \

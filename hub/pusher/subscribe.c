@@ -76,7 +76,7 @@ int hub_pusher_publish(struct hub_session *s, const char *channel,
 {
     struct hub_skip ex = { true, s->sid_hi, s->sid_lo, member_seq };
     const struct hub_pub_req r = { s->app->index, channel, len, f, &ex,
-                                   batch };
+                                   batch, NULL };
 
     /* A client event on a channel with history is kept (member events
      * are not: presence state comes back with subscription_succeeded). */

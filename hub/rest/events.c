@@ -280,7 +280,7 @@ static int publish_event(struct hub_loop *l, const struct hub_app *app,
              * in the order of its id. */
             const struct hub_pub_req q = {
                 app->index, name, len, f, r->skip.set ? &r->skip : NULL,
-                false };
+                false, NULL };
 
             rc = hub_history_publish(hub_history_of(l->hub), l, app, &q,
                                      hub_channel_is_cache(name, len));

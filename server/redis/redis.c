@@ -35,6 +35,7 @@
 #include "server/redis/redis_dir_rejoin.h"
 #include "server/redis/redis_int.h"
 #include "server/redis/redis_lease.h"
+#include "server/redis/redis_hist.h"
 #include "server/redis/redis_pub.h"
 #include "server/redis/redis_sub.h"
 #include "server/lws/srv.h"
@@ -414,6 +415,9 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
             break;
         case HUB_COP_CACHE:
             srv_redis_pub_cache(r, op);
+            break;
+        case HUB_COP_HREAD:
+            srv_redis_hist_read(r, op);
             break;
         case HUB_COP_JOIN:
         case HUB_COP_LEAVE:

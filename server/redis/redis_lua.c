@@ -47,6 +47,7 @@ const char srv_redis_lua_lease_reap[] =
         SRV_LUA_TEXT_LEASE_REAP;
 
 const char srv_redis_lua_cache_scan[] = SRV_LUA_TEXT_CACHE_SCAN;
+const char srv_redis_lua_history_read[] = SRV_LUA_TEXT_HISTORY_READ;
 
 const char srv_redis_lua_wh_stream_add[] = SRV_LUA_TEXT_WH_STREAM_ADD;
 const char srv_redis_lua_wh_stream_lease[] = SRV_LUA_TEXT_WH_STREAM_LEASE;

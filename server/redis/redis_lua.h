@@ -56,6 +56,8 @@ extern const char srv_redis_lua_lease_leave[];
 extern const char srv_redis_lua_lease_reap[];
 /* The cache entries loaded on connect (server/redis/redis_pub.c). */
 extern const char srv_redis_lua_cache_scan[];
+/* A channel's history stream read for a resume (server/redis/redis_hist.c). */
+extern const char srv_redis_lua_history_read[];
 /* The webhook sender's stream (server/webhook/webhook_stream*.c): an
  * event appended, the per-app lease taken, renewed, released at a clean
  * stop or retired after a reload, the delayed edges pumped, and the

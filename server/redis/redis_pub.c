@@ -11,6 +11,7 @@
  */
 #include "server/redis/redis_pub.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,79 @@ void srv_redis_tx_clear(struct srv_redis *r)
     }
 }
 
+static void hist_cb(struct srv_redis_async *ac, void *reply, void *priv)
+{
+    struct srv_redis *r = priv;
+    redisReply *rep = reply;
+
+    (void)ac;
+    inflight_pop(r);
+    if (!rep || rep->type == REDIS_REPLY_ERROR)
+        HUB_STAT_ADD(r->st->history_write_failed, 1);
+}
+
+/*
+ * Recovery (docs/RECOVERY.md, docs/SCALING.md "History streams"): a
+ * publication with an id goes into its channel's stream before it is
+ * PUBLISHed, on the same connection, so a node that receives it can read
+ * it there too. The stream is trimmed to about the app's history size and
+ * expires ttl after its last write; the last-ids hash (each origin's last
+ * seq on the channel) lives twice as long, so a resume can tell "nothing
+ * more from that node" from "trimmed". Four commands, in order; their
+ * replies are counted like the PUBLISHes' (bounded in number and bytes).
+ */
+static void hist_write(struct srv_redis *r, const struct hub_cluster_op *op)
+{
+    const struct hub_frame *f = op->f;
+    const char *app = hub_cluster_app_id(r->c, op->app);
+    const char *prefix = hub_cluster_prefix(r->c);
+    const char *name = op->rchan + op->name_off;
+    size_t nlen = op->rchan_len - op->name_off, klen, cap, plen;
+    const char *payload;
+    char *key, sid[48];
+    unsigned long long ttl = op->hist.ttl_ms;
+
+    if (!f || !f->hseq || !op->hist.size || !app || !r->up || !r->cmd ||
+        r->inflight + 4 > MAX_INFLIGHT)
+        return;
+    plen = f->payload_len;
+    payload = (const char *)hub_frame_data(f) + (f->len - f->payload_len);
+    cap = strlen(prefix) + sizeof(":history-last:") + strlen(app) + 1 + nlen;
+    key = malloc(cap);
+    if (!key) {
+        HUB_STAT_ADD(r->st->history_write_failed, 1);
+        return;
+    }
+    if (op->skip.set)
+        snprintf(sid, sizeof(sid), "%llu.%lu",
+                 (unsigned long long)op->skip.hi, (unsigned long)op->skip.lo);
+    else
+        sid[0] = '\0';
+    klen = (size_t)snprintf(key, cap, "%s:history:%s:", prefix, app);
+    memcpy(key + klen, name, nlen);
+    klen += nlen;
+    if (srv_redis_async_cmd(r->cmd, hist_cb, r,
+                            "XADD %b MAXLEN ~ %u * o %s s %llu t %llu x %s d %b",
+                            key, klen, (unsigned)op->hist.size, f->horigin,
+                            (unsigned long long)f->hseq,
+                            (unsigned long long)op->hist.time_ms, sid, payload,
+                            plen) == 0)
+        inflight_push(r, plen);
+    if (srv_redis_async_cmd(r->cmd, hist_cb, r, "PEXPIRE %b %llu", key, klen,
+                            ttl) == 0)
+        inflight_push(r, 0);
+    klen = (size_t)snprintf(key, cap, "%s:history-last:%s:", prefix, app);
+    memcpy(key + klen, name, nlen);
+    klen += nlen;
+    if (srv_redis_async_cmd(r->cmd, hist_cb, r, "HSET %b %s %llu", key, klen,
+                            f->horigin, (unsigned long long)f->hseq) == 0)
+        inflight_push(r, 0);
+    if (srv_redis_async_cmd(r->cmd, hist_cb, r, "PEXPIRE %b %llu", key, klen,
+                            2 * ttl) == 0)
+        inflight_push(r, 0);
+    free(key);
+}
+
 void srv_redis_pub_event(struct srv_redis *r,
                          const struct hub_cluster_op *op)
 {
@@ -103,6 +177,8 @@ void srv_redis_pub_event(struct srv_redis *r,
         HUB_STAT_ADD_SHARED(r->st->lost, 1);
         return;
     }
+    if (op->kind == HUB_COP_EVENT)
+        hist_write(r, op);
     if (srv_redis_async_cmd(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
                             op->rchan_len, env, len) == 0) {
         inflight_push(r, len);
@@ -152,6 +228,7 @@ void srv_redis_pub_cache(struct srv_redis *r,
     } else {
         HUB_STAT_ADD(r->st->cache_write_failed, 1);
     }
+    hist_write(r, op);
     if (srv_redis_async_cmd(r->cmd, publish_cb, r, "PUBLISH %b %b", op->rchan,
                             op->bus_len, env, len) == 0) {
         inflight_push(r, len);

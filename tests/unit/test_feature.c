@@ -193,7 +193,7 @@ static void test_feature_beat_and_published_hooks_run(void **state)
 {
     struct fake_hub fh;
     struct hub_frame *f;
-    const struct hub_pub_req r = { 0, "room", 4, NULL, NULL, false };
+    const struct hub_pub_req r = { 0, "room", 4, NULL, NULL, false, NULL };
     struct hub_pub_req rr = r;
 
     (void)state;
