@@ -57,8 +57,8 @@ static struct hub_history *hist(struct fake_hub *fh)
     return hub_history_of(fh->hub);
 }
 
-/* Event i on c: data "n<i> " padded to about 200 bytes. */
-static struct hub_frame *event(unsigned i)
+/* Event i on ch: data "n<i> " padded to about 200 bytes. */
+static struct hub_frame *event_on(const char *ch, unsigned i)
 {
     char data[256];
     int n = snprintf(data, sizeof(data), "\"n%u ", i);
@@ -66,23 +66,34 @@ static struct hub_frame *event(unsigned i)
 
     memset(data + n, 'y', 200);
     data[n + 200] = '"';
-    f = hub_proto_event_frame("e", "c", data, (size_t)n + 201, NULL);
+    f = hub_proto_event_frame("e", ch, data, (size_t)n + 201, NULL);
     assert_non_null(f);
     return f;
 }
 
-/* Publish event i on c from loop 0 (no loop runs its inbox yet); the
- * caller's reference is returned. */
-static struct hub_frame *publish_nodrain(struct fake_hub *fh, unsigned i)
+static struct hub_frame *event(unsigned i)
 {
-    struct hub_frame *f = event(i);
-    const struct hub_pub_req r = { 0, "c", 1, f, NULL, false };
+    return event_on("c", i);
+}
+
+/* Publish event i on ch from loop 0 (no loop runs its inbox yet); the
+ * caller's reference is returned. */
+static struct hub_frame *publish_on(struct fake_hub *fh, const char *ch,
+                                    unsigned i)
+{
+    struct hub_frame *f = event_on(ch, i);
+    const struct hub_pub_req r = { 0, ch, strlen(ch), f, NULL, false };
 
     assert_int_equal(hub_history_publish(hist(fh), fh->loops[0], &fh->apps[0],
                                          &r, false),
                      0);
     assert_int_not_equal(f->hseq, 0);
     return f;
+}
+
+static struct hub_frame *publish_nodrain(struct fake_hub *fh, unsigned i)
+{
+    return publish_on(fh, "c", i);
 }
 
 static uint64_t publish(struct fake_hub *fh, unsigned i)
@@ -506,6 +517,115 @@ static void test_resume_guard_held_bound_closes_4100(void **state)
     fake_hub_stop(&fh);
 }
 
+/* A compressing client's replay: each marker as it is, each event its
+ * compressed variant; then its live frames the same way. */
+static void test_resume_guard_compressed_replay(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session b;
+    struct wire w = { .len = 0 };
+    uint64_t seq[8];
+    char want[256];
+
+    (void)state;
+    start(&fh, true);
+    for (unsigned i = 1; i <= 5; i++)
+        seq[i] = publish(&fh, i);
+    memset(&b, 0, sizeof(b));
+    assert_int_equal(hub_session_init(&b.s, fh.loops[1], &b.conn,
+                                      fake_now_ms(&fh)), 0);
+    hub_session_set_pmd(&b.s);
+    hub_pusher_open(&b.s, &fh.apps[0]);
+    assert_true(b.s.zout);
+    fake_flush(&b.s);
+    resume_msg(&fh, &b.s, seq[1]);
+    fake_subscribe(&fh, &b.s, "c", NULL);
+    seq[6] = publish(&fh, 6);
+    while (b.s.q.count)
+        wire_write(&w, &b.s, 1);
+    snprintf(want, sizeof(want), "id%llu z id%llu z id%llu z id%llu z ",
+             (unsigned long long)seq[2], (unsigned long long)seq[3],
+             (unsigned long long)seq[4], (unsigned long long)seq[5]);
+    assert_non_null(strstr(w.log, want));
+    snprintf(want, sizeof(want), " id%llu z", (unsigned long long)seq[6]);
+    assert_non_null(strstr(w.log, want));
+    assert_true(strstr(w.log, want) > strstr(w.log, "id"));
+    assert_int_equal(HUB_STAT_GET(fh.loops[1]->stats.replayed_events), 4);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
+/* Two resumed channels on one session share its queue: both replays go,
+ * each in its order with its own lubdub:resumed, and both guards end. */
+static void test_resume_guard_two_channels(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session b;
+    struct wire w = { .len = 0 };
+    uint64_t c1 = 0, d1 = 0;
+    char text[512];
+    const char *p;
+
+    (void)state;
+    start(&fh, false);
+    for (unsigned i = 1; i <= 8; i++) {
+        struct hub_frame *f = publish_on(&fh, "c", i);
+
+        c1 = c1 ? c1 : f->hseq;
+        hub_frame_unref(f);
+        f = publish_on(&fh, "d", 100 + i);
+        d1 = d1 ? d1 : f->hseq;
+        hub_frame_unref(f);
+    }
+    fake_hub_drain(&fh);
+    assert_int_equal(fake_session_open(&fh, &b, 1, &fh.apps[0]), 0);
+    fake_flush(&b.s);
+    snprintf(text, sizeof(text),
+             "{\"event\":\"lubdub:resume\",\"data\":{\"v\":1,"
+             "\"away_ms\":0,\"channels\":{\"c\":{\"%s\":%llu},"
+             "\"d\":{\"%s\":%llu}}}}",
+             hub_history_origin(hist(&fh)), (unsigned long long)c1,
+             hub_history_origin(hist(&fh)), (unsigned long long)d1);
+    fake_recv(&fh, &b.s, text);
+    fake_subscribe(&fh, &b.s, "c", NULL);
+    fake_subscribe(&fh, &b.s, "d", NULL);
+    hub_frame_unref(publish_on(&fh, "d", 120));
+    hub_frame_unref(publish_on(&fh, "c", 20));
+    fake_hub_drain(&fh);
+    for (unsigned k = 0; b.s.q.count && k < 200; k++)
+        wire_write(&w, &b.s, 1);
+    /* c: 2..8 then 20; d: 102..108 then 120; two resumed. */
+    p = w.log;
+    for (unsigned i = 2; i <= 8; i++) {
+        char t[16];
+
+        snprintf(t, sizeof(t), " n%u", i);
+        assert_non_null(p = strstr(p, t));
+    }
+    assert_non_null(strstr(p, " n20"));
+    p = w.log;
+    for (unsigned i = 102; i <= 108; i++) {
+        char t[16];
+
+        snprintf(t, sizeof(t), " n%u", i);
+        assert_non_null(p = strstr(p, t));
+    }
+    assert_non_null(strstr(p, " n120"));
+    assert_non_null(p = strstr(w.log, "resumed"));
+    assert_non_null(strstr(p + 1, "resumed"));
+    assert_null(strstr(w.log, " n1 "));
+    assert_null(strstr(w.log, " n101 "));
+    assert_int_equal(HUB_STAT_GET(fh.loops[1]->stats.replayed_events), 14);
+    /* The next live frame of each ends its guard. */
+    assert_true(b.s.rguard);
+    hub_frame_unref(publish_on(&fh, "c", 21));
+    hub_frame_unref(publish_on(&fh, "d", 121));
+    fake_hub_drain(&fh);
+    assert_false(b.s.rguard);
+    hub_session_fini(&b.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -516,6 +636,8 @@ int main(void)
         cmocka_unit_test(test_resume_guard_floor_drops_then_ends),
         cmocka_unit_test(test_resume_guard_freed_on_unsubscribe_and_end),
         cmocka_unit_test(test_resume_guard_held_bound_closes_4100),
+        cmocka_unit_test(test_resume_guard_compressed_replay),
+        cmocka_unit_test(test_resume_guard_two_channels),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
