@@ -186,7 +186,7 @@ static void test_recover_channels_past_cap_not_silent(void **state)
 {
     struct fake_hub fh;
     struct fake_session a;
-    char *channels = malloc(8192);
+    char *channels;
     size_t o = 0;
     uint64_t s;
 
@@ -194,6 +194,8 @@ static void test_recover_channels_past_cap_not_silent(void **state)
     /* Skipped: the bug above (hub/pusher/recover.c take_channels),
      * reported to the lead. */
     skip();
+    channels = malloc(8192);
+    assert_non_null(channels);
     start(&fh, 10, 0);
     s = publish(&fh, "x");
     o += (size_t)snprintf(channels + o, 8192 - o, "{");
@@ -218,6 +220,57 @@ static void test_recover_channels_past_cap_not_silent(void **state)
     fake_hub_stop(&fh);
 }
 
+/*
+ * A fresh subscription's lubdub:pos is the store's counter
+ * (hub_history_start: hh->seq), but a publication assigned before the
+ * subscribe and still in the loop's inbox reaches the new subscription
+ * after it, with a seq at or under that position: the helper (plan
+ * i35-common.md: "H[c][o] >= s -> duplicate: neutralize it") then drops
+ * an event the app never saw, and a later resume never replays it. Every
+ * event delivered after lubdub:pos should be above it (e.g. a position
+ * from the loop's own last drained seq of the origin, which one lock
+ * orders across all channels).
+ */
+static void test_recover_fresh_pos_below_inflight_event(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session a;
+    struct hub_frame *f;
+    const char *t;
+    unsigned long long pos;
+
+    (void)state;
+    /* Skipped: the issue above (hub/channel/history.c hub_history_start,
+     * with the helper's duplicate rule), reported to the lead. */
+    skip();
+    start(&fh, 10, 100);
+    assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
+    fake_flush(&a.s);
+    resume_text(&fh, &a.s, "{}");
+    /* Assigned and posted, not yet drained on the session's loop. */
+    f = hub_proto_event_frame("e", "c", "\"d\"", 3, NULL);
+    {
+        const struct hub_pub_req r = { 0, "c", 1, f, NULL, false };
+
+        assert_int_equal(hub_history_publish(hub_history_of(fh.hub),
+                                             fh.loops[0], &fh.apps[0], &r,
+                                             false),
+                         0);
+    }
+    fake_subscribe(&fh, &a.s, "c", NULL);
+    assert_string_equal(events(&a.s), "pos ok");
+    t = strstr(fake_frame_text(&a.s, 0), origin(&fh));
+    assert_non_null(t);
+    pos = strtoull(t + strlen(origin(&fh)) + 2, NULL, 10);
+    fake_hub_drain(&fh);
+    assert_int_equal(a.s.q.count, 3);
+    /* The event arrives after the position: it must be newer. */
+    assert_true(f->hseq > pos);
+    hub_frame_unref(f);
+    hub_session_fini(&a.s, HUB_CLOSE_PEER);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_recover_resume_failed_reasons),
         cmocka_unit_test(test_recover_no_history_failed_without_pos),
         cmocka_unit_test(test_recover_channels_past_cap_not_silent),
+        cmocka_unit_test(test_recover_fresh_pos_below_inflight_event),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
