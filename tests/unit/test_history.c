@@ -305,6 +305,14 @@ static void test_history_bounds_hub_max_bytes(void **state)
     assert_int_equal(u.events, 2);
     hub_history_usage(hist(&fh), 1, &u);
     assert_int_equal(u.events, 2);
+    /* Bigger than the hub's whole bound with its record: not kept, the
+     * others stay, counted evicted. */
+    assert_true(entry_bytes("h0", 2000) + rec_bytes("h0") > max);
+    publish(&fh, 0, "h0", 2000);
+    hub_history_usage(hist(&fh), UINT32_MAX, &u);
+    assert_int_equal(u.events, 4);
+    assert_int_equal(u.evicted, 3);
+    assert_int_equal(u.bytes, 4 * eb + 2 * rec_bytes("h0"));
     fake_hub_stop(&fh);
 }
 

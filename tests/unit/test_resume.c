@@ -211,6 +211,18 @@ static void resume_msg(struct fake_hub *fh, struct hub_session *s,
     assert_true(hub_resume_enabled(s));
 }
 
+/* A session on loop 1 that comes back knowing seq of c: resumed and
+ * subscribed (its guard set). */
+static void come_back(struct fake_hub *fh, struct fake_session *b,
+                      uint64_t seq)
+{
+    assert_int_equal(fake_session_open(fh, b, 1, &fh->apps[0]), 0);
+    fake_flush(&b->s);
+    resume_msg(fh, &b->s, seq);
+    fake_subscribe(fh, &b->s, "c", NULL);
+    assert_true(b->s.rguard);
+}
+
 static void test_resume_rframe_pair_bytes(void **state)
 {
     struct fake_hub fh;
@@ -344,11 +356,7 @@ static void test_resume_guard_paced_replay_then_held(void **state)
     hub_frame_unref(f10);
     /* Run loop 0's inbox only: loop 1 still holds 10. */
     hub_loop_drain_inbox(fh.loops[0], fake_now_ms(&fh));
-    assert_int_equal(fake_session_open(&fh, &b, 1, &fh.apps[0]), 0);
-    fake_flush(&b.s);
-    resume_msg(&fh, &b.s, seq[3]);
-    fake_subscribe(&fh, &b.s, "c", NULL);
-    assert_true(b.s.rguard);
+    come_back(&fh, &b, seq[3]);
     /* Paced: under the low mark, but the replay is not all there. */
     assert_true(b.s.q.bytes <= low);
     assert_true(b.s.q.count < 1 + 7);
@@ -413,12 +421,8 @@ static void test_resume_guard_floor_drops_then_ends(void **state)
     s2 = f2->hseq;
     hub_frame_unref(f2);
     hub_loop_drain_inbox(fh.loops[0], fake_now_ms(&fh));
-    assert_int_equal(fake_session_open(&fh, &b, 1, &fh.apps[0]), 0);
-    fake_flush(&b.s);
     /* It knew 2 already (it had it on its earlier connection). */
-    resume_msg(&fh, &b.s, s2);
-    fake_subscribe(&fh, &b.s, "c", NULL);
-    assert_true(b.s.rguard);
+    come_back(&fh, &b, s2);
     fake_hub_drain(&fh);
     assert_true(b.s.rguard);
     s3 = publish(&fh, 3);
@@ -451,11 +455,7 @@ static void test_resume_guard_freed_on_unsubscribe_and_end(void **state)
             if (!s1)
                 s1 = s;
         }
-        assert_int_equal(fake_session_open(&fh, &b, 1, &fh.apps[0]), 0);
-        fake_flush(&b.s);
-        resume_msg(&fh, &b.s, s1);
-        fake_subscribe(&fh, &b.s, "c", NULL);
-        assert_true(b.s.rguard);
+        come_back(&fh, &b, s1);
         live = publish_nodrain(&fh, 99);
         fake_hub_drain(&fh);
         /* Held: the history's, ours and the guard's. */
@@ -500,10 +500,7 @@ static void test_resume_guard_held_bound_closes_4100(void **state)
         if (!s1)
             s1 = s;
     }
-    assert_int_equal(fake_session_open(&fh, &b, 1, &fh.apps[0]), 0);
-    fake_flush(&b.s);
-    resume_msg(&fh, &b.s, s1);
-    fake_subscribe(&fh, &b.s, "c", NULL);
+    come_back(&fh, &b, s1);
     len = event(100);
     for (i = 100; i < 200 && b.s.state == HUB_SESSION_OPEN; i++)
         publish(&fh, i);
