@@ -191,9 +191,6 @@ static void test_recover_channels_past_cap_not_silent(void **state)
     uint64_t s;
 
     (void)state;
-    /* Skipped: the bug above (hub/pusher/recover.c take_channels),
-     * reported to the lead. */
-    skip();
     channels = malloc(8192);
     assert_non_null(channels);
     start(&fh, 10, 0);
@@ -240,9 +237,6 @@ static void test_recover_fresh_pos_below_inflight_event(void **state)
     unsigned long long pos;
 
     (void)state;
-    /* Skipped: the issue above (hub/channel/history.c hub_history_start,
-     * with the helper's duplicate rule), reported to the lead. */
-    skip();
     start(&fh, 10, 100);
     assert_int_equal(fake_session_open(&fh, &a, 0, &fh.apps[0]), 0);
     fake_flush(&a.s);
