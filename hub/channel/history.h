@@ -58,7 +58,7 @@ struct hub_pub_req;
 #define HUB_HISTORY_ENTRY_OVERHEAD 96
 #define HUB_HISTORY_RECORD_OVERHEAD 192
 /* Origins one record tracks (one node: 1; a cluster: its nodes). */
-#define HUB_HISTORY_ORIGINS 8
+#define HUB_HISTORY_ORIGINS 16
 /* An origin's id: up to 64 bytes (a node id). */
 #define HUB_HISTORY_ORIGIN_MAX 64
 /* "<origin>:<seq>" */

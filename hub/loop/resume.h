@@ -47,7 +47,7 @@ struct hub_session;
 struct hub_sub;
 
 /* Origins one floor tracks. */
-#define HUB_RESUME_ORIGINS 8
+#define HUB_RESUME_ORIGINS 16
 
 struct hub_resume_floor {
     const char *origin;            /* compared by content; copied */

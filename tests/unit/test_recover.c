@@ -149,8 +149,11 @@ static void test_recover_resume_failed_reasons(void **state)
     expect_failed(&fh, "{\"b00000000\":1}", "unknown_origin");
     snprintf(ids, sizeof(ids), "{\"%s\":-1}", origin(&fh));
     expect_failed(&fh, ids, "invalid");
+    /* One more origin than a position may hold (HUB_HISTORY_ORIGINS). */
     expect_failed(&fh, "{\"o1\":1,\"o2\":1,\"o3\":1,\"o4\":1,\"o5\":1,"
-                       "\"o6\":1,\"o7\":1,\"o8\":1,\"o9\":1}",
+                       "\"o6\":1,\"o7\":1,\"o8\":1,\"o9\":1,\"o10\":1,"
+                       "\"o11\":1,\"o12\":1,\"o13\":1,\"o14\":1,"
+                       "\"o15\":1,\"o16\":1,\"o17\":1}",
                   "invalid");
     assert_int_equal(HUB_STAT_GET(fh.loops[0]->stats.resumes_failed), 4);
     fake_hub_stop(&fh);
