@@ -365,17 +365,12 @@ int hub_history_publish(struct hub_history *hh, struct hub_loop *l,
     return rc;
 }
 
-void hub_history_start(struct hub_history *hh, unsigned app,
-                       const char *name, size_t len, struct hub_history_pos *out)
+void hub_history_start(struct hub_history *hh, uint64_t seen,
+                       struct hub_history_pos *out)
 {
-    (void)name;
-    (void)len;
-    (void)app;
-    pthread_mutex_lock(&hh->mu);
     out->n = 1;
     snprintf(out->id[0].origin, sizeof(out->id[0].origin), "%s", hh->origin);
-    out->id[0].seq = hh->seq;
-    pthread_mutex_unlock(&hh->mu);
+    out->id[0].seq = seen;
 }
 
 const char *hub_history_gap_name(enum hub_history_gap g)
@@ -594,9 +589,11 @@ int hub_history_id_parse(const char *s, size_t len, struct hub_history_id *out)
     if (!olen || olen > HUB_HISTORY_ORIGIN_MAX || colon + 1 == s + len)
         return -EINVAL;
     for (const char *p = colon + 1; p < s + len; p++) {
-        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+        uint64_t d = (uint64_t)(*p - '0');
+
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
             return -EINVAL;
-        v = v * 10 + (uint64_t)(*p - '0');
+        v = v * 10 + d;
     }
     memcpy(out->origin, s, olen);
     out->origin[olen] = '\0';

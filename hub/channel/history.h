@@ -102,13 +102,14 @@ struct hub_history_pos {
 };
 
 /*
- * A fresh subscription's starting point on (app, name): this node's origin
- * at its last seq (a publication assigned before it but not yet delivered
- * here may still reach the subscription: the client then knows it too, and
- * it is never sent twice) and every other origin the record tracks.
+ * A fresh subscription's starting point on a loop that has delivered this
+ * node's history publications up to seen (struct hub_loop's hist_seen):
+ * every loop gets them all, in seq order (one lock posts them), so nothing
+ * at or under seen is still on its way to the loop, and everything above
+ * it reaches the new subscription.
  */
-void hub_history_start(struct hub_history *hh, unsigned app,
-                       const char *name, size_t len, struct hub_history_pos *out);
+void hub_history_start(struct hub_history *hh, uint64_t seen,
+                       struct hub_history_pos *out);
 
 /* Why a resume cannot be served. */
 enum hub_history_gap {

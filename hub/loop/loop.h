@@ -168,6 +168,10 @@ struct hub_loop {
     /* Recovery: the state of this loop's sessions that asked to resume,
      * keyed by session (hub/loop/resume.h); NULL until the first. */
     struct hub_chantab *resumes;
+    /* The last history publication this loop took from its inbox (one
+     * node's are all this node's, posted to every loop in seq order):
+     * where a fresh subscription starts (hub_history_start). */
+    uint64_t hist_seen;
     /* Each feature's state for this loop (hub_loop_feature_state()),
      * index for index with hub->features; opaque here. */
     void *feature_state[HUB_MAX_FEATURES];

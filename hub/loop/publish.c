@@ -92,11 +92,29 @@ static inline bool skipped(const struct hub_sub *sub,
  * stream with a hole in it is worse than a reconnect. So a publish never
  * takes the loop past its budget.
  */
+/* Before a walk that needs `need` more bytes of the loop's budget: evict
+ * what it takes; true when even so they do not fit (tight: then *share is
+ * each session's even share). */
+static bool budget_before(struct hub_loop *l, uint64_t budget, uint64_t need,
+                          uint64_t *share)
+{
+    uint64_t low = hub_budget_low(budget);
+
+    if (hub_loop_queued(l) + need > budget) {
+        hub_loop_evict(l, need < low ? low - need : 0, false);
+        *share = budget / (l->shard.count ? l->shard.count : 1);
+        return true;
+    }
+    if (hub_loop_queued(l) + need > hub_budget_high(budget))
+        hub_loop_evict(l, low, false);
+    return false;
+}
+
 unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
                            size_t len, struct hub_frame *f,
                            const struct hub_skip *skip)
 {
-    struct hub_lchan *ch = hub_chanmap_find(l->chans, app, name, len);
+    struct hub_lchan *ch;
     uint64_t budget, share = 0;
     struct hub_list *pos;
     struct hub_frame *zf = NULL; /* f for compressing members, once asked */
@@ -105,22 +123,18 @@ unsigned hub_deliver_local(struct hub_loop *l, unsigned app, const char *name,
     unsigned n = 0, nz = 0, nr[2] = { 0, 0 }, sent = 0;
     bool tight = false, forced = false;
 
+    /* Whether or not anyone here listens: where fresh subscriptions of
+     * resuming sessions start (hub/loop/resume.h). */
+    if (f->hseq)
+        l->hist_seen = f->hseq;
+    ch = hub_chanmap_find(l->chans, app, name, len);
     if (!ch)
         return 0;
     l->now_ms = hub_clock_now_ms(l->clock);
     budget = hub_loop_budget(l);
-    if (budget) {
-        uint64_t need = (uint64_t)ch->n_members * f->len;
-        uint64_t low = hub_budget_low(budget);
-
-        if (hub_loop_queued(l) + need > budget) {
-            tight = true;
-            hub_loop_evict(l, need < low ? low - need : 0, false);
-            share = budget / (l->shard.count ? l->shard.count : 1);
-        } else if (hub_loop_queued(l) + need > hub_budget_high(budget)) {
-            hub_loop_evict(l, low, false);
-        }
-    }
+    if (budget)
+        tight = budget_before(l, budget, (uint64_t)ch->n_members * f->len,
+                              &share);
     hub_list_for_each(pos, &ch->members) {
         struct hub_sub *sub = hub_container_of(pos, struct hub_sub,
                                                chan_link);

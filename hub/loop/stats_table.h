@@ -246,6 +246,20 @@
       "channels).")                                                            \
     X(CACHE_BYTES, gauge, "cache_bytes", "Bytes charged to cached events per " \
       "app (against cache_max_bytes).")                                        \
+    /* Recovery's history (hub/channel/history.h): per app, then hub-wide. */  \
+    X(HISTORY_EVENTS, gauge, "history_events", "Events history holds per "     \
+      "app (recovery).")                                                       \
+    X(HISTORY_BYTES, gauge, "history_bytes", "Bytes charged to history per "   \
+      "app (against its history max_bytes).")                                  \
+    X(HISTORY_CHANNELS, gauge, "history_channels", "Channels whose history "   \
+      "holds at least one event (all apps).")                                  \
+    X(HISTORY_MAX_BYTES, gauge, "history_max_bytes",                           \
+      "The hub-wide bound of what history holds (--history-max-bytes).")       \
+    X(HISTORY_EVICTED, counter, "history_evicted_total",                       \
+      "History events evicted before their ttl, oldest first, to hold a "      \
+      "channel's size, an app's max_bytes or --history-max-bytes.")            \
+    X(HISTORY_EXPIRED, counter, "history_expired_total",                       \
+      "History events dropped at the end of their app's ttl.")                 \
     X(APP_REST_LIMITED, counter, "app_rest_rate_limited_total",                \
       "REST units refused with 429 per app: kind=\"events\" counts events "   \
       "(a batch counts each), kind=\"reads\" read requests.")

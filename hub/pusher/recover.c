@@ -27,6 +27,10 @@
  * take it (the bounds: hub/pusher/recover.h). */
 struct recover_state {
     json_t *channels;              /* name -> {origin: seq} or null (bad) */
+    /* A resume named more channels than the bound: any channel it did not
+     * keep may have been one, so a history channel's fresh start is told
+     * resume_failed (too_large) rather than started silently. */
+    bool overflow;
     struct hub_history_sockets socks;
     uint64_t away_ms;              /* UINT64_MAX: not said */
 };
@@ -80,8 +84,10 @@ static void take_channels(struct hub_session *s, struct recover_state *st,
         if (!len || len > s->app->max_channel_name)
             continue;
         if (!json_object_get(st->channels, name) &&
-            json_object_size(st->channels) >= cap)
-            continue; /* past the bound: a fresh start for that one */
+            json_object_size(st->channels) >= cap) {
+            st->overflow = true; /* past the bound: told, see above */
+            continue;
+        }
         /* A bad vector stays as null: that subscription is then told
          * resume_failed rather than silently started afresh. */
         json_object_set_new(st->channels, name,
@@ -205,8 +211,8 @@ static void send_pos(struct hub_session *s, const char *name, size_t len)
 {
     struct hub_history_pos pos;
 
-    hub_history_start(hub_history_of(s->loop->hub), s->app->index, name, len,
-                      &pos);
+    (void)len;
+    hub_history_start(hub_history_of(s->loop->hub), s->loop->hist_seen, &pos);
     send_message(s, "lubdub:pos",
                  json_pack("{s:s%, s:o}", "channel", name, len, "ids",
                            ids_json(&pos)));
@@ -325,6 +331,8 @@ bool hub_recover_joined(struct hub_session *s, struct hub_sub *sub,
     }
     if (ids && !on)
         reason = "no_history";
+    else if (!ids && on && st && st->overflow)
+        reason = "too_large";
     else if (ids && replay(s, sub, name, len, ids, st, ok, &reason))
         resumed = true;
     json_decref(ids);

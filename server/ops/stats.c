@@ -18,6 +18,7 @@
 
 #include "hub/loop/backplane.h"
 #include "hub/channel/cache.h"
+#include "hub/channel/history.h"
 #include "hub/cluster/cluster.h"
 #include "hub/loop/stats_table.h"
 #include "hub/base/version.h"
@@ -311,7 +312,15 @@ static json_t *totals_json(struct srv *srv)
     return o;
 }
 
-/* /stats "apps": per present app, by id, what the hub counts per app. */
+/* The hub-wide bound of history (hub_history_create: 0 means 64 MiB). */
+static uint64_t history_max_bytes(const struct srv *srv)
+{
+    return srv->hcfg.history_max_bytes ? srv->hcfg.history_max_bytes
+                                       : (uint64_t)64 << 20;
+}
+
+/* /stats "apps": per present app, by id, what the hub counts per app, and
+ * what its history holds (0 for an app that keeps none). */
 static json_t *apps_json(struct srv *srv)
 {
     const struct hub_apptab *tab = hub_apps(srv->hub);
@@ -319,17 +328,21 @@ static json_t *apps_json(struct srv *srv)
 
     for (unsigned i = 0; o && i < tab->n; i++) {
         const struct hub_app_live *v = tab->live[i];
+        struct hub_history_usage hu;
 
         if (!tab->apps[i])
             continue;
+        hub_history_usage(hub_history_of(srv->hub), i, &hu);
         if (json_object_set_new(
                 o, tab->apps[i]->id,
-                json_pack("{s:I,s:I,s:I}", "sessions",
+                json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions",
                           (json_int_t)atomic_load(&v->sessions),
                           "rest_events_limited",
                           (json_int_t)atomic_load(&v->events_limited),
                           "rest_reads_limited",
-                          (json_int_t)atomic_load(&v->reads_limited)))) {
+                          (json_int_t)atomic_load(&v->reads_limited),
+                          "history_events", (json_int_t)hu.events,
+                          "history_bytes", (json_int_t)hu.bytes))) {
             json_decref(o);
             o = NULL;
         }
@@ -406,6 +419,21 @@ static json_t *cache_json(struct srv *srv)
                      (json_int_t)bytes);
 }
 
+/* Recovery's history, hub-wide (hub/channel/history.h; /metrics and the
+ * "apps" objects have it per app): what it holds, its bound, and what left
+ * it since start, evicted under a bound or expired at the ttl. */
+static json_t *history_json(struct srv *srv)
+{
+    struct hub_history_usage u;
+
+    hub_history_usage(hub_history_of(srv->hub), UINT32_MAX, &u);
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "channels",
+                     (json_int_t)u.channels, "events", (json_int_t)u.events,
+                     "bytes", (json_int_t)u.bytes, "max_bytes",
+                     (json_int_t)history_max_bytes(srv), "evicted",
+                     (json_int_t)u.evicted, "expired", (json_int_t)u.expired);
+}
+
 char *srv_stats_json(struct srv *srv, size_t *len)
 {
     json_t *loops = json_array(), *root = NULL, *totals = totals_json(srv);
@@ -454,7 +482,8 @@ char *srv_stats_json(struct srv *srv, size_t *len)
         }
     }
     if (root && (!backplane_json(srv, root) ||
-                 json_object_set_new(root, "cache", cache_json(srv)))) {
+                 json_object_set_new(root, "cache", cache_json(srv)) ||
+                 json_object_set_new(root, "history", history_json(srv)))) {
         json_decref(root);
         root = NULL;
     }
@@ -585,12 +614,71 @@ static void label_value(struct buf *b, const char *s)
     }
 }
 
+/* The value of a per-app gauge for app i of tab. */
+static uint64_t app_value(struct srv *srv, const struct hub_apptab *tab,
+                          enum hub_metric_id id, unsigned i)
+{
+    struct hub_cache_usage cu;
+    struct hub_history_usage hu;
+
+    switch (id) {
+    case HUB_METRIC_CACHE_ENTRIES:
+    case HUB_METRIC_CACHE_BYTES:
+        hub_cache_app_usage(hub_cache_of(srv->hub), i, &cu);
+        return id == HUB_METRIC_CACHE_ENTRIES ? cu.entries : cu.bytes;
+    case HUB_METRIC_HISTORY_EVENTS:
+    case HUB_METRIC_HISTORY_BYTES:
+        /* 0 for an app that keeps no history. */
+        hub_history_usage(hub_history_of(srv->hub), i, &hu);
+        return id == HUB_METRIC_HISTORY_EVENTS ? hu.events : hu.bytes;
+    default:
+        return atomic_load(&tab->live[i]->sessions);
+    }
+}
+
+/* One series per app of the current table (this callback holds it:
+ * hub/loop/appswap.h); removed apps (tombstones) are left out, though
+ * their cached and kept events stay charged until they expire. */
+static void app_series(struct buf *b, struct srv *srv,
+                       const struct hub_metric *m)
+{
+    const struct hub_apptab *tab = hub_apps(srv->hub);
+
+    for (unsigned i = 0; i < tab->n; i++) {
+        if (!tab->apps[i])
+            continue;
+        bprintf(b, "lubdub_%s{app=\"", m->metric);
+        label_value(b, tab->apps[i]->id);
+        bprintf(b, "\"} %llu\n",
+                (unsigned long long)app_value(srv, tab, m->id, i));
+    }
+}
+
+/* History's hub-wide figures (hub/channel/history.h). */
+static uint64_t history_value(struct srv *srv, enum hub_metric_id id)
+{
+    struct hub_history_usage u;
+
+    hub_history_usage(hub_history_of(srv->hub), UINT32_MAX, &u);
+    switch (id) {
+    case HUB_METRIC_HISTORY_CHANNELS:
+        return u.channels;
+    case HUB_METRIC_HISTORY_EVICTED:
+        return u.evicted;
+    case HUB_METRIC_HISTORY_EXPIRED:
+        return u.expired;
+    default:
+        return history_max_bytes(srv);
+    }
+}
+
 /*
  * The hub-wide series. Per-app sessions come from the hub-wide per-app
- * counter that the quota uses, so they cost nothing on the hot path. The
- * rest stay per loop: they are single-writer loop counters, and splitting
- * them by app as well would multiply the series (apps x loops) for little
- * an operator needs.
+ * counter that the quota uses, so they cost nothing on the hot path; the
+ * cache's and history's per-app figures from their stores' own per-app
+ * accounts. The rest stay per loop: they are single-writer loop counters,
+ * and splitting them by app as well would multiply the series (apps x
+ * loops) for little an operator needs.
  */
 static void hub_series(struct buf *b, struct srv *srv,
                        const struct hub_metric *m)
@@ -610,16 +698,11 @@ static void hub_series(struct buf *b, struct srv *srv,
         bprintf(b, "lubdub_%s{version=\"%s\"} 1\n", m->metric, hub_version());
         break;
     case HUB_METRIC_APP_SESSIONS:
-        /* The current table (this callback holds it: hub/loop/appswap.h);
-         * removed apps (tombstones) are left out. */
-        for (unsigned i = 0; i < tab->n; i++) {
-            if (!tab->apps[i])
-                continue;
-            bprintf(b, "lubdub_%s{app=\"", m->metric);
-            label_value(b, tab->apps[i]->id);
-            bprintf(b, "\"} %llu\n",
-                    (unsigned long long)atomic_load(&tab->live[i]->sessions));
-        }
+    case HUB_METRIC_CACHE_ENTRIES:
+    case HUB_METRIC_CACHE_BYTES:
+    case HUB_METRIC_HISTORY_EVENTS:
+    case HUB_METRIC_HISTORY_BYTES:
+        app_series(b, srv, m);
         break;
     case HUB_METRIC_APP_REST_LIMITED:
         for (unsigned i = 0; i < tab->n; i++) {
@@ -639,21 +722,12 @@ static void hub_series(struct buf *b, struct srv *srv,
         bprintf(b, "lubdub_%s %llu\n", m->metric,
                 (unsigned long long)srv->hcfg.max_queued_total);
         break;
-    case HUB_METRIC_CACHE_ENTRIES:
-    case HUB_METRIC_CACHE_BYTES:
-        for (unsigned i = 0; i < tab->n; i++) {
-            struct hub_cache_usage u;
-
-            if (!tab->apps[i])
-                continue;
-            hub_cache_app_usage(hub_cache_of(srv->hub), i, &u);
-            bprintf(b, "lubdub_%s{app=\"", m->metric);
-            label_value(b, tab->apps[i]->id);
-            bprintf(b, "\"} %llu\n",
-                    (unsigned long long)(m->id == HUB_METRIC_CACHE_ENTRIES
-                                             ? u.entries
-                                             : u.bytes));
-        }
+    case HUB_METRIC_HISTORY_CHANNELS:
+    case HUB_METRIC_HISTORY_MAX_BYTES:
+    case HUB_METRIC_HISTORY_EVICTED:
+    case HUB_METRIC_HISTORY_EXPIRED:
+        bprintf(b, "lubdub_%s %llu\n", m->metric,
+                (unsigned long long)history_value(srv, m->id));
         break;
     }
 }

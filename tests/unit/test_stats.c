@@ -144,6 +144,7 @@ static struct fake *fake_new(void)
     f->srv.loops = f->sl;
     f->srv.n_loops = 2;
     f->srv.hcfg.tick_ms = 100;
+    f->srv.hcfg.history_max_bytes = 1234567;
     f->srv.hcfg.apps = f->apps;
     f->srv.hcfg.n_apps = 2;
     return f;
@@ -314,6 +315,33 @@ static void test_stats_table_is_well_formed(void **state)
 
 static const char *const group_keys[] = { NULL, "heartbeat", "wheel" };
 
+/* Recovery's history: hub-wide under "history" (the fake hub has no store:
+ * all 0 but the bound, the configured one), per app in "apps". */
+static void check_history_json(json_t *root)
+{
+    static const char *const keys[] = { "channels", "events", "bytes",
+                                        "max_bytes", "evicted", "expired" };
+    json_t *h = json_object_get(root, "history");
+
+    assert_true(json_is_object(h));
+    assert_int_equal(json_object_size(h), 6);
+    for (unsigned i = 0; i < 6; i++) {
+        json_t *v = json_object_get(h, keys[i]);
+
+        if (!json_is_integer(v))
+            fail_msg("/stats history.%s is not an integer", keys[i]);
+        assert_int_equal(json_integer_value(v),
+                         strcmp(keys[i], "max_bytes") ? 0 : 1234567);
+    }
+    for (unsigned a = 0; a < 2; a++) {
+        json_t *app = json_object_get(json_object_get(root, "apps"),
+                                      a ? "app-2" : "app-1");
+
+        assert_true(json_is_integer(json_object_get(app, "history_events")));
+        assert_true(json_is_integer(json_object_get(app, "history_bytes")));
+    }
+}
+
 /* Every row's key in each loop's object with the field's value, and the
  * totals in table order with the sums over both loops. */
 static void check_stats_json(const char *text)
@@ -378,6 +406,7 @@ static void check_stats_json(const char *text)
     for (size_t i = 0; i < N_TROWS; i++)
         if (trows[i].total > max_total)
             max_total = trows[i].total;
+    check_history_json(root);
     assert_int_equal(json_object_size(totals), max_total);
     it = json_object_iter(totals);
     for (unsigned pos = 1; pos <= max_total; pos++) {
@@ -452,6 +481,12 @@ static void test_stats_metrics_has_every_family(void **state)
     assert_true(len > 0);
     text[len - 1] = '\0'; /* the last newline; keeps strstr in bounds */
     check_metrics_text(text);
+    /* Hub-wide and per-app history series (no store: 0 but the bound). */
+    assert_non_null(strstr(text, "\nlubdub_history_max_bytes 1234567\n"));
+    assert_non_null(strstr(text, "\nlubdub_history_channels 0\n"));
+    assert_non_null(strstr(text, "\nlubdub_history_evicted_total 0\n"));
+    assert_non_null(strstr(text, "\nlubdub_history_events{app=\"app-2\"} 0\n"));
+    assert_non_null(strstr(text, "\nlubdub_history_bytes{app=\"app-1\"} 0\n"));
     free(text);
     fake_free(f);
 }
