@@ -1,11 +1,13 @@
 /*
  * hub/rest/channels.c - the channel reads of the HTTP API
  * (hub/rest/channels.h): GET channels, channels/{name} and
- * channels/{name}/users. Each reads the channel directory
- * (hub/loop/backplane.h) now, or, with a directory whose reads answer
- * later, through a wait (hub/rest/wait.h) whose answer is made by the same
- * function as the synchronous one. A wait keeps a copy of the prefix or
- * the channel name it asks about (bounded by the request's path).
+ * channels/{name}/users, and channels/{name}/events passed on to
+ * hub/rest/chanhistory.c (it reads the history store, always now). The
+ * others read the channel directory (hub/loop/backplane.h) now, or, with
+ * a directory whose reads answer later, through a wait (hub/rest/wait.h)
+ * whose answer is made by the same function as the synchronous one. A
+ * wait keeps a copy of the prefix or the channel name it asks about
+ * (bounded by the request's path).
  *
  * Thread: the loop that received the request.
  */
@@ -18,6 +20,7 @@
 #include "hub/base/query.h"
 #include "hub/channel/chanhooks.h"
 #include "hub/loop/loop.h"
+#include "hub/rest/chanhistory.h"
 #include "hub/rest/wait.h"
 #include "hub/wire/protocol.h"
 
@@ -236,6 +239,8 @@ void hub_rest_channels_get_one(const struct hub_rest_req *r,
         get_channel(r, chan, len, out);
     else if (strcmp(slash, "/users") == 0)
         get_users(r, chan, len, out);
+    else if (strcmp(slash, "/events") == 0)
+        hub_rest_chanhistory_get(r, chan, len, out);
     else
         hub_rest_reply_error(out, 404, "not found");
 }

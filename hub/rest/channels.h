@@ -12,8 +12,9 @@
  * info=user_count (presence- prefix only). */
 hub_rest_handler_fn hub_rest_channels_get;
 
-/* GET channels/{name} (info=user_count, subscription_count, cache) and
- * GET channels/{name}/users (presence channels); r->param is the path
+/* GET channels/{name} (info=user_count, subscription_count, cache),
+ * GET channels/{name}/users (presence channels) and GET
+ * channels/{name}/events (hub/rest/chanhistory.h); r->param is the path
  * after "channels/", the name percent-encoded. */
 hub_rest_handler_fn hub_rest_channels_get_one;
 

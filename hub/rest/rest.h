@@ -1,14 +1,16 @@
 /*
  * hub/rest/rest.h - the Pusher HTTP API under /apps/{app_id}/
  * (docs/PROTOCOL.md 6): events, batch_events, channels, channel info,
- * presence users and users/{user_id}/terminate_connections. This is the
- * folder's one public header (server/http and the tests use it); the
- * rest of hub/rest/ is its inside:
+ * presence users, a channel's history (channels/{name}/events) and
+ * users/{user_id}/terminate_connections. This is the folder's one public
+ * header (server/http and the tests use it); the rest of hub/rest/ is its
+ * inside:
  *   router.c     the entry points below, the checks every request passes
  *                and the table of routes (method, path, handler), with
  *                the app's rate limits;
  *   events.c     POST events and batch_events;
  *   channels.c   GET channels, channels/{name} and channels/{name}/users;
+ *   chanhistory.c GET channels/{name}/events (recovery's history);
  *   terminate.c  POST users/{user_id}/terminate_connections;
  *   wait.c       deferred answers (hub_rest_wait_refuse(),
  *                hub_rest_wait_cancel() below);
