@@ -24,6 +24,7 @@ const table = (from) => Object.assign(Object.create(null), from);
 export function resume(pusher, options = {}) {
   const conn = pusher.connection;
   const H = table();     // channel -> {origin: last seq passed to the app}
+  const joined = table(); // channels whose subscription_succeeded came
   let pending = null;    // [origin, seq] of the next event on a channel
   let sockets = [];      // this client's previous socket ids, newest last
   let lastRx = 0;        // Date.now() when the last message arrived
@@ -44,11 +45,16 @@ export function resume(pusher, options = {}) {
       part = table();
       size = 0;
     };
-    for (const c of Object.keys(H)) {
-      if (!live.has(c)) { delete H[c]; continue; }
-      const bytes = JSON.stringify(c).length + JSON.stringify(H[c]).length + 2;
+    for (const c of Object.keys(joined)) if (!live.has(c)) delete joined[c];
+    for (const c of Object.keys(H)) if (!live.has(c)) delete H[c];
+    // A channel the app saw succeed with no position yet (in a cluster
+    // lubdub:pos follows subscription_succeeded; the cut came between):
+    // null, so the hub says lubdub:resume_failed instead of a silent start.
+    for (const c of new Set([...Object.keys(H), ...Object.keys(joined)])) {
+      const at = c in H ? H[c] : null;
+      const bytes = JSON.stringify(c).length + JSON.stringify(at).length + 2;
       if (size && size + bytes > PART) flush();
-      part[c] = H[c];
+      part[c] = at;
       size += bytes;
     }
     flush();
@@ -73,6 +79,7 @@ export function resume(pusher, options = {}) {
         return;
     }
     const c = ev.channel;
+    if (c && ev.event === 'pusher_internal:subscription_succeeded') joined[c] = true;
     if (!pending || !c) return;
     const [origin, seq] = pending;
     const h = H[c] || (H[c] = table());

@@ -28,11 +28,7 @@
 #include "timer/clock.h"
 #include "timer/list.h"
 
-/* A client's absence must be this much shorter than the ttl for a resume
- * that predates its channel's record to count as complete: what it missed
- * was published before it left, and a frame the hub wrote reaches a live
- * client well within this (the write deadline closes one that does not). */
-#define AWAY_MARGIN_MS 10000
+#define AWAY_MARGIN_MS HUB_HISTORY_AWAY_MARGIN_MS
 
 struct hist_rec;
 

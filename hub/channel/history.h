@@ -63,6 +63,12 @@ struct hub_pub_req;
 #define HUB_HISTORY_ORIGIN_MAX 64
 /* "<origin>:<seq>" */
 #define HUB_HISTORY_ID_MAX (HUB_HISTORY_ORIGIN_MAX + 24)
+/* A client's absence must be this much shorter than the ttl (and begin
+ * this much after the newest event trimmed) for a gap history no longer
+ * shows to count as one the client did not have: a frame the hub wrote
+ * reaches a live client well within it (the write deadline closes one
+ * that does not). */
+#define HUB_HISTORY_AWAY_MARGIN_MS 10000
 
 extern const struct hub_feature hub_history_feature;
 

@@ -28,6 +28,7 @@ struct rsub {
     size_t replay_left;            /* of the n, the replay's (at the head) */
     uint64_t held_bytes;           /* live frames held (bounded) */
     struct hub_frame *done;        /* after the replay; NULL once sent */
+    bool waiting;                  /* a read is on its way: hold all */
     unsigned n_floor;
     struct hub_resume_floor floor[HUB_RESUME_ORIGINS];
     char origins[HUB_RESUME_ORIGINS][65];
@@ -278,6 +279,23 @@ static bool rsub_pump(struct hub_session *s, struct rsub *g)
     }
 }
 
+/* Add g to r's guards; -ENOMEM. */
+static int rsub_add(struct hub_resume *r, struct rsub *g)
+{
+    if (r->n_subs == r->cap_subs) {
+        unsigned cap = r->cap_subs ? 2 * r->cap_subs : 4;
+        struct rsub **subs = realloc(r->subs, cap * sizeof(*subs));
+
+        if (!subs)
+            return -ENOMEM;
+        r->subs = subs;
+        r->cap_subs = cap;
+    }
+    r->subs[r->n_subs++] = g;
+    r->s->rguard = true;
+    return 0;
+}
+
 int hub_resume_guard(struct hub_session *s, struct hub_sub *sub,
                      const struct hub_resume_floor *floor, unsigned n_floor,
                      struct hub_frame *const *replay, size_t n,
@@ -285,7 +303,6 @@ int hub_resume_guard(struct hub_session *s, struct hub_sub *sub,
 {
     struct hub_resume *r = find(s);
     struct rsub *g = r ? calloc(1, sizeof(*g)) : NULL;
-    struct rsub **subs;
     size_t i = 0;
 
     if (!g)
@@ -305,17 +322,8 @@ int hub_resume_guard(struct hub_session *s, struct hub_sub *sub,
         if (rsub_push(g, replay[i]))
             goto nomem;
     g->replay_left = n;
-    if (r->n_subs == r->cap_subs) {
-        unsigned cap = r->cap_subs ? 2 * r->cap_subs : 4;
-
-        subs = realloc(r->subs, cap * sizeof(*subs));
-        if (!subs)
-            goto nomem;
-        r->subs = subs;
-        r->cap_subs = cap;
-    }
-    r->subs[r->n_subs++] = g;
-    s->rguard = true;
+    if (rsub_add(r, g))
+        goto nomem;
     rsub_pump(s, g);
     return 0;
 nomem:
@@ -355,9 +363,9 @@ bool hub_resume_take(struct hub_loop *l, struct hub_sub *sub,
         return false;
     g = *slot;
     fl = floor_of(g, f);
-    if (fl && f->hseq <= fl->seq)
+    if (!g->waiting && fl && f->hseq <= fl->seq)
         return true; /* the replay had it, or the client did */
-    if (g->n) {
+    if (g->n || g->waiting) {
         /* Behind the replay, in order. */
         if (g->held_bytes + f->len > s->loop->cfg->max_queue) {
             hub_session_send_error(s, 4100,
@@ -388,8 +396,133 @@ void hub_resume_pump(struct hub_session *s)
     if (!r)
         return;
     for (unsigned i = 0; i < r->n_subs; i++)
-        if ((r->subs[i]->n || r->subs[i]->done) && !rsub_pump(s, r->subs[i]))
+        if (!r->subs[i]->waiting && (r->subs[i]->n || r->subs[i]->done) &&
+            !rsub_pump(s, r->subs[i]))
             return;
+}
+
+int hub_resume_guard_wait(struct hub_session *s, struct hub_sub *sub)
+{
+    struct hub_resume *r = find(s);
+    struct rsub *g = r ? calloc(1, sizeof(*g)) : NULL;
+
+    if (g) {
+        g->sub = sub;
+        g->waiting = true;
+        if (!rsub_add(r, g))
+            return 0;
+        free(g);
+    }
+    close_nomem(s);
+    return -ENOMEM;
+}
+
+bool hub_resume_waiting(struct hub_session *s, const struct hub_sub *sub)
+{
+    struct hub_resume *r = find(s);
+    struct rsub **slot = r ? rsub_slot(r, sub) : NULL;
+
+    return slot && (*slot)->waiting;
+}
+
+static void unref_all(struct hub_frame *const *fs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fs[i])
+            hub_frame_unref(fs[i]);
+}
+
+int hub_resume_guard_fill(struct hub_session *s, struct hub_sub *sub,
+                          struct hub_frame *const *first, size_t n_first,
+                          const struct hub_resume_floor *floor,
+                          unsigned n_floor, struct hub_frame *const *replay,
+                          size_t n, struct hub_frame *done)
+{
+    struct hub_resume *r = find(s);
+    struct rsub **slot = r ? rsub_slot(r, sub) : NULL;
+    struct rsub *g = slot ? *slot : NULL;
+    struct hub_frame **held;
+    size_t n_held, i;
+
+    if (!g || !g->waiting) {
+        unref_all(first, n_first);
+        unref_all(replay, n);
+        if (done)
+            hub_frame_unref(done);
+        return 0;
+    }
+    /* What was held, out of the queue; the queue refills in order. */
+    n_held = g->n;
+    held = malloc((n_held ? n_held : 1) * sizeof(*held));
+    if (!held) {
+        unref_all(first, n_first);
+        unref_all(replay, n);
+        if (done)
+            hub_frame_unref(done);
+        close_nomem(s);
+        return -ENOMEM;
+    }
+    for (i = 0; i < n_held; i++)
+        held[i] = g->q[(g->head + i) % g->cap];
+    g->n = g->head = 0;
+    g->held_bytes = 0;
+    g->waiting = false;
+    if (n_floor > HUB_RESUME_ORIGINS)
+        n_floor = HUB_RESUME_ORIGINS;
+    for (unsigned k = 0; k < n_floor; k++) {
+        snprintf(g->origins[k], sizeof(g->origins[k]), "%s", floor[k].origin);
+        g->floor[k].origin = g->origins[k];
+        g->floor[k].seq = floor[k].seq;
+    }
+    g->n_floor = n_floor;
+    for (i = 0; i < n_first; i++)
+        if (first[i])
+            (void)hub_session_send(s, first[i]);
+    unref_all(first, n_first);
+    g->done = done;
+    for (i = 0; i < n; i++)
+        if (rsub_push(g, replay[i]))
+            break;
+    g->replay_left = g->n;
+    unref_all(replay + i, n - i);
+    for (size_t k = 0; k < n_held; k++) {
+        struct hub_resume_floor *fl = floor_of(g, held[k]);
+
+        if ((fl && held[k]->hseq <= fl->seq) || i < n ||
+            rsub_push(g, held[k])) {
+            hub_frame_unref(held[k]);
+            continue;
+        }
+        g->held_bytes += held[k]->len;
+    }
+    free(held);
+    if (i < n) {
+        close_nomem(s);
+        return -ENOMEM;
+    }
+    rsub_pump(s, g);
+    return 0;
+}
+
+struct hub_session *hub_resume_session(struct hub_loop *l, const void *key,
+                                       uint64_t sid_hi, uint32_t sid_lo)
+{
+    uintptr_t k = (uintptr_t)key;
+    struct hub_chan_node *n;
+    struct hub_resume *r;
+
+    if (!l->resumes)
+        return NULL;
+    n = hub_chantab_find(l->resumes, RESUME_KEY_APP, (const char *)&k,
+                         sizeof(k),
+                         hub_chan_hash(RESUME_KEY_APP, (const char *)&k,
+                                       sizeof(k)));
+    if (!n)
+        return NULL;
+    r = hub_container_of(n, struct hub_resume, node);
+    if (r->s->sid_hi != sid_hi || r->s->sid_lo != sid_lo)
+        return NULL;
+    return r->s;
 }
 
 void hub_resume_sub_gone(struct hub_session *s, struct hub_sub *sub)

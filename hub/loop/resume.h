@@ -86,6 +86,35 @@ int hub_resume_guard(struct hub_session *s, struct hub_sub *sub,
                      struct hub_frame *done);
 
 /*
+ * A cluster (hub/pusher/recover.c): guard sub before what it gets is
+ * known (a read of the channel's stream is on its way): every live frame
+ * for it is held, none dropped, nothing sent. 0, or -ENOMEM (s closing).
+ */
+int hub_resume_guard_wait(struct hub_session *s, struct hub_sub *sub);
+/*
+ * The read came back: first[0..n_first) (references taken: what goes
+ * before anything else, e.g. lubdub:pos and subscription_succeeded, or
+ * lubdub:resume_failed), then replay[0..n) (references taken) with done
+ * after it, then the held frames above floor; then the guard goes on as
+ * hub_resume_guard()'s. When sub has no waiting guard (it left) the
+ * references are dropped. 0, or -ENOMEM (s closing).
+ */
+int hub_resume_guard_fill(struct hub_session *s, struct hub_sub *sub,
+                          struct hub_frame *const *first, size_t n_first,
+                          const struct hub_resume_floor *floor,
+                          unsigned n_floor, struct hub_frame *const *replay,
+                          size_t n, struct hub_frame *done);
+/* Whether sub of s still waits for its read (hub_resume_guard_wait). */
+bool hub_resume_waiting(struct hub_session *s, const struct hub_sub *sub);
+/*
+ * The session of l whose address was key and whose socket id is
+ * (sid_hi, sid_lo), if it still lives and resumes; else NULL. For an
+ * answer that comes back to l after the session may have gone.
+ */
+struct hub_session *hub_resume_session(struct hub_loop *l, const void *key,
+                                       uint64_t sid_hi, uint32_t sid_lo);
+
+/*
  * The fan-out's question for a guarded session (s->rguard) about a live
  * history frame f for sub: true when it must not go now (held for after
  * the replay, or one the replay had); false to deliver it as usual.

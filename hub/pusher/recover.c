@@ -20,6 +20,8 @@
 #include "hub/loop/publish.h"
 #include "hub/loop/resume.h"
 #include "hub/loop/session.h"
+#include "hub/pusher/recover_cluster.h"
+#include "hub/pusher/recover_msg.h"
 #include "hub/wire/protocol.h"
 #include "timer/clock.h"
 
@@ -165,47 +167,6 @@ void hub_recover_on_resume(struct hub_session *s, const struct hub_msg *m)
     json_decref(parsed);
 }
 
-/* {"event":E,"data":D} framed (D stolen); NULL when out of memory. */
-static struct hub_frame *message(const char *event, json_t *data)
-{
-    json_t *o = json_pack("{s:s, s:o}", "event", event, "data", data);
-    struct hub_frame *f = NULL;
-    char *text;
-
-    if (!o)
-        return NULL;
-    text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    if (text) {
-        f = hub_frame_create_text(text, strlen(text));
-        free(text);
-    }
-    return f;
-}
-
-static void send_message(struct hub_session *s, const char *event,
-                         json_t *data)
-{
-    struct hub_frame *f = data ? message(event, data) : NULL;
-
-    if (!f) {
-        hub_session_close(s, 1011, "out of memory", HUB_CLOSE_ERROR, true);
-        return;
-    }
-    hub_session_send(s, f);
-    hub_frame_unref(f);
-}
-
-static json_t *ids_json(const struct hub_history_pos *pos)
-{
-    json_t *ids = json_object();
-
-    for (unsigned i = 0; ids && i < pos->n; i++)
-        json_object_set_new(ids, pos->id[i].origin,
-                            json_integer((json_int_t)pos->id[i].seq));
-    return ids;
-}
-
 /* lubdub:pos for a fresh start on (app, name). */
 static void send_pos(struct hub_session *s, const char *name, size_t len)
 {
@@ -213,21 +174,9 @@ static void send_pos(struct hub_session *s, const char *name, size_t len)
 
     (void)len;
     hub_history_start(hub_history_of(s->loop->hub), s->loop->hist_seen, &pos);
-    send_message(s, "lubdub:pos",
+    hub__recover_send(s, "lubdub:pos",
                  json_pack("{s:s%, s:o}", "channel", name, len, "ids",
-                           ids_json(&pos)));
-}
-
-static void send_failed(struct hub_session *s, const char *name, size_t len,
-                        const char *reason)
-{
-    HUB_STAT_ADD(s->loop->stats.resumes_failed, 1);
-    hub_log(HUB_LOG_DEBUG, s->loop->id,
-            "socket %s: resume of %.*s failed: %s", HUB_SID(s), (int)len,
-            name, reason);
-    send_message(s, "lubdub:resume_failed",
-                 json_pack("{s:[s%], s:s}", "channels", name, len, "reason",
-                           reason));
+                           hub__recover_ids(&pos)));
 }
 
 /* The client's ids for a channel into pos: false when they are bad. */
@@ -271,13 +220,6 @@ static bool replay(struct hub_session *s, struct hub_sub *sub,
         *reason = "invalid";
         return false;
     }
-    if (hub_bus_remote(s->loop->hub)) {
-        /* In a cluster this node's ring lacks what other nodes took in:
-         * only the channel's stream in Redis can say what was missed,
-         * and that read is not served yet. Never a partial replay. */
-        *reason = "unavailable";
-        return false;
-    }
     g = hub_history_resume(hub_history_of(s->loop->hub), app->index, name,
                            len, &known, &st->socks, st->away_ms,
                            hub_clock_now_ms(s->loop->clock),
@@ -290,7 +232,7 @@ static bool replay(struct hub_session *s, struct hub_sub *sub,
         floor[i].origin = rp.upto.id[i].origin;
         floor[i].seq = rp.upto.id[i].seq;
     }
-    done = message("lubdub:resumed",
+    done = hub__recover_message("lubdub:resumed",
                    json_pack("{s:s%, s:I}", "channel", name, len, "replayed",
                              (json_int_t)rp.n));
     hub_session_send(s, ok);
@@ -304,6 +246,24 @@ static bool replay(struct hub_session *s, struct hub_sub *sub,
     hub_resume_guard(s, sub, floor, rp.upto.n, rp.f, rp.n, done);
     free(rp.f);
     return true;
+}
+
+/* In a cluster: only the channel's stream knows what others took in
+ * (hub/pusher/recover_cluster.h). Takes ids. */
+static bool cluster_joined(struct hub_session *s, struct hub_sub *sub,
+                           const char *name, size_t len, struct hub_frame *ok,
+                           json_t *ids, const struct recover_state *st)
+{
+    struct hub_history_pos known;
+    bool resumed = ids && known_pos(ids, &known);
+
+    if (ids && !resumed)
+        hub__recover_failed(s, name, len, "invalid");
+    json_decref(ids);
+    hub__recover_cluster_join(s, sub, name, len, ok, resumed ? &known : NULL,
+                              st ? &st->socks : NULL,
+                              st ? st->away_ms : UINT64_MAX);
+    return resumed;
 }
 
 bool hub_recover_joined(struct hub_session *s, struct hub_sub *sub,
@@ -329,17 +289,25 @@ bool hub_recover_joined(struct hub_session *s, struct hub_sub *sub,
         if (ids)
             json_object_del(st->channels, key);
     }
+    if (json_is_null(ids) && !on) {
+        /* "No position" (the helper's null) of a channel without history:
+         * nothing was to be had. */
+        json_decref(ids);
+        ids = NULL;
+    }
     if (ids && !on)
         reason = "no_history";
     else if (!ids && on && st && st->overflow)
         reason = "too_large";
+    else if (on && hub_bus_remote(s->loop->hub))
+        return cluster_joined(s, sub, name, len, ok, ids, st);
     else if (ids && replay(s, sub, name, len, ids, st, ok, &reason))
         resumed = true;
     json_decref(ids);
     if (resumed)
         return true;
     if (reason)
-        send_failed(s, name, len, reason);
+        hub__recover_failed(s, name, len, reason);
     if (on)
         send_pos(s, name, len);
     hub_session_send(s, ok);

@@ -22,7 +22,9 @@
 #include "hub/cluster/cluster.h"
 #include "hub/loop/publish.h"
 #include "server/redis/redis_int.h"
+#include "timer/clock.h"
 #include "server/redis/redis_lua.h"
+#include "server/lws/srv.h"
 
 static uint64_t num(const redisReply *v)
 {
@@ -159,6 +161,22 @@ static void read_cb(struct srv_redis_async *ac, void *reply, void *priv)
     free(k);
     rd->rc = parse(rd, reply);
     if (rd->rc) {
+        const redisReply *rp = reply;
+
+        /* A refused read is the operator's to see (an ACL without
+         * XRANGE, docs/SCALING.md), once a minute at most: every resume
+         * would say it. */
+        uint64_t now = hub_clock_now_ms(hub_clock_monotonic());
+
+        if (!r->hist_warned_ms || now - r->hist_warned_ms >= 60000) {
+            r->hist_warned_ms = now;
+            srv_log(HUB_LOG_WARN, 0, "recovery: reading the stream of %s "
+                    "failed (%s); the client is told lubdub:resume_failed "
+                    "(history_read_failed counts them)",
+                    rd->name,
+                    rp && rp->type == REDIS_REPLY_ERROR && rp->str ? rp->str
+                    : rp ? "a bad reply" : "no reply");
+        }
         for (size_t i = 0; i < rd->n; i++)
             free(rd->e[i].data);
         free(rd->e);

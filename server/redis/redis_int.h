@@ -80,6 +80,7 @@ struct srv_redis {
     uint64_t ping_at_ns;
     bool ping_out;
     uint64_t n_loaded;             /* cache entries kept by this load */
+    uint64_t hist_warned_ms;       /* a refused stream read last logged */
     struct srv_redis_dir *dir;     /* the cluster-wide directory */
     struct srv_redis_lease *lease; /* node lease and reaper; owned, or NULL */
 };

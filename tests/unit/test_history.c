@@ -74,7 +74,7 @@ static uint64_t publish_skip(struct fake_hub *fh, unsigned app,
 {
     struct hub_frame *f = event(channel, n);
     const struct hub_pub_req r = { app, channel, strlen(channel), f, skip,
-                                   false };
+                                   false, NULL };
     uint64_t seq;
 
     assert_int_equal(hub_history_publish(hist(fh), fh->loops[0],
@@ -184,7 +184,7 @@ static void test_history_publish_ids_in_order(void **state)
     fake_flush(&a.s);
     for (unsigned i = 1; i <= 4; i++) {
         const char *ch = i % 2 ? "a" : "b";
-        struct hub_pub_req r = { 0, ch, 1, NULL, NULL, false };
+        struct hub_pub_req r = { 0, ch, 1, NULL, NULL, false, NULL };
 
         f = event(ch, i);
         r.f = f;

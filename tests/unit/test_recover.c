@@ -42,7 +42,7 @@ static uint64_t publish(struct fake_hub *fh, const char *channel)
     struct hub_frame *f = hub_proto_event_frame("e", channel, "\"d\"", 3,
                                                 NULL);
     const struct hub_pub_req r = { 0, channel, strlen(channel), f, NULL,
-                                   false };
+                                   false, NULL };
     uint64_t seq;
 
     assert_non_null(f);
@@ -247,7 +247,7 @@ static void test_recover_fresh_pos_below_inflight_event(void **state)
     /* Assigned and posted, not yet drained on the session's loop. */
     f = hub_proto_event_frame("e", "c", "\"d\"", 3, NULL);
     {
-        const struct hub_pub_req r = { 0, "c", 1, f, NULL, false };
+        const struct hub_pub_req r = { 0, "c", 1, f, NULL, false, NULL };
 
         assert_int_equal(hub_history_publish(hub_history_of(fh.hub),
                                              fh.loops[0], &fh.apps[0], &r,

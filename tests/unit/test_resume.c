@@ -82,7 +82,7 @@ static struct hub_frame *publish_on(struct fake_hub *fh, const char *ch,
                                     unsigned i)
 {
     struct hub_frame *f = event_on(ch, i);
-    const struct hub_pub_req r = { 0, ch, strlen(ch), f, NULL, false };
+    const struct hub_pub_req r = { 0, ch, strlen(ch), f, NULL, false, NULL };
 
     assert_int_equal(hub_history_publish(hist(fh), fh->loops[0], &fh->apps[0],
                                          &r, false),

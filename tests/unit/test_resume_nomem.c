@@ -51,7 +51,7 @@ static uint64_t publish(struct fake_hub *fh)
     data[0] = data[201] = '"';
     f = hub_proto_event_frame("e", "c", data, 202, NULL);
     if (f) {
-        const struct hub_pub_req r = { 0, "c", 1, f, NULL, false };
+        const struct hub_pub_req r = { 0, "c", 1, f, NULL, false, NULL };
 
         (void)hub_history_publish(hub_history_of(fh->hub), fh->loops[0],
                                   &fh->apps[0], &r, false);

@@ -1,0 +1,105 @@
+'use strict';
+// Recovery's wire protocol across nodes (docs/RECOVERY.md "In a cluster"):
+// a client that knew events of two origins comes back to the other node
+// and gets exactly what it missed, read from the channel's stream in Redis.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { waitFor, configFile } = require('./lib/hub');
+const { APP, serverSdk, rawClient } = require('./lib/clients');
+const { startRedis, startNode, allUp } = require('./lib/cluster');
+
+const HISTORY_APP = {
+  id: APP.id, key: APP.key, secret: APP.secret,
+  history: { ttl: '120s', size: 100 },
+};
+
+async function cluster(t, n = 2) {
+  const redis = await startRedis(t);
+  const cfg = configFile(t, { apps: [HISTORY_APP] });
+  const nodes = [];
+  for (let k = 1; k <= n; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, ['--config', cfg]));
+  await allUp(nodes);
+  return { redis, nodes };
+}
+
+async function resumer(t, hub, data = {}) {
+  const c = await rawClient(t, hub);
+  c.send({ event: 'lubdub:resume', data: { v: 1, channels: {}, ...data } });
+  return c;
+}
+
+const seqs = (c) => c.messages.filter((m) => m.event === 'seq').map((m) => m.data.i);
+
+// The client's position as the helper keeps it: lubdub:pos, then each
+// marker's id.
+function position(c, channel) {
+  const h = {};
+  let pending = null;
+  for (const m of c.messages) {
+    if (m.event === 'lubdub:pos' && m.data.channel === channel) Object.assign(h, m.data.ids);
+    else if (m.event === 'lubdub:id') pending = m.data;
+    else if (pending && m.channel === channel) { h[pending[0]] = pending[1]; pending = null; }
+  }
+  return h;
+}
+
+test('a client that comes back to another node gets what both nodes took in while it was away, once, in order', async (t) => {
+  const { nodes } = await cluster(t);
+  const [n1, n2] = nodes;
+  const sdk1 = serverSdk(n1);
+  const sdk2 = serverSdk(n2);
+  const a = await resumer(t, n1);
+  const ok = await a.subscribed('news');
+  assert.equal(ok.event, 'pusher_internal:subscription_succeeded');
+  await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos in a cluster');
+  // Live, from both nodes: each with its marker.
+  await sdk1.trigger('news', 'seq', { i: 1 });
+  await sdk2.trigger('news', 'seq', { i: 2 });
+  await waitFor(() => seqs(a).length === 2, 'two live events');
+  assert.equal(a.all('lubdub:id').length, 2);
+  const h = position(a, 'news');
+  assert.equal(Object.keys(h).length, 2, JSON.stringify(h));
+  a.terminate();
+  for (let i = 3; i <= 7; i++) await (i % 2 ? sdk1 : sdk2).trigger('news', 'seq', { i });
+  const b = await resumer(t, n2, { away_ms: 100, channels: { news: h } });
+  await b.subscribed('news');
+  await waitFor(() => b.find('lubdub:resumed'), 'lubdub:resumed');
+  await sdk1.trigger('news', 'seq', { i: 8 });
+  await waitFor(() => seqs(b).length === 6, 'the replay and one live event');
+  assert.deepEqual(seqs(b), [3, 4, 5, 6, 7, 8]);
+  assert.deepEqual(b.find('lubdub:resumed').data, { channel: 'news', replayed: 5 });
+  assert.equal(b.count('lubdub:resume_failed'), 0);
+  const st = await n2.stats();
+  assert.equal(st.totals.resumes, 1);
+  assert.equal(st.totals.replayed_events, 5);
+});
+
+test('a fresh subscription in a cluster starts at the stream\'s last ids, and a resume from there replays nothing twice', async (t) => {
+  const { nodes } = await cluster(t);
+  const [n1, n2] = nodes;
+  const sdk1 = serverSdk(n1);
+  for (let i = 1; i <= 3; i++) await sdk1.trigger('news', 'seq', { i });
+  const a = await resumer(t, n2);
+  await a.subscribed('news');
+  const pos = await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos');
+  assert.equal(Object.keys(pos.data.ids).length, 1, JSON.stringify(pos.data));
+  assert.deepEqual(seqs(a), []);
+  const h = position(a, 'news');
+  a.terminate();
+  const b = await resumer(t, n1, { away_ms: 50, channels: { news: h } });
+  await b.subscribed('news');
+  await waitFor(() => b.find('lubdub:resumed'), 'resumed');
+  assert.deepEqual(b.find('lubdub:resumed').data, { channel: 'news', replayed: 0 });
+  assert.deepEqual(seqs(b), []);
+});
+
+test('a position naming a node whose events are gone from the stream, after a long absence, is told resume_failed', async (t) => {
+  const { nodes } = await cluster(t);
+  const [n1] = nodes;
+  const b = await resumer(t, n1, { away_ms: 3600 * 1000, channels: { news: { b0badc0de: 5 } } });
+  await b.subscribed('news');
+  const f = await waitFor(() => b.find('lubdub:resume_failed'), 'resume_failed');
+  assert.deepEqual(f.data, { channels: ['news'], reason: 'expired' });
+  await waitFor(() => b.find('lubdub:pos'), 'a fresh start');
+});
