@@ -1,0 +1,233 @@
+'use strict';
+// Recovery (issue 35, item 5) on one node: pusher-js as apps run it (the
+// pinned 8.4 and 8.6), plus the helper exactly as the hub serves it
+// (/lubdub-resume.js), behind a proxy of the test's own that cuts the
+// connection abruptly at seeded random moments (lib/cutproxy.js: both
+// directions reset, bytes in flight lost, sometimes inside a frame).
+//
+// - 1,000 events at a few hundred a second on a public and a private
+//   channel, client events from a second client in the same stream, five
+//   cuts: every event reaches the app's channel.bind handler exactly once
+//   and in order, the client's own client events never come back, and no
+//   app-level handler (channel.bind_global, pusher.bind_global) sees a
+//   lubdub: message; the helper counted no duplicate (the hub sends none).
+// - A gap longer than the ttl: lubdub:resume_failed names the channel on
+//   pusher.bind_global, and nothing of the gap is replayed (not even the
+//   part history still holds).
+// - Laravel Echo: resume(Echo.connector.pusher); listen('.seq') sees every
+//   event exactly once through two cuts.
+// - A client without the helper gets no lubdub: message at all.
+//
+// The seed of each run's cuts is printed (t.diagnostic); LUBDUB_TEST_SEED
+// replays it.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { startHub, waitFor } = require('./lib/hub');
+const { APP, serverSdk, rawClient } = require('./lib/clients');
+const { cutProxy, prng } = require('./lib/cutproxy');
+const {
+  PUSHER_JS, pusherJs, historyApp, loadHelper, pusherVia, record, upTo, cutPoints,
+  stream, endAndWait, assertExactlyOnce, historyStats, historyOf,
+} = require('./lib/recovery');
+
+const N = 1000;
+const RATE = 200;
+
+for (const { version, module } of PUSHER_JS) {
+  test(`pusher-js ${version}: 1,000 events, five random cuts, public, private and client events exactly once`, async (t) => {
+    const { Pusher, version: got } = pusherJs(module);
+    assert.equal(got, version);
+    const hub = await startHub([], { t, loops: 2, apps: [historyApp()] });
+    const { resume } = await loadHelper(t, hub);
+    const proxy = await cutProxy(t, hub, { name: `pusher-js ${version}` });
+    t.diagnostic(`seed ${proxy.seed} (LUBDUB_TEST_SEED=${proxy.seed} replays the cuts)`);
+    const channels = ['stream', 'private-stream'];
+    const client = pusherVia(t, hub, Pusher, proxy);
+    const helper = resume(client);
+    const rec = record(client, channels, { clientEvents: ['client-seq', 'client-own'] });
+
+    // The sender of client events, through a proxy of its own that never
+    // cuts: what it sends all reaches the hub.
+    const senderProxy = await cutProxy(t, hub, { name: 'sender' });
+    const sender = pusherVia(t, hub, Pusher, senderProxy);
+    const senderCh = sender.subscribe('private-stream');
+    const ownAtSender = [];
+    senderCh.bind('client-own', (d) => ownAtSender.push(d.seq));
+    await waitFor(() => channels.every((c) => client.channel(c).subscribed) && senderCh.subscribed,
+      'both clients subscribed');
+
+    let sent = 0;
+    let own = 0;
+    const between = (seq) => {
+      if (seq % 5 === 0) {
+        sent++;
+        assert.ok(senderCh.trigger('client-seq', { seq: sent }), 'the sender is connected');
+      }
+      // The client's own client events, now and then, when it is
+      // connected: a replay must skip them (they are not echoed).
+      const mine = client.channel('private-stream');
+      if (seq % 50 === 0 && mine.subscribed && client.connection.state === 'connected' &&
+          mine.trigger('client-own', { seq })) {
+        own++;
+      }
+    };
+    const points = cutPoints(prng(proxy.seed ^ 0x5eed), N, 5);
+    t.diagnostic(`cut points (events published before each cut): ${points.join(', ')}`);
+    const started = Date.now();
+    const r = await stream(t, hub, { channels, n: N, rate: RATE, proxy, client, points, between });
+    const took = Date.now() - started;
+    await waitFor(() => rec.client['private-stream client-seq'].length >= sent,
+      `the ${sent} client events`, 60000).catch((e) => {
+      throw new Error(`${e.message}: got ${rec.client['private-stream client-seq'].length}`);
+    });
+    await endAndWait(hub, rec, channels, N);
+
+    t.diagnostic(`${N} events x ${channels.length} channels in ${took} ms, ${sent} client events, ` +
+      `${own} of the client's own`);
+    t.diagnostic(proxy.describe());
+    t.diagnostic(`helper: ${JSON.stringify(helper.stats())}; subscription_succeeded per channel ` +
+      `${JSON.stringify(rec.subscribed)}`);
+    t.diagnostic(`hub: ${JSON.stringify(await historyStats(hub))}`);
+
+    assert.equal(r.cuts, 5);
+    assert.equal(proxy.cuts, 5);
+    assert.ok(proxy.accepted >= 6, `${proxy.accepted} connections: the client came back after each cut`);
+    for (const c of channels) assertExactlyOnce(rec.seqs[c], N, c);
+    assertExactlyOnce(rec.client['private-stream client-seq'], sent, 'client events');
+    assert.deepEqual(rec.client['private-stream client-own'], [], 'the client got its own client events');
+    assert.deepEqual(rec.client['stream client-seq'], []);
+    assert.deepEqual(rec.leaks, [], 'lubdub: messages reached app handlers');
+    assert.deepEqual(rec.failed, [], 'no resume may fail within the ttl');
+    assert.equal(helper.stats().duplicates, 0, 'the hub sent an event twice (the helper hid it)');
+    t.diagnostic(`the sender got ${ownAtSender.length} of the client's own ${own} client events`);
+  });
+}
+
+test('a gap longer than the ttl: lubdub:resume_failed on pusher.bind_global, no partial replay', async (t) => {
+  const { Pusher } = pusherJs('pusher-js');
+  const hub = await startHub([], { t, apps: [historyApp({ ttl: '1s', size: 100 })] });
+  const { resume } = await loadHelper(t, hub);
+  const proxy = await cutProxy(t, hub, { name: 'ttl' });
+  const sdk = serverSdk(hub);
+  const client = pusherVia(t, hub, Pusher, proxy);
+  const helper = resume(client);
+  const rec = record(client, ['gap']);
+  await waitFor(() => client.channel('gap').subscribed, 'subscribed');
+  for (let seq = 1; seq <= 5; seq++) await sdk.trigger('gap', 'seq', { seq });
+  await waitFor(() => rec.seqs.gap.length === 5, 'the live events');
+
+  // Away: cut, and hold the client off while the gap is published and
+  // then passes the ttl.
+  proxy.pause();
+  const before = client.connection.socket_id;
+  assert.equal(await proxy.cut(), 1);
+  const since = Date.now() - 1;
+  for (let seq = 6; seq <= 10; seq++) await sdk.trigger('gap', 'seq', { seq });
+  const right = await historyOf(hub, 'gap', { since });
+  t.diagnostic(`history right after the gap: ${right.status} ${right.body}`);
+  await waitFor(async () => {
+    const h = await historyOf(hub, 'gap', { since });
+    return h.status === 200 && h.json.events.length === 0;
+  }, 'the gap to pass the ttl', 20000, 50);
+  // The end of the gap is still in history when the client comes back: a
+  // replay of it alone would be a partial gap.
+  for (let seq = 11; seq <= 13; seq++) await sdk.trigger('gap', 'seq', { seq });
+  t.diagnostic(`hub before the reconnect: ${JSON.stringify(await historyStats(hub))}`);
+  proxy.resume();
+  await waitFor(() => rec.failed.length >= 1 && client.connection.socket_id !== before &&
+    client.channel('gap').subscribed, 'lubdub:resume_failed and the new subscription', 30000);
+  t.diagnostic(`resume_failed: ${JSON.stringify(rec.failed)}`);
+  assert.ok(rec.failed[0].channels.includes('gap'), JSON.stringify(rec.failed[0]));
+
+  // Live again from a fresh start.
+  await sdk.trigger('gap', 'seq', { seq: 14 });
+  await endAndWait(hub, rec, ['gap'], 14);
+  assert.deepEqual(rec.seqs.gap, [1, 2, 3, 4, 5, 14], 'nothing of the gap replayed');
+  assert.equal(rec.failed.length, 1);
+  assert.deepEqual(rec.leaks, []);
+  assert.equal(helper.stats().duplicates, 0);
+  t.diagnostic(`helper: ${JSON.stringify(helper.stats())}; hub: ${JSON.stringify(await historyStats(hub))}`);
+});
+
+test('Laravel Echo: listen() sees every event exactly once through two cuts', async (t) => {
+  const { default: Echo } = await import('laravel-echo');
+  const { Pusher } = pusherJs('pusher-js');
+  const hub = await startHub([], { t, loops: 2, apps: [historyApp()] });
+  const { resume } = await loadHelper(t, hub);
+  const proxy = await cutProxy(t, hub, { name: 'echo' });
+  t.diagnostic(`seed ${proxy.seed}`);
+  const sdk = serverSdk(hub);
+  const echo = new Echo({
+    broadcaster: 'pusher', key: APP.key, cluster: 'x',
+    wsHost: proxy.host, wsPort: proxy.port, forceTLS: false,
+    enabledTransports: ['ws'], disableStats: true, Pusher,
+    authorizer: (channel) => ({
+      authorize: (socketId, callback) => {
+        try {
+          callback(null, sdk.authorizeChannel(socketId, channel.name));
+        } catch (e) {
+          callback(e, null);
+        }
+      },
+    }),
+  });
+  t.after(() => echo.disconnect());
+  const pusher = echo.connector.pusher;
+  const helper = resume(pusher);
+  const seqs = { news: [], 'private-orders': [] };
+  const ends = { news: 0, 'private-orders': 0 };
+  const leaks = [];
+  pusher.bind_global((name) => { if (String(name).startsWith('lubdub:')) leaks.push(name); });
+  const subs = [echo.channel('news'), echo.private('orders')];
+  let subscribed = 0;
+  for (const [ch, name] of [[subs[0], 'news'], [subs[1], 'private-orders']]) {
+    ch.listen('.seq', (e) => seqs[name].push(e.seq))
+      .listen('.end', () => { ends[name]++; })
+      .subscribed(() => { subscribed++; });
+  }
+  // Echo's listenToAll sees every event of a channel (bind_global).
+  subs[0].listenToAll((name) => { if (String(name).includes('lubdub')) leaks.push(`news: ${name}`); });
+  await waitFor(() => subscribed >= 2, 'Echo subscribed');
+  const n = 300;
+  const points = cutPoints(prng(proxy.seed), n, 2);
+  const r = await stream(t, hub, {
+    channels: ['news', 'private-orders'], n, rate: RATE, proxy, client: pusher, points,
+  });
+  await endAndWait(hub, { ends, seqs }, ['news', 'private-orders'], n).catch((e) => {
+    throw new Error(`${e.message}: news ${seqs.news.length}, orders ${seqs['private-orders'].length}`);
+  });
+  t.diagnostic(`${proxy.describe()}; helper ${JSON.stringify(helper.stats())}`);
+  assert.equal(r.cuts, 2);
+  assertExactlyOnce(seqs.news, n, 'news');
+  assertExactlyOnce(seqs['private-orders'], n, 'private-orders');
+  assert.deepEqual(leaks, []);
+  assert.equal(helper.stats().duplicates, 0);
+});
+
+test('a client without the helper gets no lubdub: message at all', async (t) => {
+  const { Pusher } = pusherJs('pusher-js');
+  const hub = await startHub([], { t, loops: 2, apps: [historyApp()] });
+  const { resume } = await loadHelper(t, hub);
+  // A client with the helper on the same channel, so the hub does build
+  // the markers: they must go to it alone.
+  const withHelper = pusherVia(t, hub, Pusher, hub);
+  const helper = resume(withHelper);
+  const rec = record(withHelper, ['mixed']);
+  const raw = await rawClient(t, hub);
+  assert.equal((await raw.subscribed('mixed')).event, 'pusher_internal:subscription_succeeded');
+  await waitFor(() => withHelper.channel('mixed').subscribed, 'the helper client subscribed');
+  const sdk = serverSdk(hub);
+  const n = 50;
+  for (let seq = 1; seq <= n; seq++) await sdk.trigger('mixed', 'seq', { seq });
+  await endAndWait(hub, rec, ['mixed'], n);
+  await raw.event('end', 'mixed');
+  assertExactlyOnce(rec.seqs.mixed, n, 'the helper client');
+  assert.ok(helper.stats().markers >= n, `the helper got markers: ${JSON.stringify(helper.stats())}`);
+  const ours = raw.msgs.filter((m) => /lubdub/.test(m.event));
+  assert.deepEqual(ours, [], 'lubdub: messages sent to a client that never asked');
+  // Its events are the plain frames, exactly as without history.
+  const events = raw.msgs.filter((m) => m.event === 'seq');
+  assert.deepEqual(events, upTo(n).map((seq) => ({ event: 'seq', channel: 'mixed', data: JSON.stringify({ seq }) })));
+  assert.deepEqual(raw.msgs.map((m) => m.event),
+    ['pusher:connection_established', 'pusher_internal:subscription_succeeded', ...upTo(n).map(() => 'seq'), 'end']);
+});
