@@ -130,9 +130,13 @@ function cutPoints(random, n, count, margin = Math.floor(n / 20)) {
 // land while the hub replays, some on live traffic, some inside a frame.
 // The stream does not publish its last 5 % before every cut is done, so
 // every cut falls inside it. between(seq): called after each publication
-// (client events).
-async function stream(t, hub, { channels, n, rate, proxy, client, points = [], between }) {
+// (client events). The client: a pusher-js client, or connection(), which
+// resolves with its {state, socketId} (a browser page's).
+async function stream(t, hub, { channels, n, rate, proxy, client, connection, points = [], between }) {
   const sdk = serverSdk(hub);
+  if (!connection) {
+    connection = () => ({ state: client.connection.state, socketId: client.connection.socket_id });
+  }
   let published = 0;
   let cutsDone = 0;
   let cutError = null;
@@ -140,10 +144,12 @@ async function stream(t, hub, { channels, n, rate, proxy, client, points = [], b
   const cutter = (async () => {
     for (const at of points) {
       await waitFor(() => published >= at, `the stream to reach ${at}`, 60000, 2);
-      await waitFor(() => client.connection.state === 'connected' && proxy.live > 0 &&
-        client.connection.socket_id && client.connection.socket_id !== lastCutSocket,
-      'a new connection to cut', 30000, 2);
-      lastCutSocket = client.connection.socket_id;
+      const now = await waitFor(async () => {
+        const c = await connection();
+        return c.state === 'connected' && proxy.live > 0 && c.socketId &&
+          c.socketId !== lastCutSocket && c;
+      }, 'a new connection to cut', 30000, 2);
+      lastCutSocket = now.socketId;
       const cut = await proxy.randomCut(300);
       assert.ok(cut >= 1, 'a cut found a live connection');
       cutsDone++;
