@@ -26,7 +26,7 @@ const { startHub, waitFor } = require('./lib/hub');
 const { APP, serverSdk, rawClient } = require('./lib/clients');
 const { cutProxy, prng } = require('./lib/cutproxy');
 const {
-  PUSHER_JS, pusherJs, historyApp, loadHelper, pusherVia, record, upTo, cutPoints,
+  PUSHER_JS, pusherJs, historyApp, loadHelper, pusherOptions, pusherVia, record, upTo, cutPoints,
   stream, endAndWait, assertExactlyOnce, historyStats, historyOf,
 } = require('./lib/recovery');
 
@@ -156,21 +156,9 @@ test('Laravel Echo: listen() sees every event exactly once through two cuts', as
   const { resume } = await loadHelper(t, hub);
   const proxy = await cutProxy(t, hub, { name: 'echo' });
   t.diagnostic(`seed ${proxy.seed}`);
-  const sdk = serverSdk(hub);
-  const echo = new Echo({
-    broadcaster: 'pusher', key: APP.key, cluster: 'x',
-    wsHost: proxy.host, wsPort: proxy.port, forceTLS: false,
-    enabledTransports: ['ws'], disableStats: true, Pusher,
-    authorizer: (channel) => ({
-      authorize: (socketId, callback) => {
-        try {
-          callback(null, sdk.authorizeChannel(socketId, channel.name));
-        } catch (e) {
-          callback(e, null);
-        }
-      },
-    }),
-  });
+  // pusher-js's own options (Echo hands them to new Pusher): the same
+  // client as the other tests', its private channel signed by the SDK.
+  const echo = new Echo({ broadcaster: 'pusher', key: APP.key, Pusher, ...pusherOptions(hub, proxy) });
   t.after(() => echo.disconnect());
   const pusher = echo.connector.pusher;
   const helper = resume(pusher);

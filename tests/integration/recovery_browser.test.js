@@ -19,9 +19,9 @@ const path = require('node:path');
 const { startHub } = require('./lib/hub');
 const { serverSdk } = require('./lib/clients');
 const { cutProxy, prng } = require('./lib/cutproxy');
+const { launchChromium } = require('./lib/chromium');
 const { historyApp, cutPoints, stream, assertExactlyOnce } = require('./lib/recovery');
 
-const CHROMIUM = process.env.LUBDUB_CHROMIUM || '/usr/bin/chromium';
 const CHANNELS = ['stream', 'private-stream'];
 const N = 300;
 
@@ -52,23 +52,13 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>recovery</title>
 </script>`;
 
 test('Chromium: the hub\'s page with pusher-js and /lubdub-resume.js, 300 events, two cuts, exactly once', async (t) => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: run deploy/install-deps.sh test`);
-  }
-  const { chromium } = require('playwright-core');
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-recovery-web-'));
   t.after(() => fs.rmSync(root, { recursive: true, force: true }));
   fs.writeFileSync(path.join(root, 'recovery.html'), PAGE);
   fs.copyFileSync(path.join(__dirname, 'node_modules/pusher-js/dist/web/pusher.min.js'),
     path.join(root, 'pusher.min.js'));
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
-      '--no-first-run', '--disable-component-update', '--disable-sync'],
-  });
   // Closed before the hub stops (the hub's t.after comes later).
-  t.after(() => browser.close());
+  const browser = await launchChromium(t);
   const hub = await startHub(['--dev-auth-endpoint', '--web-root', root],
     { t, loops: 2, apps: [historyApp()] });
   const proxy = await cutProxy(t, hub, { name: 'chromium' });
