@@ -103,6 +103,18 @@ for (const { version, module } of PUSHER_JS) {
   });
 }
 
+// Whether a resume of channel from ids is told lubdub:resume_failed (a
+// raw client of its own, closed after the answer).
+async function gapExpired(t, hub, channel, ids) {
+  const c = await rawClient(t, hub);
+  c.send({ event: 'lubdub:resume', data: { v: 1, channels: { [channel]: ids } } });
+  c.subscribe(channel);
+  const m = await c.next((x) => x.event === 'lubdub:resume_failed' || x.event === 'lubdub:resumed',
+    'the probe\'s answer');
+  c.close();
+  return m.event === 'lubdub:resume_failed';
+}
+
 test('a gap longer than the ttl: lubdub:resume_failed on pusher.bind_global, no partial replay', async (t) => {
   const { Pusher } = pusherJs('pusher-js');
   const hub = await startHub([], { t, apps: [historyApp({ ttl: '1s', size: 100 })] });
@@ -112,9 +124,15 @@ test('a gap longer than the ttl: lubdub:resume_failed on pusher.bind_global, no 
   const client = pusherVia(t, hub, Pusher, proxy);
   const helper = resume(client);
   const rec = record(client, ['gap']);
+  // A watcher that asked for markers: where the client stands, as ids.
+  const watcher = await rawClient(t, hub);
+  watcher.send({ event: 'lubdub:resume', data: { v: 1, channels: {} } });
+  await watcher.subscribed('gap');
   await waitFor(() => client.channel('gap').subscribed, 'subscribed');
   for (let seq = 1; seq <= 5; seq++) await sdk.trigger('gap', 'seq', { seq });
-  await waitFor(() => rec.seqs.gap.length === 5, 'the live events');
+  await waitFor(() => rec.seqs.gap.length === 5 && watcher.count('seq') === 5, 'the live events');
+  const [origin, last] = watcher.all('lubdub:id').pop().data;
+  const pos = { [origin]: last };
 
   // Away: cut, and hold the client off while the gap is published and
   // then passes the ttl.
@@ -125,10 +143,12 @@ test('a gap longer than the ttl: lubdub:resume_failed on pusher.bind_global, no 
   for (let seq = 6; seq <= 10; seq++) await sdk.trigger('gap', 'seq', { seq });
   const right = await historyOf(hub, 'gap', { since });
   t.diagnostic(`history right after the gap: ${right.status} ${right.body}`);
-  await waitFor(async () => {
-    const h = await historyOf(hub, 'gap', { since });
-    return h.status === 200 && h.json.events.length === 0;
-  }, 'the gap to pass the ttl', 20000, 50);
+  // Past the ttl once the hub itself says so: a probe that resumes from
+  // where the client stands (the watcher's last id) is told resume_failed.
+  let probes = 0;
+  await waitFor(async () => { probes++; return gapExpired(t, hub, 'gap', pos); },
+    'the gap to pass the ttl', 20000, 100);
+  t.diagnostic(`the gap was past the ttl at probe ${probes}, ${Date.now() - since} ms after it began`);
   // The end of the gap is still in history when the client comes back: a
   // replay of it alone would be a partial gap.
   for (let seq = 11; seq <= 13; seq++) await sdk.trigger('gap', 'seq', { seq });
