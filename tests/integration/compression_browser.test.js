@@ -19,8 +19,8 @@ const http = require('node:http');
 const path = require('node:path');
 const { startHub, waitFor, ROOT } = require('./lib/hub');
 const { corpus1k, publishEvent, textClient, compression } = require('./lib/pmd');
-const { launchChromium } = require('./lib/chromium');
 
+const CHROMIUM = process.env.LUBDUB_CHROMIUM || '/usr/bin/chromium';
 const WAIT = { timeout: 20000 };
 const CORPUS = corpus1k();
 
@@ -85,8 +85,19 @@ async function pusherPageServer(t, hub) {
 }
 
 test('Chromium: the demo page and pusher-js negotiate permessage-deflate and get the corpus byte-exact', async (t) => {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: run deploy/install-deps.sh test`);
+  }
+  // The npm packages are pinned in tests/integration (package.json).
+  const { chromium } = require('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
+      '--no-first-run', '--disable-component-update', '--disable-sync'],
+  });
   // Closed before the hub stops (the hub's t.after comes later).
-  const browser = await launchChromium(t);
+  t.after(() => browser.close());
   const hub = await startHub(['--compression', 'on', '--dev-auth-endpoint',
     '--web-root', path.join(ROOT, 'web')], { t, loops: 2 });
   const errors = [];

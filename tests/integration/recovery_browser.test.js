@@ -19,7 +19,7 @@ const path = require('node:path');
 const { startHub } = require('./lib/hub');
 const { serverSdk } = require('./lib/clients');
 const { cutProxy, prng } = require('./lib/cutproxy');
-const { launchChromium } = require('./lib/chromium');
+const { launch } = require('./lib/browser');
 const { historyApp, cutPoints, stream, assertExactlyOnce } = require('./lib/recovery');
 
 const CHANNELS = ['stream', 'private-stream'];
@@ -58,7 +58,7 @@ test('Chromium: the hub\'s page with pusher-js and /lubdub-resume.js, 300 events
   fs.copyFileSync(path.join(__dirname, 'node_modules/pusher-js/dist/web/pusher.min.js'),
     path.join(root, 'pusher.min.js'));
   // Closed before the hub stops (the hub's t.after comes later).
-  const browser = await launchChromium(t);
+  const browser = await launch(t);
   const hub = await startHub(['--dev-auth-endpoint', '--web-root', root],
     { t, loops: 2, apps: [historyApp()] });
   const proxy = await cutProxy(t, hub, { name: 'chromium' });
