@@ -22,7 +22,7 @@
 // replays it.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startHub, waitFor } = require('./lib/hub');
+const { startHub, waitFor, TIME_SCALE } = require('./lib/hub');
 const { APP, serverSdk, rawClient } = require('./lib/clients');
 const { cutProxy, prng } = require('./lib/cutproxy');
 const {
@@ -114,7 +114,7 @@ async function gapExpired(t, hub, channel, ids) {
   c.send({ event: 'lubdub:resume', data: { v: 1, channels: { [channel]: ids } } });
   c.subscribe(channel);
   const m = await c.next((x) => x.event === 'lubdub:resume_failed' || x.event === 'lubdub:resumed',
-    'the probe\'s answer');
+    'the probe\'s answer', 10000 * TIME_SCALE);
   c.close();
   return m.event === 'lubdub:resume_failed';
 }

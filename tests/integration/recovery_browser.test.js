@@ -16,7 +16,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { startHub } = require('./lib/hub');
+const { startHub, TIME_SCALE } = require('./lib/hub');
 const { serverSdk } = require('./lib/clients');
 const { cutProxy, prng } = require('./lib/cutproxy');
 const { launch } = require('./lib/browser');
@@ -75,7 +75,7 @@ test('Chromium: the hub\'s page with pusher-js and /lubdub-resume.js, 300 events
     if (res.status() >= 400 && !res.url().endsWith('/favicon.ico')) errors.push(`${res.status()} ${res.url()}`);
   });
   await page.goto(hub.url(`/recovery.html?port=${proxy.port}`));
-  const WAIT = { timeout: 20000 };
+  const WAIT = { timeout: 20000 * TIME_SCALE };
   await page.waitForFunction((names) => window.pusher &&
     names.every((c) => window.pusher.channel(c) && window.pusher.channel(c).subscribed), CHANNELS, WAIT);
 
@@ -87,7 +87,7 @@ test('Chromium: the hub\'s page with pusher-js and /lubdub-resume.js, 300 events
   const r = await stream(t, hub, { channels: CHANNELS, n: N, rate: 200, proxy, connection, points });
   await serverSdk(hub).trigger(CHANNELS, 'end', {});
   await page.waitForFunction((names) => names.every((c) => window.seen.ends[c] >= 1), CHANNELS,
-    { timeout: 60000 }).catch(async (e) => {
+    { timeout: 60000 * TIME_SCALE }).catch(async (e) => {
     const counts = await page.evaluate(() => Object.values(window.seen.seqs).map((s) => s.length));
     throw new Error(`${e.message}: the page has ${counts} events`);
   });
