@@ -11,6 +11,8 @@
 //   and in order, the client's own client events never come back, and no
 //   app-level handler (channel.bind_global, pusher.bind_global) sees a
 //   lubdub: message; the helper counted no duplicate (the hub sends none).
+//   A third channel subscribed to in the middle of the stream (a fresh
+//   subscription) gets a contiguous tail of it, each event once.
 // - A gap longer than the ttl: lubdub:resume_failed names the channel on
 //   pusher.bind_global, and nothing of the gap is replayed (not even the
 //   part history still holds).
@@ -58,7 +60,12 @@ for (const { version, module } of PUSHER_JS) {
 
     let sent = 0;
     let own = 0;
+    // A channel the stream publishes to from the start, subscribed to
+    // (fresh) in the middle of it: from its lubdub:pos on, a contiguous
+    // tail, each once (nothing taken for a duplicate).
+    const lateAt = 100 + Math.floor(prng(proxy.seed ^ 0x1a7e)() * 300);
     const between = (seq) => {
+      if (seq === lateAt) rec.watch('late');
       if (seq % 5 === 0) {
         sent++;
         assert.ok(senderCh.trigger('client-seq', { seq: sent }), 'the sender is connected');
@@ -74,13 +81,15 @@ for (const { version, module } of PUSHER_JS) {
     const points = cutPoints(prng(proxy.seed ^ 0x5eed), N, 5);
     t.diagnostic(`cut points (events published before each cut): ${points.join(', ')}`);
     const started = Date.now();
-    const r = await stream(t, hub, { channels, n: N, rate: RATE, proxy, client, points, between });
+    const r = await stream(t, hub, {
+      channels: [...channels, 'late'], n: N, rate: RATE, proxy, client, points, between,
+    });
     const took = Date.now() - started;
     await waitFor(() => rec.client['private-stream client-seq'].length >= sent,
       `the ${sent} client events`, 60000).catch((e) => {
       throw new Error(`${e.message}: got ${rec.client['private-stream client-seq'].length}`);
     });
-    await endAndWait(hub, rec, channels, N);
+    await endAndWait(hub, rec, [...channels, 'late'], N);
 
     t.diagnostic(`${N} events x ${channels.length} channels in ${took} ms, ${sent} client events, ` +
       `${own} of the client's own`);
@@ -94,6 +103,10 @@ for (const { version, module } of PUSHER_JS) {
     assert.equal(proxy.cuts, 5);
     assert.ok(proxy.accepted >= 6, `${proxy.accepted} connections: the client came back after each cut`);
     for (const c of channels) assertExactlyOnce(rec.seqs[c], N, c);
+    const late = rec.seqs.late;
+    t.diagnostic(`late: subscribed after event ${lateAt}, got ${late[0]}..${late[late.length - 1]}`);
+    assert.ok(late[0] > 1, `a fresh subscription got history it never asked for: ${late[0]}`);
+    assert.deepEqual(late, upTo(N).slice(late[0] - 1), 'late: not a contiguous tail, each once');
     assertExactlyOnce(rec.client['private-stream client-seq'], sent, 'client events');
     assert.deepEqual(rec.client['private-stream client-own'], [], 'the client got its own client events');
     assert.deepEqual(rec.client['stream client-seq'], []);

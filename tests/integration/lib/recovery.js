@@ -84,6 +84,7 @@ function pusherVia(t, hub, Pusher, via) {
 // event (and of every client event named in clientEvents) in arrival order;
 // every lubdub: or pusher_internal:lubdub name any app-level handler saw
 // (channel.bind_global, pusher.bind_global); lubdub:resume_failed's data.
+// rec.watch(name) subscribes to one more channel and records it too.
 function record(client, channels, { event = 'seq', clientEvents = [] } = {}) {
   const rec = { seqs: {}, client: {}, leaks: [], failed: [], ends: {}, subscribed: {} };
   const isOurs = (name) => typeof name === 'string' &&
@@ -92,7 +93,8 @@ function record(client, channels, { event = 'seq', clientEvents = [] } = {}) {
     if (name === 'lubdub:resume_failed') { rec.failed.push(data); return; }
     if (isOurs(name)) rec.leaks.push(`pusher.bind_global: ${name}`);
   });
-  for (const name of channels) {
+  // Subscribe to name and record it (also later: rec.watch(name)).
+  rec.watch = (name) => {
     const ch = client.subscribe(name);
     rec.seqs[name] = [];
     rec.ends[name] = 0;
@@ -107,7 +109,8 @@ function record(client, channels, { event = 'seq', clientEvents = [] } = {}) {
     ch.bind_global((name2) => {
       if (isOurs(name2)) rec.leaks.push(`${name}.bind_global: ${name2}`);
     });
-  }
+  };
+  for (const name of channels) rec.watch(name);
   return rec;
 }
 
