@@ -181,14 +181,22 @@ async function stream(t, hub, { channels, n, rate, proxy, client, connection, po
 
 // Wait until rec has every seq 1..n on each channel and the `end` event
 // published after them (it follows them in the channel's history, so
-// nothing of the stream can still be on its way).
+// nothing of the stream can still be on its way). A lubdub:resume_failed
+// that comes meanwhile ends the wait at once: the end itself may then be
+// lost with the gap.
 async function endAndWait(hub, rec, channels, n, timeoutMs = 60000) {
+  const failed = rec.failed ? rec.failed.length : 0;
+  const more = () => (rec.failed ? rec.failed.slice(failed) : []);
   await serverSdk(hub).trigger(channels, 'end', {});
-  await waitFor(() => channels.every((c) => rec.ends[c] >= 1), 'the end marker on every channel',
-    timeoutMs, 10).catch((e) => {
+  await waitFor(() => more().length > 0 || channels.every((c) => rec.ends[c] >= 1),
+    'the end marker on every channel', timeoutMs, 10).catch((e) => {
     const got = channels.map((c) => `${c}: ${rec.seqs[c].length} events, last ${rec.seqs[c].slice(-3)}`);
     throw new Error(`${e.message}; ${got.join('; ')}`);
   });
+  if (more().length) {
+    const got = channels.map((c) => `${c}: ${rec.seqs[c].length} of ${n}`);
+    assert.fail(`lubdub:resume_failed ${JSON.stringify(more())} (${got.join(', ')})`);
+  }
 }
 
 // Assert rec's channel got exactly 1..n, in order; on failure say where
