@@ -162,11 +162,17 @@ test('a gap longer than the ttl: lubdub:resume_failed on pusher.bind_global, no 
   const right = await historyOf(hub, 'gap', { since });
   t.diagnostic(`history right after the gap: ${right.status} ${right.body}`);
   // Past the ttl once the hub itself says so: a probe that resumes from
-  // where the client stands (the watcher's last id) is told resume_failed.
+  // where the client stands (the watcher's last id) is told resume_failed
+  // (and GET .../events since the gap began answers nothing, incomplete).
   let probes = 0;
   await waitFor(async () => { probes++; return gapExpired(t, hub, 'gap', pos); },
     'the gap to pass the ttl', 20000, 100);
   t.diagnostic(`the gap was past the ttl at probe ${probes}, ${Date.now() - since} ms after it began`);
+  const expired = await historyOf(hub, 'gap', { since });
+  t.diagnostic(`history then: ${expired.status} ${expired.body}`);
+  // The HTTP API agrees: nothing of the gap, and not complete.
+  assert.equal(expired.status, 200, expired.body);
+  assert.deepEqual(expired.json, { events: [], complete: false });
   // The end of the gap is still in history when the client comes back: a
   // replay of it alone would be a partial gap.
   for (let seq = 11; seq <= 13; seq++) await sdk.trigger('gap', 'seq', { seq });
