@@ -225,11 +225,12 @@ function statOf(st, key) {
   return undefined;
 }
 
+// What the hub says of recovery: its resume counters (totals) and what
+// history holds (/stats `history`, hub-wide), for diagnostics and checks.
 async function historyStats(hub) {
   const st = await hub.stats();
-  const keys = ['history_channels', 'history_events', 'history_bytes', 'history_evicted',
-    'history_expired', 'resumes', 'resumes_failed', 'replayed_events'];
-  return Object.fromEntries(keys.map((k) => [k, statOf(st, k)]));
+  const keys = ['resume_sessions', 'resumes', 'resumes_failed', 'replayed_events'];
+  return { ...Object.fromEntries(keys.map((k) => [k, statOf(st, k)])), history: st.history };
 }
 
 // GET /apps/{id}/channels/{channel}/events, signed: {status, json}.
