@@ -247,7 +247,8 @@ struct hub_hist_read {
     } last[HUB_HIST_LAST_MAX];     /* each origin's last seq, kept ttl x 2 */
     unsigned n_last;
     bool last_full;                /* more origins than last[] holds */
-    uint64_t deleted_ms;           /* newest trimmed entry's time, 0: none */
+    uint64_t deleted_ms;           /* no older than the newest entry trimmed
+                                      (Redis clock), 0: none trimmed */
     uint64_t now_ms;               /* Redis's clock at the read */
 };
 

@@ -14,9 +14,9 @@ const HISTORY_APP = {
   history: { ttl: '120s', size: 100 },
 };
 
-async function cluster(t, n = 2) {
+async function cluster(t, n = 2, history = HISTORY_APP.history) {
   const redis = await startRedis(t);
-  const cfg = configFile(t, { apps: [HISTORY_APP] });
+  const cfg = configFile(t, { apps: [{ ...HISTORY_APP, history }] });
   const nodes = [];
   for (let k = 1; k <= n; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, ['--config', cfg]));
   await allUp(nodes);
@@ -102,4 +102,28 @@ test('a position naming a node whose events are gone from the stream, after a lo
   const f = await waitFor(() => b.find('lubdub:resume_failed'), 'resume_failed');
   assert.deepEqual(f.data, { channels: ['news'], reason: 'expired' });
   await waitFor(() => b.find('lubdub:pos'), 'a fresh start');
+});
+
+test('a gap the stream no longer holds (trimmed to its size) is told resume_failed, never replayed in part', async (t) => {
+  // MAXLEN ~ trims whole listpack nodes: a size far under the events
+  // published leaves the client's position behind for sure.
+  const { nodes } = await cluster(t, 2, { ttl: '120s', size: 1 });
+  const [n1, n2] = nodes;
+  const sdk = serverSdk(n1);
+  const a = await resumer(t, n1);
+  await a.subscribed('news');
+  await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos');
+  await sdk.trigger('news', 'seq', { i: 1 });
+  await waitFor(() => seqs(a).length === 1, 'one event');
+  const h = position(a, 'news');
+  a.terminate();
+  for (let i = 2; i <= 400; i++) await sdk.trigger('news', 'seq', { i });
+  const b = await resumer(t, n2, { away_ms: 100, channels: { news: h } });
+  await b.subscribed('news');
+  const f = await waitFor(() => b.find('lubdub:resume_failed'), 'resume_failed');
+  assert.deepEqual(f.data, { channels: ['news'], reason: 'evicted' });
+  assert.deepEqual(seqs(b), [], 'nothing of the gap');
+  await sdk.trigger('news', 'seq', { i: 401 });
+  await waitFor(() => seqs(b).length === 1, 'live again');
+  assert.deepEqual(seqs(b), [401]);
 });

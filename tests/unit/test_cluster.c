@@ -62,6 +62,46 @@ static void test_cluster_envelope_round_trip(void **state)
     assert_int_equal(hub_cluster_envelope_encode(&e, buf, n - 1), 0);
 }
 
+/* Recovery's id rides after the payload (flags bit 1), and every byte of
+ * it is checked: cut anywhere it fails, a seq of 0 or an origin too long
+ * is refused, and only events and cache events carry one. */
+static void test_cluster_envelope_history_id_round_trip(void **state)
+{
+    struct hub_cluster_envelope e = sample(), plain = sample(), d;
+    unsigned char buf[512];
+    size_t n;
+
+    (void)state;
+    e.hist_origin = "b0a1b2c3d";
+    e.hist_origin_len = 9;
+    e.hist_seq = 48121;
+    e.hist_time_ms = 1796486563055ull;
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
+    assert_int_equal(n, hub_cluster_envelope_size(&plain) + 1 + 9 + 16);
+    assert_int_equal(hub_cluster_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.hist_origin_len, 9);
+    assert_memory_equal(d.hist_origin, "b0a1b2c3d", 9);
+    assert_int_equal(d.hist_seq, 48121);
+    assert_int_equal(d.hist_time_ms, 1796486563055ull);
+    assert_memory_equal(d.data, payload, sizeof(payload) - 1);
+    for (size_t cut = 1; cut <= 1 + 9 + 16; cut++)
+        assert_int_equal(hub_cluster_envelope_decode(&d, buf, n - cut),
+                         -EINVAL);
+    /* Without the id: the same bytes as before, flags bit 1 clear. */
+    e = sample();
+    n = hub_cluster_envelope_encode(&e, buf, sizeof(buf));
+    assert_int_equal(hub_cluster_envelope_decode(&d, buf, n), 0);
+    assert_int_equal(d.hist_seq, 0);
+    e.hist_origin = "x";
+    e.hist_origin_len = HUB_CLUSTER_ENV_MAX_HIST_ORIGIN + 1;
+    e.hist_seq = 1;
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
+    e.hist_origin_len = 1;
+    e.kind = HUB_CLUSTER_ENV_TERMINATE;
+    e.data_len = 0;
+    assert_int_equal(hub_cluster_envelope_size(&e), 0);
+}
+
 static void test_cluster_envelope_refuses_out_of_bounds_input(void **state)
 {
     struct hub_cluster_envelope e = sample();
@@ -1391,6 +1431,7 @@ static void test_cluster_app_registry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cluster_envelope_history_id_round_trip),
         cmocka_unit_test(test_cluster_envelope_round_trip),
         cmocka_unit_test(test_cluster_envelope_refuses_out_of_bounds_input),
         cmocka_unit_test(test_cluster_envelope_hostile_bytes),

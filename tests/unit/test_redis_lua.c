@@ -925,6 +925,44 @@ static void test_redis_lua_cache_scan_reads_live_entries(void **state)
     assert_int_equal(found, 1);
 }
 
+/* Recovery's read of a channel's stream (server/redis/redis_hist.c): the
+ * entries (or none), the last ids, the newest trimmed id, Redis's clock. */
+static void test_redis_lua_history_read_answers_what_a_resume_needs(void **state)
+{
+    redisReply *r;
+
+    (void)state;
+    /* No stream yet: nothing, '0-0'. */
+    r = eval(srv_redis_lua_history_read, 2, "t:h:a:c", "t:hl:a:c", "1",
+             (char *)NULL);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 4);
+    assert_int_equal(r->element[0]->elements, 0);
+    assert_int_equal(r->element[1]->elements, 0);
+    el_str(r, 2, "0-0");
+    assert_int_equal(r->element[3]->elements, 2);
+    freeReplyObject(r);
+    for (int i = 1; i <= 5; i++) {
+        ok("XADD t:h:a:c MAXLEN 3 * o b1 s %d t 5 x %s d payload%d", i, "-",
+           i);
+        ok("HSET t:hl:a:c b1 %d", i);
+    }
+    r = eval(srv_redis_lua_history_read, 2, "t:h:a:c", "t:hl:a:c", "1",
+             (char *)NULL);
+    /* Trimmed to 3: s 3, 4, 5 left; the newest trimmed id is set. */
+    assert_int_equal(r->element[0]->elements, 3);
+    el_str(r->element[0]->element[0]->element[1], 3, "3");
+    el_str(r->element[1], 1, "5");
+    assert_string_not_equal(r->element[2]->str, "0-0");
+    freeReplyObject(r);
+    /* A fresh start's read: the last ids only. */
+    r = eval(srv_redis_lua_history_read, 2, "t:h:a:c", "t:hl:a:c", "0",
+             (char *)NULL);
+    assert_int_equal(r->element[0]->elements, 0);
+    el_str(r->element[1], 0, "b1");
+    freeReplyObject(r);
+}
+
 /* The webhook sender's stream (server/webhook/webhook_stream*.c): app a's
  * lease, stream, delayed edges and counters. */
 
@@ -1216,6 +1254,8 @@ int main(void)
                                flush),
         cmocka_unit_test_setup(test_redis_lua_cache_scan_reads_live_entries,
                                flush),
+        cmocka_unit_test_setup(
+            test_redis_lua_history_read_answers_what_a_resume_needs, flush),
         cmocka_unit_test_setup(
             test_redis_lua_wh_stream_lease_takes_renews_and_refuses, flush),
         cmocka_unit_test_setup(

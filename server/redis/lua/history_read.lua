@@ -6,9 +6,11 @@
 -- last-ids hash (P:history-last:<app>:<ch>). ARGV entries: '1' for the
 -- stream's entries too (a resume), '0' for the last ids only (a fresh
 -- start). Returns {entries, last, deleted, time}: entries as XRANGE gives
--- them (empty with '0'), last as HGETALL gives it, deleted the stream's
--- max-deleted-entry-id ('0-0' when nothing was trimmed or there is no
--- stream), time as TIME gives it.
+-- them (empty with '0'), last as HGETALL gives it, deleted an id no older
+-- than the newest entry trimmed ('0-0' when nothing was trimmed or there
+-- is no stream: Redis 7.0's max-deleted-entry-id counts XDEL only, not
+-- MAXLEN, so it is the first entry's id once entries-added passed the
+-- length: whatever was trimmed came before it), time as TIME gives it.
 --
 -- embed: lines joined by spaces
 
@@ -18,8 +20,10 @@ local last = redis.call('HGETALL', KEYS[2])
 local deleted = '0-0'
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local info = redis.call('XINFO', 'STREAM', KEYS[1])
-  for i = 1, #info, 2 do
-    if info[i] == 'max-deleted-entry-id' then deleted = info[i + 1] end
+  local f = {}
+  for i = 1, #info, 2 do f[info[i]] = info[i + 1] end
+  if tonumber(f['entries-added']) > tonumber(f['length']) then
+    deleted = f['recorded-first-entry-id']
   end
 end
 return {e, last, deleted, redis.call('TIME')}
