@@ -231,6 +231,42 @@ int hub_cluster_member_stamp(struct hub_cluster *c, const char *app_id,
                              size_t ulen, const char *info, size_t ilen,
                              char **out);
 
+/*
+ * Recovery's gap fill (docs/RECOVERY.md "In a cluster"): Redis's pub/sub
+ * is at most once, so a node may miss a publication; when the missing one
+ * was on a channel with history, the node reads the channel's stream and
+ * delivers what it lacks of that origin, in order, before what followed
+ * (held meanwhile). A fill request: the broker channel (owned), the
+ * history origin and the seqs strictly between from and to that are
+ * missing, and the broker origin whose hole it is (owned).
+ */
+struct hub_cluster_fill {
+    char *rchan;
+    size_t rchan_len;
+    char *origin;                  /* the envelope's origin (a node id) */
+    size_t origin_len;
+    char horigin[HUB_HIST_ORIGIN_MAX + 1];
+    uint64_t from, to;
+    unsigned app;
+};
+/* Who reads the stream for a fill (server/redis/redis_hist.c): fn queues
+ * the read (0) and later calls hub_cluster_fill_answer() exactly once, on
+ * the backplane thread; -errno when it cannot (then the held messages go
+ * at once). Before the backplane thread starts. */
+void hub_cluster_set_fill(struct hub_cluster *c,
+                          int (*fn)(void *ctx, struct hub_cluster_fill *req),
+                          void *ctx);
+/*
+ * The fill's read came back (rd: its answer, NULL when it failed or the
+ * connection went; rx: the channel's receive state now, NULL when no
+ * longer received): deliver what it lacked, then what was held. Frees req.
+ * Backplane thread.
+ */
+void hub_cluster_fill_answer(struct hub_cluster *c, struct hub_cluster_rx *rx,
+                             struct hub_cluster_fill *req,
+                             const struct hub_hist_read *rd);
+void hub_cluster_fill_free(struct hub_cluster_fill *req);
+
 /* Backplane thread: post a history read's answer (rd->rc and the rest
  * filled) to its loop, or drop it when the loops are going. */
 void hub_cluster_hist_answer(struct hub_cluster *c, struct hub_hist_read *rd);

@@ -114,6 +114,10 @@ struct hub_cluster {
      * delivered. */
     pthread_mutex_t deliver_mu;
     bool closed;
+    /* Recovery's gap fill: the read of a channel's stream, on the
+     * backplane thread (server/redis/redis_hist.c); NULL: none. */
+    int (*fill_fn)(void *ctx, struct hub_cluster_fill *req);
+    void *fill_ctx;
     /* Answers nobody can get any more (under deliver_mu, chained through
      * inbox.next): their done runs with -ECANCELED at destroy. */
     struct hub_cluster_dirop *dropped;
@@ -156,6 +160,37 @@ void hub__cluster_wake_locked(struct hub_cluster *c, bool edge);
 /* An event, terminate, cache or count op queued, or counted lost (and
  * freed) when max_queue events wait. */
 void hub__cluster_enqueue(struct hub_cluster *c, struct hub_cluster_op *op);
+
+/* cluster_rx.c: the last seq seen from one origin on one broker channel,
+ * and recovery's gap fill (cluster_fill.c): the last history seq delivered
+ * from it, and while a hole is read from the channel's stream, what
+ * arrived after it (held, in order, bounded). */
+struct hub_cluster_held;
+struct hub_cluster_envelope;
+struct hub_cluster_origin {
+    struct hub_cluster_origin *next;
+    uint64_t epoch, last;
+    uint64_t hlast;                /* 0: none yet */
+    bool filling;
+    struct hub_cluster_held *held, **held_tail;
+    size_t n_held, held_bytes;
+    size_t len;
+    char id[];
+};
+/* Deliver a checked envelope of app to this node's loops (under
+ * deliver_mu, nothing once closed). */
+void hub__cluster_deliver_env(struct hub_cluster *c, unsigned app,
+                              const struct hub_cluster_envelope *e);
+/* cluster_fill.c: true when e (data: the bytes it was decoded from, which
+ * its pointers point into) is held for a fill, started or under way;
+ * false to deliver it now. */
+bool hub__cluster_fill_take(struct hub_cluster *c,
+                            struct hub_cluster_origin *o, const char *rchan,
+                            size_t rchan_len, unsigned app,
+                            const struct hub_cluster_envelope *e, bool gap,
+                            const void *data);
+/* Free what o holds (its channel is no longer received). */
+void hub__cluster_fill_drop(struct hub_cluster_origin *o);
 
 /* cluster_seal.c (c->key set): the trailer sealed onto out[0..n), which has
  * HUB_CLUSTER_KEY_TRAILER bytes of room after n; 0 or -ENOMEM. */

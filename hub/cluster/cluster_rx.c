@@ -26,41 +26,39 @@
 #include "hub/wire/frame.h"
 #include "hub/wire/protocol.h"
 
-/* The last seq seen from one origin on one broker channel. */
-struct hub_cluster_origin {
-    struct hub_cluster_origin *next;
-    uint64_t epoch, last;
-    size_t len;
-    char id[];
-};
-
 void hub_cluster_rx_fini(struct hub_cluster_rx *rx)
 {
     struct hub_cluster_origin *o, *next;
 
     for (o = rx->origins; o; o = next) {
         next = o->next;
+        hub__cluster_fill_drop(o);
         free(o);
     }
     rx->origins = NULL;
     rx->n = 0;
 }
 
-/* Count what is missing between the origin's last seq and e's. */
-static void track(struct hub_cluster *c, struct hub_cluster_rx *rx,
-                  const struct hub_cluster_envelope *e)
+/* Count what is missing between the origin's last seq and e's; the
+ * origin's record (NULL past HUB_CLUSTER_MAX_ORIGINS), *gap whether some
+ * is. */
+static struct hub_cluster_origin *track(struct hub_cluster *c,
+                                        struct hub_cluster_rx *rx,
+                                        const struct hub_cluster_envelope *e,
+                                        bool *gap)
 {
     struct hub_cluster_origin *o;
 
+    *gap = false;
     for (o = rx->origins; o; o = o->next)
         if (o->len == e->origin_len && !memcmp(o->id, e->origin, o->len))
             break;
     if (!o) {
         if (rx->n >= HUB_CLUSTER_MAX_ORIGINS)
-            return;
-        o = malloc(sizeof(*o) + e->origin_len);
+            return NULL;
+        o = calloc(1, sizeof(*o) + e->origin_len);
         if (!o)
-            return;
+            return NULL;
         o->len = e->origin_len;
         memcpy(o->id, e->origin, o->len);
         o->epoch = e->epoch;
@@ -68,18 +66,21 @@ static void track(struct hub_cluster *c, struct hub_cluster_rx *rx,
         o->next = rx->origins;
         rx->origins = o;
         rx->n++;
-        return;
+        return o;
     }
     if (o->epoch != e->epoch) {
         /* The origin restarted or reset its numbering. */
         o->epoch = e->epoch;
         o->last = e->seq;
-        return;
+        return o;
     }
-    if (e->seq > o->last + 1)
+    if (e->seq > o->last + 1) {
         HUB_STAT_ADD_SHARED(c->stats.gaps, e->seq - o->last - 1);
+        *gap = true;
+    }
     if (e->seq > o->last)
         o->last = e->seq;
+    return o;
 }
 
 /* rchan (NULL = not checked) is "<prefix>:<app>:<channel>" of e, or the
@@ -103,57 +104,13 @@ static bool rchan_matches(const struct hub_cluster *c, const char *rchan,
            !memcmp(rchan + plen + 2 + e->app_len, e->channel, e->channel_len);
 }
 
-static void deliver(struct hub_cluster *c, unsigned app,
-                    const struct hub_cluster_envelope *ep)
-{
-    const struct hub_cluster_envelope e = *ep;
-    struct hub_frame *f;
-
-    if (e.kind == HUB_CLUSTER_ENV_TERMINATE) {
-        size_t plen = sizeof(USER_PREFIX) - 1;
-        char *uid;
-
-        if (e.channel_len <= plen || memcmp(e.channel, USER_PREFIX, plen) ||
-            memchr(e.channel + plen, '\0', e.channel_len - plen)) {
-            HUB_STAT_ADD_SHARED(c->stats.bad, 1);
-            return;
-        }
-        /* On the heap: a user id may be as long as the envelope's
-         * channel (64 KiB), too much for this thread's stack. */
-        uid = strndup(e.channel + plen, e.channel_len - plen);
-        if (uid)
-            hub_fanout_terminate(c->hub, NULL, app, uid);
-        free(uid);
-        return;
-    }
-    if (e.kind == HUB_CLUSTER_ENV_COUNT) {
-        /* Only for an app this node counts too (the same apps everywhere,
-         * but a node may be configured apart). */
-        if (app < c->n_apps && c->apps[app].subscription_count)
-            hub_subcount_remote(c->hub, app, e.channel, e.channel_len);
-        return;
-    }
-    f = hub_frame_create_text(e.data, e.data_len);
-    if (!f)
-        return;
-    hub_history_stamp(hub_history_of(c->hub), f, e.hist_origin,
-                      e.hist_origin_len, e.hist_seq);
-    {
-        struct hub_skip ex = { .set = e.excl_set, .hi = e.excl_hi,
-                               .lo = e.excl_lo, .member_seq = 0 };
-        const struct hub_pub_req r = { app, e.channel, e.channel_len, f,
-                                       &ex, false, NULL };
-
-        hub_fanout_loops(c->hub, NULL, &r);
-    }
-    hub_frame_unref(f);
-}
-
 int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
                         const char *rchan, size_t rchan_len,
                         const void *data, size_t len)
 {
     struct hub_cluster_envelope e;
+    struct hub_cluster_origin *o = NULL;
+    bool gap = false;
     int app = -1, rc = hub__cluster_open_env(c, &e, data, len, true);
 
     if (rc == -EACCES || rc == -ESTALE) {
@@ -177,25 +134,26 @@ int hub_cluster_receive(struct hub_cluster *c, struct hub_cluster_rx *rx,
         return 1;
     }
     if (rx && e.kind != HUB_CLUSTER_ENV_SCRIPT) {
-        track(c, rx, &e);
+        o = track(c, rx, &e, &gap);
     } else if (rx && e.seq) {
         struct hub_cluster_envelope redis_seq = e;
 
         redis_seq.origin = "";
         redis_seq.origin_len = 0;
-        track(c, rx, &redis_seq);
+        track(c, rx, &redis_seq, &gap);
     }
     HUB_STAT_ADD_SHARED(c->stats.received, 1);
     if (e.kind == HUB_CLUSTER_ENV_CACHE)
         HUB_STAT_ADD_SHARED(c->stats.cache_received, 1);
     if (!c->hub)
         return 0;
-    pthread_mutex_lock(&c->deliver_mu);
-    if (!c->closed && e.kind == HUB_CLUSTER_ENV_CACHE &&
-        (unsigned)app < c->n_apps)
-        hub__cluster_cache_apply(c->hub, &c->apps[app], &e, e.ttl_ms, true);
-    else if (!c->closed)
-        deliver(c, (unsigned)app, &e);
-    pthread_mutex_unlock(&c->deliver_mu);
+    /* Recovery: a hole in a history channel's stream of one origin is
+     * filled from Redis before what follows it (hub/cluster/cluster_fill.c). */
+    if (o && hub__cluster_fill_take(c, o, rchan, rchan_len, (unsigned)app, &e,
+                                    gap, data))
+        return 0;
+    hub__cluster_deliver_env(c, (unsigned)app, &e);
+    if (o && e.hist_seq)
+        o->hlast = e.hist_seq;
     return 0;
 }

@@ -298,6 +298,9 @@
     X(gaps, counter, "gaps", "backplane_gaps_total",                          \
       "Envelopes missing in another node's per-channel sequence (or in "    \
       "Redis's per-user sequence of watchlist events).")                     \
+    X(gaps_filled, counter, "gaps_filled", "backplane_gaps_filled_total",   \
+      "Recovery: missing publications on channels with history delivered "  \
+      "from the channel's stream instead (in order, before what followed).") \
     X(bad, counter, "bad", "backplane_bad_total",                             \
       "Messages from Redis that were not a valid envelope (dropped).")        \
     X(auth_dropped, counter, "auth_dropped", "backplane_auth_dropped_total",  \

@@ -498,6 +498,9 @@ struct srv_redis *srv_redis_create(struct srv_redis_conn *conn,
     r->conn = *conn; /* stolen: its TLS context is ours now */
     conn->tls = NULL;
     r->node_id = strdup(node_id);
+    if (getenv("LUBDUB_TEST_DROP_RX"))
+        r->test_drop_every = (unsigned)strtoul(getenv("LUBDUB_TEST_DROP_RX"),
+                                               NULL, 10);
     r->loop = ev_loop_new(EVFLAG_AUTO);
     r->ring = calloc(MAX_INFLIGHT, sizeof(*r->ring));
     if (r->loop && r->conn.sentinels.n)
@@ -553,6 +556,7 @@ void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
 {
     r->c = c;
     r->st = hub_cluster_stats(c);
+    hub_cluster_set_fill(c, srv_redis_hist_fill, r);
     srv_redis_ready_set_stats(&r->ready, r->st);
     r->dir = srv_redis_dir_create(r, srv_redis_cmd_ctx,
                                   srv_redis_rx_confirmed, c, r->node_id);

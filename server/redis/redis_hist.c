@@ -24,6 +24,7 @@
 #include "server/redis/redis_int.h"
 #include "timer/clock.h"
 #include "server/redis/redis_lua.h"
+#include "server/redis/redis_sub.h"
 #include "server/lws/srv.h"
 
 static uint64_t num(const redisReply *v)
@@ -225,4 +226,73 @@ void srv_redis_hist_read(struct srv_redis *r, struct hub_cluster_op *op)
         hub_cluster_hist_answer(r->c, rd);
     }
     free(last);
+}
+
+/* A fill's read in flight. */
+struct fill_call {
+    struct srv_redis *r;
+    struct hub_cluster_fill *req;
+};
+
+static void fill_cb(struct srv_redis_async *ac, void *reply, void *priv)
+{
+    struct fill_call *k = priv;
+    struct srv_redis *r = k->r;
+    struct hub_cluster_fill *req = k->req;
+    struct hub_hist_read *rd = calloc(1, sizeof(*rd));
+    struct rxrec *x;
+
+    (void)ac;
+    free(k);
+    if (rd && (rd->rc = parse(rd, reply)) != 0)
+        HUB_STAT_ADD(r->st->history_read_failed, 1);
+    /* The channel as it is received now (it may have gone meanwhile). */
+    x = srv_redis_tab_find(&r->rx, req->rchan, req->rchan_len);
+    hub_cluster_fill_answer(r->c, x && x->want ? &x->rx : NULL, req,
+                            rd && !rd->rc ? rd : NULL);
+    hub_hist_read_free(rd);
+}
+
+int srv_redis_hist_fill(void *ctx, struct hub_cluster_fill *req)
+{
+    struct srv_redis *r = ctx;
+    const char *prefix = hub_cluster_prefix(r->c);
+    size_t plen = strlen(prefix), rest, slen, llen;
+    struct fill_call *k;
+    char *keys;
+
+    /* req->rchan is "<prefix>:<app>:<ch>"; the stream's key
+     * "<prefix>:history:<app>:<ch>", the hash's "...history-last:...". */
+    if (!r->up || !r->cmd || req->rchan_len <= plen)
+        return -1;
+    rest = req->rchan_len - plen;
+    slen = plen + sizeof(":history") - 1 + rest;
+    llen = slen + sizeof("-last") - 1;
+    keys = malloc(slen + llen + 2);
+    k = malloc(sizeof(*k));
+    if (!keys || !k) {
+        free(keys);
+        free(k);
+        return -1;
+    }
+    memcpy(keys, prefix, plen);
+    memcpy(keys + plen, ":history", sizeof(":history") - 1);
+    memcpy(keys + plen + sizeof(":history") - 1, req->rchan + plen, rest);
+    keys[slen] = '\0';
+    memcpy(keys + slen + 1, prefix, plen);
+    memcpy(keys + slen + 1 + plen, ":history-last", sizeof(":history-last") - 1);
+    memcpy(keys + slen + 1 + plen + sizeof(":history-last") - 1,
+           req->rchan + plen, rest);
+    keys[slen + 1 + llen] = '\0';
+    k->r = r;
+    k->req = req;
+    if (srv_redis_async_cmd(r->cmd, fill_cb, k, "EVAL %s 2 %b %b 1",
+                            srv_redis_lua_history_read, keys, slen,
+                            keys + slen + 1, llen) != 0) {
+        free(k);
+        free(keys);
+        return -1;
+    }
+    free(keys);
+    return 0;
 }

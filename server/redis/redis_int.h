@@ -81,6 +81,10 @@ struct srv_redis {
     bool ping_out;
     uint64_t n_loaded;             /* cache entries kept by this load */
     uint64_t hist_warned_ms;       /* a refused stream read last logged */
+    /* Tests only (LUBDUB_TEST_DROP_RX=n): drop every nth message received
+     * on a channel, as Redis's at-most-once pub/sub may; 0: none. */
+    unsigned test_drop_every;
+    uint64_t test_rx_n;
     struct srv_redis_dir *dir;     /* the cluster-wide directory */
     struct srv_redis_lease *lease; /* node lease and reaper; owned, or NULL */
 };
