@@ -73,8 +73,6 @@ import http.client
 import json
 import os
 import re
-import resource
-import subprocess
 import sys
 import threading
 import time
@@ -84,7 +82,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_fanout as rf  # noqa: E402  (Server, Peer, run_loader, ...)
 import run_compression as rc  # noqa: E402  (ws_connect, ws_send, corpus)
 
-BENCH = rf.BENCH
 RESULTS = rf.RESULTS
 SUBS = 1000
 APP_ID, KEY, SECRET = "app-id", "app-key", "app-secret"
@@ -92,6 +89,7 @@ HISTORY_ON = {"ttl": "120s", "size": 1000}
 HISTORY_MEM = {"ttl": "1h", "size": 100000}
 ENTRY_OVERHEAD = 96  # HUB_HISTORY_ENTRY_OVERHEAD, hub/channel/history.h
 PATHS = ("rest", "ws", "sat")
+CPU = "server_cpu_s_per_M"  # the figure compared
 PACE_AHEAD = 200  # events; 200 x 1.3 KB pairs stay far under --max-queue
 
 
@@ -109,15 +107,6 @@ def write_config(name, history):
     with open(path, "w") as f:
         json.dump({"apps": [app]}, f)
     return path
-
-
-def hub_knows_history(hub):
-    try:
-        r = subprocess.run([hub, "--help"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return b"--history-max-bytes" in r.stdout
 
 
 def hub_totals(port):
@@ -236,19 +225,8 @@ def run_cpu(peers, reps, rate, warmup, duration, quick):
     return results
 
 
-def valid(results, path, name):
-    return [d for d in results.get(path, {}).get(name, [])
-            if not d.get("invalid")]
-
-
-def per_rep_ratios(results, path, num, den, field="server_cpu_s_per_M"):
-    by = {}
-    for name, k in ((num, "n"), (den, "d")):
-        for d in valid(results, path, name):
-            if d.get(field):
-                by.setdefault(d["rep"], {})[k] = d[field]
-    return [v["n"] / v["d"] for _, v in sorted(by.items())
-            if v.get("n") and v.get("d")]
+valid = rc.valid  # (results, path, name): the valid measurements
+per_rep_ratios = rc.per_rep_ratios  # (results, path, num, den, field)
 
 
 def pooled(results, path, num, den):
@@ -499,7 +477,6 @@ def wait_for(cond, timeout, step=0.002):
 def run_idle(hub, reps, sessions):
     """run_idle.sh: history off, on, and on with resuming sessions, the
     order rotated every rep; rows and per-rep deltas."""
-    script = os.path.join(BENCH, "run_idle.sh")
     variants = [("off", write_config("idle-off", None), ""),
                 ("on", write_config("idle-on", HISTORY_ON), ""),
                 ("on_resume", write_config("idle-on", HISTORY_ON),
@@ -510,21 +487,8 @@ def run_idle(hub, reps, sessions):
         if rep % 2:
             order.reverse()
         for name, cfg, cargs in order:
-            env = dict(os.environ)
-            env.update({"LUBDUB_BINARY": hub,
-                        "IDLE_CLIENT": os.path.join(rf.BUILD, "bench",
-                                                    "idle_client"),
-                        "IDLE_SESSIONS": str(sessions),
-                        "IDLE_ARGS": "--config %s" % cfg,
-                        "IDLE_CLIENT_ARGS": cargs})
             log("bench-recovery: idle rep %d/%d %s" % (rep + 1, reps, name))
-            try:
-                r = subprocess.run(["bash", script], env=env,
-                                   stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, timeout=400)
-                out = r.stdout.decode(errors="replace")
-            except subprocess.TimeoutExpired:
-                out = ""
+            out = rc.idle_once(hub, sessions, "--config %s" % cfg, cargs)
             m = re.search(r"idle: sessions=(\d+) "
                           r"rss_per_session_bytes=(-?\d+)", out)
             c = re.search(r"client: ready (\d+) failed (\d+)", out)
@@ -576,17 +540,10 @@ def main():
             HISTORY_MEM["size"])
         return 2
     skip = set(x for x in a.skip.split(",") if x)
-    if a.hub:
-        rf.HUB = os.path.abspath(a.hub)
-    hub = rf.HUB
-    os.makedirs(RESULTS, exist_ok=True)
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if not os.access(rf.LOADGEN, os.X_OK) or not os.access(hub, os.X_OK):
-        log("bench-recovery: %s or %s missing: build first" % (rf.LOADGEN,
-                                                               hub))
+    hub = rc.prepare(a.hub, "bench-recovery")
+    if not hub:
         return 2
-    if not hub_knows_history(hub):
+    if not rc.hub_has_option(hub, b"--history-max-bytes"):
         log("bench-recovery: %s has no --history-max-bytes: a hub before "
             "recovery (issue 35)" % hub)
         return 2
@@ -608,7 +565,7 @@ def main():
     med, fmt = rf.median, rf.fmt
 
     def r(path, num):
-        return med(per_rep_ratios(cpu, path, num, "hub_off"))
+        return med(per_rep_ratios(cpu, path, num, "hub_off", CPU))
 
     def mem_fig(key, case, field="per_event"):
         for row in mem:
@@ -687,7 +644,7 @@ def main():
                 v = valid(cpu, path, name)
                 why = "; ".join(sorted({d["invalid"] for d in runs
                                         if d.get("invalid")}))
-                rr = per_rep_ratios(cpu, path, name, "hub_off")
+                rr = per_rep_ratios(cpu, path, name, "hub_off", CPU)
                 L.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |"
                          " %s | %s / %s | %d/%d%s |" % (
                     name, fmt(med([d["server_cpu_s_per_M"] for d in v]), 3),
