@@ -169,7 +169,7 @@ bench-compression:
 # fixed rate (plain subscribers and subscribers that sent lubdub:resume),
 # memory per retained event on the corpus, idle bytes per session. Ends
 # with one "recovery: ..." line; tables in bench/results/recovery.md.
-# ~5 min; RECOVERY_ARGS=--quick for ~1.5 min. LUBDUB_BINARY picks another hub.
+# ~6 min; RECOVERY_ARGS=--quick for ~1.5 min. LUBDUB_BINARY picks another hub.
 RECOVERY_ARGS ?=
 bench-recovery:
 	$(MAKE) build
