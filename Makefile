@@ -20,7 +20,7 @@ RUN_ARGS   ?= --dev-auth-endpoint
 .PHONY: all build build-tests run run-cluster test test-unit test-e2e test-asan test-tsan test-fuzz \
         fuzz-build fuzz-long deps deps-test \
         clean image test-container bench-timers bench-scan bench-hash bench-idle \
-        bench-fanout bench-webhooks bench-cluster bench-compression soak
+        bench-fanout bench-webhooks bench-cluster bench-compression bench-recovery soak
 
 all: build
 
@@ -163,6 +163,17 @@ COMPRESSION_ARGS ?=
 bench-compression:
 	$(MAKE) build
 	BUILD=$(abspath $(BUILD)) python3 bench/run_compression.py $(COMPRESSION_ARGS)
+
+# Recovery (bench/run_recovery.py, issue 35, docs/BENCHMARKS.md
+# "Recovery"): the same hub with history off and on, CPU per delivery at a
+# fixed rate (plain subscribers and subscribers that sent lubdub:resume),
+# memory per retained event on the corpus, idle bytes per session. Ends
+# with one "recovery: ..." line; tables in bench/results/recovery.md.
+# ~6 min; RECOVERY_ARGS=--quick for ~1.5 min. LUBDUB_BINARY picks another hub.
+RECOVERY_ARGS ?=
+bench-recovery:
+	$(MAKE) build
+	BUILD=$(abspath $(BUILD)) python3 bench/run_recovery.py $(RECOVERY_ARGS)
 
 # Three nodes + Redis vs one node, paired (bench/run_cluster.py,
 # docs/BENCHMARKS.md "Scale-out"). Ends with one "cluster: ..." line; tables

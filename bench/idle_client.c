@@ -3,7 +3,7 @@
  * them (S1, make bench-idle). Raw epoll, no lws: the client must not be
  * what limits the run.
  *
- * usage: idle_client [--deflate] HOST PORT N [FIRST_SRC_OCTET]
+ * usage: idle_client [--deflate] [--resume] HOST PORT N [FIRST_SRC_OCTET]
  * Connects in batches of 500, rotating source addresses 127.0.0.X.. so
  * the 4-tuples never run out, waits for each session's
  * pusher:connection_established, prints "ready N failed F deflate D" (D:
@@ -11,7 +11,10 @@
  * (as a live idle client would) until stdin closes or SIGTERM, bounded by
  * 10 minutes. --deflate offers permessage-deflate in every upgrade, as a
  * browser does (make bench-compression: idle bytes per session with the
- * extension negotiated against without).
+ * extension negotiated against without). --resume: each session sends
+ * lubdub:resume ({"v":1,"channels":{}}, a first connect) once it is
+ * established, so the hub keeps it as a resuming session (make
+ * bench-recovery: idle bytes per session that asked to resume).
  *
  * Thread: single-threaded.
  */
@@ -74,6 +77,22 @@ static int start_conn(struct conn *c, const char *host, int port, int src)
     return 0;
 }
 
+/* {"event":"lubdub:resume",...} as one masked text frame (zero mask key:
+ * the payload goes as it is). */
+static void send_resume(struct conn *c)
+{
+    static const char m[] =
+        "{\"event\":\"lubdub:resume\",\"data\":{\"v\":1,\"channels\":{}}}";
+    unsigned char out[2 + 4 + sizeof(m)];
+
+    out[0] = 0x81;
+    out[1] = (unsigned char)(0x80 | (sizeof(m) - 1));
+    memset(out + 2, 0, 4);
+    memcpy(out + 6, m, sizeof(m) - 1);
+    if (write(c->fd, out, 6 + sizeof(m) - 1) < 0)
+        return; /* the read side sees the close */
+}
+
 /* Answer a server ping frame found in buf (masked pong with its payload). */
 static void answer_pings(struct conn *c, unsigned char *p, size_t n)
 {
@@ -102,21 +121,25 @@ int main(int argc, char **argv)
 {
     const char *host, *port_s;
     int port, n, src_first, ep, ready = 0, started = 0, failed = 0;
-    int deflate = 0, negotiated = 0;
+    int deflate = 0, resume = 0, negotiated = 0;
     struct conn *cs;
     struct rlimit rl;
     char req[512];
     int reqlen;
     time_t t0 = time(NULL);
 
-    if (argc > 1 && strcmp(argv[1], "--deflate") == 0) {
-        deflate = 1;
+    while (argc > 1 && (strcmp(argv[1], "--deflate") == 0 ||
+                        strcmp(argv[1], "--resume") == 0)) {
+        if (argv[1][2] == 'd')
+            deflate = 1;
+        else
+            resume = 1;
         argv++;
         argc--;
     }
     if (argc < 4) {
-        fprintf(stderr, "usage: idle_client [--deflate] HOST PORT N "
-                        "[FIRST_SRC_OCTET]\n");
+        fprintf(stderr, "usage: idle_client [--deflate] [--resume] HOST PORT "
+                        "N [FIRST_SRC_OCTET]\n");
         return 2;
     }
     host = argv[1];
@@ -227,6 +250,8 @@ int main(int argc, char **argv)
                 c->state = 3;
                 c->have = 0;
                 ready++;
+                if (resume)
+                    send_resume(c);
             }
         }
     }

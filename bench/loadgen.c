@@ -66,6 +66,15 @@
  * "wire_bytes" sums the WebSocket frame bytes (header and payload, TCP/IP
  * left out) of the deliveries counted in the window.
  *
+ * Recovery (make bench-recovery): --resume makes every subscriber send
+ * lubdub:resume ({"v":1,"channels":{}}: a first connect, nothing to
+ * replay) right after connection_established, in the same write as its
+ * subscribe, so the hub sends it the lubdub:id marker before each event of
+ * a channel with history (docs/PROTOCOL.md "Recovery"). Markers are not
+ * deliveries: every subscriber counts those it reads in the window
+ * ("markers", and their frame bytes in "marker_bytes"), with or without
+ * --resume, so a driver can check that a plain client gets none.
+ *
  * Output: one JSON object on stdout. Deliveries and latencies count only
  * inside the measurement window [t0 + warmup, t0 + warmup + duration].
  */
@@ -173,6 +182,7 @@ static struct {
     int deflate;      /* offer permessage-deflate in every upgrade */
     int raw_envelope; /* raw mode: send the hub's client-event frame */
     const char *payload_file;
+    int resume;       /* subscribers send lubdub:resume before subscribing */
 } opt = {
     .host = "127.0.0.1", .path = "/app/app-key", .app_id = "app-id",
     .key = "app-key", .secret = "app-secret", .port = 6001,
@@ -263,6 +273,7 @@ static struct {
         rest_lost, pub_errors, echoes;
     uint64_t w_start, w_end;
     uint64_t pmd_sessions, wire_bytes, rsv1_deliveries, payload_mismatch;
+    uint64_t markers, marker_bytes; /* lubdub:id frames read in the window */
     struct hist lat, churn_lat;
 } S;
 
@@ -752,6 +763,14 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
             } else if (c->kind == K_PUB_WS && !ws_publish()) {
                 became_ready(c);
             } else {
+                if (opt.resume && c->kind != K_PUB_WS) {
+                    /* Queued before the subscribe: one write carries both,
+                     * and the hub reads the resume first. */
+                    static const char r[] =
+                        "{\"event\":\"lubdub:resume\",\"data\":{\"v\":1,"
+                        "\"channels\":{}}}";
+                    queue_frame(c, 1, r, sizeof r - 1);
+                }
                 subscribe(c);
             }
         } else if (c->st == ST_WAIT_SUB &&
@@ -787,6 +806,15 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n,
     uint64_t seq, t;
     if (draining)
         return;
+    if (!cur_rsv1 && opt.mode == MODE_PUSHER && n >= 20 &&
+        memcmp(p, "{\"event\":\"lubdub:id\"", 20) == 0) {
+        /* A recovery marker: the next event's id, not a delivery. */
+        if (c->st == ST_READY && in_window(now)) {
+            S.markers++;
+            S.marker_bytes += cur_wire;
+        }
+        return;
+    }
     if (c->kind == K_PUB_WS && opt.mode == MODE_PUSHER) {
         /* A publisher is not a reader. It gets the other publishers'
          * events when it shares a room with them, never its own: client
@@ -1374,12 +1402,15 @@ static void usage(void)
             "  [--msg-timeout S] [--publish rest|ws] [--rest-inflight N] "
             "[--quiet]\n"
             "  [--sub-ports P1,P2,..] [--pub-ports P1,..] [--channel NAME]\n"
-            "  [--deflate] [--payload FILE] [--raw-envelope]\n"
+            "  [--deflate] [--payload FILE] [--raw-envelope] [--resume]\n"
             "  --deflate: offer permessage-deflate; --payload FILE: publish "
             "that fixed\n"
             "  message (raw) or Pusher event (pusher, REST); --raw-envelope: "
             "raw mode\n"
-            "  sends the hub's client-event frame around the stamp\n"
+            "  sends the hub's client-event frame around the stamp; --resume: "
+            "subscribers\n"
+            "  send lubdub:resume after connection_established (markers "
+            "counted)\n"
             "  --server-pid takes a comma list too (CPU seconds summed)\n"
             "  --sub-ports/--pub-ports: subscriber (publisher) i talks to "
             "port i mod n\n"
@@ -1430,7 +1461,7 @@ static void parse_args(int argc, char **argv)
         {"sub-ports", 1, 0, 'x'}, {"pub-ports", 1, 0, 'y'},
         {"channel", 1, 0, 'C'},
         {"deflate", 0, 0, 'D'},   {"payload", 1, 0, 'F'},
-        {"raw-envelope", 0, 0, 'E'},
+        {"raw-envelope", 0, 0, 'E'}, {"resume", 0, 0, 'Z'},
         {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1469,6 +1500,7 @@ static void parse_args(int argc, char **argv)
         case 'D': opt.deflate = 1; break;
         case 'F': opt.payload_file = optarg; break;
         case 'E': opt.raw_envelope = 1; break;
+        case 'Z': opt.resume = 1; break;
         case 'o': opt.setup_timeout = atof(optarg); break;
         case 'q': opt.quiet = 1; break;
         case 'M': opt.msg_timeout = atof(optarg); break;
@@ -1501,6 +1533,10 @@ static void parse_args(int argc, char **argv)
     }
     if (opt.raw_envelope && opt.mode != MODE_RAW) {
         fprintf(stderr, "loadgen: --raw-envelope is for raw mode\n");
+        exit(2);
+    }
+    if (opt.resume && opt.mode != MODE_PUSHER) {
+        fprintf(stderr, "loadgen: --resume is for pusher mode\n");
         exit(2);
     }
 }
@@ -1616,11 +1652,12 @@ static void print_json(double loader_cpu, double server_cpu, double win_s)
            ",\"rest_lost\":%" PRIu64 ",\"pub_errors\":%" PRIu64
            ",\"echoes\":%" PRIu64 ",\"pmd_sessions\":%" PRIu64
            ",\"wire_bytes\":%" PRIu64 ",\"rsv1_deliveries\":%" PRIu64
-           ",\"payload_mismatch\":%" PRIu64 ",",
+           ",\"payload_mismatch\":%" PRIu64 ",\"markers\":%" PRIu64
+           ",\"marker_bytes\":%" PRIu64 ",",
            S.published, S.deliveries, S.deliveries_all, S.timeouts,
            S.http_ok, S.http_err, S.bad_frames, S.rest_reconnects,
            S.rest_lost, S.pub_errors, S.echoes, S.pmd_sessions, S.wire_bytes,
-           S.rsv1_deliveries, S.payload_mismatch);
+           S.rsv1_deliveries, S.payload_mismatch, S.markers, S.marker_bytes);
     printf("\"window_s\":%.3f,\"deliveries_per_s\":%.1f,", win_s,
            win_s > 0 ? (double)S.deliveries / win_s : 0.0);
     printf("\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,"

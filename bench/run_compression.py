@@ -78,14 +78,20 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def hub_supports_compression(hub):
-    """True when the hub knows --compression (the lead's data path)."""
+def hub_has_option(hub, option):
+    """True when the hub's --help names option (bytes): a feature's flag
+    tells a build that has it (bench/run_recovery.py uses it too)."""
     try:
         r = subprocess.run([hub, "--help"], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return b"--compression" in r.stdout
+    return option in r.stdout
+
+
+def hub_supports_compression(hub):
+    """True when the hub knows --compression (the lead's data path)."""
+    return hub_has_option(hub, b"--compression")
 
 
 # ---------------------------------------------------------------- payloads
@@ -434,31 +440,34 @@ def fmt(x, nd=0):
 
 # -------------------------------------------------------------------- idle
 
+def idle_once(hub, sessions, hub_args, client_args):
+    """One bench/run_idle.sh (bench/run_recovery.py's too): its stdout,
+    "" when it timed out."""
+    env = dict(os.environ)
+    env.update({"LUBDUB_BINARY": hub,
+                "IDLE_CLIENT": os.path.join(rf.BUILD, "bench", "idle_client"),
+                "IDLE_SESSIONS": str(sessions), "IDLE_ARGS": hub_args,
+                "IDLE_CLIENT_ARGS": client_args})
+    try:
+        r = subprocess.run(["bash", os.path.join(BENCH, "run_idle.sh")],
+                           env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=400)
+        return r.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        return ""
+
+
 def run_idle(hub, compression, reps, sessions):
     """(per-rep deltas, rows): run_idle.sh without and with --deflate
     clients, the order alternating, same hub flags."""
-    script = os.path.join(BENCH, "run_idle.sh")
     rows, by = [], {}
     for rep in range(reps):
         for deflate in ((False, True) if rep % 2 == 0 else (True, False)):
-            env = dict(os.environ)
-            env.update({"LUBDUB_BINARY": hub,
-                        "IDLE_CLIENT": os.path.join(rf.BUILD, "bench",
-                                                    "idle_client"),
-                        "IDLE_SESSIONS": str(sessions),
-                        "IDLE_ARGS": "--compression on" if compression
-                        else "",
-                        "IDLE_CLIENT_ARGS": "--deflate" if deflate else ""})
             log("bench-compression: idle rep %d/%d %s" % (
                 rep + 1, reps, "with the extension" if deflate
                 else "without"))
-            try:
-                r = subprocess.run(["bash", script], env=env,
-                                   stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, timeout=400)
-                out = r.stdout.decode(errors="replace")
-            except subprocess.TimeoutExpired:
-                out = ""
+            out = idle_once(hub, sessions, "--compression on" if compression
+                            else "", "--deflate" if deflate else "")
             m = re.search(r"idle: sessions=(\d+) rss_per_session_bytes=(-?\d+)",
                           out)
             c = re.search(r"client: ready (\d+) failed (\d+) deflate (\d+)",
@@ -479,6 +488,22 @@ def run_idle(hub, compression, reps, sessions):
 
 
 # -------------------------------------------------------------------- main
+
+def prepare(hub_arg, tag):
+    """A driver's start (bench/run_recovery.py's too): the hub to measure
+    (--hub, else $LUBDUB_BINARY or BUILD/lubdub), bench/results/, the fd
+    limit raised to the hard one; the hub's path, or None (said why) when
+    it or the loader is not built."""
+    if hub_arg:
+        rf.HUB = os.path.abspath(hub_arg)
+    os.makedirs(RESULTS, exist_ok=True)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if not os.access(rf.LOADGEN, os.X_OK) or not os.access(rf.HUB, os.X_OK):
+        log("%s: %s or %s missing: build first" % (tag, rf.LOADGEN, rf.HUB))
+        return None
+    return rf.HUB
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -504,15 +529,8 @@ def main():
         a.sweep_reps, a.sweep_duration = 1, 1.5
         a.idle_sessions, a.idle_reps = 2000, 1
     skip = set(x for x in a.skip.split(",") if x)
-    if a.hub:
-        rf.HUB = os.path.abspath(a.hub)
-    hub = rf.HUB
-    os.makedirs(RESULTS, exist_ok=True)
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if not os.access(rf.LOADGEN, os.X_OK) or not os.access(hub, os.X_OK):
-        log("bench-compression: %s or %s missing: build first" % (
-            rf.LOADGEN, hub))
+    hub = prepare(a.hub, "bench-compression")
+    if not hub:
         return 2
     comp = hub_supports_compression(hub)
     if not comp:

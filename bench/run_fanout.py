@@ -363,7 +363,7 @@ def merge(results):
     for k in ("conn_ok", "conn_failed", "sub_closed", "slow_total",
               "slow_closed", "deliveries", "deliveries_all", "deliveries_per_s",
               "churn_cycles", "churn_failed", "churn_per_s", "loader_cpu_s",
-              "bad_frames"):
+              "bad_frames", "wire_bytes", "markers", "marker_bytes"):
         d[k] = sum(r.get(k, 0) for r in results)
     d["subs"] = sum(r["subs"] for r in results)
     bins = {}

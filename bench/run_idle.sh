@@ -56,4 +56,11 @@ full=$(rss_kib "$hub_pid")
 per=$(( (full - base) * 1024 / sessions ))
 echo "hub RSS: ${base} KiB with 0 sessions, ${full} KiB with ${sessions} sessions (${loops} loops)"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Sessions that asked to resume (IDLE_CLIENT_ARGS=--resume, make
+# bench-recovery); a hub before recovery has no such key.
+curl -s "http://127.0.0.1:$port/stats" | python3 -c '
+import json, sys
+t = json.load(sys.stdin).get("totals", {})
+if "resume_sessions" in t:
+    print("stats: resume_sessions=%d" % t["resume_sessions"])' || true
 echo "idle: sessions=${sessions} rss_per_session_bytes=${per}"
