@@ -47,6 +47,14 @@ static void state_free(void *p)
     free(st);
 }
 
+/* Once no channel of the resume waits (and none overflowed), the state
+ * goes: an idle resuming session holds only its table entry. */
+static void forget_if_done(struct hub_session *s, struct recover_state *st)
+{
+    if (st && !json_object_size(st->channels) && !st->overflow)
+        hub_resume_set_proto(s, NULL, NULL);
+}
+
 static uint32_t channels_cap(const struct hub_session *s)
 {
     uint32_t cap = s->app->max_subscriptions ? s->app->max_subscriptions
@@ -143,6 +151,13 @@ void hub_recover_on_resume(struct hub_session *s, const struct hub_msg *m)
         return;
     }
     st = hub_resume_proto(s);
+    v = json_object_get(data, "channels");
+    if (!st && !json_object_size(v)) {
+        /* Nothing to resume (a first connect): the session keeps only its
+         * table entry, no state of this layer (docs/BENCHMARKS.md). */
+        json_decref(parsed);
+        return;
+    }
     if (!st) {
         st = calloc(1, sizeof(*st));
         if (st && !(st->channels = json_object())) {
@@ -165,6 +180,7 @@ void hub_recover_on_resume(struct hub_session *s, const struct hub_msg *m)
     if (json_is_integer(v) && json_integer_value(v) >= 0)
         st->away_ms = (uint64_t)json_integer_value(v);
     json_decref(parsed);
+    forget_if_done(s, st);
 }
 
 /* lubdub:pos for a fresh start on (app, name). */
@@ -299,11 +315,16 @@ bool hub_recover_joined(struct hub_session *s, struct hub_sub *sub,
         reason = "no_history";
     else if (!ids && on && st && st->overflow)
         reason = "too_large";
-    else if (on && hub_bus_remote(s->loop->hub))
-        return cluster_joined(s, sub, name, len, ok, ids, st);
+    else if (on && hub_bus_remote(s->loop->hub)) {
+        bool r = cluster_joined(s, sub, name, len, ok, ids, st);
+
+        forget_if_done(s, st);
+        return r;
+    }
     else if (ids && replay(s, sub, name, len, ids, st, ok, &reason))
         resumed = true;
     json_decref(ids);
+    forget_if_done(s, st);
     if (resumed)
         return true;
     if (reason)
