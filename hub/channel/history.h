@@ -55,7 +55,10 @@ struct hub_loop;
 struct hub_feature;
 struct hub_pub_req;
 
-#define HUB_HISTORY_ENTRY_OVERHEAD 96
+/* The entry (a 112 B malloc chunk), the two frames' headers and malloc
+ * rounding, and the marker of the pair: bench-recovery measured 334-340 B
+ * beyond twice the frame with a resuming subscriber (docs/BENCHMARKS.md). */
+#define HUB_HISTORY_ENTRY_OVERHEAD 352
 #define HUB_HISTORY_RECORD_OVERHEAD 192
 /* Origins one record tracks (one node: 1; a cluster: its nodes). */
 #define HUB_HISTORY_ORIGINS 16

@@ -62,10 +62,10 @@ test('a channel keeps its last size events: /stats and /metrics count what it ho
   assert.equal(app.history_events, 3, JSON.stringify(app));
   // The hub's figure adds the channel's record to the app's events.
   assert.equal(h.bytes, app.history_bytes + RECORD_OVERHEAD + 'news'.length);
-  // Three events of one size: each charged twice its frame plus 96 B.
+  // Three events of one size: each charged twice its frame plus 352 B.
   assert.equal(app.history_bytes % 3, 0);
-  assert.ok(app.history_bytes / 3 > 2 * 100 + 96, `${app.history_bytes}`);
-  assert.equal((app.history_bytes / 3 - 96) % 2, 0);
+  assert.ok(app.history_bytes / 3 > 2 * 100 + 352, `${app.history_bytes}`);
+  assert.equal((app.history_bytes / 3 - 352) % 2, 0);
 
   const m = await metrics(hub);
   assert.equal(sample(m, 'lubdub_history_channels'), 1);
