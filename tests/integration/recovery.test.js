@@ -29,7 +29,7 @@ const { APP, serverSdk, rawClient } = require('./lib/clients');
 const { cutProxy, prng } = require('./lib/cutproxy');
 const {
   PUSHER_JS, pusherJs, historyApp, loadHelper, pusherOptions, pusherVia, record, upTo, cutPoints,
-  stream, endAndWait, assertExactlyOnce, historyStats, historyOf,
+  stream, clientTraffic, assertClientEvents, endAndWait, assertExactlyOnce, historyStats, historyOf,
 } = require('./lib/recovery');
 
 const N = 1000;
@@ -58,25 +58,14 @@ for (const { version, module } of PUSHER_JS) {
     await waitFor(() => channels.every((c) => client.channel(c).subscribed) && senderCh.subscribed,
       'both clients subscribed');
 
-    let sent = 0;
-    let own = 0;
+    const traffic = clientTraffic(client, senderCh);
     // A channel the stream publishes to from the start, subscribed to
     // (fresh) in the middle of it: from its lubdub:pos on, a contiguous
     // tail, each once (nothing taken for a duplicate).
     const lateAt = 100 + Math.floor(prng(proxy.seed ^ 0x1a7e)() * 300);
     const between = (seq) => {
       if (seq === lateAt) rec.watch('late');
-      if (seq % 5 === 0) {
-        sent++;
-        assert.ok(senderCh.trigger('client-seq', { seq: sent }), 'the sender is connected');
-      }
-      // The client's own client events, now and then, when it is
-      // connected: a replay must skip them (they are not echoed).
-      const mine = client.channel('private-stream');
-      if (seq % 50 === 0 && mine.subscribed && client.connection.state === 'connected' &&
-          mine.trigger('client-own', { seq })) {
-        own++;
-      }
+      traffic.between(seq);
     };
     const points = cutPoints(prng(proxy.seed ^ 0x5eed), N, 5);
     t.diagnostic(`cut points (events published before each cut): ${points.join(', ')}`);
@@ -87,6 +76,7 @@ for (const { version, module } of PUSHER_JS) {
     const took = Date.now() - started;
     await endAndWait(hub, rec, [...channels, 'late'], N);
 
+    const { sent, own } = traffic.counts;
     t.diagnostic(`${N} events x ${channels.length} channels in ${took} ms, ${sent} client events, ` +
       `${own} of the client's own`);
     t.diagnostic(proxy.describe());
@@ -104,13 +94,7 @@ for (const { version, module } of PUSHER_JS) {
     t.diagnostic(`late: subscribed after event ${lateAt}, got ${late[0]}..${late[late.length - 1]}`);
     assert.ok(late[0] > 1, `a fresh subscription got history it never asked for: ${late[0]}`);
     assert.deepEqual(late, upTo(N).slice(late[0] - 1), 'late: not a contiguous tail, each once');
-    // The sender's last client events may still be on their way.
-    await waitFor(() => rec.client['private-stream client-seq'].length >= sent,
-      `the ${sent} client events`, 60000).catch((e) => {
-      throw new Error(`${e.message}: got ${rec.client['private-stream client-seq'].length}`);
-    });
-    assertExactlyOnce(rec.client['private-stream client-seq'], sent, 'client events');
-    assert.deepEqual(rec.client['private-stream client-own'], [], 'the client got its own client events');
+    await assertClientEvents(rec, traffic);
     assert.deepEqual(rec.client['stream client-seq'], []);
     assert.deepEqual(rec.leaks, [], 'lubdub: messages reached app handlers');
     assert.equal(helper.stats().duplicates, 0, 'the hub sent an event twice (the helper hid it)');

@@ -4,7 +4,8 @@
 // (the client gets a reset, never a close frame; the hub sees its session
 // end without one), a cut inside a chunk delivers a strict prefix of a
 // frame and loses the rest, pause() holds new connections until resume(),
-// the connection bound holds, and one seed gives one sequence of moments.
+// the connection bound holds, several targets are taken in turn, and one
+// seed gives one sequence of moments.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
@@ -104,6 +105,26 @@ test('pause holds new connections until resume; the connection bound refuses pas
   await third.waitClose();
   assert.equal(proxy.refused, 1);
   assert.equal(proxy.accepted, 2);
+  t.diagnostic(proxy.describe());
+});
+
+test('several targets: each new connection goes to the next one in turn; route() changes them', async (t) => {
+  const a = await startHub([], { t });
+  const b = await startHub([], { t });
+  const proxy = await cutProxy(t, a, { name: 'turns', targets: [a, b] });
+  const sessions = async () => [(await a.stats()).totals.sessions, (await b.stats()).totals.sessions];
+  await openVia(t, proxy);
+  assert.deepEqual(await sessions(), [1, 0]);
+  await openVia(t, proxy);
+  assert.deepEqual(await sessions(), [1, 1]);
+  await openVia(t, proxy);
+  assert.deepEqual(await sessions(), [2, 1]);
+  // A target gone: the next connections all go to the other.
+  proxy.route([b]);
+  await openVia(t, proxy);
+  await openVia(t, proxy);
+  assert.deepEqual(await sessions(), [2, 3]);
+  assert.deepEqual(proxy.byTarget, { [a.port]: 2, [b.port]: 3 });
   t.diagnostic(proxy.describe());
 });
 

@@ -17,6 +17,12 @@
 // reset at once and counted as refused), and every timer it sets ends
 // with close().
 //
+// Several targets (a cluster's nodes): targets: [hub, ...] sends each new
+// connection to the next one in turn (round robin), so every reconnect of
+// a client lands on another node; route(targets) changes the list for the
+// connections to come (a node killed: send them elsewhere). Each pair
+// records its target; byTarget counts connections per target port.
+//
 // pause() holds new connections: accepted, read nothing, not connected
 // upstream, so a client sees a TCP connection whose WebSocket handshake
 // does not answer (as behind a dead network); resume() connects them.
@@ -59,10 +65,12 @@ function reset(sock) {
 }
 
 class CutProxy {
-  // target: {host, port} of the hub; seed: the PRNG's seed (testSeed());
-  // maxConnections: how many connections it accepts over its life.
-  constructor({ target, seed = testSeed(), maxConnections = 64, name = 'proxy' }) {
-    this.target = target;
+  // target: {host, port} of the hub, or targets: several, taken in turn;
+  // seed: the PRNG's seed (testSeed()); maxConnections: how many
+  // connections it accepts over its life.
+  constructor({ target, targets, seed = testSeed(), maxConnections = 64, name = 'proxy' }) {
+    this.route(targets || [target]);
+    this.byTarget = {};
     this.seed = seed;
     this.random = prng(seed);
     this.maxConnections = maxConnections;
@@ -94,6 +102,12 @@ class CutProxy {
 
   get live() { return this.pairs.size; }
 
+  // The targets of the connections to come, taken in turn from the first.
+  route(targets) {
+    this.targets = targets.map((x) => ({ host: x.host, port: x.port }));
+    this.turn = 0;
+  }
+
   onClient(client) {
     if (this.closed || this.accepted >= this.maxConnections) {
       this.refused++;
@@ -116,7 +130,10 @@ class CutProxy {
   // so a cut knows exactly what was forwarded and nothing lingers in a
   // pipe's buffer; backpressure pauses the side that reads.
   connect(pair) {
-    const up = net.connect(this.target.port, this.target.host);
+    const target = this.targets[this.turn++ % this.targets.length];
+    pair.target = target;
+    this.byTarget[target.port] = (this.byTarget[target.port] || 0) + 1;
+    const up = net.connect(target.port, target.host);
     pair.upstream = up;
     up.on('error', () => {});
     up.once('close', () => this.drop(pair));
@@ -245,7 +262,9 @@ class CutProxy {
   describe() {
     return `${this.name}: seed ${this.seed}, ${this.accepted} connections accepted, ` +
       `${this.refused} refused, ${this.cuts} cuts (${this.log.filter((e) => e.midChunk).length} inside a chunk), ` +
-      `${this.bytesDown} bytes down, ${this.bytesUp} up`;
+      `${this.bytesDown} bytes down, ${this.bytesUp} up` +
+      (this.targets.length > 1 || Object.keys(this.byTarget).length > 1
+        ? `, connections per target port ${JSON.stringify(this.byTarget)}` : '');
   }
 
   async close() {
@@ -258,7 +277,8 @@ class CutProxy {
   }
 }
 
-// A proxy to hub, listening, closed when the test t ends.
+// A proxy to hub (or to opts.targets in turn), listening, closed when the
+// test t ends.
 async function cutProxy(t, hub, opts = {}) {
   const p = new CutProxy({ target: { host: hub.host, port: hub.port }, ...opts });
   await p.listen();

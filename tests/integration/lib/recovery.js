@@ -134,9 +134,16 @@ function cutPoints(random, n, count, margin = Math.floor(n / 20)) {
 // The stream does not publish its last 5 % before every cut is done, so
 // every cut falls inside it. between(seq): called after each publication
 // (client events). The client: a pusher-js client, or connection(), which
-// resolves with its {state, socketId} (a browser page's).
-async function stream(t, hub, { channels, n, rate, proxy, client, connection, points = [], between }) {
-  const sdk = serverSdk(hub);
+// resolves with its {state, socketId} (a browser page's). publishTo(seq):
+// the hub (a cluster's node) that takes publication seq in; hub when not
+// given.
+async function stream(t, hub, { channels, n, rate, proxy, client, connection, points = [], between, publishTo }) {
+  const sdks = new Map();
+  const sdkOf = (seq) => {
+    const to = publishTo ? publishTo(seq) : hub;
+    if (!sdks.has(to)) sdks.set(to, serverSdk(to));
+    return sdks.get(to);
+  };
   if (!connection) {
     connection = () => ({ state: client.connection.state, socketId: client.connection.socket_id });
   }
@@ -170,7 +177,7 @@ async function stream(t, hub, { channels, n, rate, proxy, client, connection, po
     const wait = next - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     next = Math.max(next + gap, Date.now() - 5 * gap);
-    await sdk.trigger(channels, 'seq', { seq });
+    await sdkOf(seq).trigger(channels, 'seq', { seq });
     published = seq;
     if (between) await between(seq);
   }
@@ -179,16 +186,55 @@ async function stream(t, hub, { channels, n, rate, proxy, client, connection, po
   return { cuts: cutsDone };
 }
 
+// Client events inside a stream, on channel (a private one): a sender
+// (another client's subscription, senderCh) triggers `client-seq` {seq}
+// after every 5th publication, and the recorded client itself triggers
+// `client-own` after every 50th when it is connected (a replay must skip
+// them: client events are not echoed to their sender). between(seq) is
+// stream()'s; counts: {sent, own}.
+function clientTraffic(client, senderCh, channel = 'private-stream') {
+  const counts = { sent: 0, own: 0 };
+  const between = (seq) => {
+    if (seq % 5 === 0) {
+      counts.sent++;
+      assert.ok(senderCh.trigger('client-seq', { seq: counts.sent }), 'the sender is connected');
+    }
+    const mine = client.channel(channel);
+    if (seq % 50 === 0 && mine.subscribed && client.connection.state === 'connected' &&
+        mine.trigger('client-own', { seq })) {
+      counts.own++;
+    }
+  };
+  return { counts, between, channel };
+}
+
+// What clientTraffic sent reached rec (record()'s, with clientEvents
+// client-seq and client-own) exactly once and in order (one sender: one
+// origin), and the client's own never came back.
+async function assertClientEvents(rec, { counts, channel }) {
+  const got = rec.client[`${channel} client-seq`];
+  // The sender's last client events may still be on their way.
+  await waitFor(() => got.length >= counts.sent, `the ${counts.sent} client events`, 60000).catch((e) => {
+    throw new Error(`${e.message}: got ${got.length}`);
+  });
+  assertExactlyOnce(got, counts.sent, 'client events');
+  assert.deepEqual(rec.client[`${channel} client-own`], [], 'the client got its own client events');
+}
+
 // Wait until rec has every seq 1..n on each channel and the `end` event
 // published after them (it follows them in the channel's history, so
 // nothing of the stream can still be on its way). A lubdub:resume_failed
 // that comes meanwhile ends the wait at once: the end itself may then be
-// lost with the gap.
+// lost with the gap. hub may be several (a cluster's nodes that took the
+// stream in): an end is published through each and all are awaited, since
+// only one origin's events keep their order (docs/PROTOCOL.md 9.1): the
+// end of each origin follows all of that origin's events.
 async function endAndWait(hub, rec, channels, n, timeoutMs = 60000) {
   const failed = rec.failed ? rec.failed.length : 0;
   const more = () => (rec.failed ? rec.failed.slice(failed) : []);
-  await serverSdk(hub).trigger(channels, 'end', {});
-  await waitFor(() => more().length > 0 || channels.every((c) => rec.ends[c] >= 1),
+  const hubs = Array.isArray(hub) ? hub : [hub];
+  for (const h of hubs) await serverSdk(h).trigger(channels, 'end', {});
+  await waitFor(() => more().length > 0 || channels.every((c) => rec.ends[c] >= hubs.length),
     'the end marker on every channel', timeoutMs, 10).catch((e) => {
     const got = channels.map((c) => `${c}: ${rec.seqs[c].length} events, last ${rec.seqs[c].slice(-3)}`);
     throw new Error(`${e.message}; ${got.join('; ')}`);
@@ -204,14 +250,44 @@ async function endAndWait(hub, rec, channels, n, timeoutMs = 60000) {
 // diff.
 function assertExactlyOnce(got, n, what) {
   if (got.length === n && got.every((s, i) => s === i + 1)) return;
+  const disorder = got.findIndex((s, i) => i > 0 && s <= got[i - 1]);
+  assert.fail(`${what}: ${tally(got, n)}; ` +
+    `first out of order at index ${disorder}${disorder > 0 ? ` (${got[disorder - 1]} then ${got[disorder]})` : ''}`);
+}
+
+// What got holds of 1..n, in words: how many, missing, repeated.
+function tally(got, n) {
   const seen = new Map();
   for (const s of got) seen.set(s, (seen.get(s) || 0) + 1);
   const missing = upTo(n).filter((s) => !seen.has(s));
   const twice = [...seen].filter(([, c]) => c > 1).map(([s, c]) => `${s}x${c}`);
-  const disorder = got.findIndex((s, i) => i > 0 && s <= got[i - 1]);
-  assert.fail(`${what}: ${got.length} events for ${n}; missing ${missing.slice(0, 20)}` +
-    `${missing.length > 20 ? ` (+${missing.length - 20})` : ''}; repeated ${twice.slice(0, 20)}; ` +
-    `first out of order at index ${disorder}${disorder > 0 ? ` (${got[disorder - 1]} then ${got[disorder]})` : ''}`);
+  return `${got.length} events for ${n}; missing ${missing.slice(0, 20)}` +
+    `${missing.length > 20 ? ` (+${missing.length - 20})` : ''}; repeated ${twice.slice(0, 20)}`;
+}
+
+// The same for a stream that entered a cluster through several nodes
+// (originOf(seq) names the node that took seq in): exactly 1..n, each
+// once, and each origin's events in the order they were published. That
+// is all a cluster promises (docs/PROTOCOL.md 9.1): the events of two
+// origins may interleave differently on different connections, so the
+// seqs of two origins may come out of publication order. Returns how many
+// times an event came before one published earlier (by another origin).
+function assertExactlyOncePerOrigin(got, n, originOf, what) {
+  const sorted = [...got].sort((a, b) => a - b);
+  if (sorted.length !== n || !sorted.every((s, i) => s === i + 1)) assert.fail(`${what}: ${tally(got, n)}`);
+  const last = new Map();
+  let inversions = 0;
+  let highest = 0;
+  for (const [i, s] of got.entries()) {
+    const o = originOf(s);
+    if (last.has(o) && s <= last.get(o)) {
+      assert.fail(`${what}: origin ${o} out of order at index ${i} (${last.get(o)} then ${s})`);
+    }
+    last.set(o, s);
+    if (s < highest) inversions++;
+    highest = Math.max(highest, s);
+  }
+  return inversions;
 }
 
 // A counter of the hub's /stats by name, wherever it sits (totals first):
@@ -240,5 +316,6 @@ function historyOf(hub, channel, params = {}) {
 
 module.exports = {
   PUSHER_JS, pusherJs, historyApp, loadHelper, pusherOptions, pusherVia, record, upTo,
-  cutPoints, stream, endAndWait, assertExactlyOnce, statOf, historyStats, historyOf,
+  cutPoints, stream, clientTraffic, assertClientEvents, endAndWait, assertExactlyOnce, assertExactlyOncePerOrigin, statOf, historyStats,
+  historyOf,
 };
