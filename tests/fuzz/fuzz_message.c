@@ -14,7 +14,8 @@
  * up to 16 messages, they go through hub_pusher_on_message() on three
  * sessions of a two-loop hub with a fake transport and a fake clock
  * (tests/unit/fake_hub.h), so the subscribe, presence, unsubscribe and
- * client-event and signin handlers run on fuzzed input. A signin or a
+ * client-event, signin and lubdub:resume handlers run on fuzzed input
+ * (every channel keeps a history of 4 events). A signin or a
  * subscribe to a private or presence channel is delivered once as sent and
  * once re-signed with the right HMAC, so the fuzzer gets past
  * authentication. After each message
@@ -271,6 +272,11 @@ static void drive_sessions(const uint8_t *data, size_t size)
     fh.apps[0].max_channel_name = 40;
     fh.apps[0].max_event_bytes = 256;
     fh.apps[0].client_event_rate = 3;
+    /* Recovery: every channel keeps a short history, so lubdub:resume,
+     * the markers, positions and replays run on fuzzed input too. */
+    fh.apps[0].history = true;
+    fh.apps[0].history_ttl_ms = 60000;
+    fh.apps[0].history_size = 4;
     fh.cfg.max_queue = 4096;
     CHECK(fake_hub_start(&fh) == 0);
     for (unsigned i = 0; i < N_SESSIONS; i++)
