@@ -210,6 +210,20 @@ static void rsub_remove(struct hub_resume *r, struct rsub **slot)
         r->s->rguard = false;
 }
 
+/* g's floors: a copy of floor[0..n) (at most HUB_RESUME_ORIGINS). */
+static void set_floors(struct rsub *g, const struct hub_resume_floor *floor,
+                       unsigned n)
+{
+    if (n > HUB_RESUME_ORIGINS)
+        n = HUB_RESUME_ORIGINS;
+    for (unsigned k = 0; k < n; k++) {
+        snprintf(g->origins[k], sizeof(g->origins[k]), "%s", floor[k].origin);
+        g->floor[k].origin = g->origins[k];
+        g->floor[k].seq = floor[k].seq;
+    }
+    g->n_floor = n;
+}
+
 /* Append a reference to f at g's tail (the caller's reference moves in). */
 static int rsub_push(struct rsub *g, struct hub_frame *f)
 {
@@ -310,14 +324,7 @@ int hub_resume_guard(struct hub_session *s, struct hub_sub *sub,
     g->sub = sub;
     g->done = done;
     done = NULL;
-    if (n_floor > HUB_RESUME_ORIGINS)
-        n_floor = HUB_RESUME_ORIGINS;
-    for (unsigned k = 0; k < n_floor; k++) {
-        snprintf(g->origins[k], sizeof(g->origins[k]), "%s", floor[k].origin);
-        g->floor[k].origin = g->origins[k];
-        g->floor[k].seq = floor[k].seq;
-    }
-    g->n_floor = n_floor;
+    set_floors(g, floor, n_floor);
     for (; i < n; i++)
         if (rsub_push(g, replay[i]))
             goto nomem;
@@ -467,14 +474,7 @@ int hub_resume_guard_fill(struct hub_session *s, struct hub_sub *sub,
     g->n = g->head = 0;
     g->held_bytes = 0;
     g->waiting = false;
-    if (n_floor > HUB_RESUME_ORIGINS)
-        n_floor = HUB_RESUME_ORIGINS;
-    for (unsigned k = 0; k < n_floor; k++) {
-        snprintf(g->origins[k], sizeof(g->origins[k]), "%s", floor[k].origin);
-        g->floor[k].origin = g->origins[k];
-        g->floor[k].seq = floor[k].seq;
-    }
-    g->n_floor = n_floor;
+    set_floors(g, floor, n_floor);
     for (i = 0; i < n_first; i++)
         if (first[i])
             (void)hub_session_send(s, first[i]);
