@@ -201,12 +201,13 @@ static void deliver_entry(struct hub_cluster *c, unsigned app,
 
     if (!f)
         return;
-    hub_history_stamp(hub_history_of(c->hub), f, en->origin,
-                      strlen(en->origin), en->seq);
     pthread_mutex_lock(&c->deliver_mu);
     if (!c->closed) {
         const struct hub_pub_req r = { app, name, len, f, &ex, false, NULL };
 
+        /* Under the lock: once closed, the hub may be going. */
+        hub_history_stamp(hub_history_of(c->hub), f, en->origin,
+                          strlen(en->origin), en->seq);
         hub_fanout_loops(c->hub, NULL, &r);
     }
     pthread_mutex_unlock(&c->deliver_mu);
