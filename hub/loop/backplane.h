@@ -249,6 +249,8 @@ struct hub_hist_read {
     bool last_full;                /* more origins than last[] holds */
     uint64_t deleted_ms;           /* newest trimmed entry's time, 0: none */
     uint64_t now_ms;               /* Redis's clock at the read */
+    uint64_t first_ms;             /* the first entry's id time (Redis's
+                                      clock), with entries; 0: none */
 };
 
 /* Free what a read owns (its name and answer), then the read. */

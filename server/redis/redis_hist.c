@@ -131,6 +131,10 @@ static int parse(struct hub_hist_read *rd, const redisReply *rep)
     }
     if (!es->elements)
         return 0;
+    if (es->element[0]->type == REDIS_REPLY_ARRAY &&
+        es->element[0]->elements == 2 &&
+        es->element[0]->element[0]->type == REDIS_REPLY_STRING)
+        rd->first_ms = strtoull(es->element[0]->element[0]->str, NULL, 10);
     rd->e = calloc(es->elements, sizeof(*rd->e));
     if (!rd->e)
         return -EIO;

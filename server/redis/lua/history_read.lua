@@ -6,9 +6,13 @@
 -- last-ids hash (P:history-last:<app>:<ch>). ARGV entries: '1' for the
 -- stream's entries too (a resume), '0' for the last ids only (a fresh
 -- start). Returns {entries, last, deleted, time}: entries as XRANGE gives
--- them (empty with '0'), last as HGETALL gives it, deleted the stream's
--- max-deleted-entry-id ('0-0' when nothing was trimmed or there is no
--- stream), time as TIME gives it.
+-- them (empty with '0'), last as HGETALL gives it, deleted a bound on the
+-- newest entry the stream lost ('0-0' when it lost none or there is no
+-- stream), time as TIME gives it. The bound: max-deleted-entry-id (XDEL),
+-- or, when entries were trimmed (entries-added above length: MAXLEN
+-- trims do not move max-deleted-entry-id, Redis 7.0), the first kept
+-- entry's id (every trimmed one is older), or the last id when none is
+-- kept.
 --
 -- embed: lines joined by spaces
 
@@ -18,8 +22,13 @@ local last = redis.call('HGETALL', KEYS[2])
 local deleted = '0-0'
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local info = redis.call('XINFO', 'STREAM', KEYS[1])
-  for i = 1, #info, 2 do
-    if info[i] == 'max-deleted-entry-id' then deleted = info[i + 1] end
+  local f = {}
+  for i = 1, #info, 2 do f[info[i]] = info[i + 1] end
+  if f['max-deleted-entry-id'] then deleted = f['max-deleted-entry-id'] end
+  if f['entries-added'] and f['length'] and
+     f['entries-added'] > f['length'] then
+    if f['length'] > 0 then deleted = f['recorded-first-entry-id']
+    else deleted = f['last-generated-id'] end
   end
 end
 return {e, last, deleted, redis.call('TIME')}

@@ -1,0 +1,138 @@
+'use strict';
+// The HTTP API's read of a channel's history in a cluster (docs/PROTOCOL.md
+// 6.2, docs/RECOVERY.md "From a backend: the HTTP API"): each node answers
+// GET .../channels/{name}/events from the channel's stream in Redis, so
+// the answer holds what every node took in, in the stream's order; paging
+// with after= crosses origins; complete follows the cluster's rule (a
+// trimmed stream is incomplete); 404 as on one node; 503 with Redis away.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { waitFor, configFile } = require('./lib/hub');
+const { APP, serverSdk } = require('./lib/clients');
+const { startRedis, startNode, allUp } = require('./lib/cluster');
+
+const HISTORY_APP = {
+  id: APP.id, key: APP.key, secret: APP.secret,
+  history: { ttl: '120s', size: 100, channels: ['news*'] },
+};
+// Keeps 5 a channel: Redis trims the stream by whole nodes of 100 entries.
+const SMALL = {
+  id: 'small-id', key: 'small-key', secret: 'small-secret',
+  history: { ttl: '120s', size: 5 },
+};
+const PLAIN = { id: 'plain-id', key: 'plain-key', secret: 'plain-secret' };
+
+async function cluster(t) {
+  const redis = await startRedis(t);
+  const cfg = configFile(t, { apps: [HISTORY_APP, SMALL, PLAIN] });
+  const nodes = [];
+  for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, ['--config', cfg]));
+  await allUp(nodes);
+  return { redis, nodes };
+}
+
+async function events(sdk, channel, params = {}) {
+  const r = await sdk.get({ path: `/channels/${channel}/events`, params });
+  assert.equal(r.status, 200);
+  const body = await r.json();
+  assert.deepEqual(Object.keys(body).sort(), ['complete', 'events'], JSON.stringify(body));
+  for (const e of body.events) {
+    assert.deepEqual(Object.keys(e).sort(), ['data', 'event', 'id', 'time_ms']);
+    assert.match(e.id, /^b[0-9a-f]{8}:[0-9]+$/);
+    assert.ok(Number.isInteger(e.time_ms));
+  }
+  return body;
+}
+
+async function refused(sdk, channel, params, status, why) {
+  await assert.rejects(sdk.get({ path: `/channels/${channel}/events`, params }), (e) => {
+    assert.equal(e.status, status, `${JSON.stringify(params)}: ${e.body}`);
+    assert.match(JSON.parse(e.body).error, why);
+    return true;
+  });
+}
+
+const nums = (body) => body.events.map((e) => JSON.parse(e.data).i);
+const origins = (body) => new Set(body.events.map((e) => e.id.split(':')[0]));
+
+test('either node answers with the events both took in, in order; after= pages across origins', async (t) => {
+  const { nodes } = await cluster(t);
+  const [n1, n2] = nodes;
+  const sdk = [serverSdk(n1), serverSdk(n2)];
+  const before = Date.now();
+  for (let i = 1; i <= 7; i++) await sdk[i % 2].trigger('news', 'seq', { i });
+  for (const s of sdk) {
+    const all = await events(s, 'news');
+    assert.deepEqual(nums(all), [1, 2, 3, 4, 5, 6, 7]);
+    assert.equal(origins(all).size, 2);
+    assert.equal(all.complete, true);
+    assert.ok(all.events.every((e) => e.time_ms >= before - 5000 && e.time_ms <= Date.now() + 5000));
+    // Pages of 3: 3, 3, 1, each complete, across both origins.
+    const seen = [];
+    let after;
+    for (let page = 0; page < 4; page++) {
+      const body = await events(s, 'news', after ? { after, limit: 3 } : { limit: 3 });
+      assert.equal(body.complete, true, JSON.stringify(body));
+      seen.push(...nums(body));
+      if (body.events.length < 3) break;
+      after = body.events[body.events.length - 1].id;
+    }
+    assert.deepEqual(seen, [1, 2, 3, 4, 5, 6, 7]);
+    // since: now minus a second is within the ttl; since=0 reaches back
+    // before the stream.
+    const recent = await events(s, 'news', { since: before - 1000 });
+    assert.deepEqual(nums(recent), [1, 2, 3, 4, 5, 6, 7]);
+    assert.equal(recent.complete, true);
+    assert.equal((await events(s, 'news', { since: 0 })).complete, false);
+    // An id of an origin the stream never had: everything, incomplete.
+    const other = await events(s, 'news', { after: 'b00000000:5' });
+    assert.deepEqual(nums(other), [1, 2, 3, 4, 5, 6, 7]);
+    assert.equal(other.complete, false);
+  }
+  // A channel with history and nothing written: empty, complete.
+  assert.deepEqual(await events(sdk[0], 'news-empty'), { events: [], complete: true });
+});
+
+test('a trimmed stream answers what it keeps, incomplete from before the trim; 404 and 503 as documented', async (t) => {
+  const { redis, nodes } = await cluster(t);
+  const [n1, n2] = nodes;
+  const sdk = [serverSdk(n1, SMALL), serverSdk(n2, SMALL)];
+  const start = Date.now();
+  // 150 events, half through each node: MAXLEN ~ 5 drops whole listpack
+  // nodes, so the first 100 go.
+  for (let b = 0; b < 15; b++) {
+    await sdk[b % 2].triggerBatch(Array.from({ length: 10 }, (_, k) => (
+      { channel: 'ticks', name: 'seq', data: { i: b * 10 + k + 1 } })));
+  }
+  const all = await events(sdk[1], 'ticks', { limit: 1000 });
+  assert.ok(all.events.length >= 5 && all.events.length < 150, `${all.events.length} kept`);
+  const kept = nums(all);
+  assert.equal(kept[kept.length - 1], 150);
+  assert.deepEqual(kept, kept.slice().sort((a, b) => a - b));
+  assert.equal(all.complete, false, 'trimmed within the ttl');
+  assert.equal((await events(sdk[0], 'ticks', { since: start - 1000 })).complete, false);
+  // after= a kept id: complete, the rest; after= the last: nothing more.
+  const mid = all.events[1];
+  const rest = await events(sdk[0], 'ticks', { after: mid.id, limit: 1000 });
+  assert.deepEqual(nums(rest), kept.slice(2));
+  assert.equal(rest.complete, true);
+  const end = await events(sdk[0], 'ticks', { after: all.events[all.events.length - 1].id });
+  assert.deepEqual(end.events, []);
+  assert.equal(end.complete, true);
+  // 404s unchanged.
+  await refused(serverSdk(n1, PLAIN), 'ticks', {}, 404, /history is not enabled for this app/);
+  await refused(serverSdk(n2), 'other', {}, 404, /history is not enabled for this channel/);
+  // Redis away: 503, saying so.
+  await redis.stop('SIGKILL');
+  await waitFor(async () => {
+    try {
+      await sdk[0].get({ path: '/channels/ticks/events' });
+      return false;
+    } catch (e) {
+      assert.equal(e.status, 503, e.body);
+      assert.match(JSON.parse(e.body).error, /history unavailable/);
+      return true;
+    }
+  }, 'a 503 with Redis away');
+});
