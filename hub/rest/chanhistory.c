@@ -210,6 +210,10 @@ static uint64_t store_since(const struct read_args *a, uint64_t now_ms,
     return now_ms > ttl_ms ? now_ms - ttl_ms + 1 : 0;
 }
 
+_Static_assert(sizeof(((struct hub_hist_read *)0)->after_origin) >=
+                   sizeof(((struct hub_history_id *)0)->origin),
+               "an after= origin fits the read");
+
 /* In a cluster: the read of the channel's stream, which the bus posts
  * back to the loop as rd.node; rd first (hub_hist_read_free() frees the
  * whole). */
@@ -298,9 +302,8 @@ static const struct hub_inbox_ops cl_ops = { cl_run, cl_drop };
  * read's) for one read of the channel's stream and its last-ids hash
  * (server/redis/lua/history_read.lua), which the bus answers within the
  * backplane's ping timeout at most (Redis away: -EIO, 503). What it holds
- * until then: the read (the whole stream's entries, at most about the
- * app's history size, as a resume's read) and the wait; one request of a
- * connection at a time.
+ * until then: the read (at most limit entries, each a kept frame's
+ * payload) and the wait; one request of a connection at a time.
  */
 static void cluster_get(const struct hub_rest_req *r, const char *name,
                         size_t len, const struct read_args *a,
@@ -328,6 +331,14 @@ static void cluster_get(const struct hub_rest_req *r, const char *name,
     k->rd.app = r->app->index;
     k->rd.len = len;
     k->rd.entries = true;
+    /* Only the page's entries cross from Redis (the script scans the
+     * stream there): not a whole stream of up to 100,000 entries. */
+    k->rd.page = a->has_after ? 'a' : a->has_since ? 't' : 'w';
+    k->rd.count = a->limit;
+    strcpy(k->rd.after_origin, a->after.origin);
+    k->rd.after_seq = a->after.seq;
+    k->rd.since_ms = a->since_ms;
+    k->rd.ttl_ms = r->app->history_ttl_ms;
     k->w = w;
     k->a = *a;
     if (hub_bus_history_read(r->l->hub, &k->rd)) {

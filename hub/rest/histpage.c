@@ -3,7 +3,9 @@
  * for GET channels/{name}/events in a cluster (hub/rest/histpage.h): the
  * entries listed and the completeness rule of docs/PROTOCOL.md 6.2.
  *
- * The read holds the stream oldest first; one origin's entries are in the
+ * The read holds the stream oldest first, or (a page read, rd->page) the
+ * part of it after= or since= starts at, already cut to the limit, which
+ * this cuts again to the same effect; one origin's entries are in the
  * order of its seqs (its node writes them on one connection, in order).
  * rd->deleted_ms bounds the newest entry the stream lost to trimming
  * (server/redis/lua/history_read.lua), 0 when it lost none.
@@ -34,7 +36,7 @@ static size_t after_start(const struct hub_hist_read *rd,
                           const struct hub_histpage_args *a, bool *complete)
 {
     size_t from = 0;
-    bool anchored = false;
+    bool anchored = rd->anchored; /* a page read cut before the anchor */
     uint64_t last;
 
     for (size_t i = 0; i < rd->n; i++)

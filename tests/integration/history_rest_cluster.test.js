@@ -22,10 +22,15 @@ const SMALL = {
   history: { ttl: '120s', size: 5 },
 };
 const PLAIN = { id: 'plain-id', key: 'plain-key', secret: 'plain-secret' };
+// Keeps 1000 a channel: a stream longer than one scan of the script (500).
+const LONG = {
+  id: 'long-id', key: 'long-key', secret: 'long-secret',
+  history: { ttl: '120s', size: 1000 },
+};
 
 async function cluster(t) {
   const redis = await startRedis(t);
-  const cfg = configFile(t, { apps: [HISTORY_APP, SMALL, PLAIN] });
+  const cfg = configFile(t, { apps: [HISTORY_APP, SMALL, PLAIN, LONG] });
   const nodes = [];
   for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, ['--config', cfg]));
   await allUp(nodes);
@@ -54,6 +59,15 @@ async function refused(sdk, channel, params, status, why) {
 }
 
 const nums = (body) => body.events.map((e) => JSON.parse(e.data).i);
+
+// A node answers the HTTP API before its backplane thread wrote the event
+// to the stream: the order of two nodes' events in the stream is the order
+// Redis took them. So before the other node publishes, wait until event i
+// is in the stream (one node's events keep their order among themselves).
+async function inStream(sdk, channel, i) {
+  await waitFor(async () => nums(await events(sdk, channel, { limit: 1000 })).includes(i),
+    `event ${i} in the stream of ${channel}`);
+}
 const origins = (body) => new Set(body.events.map((e) => e.id.split(':')[0]));
 
 test('either node answers with the events both took in, in order; after= pages across origins', async (t) => {
@@ -61,7 +75,10 @@ test('either node answers with the events both took in, in order; after= pages a
   const [n1, n2] = nodes;
   const sdk = [serverSdk(n1), serverSdk(n2)];
   const before = Date.now();
-  for (let i = 1; i <= 7; i++) await sdk[i % 2].trigger('news', 'seq', { i });
+  for (let i = 1; i <= 7; i++) {
+    await sdk[i % 2].trigger('news', 'seq', { i });
+    await inStream(sdk[(i + 1) % 2], 'news', i);
+  }
   for (const s of sdk) {
     const all = await events(s, 'news');
     assert.deepEqual(nums(all), [1, 2, 3, 4, 5, 6, 7]);
@@ -94,6 +111,33 @@ test('either node answers with the events both took in, in order; after= pages a
   assert.deepEqual(await events(sdk[0], 'news-empty'), { events: [], complete: true });
 });
 
+test('a page starts where after= or since= says past the first 500 entries of the stream, and holds limit events', async (t) => {
+  const { nodes } = await cluster(t);
+  const sdk = [serverSdk(nodes[0], LONG), serverSdk(nodes[1], LONG)];
+  // 1..300 through one node, then 301..600 through the other.
+  for (let b = 0; b < 60; b++) {
+    await sdk[b < 30 ? 0 : 1].triggerBatch(Array.from({ length: 10 }, (_, k) => (
+      { channel: 'long', name: 'seq', data: { i: b * 10 + k + 1 } })));
+    if (b === 29) await inStream(sdk[1], 'long', 300);
+  }
+  await inStream(sdk[0], 'long', 600);
+  const first = await events(sdk[0], 'long', { limit: 1000 });
+  assert.equal(first.events.length, 600);
+  assert.deepEqual(nums(first), Array.from({ length: 600 }, (_, k) => k + 1));
+  assert.equal(first.complete, true);
+  const at = first.events[549];
+  const rest = await events(sdk[1], 'long', { after: at.id, limit: 20 });
+  assert.deepEqual(nums(rest), Array.from({ length: 20 }, (_, k) => 551 + k));
+  assert.equal(rest.complete, true);
+  // since= the time of event 580: from the first event kept at or after
+  // it, 5 of them.
+  const since = first.events[579].time_ms;
+  const later = await events(sdk[1], 'long', { since, limit: 5 });
+  const from = first.events.findIndex((e) => e.time_ms >= since);
+  assert.deepEqual(nums(later), nums(first).slice(from, from + 5));
+  assert.equal(later.complete, true);
+});
+
 test('a trimmed stream answers what it keeps, incomplete from before the trim; 404 and 503 as documented', async (t) => {
   const { redis, nodes } = await cluster(t);
   const [n1, n2] = nodes;
@@ -104,6 +148,7 @@ test('a trimmed stream answers what it keeps, incomplete from before the trim; 4
   for (let b = 0; b < 15; b++) {
     await sdk[b % 2].triggerBatch(Array.from({ length: 10 }, (_, k) => (
       { channel: 'ticks', name: 'seq', data: { i: b * 10 + k + 1 } })));
+    await inStream(sdk[(b + 1) % 2], 'ticks', b * 10 + 10);
   }
   const all = await events(sdk[1], 'ticks', { limit: 1000 });
   assert.ok(all.events.length >= 5 && all.events.length < 150, `${all.events.length} kept`);

@@ -2,7 +2,8 @@
  * tests/unit/test_histpage.c - one page of a channel's stream read from
  * Redis (hub/rest/histpage.h): after= anchored on the origin's last entry
  * at or under the seq and paging across origins, an id the stream lacks
- * (the last-ids hash and trimming decide), since= against trimming and
+ * (the last-ids hash and trimming decide) or a page read Redis cut after
+ * its anchor, since= against trimming and
  * the stream's age, and neither against trimming within the ttl.
  */
 #include <setjmp.h>
@@ -119,6 +120,12 @@ static void test_histpage_after_an_id_the_stream_lacks(void **state)
     rd.last[2].seq = 10;
     page(&rd, &a, idx, &complete);
     assert_false(complete);
+    /* A page read that Redis already cut after its anchor. */
+    rd.anchored = true;
+    assert_int_equal(page(&rd, &a, idx, &complete), 6);
+    assert_true(complete);
+    assert_int_equal(idx[0], 0);
+    rd.anchored = false;
     /* a:0 lies before a's first kept entry: everything, incomplete. */
     a.after_origin = "a";
     a.after_seq = 0;
