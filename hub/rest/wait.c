@@ -7,6 +7,8 @@
  * A started wait is freed exactly once: when its last query answers, or
  * at once when every query answered while being asked (the extra count
  * taken in hub_rest_wait_start() keeps it until every query was asked).
+ * A held wait (hub_rest_wait_hold(): no query, one answer its handler
+ * asked for itself) is freed the same way, when that answer settles it.
  * Cancelling or refusing it only forgets the requester. After -ECANCELED
  * (the loops are gone) only the wait's own memory is touched.
  *

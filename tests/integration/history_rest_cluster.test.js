@@ -10,6 +10,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { waitFor, configFile } = require('./lib/hub');
 const { APP, serverSdk } = require('./lib/clients');
+const { events, refused } = require('./lib/history');
 const { startRedis, startNode, allUp } = require('./lib/cluster');
 
 const HISTORY_APP = {
@@ -35,27 +36,6 @@ async function cluster(t) {
   for (let k = 1; k <= 2; k++) nodes.push(await startNode(t, redis.url(), `n${k}`, ['--config', cfg]));
   await allUp(nodes);
   return { redis, nodes };
-}
-
-async function events(sdk, channel, params = {}) {
-  const r = await sdk.get({ path: `/channels/${channel}/events`, params });
-  assert.equal(r.status, 200);
-  const body = await r.json();
-  assert.deepEqual(Object.keys(body).sort(), ['complete', 'events'], JSON.stringify(body));
-  for (const e of body.events) {
-    assert.deepEqual(Object.keys(e).sort(), ['data', 'event', 'id', 'time_ms']);
-    assert.match(e.id, /^b[0-9a-f]{8}:[0-9]+$/);
-    assert.ok(Number.isInteger(e.time_ms));
-  }
-  return body;
-}
-
-async function refused(sdk, channel, params, status, why) {
-  await assert.rejects(sdk.get({ path: `/channels/${channel}/events`, params }), (e) => {
-    assert.equal(e.status, status, `${JSON.stringify(params)}: ${e.body}`);
-    assert.match(JSON.parse(e.body).error, why);
-    return true;
-  });
 }
 
 const nums = (body) => body.events.map((e) => JSON.parse(e.data).i);
