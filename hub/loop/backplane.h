@@ -237,6 +237,14 @@ struct hub_hist_read {
     size_t len;
     bool entries;                  /* the entries too (a resume), else only
                                       the last ids (a fresh start) */
+    /* A page (the HTTP API's GET .../events; 0: every entry, recovery's
+     * reads): at most count entries, after the anchor of (after_origin,
+     * after_seq) ('a'), with t at or after since_ms ('t'), or within
+     * ttl_ms of Redis's clock ('w'). */
+    char page;
+    size_t count;
+    char after_origin[HUB_HIST_ORIGIN_MAX + 1];
+    uint64_t after_seq, since_ms, ttl_ms;
     /* The answer. */
     int rc;                        /* 0, -EIO (Redis away or a bad reply) */
     struct hub_hist_entry *e;      /* oldest first */
@@ -250,6 +258,12 @@ struct hub_hist_read {
     uint64_t deleted_ms;           /* no older than the newest entry trimmed
                                       (Redis clock), 0: none trimmed */
     uint64_t now_ms;               /* Redis's clock at the read */
+    uint64_t first_ms;             /* the stream's first entry's id time
+                                      (Redis's clock); 0: none */
+    bool anchored;                 /* page 'a': the stream holds an entry
+                                      of after_origin at or under
+                                      after_seq (the page starts after the
+                                      last such) */
 };
 
 /* Free what a read owns (its name and answer), then the read. */

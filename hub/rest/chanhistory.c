@@ -44,6 +44,8 @@
 #include "hub/channel/history.h"
 #include "hub/loop/backplane.h"
 #include "hub/loop/loop.h"
+#include "hub/rest/histpage.h"
+#include "hub/rest/wait.h"
 #include "hub/wire/frame.h"
 #include "timer/clock.h"
 
@@ -138,9 +140,15 @@ static bool read_args_parse(const struct hub_query *q, struct read_args *a,
 json_t *hub_rest_chanhistory_item(const struct hub_frame *f, const char *id,
                                   uint64_t time_ms)
 {
-    const char *p = (const char *)hub_frame_data(f) +
-                    (f->len - f->payload_len);
-    json_t *root = json_loadb(p, f->payload_len, JSON_ALLOW_NUL, NULL);
+    return hub_rest_chanhistory_item_text(
+        (const char *)hub_frame_data(f) + (f->len - f->payload_len),
+        f->payload_len, id, time_ms);
+}
+
+json_t *hub_rest_chanhistory_item_text(const char *p, size_t len,
+                                       const char *id, uint64_t time_ms)
+{
+    json_t *root = json_loadb(p, len, JSON_ALLOW_NUL, NULL);
     json_t *ev = json_object_get(root, "event");
     json_t *d = json_object_get(root, "data");
     json_t *data = NULL, *item = NULL;
@@ -202,6 +210,147 @@ static uint64_t store_since(const struct read_args *a, uint64_t now_ms,
     return now_ms > ttl_ms ? now_ms - ttl_ms + 1 : 0;
 }
 
+_Static_assert(sizeof(((struct hub_hist_read *)0)->after_origin) >=
+                   sizeof(((struct hub_history_id *)0)->origin),
+               "an after= origin fits the read");
+
+/* In a cluster: the read of the channel's stream, which the bus posts
+ * back to the loop as rd.node; rd first (hub_hist_read_free() frees the
+ * whole). */
+struct cl_read {
+    struct hub_hist_read rd;
+    struct hub_rest_wait *w;
+    struct read_args a;
+};
+
+/* The page of the read k, as the one-node answer makes it. */
+static void cl_finish(struct hub_rest_wait *w, struct hub_rest_response *out)
+{
+    struct cl_read *k = w->priv;
+    const struct hub_hist_read *rd = &k->rd;
+    struct hub_histpage_args pa = {
+        .has_since = k->a.has_since, .has_after = k->a.has_after,
+        .since_ms = k->a.since_ms, .after_origin = k->a.after.origin,
+        .after_seq = k->a.after.seq, .limit = k->a.limit,
+        .ttl_ms = w->app->history_ttl_ms,
+    };
+    size_t *idx, n;
+    json_t *list;
+    bool complete = false;
+    char id[HUB_HIST_ORIGIN_MAX + 24];
+
+    if (rd->rc) {
+        hub_rest_reply_error(out, 503, "history unavailable: reading the "
+                             "channel's stream in Redis failed");
+        return;
+    }
+    idx = calloc(k->a.limit, sizeof(*idx));
+    list = idx ? json_array() : NULL;
+    n = idx ? hub_histpage_select(rd, &pa, idx, &complete) : 0;
+    for (size_t i = 0; list && i < n; i++) {
+        const struct hub_hist_entry *e = &rd->e[idx[i]];
+
+        snprintf(id, sizeof(id), "%s:%" PRIu64, e->origin, e->seq);
+        if (json_array_append_new(list, hub_rest_chanhistory_item_text(
+                                            e->data, e->len, id,
+                                            e->time_ms))) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    free(idx);
+    if (!list) {
+        hub_rest_reply_error(out, 500, "out of memory");
+        return;
+    }
+    hub_rest_reply_json(out, 200, json_pack("{s:o,s:b}", "events", list,
+                                            "complete", complete));
+}
+
+static void cl_release(struct hub_rest_wait *w)
+{
+    hub_hist_read_free(w->priv);
+}
+
+static const struct hub_rest_wait_ops cl_wait = { cl_finish, cl_release };
+
+/* The read is in: the wait, which now owns it, answers. */
+static void cl_run(struct hub_inbox_node *node, struct hub_loop *l,
+                   uint64_t now_ms)
+{
+    struct cl_read *k = hub_container_of(node, struct cl_read, rd.node);
+
+    (void)l;
+    (void)now_ms;
+    k->w->priv = k;
+    hub_rest_wait_settle(k->w, 0);
+}
+
+/* Dropped with the loops: the wait only frees itself. */
+static void cl_drop(struct hub_inbox_node *node)
+{
+    struct cl_read *k = hub_container_of(node, struct cl_read, rd.node);
+
+    k->w->priv = k;
+    hub_rest_wait_settle(k->w, -ECANCELED);
+}
+
+static const struct hub_inbox_ops cl_ops = { cl_run, cl_drop };
+
+/*
+ * The cluster's answer: a wait (counted in rest_waiting, as a directory
+ * read's) for one read of the channel's stream and its last-ids hash
+ * (server/redis/lua/history_read.lua), which the bus answers within the
+ * backplane's ping timeout at most (Redis away: -EIO, 503). What it holds
+ * until then: the read (at most limit entries, each a kept frame's
+ * payload) and the wait; one request of a connection at a time.
+ */
+static void cluster_get(const struct hub_rest_req *r, const char *name,
+                        size_t len, const struct read_args *a,
+                        struct hub_rest_response *out)
+{
+    struct cl_read *k;
+    struct hub_rest_wait *w;
+
+    if (!r->call->answer) {
+        hub_rest_reply_error(out, 503, "history is read from Redis in a "
+                             "cluster, which this request cannot wait for");
+        return;
+    }
+    k = calloc(1, sizeof(*k));
+    w = k ? hub_rest_wait_new(r->l, r->app, r->call, &cl_wait, 0) : NULL;
+    if (!w || !(k->rd.name = strndup(name, len))) {
+        if (w)
+            hub_rest_wait_free(w);
+        hub_hist_read_free(k ? &k->rd : NULL);
+        hub_rest_reply_error(out, 500, "out of memory");
+        return;
+    }
+    k->rd.node.ops = &cl_ops;
+    k->rd.loop = r->l;
+    k->rd.app = r->app->index;
+    k->rd.len = len;
+    k->rd.entries = true;
+    /* Only the page's entries cross from Redis (the script scans the
+     * stream there): not a whole stream of up to 100,000 entries. */
+    k->rd.page = a->has_after ? 'a' : a->has_since ? 't' : 'w';
+    k->rd.count = a->limit;
+    strcpy(k->rd.after_origin, a->after.origin);
+    k->rd.after_seq = a->after.seq;
+    k->rd.since_ms = a->since_ms;
+    k->rd.ttl_ms = r->app->history_ttl_ms;
+    k->w = w;
+    k->a = *a;
+    if (hub_bus_history_read(r->l->hub, &k->rd)) {
+        hub_rest_wait_free(w);
+        hub_hist_read_free(&k->rd);
+        hub_rest_reply_error(out, 503, "history unavailable: the channel's "
+                             "stream in Redis cannot be read now");
+        return;
+    }
+    hub_rest_wait_hold(w, r->call, out);
+}
+
 void hub_rest_chanhistory_get(const struct hub_rest_req *r, const char *name,
                               size_t len, struct hub_rest_response *out)
 {
@@ -228,11 +377,8 @@ void hub_rest_chanhistory_get(const struct hub_rest_req *r, const char *name,
         return;
     if (hub_bus_remote(r->l->hub)) {
         /* This node's ring lacks what other nodes took in: only the
-         * channel's stream in Redis has it all, and that read is not
-         * served here yet. Never a partial answer. */
-        hub_rest_reply_error(out, 501,
-                             "history is not served over the HTTP API in a "
-                             "cluster yet");
+         * channel's stream in Redis has it all. */
+        cluster_get(r, name, len, &a, out);
         return;
     }
     now_ms = hub_clock_now_ms(r->l->clock);

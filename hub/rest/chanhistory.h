@@ -41,4 +41,9 @@ void hub_rest_chanhistory_get(const struct hub_rest_req *r, const char *name,
 json_t *hub_rest_chanhistory_item(const struct hub_frame *f, const char *id,
                                   uint64_t time_ms);
 
+/* The same from a frame's payload p[0..len) (a channel event's JSON text,
+ * as a history stream in Redis keeps it). Pure. */
+json_t *hub_rest_chanhistory_item_text(const char *p, size_t len,
+                                       const char *id, uint64_t time_ms);
+
 #endif

@@ -7,6 +7,8 @@
  * A started wait is freed exactly once: when its last query answers, or
  * at once when every query answered while being asked (the extra count
  * taken in hub_rest_wait_start() keeps it until every query was asked).
+ * A held wait (hub_rest_wait_hold(): no query, one answer its handler
+ * asked for itself) is freed the same way, when that answer settles it.
  * Cancelling or refusing it only forgets the requester. After -ECANCELED
  * (the loops are gone) only the wait's own memory is touched.
  *
@@ -121,7 +123,7 @@ static void wait_finish(struct hub_rest_wait *w, struct hub_rest_response *out)
 }
 
 /* One query of w answered (rc as query_async's); the last one answers. */
-static void query_settle(struct hub_rest_wait *w, int rc)
+void hub_rest_wait_settle(struct hub_rest_wait *w, int rc)
 {
     struct hub_rest_response r;
 
@@ -152,7 +154,17 @@ static void query_settle(struct hub_rest_wait *w, int rc)
 
 static void query_done(struct hub_dir_query *q, int rc)
 {
-    query_settle(hub_container_of(q, struct hub_rest_query, q)->w, rc);
+    hub_rest_wait_settle(hub_container_of(q, struct hub_rest_query, q)->w,
+                         rc);
+}
+
+void hub_rest_wait_hold(struct hub_rest_wait *w, struct hub_rest_call *c,
+                        struct hub_rest_response *out)
+{
+    w->outstanding = 1;
+    memset(out, 0, sizeof(*out));
+    c->wait = w;
+    HUB_STAT_ADD(w->l->stats.rest_waiting, 1);
 }
 
 void hub_rest_wait_start(struct hub_rest_wait *w, struct hub_rest_call *c,

@@ -66,6 +66,8 @@ struct hub_rest_wait {
     size_t n_reqs;
     bool any_info;                 /* batch_events */
     char *text;                    /* channels: prefix; channel: name */
+    void *priv;                    /* events of a channel: the history
+                                      read (ops->release frees it) */
     size_t text_len;
     size_t nq;
     struct hub_rest_query q[];
@@ -92,6 +94,17 @@ struct hub_rest_wait *hub_rest_wait_new(struct hub_loop *l,
 /* Free w and all it holds (before hub_rest_wait_start() only: after it,
  * the last query's answer frees w). */
 void hub_rest_wait_free(struct hub_rest_wait *w);
+
+/* A wait with no directory query (nq 0) for one answer its handler asked
+ * for itself (a history read): c->wait set, out->status 0; the handler
+ * calls hub_rest_wait_settle(w, 0) when that answer is in (w->priv), or
+ * -ECANCELED when it is dropped with the loops. */
+void hub_rest_wait_hold(struct hub_rest_wait *w, struct hub_rest_call *c,
+                        struct hub_rest_response *out);
+
+/* One awaited answer of w is in (rc < 0: it failed; the wait answers 503
+ * then, or 500 for -ENOMEM); the last one makes the answer and frees w. */
+void hub_rest_wait_settle(struct hub_rest_wait *w, int rc);
 
 /* Ask w's queries: answered now (in out, w freed) or later (c->wait set,
  * out->status 0). */

@@ -16,6 +16,7 @@
 #include "server/redis/redis_hist.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,7 +104,7 @@ static int parse(struct hub_hist_read *rd, const redisReply *rep)
 {
     const redisReply *es, *last, *del, *t;
 
-    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 4)
+    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 6)
         return -EIO;
     es = rep->element[0];
     last = rep->element[1];
@@ -115,6 +116,10 @@ static int parse(struct hub_hist_read *rd, const redisReply *rep)
         return -EIO;
     rd->now_ms = num(t->element[0]) * 1000 + num(t->element[1]) / 1000;
     rd->deleted_ms = strtoull(del->str, NULL, 10);
+    if (rep->element[4]->type == REDIS_REPLY_STRING)
+        rd->first_ms = strtoull(rep->element[4]->str, NULL, 10);
+    rd->anchored = rep->element[5]->type == REDIS_REPLY_INTEGER &&
+                   rep->element[5]->integer == 1;
     for (size_t i = 0; i + 1 < last->elements; i += 2) {
         const redisReply *k = last->element[i];
 
@@ -194,7 +199,7 @@ void srv_redis_hist_read(struct srv_redis *r, struct hub_cluster_op *op)
     const char *prefix = hub_cluster_prefix(r->c);
     size_t plen = strlen(prefix), klen;
     struct hist_call *k = malloc(sizeof(*k));
-    char *last;
+    char *last, count[24], page[2], a[HUB_HIST_ORIGIN_MAX + 24], b[24];
 
     op->hrd = NULL;
     rd->rc = -EIO;
@@ -217,10 +222,21 @@ void srv_redis_hist_read(struct srv_redis *r, struct hub_cluster_op *op)
     last[klen] = '\0';
     k->r = r;
     k->rd = rd;
-    if (srv_redis_async_cmd(r->cmd, read_cb, k, "EVAL %s 2 %b %b %s",
+    page[0] = rd->page;
+    page[1] = '\0';
+    snprintf(count, sizeof(count), "%zu", rd->count);
+    snprintf(a, sizeof(a), "%s", rd->after_origin);
+    if (rd->page == 't')
+        snprintf(a, sizeof(a), "%llu", (unsigned long long)rd->since_ms);
+    else if (rd->page == 'w')
+        snprintf(a, sizeof(a), "%llu", (unsigned long long)rd->ttl_ms);
+    snprintf(b, sizeof(b), "%llu", (unsigned long long)rd->after_seq);
+    if (srv_redis_async_cmd(r->cmd, read_cb, k,
+                            "EVAL %s 2 %b %b %s %s %s %s %s",
                             srv_redis_lua_history_read, op->rchan,
                             op->rchan_len, last, klen,
-                            rd->entries ? "1" : "0") != 0) {
+                            rd->entries ? "1" : "0", count, page, a,
+                            b) != 0) {
         free(k);
         HUB_STAT_ADD(r->st->history_read_failed, 1);
         hub_cluster_hist_answer(r->c, rd);

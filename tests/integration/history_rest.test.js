@@ -11,6 +11,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startHub, waitFor } = require('./lib/hub');
 const { APP, serverSdk, rawClient, rest } = require('./lib/clients');
+const { events, refused } = require('./lib/history');
 
 // History on every channel of the app, 5 events each.
 const KEEPS5 = { ...APP, history: { ttl: '120s', size: 5 } };
@@ -29,31 +30,6 @@ const SLOW = {
 
 async function hubWithHistory(t) {
   return startHub([], { t, loops: 2, apps: [KEEPS5, NARROW, PLAIN, SLOW] });
-}
-
-// GET the channel's events through the SDK; the parsed answer of a 200.
-async function events(sdk, channel, params = {}) {
-  const r = await sdk.get({ path: `/channels/${channel}/events`, params });
-  assert.equal(r.status, 200);
-  const body = await r.json();
-  assert.deepEqual(Object.keys(body).sort(), ['complete', 'events'], JSON.stringify(body));
-  assert.equal(typeof body.complete, 'boolean');
-  for (const e of body.events) {
-    assert.deepEqual(Object.keys(e).sort(), ['data', 'event', 'id', 'time_ms']);
-    assert.match(e.id, /^b[0-9a-f]{8}:[0-9]+$/);
-    assert.equal(typeof e.data, 'string');
-    assert.ok(Number.isInteger(e.time_ms));
-  }
-  return body;
-}
-
-// The error answer of a GET the hub refuses with status.
-async function refused(sdk, channel, params, status, why) {
-  await assert.rejects(sdk.get({ path: `/channels/${channel}/events`, params }), (e) => {
-    assert.equal(e.status, status, `${JSON.stringify(params)}: ${e.body}`);
-    assert.match(JSON.parse(e.body).error, why);
-    return true;
-  });
 }
 
 const seqOf = (id) => Number(id.split(':')[1]);
