@@ -178,6 +178,9 @@ bench-recovery:
 # Three nodes + Redis vs one node, paired (bench/run_cluster.py,
 # docs/BENCHMARKS.md "Scale-out"). Ends with one "cluster: ..." line; tables
 # in bench/results/cluster.md. ~4.5 min; CLUSTER_ARGS=--quick for ~1 min.
+# CLUSTER_ARGS=--history instead measures history's Redis writes in the
+# cluster, off and on paired (bench/run_cluster_history.py, docs/BENCHMARKS.md
+# "Recovery in a cluster"); its last line is "recovery-cluster: ...".
 CLUSTER_ARGS ?=
 bench-cluster:
 	deploy/install-deps.sh cluster

@@ -43,6 +43,10 @@ one channel, 32 B payloads, subscribing first, then publishing:
 
 The last line printed is the summary (bench/README.md, "bench-cluster").
 Tables go to bench/results/cluster.md, raw loader JSON to cluster.json.
+
+--history runs bench/run_cluster_history.py instead: the three nodes
+without and with an app history, paired (what the history writes cost
+Redis and the nodes per publication, and Redis's bytes per kept entry).
 """
 import argparse
 import json
@@ -512,6 +516,11 @@ def main():
                     help="after the run, one more closed-loop measurement "
                     "per setup and path under perf record -g (all server "
                     "PIDs); top symbols per process in DIR/*.report.txt")
+    ap.add_argument("--history", action="store_true",
+                    help="instead: history's cost in the cluster, the same "
+                    "three nodes without and with an app history, paired "
+                    "(bench/run_cluster_history.py; --rate defaults to 300 "
+                    "there); last line recovery-cluster: ...")
     a = ap.parse_args()
     if a.quick:
         a.reps, a.duration, a.warmup = 1, 2.0, 0.5
@@ -527,6 +536,9 @@ def main():
         if not os.access(exe, os.X_OK):
             log("bench-cluster: %s missing: %s" % (exe, what))
             return 2
+    if a.history:
+        import run_cluster_history
+        return run_cluster_history.main(a)
     t_start = time.monotonic()
     load0 = open("/proc/loadavg").read().split()[:3]
     hub_argv = [rf.HUB, "--config", rf.write_hub_config(), "--port", "{port}",
