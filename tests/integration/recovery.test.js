@@ -56,7 +56,7 @@ for (const { version, module } of PUSHER_JS) {
     const ownAtSender = [];
     senderCh.bind('client-own', (d) => ownAtSender.push(d.seq));
     await waitFor(() => channels.every((c) => client.channel(c).subscribed) && senderCh.subscribed,
-      'both clients subscribed');
+      'both clients subscribed', 60000);
 
     const traffic = clientTraffic(client, senderCh);
     // A channel the stream publishes to from the start, subscribed to
@@ -130,9 +130,9 @@ test('a gap longer than the ttl: lubdub:resume_failed on pusher.bind_global, no 
   const watcher = await rawClient(t, hub);
   watcher.send({ event: 'lubdub:resume', data: { v: 1, channels: {} } });
   await watcher.subscribed('gap');
-  await waitFor(() => client.channel('gap').subscribed, 'subscribed');
+  await waitFor(() => client.channel('gap').subscribed, 'subscribed', 60000);
   for (let seq = 1; seq <= 5; seq++) await sdk.trigger('gap', 'seq', { seq });
-  await waitFor(() => rec.seqs.gap.length === 5 && watcher.count('seq') === 5, 'the live events');
+  await waitFor(() => rec.seqs.gap.length === 5 && watcher.count('seq') === 5, 'the live events', 60000);
   const [origin, last] = watcher.all('lubdub:id').pop().data;
   const pos = { [origin]: last };
 
@@ -203,7 +203,7 @@ test('Laravel Echo: listen() sees every event exactly once through two cuts', as
   }
   // Echo's listenToAll sees every event of a channel (bind_global).
   subs[0].listenToAll((name) => { if (String(name).includes('lubdub')) leaks.push(`news: ${name}`); });
-  await waitFor(() => subscribed >= 2, 'Echo subscribed');
+  await waitFor(() => subscribed >= 2, 'Echo subscribed', 60000);
   const n = 300;
   const points = cutPoints(prng(proxy.seed), n, 2);
   const r = await stream(t, hub, {
@@ -231,7 +231,7 @@ test('a client without the helper gets no lubdub: message at all', async (t) => 
   const rec = record(withHelper, ['mixed']);
   const raw = await rawClient(t, hub);
   assert.equal((await raw.subscribed('mixed')).event, 'pusher_internal:subscription_succeeded');
-  await waitFor(() => withHelper.channel('mixed').subscribed, 'the helper client subscribed');
+  await waitFor(() => withHelper.channel('mixed').subscribed, 'the helper client subscribed', 60000);
   const sdk = serverSdk(hub);
   const n = 50;
   for (let seq = 1; seq <= n; seq++) await sdk.trigger('mixed', 'seq', { seq });

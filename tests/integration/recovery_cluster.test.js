@@ -93,7 +93,7 @@ for (const { version, module } of PUSHER_JS) {
     const sender = pusherVia(t, last, Pusher, nodes[1]);
     const senderCh = sender.subscribe('private-stream');
     await waitFor(() => CHANNELS.every((c) => client.channel(c).subscribed) && senderCh.subscribed,
-      'both clients subscribed');
+      'both clients subscribed', 60000);
 
     const traffic = clientTraffic(client, senderCh);
     const originOf = (seq) => nodes[(seq - 1) % nodes.length].id;
@@ -151,7 +151,7 @@ for (const { version, module } of PUSHER_JS) {
     const client = pusherVia(t, n3, Pusher, proxy);
     const helper = resume(client);
     const rec = record(client, CHANNELS);
-    await waitFor(() => CHANNELS.every((c) => client.channel(c).subscribed), 'subscribed on node 1');
+    await waitFor(() => CHANNELS.every((c) => client.channel(c).subscribed), 'subscribed on node 1', 60000);
     assert.equal(proxy.byTarget[n1.port], 1);
 
     // Through nodes 2 and 3 in turn; n1 is killed from within the stream,
@@ -162,7 +162,7 @@ for (const { version, module } of PUSHER_JS) {
     let awayOnN2 = 0;
     const between = async (seq) => {
       if (seq === killAt) {
-        await waitFor(() => CHANNELS.every((c) => rec.seqs[c].length > 0), 'an event on each channel');
+        await waitFor(() => CHANNELS.every((c) => rec.seqs[c].length > 0), 'an event on each channel', 60000);
         oldSocket = client.connection.socket_id;
         proxy.route([n2]);
         await n1.kill9();
