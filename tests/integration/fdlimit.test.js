@@ -32,7 +32,9 @@ test('--fd-limit N: the soft limit is N and running out pauses accepts, counted'
   const hub = await startHub(['--loops', '2', '--fd-limit', '128']);
   t.after(() => hub.stop('SIGKILL'));
   assert.equal(nofile(hub.pid)[0], 128);
-  assert.match(hub.stderr, /fd limit 128 \(--fd-limit; hard limit \d+\)/);
+  // stderr's line may come after stdout's listening line (two pipes).
+  await waitFor(() => /fd limit 128 \(--fd-limit; hard limit \d+\)/.test(hub.stderr),
+    'the fd limit line');
   // One session held from the start: it must survive the shortage.
   const first = new WebSocket(hub.wsUrl());
   await established(first);
