@@ -33,6 +33,7 @@ struct hub_cluster_held {
     struct hub_cluster_held *next;
     struct hub_cluster_envelope e;
     unsigned app;
+    bool gap;                      /* a hole came before it (another fill) */
     size_t len;
     unsigned char buf[];
 };
@@ -85,7 +86,8 @@ static size_t span(const struct hub_cluster_envelope *e, const void *data)
 /* Keep a copy of e behind o's fill; false when past the bounds or out of
  * memory (nothing kept). */
 static bool hold(struct hub_cluster_origin *o, unsigned app,
-                 const struct hub_cluster_envelope *e, const void *data)
+                 const struct hub_cluster_envelope *e, const void *data,
+                 bool gap)
 {
     size_t len = span(e, data);
     struct hub_cluster_held *h;
@@ -103,6 +105,7 @@ static bool hold(struct hub_cluster_origin *o, unsigned app,
     h->e.data = rebase(e->data, data, h->buf);
     h->e.hist_origin = rebase(e->hist_origin, data, h->buf);
     h->app = app;
+    h->gap = gap;
     h->len = len;
     h->next = NULL;
     if (!o->held_tail)
@@ -114,22 +117,81 @@ static bool hold(struct hub_cluster_origin *o, unsigned app,
     return true;
 }
 
-/* Deliver what o holds, in order, and end its fill. */
-static void release(struct hub_cluster *c, struct hub_cluster_origin *o)
+/* Ask for the hole before h (o's last delivered seq to h's): true when a
+ * read is on its way (o then fills). */
+static bool start_fill(struct hub_cluster *c, struct hub_cluster_origin *o,
+                       const char *rchan, size_t rchan_len,
+                       const struct hub_cluster_held *h)
 {
-    struct hub_cluster_held *h = o->held, *next;
+    const struct hub_cluster_envelope *e = &h->e;
+    struct hub_cluster_fill *req;
 
-    o->held = NULL;
-    o->held_tail = &o->held;
-    o->n_held = o->held_bytes = 0;
+    if (!e->hist_seq || !o->hlast || e->hist_seq <= o->hlast + 1 ||
+        !c->fill_fn || !rchan || e->hist_origin_len > HUB_HIST_ORIGIN_MAX ||
+        (e->kind != HUB_CLUSTER_ENV_EVENT && e->kind != HUB_CLUSTER_ENV_CACHE))
+        return false;
+    req = calloc(1, sizeof(*req));
+    if (!req || !(req->rchan = malloc(rchan_len + 1)) ||
+        !(req->origin = malloc(o->len + 1))) {
+        hub_cluster_fill_free(req);
+        return false;
+    }
+    memcpy(req->rchan, rchan, rchan_len);
+    req->rchan[rchan_len] = '\0';
+    req->rchan_len = rchan_len;
+    memcpy(req->origin, o->id, o->len);
+    req->origin[o->len] = '\0';
+    req->origin_len = o->len;
+    memcpy(req->horigin, e->hist_origin, e->hist_origin_len);
+    req->horigin[e->hist_origin_len] = '\0';
+    req->from = o->hlast;
+    req->to = e->hist_seq;
+    req->app = h->app;
+    o->filling = true;
+    if (c->fill_fn(c->fill_ctx, req)) {
+        o->filling = false;
+        hub_cluster_fill_free(req);
+        return false;
+    }
+    return true;
+}
+
+/* Deliver what o holds, in order, and end its fill; a message that had
+ * another hole before it (lost while the first was read) starts that
+ * fill first, and what follows stays held for it. */
+static void release(struct hub_cluster *c, struct hub_cluster_origin *o,
+                    const char *rchan, size_t rchan_len)
+{
+    struct hub_cluster_held *h;
+
     o->filling = false;
-    for (; h; h = next) {
-        next = h->next;
+    while ((h = o->held)) {
+        if (h->gap) {
+            h->gap = false;
+            if (start_fill(c, o, rchan, rchan_len, h))
+                return;
+        }
+        o->held = h->next;
+        if (!o->held)
+            o->held_tail = &o->held;
+        o->n_held--;
+        o->held_bytes -= h->len;
         hub__cluster_deliver_env(c, h->app, &h->e);
         if (h->e.hist_seq)
             o->hlast = h->e.hist_seq;
         free(h);
     }
+}
+
+/* Deliver everything o holds, in order, holes and all, and end its fill
+ * (its read's answer, if it comes, finds nothing to fill). */
+static void give_up(struct hub_cluster *c, struct hub_cluster_origin *o)
+{
+    struct hub_cluster_held *h;
+
+    for (h = o->held; h; h = h->next)
+        h->gap = false;
+    release(c, o, NULL, 0);
 }
 
 void hub__cluster_fill_drop(struct hub_cluster_origin *o)
@@ -152,41 +214,19 @@ bool hub__cluster_fill_take(struct hub_cluster *c,
                             const struct hub_cluster_envelope *e, bool gap,
                             const void *data)
 {
-    struct hub_cluster_fill *req;
-
     if (o->filling) {
-        if (hold(o, app, e, data))
+        /* Behind the fill, with its own hole noted if it has one. */
+        if (hold(o, app, e, data, gap))
             return true;
         /* Too much waits: give the hole up, in order still. */
-        release(c, o);
+        give_up(c, o);
         return false;
     }
-    if (!gap || !e->hist_seq || !o->hlast || e->hist_seq <= o->hlast + 1 ||
-        !c->fill_fn || !rchan || e->hist_origin_len > HUB_HIST_ORIGIN_MAX ||
-        (e->kind != HUB_CLUSTER_ENV_EVENT && e->kind != HUB_CLUSTER_ENV_CACHE))
+    if (!gap || !hold(o, app, e, data, true))
         return false;
-    req = calloc(1, sizeof(*req));
-    if (!req || !(req->rchan = malloc(rchan_len + 1)) ||
-        !(req->origin = malloc(o->len + 1)) || !hold(o, app, e, data)) {
-        hub_cluster_fill_free(req);
-        return false;
-    }
-    memcpy(req->rchan, rchan, rchan_len);
-    req->rchan[rchan_len] = '\0';
-    req->rchan_len = rchan_len;
-    memcpy(req->origin, o->id, o->len);
-    req->origin[o->len] = '\0';
-    req->origin_len = o->len;
-    memcpy(req->horigin, e->hist_origin, e->hist_origin_len);
-    req->horigin[e->hist_origin_len] = '\0';
-    req->from = o->hlast;
-    req->to = e->hist_seq;
-    req->app = app;
-    o->filling = true;
-    if (c->fill_fn(c->fill_ctx, req)) {
-        hub_cluster_fill_free(req);
-        release(c, o);
-    }
+    /* e waits for its hole; release() starts the read, or delivers e at
+     * once when none can be made (then e was not held for long). */
+    release(c, o, rchan, rchan_len);
     return true;
 }
 
@@ -249,6 +289,6 @@ void hub_cluster_fill_answer(struct hub_cluster *c, struct hub_cluster_rx *rx,
             o->hlast = en->seq;
         }
     }
-    release(c, o);
+    release(c, o, req->rchan, req->rchan_len);
     hub_cluster_fill_free(req);
 }

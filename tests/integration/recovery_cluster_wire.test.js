@@ -162,3 +162,39 @@ test('a node that misses publications of Redis\'s pub/sub fills them from the st
   assert.ok(bp.gaps_filled >= 5, `gaps_filled ${bp.gaps_filled}`);
   t.diagnostic(`gaps ${bp.gaps}, filled ${bp.gaps_filled}`);
 });
+
+test('holes that open while another is being filled are filled too, in the entry node\'s order', async (t) => {
+  // Every other message dropped and publications in bursts: more holes
+  // open while the first one's read is out (held behind it, each noted).
+  const redis = await startRedis(t);
+  const cfg = configFile(t, { apps: [HISTORY_APP] });
+  const n1 = await startNode(t, redis.url(), 'n1', ['--config', cfg]);
+  process.env.LUBDUB_TEST_DROP_RX = '2';
+  let n2;
+  try {
+    n2 = await startNode(t, redis.url(), 'n2', ['--config', cfg]);
+  } finally {
+    delete process.env.LUBDUB_TEST_DROP_RX;
+  }
+  await allUp([n1, n2]);
+  const sdk = serverSdk(n1);
+  const ref = await rawClient(t, n1);
+  await ref.subscribed('news');
+  const far = await rawClient(t, n2);
+  await far.subscribed('news');
+  const N = 48;
+  for (let i = 1; i <= N; i += 8) {
+    await Promise.all(Array.from({ length: 8 }, (_, k) => sdk.trigger('news', 'seq', { i: i + k })));
+  }
+  // Two more one at a time: the last of the burst may be a dropped one.
+  await sdk.trigger('news', 'seq', { i: N + 1 });
+  await sdk.trigger('news', 'seq', { i: N + 2 });
+  await waitFor(() => seqs(ref).length === N + 2, 'every event on node 1', 60000);
+  const want = seqs(ref).filter((i) => i <= N);
+  await waitFor(() => want.every((i) => seqs(far).includes(i)), 'every event on node 2', 60000)
+    .catch((e) => { throw new Error(`${e.message}: node 2 got ${seqs(far)}`); });
+  assert.deepEqual(seqs(far).filter((i) => i <= N), want, 'node 1\'s order, each once');
+  const bp = (await n2.stats()).backplane;
+  t.diagnostic(`gaps ${bp.gaps}, filled ${bp.gaps_filled}`);
+  assert.ok(bp.gaps_filled >= 10, `gaps_filled ${bp.gaps_filled}`);
+});
