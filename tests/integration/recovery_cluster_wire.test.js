@@ -52,11 +52,11 @@ test('a client that comes back to another node gets what both nodes took in whil
   const a = await resumer(t, n1);
   const ok = await a.subscribed('news');
   assert.equal(ok.event, 'pusher_internal:subscription_succeeded');
-  await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos in a cluster');
+  await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos in a cluster', 60000);
   // Live, from both nodes: each with its marker.
   await sdk1.trigger('news', 'seq', { i: 1 });
   await sdk2.trigger('news', 'seq', { i: 2 });
-  await waitFor(() => seqs(a).length === 2, 'two live events');
+  await waitFor(() => seqs(a).length === 2, 'two live events', 60000);
   assert.equal(a.all('lubdub:id').length, 2);
   const h = position(a, 'news');
   assert.equal(Object.keys(h).length, 2, JSON.stringify(h));
@@ -64,9 +64,9 @@ test('a client that comes back to another node gets what both nodes took in whil
   for (let i = 3; i <= 7; i++) await (i % 2 ? sdk1 : sdk2).trigger('news', 'seq', { i });
   const b = await resumer(t, n2, { away_ms: 100, channels: { news: h } });
   await b.subscribed('news');
-  await waitFor(() => b.find('lubdub:resumed'), 'lubdub:resumed');
+  await waitFor(() => b.find('lubdub:resumed'), 'lubdub:resumed', 60000);
   await sdk1.trigger('news', 'seq', { i: 8 });
-  await waitFor(() => seqs(b).length === 6, 'the replay and one live event');
+  await waitFor(() => seqs(b).length === 6, 'the replay and one live event', 60000);
   assert.deepEqual(seqs(b), [3, 4, 5, 6, 7, 8]);
   assert.deepEqual(b.find('lubdub:resumed').data, { channel: 'news', replayed: 5 });
   assert.equal(b.count('lubdub:resume_failed'), 0);
@@ -82,14 +82,14 @@ test('a fresh subscription in a cluster starts at the stream\'s last ids, and a 
   for (let i = 1; i <= 3; i++) await sdk1.trigger('news', 'seq', { i });
   const a = await resumer(t, n2);
   await a.subscribed('news');
-  const pos = await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos');
+  const pos = await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos', 60000);
   assert.equal(Object.keys(pos.data.ids).length, 1, JSON.stringify(pos.data));
   assert.deepEqual(seqs(a), []);
   const h = position(a, 'news');
   a.terminate();
   const b = await resumer(t, n1, { away_ms: 50, channels: { news: h } });
   await b.subscribed('news');
-  await waitFor(() => b.find('lubdub:resumed'), 'resumed');
+  await waitFor(() => b.find('lubdub:resumed'), 'resumed', 60000);
   assert.deepEqual(b.find('lubdub:resumed').data, { channel: 'news', replayed: 0 });
   assert.deepEqual(seqs(b), []);
 });
@@ -99,9 +99,9 @@ test('a position naming a node whose events are gone from the stream, after a lo
   const [n1] = nodes;
   const b = await resumer(t, n1, { away_ms: 3600 * 1000, channels: { news: { b0badc0de: 5 } } });
   await b.subscribed('news');
-  const f = await waitFor(() => b.find('lubdub:resume_failed'), 'resume_failed');
+  const f = await waitFor(() => b.find('lubdub:resume_failed'), 'resume_failed', 60000);
   assert.deepEqual(f.data, { channels: ['news'], reason: 'expired' });
-  await waitFor(() => b.find('lubdub:pos'), 'a fresh start');
+  await waitFor(() => b.find('lubdub:pos'), 'a fresh start', 60000);
 });
 
 test('a gap the stream no longer holds (trimmed to its size) is told resume_failed, never replayed in part', async (t) => {
@@ -112,19 +112,19 @@ test('a gap the stream no longer holds (trimmed to its size) is told resume_fail
   const sdk = serverSdk(n1);
   const a = await resumer(t, n1);
   await a.subscribed('news');
-  await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos');
+  await waitFor(() => a.find('lubdub:pos'), 'lubdub:pos', 60000);
   await sdk.trigger('news', 'seq', { i: 1 });
-  await waitFor(() => seqs(a).length === 1, 'one event');
+  await waitFor(() => seqs(a).length === 1, 'one event', 60000);
   const h = position(a, 'news');
   a.terminate();
   for (let i = 2; i <= 400; i++) await sdk.trigger('news', 'seq', { i });
   const b = await resumer(t, n2, { away_ms: 100, channels: { news: h } });
   await b.subscribed('news');
-  const f = await waitFor(() => b.find('lubdub:resume_failed'), 'resume_failed');
+  const f = await waitFor(() => b.find('lubdub:resume_failed'), 'resume_failed', 60000);
   assert.deepEqual(f.data, { channels: ['news'], reason: 'evicted' });
   assert.deepEqual(seqs(b), [], 'nothing of the gap');
   await sdk.trigger('news', 'seq', { i: 401 });
-  await waitFor(() => seqs(b).length === 1, 'live again');
+  await waitFor(() => seqs(b).length === 1, 'live again', 60000);
   assert.deepEqual(seqs(b), [401]);
 });
 
@@ -147,13 +147,13 @@ test('a node that misses publications of Redis\'s pub/sub fills them from the st
   await plain.subscribed('news');
   const r = await resumer(t, n2);
   await r.subscribed('news');
-  await waitFor(() => r.find('lubdub:pos'), 'lubdub:pos');
+  await waitFor(() => r.find('lubdub:pos'), 'lubdub:pos', 60000);
   const N = 60;
   for (let i = 1; i <= N; i++) await sdk.trigger('news', 'seq', { i });
   // The last one may itself be dropped (nothing after it shows the hole):
   // one more, then the first N must all be there.
   await sdk.trigger('news', 'seq', { i: N + 1 });
-  await waitFor(() => seqs(plain).includes(N) && seqs(r).includes(N), `event ${N} on node 2`);
+  await waitFor(() => seqs(plain).includes(N) && seqs(r).includes(N), `event ${N} on node 2`, 60000);
   const want = Array.from({ length: N }, (_, k) => k + 1);
   assert.deepEqual(seqs(plain).slice(0, N), want);
   assert.deepEqual(seqs(r).slice(0, N), want);
