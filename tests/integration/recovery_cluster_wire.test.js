@@ -23,6 +23,23 @@ async function cluster(t, n = 2, history = HISTORY_APP.history) {
   return { redis, nodes };
 }
 
+// Two nodes, the second dropping every nth message it receives
+// (LUBDUB_TEST_DROP_RX, read at its start), as Redis's pub/sub may.
+async function droppingCluster(t, every) {
+  const redis = await startRedis(t);
+  const cfg = configFile(t, { apps: [HISTORY_APP] });
+  const n1 = await startNode(t, redis.url(), 'n1', ['--config', cfg]);
+  process.env.LUBDUB_TEST_DROP_RX = String(every);
+  let n2;
+  try {
+    n2 = await startNode(t, redis.url(), 'n2', ['--config', cfg]);
+  } finally {
+    delete process.env.LUBDUB_TEST_DROP_RX;
+  }
+  await allUp([n1, n2]);
+  return [n1, n2];
+}
+
 async function resumer(t, hub, data = {}) {
   const c = await rawClient(t, hub);
   c.send({ event: 'lubdub:resume', data: { v: 1, channels: {}, ...data } });
@@ -143,17 +160,7 @@ test('a gap the stream no longer holds (trimmed to its size) is told resume_fail
 test('a node that misses publications of Redis\'s pub/sub fills them from the stream: a client that never disconnects gets every one, in order', async (t) => {
   // Node 2 drops every 5th message it receives (LUBDUB_TEST_DROP_RX): the
   // hole is seen at the next one, whose arrival waits for the read.
-  const redis = await startRedis(t);
-  const cfg = configFile(t, { apps: [HISTORY_APP] });
-  const n1 = await startNode(t, redis.url(), 'n1', ['--config', cfg]);
-  process.env.LUBDUB_TEST_DROP_RX = '5';
-  let n2;
-  try {
-    n2 = await startNode(t, redis.url(), 'n2', ['--config', cfg]);
-  } finally {
-    delete process.env.LUBDUB_TEST_DROP_RX;
-  }
-  await allUp([n1, n2]);
+  const [n1, n2] = await droppingCluster(t, 5);
   const sdk = serverSdk(n1);
   const plain = await rawClient(t, n2);
   await plain.subscribed('news');
@@ -178,17 +185,7 @@ test('a node that misses publications of Redis\'s pub/sub fills them from the st
 test('holes that open while another is being filled are filled too, in the entry node\'s order', async (t) => {
   // Every other message dropped and publications in bursts: more holes
   // open while the first one's read is out (held behind it, each noted).
-  const redis = await startRedis(t);
-  const cfg = configFile(t, { apps: [HISTORY_APP] });
-  const n1 = await startNode(t, redis.url(), 'n1', ['--config', cfg]);
-  process.env.LUBDUB_TEST_DROP_RX = '2';
-  let n2;
-  try {
-    n2 = await startNode(t, redis.url(), 'n2', ['--config', cfg]);
-  } finally {
-    delete process.env.LUBDUB_TEST_DROP_RX;
-  }
-  await allUp([n1, n2]);
+  const [n1, n2] = await droppingCluster(t, 2);
   const sdk = serverSdk(n1);
   const ref = await rawClient(t, n1);
   await ref.subscribed('news');
