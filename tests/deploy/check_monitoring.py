@@ -456,21 +456,19 @@ def planted_mistakes(dash, rules):
     typo = name[:-3] + name[-2:]             # lubdub_sessions: lubdub_sessins
     t["expr"] = t["expr"].replace(name, typo, 1)
     out.append(("misspelled name in a panel", d, rules))
-    d = copy.deepcopy(dash)
-    first_target(d)["expr"] = 'sum(rate(lubdb_messages_in_total[$__rate_interval]))'
-    out.append(("misspelled prefix in a panel", d, rules))
-    d = copy.deepcopy(dash)
-    first_target(d)["expr"] = 'sum(rate(lubdub_pong_rtt_seconds[5m]))'
-    out.append(("histogram named without _bucket", d, rules))
-    d = copy.deepcopy(dash)
-    first_target(d)["expr"] = 'sum(lubdub_sessions{loops="0"})'
-    out.append(("unknown label", d, rules))
-    d = copy.deepcopy(dash)
-    first_target(d)["expr"] = 'sum(rate(lubdub_sessions_closed_total{reason="slow"}[5m]))'
-    out.append(("unknown close reason", d, rules))
-    d = copy.deepcopy(dash)
-    first_target(d)["expr"] = 'sum(rate(lubdub_messages_in_total[5m])'
-    out.append(("unbalanced parenthesis", d, rules))
+    for what, expr in [
+            ("misspelled prefix in a panel",
+             'sum(rate(lubdb_messages_in_total[$__rate_interval]))'),
+            ("histogram named without _bucket",
+             'sum(rate(lubdub_pong_rtt_seconds[5m]))'),
+            ("unknown label", 'sum(lubdub_sessions{loops="0"})'),
+            ("unknown close reason",
+             'sum(rate(lubdub_sessions_closed_total{reason="slow"}[5m]))'),
+            ("unbalanced parenthesis",
+             'sum(rate(lubdub_messages_in_total[5m])')]:
+        d = copy.deepcopy(dash)
+        first_target(d)["expr"] = expr
+        out.append((what, d, rules))
     r = copy.deepcopy(rules)
     first_rule(r)["expr"] = str(first_rule(r)["expr"]).replace(
         "lubdub_cache_nomem_total", "lubdub_cache_no_mem_total")
