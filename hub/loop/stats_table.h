@@ -260,6 +260,15 @@
       "channel's size, an app's max_bytes or --history-max-bytes.")            \
     X(HISTORY_EXPIRED, counter, "history_expired_total",                       \
       "History events dropped at the end of their app's ttl.")                 \
+    /* The process against its limits (server/base/procstat.h), for the   \
+     * alerts "fd or memory near its limit"; absent when unreadable. */      \
+    X(OPEN_FDS, gauge, "open_fds", "File descriptors the process has open.")  \
+    X(MAX_FDS, gauge, "max_fds", "The process's file-descriptor limit "       \
+      "(soft RLIMIT_NOFILE, as --fd-limit set it).")                          \
+    X(RESIDENT_MEMORY, gauge, "resident_memory_bytes",                        \
+      "Resident memory of the process.")                                      \
+    X(MEMORY_LIMIT, gauge, "memory_limit_bytes", "The memory limit of the "   \
+      "process's cgroup; absent when there is none.")                         \
     X(APP_REST_LIMITED, counter, "app_rest_rate_limited_total",                \
       "REST units refused with 429 per app: kind=\"events\" counts events "   \
       "(a batch counts each), kind=\"reads\" read requests.")

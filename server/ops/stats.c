@@ -22,6 +22,7 @@
 #include "hub/cluster/cluster.h"
 #include "hub/loop/stats_table.h"
 #include "hub/base/version.h"
+#include "server/base/procstat.h"
 #include "server/lws/srv.h"
 #include "server/redis/redis.h"
 #include "server/redis/redis_ready.h"
@@ -672,6 +673,29 @@ static uint64_t history_value(struct srv *srv, enum hub_metric_id id)
     }
 }
 
+/* A process figure (server/base/procstat.h); no series when unreadable. */
+static void proc_series(struct buf *b, const struct hub_metric *m)
+{
+    int64_t v;
+
+    switch (m->id) {
+    case HUB_METRIC_OPEN_FDS:
+        v = srv_proc_open_fds();
+        break;
+    case HUB_METRIC_MAX_FDS:
+        v = srv_proc_max_fds();
+        break;
+    case HUB_METRIC_RESIDENT_MEMORY:
+        v = srv_proc_resident_bytes();
+        break;
+    default:
+        v = srv_proc_memory_limit("/sys/fs/cgroup");
+        break;
+    }
+    if (v >= 0)
+        bprintf(b, "lubdub_%s %lld\n", m->metric, (long long)v);
+}
+
 /*
  * The hub-wide series. Per-app sessions come from the hub-wide per-app
  * counter that the quota uses, so they cost nothing on the hot path; the
@@ -717,6 +741,12 @@ static void hub_series(struct buf *b, struct srv *srv,
                               : &tab->live[i]->events_limited));
             }
         }
+        break;
+    case HUB_METRIC_OPEN_FDS:
+    case HUB_METRIC_MAX_FDS:
+    case HUB_METRIC_RESIDENT_MEMORY:
+    case HUB_METRIC_MEMORY_LIMIT:
+        proc_series(b, m);
         break;
     case HUB_METRIC_QUEUE_BUDGET:
         bprintf(b, "lubdub_%s %llu\n", m->metric,

@@ -1,0 +1,111 @@
+/*
+ * tests/unit/test_procstat.c - server/base/procstat.c: open fds follow the
+ * descriptors the process opens, the fd limit is RLIMIT_NOFILE's soft one,
+ * resident memory is read, and the cgroup memory limit is read from a
+ * cgroup tree (a temporary one standing in for /sys/fs/cgroup): a number,
+ * "max" (no limit), v1's "no limit" value, and nothing at all.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/base/procstat.h"
+
+static void test_procstat_open_fds_follow_the_process(void **state)
+{
+    int64_t before, after;
+    int p[2];
+
+    (void)state;
+    before = srv_proc_open_fds();
+    assert_true(before >= 3);
+    assert_int_equal(pipe(p), 0);
+    after = srv_proc_open_fds();
+    close(p[0]);
+    close(p[1]);
+    assert_int_equal(after, before + 2);
+    assert_int_equal(srv_proc_open_fds(), before);
+}
+
+static void test_procstat_max_fds_is_the_soft_limit(void **state)
+{
+    struct rlimit rl;
+
+    (void)state;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur == RLIM_INFINITY)
+        assert_int_equal(srv_proc_max_fds(), -1);
+    else
+        assert_int_equal(srv_proc_max_fds(), (int64_t)rl.rlim_cur);
+}
+
+static void test_procstat_resident_memory_is_read(void **state)
+{
+    (void)state;
+    /* A running process holds at least a few pages. */
+    assert_true(srv_proc_resident_bytes() > 4096);
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[1024];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/*
+ * The tree under a temporary root. This process's own cgroup path (from
+ * /proc/self/cgroup) is not under it, so only the root's files count:
+ * the root's memory.max (v2), then memory/memory.limit_in_bytes (v1).
+ */
+static void test_procstat_memory_limit_from_the_cgroup_tree(void **state)
+{
+    char root[] = "/tmp/lubdub-procstat-XXXXXX", v1[64], path[128];
+
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    assert_int_equal(srv_proc_memory_limit(root), -1);
+    put(root, "memory.max", "1073741824\n");
+    assert_int_equal(srv_proc_memory_limit(root), 1073741824);
+    put(root, "memory.max", "max\n");
+    assert_int_equal(srv_proc_memory_limit(root), -1);
+    snprintf(v1, sizeof(v1), "%s/memory", root);
+    assert_int_equal(mkdir(v1, 0700), 0);
+    put(v1, "memory.limit_in_bytes", "536870912\n");
+    assert_int_equal(srv_proc_memory_limit(root), 536870912);
+    /* v1 says "no limit" with 2^63 rounded down to a page. */
+    put(v1, "memory.limit_in_bytes", "9223372036854771712\n");
+    assert_int_equal(srv_proc_memory_limit(root), -1);
+    snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", v1);
+    unlink(path);
+    rmdir(v1);
+    snprintf(path, sizeof(path), "%s/memory.max", root);
+    unlink(path);
+    assert_int_equal(rmdir(root), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_procstat_open_fds_follow_the_process),
+        cmocka_unit_test(test_procstat_max_fds_is_the_soft_limit),
+        cmocka_unit_test(test_procstat_resident_memory_is_read),
+        cmocka_unit_test(test_procstat_memory_limit_from_the_cgroup_tree),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
