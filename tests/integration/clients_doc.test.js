@@ -24,13 +24,14 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const PusherServer = require('pusher');
-const { startHub, makeCert, configFile } = require('./lib/hub');
-const { RawClient, rest, publish } = require('./lib/clients');
-const { load, fill, parseDotenv, viteEnv, run, SNIPPET_TIMEOUT_MS } = require('./lib/docsnippets');
+const { startHub, configFile } = require('./lib/hub');
+const { RawClient, publish } = require('./lib/clients');
+const {
+  DOC_APP, load, fill, parseDotenv, viteEnv, run, testCert, waitOccupied,
+  SNIPPET_TIMEOUT_MS,
+} = require('./lib/docsnippets');
 
-// Credentials of the test's own, so a snippet that kept the hub's defaults
-// would fail.
-const APP = { id: 'docs-app-1', key: 'docs-key-8f2c', secret: 'docs-secret-5d1e7a' };
+const APP = DOC_APP;
 const { blocks, snippets } = load();
 const ran = new Set();
 
@@ -41,12 +42,7 @@ function snippet(name) {
 }
 
 let cert;
-test.before(() => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-clients-doc-'));
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-  cert = makeCert(dir);
-  cert.ca = fs.readFileSync(cert.cert);
-});
+test.before(() => { cert = testCert(); });
 
 // A hub with APP (or the config file args name), with TLS or not; ca: the
 // certificate its clients trust (undefined without TLS).
@@ -64,28 +60,20 @@ function trustEnv(hub) {
   return hub.tls ? { NODE_EXTRA_CA_CERTS: cert.cert, CURL_CA_BUNDLE: cert.cert } : {};
 }
 
-// Wait until the hub reports channel occupied (the snippet subscribed),
-// failing at once if the snippet exited.
+// Wait until the snippet subscribed to channel, failing at once if it
+// exited.
 async function occupied(hub, proc, channel) {
-  const deadline = Date.now() + SNIPPET_TIMEOUT_MS;
   let exited = null;
   proc.exit.then((e) => { exited = e; });
-  for (;;) {
-    const r = await rest(hub, 'GET', `/apps/${APP.id}/channels/${channel}`,
-      { signOpts: { key: APP.key, secret: APP.secret }, ca: hub.ca });
-    assert.equal(r.status, 200, r.body);
-    if (r.json.occupied) return;
-    if (exited) throw new Error(`the snippet exited ${JSON.stringify(exited)}: ${proc.output()}`);
-    if (Date.now() > deadline) throw new Error(`${channel} never occupied: ${proc.output()}`);
-    await new Promise((r2) => setTimeout(r2, 25));
-  }
+  await waitOccupied(hub, APP, channel,
+    () => (exited ? `the snippet exited ${JSON.stringify(exited)}: ${proc.output()}` : null));
 }
 
 // A subscriber of the test's on channel (for the publishing snippets).
 async function subscriber(hub, channel) {
   const scheme = hub.tls ? 'wss' : 'ws';
-  const c = new RawClient(`${scheme}://${hub.host}:${hub.port}/app/${APP.key}?protocol=7&client=js&version=8.4.0`,
-    { ca: hub.ca });
+  const url = `${scheme}://${hub.host}:${hub.port}/app/${APP.key}?protocol=7&client=js&version=8.4.0`;
+  const c = new RawClient(url, { ca: hub.ca });
   await c.open();
   const r = await c.subscribed(channel);
   assert.equal(r.event, 'pusher_internal:subscription_succeeded');

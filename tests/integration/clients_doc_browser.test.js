@@ -16,14 +16,15 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { startHub, makeCert, ROOT } = require('./lib/hub');
-const { rest, publish } = require('./lib/clients');
+const { startHub, ROOT } = require('./lib/hub');
+const { publish } = require('./lib/clients');
 const { launch, appServer } = require('./lib/browser');
-const { load, fill, SNIPPET_TIMEOUT_MS } = require('./lib/docsnippets');
+const {
+  DOC_APP, load, fill, testCert, waitOccupied, SNIPPET_TIMEOUT_MS,
+} = require('./lib/docsnippets');
 
-const APP = { id: 'docs-app-1', key: 'docs-key-8f2c', secret: 'docs-secret-5d1e7a' };
+const APP = DOC_APP;
 const WAIT = { timeout: SNIPPET_TIMEOUT_MS };
 const PUSHER_JS = require('pusher-js/package.json').version;
 const BUNDLE = fs.readFileSync(require.resolve('pusher-js/dist/web/pusher.min.js'));
@@ -42,12 +43,7 @@ async function chromium() {
 test.after(() => browser && browser.close());
 
 let cert;
-test.before(() => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-clients-doc-'));
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-  cert = makeCert(dir);
-  cert.ca = fs.readFileSync(cert.cert);
-});
+test.before(() => { cert = testCert(); });
 
 async function hubFor(t, tls) {
   const hub = await startHub([...(tls ? ['--tls-cert', cert.cert, '--tls-key', cert.key] : []),
@@ -96,25 +92,11 @@ async function openPage(t, ctx, html) {
   return page;
 }
 
-async function occupied(hub, page, channel) {
-  const deadline = Date.now() + SNIPPET_TIMEOUT_MS;
-  for (;;) {
-    const r = await rest(hub, 'GET', `/apps/${APP.id}/channels/${channel}`,
-      { signOpts: { key: APP.key, secret: APP.secret }, ca: hub.ca });
-    assert.equal(r.status, 200, r.body);
-    if (r.json.occupied) return;
-    if (Date.now() > deadline) {
-      throw new Error(`${channel} never occupied; page errors ${JSON.stringify(page.errors)}, ` +
-        `console ${JSON.stringify(page.logged)}`);
-    }
-    await new Promise((r2) => setTimeout(r2, 25));
-  }
-}
-
 // Publish event on channel, and wait for the page to log it (its name,
 // then its data).
 async function publishAndSee(hub, page, channel, event) {
-  await occupied(hub, page, channel);
+  await waitOccupied(hub, APP, channel, () => (page.errors.length
+    ? `page errors ${JSON.stringify(page.errors)}, console ${JSON.stringify(page.logged)}` : null));
   const data = { message: `hello ${channel} ${event} ${process.pid}` };
   await publish(hub, { name: event, channel, data }, { app: APP, ca: hub.ca, expect: 200 });
   const deadline = Date.now() + SNIPPET_TIMEOUT_MS;
@@ -149,11 +131,14 @@ for (const tls of [false, true]) {
 }
 
 for (const tls of [false, true]) {
-  test(`the demo page over ${tls ? 'https' : 'http'} shows a pusher-js snippet for its hub, and it works`, async (t) => {
+  const over = tls ? 'https' : 'http';
+  test(`the demo page over ${over} shows a pusher-js snippet for its hub, and it works`, async (t) => {
     const ctx = await context(t);
     const hub = await hubFor(t, tls);
     const demo = await ctx.newPage();
     await demo.goto(`${hub.origin}/?key=${APP.key}`);
+    await demo.waitForFunction(() => document.getElementById('client-snippet').textContent !== '',
+      null, WAIT);
     const shown = await demo.locator('#client-snippet').textContent(WAIT);
     assert.ok(shown.includes(`new Pusher("${APP.key}", {`), shown);
     assert.ok(shown.includes('wsHost: "127.0.0.1",'), shown);

@@ -21,10 +21,14 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, TIME_SCALE } = require('./hub');
+const { ROOT, TIME_SCALE, makeCert } = require('./hub');
+const { rest } = require('./clients');
 
 const DOC = path.join(ROOT, 'docs', 'CLIENTS.md');
 const NODE_MODULES = path.join(__dirname, '..', 'node_modules');
+// The app the tests' hubs serve: credentials of their own, so a snippet
+// that kept a hub's defaults (app-key ...) would fail.
+const DOC_APP = { id: 'docs-app-1', key: 'docs-key-8f2c', secret: 'docs-secret-5d1e7a' };
 // How long a snippet may take to connect and print: node starting
 // pusher-js or Echo on a loaded machine (scaled under sanitizers).
 const SNIPPET_TIMEOUT_MS = 60000 * TIME_SCALE;
@@ -185,7 +189,8 @@ function run(t, code, { ext = 'cjs', env = {}, interpreter = process.execPath } 
           watchers.delete(check);
           clearTimeout(timer);
           if (m) resolve(m);
-          else reject(new Error(`the snippet exited ${JSON.stringify(done)} before printing ${what}: ${proc.output()}`));
+          else reject(new Error(`the snippet exited ${JSON.stringify(done)} before printing ${what}: ` +
+            proc.output()));
         };
         timer = setTimeout(() => {
           watchers.delete(check);
@@ -199,6 +204,33 @@ function run(t, code, { ext = 'cjs', env = {}, interpreter = process.execPath } 
   return proc;
 }
 
+// A throwaway certificate for 127.0.0.1 and localhost, for the TLS hubs:
+// {key, cert (paths), ca (its PEM)}; its directory is removed at exit.
+function testCert() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lubdub-clients-doc-'));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  const c = makeCert(dir);
+  return { ...c, ca: fs.readFileSync(c.cert) };
+}
+
+// Wait until the hub answers that app's channel is occupied: the snippet
+// subscribed. hub.ca: the CA of a TLS hub. failure(): a reason to stop
+// waiting at once (the snippet exited), or null.
+async function waitOccupied(hub, app, channel, failure = () => null) {
+  const deadline = Date.now() + SNIPPET_TIMEOUT_MS;
+  for (;;) {
+    const r = await rest(hub, 'GET', `/apps/${app.id}/channels/${channel}`,
+      { signOpts: { key: app.key, secret: app.secret }, ca: hub.ca });
+    if (r.status !== 200) throw new Error(`GET channel ${channel}: ${r.status} ${r.body}`);
+    if (r.json.occupied) return;
+    const why = failure();
+    if (why) throw new Error(`${channel} never occupied: ${why}`);
+    if (Date.now() > deadline) throw new Error(`${channel} never occupied (${failure() || 'timeout'})`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 module.exports = {
+  DOC_APP, testCert, waitOccupied,
   DOC, blocks, load, fill, parseDotenv, viteEnv, run, SNIPPET_TIMEOUT_MS,
 };
