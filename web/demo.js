@@ -338,7 +338,8 @@ $('howto').textContent =
 function clientSnippet() {
     const tls = location.protocol === 'https:';
     const port = Number(location.port) || (tls ? 443 : 80);
-    const q = (s) => JSON.stringify(s);
+    // A JavaScript string literal in single quotes, as the doc writes them.
+    const q = (s) => `'${s.replace(/[\\']/g, '\\$&').replace(/\n/g, '\\n')}'`;
     return [
         '<script src="https://js.pusher.com/8.4.0/pusher.min.js"></script>',
         '<script>',

@@ -140,12 +140,12 @@ for (const tls of [false, true]) {
     await demo.waitForFunction(() => document.getElementById('client-snippet').textContent !== '',
       null, WAIT);
     const shown = await demo.locator('#client-snippet').textContent(WAIT);
-    assert.ok(shown.includes(`new Pusher("${APP.key}", {`), shown);
-    assert.ok(shown.includes('wsHost: "127.0.0.1",'), shown);
+    assert.ok(shown.includes(`new Pusher('${APP.key}', {`), shown);
+    assert.ok(shown.includes("wsHost: '127.0.0.1',"), shown);
     assert.ok(shown.includes(`${tls ? 'wssPort' : 'wsPort'}: ${hub.port},`), shown);
     assert.ok(shown.includes(`forceTLS: ${tls},`), shown);
     assert.ok(shown.includes("cluster: 'lubdub'"), shown);
-    assert.ok(shown.includes('pusher.subscribe("news")'), shown);
+    assert.ok(shown.includes("pusher.subscribe('news')"), shown);
     await demo.close();
 
     // Pasted as shown into a page of another origin.
