@@ -327,6 +327,36 @@ $('howto').textContent =
     `node tools/publish.js \\\n  --url ${location.protocol}//` +
     `${location.host} \\\n  ${NEWS} headline '{"text":"hello"}'`;
 
+/* ------------------------------------------------------------- snippet */
+
+// The pusher-js snippet of docs/CLIENTS.md ("pusher-js in the browser"),
+// filled in for the hub this page came from: its host, its port, TLS when
+// the page came over https, and the app key the page uses. It logs every
+// event of the news channel, so what tools/publish.js sends shows in the
+// console of the page it is pasted into. clients_doc_browser.test.js runs
+// it as shown.
+function clientSnippet() {
+    const tls = location.protocol === 'https:';
+    const port = Number(location.port) || (tls ? 443 : 80);
+    // A JavaScript string literal in single quotes, as the doc writes them.
+    const q = (s) => `'${s.replace(/[\\']/g, '\\$&').replace(/\n/g, '\\n')}'`;
+    return [
+        '<script src="https://js.pusher.com/8.4.0/pusher.min.js"></script>',
+        '<script>',
+        `  const pusher = new Pusher(${q(APP_KEY)}, {`,
+        "    cluster: 'lubdub', // pusher-js 8 requires one; lubdub ignores it",
+        `    wsHost: ${q(location.hostname)},`,
+        `    ${tls ? 'wssPort' : 'wsPort'}: ${port},`,
+        `    forceTLS: ${tls},`,
+        "    enabledTransports: ['ws', 'wss'],",
+        '  });',
+        `  const channel = pusher.subscribe(${q(NEWS)});`,
+        '  channel.bind_global((event, data) => console.log(event, data));',
+        '</script>',
+    ].join('\n');
+}
+$('client-snippet').textContent = clientSnippet();
+
 /* --------------------------------------------------------------- start */
 
 renderMembers();
