@@ -740,9 +740,14 @@ static int sk_leaf(struct sk_ctx *c, const char *path, json_t *val)
     return rc;
 }
 
-/* Walk obj's keys under prefix: objects are soketi's nested options
- * (dot.set), everything else a leaf. */
-static int sk_walk(struct sk_ctx *c, json_t *obj, const char *prefix)
+/* Deeper than soketi's options go (four levels): an object there is a
+ * leaf, which bounds the recursion whatever the file nests. */
+#define SK_MAX_DEPTH 8
+
+/* Walk obj's keys under prefix, depth levels down: objects are soketi's
+ * nested options (dot.set), everything else a leaf. */
+static int sk_walk(struct sk_ctx *c, json_t *obj, const char *prefix,
+                   int depth)
 {
     const char *key;
     json_t *val;
@@ -750,10 +755,14 @@ static int sk_walk(struct sk_ctx *c, json_t *obj, const char *prefix)
     int rc;
 
     json_object_foreach(obj, key, val) {
-        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "",
-                 key);
-        if (json_is_object(val))
-            rc = sk_walk(c, val, path);
+        if ((size_t)snprintf(path, sizeof(path), "%s%s%s", prefix,
+                             *prefix ? "." : "", key) >= sizeof(path)) {
+            sk_warn(c, "%s: a key of %zu bytes is not supported by lubdub; "
+                    "ignored", c->ld->file, strlen(key));
+            continue;
+        }
+        if (json_is_object(val) && depth < SK_MAX_DEPTH)
+            rc = sk_walk(c, val, path, depth + 1);
         else
             rc = sk_leaf(c, path, val);
         if (rc)
@@ -849,7 +858,7 @@ int srv_soketi_file(struct srv__load *ld, json_t **root)
     if (!json_is_object(*root) || !sk_is_soketi(*root))
         return 0;
     c.all_apps = json_object();
-    rc = c.all_apps ? sk_walk(&c, *root, "") : -ENOMEM;
+    rc = c.all_apps ? sk_walk(&c, *root, "", 0) : -ENOMEM;
     /* soketi's default app, when the file lists none, is lubdub's. */
     if (!rc && !c.apps_src)
         rc = sk_app_soketi_defaults(&c, &ld->cfg->apps[0]);

@@ -23,6 +23,7 @@
 #include "hub/app/app.h"
 #include "server/config/config.h"
 #include "server/config/load_soketi.h"
+#include "server/config/soketi_map.h"
 
 struct fixture {
     struct srv_config cfg;
@@ -365,6 +366,31 @@ static void test_load_soketi_file_lubdub_file_untouched(void **state)
     assert_string_equal(warned(f), "");
 }
 
+/* Nesting deeper than soketi's options, and a key too long for a path:
+ * each one warning, the rest of the file read. */
+static void test_load_soketi_file_deep_and_long_keys_warned(void **state)
+{
+    struct fixture *f = *state;
+    char json[4096];
+    size_t o = 0;
+
+    o += (size_t)snprintf(json + o, sizeof(json) - o, "{\"port\": 7011, ");
+    for (int i = 0; i < 20; i++)
+        o += (size_t)snprintf(json + o, sizeof(json) - o, "\"cors\": {");
+    o += (size_t)snprintf(json + o, sizeof(json) - o, "\"x\": 1");
+    for (int i = 0; i < 20; i++)
+        json[o++] = '}';
+    o += (size_t)snprintf(json + o, sizeof(json) - o, ", \"debug\": {\"");
+    memset(json + o, 'k', 600);
+    o += 600;
+    snprintf(json + o, sizeof(json) - o, "\": 1}}");
+    assert_int_equal(load(f, NULL, write_json(f, json)), 0);
+    assert_int_equal(f->cfg.port, 7011);
+    warned(f);
+    assert_int_equal(count(f->warned, "is not supported by lubdub"), 2);
+    assert_int_equal(count(f->warned, "a key of 600 bytes"), 1);
+}
+
 /* jansson's allocations, noting a failure: jansson 2.14 reports some as
  * syntax errors, which are its to report. */
 static bool json_alloc_failed;
@@ -420,6 +446,40 @@ static void test_load_soketi_file_nomem(void **state)
     assert_true(fails > 5);
 }
 
+/* docs/MIGRATING.md (or $LUBDUB_DOCS_DIR/MIGRATING.md) names every row of
+ * the table: each variable (after SOKETI_) and each app key, in
+ * backticks, so that the guide cannot fall behind the code. */
+static void test_load_soketi_docs_name_every_row(void **state)
+{
+    const struct srv_sk_row *rows;
+    size_t n = srv_soketi_map_rows(&rows);
+    const char *dir = getenv("LUBDUB_DOCS_DIR");
+    char path[512], want[128];
+    char *docs;
+    FILE *fp;
+    long len;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/MIGRATING.md",
+             dir ? dir : LUBDUB_SOURCE_DIR "/docs");
+    fp = fopen(path, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+    len = ftell(fp);
+    rewind(fp);
+    docs = calloc(1, (size_t)len + 1);
+    assert_non_null(docs);
+    assert_int_equal(fread(docs, 1, (size_t)len, fp), (size_t)len);
+    fclose(fp);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(want, sizeof(want), "`%s`",
+                 rows[i].env ? rows[i].env : rows[i].path);
+        if (!strstr(docs, want))
+            fail_msg("%s does not name %s", path, want);
+    }
+    free(docs);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -433,7 +493,9 @@ int main(void)
         T(test_load_soketi_file_two_apps),
         T(test_load_soketi_file_nested_with_env),
         T(test_load_soketi_file_lubdub_file_untouched),
+        T(test_load_soketi_file_deep_and_long_keys_warned),
         T(test_load_soketi_file_nomem),
+        T(test_load_soketi_docs_name_every_row),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
