@@ -7,6 +7,7 @@
  */
 #include "server/config/load_env.h"
 #include "server/config/apply.h"
+#include "server/config/load_soketi.h"
 #include "server/config/options.h"
 
 #include <stddef.h>
@@ -33,7 +34,11 @@ int srv__apply_env(struct srv__load *ld, char **envp)
     const struct srv_option_desc *opts;
     size_t n_opts = srv_config_options(&opts);
     size_t i;
+    /* soketi's names first, so that LUBDUB_* win (load_soketi.h). */
+    int soketi = srv_soketi_apply_env(ld, envp);
 
+    if (soketi)
+        return soketi;
     for (i = 0; i < n_opts; i++) {
         const struct srv_option_desc *d = &opts[i];
         const char *value;

@@ -14,6 +14,7 @@
 #include "server/config/config_error.h"
 #include "server/config/config_history.h"
 #include "server/config/config_webhooks.h"
+#include "server/config/load_soketi.h"
 #include "server/config/options.h"
 #include "server/config/secret.h"
 #include "server/config/settings.h"
@@ -285,6 +286,12 @@ int srv__load_root(struct srv__load *ld, json_t *root,
                  "object", path);
         json_decref(root);
         return -EINVAL;
+    }
+    /* soketi's config.json: its options applied, its apps made lubdub's. */
+    rc = srv_soketi_file(ld, &root);
+    if (rc) {
+        json_decref(root);
+        return rc;
     }
     json_object_foreach(root, key, val) {
         const struct srv_option_desc *d;
