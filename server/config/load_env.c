@@ -31,9 +31,9 @@ const char *srv__getenv(char **envp, const char *name)
  * unknown-variable warning must not name: lubdub's own test hooks
  * (LUBDUB_TEST_*, read with getenv() by server/main.c and
  * server/redis/redis.c), the container's health check
- * (deploy/healthcheck.sh) and the test harnesses, whose hubs inherit
- * their environment (tests/integration/lib/hub.js, tests/container/,
- * tests/unit/).
+ * (deploy/healthcheck.sh), the image build's argument and the test
+ * harnesses, whose hubs inherit their environment
+ * (tests/integration/lib/hub.js, tests/container/, tests/unit/).
  */
 static const char *const srv__env_elsewhere[] = {
     "LUBDUB_HEALTH_PORT",       /* deploy/healthcheck.sh */
@@ -44,6 +44,9 @@ static const char *const srv__env_elsewhere[] = {
     "LUBDUB_DOCS_DIR",          /* tests/unit: docs checked elsewhere */
     "LUBDUB_CI_CACHE",          /* tests/container/lib.js */
     "LUBDUB_CI_STORAGE_DRIVER", /* tests/container/lib.js */
+    /* deploy/Dockerfile's build argument, in the environment of the
+     * image build's own --check-config. */
+    "LUBDUB_COMMIT",
     NULL,
 };
 

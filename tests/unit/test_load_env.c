@@ -71,6 +71,7 @@ static void test_load_env_names_read_elsewhere_not_warned(void **s)
         "LUBDUB_DOCS_DIR=/x",
         "LUBDUB_CI_CACHE=/x",
         "LUBDUB_CI_STORAGE_DRIVER=vfs",
+        "LUBDUB_COMMIT=abc",            /* deploy/Dockerfile's ARG */
         "LUBDUB_APP_SECRET_FILE=",      /* options, set or empty */
         "LUBDUB_LOG_LEVEL=debug",
         NULL,
