@@ -87,13 +87,19 @@ test-tsan:
 	cd $(TSAN_BUILD) && ctest --output-on-failure -L tsan -j $(JOBS)
 
 # Container image from deploy/Dockerfile (docs/OPERATIONS.md). Podman needs
-# --format docker to keep the HEALTHCHECK.
+# --format docker to keep the HEALTHCHECK. The image's build has no .git, so
+# the commit it reports (lubdub --version) is passed in: this checkout's,
+# with -dirty when tracked files differ from it (as hub/base/commit.cmake).
 IMAGE ?= lubdub
+COMMIT ?= $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
+	{ git diff --quiet HEAD -- 2>/dev/null && echo $$c || echo $$c-dirty; })
 image:
 	@if command -v podman >/dev/null 2>&1; then \
-	    podman build --format docker -f deploy/Dockerfile -t $(IMAGE) .; \
+	    podman build --format docker --build-arg LUBDUB_COMMIT=$(COMMIT) \
+	        -f deploy/Dockerfile -t $(IMAGE) .; \
 	else \
-	    docker build -f deploy/Dockerfile -t $(IMAGE) .; \
+	    docker build --build-arg LUBDUB_COMMIT=$(COMMIT) \
+	        -f deploy/Dockerfile -t $(IMAGE) .; \
 	fi
 
 # Build and run the image with podman, as CI does (needs root).

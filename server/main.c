@@ -30,10 +30,13 @@
 #include "hub/base/hash.h"
 #include "hub/hub.h"
 #include "hub/base/log.h"
+#include "hub/base/version.h"
 #include "hub/pusher/pusher.h"
 #include "server/base/fdlimit.h"
 #include "server/lws/hdrpool.h"
 #include "server/base/memtrim.h"
+#include "server/config/new_app.h"
+#include "server/config/print_config.h"
 #include "server/lws/srv.h"
 #include "server/webhook/webhook.h"
 
@@ -277,41 +280,117 @@ static void hold_stdio(void)
             (void)open("/dev/null", fd ? O_WRONLY : O_RDONLY);
 }
 
+/* --new-app: a random app on stdout (server/config/new_app.h). */
+static int new_app(void)
+{
+    struct srv_new_app a;
+    int rc = srv_new_app_make(&a);
+
+    if (rc) {
+        fprintf(stderr, "lubdub: no random bytes from the kernel: %s\n",
+                strerror(-rc));
+        return 1;
+    }
+    srv_new_app_print(stdout, &a);
+    explicit_bzero(&a, sizeof(a));
+    return 0;
+}
+
+/* The load's warnings (unknown LUBDUB_* variables) to stderr, for the
+ * commands that exit before the log exists. */
+static void print_warnings(const struct srv_config *cfg)
+{
+    const char *w = cfg->warnings;
+
+    while (w && *w) {
+        size_t len = strcspn(w, "\n");
+
+        fprintf(stderr, "lubdub: warning: %.*s\n", (int)len, w);
+        w += len + (w[len] == '\n');
+    }
+}
+
+/* The commands that answer from the flags alone (--help, --version,
+ * --new-app): main()'s exit code, or -1 when none was given. */
+static int answer_alone(const struct srv_config *cfg)
+{
+    if (cfg->help) {
+        srv_config_print_help(stdout);
+        return 0;
+    }
+    if (cfg->version) {
+        printf("lubdub %s (commit %s)\n", hub_version(), hub_commit());
+        return 0;
+    }
+    if (cfg->new_app)
+        return new_app();
+    return -1;
+}
+
 /*
  * The configuration from every source, checked; the commands that answer
- * and exit (--help, --check, the webhook commands) run here. Returns -1
- * when the hub is to start, else main()'s exit code.
+ * and exit (--help, --version, --new-app, --print-config, --check-config,
+ * the webhook commands) run here. Returns -1 when the hub is to start,
+ * else main()'s exit code.
  */
 static int load_config(struct srv_config *cfg, int argc, char **argv,
                        char **envp)
 {
     char err[512];
+    int code;
 
     srv_config_defaults(cfg);
     if (srv_config_load(cfg, argc, argv, envp, err, sizeof(err))) {
+        /* A variable's typo may be why: its warning comes first. */
+        print_warnings(cfg);
         fprintf(stderr, "lubdub: %s\n", err);
         return 2;
     }
-    if (cfg->help) {
-        srv_config_print_help(stdout);
-        return 0;
+    code = answer_alone(cfg);
+    if (code >= 0)
+        return code;
+    code = srv_config_validate(cfg, err, sizeof(err)) ? 2 : -1;
+    if (cfg->print_config) {
+        /* Also when it does not validate: what the sources ended up
+         * with is how one finds out why. */
+        print_warnings(cfg);
+        srv_config_print(stdout, cfg);
+        fflush(stdout);
+        if (code == 2)
+            fprintf(stderr, "lubdub: %s\n", err);
+        return code == 2 ? 2 : 0;
     }
-    if (srv_config_validate(cfg, err, sizeof(err))) {
+    if (code == 2) {
+        print_warnings(cfg);
         fprintf(stderr, "lubdub: %s\n", err);
         return 2;
     }
     if (cfg->check_only) {
+        print_warnings(cfg);
         printf("lubdub: configuration is valid\n");
         return 0;
     }
     if (cfg->webhook_dead_letters || cfg->webhook_replay) {
         /* The operator's webhook commands (docs/WEBHOOKS.md). */
-        int code = srv_wh_admin(cfg, stdout);
-
+        code = srv_wh_admin(cfg, stdout);
         srv_config_fini(cfg);
         return code;
     }
     return -1;
+}
+
+/* The load's warnings, each once, as log lines (JSON with --log-format
+ * json). */
+static void log_warnings(const struct srv_config *cfg)
+{
+    const char *w = cfg->warnings;
+
+    while (w && *w) {
+        size_t len = strcspn(w, "\n");
+
+        srv_log(HUB_LOG_WARN, 0, "config: %.*s", (int)len, w);
+        w += len + (w[len] == '\n');
+    }
 }
 
 /* struct srv from the configuration, before any thread: the log, trusted
@@ -330,6 +409,7 @@ static int init_srv(struct srv *srv, struct srv_config *cfg, int argc,
         fprintf(stderr, "lubdub: out of memory\n");
         return 1;
     }
+    log_warnings(cfg);
     memset(srv, 0, sizeof(*srv));
     srv->cfg = cfg;
     /* Checked by srv_config_validate(): it parses. */

@@ -237,7 +237,8 @@
 #define HUB_HUB_METRICS(X)                                                     \
     X(UPTIME, gauge, "uptime_seconds", "Seconds since start.")                 \
     X(DRAINING, gauge, "draining", "1 while the hub drains.")                  \
-    X(BUILD_INFO, gauge, "build_info", "Version of the running hub.")          \
+    X(BUILD_INFO, gauge, "build_info", "Version and commit of the running "    \
+      "hub.")                                                                  \
     X(APP_SESSIONS, gauge, "app_sessions", "Live sessions per app (all "       \
       "loops).")                                                               \
     X(QUEUE_BUDGET, gauge, "queue_budget_bytes",                               \

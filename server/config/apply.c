@@ -1,8 +1,10 @@
 /*
  * server/config/apply.c - one source's value applied to the configuration
  * (server/config/apply.h): the default app's options refused once the file
- * lists "apps", and the secrets given as values noted, so that the same
- * secret's file can be refused once every source is read.
+ * lists "apps", the secrets given as values noted, so that the same
+ * secret's file can be refused once every source is read, the source of
+ * each option noted for --print-config, and the load's warnings kept for
+ * main() to log.
  *
  * Thread: main thread, while the configuration loads.
  */
@@ -13,7 +15,11 @@
 #include "server/config/value.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The secrets that also have a file option, by their value's field. */
 static const size_t srv__given[] = {
@@ -22,11 +28,19 @@ static const size_t srv__given[] = {
     offsetof(struct srv_config, app0.secret),
 };
 
-/* After a source set d: note whether it is a secret now given as a
- * value (an empty value unsets it, and the note with it). */
+/* After a source set d: note which source set it, and whether it is a
+ * secret now given as a value (an empty value unsets it, and the note
+ * with it). */
 void srv__note_given(struct srv__load *ld,
                      const struct srv_option_desc *d)
 {
+    const struct srv_option_desc *opts;
+    size_t n = srv_config_options(&opts);
+
+    /* By identity: d may be an app's key, which is no row of the table. */
+    for (size_t i = 0; i < n; i++)
+        if (&opts[i] == d)
+            ld->cfg->src_[i] = (unsigned char)ld->source;
     for (size_t i = 0; i < sizeof(srv__given) / sizeof(srv__given[0]); i++) {
         if (d->offset_ != srv__given[i])
             continue;
@@ -52,4 +66,26 @@ int srv__apply(struct srv__load *ld, const struct srv_option_desc *d,
     if (!rc)
         srv__note_given(ld, d);
     return rc;
+}
+
+void srv__warn(struct srv__load *ld, const char *fmt, ...)
+{
+    char raw[512], line[600];
+    size_t have, add;
+    va_list ap;
+    char *w;
+
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    va_end(ap);
+    /* One line whatever a variable's name holds. */
+    srv_config_err(line, sizeof(line), "%s", raw);
+    have = ld->cfg->warnings ? strlen(ld->cfg->warnings) : 0;
+    add = strlen(line);
+    w = realloc(ld->cfg->warnings, have + add + 2);
+    if (!w)
+        return;
+    memcpy(w + have, line, add);
+    memcpy(w + have + add, "\n", 2);
+    ld->cfg->warnings = w;
 }

@@ -87,6 +87,7 @@ void srv_config_fini(struct srv_config *cfg)
     srv__free_secret(&cfg->redis_sentinel_password);
     srv__file_apps_fini(cfg);
     srv__app_fini(&cfg->app0);
+    free(cfg->warnings);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -94,14 +95,38 @@ int srv_config_load_buffer(struct srv_config *cfg, const char *text,
                            size_t len, const char *name, char *err,
                            size_t errlen)
 {
-    struct srv__load ld = {cfg, false, NULL, err, errlen, 0};
+    struct srv__load ld = {cfg, false, NULL, err, errlen, 0, 0};
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     int rc;
 
     srv_config_err(err, errlen, "%s", "");
+    ld.source = SRV_SRC_FILE;
     rc = srv__load_root(&ld, root, &jerr, name);
     return rc ? rc : srv__read_secret_files(&ld);
+}
+
+/*
+ * --help, --version and --new-app answer without the file or the
+ * environment, so that they work whatever those hold.
+ */
+static bool srv__answers_alone(const struct srv_config *cfg)
+{
+    return cfg->help || cfg->version || cfg->new_app;
+}
+
+/* The environment, then the flags over it. */
+static int srv__env_then_flags(struct srv__load *ld, int argc, char **argv,
+                               char **envp)
+{
+    int rc;
+
+    ld->source = SRV_SRC_ENV;
+    rc = srv__apply_env(ld, envp);
+    if (rc)
+        return rc;
+    ld->source = SRV_SRC_FLAG;
+    return srv__apply_argv(ld, argc, argv, false);
 }
 
 /* The file, the environment and the flags, in that order. */
@@ -113,12 +138,14 @@ static int srv__load_sources(struct srv__load *ld, int argc, char **argv,
     char *path;
     int rc;
 
+    ld->source = SRV_SRC_FLAG;
     rc = srv__apply_argv(ld, argc, argv, true);
-    if (rc || cfg->help)
+    if (rc || srv__answers_alone(cfg))
         return rc;
     if (!cfg->config_file) {
         env_file = srv__getenv(envp, SRV_ENV_PREFIX "CONFIG");
         if (env_file && *env_file) {
+            ld->source = SRV_SRC_ENV;
             rc = srv__apply(ld, srv__find_flag("config", 6), env_file,
                             SRV_ENV_PREFIX "CONFIG");
             if (rc)
@@ -136,32 +163,28 @@ static int srv__load_sources(struct srv__load *ld, int argc, char **argv,
                            cfg->config_file);
             return -ENOMEM;
         }
+        ld->source = SRV_SRC_FILE;
         rc = srv__load_file(ld, path);
         if (rc) {
             free(path);
             return rc;
         }
-        rc = srv__apply_env(ld, envp);
-        if (!rc)
-            rc = srv__apply_argv(ld, argc, argv, false);
+        rc = srv__env_then_flags(ld, argc, argv, envp);
         free(path);
         return rc;
     }
-    rc = srv__apply_env(ld, envp);
-    if (rc)
-        return rc;
-    return srv__apply_argv(ld, argc, argv, false);
+    return srv__env_then_flags(ld, argc, argv, envp);
 }
 
 int srv_config_load(struct srv_config *cfg, int argc, char **argv,
                     char **envp, char *err, size_t errlen)
 {
-    struct srv__load ld = {cfg, false, NULL, err, errlen, 0};
+    struct srv__load ld = {cfg, false, NULL, err, errlen, 0, 0};
     int rc;
 
     srv_config_err(err, errlen, "%s", "");
     rc = srv__load_sources(&ld, argc, argv, envp);
-    if (rc || cfg->help)
+    if (rc || srv__answers_alone(cfg))
         return rc;
     /* Last: only now is it known which files every source asked for. */
     return srv__read_secret_files(&ld);

@@ -40,8 +40,10 @@ void srv_config_defaults(struct srv_config *cfg);
  * error returns -EINVAL (-ENOMEM when out of memory) and writes one line
  * naming the option and its source (a file: its path and errno's text) to
  * err (NUL-terminated, errlen bytes); cfg then holds partial values and
- * still needs srv_config_fini(). With --help it sets help and returns 0
- * without reading the file or the environment.
+ * still needs srv_config_fini(). With --help, --version or --new-app it
+ * sets that flag and returns 0 without reading the file or the
+ * environment. Warnings (unknown LUBDUB_* variables) are left in
+ * cfg->warnings, one line each, for the caller to report.
  */
 int srv_config_load(struct srv_config *cfg, int argc, char **argv,
                     char **envp, char *err, size_t errlen);

@@ -2,8 +2,9 @@
  * server/config/load_argv.c - the command line (server/config/load_argv.h):
  * long flags with their value joined (--port=6001) or next (--port 6001),
  * booleans as --flag, --no-flag or --flag=true|false|1|0, and -h. It is
- * walked twice: early for --config and --help alone, then in full after
- * the file and the environment, so that flags win.
+ * walked twice: early for --config and the commands that answer without
+ * the file or the environment (--help, --version, --new-app) alone, then
+ * in full after the file and the environment, so that flags win.
  *
  * Thread: main thread, while the configuration loads.
  */
@@ -18,10 +19,21 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The flags the early walk applies: --config, and the commands that
+ * answer alone (srv_config_load returns before the file for them). */
+static bool srv__early(const struct srv_option_desc *d)
+{
+    return d->offset_ == offsetof(struct srv_config, help) ||
+           d->offset_ == offsetof(struct srv_config, version) ||
+           d->offset_ == offsetof(struct srv_config, new_app) ||
+           d->offset_ == offsetof(struct srv_config, config_file);
+}
+
 /*
- * Walk argv. With early set, only syntax is checked and only --config and
- * --help are applied, so the file can be read before the flags that must
- * override it; otherwise every flag is applied in order.
+ * Walk argv. With early set, only syntax is checked and only --config,
+ * --help, --version and --new-app are applied, so the file can be read
+ * before the flags that must override it; otherwise every flag is applied
+ * in order.
  */
 int srv__apply_argv(struct srv__load *ld, int argc, char **argv,
                     bool early)
@@ -40,7 +52,7 @@ int srv__apply_argv(struct srv__load *ld, int argc, char **argv,
             (d = srv__find_short(arg[1]))) {
             /* Only booleans have short forms today. */
             snprintf(label, sizeof(label), "-%c", arg[1]);
-            if (!early || d->offset_ == offsetof(struct srv_config, help)) {
+            if (!early || srv__early(d)) {
                 rc = srv__apply(ld, d, "true", label);
                 if (rc)
                     return rc;
@@ -88,8 +100,7 @@ int srv__apply_argv(struct srv__load *ld, int argc, char **argv,
             srv_config_err(ld->err, ld->errlen, "%s: missing value", label);
             return -EINVAL;
         }
-        if (early && d->offset_ != offsetof(struct srv_config, help) &&
-            d->offset_ != offsetof(struct srv_config, config_file))
+        if (early && !srv__early(d))
             continue;
         rc = srv__apply(ld, d, value, label);
         if (rc)

@@ -12,8 +12,9 @@ struct srv__load;
  * NULL), or NULL. */
 const char *srv__getenv(char **envp, const char *name);
 
-/* Apply every LUBDUB_* variable the table knows. 0 or a negative errno
- * with one line in ld->err. */
+/* Apply every LUBDUB_* variable the table knows, and warn about each
+ * other LUBDUB_* name (ld->cfg->warnings). 0 or a negative errno with one
+ * line in ld->err. */
 int srv__apply_env(struct srv__load *ld, char **envp);
 
 #endif

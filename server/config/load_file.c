@@ -168,6 +168,24 @@ static int srv__app_own_key(struct srv__load *ld, struct hub_app *app,
                               ld->err, ld->errlen);
 }
 
+/* The app keys srv__app_own_key() handles, for the did-you-mean. */
+static const char *const srv__app_own_keys[] = {
+    "secret_file", "webhooks", "history", NULL,
+};
+
+/* An unknown key (label names it), with the known key it most likely
+ * meant when one is close (near; NULL: none). Returns -EINVAL. */
+static int srv__unknown_key(struct srv__load *ld, const char *label,
+                            const char *near)
+{
+    if (near)
+        srv_config_err(ld->err, ld->errlen, "%s: unknown key; did you mean "
+                       "\"%s\"?", label, near);
+    else
+        srv_config_err(ld->err, ld->errlen, "%s: unknown key", label);
+    return -EINVAL;
+}
+
 static int srv__load_apps(struct srv__load *ld, json_t *apps)
 {
     struct srv_config *cfg = ld->cfg;
@@ -239,10 +257,10 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
                     return rc;
                 continue;
             }
-            if (!d) {
-                srv_config_err(ld->err, ld->errlen, "%s: unknown key", label);
-                return -EINVAL;
-            }
+            if (!d)
+                return srv__unknown_key(ld, label,
+                                        srv__near_app_key(key,
+                                                          srv__app_own_keys));
             if (json_is_array(val) &&
                 d->offset_ == offsetof(struct hub_app, allowed_origins))
                 rc = srv__apply_origin_list(ld, app, d, val, label);
@@ -305,8 +323,7 @@ int srv__load_root(struct srv__load *ld, json_t *root,
         snprintf(label, sizeof(label), "%s: \"%s\"", path, key);
         d = srv__find_option_key(key);
         if (!d) {
-            srv_config_err(ld->err, ld->errlen, "%s: unknown key", label);
-            rc = -EINVAL;
+            rc = srv__unknown_key(ld, label, srv__near_option_key(key));
             break;
         }
         rc = srv__apply_json(ld, ld->cfg, d, val, label);

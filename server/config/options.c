@@ -15,6 +15,7 @@
  * Thread: any (the tables are constant).
  */
 #include "server/config/options.h"
+#include "server/config/didyoumean.h"
 #include "server/config/settings.h"
 
 #include <errno.h>
@@ -383,12 +384,29 @@ static const struct srv_option_desc srv_options[] = {
     {"check_config", SRV_OPT_BOOL, SRV_SRC_FLAG | SRV_SRC_ENV, 0, "false",
      NULL, "Load and validate the configuration, then exit.",
      NULL, 0, 0, 0, SRV_CFG(check_only)},
+    /* The commands that print and exit (issue 36; docs/CONFIG.md
+     * "Commands"): flags only, like --help. */
+    {"version", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
+     "Print the version and the git commit it was built from, then exit.",
+     NULL, 0, 0, 0, SRV_CFG(version)},
+    {"print_config", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
+     "Print the effective configuration, one option a line with where its "
+     "value came from (default, file, env or flag) and secrets as ****, "
+     "then exit.",
+     NULL, 0, 0, 0, SRV_CFG(print_config)},
+    {"new_app", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
+     "Print a new app with a random id, key and secret, as a JSON object "
+     "for the file's \"apps\", then exit.",
+     NULL, 0, 0, 0, SRV_CFG(new_app)},
     {"help", SRV_OPT_BOOL, SRV_SRC_FLAG, 0, "false", NULL,
      "Print this help and exit.",
      NULL, 0, 0, 'h', SRV_CFG(help)},
 };
 
 #define SRV_N_OPTIONS (sizeof(srv_options) / sizeof(srv_options[0]))
+/* struct srv_config notes each row's source (src_[]). */
+_Static_assert(SRV_N_OPTIONS <= SRV_CONFIG_MAX_OPTIONS,
+               "raise SRV_CONFIG_MAX_OPTIONS in server/config/settings.h");
 
 
 /*
@@ -573,6 +591,73 @@ const struct srv_option_desc *srv__find_option_key(const char *key)
 const struct srv_option_desc *srv__find_app_key(const char *key)
 {
     return srv__find_key(srv_app_fields, SRV_N_APP_FIELDS, key);
+}
+
+/* The row whose environment variable is name ("LUBDUB_PORT"), or NULL. */
+const struct srv_option_desc *srv__find_env(const char *name)
+{
+    char env[64];
+
+    for (size_t i = 0; i < SRV_N_OPTIONS; i++)
+        if (!srv_config_option_name(&srv_options[i], SRV_SRC_ENV, env,
+                                    sizeof(env)) && !strcmp(env, name))
+            return &srv_options[i];
+    return NULL;
+}
+
+/* The nearest of table's file keys (and extra's, NULL-terminated) to key. */
+static const char *srv__near_key(const struct srv_option_desc *table,
+                                 size_t n, const char *const *extra,
+                                 const char *key)
+{
+    struct srv_didyoumean m;
+
+    srv_didyoumean_init(&m, key);
+    for (size_t i = 0; i < n; i++)
+        if (table[i].sources & SRV_SRC_FILE)
+            srv_didyoumean_offer(&m, table[i].name);
+    for (; extra && *extra; extra++)
+        srv_didyoumean_offer(&m, *extra);
+    return srv_didyoumean_get(&m);
+}
+
+const char *srv__near_option_key(const char *key)
+{
+    static const char *const apps[] = {"apps", NULL};
+
+    return srv__near_key(srv_options, SRV_N_OPTIONS, apps, key);
+}
+
+const char *srv__near_app_key(const char *key, const char *const *extra)
+{
+    return srv__near_key(srv_app_fields, SRV_N_APP_FIELDS, extra, key);
+}
+
+int srv__near_env(const char *name, char *buf, size_t len)
+{
+    char envs[SRV_N_OPTIONS][64];
+    struct srv_didyoumean m;
+    const char *best;
+    size_t plen = strlen(SRV_ENV_PREFIX);
+
+    /* Compared without the prefix, which both share: the threshold then
+     * follows the length of the part that was typed. */
+    if (strncmp(name, SRV_ENV_PREFIX, plen))
+        return -ENOENT;
+    srv_didyoumean_init(&m, name + plen);
+    for (size_t i = 0; i < SRV_N_OPTIONS; i++) {
+        envs[i][0] = '\0';
+        if (!srv_config_option_name(&srv_options[i], SRV_SRC_ENV, envs[i],
+                                    sizeof(envs[i])) &&
+            !strncmp(envs[i], SRV_ENV_PREFIX, plen))
+            srv_didyoumean_offer(&m, envs[i] + plen);
+    }
+    best = srv_didyoumean_get(&m);
+    if (!best)
+        return -ENOENT;
+    if (snprintf(buf, len, "%s%s", SRV_ENV_PREFIX, best) >= (int)len)
+        return -ENOSPC;
+    return 0;
 }
 
 const char *srv__flag(const char *name, char *buf, size_t len)

@@ -82,6 +82,19 @@ const struct srv_option_desc *srv__find_short(char c);
 const struct srv_option_desc *srv__find_option_key(const char *key);
 /* The key of one object in the file's "apps" array, or NULL. */
 const struct srv_option_desc *srv__find_app_key(const char *key);
+/* The row whose environment variable is name ("LUBDUB_PORT"), or NULL. */
+const struct srv_option_desc *srv__find_env(const char *name);
+/*
+ * Did-you-mean (server/config/didyoumean.h) for a key or a variable that is
+ * none of the table's: the nearest top-level JSON key ("apps" included),
+ * the nearest key of an app object (the table's and extra's, a
+ * NULL-terminated list of the keys the file's loader handles itself), each
+ * NULL when none is close; and the nearest LUBDUB_* variable to name,
+ * spelled into buf: 0, -ENOENT when none is close, -ENOSPC.
+ */
+const char *srv__near_option_key(const char *key);
+const char *srv__near_app_key(const char *key, const char *const *extra);
+int srv__near_env(const char *name, char *buf, size_t len);
 /* The flag of the option called name ("--ping-interval" for
  * "ping_interval") in buf (len bytes), or name itself when it has none;
  * returns buf. For error lines. */

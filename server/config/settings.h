@@ -20,6 +20,9 @@
 #include "hub/app/app.h"
 
 enum srv_log_format { SRV_LOG_TEXT, SRV_LOG_JSON };
+
+/* Room for the rows of the option table (options.c asserts it fits). */
+#define SRV_CONFIG_MAX_OPTIONS 128
 enum srv_event_loop { SRV_LOOP_LIBEV, SRV_LOOP_POLL };
 
 /*
@@ -141,7 +144,19 @@ struct srv_config {
     /* Set by parsing, not options. */
     bool check_only;           /* --check-config */
     bool help;                 /* --help */
+    bool version;              /* --version: print it, exit */
+    bool print_config;         /* --print-config: print this, exit */
+    bool new_app;              /* --new-app: print a random app, exit */
     char *config_file;         /* --config / LUBDUB_CONFIG; NULL = none */
+
+    /* What the load noticed (server/config/apply.h): where each option's
+     * value came from, src_[row of the option table] (0: the default, or
+     * SRV_SRC_FILE, SRV_SRC_ENV, SRV_SRC_FLAG: the last source that set
+     * it; --print-config shows it), and the warnings, each line ending
+     * in '\n' (owned; NULL: none), which main() logs once the log is up:
+     * unknown LUBDUB_* variables. */
+    unsigned char src_[SRV_CONFIG_MAX_OPTIONS];
+    char *warnings;
 };
 
 

@@ -453,8 +453,8 @@ char *srv_stats_json(struct srv *srv, size_t *len)
     }
     if (loops && totals && apps)
         root = json_pack(
-            "{s:s,s:f,s:i,s:b,s:O,s:O,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
-            "version", hub_version(), "uptime_s",
+            "{s:s,s:s,s:f,s:i,s:b,s:O,s:O,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+            "version", hub_version(), "commit", hub_commit(), "uptime_s",
             (double)(srv_now_ms() - srv->hub->started_ms) / 1000.0, "loops",
             (int)srv->n_loops, "draining", atomic_load(&srv->hub->draining),
             "totals", totals, "per_loop", loops, "config", "ping_interval_ms",
@@ -719,7 +719,9 @@ static void hub_series(struct buf *b, struct srv *srv,
                 atomic_load(&srv->hub->draining) ? 1 : 0);
         break;
     case HUB_METRIC_BUILD_INFO:
-        bprintf(b, "lubdub_%s{version=\"%s\"} 1\n", m->metric, hub_version());
+        /* Neither needs escaping: hub/base/version.h. */
+        bprintf(b, "lubdub_%s{version=\"%s\",commit=\"%s\"} 1\n", m->metric,
+                hub_version(), hub_commit());
         break;
     case HUB_METRIC_APP_SESSIONS:
     case HUB_METRIC_CACHE_ENTRIES:
