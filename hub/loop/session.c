@@ -173,15 +173,10 @@ void hub_session_opened(struct hub_session *s, const char *peer)
 {
     if (!s->loop || s->state != HUB_SESSION_OPEN)
         return;
-    char sid[HUB_SOCKET_ID_MAX];
-
-    if (!hub_log_enabled(HUB_LOG_DEBUG))
-        return;
-    hub_session_socket_id(s, sid);
-    hub_log_event(HUB_LOG_DEBUG, s->loop->id,
-                  HUB_LOG_F(.event = "session_open", .socket_id = sid,
+    HUB_LOG_EVENT(HUB_LOG_DEBUG, s->loop->id,
+                  HUB_LOG_F(.event = "session_open", .socket_id = HUB_SID(s),
                             .app = s->app ? s->app->id : NULL, .peer = peer),
-                  "socket %s: open app=%s peer=%s", sid,
+                  "socket %s: open app=%s peer=%s", HUB_SID(s),
                   s->app ? s->app->id : "-", peer);
 }
 
@@ -276,10 +271,9 @@ static int rx_append(struct hub_session *s, const void *in, size_t len,
     if ((size_t)s->rx_len + len + remaining > max) {
         /* Counts 1009 via the close reason. */
         HUB_LOG_EVENT(HUB_LOG_INFO, l->id,
-                      HUB_LOG_F(.event = "message_too_big",
-                                .socket_id = HUB_SID(s),
-                                .app = s->app ? s->app->id : NULL,
-                                .code = 1009, .reason = "max_message"),
+                      HUB_LOG_F(.event = "message_too_big", .code = 1009,
+                                .socket_id = HUB_SID(s), .reason = "max_message",
+                                .app = s->app ? s->app->id : NULL),
                       "socket %s: message over %zu bytes: closing 1009",
                       HUB_SID(s), max);
         hub_session_close(s, 1009, "message too big", HUB_CLOSE_TOO_BIG,
@@ -667,10 +661,9 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     if (why != HUB_CLOSE_DRAIN)
         HUB_LOG_EVENT(why == HUB_CLOSE_APP ? HUB_LOG_DEBUG : HUB_LOG_INFO,
                       l->id,
-                      HUB_LOG_F(.event = "session_closing",
+                      HUB_LOG_F(.event = "session_closing", .code = code,
                                 .socket_id = HUB_SID(s),
                                 .app = s->app ? s->app->id : NULL,
-                                .code = code,
                                 .reason = hub_close_reason_name(why)),
                       "socket %s: closing %u (%s)", HUB_SID(s), code,
                       reason ? reason : "");
