@@ -204,8 +204,8 @@ static void log_session_end(struct hub_session *s, enum hub_close_reason why,
     if (!hub_log_enabled(level))
         return;
     hub_session_socket_id(s, sid);
-    f = HUB_LOG_F(.event = "session_close", .socket_id = sid,
-                  .app = s->app ? s->app->id : NULL, .code = code,
+    f = HUB_LOG_F(.event = "session_close", .socket_id = sid, .code = code,
+                  .app = s->app ? s->app->id : NULL, .user_id = s->user_id,
                   .reason = hub_close_reason_name(why), .duration_ms = ms);
     if (code)
         hub_log_event(level, s->loop->id, f,

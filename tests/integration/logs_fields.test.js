@@ -14,6 +14,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { startHub, waitFor, once } = require('./lib/hub');
 const { RawClient } = require('./lib/clients');
+const { startRedis } = require('./lib/redis');
 
 const BINARY = process.env.LUBDUB_BINARY ||
   path.join(__dirname, '..', '..', 'build', 'lubdub');
@@ -140,6 +141,24 @@ test('--log-priority on: <N> before each text and JSON line', async (t) => {
   const off = await startHub(['--log-priority', 'off'], { t });
   await waitFor(() => /listening on/.test(off.stderr), 'the listening line');
   assert.match(off.stderr, /^\d{4}-/);
+});
+
+test('with --redis every line names the node; the link is a redis_link event', async (t) => {
+  const redis = await startRedis(t);
+  const hub = await startHub(['--log-format', 'json', '--redis', redis.url(),
+    '--node-id', 'logs-n1', ...redis.nodeArgs()], { t });
+  await waitFor(() => /backplane: up/.test(hub.stderr), 'the backplane to come up');
+  const entries = jsonLines(hub.stderr);
+  const up = entries.find((e) => e.event === 'redis_link' && e.reason === 'up');
+  assert.ok(up, hub.stderr);
+  assert.equal(up.node, 'logs-n1');
+  assert.match(up.url, /^127\.0\.0\.1:\d+$/);
+  assert.ok(!/@|password/.test(up.url), 'no credentials in url');
+  const connecting = entries.find((e) => e.event === 'redis_link' && e.reason === 'connecting');
+  assert.ok(connecting, hub.stderr);
+  // From the node id's derivation on, every line has it.
+  const at = entries.indexOf(connecting);
+  for (const e of entries.slice(at)) assert.equal(e.node, 'logs-n1', JSON.stringify(e));
 });
 
 // The hub with stderr into a file; JOURNAL_STREAM as given. Resolves with
