@@ -154,12 +154,16 @@ static unsigned test_stall_ms(void)
         return 0;
     ms = strtoul(v, &end, 10);
     if (*end || ms == 0 || ms > 60000) {
-        srv_log(HUB_LOG_WARN, 0, "LUBDUB_TEST_STALL_MS=%s ignored (1..60000)",
-                v);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "test_hook"),
+                      "LUBDUB_TEST_STALL_MS=%s ignored (1..60000)",
+                      v);
         return 0;
     }
-    srv_log(HUB_LOG_WARN, 0, "LUBDUB_TEST_STALL_MS=%lu: /test/stall is on; "
-            "a test hook, never for production", ms);
+    srv_log_event(HUB_LOG_WARN, 0,
+                  HUB_LOG_F(.event = "test_hook"),
+                  "LUBDUB_TEST_STALL_MS=%lu: /test/stall is on; "
+                  "a test hook, never for production", ms);
     return (unsigned)ms;
 }
 
@@ -183,8 +187,9 @@ static struct hub *test_dir_hub(struct srv *srv)
         return NULL;
     ms = strtoul(v, &end, 10);
     if (*end || ms == 0 || ms > 10000) {
-        srv_log(HUB_LOG_WARN, 0,
-                "LUBDUB_TEST_DIR_DELAY_MS=%s ignored (1..10000)", v);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "test_hook"),
+                      "LUBDUB_TEST_DIR_DELAY_MS=%s ignored (1..10000)", v);
         return NULL;
     }
     if (hub_dirdelay_harness_backplane(&bp, (unsigned)ms))
@@ -194,8 +199,10 @@ static struct hub *test_dir_hub(struct srv *srv)
         bp.dir->destroy(bp.dir_impl);
         return NULL;
     }
-    srv_log(HUB_LOG_WARN, 0, "LUBDUB_TEST_DIR_DELAY_MS=%lu: the directory "
-            "answers late; a test hook, never for production", ms);
+    srv_log_event(HUB_LOG_WARN, 0,
+                  HUB_LOG_F(.event = "test_hook"),
+                  "LUBDUB_TEST_DIR_DELAY_MS=%lu: the directory "
+                  "answers late; a test hook, never for production", ms);
     return h;
 }
 
@@ -220,9 +227,11 @@ static void apply_fd_limit(const struct srv_config *cfg)
 
         rl.rlim_cur = (rlim_t)want;
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
-            srv_log(HUB_LOG_WARN, 0, "fd limit: cannot set %llu (%s); "
-                    "running with %llu", (unsigned long long)want,
-                    strerror(errno), (unsigned long long)old);
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "fd_limit"),
+                          "fd limit: cannot set %llu (%s); "
+                          "running with %llu", (unsigned long long)want,
+                          strerror(errno), (unsigned long long)old);
             return;
         }
     }
@@ -230,10 +239,12 @@ static void apply_fd_limit(const struct srv_config *cfg)
         snprintf(hbuf, sizeof(hbuf), "unlimited");
     else
         snprintf(hbuf, sizeof(hbuf), "%llu", (unsigned long long)hard);
-    srv_log(why == SRV_FDL_FLAG_HARD || why == SRV_FDL_CONNECTIONS_HARD
-                ? HUB_LOG_WARN : HUB_LOG_INFO, 0,
-            "fd limit %llu (%s; hard limit %s)", (unsigned long long)want,
-            srv_fd_limit_why_str(why), hbuf);
+    srv_log_event(why == SRV_FDL_FLAG_HARD || why == SRV_FDL_CONNECTIONS_HARD
+                      ? HUB_LOG_WARN : HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "fd_limit",
+                            .reason = srv_fd_limit_why_str(why)),
+                  "fd limit %llu (%s; hard limit %s)",
+                  (unsigned long long)want, srv_fd_limit_why_str(why), hbuf);
 }
 
 /* WebSocket handshakes so far, all loops (what leaves header buffers). */
@@ -259,11 +270,13 @@ static void trim_tick(const struct srv *srv, struct srv_memtrim *t)
     slots = srv_hdrpool_release(SRV_HDRPOOL_KEEP);
     tables = srv_hdrpool_tab_release(SRV_HDRPOOL_KEEP);
     kib = srv_memtrim_run();
-    srv_log(HUB_LOG_DEBUG, 0, "memory: after %llu handshakes, %u header "
-            "buffers and %llu KiB of heap given back (and %u header "
-            "tables), in %llu ms",
-            (unsigned long long)n, slots, (unsigned long long)kib, tables,
-            (unsigned long long)(srv_now_ms() - t0));
+    srv_log_event(HUB_LOG_DEBUG, 0,
+                  HUB_LOG_F(.event = "memtrim"),
+                  "memory: after %llu handshakes, %u header "
+                  "buffers and %llu KiB of heap given back (and %u header "
+                  "tables), in %llu ms",
+                  (unsigned long long)n, slots, (unsigned long long)kib, tables,
+                  (unsigned long long)(srv_now_ms() - t0));
 }
 
 /*
@@ -405,7 +418,8 @@ static int init_srv(struct srv *srv, struct srv_config *cfg, int argc,
 
     resolve_web_root(cfg);
     level = srv_log_level_parse(cfg->log_level);
-    if (srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg->log_format)) {
+    if (srv_log_init(level < 0 ? HUB_LOG_INFO : level, cfg->log_format,
+                     cfg->log_priority)) {
         fprintf(stderr, "lubdub: out of memory\n");
         return 1;
     }
@@ -434,43 +448,65 @@ static int init_srv(struct srv *srv, struct srv_config *cfg, int argc,
     return 0;
 }
 
+/* The listening lines: the log's (with the URLs as fields) and stdout's,
+ * which scripts and tests wait for. */
+static void log_listening(const struct srv *srv)
+{
+    const struct srv_config *cfg = srv->cfg;
+    char url[320];
+
+    snprintf(url, sizeof(url), "%s://%s:%u", cfg->tls_cert ? "https" : "http",
+             cfg->bind, srv->port);
+    srv_log_event(HUB_LOG_INFO, 0, HUB_LOG_F(.event = "listen", .url = url),
+                  "lubdub listening on %s (%u loops, ping %llums, pong "
+                  "%llums, queue budget %llu bytes)",
+                  url, srv->n_loops,
+                  (unsigned long long)cfg->ping_interval_ms,
+                  (unsigned long long)cfg->pong_timeout_ms,
+                  (unsigned long long)srv->hcfg.max_queued_total);
+    printf("lubdub: listening on %s:%u\n", cfg->bind, srv->port);
+    if (cfg->metrics_port) {
+        snprintf(url, sizeof(url), "http://%s:%u",
+                 cfg->metrics_bind ? cfg->metrics_bind : cfg->bind,
+                 (unsigned)cfg->metrics_port);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "listen", .reason = "metrics",
+                                .url = url),
+                      "metrics and stats on %s only (not on %u)%s", url,
+                      srv->port,
+                      cfg->metrics_token ? ", bearer token required" : "");
+    }
+    if (cfg->admin_token)
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "listen", .reason = "console"),
+                      "operator console at /console");
+}
+
 /* The hub, the webhook sender, the loops and the backplane, then the
  * lines that say where it listens. 0 or 1 (said in the log). */
 static int start(struct srv *srv)
 {
-    const struct srv_config *cfg = srv->cfg;
-
     srv->hub = test_dir_hub(srv);
     if (!srv->hub)
         srv->hub = srv_redis_cluster_hub_create(srv);
     /* From here on stderr carries only log lines (JSON with
      * --log-format json); the listening line goes to stdout. */
     if (!srv->hub) {
-        srv_log(HUB_LOG_ERR, 0, "out of memory");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "out_of_memory"),
+                      "out of memory");
         return 1;
     }
     if (srv_wh_start(srv) || srv_loops_create(srv) ||
         srv_redis_cluster_start(srv) ||
         srv_loops_start(srv)) {
-        srv_log(HUB_LOG_ERR, 0, "cannot start (see the lines above)");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed"),
+                      "cannot start (see the lines above)");
         return 1;
     }
-    srv_log(HUB_LOG_INFO, 0,
-            "lubdub listening on %s://%s:%u (%u loops, ping %llums, pong "
-            "%llums, queue budget %llu bytes)",
-            cfg->tls_cert ? "https" : "http", cfg->bind, srv->port,
-            srv->n_loops, (unsigned long long)cfg->ping_interval_ms,
-            (unsigned long long)cfg->pong_timeout_ms,
-            (unsigned long long)srv->hcfg.max_queued_total);
-    printf("lubdub: listening on %s:%u\n", cfg->bind, srv->port);
-    if (cfg->metrics_port)
-        srv_log(HUB_LOG_INFO, 0,
-                "metrics and stats on http://%s:%u only (not on %u)%s",
-                cfg->metrics_bind ? cfg->metrics_bind : cfg->bind,
-                (unsigned)cfg->metrics_port, srv->port,
-                cfg->metrics_token ? ", bearer token required" : "");
-    if (cfg->admin_token)
-        srv_log(HUB_LOG_INFO, 0, "operator console at /console");
+    log_listening(srv);
     fflush(stdout);
     return 0;
 }
@@ -505,20 +541,28 @@ static void drain(struct srv *srv, const sigset_t *set, int sig)
 {
     struct timespec poll_ts = { 0, 100 * 1000000 };
 
-    srv_log(HUB_LOG_INFO, 0, "%s: draining over %llums (signal again to exit "
-                             "now)",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT",
-            (unsigned long long)srv->cfg->drain_timeout_ms);
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "drain",
+                            .reason = sig == SIGTERM ? "SIGTERM" : "SIGINT"),
+                  "%s: draining over %llums (signal again to exit "
+                  "now)",
+                  sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                  (unsigned long long)srv->cfg->drain_timeout_ms);
     hub_start_drain(srv->hub);
     while (atomic_load(&srv->loops_done) < srv->n_loops) {
         sig = sigtimedwait(set, NULL, &poll_ts);
         srv_log_tick(srv_now_ms());
         if (sig == SIGHUP) {
-            srv_log(HUB_LOG_INFO, 0, "SIGHUP: ignored while draining");
+            srv_log_event(HUB_LOG_INFO, 0,
+                          HUB_LOG_F(.event = "reload",
+                                    .reason = "ignored_draining"),
+                          "SIGHUP: ignored while draining");
             continue;
         }
         if (sig == SIGTERM || sig == SIGINT) {
-            srv_log(HUB_LOG_WARN, 0, "second signal: exiting now");
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "drain", .reason = "exit_now"),
+                          "second signal: exiting now");
             _exit(1);
         }
     }
@@ -555,7 +599,9 @@ int main(int argc, char **argv, char **envp)
     srv_loops_join(&srv);
     srv_wh_stop(&srv);
     srv_redis_cluster_stop(&srv);
-    srv_log(HUB_LOG_INFO, 0, "drained; bye");
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "drained"),
+                  "drained; bye");
     hub_destroy(srv.hub);
     srv_secrets_fini(&srv.secrets);
     srv_config_fini(&cfg);

@@ -76,14 +76,22 @@ static void reload_secrets(struct srv *srv, const struct srv_config *tmp)
     char secrets[96];
 
     if (srv_secrets_update(&srv->secrets, tmp, secrets, sizeof(secrets)))
-        srv_log(HUB_LOG_ERR, 0, "secrets: out of memory; some keep their "
-                                "old value");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed", .reason = "secrets"),
+                      "secrets: out of memory; some keep their "
+                      "old value");
     if (secrets[0])
-        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: %s replaced%s", secrets,
-                strstr(secrets, "Redis") ? " (the Redis password applies "
-                                           "from the next reconnect)" : "");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "secrets"),
+                      "secrets: reloaded: %s replaced%s", secrets,
+                      strstr(secrets, "Redis")
+                          ? " (the Redis password applies from the next "
+                            "reconnect)"
+                          : "");
     else if (srv_config_has_secret_files(tmp))
-        srv_log(HUB_LOG_INFO, 0, "secrets: reloaded: no change");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "secrets"),
+                      "secrets: reloaded: no change");
 }
 
 /*
@@ -171,23 +179,30 @@ int srv_config_reload(struct srv *srv)
     /* Flags and environment are the same as at start: without a file
      * to read again nothing can have changed. */
     if (!srv->cfg->config_file && !srv_config_has_secret_files(srv->cfg)) {
-        srv_log(HUB_LOG_INFO, 0, "apps: SIGHUP: started without --config "
-                                 "or a secret file, no apps to reload");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "nothing"),
+                      "apps: SIGHUP: started without --config "
+                      "or a secret file, no apps to reload");
         free(tmp);
         return 0;
     }
     if (!tmp) {
-        srv_log(HUB_LOG_ERR, 0, "SIGHUP: configuration not reloaded, "
-                                "keeping the old apps and secrets: out of "
-                                "memory");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed",
+                                .reason = "out_of_memory"),
+                      "SIGHUP: configuration not reloaded, "
+                      "keeping the old apps and secrets: out of "
+                      "memory");
         return -1;
     }
     srv_config_defaults(tmp);
     if (srv_config_load(tmp, srv->argc, srv->argv, srv->envp, err,
                         sizeof(err)) ||
         srv_config_validate(tmp, err, sizeof(err))) {
-        srv_log(HUB_LOG_ERR, 0, "SIGHUP: configuration not reloaded, "
-                                "keeping the old apps and secrets: %s", err);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed", .reason = "config"),
+                      "SIGHUP: configuration not reloaded, "
+                      "keeping the old apps and secrets: %s", err);
         goto out;
     }
     /* The tokens and the Redis password first: they do not depend on the

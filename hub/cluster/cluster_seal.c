@@ -77,7 +77,8 @@ void hub__cluster_key_drop(struct hub_cluster *c, int why, const char *origin,
     if (c->key_log_ms && now - c->key_log_ms < 10000)
         return;
     c->key_log_ms = now;
-    hub_log(HUB_LOG_WARN, 0,
+    hub_log_event(HUB_LOG_WARN, 0,
+            HUB_LOG_F(.event = "cluster_forged"),
             "backplane: dropped %" PRIu64 " messages that do not verify "
             "with the cluster key and %" PRIu64 " replays (last: %s, "
             "claiming node %.*s)",

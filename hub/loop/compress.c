@@ -71,10 +71,14 @@ int hub_session_inflate(struct hub_session *s, const char **msg,
     int rc = hub_loop_inflate(s->loop, *msg, *msg_len, msg, msg_len);
 
     if (rc == -EMSGSIZE) {
-        hub_log(HUB_LOG_INFO, s->loop->id,
-                "socket %s: compressed message inflates past %u bytes: "
-                "closing 1009",
-                HUB_SID(s), s->loop->cfg->max_message);
+        HUB_LOG_EVENT(HUB_LOG_INFO, s->loop->id,
+                      HUB_LOG_F(.event = "message_too_big",
+                                .socket_id = HUB_SID(s),
+                                .app = s->app ? s->app->id : NULL,
+                                .code = 1009, .reason = "inflated"),
+                      "socket %s: compressed message inflates past %u "
+                      "bytes: closing 1009",
+                      HUB_SID(s), s->loop->cfg->max_message);
         hub_session_close(s, 1009, "message too big", HUB_CLOSE_TOO_BIG,
                           true);
     } else if (rc == -EINVAL) {

@@ -173,8 +173,11 @@ void hub_session_opened(struct hub_session *s, const char *peer)
 {
     if (!s->loop || s->state != HUB_SESSION_OPEN)
         return;
-    hub_log(HUB_LOG_DEBUG, s->loop->id, "socket %s: open app=%s peer=%s",
-            HUB_SID(s), s->app ? s->app->id : "-", peer);
+    HUB_LOG_EVENT(HUB_LOG_DEBUG, s->loop->id,
+                  HUB_LOG_F(.event = "session_open", .socket_id = HUB_SID(s),
+                            .app = s->app ? s->app->id : NULL, .peer = peer),
+                  "socket %s: open app=%s peer=%s", HUB_SID(s),
+                  s->app ? s->app->id : "-", peer);
 }
 
 /*
@@ -194,20 +197,26 @@ static void log_session_end(struct hub_session *s, enum hub_close_reason why,
     if (code == 4201 || code == 4100 || code == 1009 || code == 4004 ||
         code == 1011)
         level = HUB_LOG_INFO;
+    char sid[HUB_SOCKET_ID_MAX];
+    unsigned long long ms = now_ms - s->connected_ms;
+    const struct hub_log_fields *f;
+
     if (!hub_log_enabled(level))
         return;
+    hub_session_socket_id(s, sid);
+    f = HUB_LOG_F(.event = "session_close", .socket_id = sid, .code = code,
+                  .app = s->app ? s->app->id : NULL, .user_id = s->user_id,
+                  .reason = hub_close_reason_name(why), .duration_ms = ms);
     if (code)
-        hub_log(level, s->loop->id,
-                "socket %s: closed %u (%s, %s) app=%s after %llums",
-                HUB_SID(s), code, hub_close_reason_name(why),
-                s->close_text ? s->close_text : "",
-                s->app ? s->app->id : "-",
-                (unsigned long long)(now_ms - s->connected_ms));
+        hub_log_event(level, s->loop->id, f,
+                      "socket %s: closed %u (%s, %s) app=%s after %llums",
+                      sid, code, hub_close_reason_name(why),
+                      s->close_text ? s->close_text : "",
+                      s->app ? s->app->id : "-", ms);
     else
-        hub_log(level, s->loop->id,
-                "socket %s: closed by the peer app=%s after %llums",
-                HUB_SID(s), s->app ? s->app->id : "-",
-                (unsigned long long)(now_ms - s->connected_ms));
+        hub_log_event(level, s->loop->id, f,
+                      "socket %s: closed by the peer app=%s after %llums",
+                      sid, s->app ? s->app->id : "-", ms);
 }
 
 void hub_session_closed(struct hub_session *s, uint64_t now_ms)
@@ -261,9 +270,12 @@ static int rx_append(struct hub_session *s, const void *in, size_t len,
     max = l->cfg->max_message;
     if ((size_t)s->rx_len + len + remaining > max) {
         /* Counts 1009 via the close reason. */
-        hub_log(HUB_LOG_INFO, l->id,
-                "socket %s: message over %zu bytes: closing 1009",
-                HUB_SID(s), max);
+        HUB_LOG_EVENT(HUB_LOG_INFO, l->id,
+                      HUB_LOG_F(.event = "message_too_big", .code = 1009,
+                                .socket_id = HUB_SID(s), .reason = "max_message",
+                                .app = s->app ? s->app->id : NULL),
+                      "socket %s: message over %zu bytes: closing 1009",
+                      HUB_SID(s), max);
         hub_session_close(s, 1009, "message too big", HUB_CLOSE_TOO_BIG,
                           true);
         return -1;
@@ -647,9 +659,14 @@ void hub_session_close(struct hub_session *s, uint16_t code, const char *reason,
     if (!l || s->state != HUB_SESSION_OPEN)
         return;
     if (why != HUB_CLOSE_DRAIN)
-        hub_log(why == HUB_CLOSE_APP ? HUB_LOG_DEBUG : HUB_LOG_INFO, l->id,
-                "socket %s: closing %u (%s)", HUB_SID(s), code,
-                reason ? reason : "");
+        HUB_LOG_EVENT(why == HUB_CLOSE_APP ? HUB_LOG_DEBUG : HUB_LOG_INFO,
+                      l->id,
+                      HUB_LOG_F(.event = "session_closing", .code = code,
+                                .socket_id = HUB_SID(s),
+                                .app = s->app ? s->app->id : NULL,
+                                .reason = hub_close_reason_name(why)),
+                      "socket %s: closing %u (%s)", HUB_SID(s), code,
+                      reason ? reason : "");
     s->state = HUB_SESSION_CLOSING;
     s->close_code = code;
     s->close_reason_id = (uint8_t)why;

@@ -118,8 +118,14 @@ static void signin(struct hub_session *s, const struct hub_msg *m)
     rc = hub_auth_check_user(app, HUB_SID(s), m->user_data,
                              m->user_data_len, m->auth);
     if (rc) {
-        hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: signin refused: %s",
-                HUB_SID(s), rc == -EACCES ? "bad signature" : "bad auth");
+        HUB_LOG_EVENT(HUB_LOG_INFO, s->loop->id,
+                      HUB_LOG_F(.event = "signin_refused",
+                                .socket_id = HUB_SID(s), .app = app->id,
+                                .code = 4009,
+                                .reason = rc == -EACCES ? "bad_signature"
+                                                        : "bad_auth"),
+                      "socket %s: signin refused: %s", HUB_SID(s),
+                      rc == -EACCES ? "bad signature" : "bad auth");
         hub_session_send_error(s, 4009, "Invalid signature for pusher:signin",
                                true);
         return;
@@ -236,10 +242,14 @@ static bool take_subscribe(struct hub_session *s, uint64_t now_ms)
     if ((uint32_t)ahead > (burst - 1) * t) {
         HUB_STAT_ADD(s->loop->stats.subscribe_rate_refused, 1);
         if (++s->sub_refused >= HUB_SUB_REFUSALS_MAX) {
-            hub_log(HUB_LOG_INFO, s->loop->id,
-                    "socket %s: %u subscribe requests refused in a row by "
-                    "the rate limit: closing 4100",
-                    HUB_SID(s), (unsigned)s->sub_refused);
+            HUB_LOG_EVENT(HUB_LOG_INFO, s->loop->id,
+                          HUB_LOG_F(.event = "subscribe_refused",
+                                    .socket_id = HUB_SID(s),
+                                    .app = s->app->id, .code = 4100,
+                                    .reason = "rate_limit"),
+                          "socket %s: %u subscribe requests refused in a "
+                          "row by the rate limit: closing 4100",
+                          HUB_SID(s), (unsigned)s->sub_refused);
             hub_session_close_behind(s, "Subscribe rate limit exceeded",
                                      HUB_CLOSE_SLOW);
         } else {
@@ -446,8 +456,11 @@ static int on_message(struct hub_session *s, const char *text, size_t len,
         hub_defer_flush(l);
 
         HUB_STAT_ADD(l->stats.bad_messages, 1);
-        hub_log(HUB_LOG_INFO, l->id, "socket %s: bad message: %s",
-                HUB_SID(s), why);
+        HUB_LOG_EVENT(HUB_LOG_INFO, l->id,
+                      HUB_LOG_F(.event = "bad_message",
+                                .socket_id = HUB_SID(s), .app = s->app->id,
+                                .reason = why),
+                      "socket %s: bad message: %s", HUB_SID(s), why);
         snprintf(msg, sizeof(msg), "Invalid message: %s", why);
         hub_session_send_error(s, -1, msg, false);
         hold_budget(l);
@@ -521,8 +534,12 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
         app = hub_apptab_by_key(hub_apps(s->loop->hub), uri + 5,
                                 uri_len - 5);
     if (!app) {
-        hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: unknown app key in %s",
-                HUB_SID(s), uri && uri_len ? uri : "?");
+        HUB_LOG_EVENT(HUB_LOG_INFO, s->loop->id,
+                      HUB_LOG_F(.event = "connect_refused",
+                                .socket_id = HUB_SID(s), .code = 4001,
+                                .reason = "unknown_app_key"),
+                      "socket %s: unknown app key in %s", HUB_SID(s),
+                      uri && uri_len ? uri : "?");
         hub_session_send_error(s, 4001, "App key not in this cluster", true);
         return;
     }

@@ -56,9 +56,17 @@ void hub__recover_failed(struct hub_session *s, const char *name, size_t len,
                         const char *reason)
 {
     HUB_STAT_ADD(s->loop->stats.resumes_failed, 1);
-    hub_log(HUB_LOG_DEBUG, s->loop->id,
-            "socket %s: resume of %.*s failed: %s", HUB_SID(s), (int)len,
-            name, reason);
+    if (hub_log_enabled(HUB_LOG_DEBUG)) {
+        char ch[HUB_LOG_FIELD_MAX + 1];
+
+        snprintf(ch, sizeof(ch), "%.*s", (int)len, name);
+        hub_log_event(HUB_LOG_DEBUG, s->loop->id,
+                      HUB_LOG_F(.event = "resume_failed",
+                                .socket_id = HUB_SID(s), .app = s->app->id,
+                                .channel = ch, .reason = reason),
+                      "socket %s: resume of %.*s failed: %s", HUB_SID(s),
+                      (int)len, name, reason);
+    }
     hub__recover_send(s, "lubdub:resume_failed",
                  json_pack("{s:[s%], s:s}", "channels", name, len, "reason",
                            reason));

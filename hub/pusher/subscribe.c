@@ -380,10 +380,15 @@ static bool sub_authorize(struct hub_session *s, const struct hub_msg *m,
                                 sizeof(expect));
     if (!rc)
         return false;
-    hub_log(HUB_LOG_INFO, s->loop->id,
-            "socket %s: subscribe %s refused: bad signature "
-            "(expected HMAC of \"%s\")",
-            HUB_SID(s), r->name, expect);
+    HUB_LOG_EVENT(HUB_LOG_INFO, s->loop->id,
+                  HUB_LOG_F(.event = "subscribe_refused",
+                            .socket_id = HUB_SID(s), .app = s->app->id,
+                            .channel = r->name, .status = 401,
+                            .reason = rc == -EACCES ? "bad_signature"
+                                                    : "bad_auth"),
+                  "socket %s: subscribe %s refused: bad signature "
+                  "(expected HMAC of \"%s\")",
+                  HUB_SID(s), r->name, expect);
     send_sub_error(s, r->name, "AuthError",
                    rc == -EACCES ? "Invalid signature"
                                  : "Missing or malformed auth",

@@ -137,7 +137,10 @@ static void refuse(struct hub_session *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    hub_log(HUB_LOG_INFO, s->loop->id, "socket %s: %s", HUB_SID(s), msg);
+    HUB_LOG_EVENT(HUB_LOG_INFO, s->loop->id,
+                  HUB_LOG_F(.event = "watchlist_refused",
+                            .socket_id = HUB_SID(s), .app = s->app->id),
+                  "socket %s: %s", HUB_SID(s), msg);
     hub_session_send_error(s, -1, msg, false);
 }
 

@@ -223,8 +223,11 @@ static const struct hub_app *admit(struct hub_loop *l,
     if (rc) {
         snprintf(why, sizeof(why), "%s",
                  rc == -E2BIG ? "query too long" : "bad query encoding");
-        hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s",
-                hub_http_method_name(method), path, why);
+        HUB_LOG_EVENT(HUB_LOG_INFO, l->id,
+                      HUB_LOG_F(.event = "rest_refused", .app = app->id,
+                                .path = path, .status = 400, .reason = why),
+                      "REST %s %s refused: %s",
+                      hub_http_method_name(method), path, why);
         hub_rest_reply_error(out, 400, "%s", why);
         return NULL;
     }
@@ -237,8 +240,13 @@ static const struct hub_app *admit(struct hub_loop *l,
     ar.window_s = l->cfg->auth_window_s;
     rc = hub_auth_check_rest(app, &ar, why, sizeof(why));
     if (rc) {
-        hub_log(HUB_LOG_INFO, l->id, "REST %s %s refused: %s",
-                hub_http_method_name(method), path, why);
+        HUB_LOG_EVENT(HUB_LOG_INFO, l->id,
+                      HUB_LOG_F(.event = "rest_refused", .app = app->id,
+                                .path = path,
+                                .status = rc == -EACCES ? 401 : 400,
+                                .reason = why),
+                      "REST %s %s refused: %s",
+                      hub_http_method_name(method), path, why);
         hub_rest_reply_error(out, rc == -EACCES ? 401 : 400, "%s", why);
         return NULL;
     }

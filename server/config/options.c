@@ -35,6 +35,7 @@ static const char *const srv__log_levels[] = {
     "error", "warn", "info", "debug", NULL,
 };
 static const char *const srv__log_formats[] = {"text", "json", NULL};
+static const char *const srv__log_priorities[] = {"auto", "on", "off", NULL};
 static const char *const srv__event_loops[] = {"libev", "poll", NULL};
 static const char *const srv__off_on[] = {"off", "on", NULL};
 
@@ -236,6 +237,10 @@ static const struct srv_option_desc srv_options[] = {
     {"log_format", SRV_OPT_ENUM, SRV_ALL, 0, "text", NULL,
      "Log lines as plain text or as one JSON object each.",
      srv__log_formats, 0, 0, 0, SRV_CFG(log_format)},
+    {"log_priority", SRV_OPT_ENUM, SRV_ALL, 0, "auto", NULL,
+     "Start each log line with its syslog priority, <3> to <7>, for "
+     "journald; auto: when stderr is the journal ($JOURNAL_STREAM).",
+     srv__log_priorities, 0, 0, 0, SRV_CFG(log_priority)},
     {"event_loop", SRV_OPT_ENUM, SRV_ALL, 0, "libev", NULL,
      "Event loop under each lws context: libev (epoll; cost per wakeup "
      "follows the ready sockets) or poll (lws's built-in poll(), cost "

@@ -20,6 +20,9 @@
 #include "hub/app/app.h"
 
 enum srv_log_format { SRV_LOG_TEXT, SRV_LOG_JSON };
+/* The "<N>" priority prefix (docs/LOGS.md): auto = when stderr is the
+ * journal. */
+enum srv_log_priority { SRV_LOG_PRIO_AUTO, SRV_LOG_PRIO_ON, SRV_LOG_PRIO_OFF };
 
 /* Room for the rows of the option table (options.c asserts it fits). */
 #define SRV_CONFIG_MAX_OPTIONS 128
@@ -105,6 +108,7 @@ struct srv_config {
     char *web_root;            /* static files for / and /dashboard */
     char *log_level;           /* "error","warn","info","debug" (default info) */
     enum srv_log_format log_format;
+    enum srv_log_priority log_priority;
     enum srv_event_loop event_loop; /* libev (epoll) or lws's poll() */
 
     /* Webhooks (docs/WEBHOOKS.md); the webhooks themselves are per app. */

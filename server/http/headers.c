@@ -111,9 +111,11 @@ bool srv_http_header_cut(struct lws *wsi)
 
 int srv_http_refuse_too_big(struct lws *wsi, struct srv_loop *l)
 {
-    srv_log_peer(HUB_LOG_INFO, l->id,
-                 "request refused: 431 a header over %u bytes",
-                 SRV_HEADER_ONE_MAX - 1);
+    srv_log_peer_event(HUB_LOG_INFO, l->id,
+                       HUB_LOG_F(.event = "request_refused", .status = 431,
+                                 .reason = "header_too_big"),
+                       "request refused: 431 a header over %u bytes",
+                       SRV_HEADER_ONE_MAX - 1);
     return srv_http_refuse(wsi, l, 431, "Request Header Fields Too Large",
                            NULL, NULL);
 }

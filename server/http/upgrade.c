@@ -68,10 +68,12 @@ static int confirm_subprotocol(struct srv_loop *l, struct lws *wsi)
     }
     if (pcol && !srv_protocol_internal(pcol))
         return 0;
-    srv_log_peer(HUB_LOG_INFO, l->id,
-                 "upgrade refused: 400 Sec-WebSocket-Protocol \"%s\" "
-                 "names no protocol the hub offers",
-                 n > 0 ? buf : "(over 127 bytes)");
+    srv_log_peer_event(HUB_LOG_INFO, l->id,
+                       HUB_LOG_F(.event = "upgrade_refused",
+                                 .status = 400, .reason = "bad_subprotocol"),
+                       "upgrade refused: 400 Sec-WebSocket-Protocol \"%s\" "
+                       "names no protocol the hub offers",
+                       n > 0 ? buf : "(over 127 bytes)");
     return srv_http_refuse(wsi, l, 400, "Bad Request", NULL, NULL);
 }
 
@@ -92,32 +94,46 @@ int srv_http_confirm_upgrade(struct srv_loop *l, struct lws *wsi,
     if (srv_http_header_cut(wsi))
         return srv_http_refuse_too_big(wsi, l);
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0) {
-        srv_log_peer(HUB_LOG_INFO, l->id, "upgrade refused: 400 not a GET");
+        srv_log_peer_event(HUB_LOG_INFO, l->id,
+                           HUB_LOG_F(.event = "upgrade_refused",
+                                     .status = 400, .reason = "not_get"),
+                           "upgrade refused: 400 not a GET");
         return srv_http_refuse(wsi, l, 400, "Bad Request", NULL, NULL);
     }
     if (!srv_http_hdr_value(wsi, WSI_TOKEN_VERSION, v, sizeof(v), &n) ||
         !hub_ws_version_ok(v, n)) {
-        srv_log_peer(HUB_LOG_INFO, l->id,
-                     "upgrade refused: 426 Sec-WebSocket-Version \"%s\"",
-                     n ? v : "");
+        srv_log_peer_event(HUB_LOG_INFO, l->id,
+                           HUB_LOG_F(.event = "upgrade_refused",
+                                     .status = 426, .reason = "bad_version"),
+                           "upgrade refused: 426 Sec-WebSocket-Version "
+                           "\"%s\"",
+                           n ? v : "");
         return srv_http_refuse(wsi, l, 426, "Upgrade Required",
                       "sec-websocket-version:", "13");
     }
     if (lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0) {
-        srv_log_peer(HUB_LOG_INFO, l->id, "upgrade refused: 400 no Host");
+        srv_log_peer_event(HUB_LOG_INFO, l->id,
+                           HUB_LOG_F(.event = "upgrade_refused",
+                                     .status = 400, .reason = "no_host"),
+                           "upgrade refused: 400 no Host");
         return srv_http_refuse(wsi, l, 400, "Bad Request", NULL, NULL);
     }
     if (!srv_http_hdr_value(wsi, WSI_TOKEN_CONNECTION, v, sizeof(v), &n) ||
         !hub_ws_list_has_token(v, n, "upgrade")) {
-        srv_log_peer(HUB_LOG_INFO, l->id,
-                     "upgrade refused: 400 no \"Connection: upgrade\"");
+        srv_log_peer_event(HUB_LOG_INFO, l->id,
+                           HUB_LOG_F(.event = "upgrade_refused",
+                                     .status = 400,
+                                     .reason = "no_connection_upgrade"),
+                           "upgrade refused: 400 no \"Connection: upgrade\"");
         return srv_http_refuse(wsi, l, 400, "Bad Request", NULL, NULL);
     }
     if (!srv_http_hdr_value(wsi, WSI_TOKEN_KEY, v, sizeof(v), &n) ||
         !hub_ws_key_ok(v, n)) {
-        srv_log_peer(HUB_LOG_INFO, l->id,
-                     "upgrade refused: 400 Sec-WebSocket-Key \"%s\"",
-                     n ? v : "");
+        srv_log_peer_event(HUB_LOG_INFO, l->id,
+                           HUB_LOG_F(.event = "upgrade_refused",
+                                     .status = 400, .reason = "bad_key"),
+                           "upgrade refused: 400 Sec-WebSocket-Key \"%s\"",
+                           n ? v : "");
         return srv_http_refuse(wsi, l, 400, "Bad Request", NULL, NULL);
     }
     return confirm_subprotocol(l, wsi);
@@ -187,19 +203,22 @@ int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
     uint32_t live = (uint32_t)atomic_load(&l->srv->hub->sessions);
     const struct hub_app *app;
     const char *list;
-    bool own;
+    bool own, draining = atomic_load(&l->srv->hub->draining);
 
     if (n <= 5 || strncmp(uri, "/app/", 5) != 0) {
         lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
         return 1;
     }
-    if (atomic_load(&l->srv->hub->draining) ||
-        (cfg->max_connections && live >= cfg->max_connections)) {
+    if (draining || (cfg->max_connections && live >= cfg->max_connections)) {
         HUB_STAT_ADD(l->hub->stats.rejected_http, 1);
-        srv_log_peer(HUB_LOG_WARN, l->id,
-                     "upgrade refused: 503 (%u sessions, limit %u%s)", live,
-                     cfg->max_connections,
-                     atomic_load(&l->srv->hub->draining) ? ", draining" : "");
+        srv_log_peer_event(HUB_LOG_WARN, l->id,
+                           HUB_LOG_F(.event = "upgrade_refused",
+                                     .status = 503,
+                                     .reason = draining ? "draining"
+                                                        : "max_connections"),
+                           "upgrade refused: 503 (%u sessions, limit %u%s)",
+                           live, cfg->max_connections,
+                           draining ? ", draining" : "");
         lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL);
         return 1;
     }
@@ -231,12 +250,15 @@ int srv_http_filter_upgrade(struct srv_loop *l, struct lws *wsi)
         }
         if (!ok) {
             HUB_STAT_ADD(l->hub->stats.rejected_http, 1);
-            srv_log_peer(HUB_LOG_INFO, l->id,
-                         "upgrade refused: 403 origin \"%s\" not allowed "
-                         "by %s list%s%s",
-                         olen ? origin : "",
-                         own ? "the app's" : "the hub-wide",
-                         own ? " of app " : "", own ? app->id : "");
+            srv_log_peer_event(HUB_LOG_INFO, l->id,
+                               HUB_LOG_F(.event = "upgrade_refused",
+                                         .status = 403, .reason = "origin",
+                                         .app = own ? app->id : NULL),
+                               "upgrade refused: 403 origin \"%s\" not "
+                               "allowed by %s list%s%s",
+                               olen ? origin : "",
+                               own ? "the app's" : "the hub-wide",
+                               own ? " of app " : "", own ? app->id : "");
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, NULL);
             return 1;
         }

@@ -105,9 +105,10 @@ static bool wheel_hold_after_stall(struct srv_loop *l, uint64_t now)
     l->wheel_held = true;
     hub_loop_note_stall(l->hub, gap);
     if (gap >= 1000)
-        srv_log(HUB_LOG_WARN, l->id,
-                "loop %u did not run for %llu ms; its timers wait one read "
-                "pass", l->id, (unsigned long long)gap);
+        srv_log_event(HUB_LOG_WARN, l->id,
+                      HUB_LOG_F(.event = "loop_stalled"),
+                      "loop %u did not run for %llu ms; its timers wait one read "
+                      "pass", l->id, (unsigned long long)gap);
     return true;
 }
 
@@ -275,8 +276,11 @@ static int create_context(struct srv_loop *l,
         l->ctx = lws_create_context(info);
     }
     if (!l->ctx) {
-        srv_log(HUB_LOG_ERR, l->id, "lws_create_context failed%s",
-                l->srv->cfg->tls_cert ? " (check --tls-cert / --tls-key)" : "");
+        srv_log_event(HUB_LOG_ERR, l->id,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "lws_context"),
+                      "lws_create_context failed%s",
+                      l->srv->cfg->tls_cert ? " (check --tls-cert / --tls-key)" : "");
         return -EIO;
     }
     return 0;
@@ -295,7 +299,9 @@ static int create_loop(struct srv *srv, unsigned i, uint16_t *port)
     l->srv = srv;
     l->id = i;
     if (srv_listen_open(l, *port, err, sizeof(err))) {
-        srv_log(HUB_LOG_ERR, i, "%s", err);
+        srv_log_event(HUB_LOG_ERR, i,
+                      HUB_LOG_F(.event = "listen_failed", .reason = "listen"),
+                      "%s", err);
         return -EADDRINUSE;
     }
     if (i == 0) {
@@ -303,7 +309,9 @@ static int create_loop(struct srv *srv, unsigned i, uint16_t *port)
         srv->port = *port;
     }
     if (srv_ops_metrics_open(l, err, sizeof(err))) {
-        srv_log(HUB_LOG_ERR, i, "%s", err);
+        srv_log_event(HUB_LOG_ERR, i,
+                      HUB_LOG_F(.event = "listen_failed", .reason = "metrics"),
+                      "%s", err);
         return -EADDRINUSE;
     }
     l->cork = malloc(SRV_CORK_BYTES);
@@ -338,11 +346,17 @@ static int create_loop(struct srv *srv, unsigned i, uint16_t *port)
     lws_sul_schedule(l->ctx, 0, &l->sul_wheel, wheel_sul_cb,
                      (lws_usec_t)srv->hcfg.tick_ms * 1000);
     if (srv_listen_adopt(l)) {
-        srv_log(HUB_LOG_ERR, i, "cannot adopt the listen socket");
+        srv_log_event(HUB_LOG_ERR, i,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "listen_socket"),
+                      "cannot adopt the listen socket");
         return -EIO;
     }
     if (srv_ops_metrics_start(l, protocols)) {
-        srv_log(HUB_LOG_ERR, i, "cannot start the metrics listener");
+        srv_log_event(HUB_LOG_ERR, i,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "metrics_listener"),
+                      "cannot start the metrics listener");
         return -EIO;
     }
     return 0;

@@ -105,9 +105,15 @@ int srv_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
                     HUB_STAT_ADD(l->hub->stats.accept_paused, 1);
                     if (now - l->last_emfile_log_ms >= 1000) {
                         l->last_emfile_log_ms = now;
-                        srv_log(HUB_LOG_WARN, l->id,
-                                "accept: %s; pausing accepts for 100 ms",
-                                strerror(errno));
+                        srv_log_event(HUB_LOG_WARN, l->id,
+                                      HUB_LOG_F(.event = "accept_paused",
+                                                .reason =
+                                                    errno == EMFILE ? "fd_limit"
+                                                    : errno == ENFILE
+                                                        ? "system_fd_limit"
+                                                        : "out_of_memory"),
+                                      "accept: %s; pausing accepts for 100 ms",
+                                      strerror(errno));
                     }
                     lws_rx_flow_control(wsi, 0);
                     lws_sul_schedule(l->ctx, 0, &l->sul_accept,

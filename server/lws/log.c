@@ -1,6 +1,9 @@
 /*
  * server/lws/log.c - one line per event: time, level, loop, message; as text or
- * as JSON lines. Peer-caused lines (srv_log_peer, the hub's log hook, lws's
+ * as JSON lines, the JSON ones with the event's fields (hub/base/log.h;
+ * server/base/logline.c writes a line, docs/LOGS.md is the schema), each
+ * line prefixed with its "<N>" priority when --log-priority says so or
+ * stderr is the journal. Peer-caused lines (srv_log_peer, the hub's log hook, lws's
  * warnings) are rate-limited per client address (server/base/peerlog.h: a
  * bucket per address in an LRU table of SRV_PEERLOG_ENTRIES, under one
  * bucket for all), so one noisy client cannot hide another's lines nor a
@@ -18,6 +21,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,23 +29,26 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "hub/base/json_escape.h"
 #include "hub/base/log.h"
+#include "server/base/logline.h"
 #include "server/base/peerlog.h"
 #include "server/lws/srv.h"
 
 static int log_level = HUB_LOG_INFO;
 static enum srv_log_format log_format = SRV_LOG_TEXT;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool log_priority;
 static struct srv_peerlog *peerlog;
-
-static const char *const level_names[] = { "error", "warn", "info", "debug" };
+/* The node id (--redis), written on every JSON line; "" without. Under
+ * log_mu: the webhook thread may log while the cluster starts. */
+static char log_node[128];
 
 int srv_log_level_parse(const char *s)
 {
-    for (int i = 0; i < 4; i++)
-        if (s && strcasecmp(s, level_names[i]) == 0)
+    for (int i = HUB_LOG_ERR; i <= HUB_LOG_DEBUG; i++)
+        if (s && strcasecmp(s, srv_logline_level_name(i)) == 0)
             return i;
     return -1;
 }
@@ -50,12 +57,13 @@ int srv_log_level_parse(const char *s)
  * stderr is unbuffered: every fputc of an escaped message was a write of
  * its own, so a reader of the pipe (journald, a container runtime, the
  * tests) could see half a line. With a buffer larger than any line
- * (1 KiB of message escaped at most six bytes a byte, plus the prefix),
- * emit()'s fflush writes each line in one write(2).
+ * (SRV_LOGLINE_MAX: the message and the fields escaped at most six bytes a
+ * byte, plus the rest), emit()'s fflush writes each line in one write(2).
  */
-static char stderr_buf[16384];
+static char stderr_buf[SRV_LOGLINE_MAX];
 
-int srv_log_init(int level, enum srv_log_format fmt)
+int srv_log_init(int level, enum srv_log_format fmt,
+                 enum srv_log_priority prio)
 {
     static const struct srv_peerlog_params params = {
         SRV_PEERLOG_ADDR_BURST, SRV_PEERLOG_ADDR_PER_S,
@@ -65,6 +73,10 @@ int srv_log_init(int level, enum srv_log_format fmt)
 
     log_level = level;
     log_format = fmt;
+    log_priority = prio == SRV_LOG_PRIO_ON ||
+                   (prio == SRV_LOG_PRIO_AUTO &&
+                    srv_logline_is_journal(getenv("JOURNAL_STREAM"),
+                                           STDERR_FILENO));
     setvbuf(stderr, stderr_buf, _IOFBF, sizeof(stderr_buf));
     /* The hash seed keeps a sprayer of addresses from choosing ones that
      * share a chain; without getrandom the clock is still unknown to it. */
@@ -80,127 +92,40 @@ bool srv_log_enabled(int level)
     return level <= log_level;
 }
 
-/*
- * Length of the well-formed UTF-8 sequence at s (1..4), or 0 when the bytes
- * there are not one: stray continuation bytes, overlongs, surrogates, code
- * points past U+10FFFF, or a sequence cut short (vsnprintf may truncate in
- * the middle of one).
- */
-static int utf8_len(const unsigned char *s)
-{
-    int n;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
-        n = 2, cp = s[0] & 0x1f;
-    else if (s[0] >= 0xe0 && s[0] <= 0xef)
-        n = 3, cp = s[0] & 0x0f;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-        n = 4, cp = s[0] & 0x07;
-    else
-        return 0;
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-        return 0;
-    return n;
-}
-
-/*
- * Messages can carry peer-supplied bytes (a URI, an app key). Each line
- * stays one line and, in JSON, valid UTF-8 JSON: control characters are
- * escaped and bytes that are not UTF-8 become U+FFFD (JSON) or \xNN
- * (text).
- */
-static void put_escaped(FILE *f, const char *str, bool json)
-{
-    const unsigned char *s = (const unsigned char *)str;
-
-    while (*s) {
-        int n = utf8_len(s);
-
-        if (n == 0) {
-            if (json)
-                fputs("\\ufffd", f);
-            else
-                fprintf(f, "\\x%02x", *s);
-            s++;
-        } else if (n > 1) {
-            fwrite(s, 1, (size_t)n, f);
-            s += n;
-        } else if (json && hub_json_needs_escape(*s, HUB_JSON_ESC_DEL)) {
-            char esc[HUB_JSON_ESC_MAX];
-
-            fwrite(esc, 1, hub_json_escape_byte(*s++, HUB_JSON_ESC_DEL, esc),
-                   f);
-        } else if (!json && (*s < 0x20 || *s == 0x7f)) {
-            fprintf(f, "\\x%02x", *s++);
-        } else {
-            fputc(*s++, f);
-        }
-    }
-}
-
-/* What a peer line carries besides its message; NULL for other lines. */
+/* What a peer line carries besides its message. */
 struct peer_line {
     const char *addr;              /* formatted; NULL: no known address */
     struct srv_peerlog_note note;
     uint64_t now_ms;
 };
 
-static void emit(int level, unsigned loop, const char *msg,
-                 const struct peer_line *pl)
+/* Under log_mu. */
+static void emit(int level, unsigned loop, const struct hub_log_fields *f,
+                 const char *msg, const struct peer_line *pl)
 {
-    struct timespec ts;
-    struct tm tm;
-    char when[32];
-    unsigned long long n = pl ? pl->note.suppressed : 0, secs = 0;
+    struct srv_logline ln = {
+        .level = level, .loop = loop, .node = log_node[0] ? log_node : NULL,
+        .peer = pl ? pl->addr : NULL, .f = f, .msg = msg,
+    };
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+    clock_gettime(CLOCK_REALTIME, &ln.ts);
     /* "in the last Xs": from the first suppressed line, rounded up. */
-    if (n)
-        secs = (pl->now_ms - pl->note.since_ms + 999) / 1000;
-    if (log_format == SRV_LOG_JSON) {
-        fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"loop\":%u,",
-                when, ts.tv_nsec / 1000000, level_names[level], loop);
-        if (pl && pl->addr)
-            fprintf(stderr, "\"peer\":\"%s\",", pl->addr);
-        fputs("\"msg\":\"", stderr);
-        put_escaped(stderr, msg, true);
-        if (n)
-            fprintf(stderr, "\",\"suppressed\":%llu,\"suppressed_s\":%llu}\n",
-                    n, secs ? secs : 1);
-        else
-            fputs("\"}\n", stderr);
-    } else {
-        fprintf(stderr, "%s.%03ldZ %-5s loop=%u ", when,
-                ts.tv_nsec / 1000000, level_names[level], loop);
-        if (pl && pl->addr)
-            fprintf(stderr, "peer=%s ", pl->addr);
-        put_escaped(stderr, msg, false);
-        if (n)
-            fprintf(stderr, " (%llu line%s from %s suppressed in the last "
-                            "%llus)",
-                    n, n == 1 ? "" : "s",
-                    pl->addr ? pl->addr : "no known address",
-                    secs ? secs : 1);
-        fputc('\n', stderr);
+    if (pl && pl->note.suppressed) {
+        unsigned long long secs =
+            (pl->now_ms - pl->note.since_ms + 999) / 1000;
+
+        ln.suppressed = pl->note.suppressed;
+        ln.suppressed_s = secs ? secs : 1;
     }
+    srv_logline_write(stderr, &ln, log_format == SRV_LOG_JSON, log_priority);
     fflush(stderr);
 }
 
-static void vlog(bool peer, int level, unsigned loop, const char *fmt,
-                 va_list ap)
+void srv_log_vevent(bool peer, int level, unsigned loop,
+                    const struct hub_log_fields *f, const char *fmt,
+                    va_list ap)
 {
-    char msg[1024], addr[SRV_PEERADDR_STRLEN];
+    char msg[SRV_LOGLINE_MSG_MAX], addr[SRV_PEERADDR_STRLEN];
     struct srv_peeraddr a;
     struct peer_line pl = { NULL, { 0, 0 }, 0 };
 
@@ -219,7 +144,7 @@ static void vlog(bool peer, int level, unsigned loop, const char *fmt,
         }
     }
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    emit(level, loop, msg, peer ? &pl : NULL);
+    emit(level, loop, f, msg, peer ? &pl : NULL);
     pthread_mutex_unlock(&log_mu);
 }
 
@@ -228,7 +153,7 @@ void srv_log(int level, unsigned loop, const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    vlog(false, level, loop, fmt, ap);
+    srv_log_vevent(false, level, loop, NULL, fmt, ap);
     va_end(ap);
 }
 
@@ -237,8 +162,35 @@ void srv_log_peer(int level, unsigned loop, const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    vlog(true, level, loop, fmt, ap);
+    srv_log_vevent(true, level, loop, NULL, fmt, ap);
     va_end(ap);
+}
+
+void srv_log_event(int level, unsigned loop, const struct hub_log_fields *f,
+                   const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    srv_log_vevent(false, level, loop, f, fmt, ap);
+    va_end(ap);
+}
+
+void srv_log_peer_event(int level, unsigned loop,
+                        const struct hub_log_fields *f, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    srv_log_vevent(true, level, loop, f, fmt, ap);
+    va_end(ap);
+}
+
+void srv_log_set_node(const char *node)
+{
+    pthread_mutex_lock(&log_mu);
+    snprintf(log_node, sizeof(log_node), "%s", node ? node : "");
+    pthread_mutex_unlock(&log_mu);
 }
 
 /*
@@ -277,6 +229,7 @@ void srv_log_tick(uint64_t now_ms)
                  "%s %llu from %u address%s no longer tracked",
                  r.n_top ? "," : "", (unsigned long long)r.gone_lines,
                  r.gone_addrs, r.gone_addrs == 1 ? "" : "es");
-    emit(HUB_LOG_WARN, 0, line, NULL);
+    emit(HUB_LOG_WARN, 0, HUB_LOG_F(.event = "peer_log_suppressed"), line,
+         NULL);
     pthread_mutex_unlock(&log_mu);
 }

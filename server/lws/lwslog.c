@@ -23,22 +23,31 @@ static void lws_emit(int level, const char *line)
     /* Past SRV_HEADER_BYTES lws closes without a status (no hook lets
      * the hub answer): peer-caused, so rate-limited, not an error. */
     if (strncmp(line, "Ran out of header data space", 28) == 0) {
-        srv_log_peer(HUB_LOG_INFO, 0,
-                     "request headers over %u bytes: closed without a "
-                     "response", SRV_HEADER_BYTES);
+        srv_log_peer_event(HUB_LOG_INFO, 0,
+                           HUB_LOG_F(.event = "request_refused",
+                                     .reason = "headers_too_big"),
+                           "request headers over %u bytes: closed without a "
+                           "response", SRV_HEADER_BYTES);
         return;
     }
     if (strncmp(line, "More hdr frags than we can deal with", 36) == 0) {
-        srv_log_peer(HUB_LOG_INFO, 0, "request with too many header lines: "
-                                      "closed without a response");
+        srv_log_peer_event(HUB_LOG_INFO, 0,
+                           HUB_LOG_F(.event = "request_refused",
+                                     .reason = "too_many_headers"),
+                           "request with too many header lines: "
+                           "closed without a response");
         return;
     }
     /* lws warns mostly about what peers do (bad headers, refused
      * upgrades), so its warnings share the peer rate limit. */
     if (level == LLL_ERR)
-        srv_log(HUB_LOG_ERR, 0, "lws: %.*s", (int)n, line);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "lws"),
+                      "lws: %.*s", (int)n, line);
     else
-        srv_log_peer(HUB_LOG_WARN, 0, "lws: %.*s", (int)n, line);
+        srv_log_peer_event(HUB_LOG_WARN, 0,
+                           HUB_LOG_F(.event = "lws"),
+                           "lws: %.*s", (int)n, line);
 }
 
 /*
@@ -74,15 +83,26 @@ void _lws_log(int filter, const char *format, ...)
     va_end(ap);
 }
 
+/* The hub's lines are charged to the peer whose work the thread is doing;
+ * nothing is formatted when the level is off. */
 static void hub_log_bridge(int level, unsigned loop, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    srv_log_vevent(true, level, loop, NULL, fmt, ap);
     va_end(ap);
-    srv_log_peer(level, loop, "%s", line);
+}
+
+static void hub_log_event_bridge(int level, unsigned loop,
+                                 const struct hub_log_fields *f,
+                                 const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    srv_log_vevent(true, level, loop, f, fmt, ap);
+    va_end(ap);
 }
 
 void srv_lwslog_install(void)
@@ -101,5 +121,6 @@ void srv_lwslog_install(void)
     (void)keep_log;
     lws_set_log_level(SRV_LWS_LEVELS, lws_emit);
     hub_log = hub_log_bridge;
+    hub_log_event = hub_log_event_bridge;
     hub_log_enabled = srv_log_enabled;
 }

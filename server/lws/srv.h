@@ -9,6 +9,7 @@
 #define SRV_SRV_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -234,14 +235,30 @@ void srv_tls_loop_fini(struct srv_loop *l);
  * file, one info line and nothing else. */
 int srv_config_reload(struct srv *srv);
 
-/* server/lws/log.c. 0, or -ENOMEM (the per-address table). */
-int srv_log_init(int level, enum srv_log_format fmt);
+/* server/lws/log.c. 0, or -ENOMEM (the per-address table). prio: the
+ * "<N>" prefix on, off, or on when stderr is the journal. */
+int srv_log_init(int level, enum srv_log_format fmt,
+                 enum srv_log_priority prio);
 void srv_log(int level, unsigned loop, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Peer-caused events: at most a few lines a second per address (that of
  * hub_log_conn's connection), the rest counted. */
 void srv_log_peer(int level, unsigned loop, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same two with the line's fields (hub/base/log.h; borrowed for the
+ * call, may be NULL): keys of the JSON line, docs/LOGS.md. */
+void srv_log_event(int level, unsigned loop, const struct hub_log_fields *f,
+                   const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void srv_log_peer_event(int level, unsigned loop,
+                        const struct hub_log_fields *f, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* What the four above and the hub's hook come to; peer as srv_log_peer. */
+void srv_log_vevent(bool peer, int level, unsigned loop,
+                    const struct hub_log_fields *f, const char *fmt,
+                    va_list ap) __attribute__((format(printf, 5, 0)));
+/* The node id every JSON line carries from now on (copied; NULL: none). */
+void srv_log_set_node(const char *node);
 /* Main thread, about once a second: the summary of suppressed lines no
  * later line reported, at most every SRV_PEERLOG_REPORT_MS. */
 void srv_log_tick(uint64_t now_ms);

@@ -85,8 +85,11 @@ static int cert_cb(SSL *ssl, void *arg)
 int srv_tls_vhost_init(struct srv_loop *l, SSL_CTX *ctx)
 {
     if (SSL_CTX_set1_groups_list(ctx, SRV_TLS_GROUPS) != 1) {
-        srv_log(HUB_LOG_ERR, l->id, "tls: cannot set groups %s",
-                SRV_TLS_GROUPS);
+        srv_log_event(HUB_LOG_ERR, l->id,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "tls_groups"),
+                      "tls: cannot set groups %s",
+                      SRV_TLS_GROUPS);
         return -1;
     }
     SSL_CTX_set_cert_cb(ctx, cert_cb, l);
@@ -233,19 +236,25 @@ int srv_tls_reload(struct srv *srv)
     char why[512];
 
     if (!cfg->tls_cert) {
-        srv_log(HUB_LOG_INFO, 0, "tls: SIGHUP: no --tls-cert, nothing to "
-                                 "reload");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "tls"),
+                      "tls: SIGHUP: no --tls-cert, nothing to "
+                      "reload");
         return 0;
     }
     c = creds_load(cfg->tls_cert, cfg->tls_key, why, sizeof(why));
     if (!c) {
-        srv_log(HUB_LOG_ERR, 0, "tls: certificate not reloaded, keeping the "
-                                "old one: %s", why);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed", .reason = "tls"),
+                      "tls: certificate not reloaded, keeping the "
+                      "old one: %s", why);
         return -1;
     }
     if (X509_cmp_current_time(X509_get0_notAfter(c->cert)) < 0)
-        srv_log(HUB_LOG_WARN, 0, "tls: the new certificate has expired "
-                                 "(%s)", c->desc);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "tls_cert_expired"),
+                      "tls: the new certificate has expired "
+                      "(%s)", c->desc);
     atomic_store(&c->left, srv->n_loops);
     atomic_fetch_add(&c->refs, srv->n_loops);
     for (unsigned i = 0; i < srv->n_loops; i++) {
@@ -268,9 +277,10 @@ void srv_tls_pick_up(struct srv_loop *l)
     creds_unref(l->tls_current);
     l->tls_current = c; /* keeps the reference the main thread gave */
     if (atomic_fetch_sub(&c->left, 1) == 1)
-        srv_log(HUB_LOG_INFO, l->id,
-                "tls: certificate reloaded on %u loops: %s",
-                l->srv->n_loops, c->desc);
+        srv_log_event(HUB_LOG_INFO, l->id,
+                      HUB_LOG_F(.event = "reload", .reason = "tls"),
+                      "tls: certificate reloaded on %u loops: %s",
+                      l->srv->n_loops, c->desc);
 }
 
 void srv_tls_loop_fini(struct srv_loop *l)

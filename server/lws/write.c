@@ -62,8 +62,10 @@ static void test_stall(struct srv_loop *l)
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
     l->stall_after_ping = false;
-    srv_log(HUB_LOG_WARN, l->id, "test: stalling loop %u for %u ms", l->id,
-            ms);
+    srv_log_event(HUB_LOG_WARN, l->id,
+                  HUB_LOG_F(.event = "test_hook"),
+                  "test: stalling loop %u for %u ms", l->id,
+                  ms);
     while (nanosleep(&ts, &ts) && errno == EINTR)
         ;
 }

@@ -82,7 +82,10 @@ static int set_cluster_key(struct srv *srv, const struct srv_config *cfg)
                               srv->node_id,
                               cfg->node_lease_ms ? cfg->node_lease_ms : 3000);
     else
-        srv_log(HUB_LOG_ERR, 0, "--cluster-key-file: %s", err);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "cluster_key"),
+                      "--cluster-key-file: %s", err);
     if (k1)
         OPENSSL_cleanse(k1, l1);
     if (k2)
@@ -92,10 +95,11 @@ static int set_cluster_key(struct srv *srv, const struct srv_config *cfg)
     if (!key)
         return -1;
     hub_cluster_set_key(srv->cluster, key);
-    srv_log(HUB_LOG_INFO, 0,
-            "backplane: cluster key loaded (%d key%s); every envelope "
-            "is MACed and checked",
-            l2 ? 2 : 1, l2 ? "s, signing with the first" : "");
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "cluster_key"),
+                  "backplane: cluster key loaded (%d key%s); every envelope "
+                  "is MACed and checked",
+                  l2 ? 2 : 1, l2 ? "s, signing with the first" : "");
     return 0;
 }
 
@@ -114,7 +118,10 @@ struct hub *srv_redis_cluster_hub_create(struct srv *srv)
      * certificate or key OpenSSL refuses. */
     if (srv_redis_conn_from_config(&conn, cfg, &srv->secrets, err,
                                    sizeof(err))) {
-        srv_log(HUB_LOG_ERR, 0, "--redis: %s", err);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "redis_url"),
+                      "--redis: %s", err);
         return NULL;
     }
     srv_redis_conn_describe(&conn, where, sizeof(where));
@@ -123,6 +130,8 @@ struct hub *srv_redis_cluster_hub_create(struct srv *srv)
         srv_redis_conn_fini(&conn);
         return NULL;
     }
+    /* From here on every JSON log line names this node (docs/LOGS.md). */
+    srv_log_set_node(srv->node_id);
     srv->hcfg.node_tag = node_tag(srv->node_id);
     srv->redis = srv_redis_create(&conn, srv->node_id);
     if (!srv->redis)
@@ -173,10 +182,12 @@ struct hub *srv_redis_cluster_hub_create(struct srv *srv)
         }
         srv_redis_set_lease(srv->redis, lease);
     }
-    srv_log(HUB_LOG_INFO, 0,
-            "backplane: node %s, redis %s db %d%s, prefix %s; connecting",
-            srv->node_id, where, conn.url.db,
-            conn.url.tls ? " over TLS" : "", cfg->redis_prefix);
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "redis_link", .reason = "connecting",
+                            .url = where),
+                  "backplane: node %s, redis %s db %d%s, prefix %s; connecting",
+                  srv->node_id, where, conn.url.db,
+                  conn.url.tls ? " over TLS" : "", cfg->redis_prefix);
     return h;
 fail:
     srv->cluster = NULL;
@@ -190,7 +201,10 @@ int srv_redis_cluster_start(struct srv *srv)
     if (!srv->redis)
         return 0;
     if (srv_redis_start(srv->redis)) {
-        srv_log(HUB_LOG_ERR, 0, "backplane: cannot start its thread");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "backplane_thread"),
+                      "backplane: cannot start its thread");
         return -1;
     }
     return 0;

@@ -122,20 +122,25 @@ static void go_down(struct srv_redis *r, const char *why)
     if (r->dir)
         srv_redis_dir_down(r->dir);
     if (was_up) {
-        srv_log(HUB_LOG_WARN, 0,
-                "backplane: down (%s); local delivery goes on, cross-node "
-                "messages are lost until Redis is back", why);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_link", .reason = "down"),
+                      "backplane: down (%s); local delivery goes on, cross-node "
+                      "messages are lost until Redis is back", why);
     } else if (!r->told_down) {
         where_of(r, where, sizeof(where));
-        srv_log(HUB_LOG_WARN, 0,
-                "backplane: redis %s unreachable (%s); serving local "
-                "subscribers only, retrying",
-                where, why);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_link", .reason = "unreachable",
+                                .url = where),
+                      "backplane: redis %s unreachable (%s); serving local "
+                      "subscribers only, retrying",
+                      where, why);
     } else if (new_why) {
         where_of(r, where, sizeof(where));
-        srv_log(HUB_LOG_WARN, 0,
-                "backplane: redis %s still unreachable, now: %s; retrying",
-                where, why);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_link", .reason = "unreachable",
+                                .url = where),
+                      "backplane: redis %s still unreachable, now: %s; retrying",
+                      where, why);
     }
     r->told_down = true;
     r->up = false;
@@ -171,11 +176,13 @@ static void go_up(struct srv_redis *r)
     srv_redis_lease_up(r->lease, r->loop, r->cmd);
     k = srv_redis_rx_up(r);
     where_of(r, where, sizeof(where));
-    srv_log(HUB_LOG_INFO, 0,
-            "backplane: up, redis %s db %d%s, node %s, %u channels "
-            "subscribed",
-            where, r->conn.url.db, r->conn.tls ? " over TLS" : "",
-            r->node_id, k);
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "redis_link", .reason = "up",
+                            .url = where),
+                  "backplane: up, redis %s db %d%s, node %s, %u channels "
+                  "subscribed",
+                  where, r->conn.url.db, r->conn.tls ? " over TLS" : "",
+                  r->node_id, k);
     /* Sentinel: hear of the next failover at once. */
     if (r->sentinel)
         srv_redis_sentinel_watch(r->sentinel);
@@ -313,9 +320,10 @@ static void switched_cb(void *ctx, const char *host, int port, const char *why)
     (void)why;
     if (!strcmp(host, r->at.host) && port == r->at.port)
         return;
-    srv_log(HUB_LOG_WARN, 0,
-            "backplane: sentinels switched master %s to %s:%d; reconnecting",
-            r->conn.sentinels.master, host, port);
+    srv_log_event(HUB_LOG_WARN, 0,
+                  HUB_LOG_F(.event = "redis_link", .reason = "switch_master"),
+                  "backplane: sentinels switched master %s to %s:%d; reconnecting",
+                  r->conn.sentinels.master, host, port);
     if (r->up || r->cmd || r->sub) {
         r->attempts = 0;
         go_down(r, "the primary changed (+switch-master)");
@@ -562,8 +570,10 @@ void srv_redis_attach(struct srv_redis *r, struct hub_cluster *c)
                                   srv_redis_rx_confirmed, c, r->node_id);
     srv_redis_dir_set_ready(r->dir, &r->ready);
     if (!r->dir)
-        srv_log(HUB_LOG_WARN, 0, "backplane: out of memory for the "
-                "directory; channel state stays per node");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "out_of_memory"),
+                      "backplane: out of memory for the "
+                      "directory; channel state stays per node");
 }
 
 void srv_redis_wake(void *ctx)

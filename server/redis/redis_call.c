@@ -247,8 +247,10 @@ static void call_cb(struct srv_redis_async *ac, void *reply, void *priv)
             srv_redis_call_send(k);
             return;
         }
-        srv_log(HUB_LOG_WARN, 0, "backplane: directory script failed: %.*s",
-                (int)rep->len, rep->str ? rep->str : "");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_script_failed"),
+                      "backplane: directory script failed: %.*s",
+                      (int)rep->len, rep->str ? rep->str : "");
         HUB_STAT_ADD(k->cx->st->bad, 1);
         srv_redis_call_fail(k);
         return;

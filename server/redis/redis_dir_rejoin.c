@@ -275,23 +275,28 @@ static void rejoin_step(struct srv_redis_dir *d)
     /* In sync (joined: /readyz's 200), or not until the next reconnect. */
     srv_redis_ready_synced(d->ready, !d->rj.failed, "a script call failed");
     if (d->rj.failed) {
-        srv_log(HUB_LOG_WARN, 0,
-                "backplane: rejoin of the directory incomplete (a script "
-                "call of %u failed); the next reconnect rejoins again",
-                d->rj.chunks);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_rejoin",
+                                .reason = "incomplete"),
+                      "backplane: rejoin of the directory incomplete (a script "
+                      "call of %u failed); the next reconnect rejoins again",
+                      d->rj.chunks);
     } else {
         HUB_STAT_ADD(d->st->rejoins, 1);
-        srv_log(HUB_LOG_INFO, 0,
-                "backplane: rejoined the directory: %lld subscriptions on "
-                "%lld channels, %lld presence members (%lld users appeared, "
-                "%lld left cluster-wide)",
-                d->rj.tot[0], d->rj.tot[1], d->rj.tot[2], d->rj.tot[3],
-                d->rj.tot[4]);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "redis_rejoin"),
+                      "backplane: rejoined the directory: %lld subscriptions on "
+                      "%lld channels, %lld presence members (%lld users appeared, "
+                      "%lld left cluster-wide)",
+                      d->rj.tot[0], d->rj.tot[1], d->rj.tot[2], d->rj.tot[3],
+                      d->rj.tot[4]);
         if (d->rj.on[0])
-            srv_log(HUB_LOG_INFO, 0,
-                    "backplane: rejoined online state: %lld signed-in "
-                    "users (%lld came online cluster-wide)",
-                    d->rj.on[0], d->rj.on[1]);
+            srv_log_event(HUB_LOG_INFO, 0,
+                          HUB_LOG_F(.event = "redis_rejoin",
+                                    .reason = "online"),
+                          "backplane: rejoined online state: %lld signed-in "
+                          "users (%lld came online cluster-wide)",
+                          d->rj.on[0], d->rj.on[1]);
         /* The totals moved: subscription counts are read anew. */
         hub_cluster_counts_refresh(d->c);
     }

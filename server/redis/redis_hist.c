@@ -176,12 +176,16 @@ static void read_cb(struct srv_redis_async *ac, void *reply, void *priv)
 
         if (!r->hist_warned_ms || now - r->hist_warned_ms >= 60000) {
             r->hist_warned_ms = now;
-            srv_log(HUB_LOG_WARN, 0, "recovery: reading the stream of %s "
-                    "failed (%s); the client is told lubdub:resume_failed "
-                    "(history_read_failed counts them)",
-                    rd->name,
-                    rp && rp->type == REDIS_REPLY_ERROR && rp->str ? rp->str
-                    : rp ? "a bad reply" : "no reply");
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "resume_failed",
+                                    .channel = rd->name,
+                                    .reason = "history_read_failed"),
+                          "recovery: reading the stream of %s "
+                          "failed (%s); the client is told lubdub:resume_failed "
+                          "(history_read_failed counts them)",
+                          rd->name,
+                          rp && rp->type == REDIS_REPLY_ERROR && rp->str ? rp->str
+                          : rp ? "a bad reply" : "no reply");
         }
         for (size_t i = 0; i < rd->n; i++)
             free(rd->e[i].data);

@@ -351,16 +351,24 @@ static void reap_done(struct srv_redis_lease *l, struct reap *x)
     unsigned long long s = x->subs, m = x->mems;
 
     if (l->leaving && x->self) {
-        srv_log(HUB_LOG_INFO, 0, "backplane: node %s deregistered; removed "
-                "its %llu subscriptions and %llu members", l->node_id, s, m);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "redis_lease",
+                                .reason = "deregistered"),
+                      "backplane: node %s deregistered; removed "
+                      "its %llu subscriptions and %llu members", l->node_id, s, m);
     } else if (x->self) {
-        srv_log(HUB_LOG_INFO, 0, "backplane: removed what an earlier run of "
-                "node %s left: %llu subscriptions and %llu members",
-                l->node_id, s, m);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "redis_lease",
+                                .reason = "reaped_earlier_run"),
+                      "backplane: removed what an earlier run of "
+                      "node %s left: %llu subscriptions and %llu members",
+                      l->node_id, s, m);
     } else {
         HUB_STAT_ADD(l->st->reaped, 1);
-        srv_log(HUB_LOG_INFO, 0, "backplane: node %s lease expired; removed "
-                "its %llu subscriptions and %llu members", x->dead, s, m);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "redis_lease", .reason = "reaped"),
+                      "backplane: node %s lease expired; removed "
+                      "its %llu subscriptions and %llu members", x->dead, s, m);
     }
 }
 
@@ -384,10 +392,13 @@ static void reap_reply(struct srv_redis_async *ac, void *reply, void *priv)
         /* Kept: the next tick tries again (this node still holds the
          * token's lock for 30 s; after that any node resumes it). */
         if (!x->told)
-            srv_log(HUB_LOG_WARN, 0, "backplane: reaping %s failed (%s); "
-                    "retrying each tick", x->dead,
-                    rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
-                                                               : "bad reply");
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "redis_lease",
+                                    .reason = "reap_failed"),
+                          "backplane: reaping %s failed (%s); "
+                          "retrying each tick", x->dead,
+                          rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
+                          : "bad reply");
         x->told = true;
         return;
     }
@@ -492,20 +503,27 @@ static void tick_reply(struct srv_redis_async *ac, void *reply, void *priv)
         check_noscript(l, S_TICK, rep);
         HUB_STAT_ADD(l->st->lease_failures, 1);
         if (!l->failing)
-            srv_log(HUB_LOG_WARN, 0, "backplane: lease renewal failed (%s)",
-                    rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
-                                                               : "bad reply");
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "redis_lease",
+                                    .reason = "renew_failed"),
+                          "backplane: lease renewal failed (%s)",
+                          rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
+                          : "bad reply");
         l->failing = true;
         return;
     }
     if (l->failing)
-        srv_log(HUB_LOG_INFO, 0, "backplane: lease renewed again");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "redis_lease", .reason = "renewed"),
+                      "backplane: lease renewed again");
     l->failing = false;
     if (str_is(rep->element[0], "reaped")) {
         HUB_STAT_ADD(l->st->lease_lost, 1);
-        srv_log(HUB_LOG_WARN, 0, "backplane: this node (%s) was reaped while "
-                "away (its lease expired, or Redis lost its keys); "
-                "re-registering what it has", l->node_id);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_lease", .reason = "lost"),
+                      "backplane: this node (%s) was reaped while "
+                      "away (its lease expired, or Redis lost its keys); "
+                      "re-registering what it has", l->node_id);
         /* The first tick on a connection is followed there by the
          * directory's own REJOIN (it runs on every connect). */
         if (l->rejoin && !first)
@@ -680,8 +698,10 @@ static void leave_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
     (void)loop;
     (void)revents;
-    srv_log(HUB_LOG_WARN, 0, "backplane: deregistration unfinished after "
-            "%d ms; the other nodes finish it", LEAVE_DEADLINE_MS);
+    srv_log_event(HUB_LOG_WARN, 0,
+                  HUB_LOG_F(.event = "redis_lease", .reason = "leave_timeout"),
+                  "backplane: deregistration unfinished after "
+                  "%d ms; the other nodes finish it", LEAVE_DEADLINE_MS);
     leave_finish(l);
 }
 
@@ -693,10 +713,13 @@ static void leave_reply(struct srv_redis_async *ac, void *reply, void *priv)
     if (!ours(l, ac, reply))
         return;
     if (!is_str(rep)) {
-        srv_log(HUB_LOG_WARN, 0, "backplane: cannot deregister (%s); the "
-                "other nodes reap this node when its lease expires",
-                rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
-                                                           : "bad reply");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_lease",
+                                .reason = "leave_failed"),
+                      "backplane: cannot deregister (%s); the "
+                      "other nodes reap this node when its lease expires",
+                      rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
+                      : "bad reply");
         leave_finish(l);
         return;
     }

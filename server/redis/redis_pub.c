@@ -248,10 +248,12 @@ static void cache_load_cb(struct srv_redis_async *ac, void *reply, void *priv)
         return; /* the connection went: the next go_up loads again */
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
         !srv_redis_is_str(rep->element[0])) {
-        srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
-                "entries from redis (%s)",
-                rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
-                                                           : "bad reply");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "cache_load", .reason = "failed"),
+                      "backplane: cannot load the cache "
+                      "entries from redis (%s)",
+                      rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str
+                      : "bad reply");
         return;
     }
     for (size_t i = 1; i + 2 < rep->elements; i += 3) {
@@ -272,8 +274,10 @@ static void cache_load_cb(struct srv_redis_async *ac, void *reply, void *priv)
         srv_redis_cache_load(r, cur->str, cur->len);
         return;
     }
-    srv_log(HUB_LOG_INFO, 0, "backplane: %llu cache entries loaded from "
-            "redis", (unsigned long long)r->n_loaded);
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "cache_load"),
+                  "backplane: %llu cache entries loaded from "
+                  "redis", (unsigned long long)r->n_loaded);
 }
 
 void srv_redis_cache_load(struct srv_redis *r, const char *cursor,
@@ -287,6 +291,8 @@ void srv_redis_cache_load(struct srv_redis *r, const char *cursor,
     if (!r->cmd ||
         srv_redis_async_cmd(r->cmd, cache_load_cb, r, "EVAL %s 0 %b %s",
                             srv_redis_lua_cache_scan, cursor, len, pat) != 0)
-        srv_log(HUB_LOG_WARN, 0, "backplane: cannot load the cache "
-                "entries from redis");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "cache_load", .reason = "failed"),
+                      "backplane: cannot load the cache "
+                      "entries from redis");
 }

@@ -74,11 +74,13 @@ bool srv__wh_ep_push(struct srv_wh_ep *ep, struct srv_wh_batch *b)
     if (wh->held_bytes + b->len > wh->cfg->webhook_max_pending) {
         atomic_fetch_add(&ep->dropped, 1);
         if (!wh->dropping)
-            srv_log(HUB_LOG_WARN, 0,
-                    "webhooks: pending batches reached --webhook-max-pending "
-                    "(%" PRIu64 " bytes); new batches are dropped (counted "
-                    "in webhook_dropped_total) until it drains",
-                    (uint64_t)wh->cfg->webhook_max_pending);
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "webhook_dropping",
+                                    .reason = "max_pending"),
+                          "webhooks: pending batches reached --webhook-max-pending "
+                          "(%" PRIu64 " bytes); new batches are dropped (counted "
+                          "in webhook_dropped_total) until it drains",
+                          (uint64_t)wh->cfg->webhook_max_pending);
         wh->dropping = true;
         for (unsigned i = 0; i < b->n_acks; i++)
             free(b->acks[i]);
@@ -108,8 +110,11 @@ void srv__wh_ep_pop(struct srv_wh_ep *ep)
     batch_free(ep->wh, b);
     if (ep->wh->dropping && ep->wh->held_bytes <
                                 ep->wh->cfg->webhook_max_pending / 2) {
-        srv_log(HUB_LOG_INFO, 0, "webhooks: pending batches below half of "
-                                 "--webhook-max-pending; no longer dropping");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "webhook_dropping",
+                                .reason = "stopped"),
+                      "webhooks: pending batches below half of "
+                      "--webhook-max-pending; no longer dropping");
         ep->wh->dropping = false;
     }
 }

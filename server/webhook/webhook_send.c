@@ -85,8 +85,11 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         atomic_fetch_add(&ep->sent, 1);
         latency(ep, wall > b->created_ms ? wall - b->created_ms : 0);
         if (ep->failing)
-            srv_log(HUB_LOG_INFO, 0, "webhook %s (app %s): up again",
-                    ep->shown, ep->app->id);
+            srv_log_event(HUB_LOG_INFO, 0,
+                          HUB_LOG_F(.event = "webhook_up", .app = ep->app->id,
+                                    .url = ep->shown),
+                          "webhook %s (app %s): up again",
+                          ep->shown, ep->app->id);
         ep->failing = false;
         atomic_store(&ep->up, true);
         if (wh->store && b->id) {
@@ -107,9 +110,11 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
     atomic_fetch_add(&ep->failed, 1);
     atomic_store(&ep->up, false);
     if (!ep->failing)
-        srv_log(HUB_LOG_WARN, 0,
-                "webhook %s (app %s): failing (%s); retrying with backoff",
-                ep->shown, ep->app->id, ep->last_err);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "webhook_failed", .app = ep->app->id,
+                                .url = ep->shown, .reason = ep->last_err),
+                      "webhook %s (app %s): failing (%s); retrying with backoff",
+                      ep->shown, ep->app->id, ep->last_err);
     ep->failing = true;
     b->attempts++;
     if (b->acks && !srv_wh_stream_holds(wh, ep)) {
@@ -119,11 +124,14 @@ static void finished(struct srv_wh *wh, CURL *easy, CURLcode res,
         return;
     }
     if (wall >= b->created_ms + wh->cfg->webhook_retry_window_ms) {
-        srv_log(HUB_LOG_WARN, 0,
-                "webhook %s (app %s): batch %s dead-lettered after %u "
-                "attempts (%s)",
-                ep->shown, ep->app->id, b->idem, b->attempts,
-                ep->last_err);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "webhook_dead_letter",
+                                .app = ep->app->id, .url = ep->shown,
+                                .reason = ep->last_err),
+                      "webhook %s (app %s): batch %s dead-lettered after %u "
+                      "attempts (%s)",
+                      ep->shown, ep->app->id, b->idem, b->attempts,
+                      ep->last_err);
         if (wh->store && b->acks && !b->id)
             /* From the cluster's stream: not stored yet. */
             srv__wh_store_add(wh, ep, b);
@@ -430,7 +438,8 @@ static struct srv_wh *wh_new(struct srv *srv, const struct hub_app *apps,
 
     if (!wh || pthread_mutex_init(&wh->mu, NULL)) {
         free(wh);
-        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+        srv_log_event(HUB_LOG_ERR, 0, HUB_LOG_F(.event = "out_of_memory"),
+                      "webhooks: out of memory");
         return NULL;
     }
     view = srv__wh_view_new(apps, idx, n_apps, n_index);
@@ -439,7 +448,8 @@ static struct srv_wh *wh_new(struct srv *srv, const struct hub_app *apps,
         srv__wh_view_free(view);
         pthread_mutex_destroy(&wh->mu);
         free(wh);
-        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+        srv_log_event(HUB_LOG_ERR, 0, HUB_LOG_F(.event = "out_of_memory"),
+                      "webhooks: out of memory");
         return NULL;
     }
     wh->srv = srv;
@@ -461,7 +471,8 @@ static struct srv_wh *wh_new(struct srv *srv, const struct hub_app *apps,
     if (!wh->multi || !wh->eng || srv_wh_stream_create(wh)) {
         srv__wh_view_free(view);
         wh_free(wh);
-        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+        srv_log_event(HUB_LOG_ERR, 0, HUB_LOG_F(.event = "out_of_memory"),
+                      "webhooks: out of memory");
         return NULL;
     }
     curl_multi_setopt(wh->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
@@ -481,20 +492,27 @@ static int store_start(struct srv_wh *wh, unsigned n)
     char err[512];
 
     if (!cfg->state_dir) {
-        srv_log(HUB_LOG_WARN, 0,
-                "webhooks: %u endpoints; no --state-dir, so pending "
-                "webhooks are kept in memory only and lost on restart",
-                n);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "webhook_start", .reason = "memory"),
+                      "webhooks: %u endpoints; no --state-dir, so pending "
+                      "webhooks are kept in memory only and lost on restart",
+                      n);
         return 0;
     }
     /* One level, as --check-config allowed (its parent exists). */
     if (mkdir(cfg->state_dir, 0700) && errno != EEXIST) {
-        srv_log(HUB_LOG_ERR, 0, "--state-dir %s: %s", cfg->state_dir,
-                strerror(errno));
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "state_dir"),
+                      "--state-dir %s: %s", cfg->state_dir,
+                      strerror(errno));
         return -1;
     }
     if (srv_wh_store_open(cfg->state_dir, &wh->store, err, sizeof(err))) {
-        srv_log(HUB_LOG_ERR, 0, "%s", err);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "webhook_store"),
+                      "%s", err);
         return -1;
     }
     if (srv_wh_store_load(wh->store, 0, srv__wh_on_row, wh) ||
@@ -502,18 +520,22 @@ static int store_start(struct srv_wh *wh, unsigned n)
         srv_wh_store_take_replays(wh->store, srv__wh_wall_ms(),
                                   srv__wh_on_row, wh) ||
         srv_wh_store_commit(wh->store)) {
-        srv_log(HUB_LOG_ERR, 0, "webhooks: cannot read the store in %s",
-                cfg->state_dir);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "webhook_store"),
+                      "webhooks: cannot read the store in %s",
+                      cfg->state_dir);
         return -1;
     }
-    srv_log(HUB_LOG_INFO, 0,
-            "webhooks: %u endpoints; pending batches are kept in "
-            "%s/webhooks.db (%" PRIu64 " bytes loaded%s)",
-            n, cfg->state_dir, wh->held_bytes,
-            atomic_load(&wh->orphans)
-                ? "; rows for endpoints no longer configured stay in "
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "webhook_start", .reason = "state_dir"),
+                  "webhooks: %u endpoints; pending batches are kept in "
+                  "%s/webhooks.db (%" PRIu64 " bytes loaded%s)",
+                  n, cfg->state_dir, wh->held_bytes,
+                  atomic_load(&wh->orphans)
+                  ? "; rows for endpoints no longer configured stay in "
                   "the store"
-                : "");
+                  : "");
     return 0;
 }
 
@@ -532,7 +554,9 @@ static int wh_start(struct srv *srv, const struct hub_app *apps,
     struct srv_wh *wh;
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        srv_log(HUB_LOG_ERR, 0, "webhooks: libcurl did not initialise");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed", .reason = "libcurl"),
+                      "webhooks: libcurl did not initialise");
         return -1;
     }
     if (!(wh = wh_new(srv, apps, idx, n_apps, n_index)))
@@ -544,25 +568,34 @@ static int wh_start(struct srv *srv, const struct hub_app *apps,
     wh->q.wake = wake;
     wh->q.wake_ctx = wh->multi;
     if (!hub_dir_set_edge_hook(srv->hub, hub_wh_dir_edge, &wh->q))
-        srv_log(HUB_LOG_WARN, 0, "webhooks: this backplane reports no "
-                                 "channel edges; occupied, vacated and "
-                                 "member events are not sent");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "webhook_start",
+                                .reason = "no_edges"),
+                      "webhooks: this backplane reports no "
+                      "channel edges; occupied, vacated and "
+                      "member events are not sent");
     if (wh->whs && srv->cluster) {
         if (cluster_mark(wh, NULL, NULL, 0, wh->view->n)) {
             hub_dir_set_edge_hook(srv->hub, NULL, NULL);
             wh_free(wh);
-            srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory");
+            srv_log_event(HUB_LOG_ERR, 0, HUB_LOG_F(.event = "out_of_memory"),
+                          "webhooks: out of memory");
             return -1;
         }
-        srv_log(HUB_LOG_INFO, 0,
-                "webhooks: durable through redis streams (%s:wh:<app>); "
-                "one node per app sends, holding %s:whl:<app>",
-                cfg->redis_prefix, cfg->redis_prefix);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "webhook_start",
+                                .reason = "redis_streams"),
+                      "webhooks: durable through redis streams (%s:wh:<app>); "
+                      "one node per app sends, holding %s:whl:<app>",
+                      cfg->redis_prefix, cfg->redis_prefix);
     }
     if (pthread_create(&wh->thread, NULL, sender_main, wh)) {
         hub_dir_set_edge_hook(srv->hub, NULL, NULL);
         wh_free(wh);
-        srv_log(HUB_LOG_ERR, 0, "webhooks: cannot start the sender thread");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "webhook_thread"),
+                      "webhooks: cannot start the sender thread");
         return -1;
     }
     /* Named apart from the loops (lubdub-N) for top -H and the benchmarks'
@@ -582,9 +615,12 @@ int srv_wh_start(struct srv *srv)
         n += cfg->apps[i].n_webhooks;
     if (!n) {
         if (cfg->state_dir)
-            srv_log(HUB_LOG_INFO, 0, "webhooks: none configured; "
-                                     "--state-dir is used once a reload "
-                                     "brings some");
+            srv_log_event(HUB_LOG_INFO, 0,
+                          HUB_LOG_F(.event = "webhook_start",
+                                    .reason = "none"),
+                          "webhooks: none configured; "
+                          "--state-dir is used once a reload "
+                          "brings some");
         return 0;
     }
     return wh_start(srv, cfg->apps, NULL, cfg->n_apps, cfg->n_apps, n);
@@ -606,8 +642,10 @@ void srv_wh_stop(struct srv *srv)
         for (unsigned i = 0; i < wh->n_eps; i++)
             lost += atomic_load(&wh->eps[i]->depth);
     if (lost)
-        srv_log(HUB_LOG_WARN, 0, "webhooks: %" PRIu64 " undelivered batches "
-                                 "lost at exit (no --state-dir)", lost);
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "webhook_lost", .reason = "exit"),
+                      "webhooks: %" PRIu64 " undelivered batches "
+                      "lost at exit (no --state-dir)", lost);
     the_wh = NULL;
     wh_free(wh);
     curl_global_cleanup();
@@ -625,8 +663,11 @@ void srv_wh_reload(struct srv *srv, const struct hub_app *apps,
         return;      /* none, or the sender did not start (logged) */
     v = srv__wh_view_new(apps, idx, n, n_index);
     if (!v) {
-        srv_log(HUB_LOG_ERR, 0, "webhooks: reload not applied, the "
-                                "endpoints stay as they were (out of memory)");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed",
+                                .reason = "webhooks"),
+                      "webhooks: reload not applied, the "
+                      "endpoints stay as they were (out of memory)");
         return;
     }
     pthread_mutex_lock(&wh->mu);
@@ -638,14 +679,20 @@ void srv_wh_reload(struct srv *srv, const struct hub_app *apps,
      * makes: v can be read here. Published after the hand-over, so an
      * event of a new app reaches the sender after its view. */
     if (hub_wh_queue_set_wants(&wh->q, v->apps, v->n))
-        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: the loops keep "
-                                "the event types of before the reload");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed",
+                                .reason = "webhooks"),
+                      "webhooks: out of memory: the loops keep "
+                      "the event types of before the reload");
     /* With --redis, from now on exactly the reloaded apps' edges go to
      * Redis: a removed or disabled app's no longer do. */
     else if (cluster_mark(wh, NULL, NULL, 0, v->n))
-        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: the cluster's "
-                                "scripts keep queueing the edges of the "
-                                "apps of before the reload");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed",
+                                .reason = "webhooks"),
+                      "webhooks: out of memory: the cluster's "
+                      "scripts keep queueing the edges of the "
+                      "apps of before the reload");
     curl_multi_wakeup(wh->multi);
 }
 
@@ -665,19 +712,27 @@ void srv_wh_reload_prepare(struct srv *srv, const struct hub_app *apps,
         if (apps[j].enabled)
             eps += apps[j].n_webhooks;
     if (!wh && eps) {
-        srv_log(HUB_LOG_INFO, 0, "webhooks: the reloaded apps have the "
-                                 "first webhooks since the start; starting "
-                                 "the sender");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "webhook_start", .reason = "reload"),
+                      "webhooks: the reloaded apps have the "
+                      "first webhooks since the start; starting "
+                      "the sender");
         if (wh_start(srv, apps, idx, n, n_index, eps)) {
-            srv_log(HUB_LOG_ERR, 0, "webhooks: the sender did not start; "
-                                    "nothing is sent until a reload starts "
-                                    "it");
+            srv_log_event(HUB_LOG_ERR, 0,
+                          HUB_LOG_F(.event = "reload_failed",
+                                    .reason = "webhooks"),
+                          "webhooks: the sender did not start; "
+                          "nothing is sent until a reload starts "
+                          "it");
             return;
         }
         wh = the_wh;
     }
     if (wh && cluster_mark(wh, apps, idx, n, n_index))
-        srv_log(HUB_LOG_ERR, 0, "webhooks: out of memory: edges of apps "
-                                "this reload adds go to this node's own "
-                                "engine");
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed",
+                                .reason = "webhooks"),
+                      "webhooks: out of memory: edges of apps "
+                      "this reload adds go to this node's own "
+                      "engine");
 }

@@ -83,7 +83,10 @@ int srv_wh_stream_create(struct srv_wh *wh)
      * sentinels, asked before each connect. */
     if (srv_redis_conn_from_config(&z->conn, cfg, &wh->srv->secrets, err,
                                    sizeof(err))) {
-        srv_log(HUB_LOG_ERR, 0, "webhooks: redis stream: %s", err);
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "start_failed",
+                                .reason = "webhook_stream"),
+                      "webhooks: redis stream: %s", err);
         free(z);
         return -1;
     }
@@ -115,12 +118,14 @@ static void disconnect(struct srv_whs *z)
 static void lost(struct srv_whs *z)
 {
     if (!z->told_down)
-        srv_log(HUB_LOG_WARN, 0,
-                "webhooks: redis stream connection lost "
-                "(%s); edges wait in redis, client events "
-                "go to the local engine",
-                srv_redis_sync_error(z->rc)[0] ? srv_redis_sync_error(z->rc)
-                                               : "no reply");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "webhook_stream_link",
+                                .reason = "down"),
+                      "webhooks: redis stream connection lost "
+                      "(%s); edges wait in redis, client events "
+                      "go to the local engine",
+                      srv_redis_sync_error(z->rc)[0] ? srv_redis_sync_error(z->rc)
+                      : "no reply");
     z->told_down = true;
     disconnect(z);
 }
@@ -186,10 +191,12 @@ void srv__wh_stream_noscript(struct srv_whs *z, enum srv_whs_script s)
 {
     HUB_STAT_ADD(z->noscript, 1);
     if (!z->told_noscript)
-        srv_log(HUB_LOG_WARN, 0,
-                "webhooks: redis stream: a script was not in redis's "
-                "cache (NOSCRIPT: flushed, or a failover); sent as EVAL "
-                "and loaded again");
+        srv_log_event(HUB_LOG_WARN, 0,
+                      HUB_LOG_F(.event = "redis_script_failed",
+                                .reason = "noscript"),
+                      "webhooks: redis stream: a script was not in redis's "
+                      "cache (NOSCRIPT: flushed, or a failover); sent as EVAL "
+                      "and loaded again");
     z->told_noscript = true;
     if (z->rc && !load_one(z, s))
         lost(z);
@@ -273,7 +280,10 @@ static bool connect_now(struct srv_whs *z, uint64_t now)
     atomic_store(&z->up, true);
     z->attempts = 0;
     if (z->told_down)
-        srv_log(HUB_LOG_INFO, 0, "webhooks: redis stream connection back");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "webhook_stream_link",
+                                .reason = "up"),
+                      "webhooks: redis stream connection back");
     z->told_down = false;
     return true;
 }

@@ -64,15 +64,20 @@ static void drops(struct srv_wh *wh, unsigned ai, const char *app)
     if (v > a->drop_seen) {
         HUB_STAT_ADD(z->dropped, (uint64_t)(v - a->drop_seen));
         if (!a->dropping)
-            srv_log(HUB_LOG_WARN, 0,
-                    "webhooks: app %s: its redis stream holds %u entries; "
-                    "new events are dropped (counted in "
-                    "webhook_stream_dropped_total) until it drains",
-                    app, z->max_entries);
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "webhook_dropping", .app = app,
+                                    .reason = "max_stream"),
+                          "webhooks: app %s: its redis stream holds %u entries; "
+                          "new events are dropped (counted in "
+                          "webhook_stream_dropped_total) until it drains",
+                          app, z->max_entries);
         a->dropping = true;
     } else if (a->dropping) {
-        srv_log(HUB_LOG_INFO, 0, "webhooks: app %s: its redis stream takes "
-                                 "events again", app);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "webhook_dropping", .app = app,
+                                .reason = "stopped"),
+                      "webhooks: app %s: its redis stream takes "
+                      "events again", app);
         a->dropping = false;
     }
     a->drop_seen = v;
@@ -135,11 +140,13 @@ static void app_retire(struct srv_wh *wh, unsigned ai, uint64_t now)
     }
     freeReplyObject(r);
     HUB_STAT_ADD(z->released, 1);
-    srv_log(HUB_LOG_INFO, 0,
-            "webhooks: app %s: no longer has webhooks here; %sits redis "
-            "keys expire in %u s unless a node that has it takes the lease",
-            a->id, a->held ? "released its webhook lease; " : "",
-            RETIRE_TTL_S);
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "webhook_lease", .app = a->id,
+                            .reason = "retired"),
+                  "webhooks: app %s: no longer has webhooks here; %sits redis "
+                  "keys expire in %u s unless a node that has it takes the lease",
+                  a->id, a->held ? "released its webhook lease; " : "",
+                  RETIRE_TTL_S);
 forget:
     if (a->held)
         HUB_STAT_ADD(z->held, (uint64_t)-1);
@@ -181,12 +188,14 @@ static void app_round(struct srv_wh *wh, unsigned ai, uint64_t now)
         freeReplyObject(r);
         a->renew_ms = now + z->lease_ms / 3;
         if (took || a->held != had) {
-            srv_log(HUB_LOG_INFO, 0,
-                    a->held ? "webhooks: app %s: took its webhook lease; "
-                              "this node sends its webhooks"
-                            : "webhooks: app %s: lost its webhook lease; "
-                              "another node sends its webhooks",
-                    app->id);
+            srv_log_event(HUB_LOG_INFO, 0,
+                          HUB_LOG_F(.event = "webhook_lease", .app = app->id,
+                                    .reason = a->held ? "taken" : "lost"),
+                          a->held ? "webhooks: app %s: took its webhook lease; "
+                          "this node sends its webhooks"
+                          : "webhooks: app %s: lost its webhook lease; "
+                          "another node sends its webhooks",
+                          app->id);
             for (unsigned j = 0; j < n; j++)
                 if (wh->eps[first + j]->whs)
                     srv__wh_stream_ep_abandon(wh, wh->eps[first + j]);

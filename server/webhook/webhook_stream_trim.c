@@ -136,12 +136,14 @@ static void destroy_stale(struct srv_wh *wh, unsigned ai, const char *k,
         if (d && d->type == REDIS_REPLY_INTEGER && d->integer > 0) {
             HUB_STAT_ADD(z->destroyed, 1);
             /* lag: entries it had not read (-1: Redis cannot tell). */
-            srv_log(HUB_LOG_INFO, 0,
-                    "webhooks: app %s: destroyed consumer group %s of a "
-                    "webhook no longer configured (%lld pending, %lld unread "
-                    "entries not sent to it)",
-                    wh->view->apps[ai].id, st->name[i], st->pending[i],
-                    st->lag[i]);
+            srv_log_event(HUB_LOG_INFO, 0,
+                          HUB_LOG_F(.event = "webhook_removed",
+                                    .app = wh->view->apps[ai].id),
+                          "webhooks: app %s: destroyed consumer group %s of a "
+                          "webhook no longer configured (%lld pending, %lld unread "
+                          "entries not sent to it)",
+                          wh->view->apps[ai].id, st->name[i], st->pending[i],
+                          st->lag[i]);
         }
         freeReplyObject(d);
     }

@@ -80,12 +80,15 @@ static unsigned retire_removed(struct srv_wh *wh, struct srv_wh_ep *ep)
 {
     if (!ep->head)
         return srv__wh_ep_retire(wh, ep, NULL);
-    srv_log(HUB_LOG_WARN, 0, "webhook %s (app %s): removed by a reload "
-                             "with %" PRIu64 " pending batches: %s",
-            ep->shown, ep->app->id, (uint64_t)atomic_load(&ep->depth),
-            wh->store ? "moved to the dead letters"
-                      : "dropped (without --state-dir there are no "
-                        "dead letters)");
+    srv_log_event(HUB_LOG_WARN, 0,
+                  HUB_LOG_F(.event = "webhook_removed", .app = ep->app->id,
+                            .url = ep->shown),
+                  "webhook %s (app %s): removed by a reload "
+                  "with %" PRIu64 " pending batches: %s",
+                  ep->shown, ep->app->id, (uint64_t)atomic_load(&ep->depth),
+                  wh->store ? "moved to the dead letters"
+                  : "dropped (without --state-dir there are no "
+                  "dead letters)");
     return srv__wh_ep_retire(wh, ep, "webhook removed by a reload");
 }
 
@@ -158,11 +161,13 @@ int srv__wh_view_apply(struct srv_wh *wh, struct srv_wh_view *v, bool start)
             lost += retire_removed(wh, old_eps[o]);
         }
     if (!start)
-        srv_log(HUB_LOG_INFO, 0, "webhooks: reloaded: %u endpoints (%u new, "
-                                 "%u removed, %u pending batches of removed "
-                                 "ones %s)",
-                n, added, removed, lost,
-                wh->store ? "dead-lettered" : "dropped");
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "webhooks"),
+                      "webhooks: reloaded: %u endpoints (%u new, "
+                      "%u removed, %u pending batches of removed "
+                      "ones %s)",
+                      n, added, removed, lost,
+                      wh->store ? "dead-lettered" : "dropped");
     srv__wh_view_free(old);
     free(old_eps);
     free(old_base);
@@ -178,8 +183,10 @@ oom:
     free(taken);
     free(fresh);
     srv__wh_view_free(v);
-    srv_log(HUB_LOG_ERR, 0, "webhooks: %s (out of memory)",
-            start ? "cannot start" : "reload not applied, the endpoints "
-                                     "stay as they were");
+    srv_log_event(HUB_LOG_ERR, 0,
+                  HUB_LOG_F(.event = "out_of_memory"),
+                  "webhooks: %s (out of memory)",
+                  start ? "cannot start" : "reload not applied, the endpoints "
+                  "stay as they were");
     return -1;
 }
