@@ -136,31 +136,21 @@ static bool list_eq(char *const *a, unsigned na, char *const *b,
     return true;
 }
 
-/* The n pairs of v, copied into *out (n 0: NULL); false when out of
- * memory, with nothing left allocated. */
-static bool dup_pairs(struct hub_app_pair **out, const struct hub_app_pair *v,
-                      unsigned n)
+/* a's pairs after the first, copied into c (which holds none yet).
+ * Counted before they are filled, so that hub_app_free(c) frees a partial
+ * copy: false when out of memory. */
+static bool dup_pairs(struct hub_app *c, const struct hub_app *a)
 {
-    struct hub_app_pair *c;
-
-    *out = NULL;
-    if (!n)
+    if (!a->n_more_keys)
         return true;
-    c = calloc(n, sizeof(*c));
-    if (!c)
+    c->more_keys = calloc(a->n_more_keys, sizeof(*c->more_keys));
+    if (!c->more_keys)
         return false;
-    for (unsigned i = 0; i < n; i++) {
-        if (!dup_str(&c[i].key, v[i].key) ||
-            !dup_str(&c[i].secret, v[i].secret)) {
-            for (unsigned j = 0; j <= i; j++) {
-                free(c[j].key);
-                free(c[j].secret);
-            }
-            free(c);
+    c->n_more_keys = a->n_more_keys;
+    for (unsigned i = 0; i < a->n_more_keys; i++)
+        if (!dup_str(&c->more_keys[i].key, a->more_keys[i].key) ||
+            !dup_str(&c->more_keys[i].secret, a->more_keys[i].secret))
             return false;
-        }
-    }
-    *out = c;
     return true;
 }
 
@@ -216,11 +206,10 @@ struct hub_app *hub_app_dup(const struct hub_app *a)
         return NULL;
     }
     c->n_history_channels = a->n_history_channels;
-    if (!dup_pairs(&c->more_keys, a->more_keys, a->n_more_keys)) {
+    if (!dup_pairs(c, a)) {
         hub_app_free(c);
         return NULL;
     }
-    c->n_more_keys = a->n_more_keys;
     return c;
 }
 

@@ -321,15 +321,39 @@ static void test_config_keys_reload_sees_pair_changes(void **state)
     hub_app_free(c);
 }
 
+/* The file test_config_keys_out_of_memory loads: three pairs. */
+static const char oom_json[] =
+    "{\"apps\": [{\"id\": \"a1\", \"keys\": [{\"key\": \"k1\", "
+    "\"secret\": \"s1\"}, {\"key\": \"k2\", \"secret\": \"s2\"}, "
+    "{\"key\": \"k3\", \"secret\": \"s3\"}]}]}";
+
+/* One run's outcome, the allocator disarmed: a load that failed did so
+ * with "out of memory" (when -ENOMEM) because an allocation failed (1);
+ * a load that met no failure holds the three pairs, and its copy c (NULL
+ * when hub_app_dup failed) equals it (0). */
+static int oom_outcome(int rc, const char *err, bool failed,
+                       const struct hub_app *c, const struct hub_app *app)
+{
+    if (rc == -ENOMEM)
+        assert_non_null(strstr(err, "out of memory"));
+    if (rc || !c) {
+        /* The load's own failure, hub_app_dup's, or jansson's. */
+        assert_true(failed);
+        return rc ? 1 : 0;
+    }
+    if (!failed) {
+        assert_int_equal(hub_app_n_keys(app), 3);
+        assert_string_equal(hub_app_secret_at(app, 2), "s3");
+        assert_true(hub_app_equal(c, app));
+    }
+    return 0;
+}
+
 /* Every allocation of a load with three pairs (and of the app's copy)
  * failing in turn: -ENOMEM with "out of memory", or a whole result;
  * nothing leaked either way. */
 static void test_config_keys_out_of_memory(void **state)
 {
-    static const char json[] =
-        "{\"apps\": [{\"id\": \"a1\", \"keys\": [{\"key\": \"k1\", "
-        "\"secret\": \"s1\"}, {\"key\": \"k2\", \"secret\": \"s2\"}, "
-        "{\"key\": \"k3\", \"secret\": \"s3\"}]}]}";
     struct srv_config cfg;
     char err[512];
     unsigned fails = 0;
@@ -341,25 +365,13 @@ static void test_config_keys_out_of_memory(void **state)
         {
             srv_config_defaults(&cfg);
             err[0] = '\0';
-            rc = srv_config_load_buffer(&cfg, json, strlen(json), "k.json",
-                                        err, sizeof(err));
+            rc = srv_config_load_buffer(&cfg, oom_json, strlen(oom_json),
+                                        "k.json", err, sizeof(err));
             c = rc ? NULL : hub_app_dup(&cfg.apps[0]);
         },
         {
-            if (rc == -ENOMEM)
-                assert_non_null(strstr(err, "out of memory"));
-            if (rc) {
-                assert_true(fa_failed);
-                fails++;
-            } else if (c && !fa_failed) {
-                assert_int_equal(hub_app_n_keys(c), 3);
-                assert_string_equal(hub_app_key_at(c, 2), "k3");
-                assert_true(hub_app_equal(c, &cfg.apps[0]));
-            } else {
-                /* hub_app_dup's own failure, or jansson's (which may
-                 * parse on with a short key): nothing may leak. */
-                assert_true(fa_failed);
-            }
+            fails += (unsigned)oom_outcome(rc, err, fa_failed, c,
+                                           &cfg.apps[0]);
             hub_app_free(c);
             srv_config_fini(&cfg);
             assert_int_equal(fail_alloc_live(), fa_live_before);
