@@ -20,7 +20,9 @@
  * (hub_app_dup), built into the next table (hub_apptab_build: the same id
  * keeps its index) and published (hub_apps_publish, whose inbox nodes
  * move or close the sessions on each loop); the next signature check
- * reads the new secret. One line tells what changed.
+ * reads the new secret. One line tells what changed, and one per app
+ * whose key/secret pairs lost or gained a key (key rotation: the
+ * connections on a removed key close with 4001, hub/loop/appswap.c).
  *
  * Thread: the main thread only (from its sigwait loop), one at a time.
  */
@@ -68,6 +70,56 @@ static void ids_of(const struct hub_apptab *cur, const struct hub_apptab *next,
     }
     if (shown)
         snprintf(buf + o, len - o, ")");
+}
+
+/* " k1, k2" for the keys of a that b lacks (b NULL: all of a's), into
+ * buf; "" when none. Keys are public: they travel in every URL. */
+static void keys_gone(const struct hub_app *a, const struct hub_app *b,
+                      char *buf, size_t len)
+{
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (unsigned k = 0; k < hub_app_n_keys(a) && o < len - 1; k++) {
+        const char *key = hub_app_key_at(a, k);
+
+        if (b && hub_app_key_find(b, key, strlen(key)) >= 0)
+            continue;
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : " ", key);
+    }
+}
+
+/* Key rotation: one line for each of the first few apps (present in both
+ * tables) whose key/secret pairs lost or gained a key, said before the
+ * publish, while cur is still ours: which keys go (their connections
+ * close with 4001) and which come (they connect from now on). */
+static void log_key_changes(const struct hub_apptab *cur,
+                            const struct hub_apptab *next)
+{
+    char gone[400], added[400];
+    unsigned shown = 0, more = 0;
+
+    for (unsigned i = 0; i < cur->n; i++) {
+        const struct hub_app *a = hub_apptab_get(cur, i);
+        const struct hub_app *b = hub_apptab_get(next, i);
+
+        if (hub_apptab_change(cur, next, i) != HUB_APP_CHANGED)
+            continue;
+        keys_gone(a, b, gone, sizeof(gone));
+        keys_gone(b, a, added, sizeof(added));
+        if (!gone[0] && !added[0])
+            continue;
+        if (shown++ == 4) {
+            more++;
+            continue;
+        }
+        srv_log(HUB_LOG_INFO, 0, "keys: app %s:%s%s%s%s%s", b->id,
+                gone[0] ? " removed" : "", gone,
+                gone[0] ? " (its connections close with 4001)" : "",
+                added[0] ? (gone[0] ? ", added" : " added") : "", added);
+    }
+    if (more)
+        srv_log(HUB_LOG_INFO, 0, "keys: %u more apps' keys changed", more);
 }
 
 /* The tokens and the Redis password a SIGHUP read again, said in the log. */
@@ -137,6 +189,7 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
     ids_of(cur, next, HUB_APP_ADDED, added, sizeof(added));
     ids_of(cur, next, HUB_APP_REMOVED, removed, sizeof(removed));
     ids_of(cur, next, HUB_APP_CHANGED, changed, sizeof(changed));
+    log_key_changes(cur, next);
     /* After the publish cur may be freed at any moment: the names are
      * copied above, and its size here. */
     first_new = cur->n;

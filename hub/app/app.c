@@ -3,8 +3,9 @@
  *
  * The numbers follow Pusher's published limits (docs/PROTOCOL.md section 8), so
  * an app that configures nothing behaves like a Pusher app. Also the one
- * copy, compare and free path of an app (see hub/app/app.h), and the check of
- * an app id's characters. Any thread.
+ * copy, compare and free path of an app (see hub/app/app.h), its key/secret
+ * pairs (key rotation), and the check of an app id's characters. Any
+ * thread.
  */
 #include "hub/app/app.h"
 
@@ -135,6 +136,37 @@ static bool list_eq(char *const *a, unsigned na, char *const *b,
     return true;
 }
 
+/* a's pairs after the first, copied into c (which holds none yet).
+ * Counted before they are filled, so that hub_app_free(c) frees a partial
+ * copy: false when out of memory. */
+static bool dup_pairs(struct hub_app *c, const struct hub_app *a)
+{
+    if (!a->n_more_keys)
+        return true;
+    c->more_keys = calloc(a->n_more_keys, sizeof(*c->more_keys));
+    if (!c->more_keys)
+        return false;
+    c->n_more_keys = a->n_more_keys;
+    for (unsigned i = 0; i < a->n_more_keys; i++)
+        if (!dup_str(&c->more_keys[i].key, a->more_keys[i].key) ||
+            !dup_str(&c->more_keys[i].secret, a->more_keys[i].secret))
+            return false;
+    return true;
+}
+
+/* The same pairs in the same order: the order matters, the first pair
+ * signs (a reload that reorders them changes the app). */
+static bool pairs_eq(const struct hub_app *a, const struct hub_app *b)
+{
+    if (a->n_more_keys != b->n_more_keys)
+        return false;
+    for (unsigned i = 0; i < a->n_more_keys; i++)
+        if (!str_eq(a->more_keys[i].key, b->more_keys[i].key) ||
+            !str_eq(a->more_keys[i].secret, b->more_keys[i].secret))
+            return false;
+    return true;
+}
+
 static bool history_eq(const struct hub_app *a, const struct hub_app *b)
 {
     return a->history == b->history &&
@@ -157,6 +189,8 @@ struct hub_app *hub_app_dup(const struct hub_app *a)
     c->id = c->key = c->secret = c->allowed_origins = NULL;
     c->history_channels = NULL;
     c->n_history_channels = 0;
+    c->more_keys = NULL;
+    c->n_more_keys = 0;
     /* Not the webhooks: the sender thread never reads the app table; a
      * reload hands it its own copy (srv_wh_reload), so the table's
      * copy carries none (nothing to share, nothing to free twice). */
@@ -172,13 +206,18 @@ struct hub_app *hub_app_dup(const struct hub_app *a)
         return NULL;
     }
     c->n_history_channels = a->n_history_channels;
+    if (!dup_pairs(c, a)) {
+        hub_app_free(c);
+        return NULL;
+    }
     return c;
 }
 
 bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
 {
     return str_eq(a->id, b->id) && str_eq(a->key, b->key) &&
-           str_eq(a->secret, b->secret) && a->enabled == b->enabled &&
+           str_eq(a->secret, b->secret) && pairs_eq(a, b) &&
+           a->enabled == b->enabled &&
            a->client_events == b->client_events &&
            a->max_connections == b->max_connections &&
            a->client_event_rate == b->client_event_rate &&
@@ -222,6 +261,13 @@ void hub_app_clear(struct hub_app *a)
     free(a->history_channels);
     a->history_channels = NULL;
     a->n_history_channels = 0;
+    for (unsigned i = 0; i < a->n_more_keys; i++) {
+        free(a->more_keys[i].key);
+        free(a->more_keys[i].secret);
+    }
+    free(a->more_keys);
+    a->more_keys = NULL;
+    a->n_more_keys = 0;
 }
 
 void hub_app_free(struct hub_app *a)
@@ -257,12 +303,41 @@ static bool equal(const char *field, const char *s, size_t len)
     return field && strlen(field) == len && memcmp(field, s, len) == 0;
 }
 
+unsigned hub_app_n_keys(const struct hub_app *a)
+{
+    return a->key ? 1 + a->n_more_keys : 0;
+}
+
+const char *hub_app_key_at(const struct hub_app *a, unsigned i)
+{
+    if (i >= hub_app_n_keys(a))
+        return NULL;
+    return i ? a->more_keys[i - 1].key : a->key;
+}
+
+const char *hub_app_secret_at(const struct hub_app *a, unsigned i)
+{
+    if (i >= hub_app_n_keys(a))
+        return NULL;
+    return i ? a->more_keys[i - 1].secret : a->secret;
+}
+
+int hub_app_key_find(const struct hub_app *a, const char *key, size_t len)
+{
+    unsigned n = hub_app_n_keys(a);
+
+    for (unsigned i = 0; key && i < n; i++)
+        if (equal(hub_app_key_at(a, i), key, len))
+            return (int)i;
+    return -1;
+}
+
 const struct hub_app *hub_app_find_by_key(const struct hub_app *apps,
                                           unsigned n, const char *key,
                                           size_t len)
 {
     for (unsigned i = 0; i < n; i++)
-        if (equal(apps[i].key, key, len))
+        if (hub_app_key_find(&apps[i], key, len) >= 0)
             return &apps[i];
     return NULL;
 }

@@ -20,10 +20,33 @@
 
 struct hub_wh_conf;
 
+/*
+ * Key rotation (docs/CONFIG.md "Key rotation"): an app holds 1 to
+ * HUB_APP_KEYS_MAX key/secret pairs. The first pair is struct hub_app's
+ * key and secret, the others its more_keys. Every pair is accepted alike:
+ * a connection opens on any pair's key (/app/KEY), and REST requests,
+ * channel auth and sign-in verify with the pair whose key they name. The
+ * first pair alone signs what the hub signs: webhooks (X-Pusher-Key,
+ * X-Pusher-Signature) and the development /auth. Keys are unique across
+ * every pair of every app (server/config/validate.c), so a key names one
+ * app and one pair. The bound keeps a connection's pair index in four
+ * bits of its session (hub/loop/session.h) and the pair lookups linear.
+ */
+#define HUB_APP_KEYS_MAX 16
+
+struct hub_app_pair {
+    char *key;
+    char *secret;
+};
+
 struct hub_app {
     char *id;                        /* "app-id" */
-    char *key;                       /* "app-key" */
-    char *secret;                    /* "app-secret" */
+    char *key;                       /* "app-key": the first pair's */
+    char *secret;                    /* "app-secret": the first pair's */
+    /* The pairs after the first (owned; NULL when n_more_keys is 0), in
+     * the configuration's order: at most HUB_APP_KEYS_MAX - 1. */
+    struct hub_app_pair *more_keys;
+    unsigned n_more_keys;
     bool enabled;                    /* default true */
     bool client_events;              /* default true */
     uint32_t max_connections;        /* 0 = unlimited */
@@ -152,9 +175,19 @@ void hub_app_free(struct hub_app *a);
 void hub_app_ref(const struct hub_app *a);
 void hub_app_unref(const struct hub_app *a);
 
+/* The app's key/secret pairs: how many (0 only for an app without a key,
+ * as tests make), the i-th pair's key and secret (i = 0: key and secret;
+ * NULL past the last), and the index of the pair whose key is
+ * key[0..len) (not NUL-terminated), -1 when none. Keys are public (they
+ * travel in URLs), so the search compares them plainly. Any thread. */
+unsigned hub_app_n_keys(const struct hub_app *a);
+const char *hub_app_key_at(const struct hub_app *a, unsigned i);
+const char *hub_app_secret_at(const struct hub_app *a, unsigned i);
+int hub_app_key_find(const struct hub_app *a, const char *key, size_t len);
+
 /* Linear scans for the configuration's own checks and tests; the hub
  * finds apps through its hash table (hub/app/apptab.h). The app among
- * apps[0..n) with that key / id (not NUL-terminated);
+ * apps[0..n) with that key (any of its pairs') / id (not NUL-terminated);
  * borrowed, NULL when none. Apps with a NULL key / id never match. */
 const struct hub_app *hub_app_find_by_key(const struct hub_app *apps,
                                           unsigned n, const char *key,

@@ -1,8 +1,9 @@
 /*
  * hub/app/apptab.c - the immutable app table (hub/app/apptab.h): two open
  * addressing hash indexes (the keyed hub_hash of hub/base/hash.h, linear
- * probing, at most half full), the index assignment across generations,
- * and the diff a reload logs.
+ * probing, at most half full; the key index holds every key/secret pair's
+ * key, each slot naming the app and the pair), the index assignment across
+ * generations, and the diff a reload logs.
  *
  * The keys in the indexes are the operator's, but a lookup's string is
  * the peer's (the URL's /app/{key}, the REST path's app id): keyed, a peer
@@ -49,18 +50,23 @@ static void live_free(struct hub_app_live *v)
     free(v);
 }
 
-/* Arrays for n indices and count apps; the hash at most half full. */
-static struct hub_apptab *tab_alloc(unsigned n, unsigned count)
+/* Arrays for n indices, count apps and keys keys (every pair of every
+ * app); each hash at most half full. */
+static struct hub_apptab *tab_alloc(unsigned n, unsigned count, size_t keys)
 {
-    struct hub_apptab *t = calloc(1, sizeof(*t));
-    unsigned slots = 8;
+    struct hub_apptab *t;
+    size_t want = 2 * (count > keys ? count : keys), slots = 8;
 
+    /* A key's slot holds index * HUB_APP_KEYS_MAX + pair + 1 in 32 bits. */
+    if (n > UINT32_MAX / HUB_APP_KEYS_MAX - 1 || want > UINT32_MAX / 2)
+        return NULL;
+    t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    while (slots < 2 * (count ? count : 1))
+    while (slots < want)
         slots *= 2;
     t->n = n;
-    t->mask = slots - 1;
+    t->mask = (unsigned)slots - 1;
     t->apps = calloc(n ? n : 1, sizeof(*t->apps));
     t->live = calloc(n ? n : 1, sizeof(*t->live));
     t->by_key = calloc(slots, sizeof(*t->by_key));
@@ -77,28 +83,44 @@ static struct hub_apptab *tab_alloc(unsigned n, unsigned count)
 }
 
 static void hash_put(uint32_t *slots, unsigned mask, const char *s,
-                     unsigned index)
+                     uint32_t value)
 {
     unsigned i = slot_of(s, strlen(s), mask);
 
     while (slots[i])
         i = (i + 1) & mask;
-    slots[i] = index + 1;
+    slots[i] = value + 1;
 }
 
+/* Every pair's key (key rotation: hub/app/app.h) into by_key, each slot
+ * naming the app's index and the pair; the id into by_id. */
 static void index_app(struct hub_apptab *t, unsigned index)
 {
     const struct hub_app *a = t->apps[index];
+    unsigned n = hub_app_n_keys(a);
 
-    if (a->key)
-        hash_put(t->by_key, t->mask, a->key, index);
+    assert(n <= HUB_APP_KEYS_MAX);
+    for (unsigned k = 0; k < n; k++)
+        hash_put(t->by_key, t->mask, hub_app_key_at(a, k),
+                 (uint32_t)index * HUB_APP_KEYS_MAX + k);
     if (a->id)
         hash_put(t->by_id, t->mask, a->id, index);
 }
 
+/* Keys of apps[0..n) (of the n pointers in v when apps is NULL). */
+static size_t count_keys(const struct hub_app *apps,
+                         struct hub_app *const *v, unsigned n)
+{
+    size_t k = 0;
+
+    for (unsigned i = 0; i < n; i++)
+        k += hub_app_n_keys(apps ? &apps[i] : v[i]);
+    return k;
+}
+
 struct hub_apptab *hub_apptab_borrow(const struct hub_app *apps, unsigned n)
 {
-    struct hub_apptab *t = tab_alloc(n, n);
+    struct hub_apptab *t = tab_alloc(n, n, count_keys(apps, NULL, n));
 
     if (!t)
         return NULL;
@@ -127,7 +149,7 @@ struct hub_apptab *hub_apptab_build(const struct hub_apptab *prev,
         if (!prev || !hub_apptab_by_id(prev, apps[i]->id,
                                        strlen(apps[i]->id)))
             fresh++;
-    t = tab_alloc(pn + fresh, n);
+    t = tab_alloc(pn + fresh, n, count_keys(NULL, apps, n));
     if (!t)
         return NULL;
     t->live_owned_from = pn;
@@ -183,17 +205,24 @@ void hub_apptab_discard(struct hub_apptab *t)
         tab_free(t, t->live_owned_from);
 }
 
-static const struct hub_app *lookup(const struct hub_apptab *t,
-                                    const uint32_t *slots, bool by_key,
-                                    const char *s, size_t len)
+const struct hub_app *hub_apptab_find_key(const struct hub_apptab *t,
+                                          const char *key, size_t len,
+                                          unsigned *pair)
 {
-    unsigned i = slot_of(s, len, t->mask);
+    unsigned i;
 
-    for (; slots[i]; i = (i + 1) & t->mask) {
-        const struct hub_app *a = t->apps[slots[i] - 1];
+    if (!key)
+        return NULL;
+    for (i = slot_of(key, len, t->mask); t->by_key[i];
+         i = (i + 1) & t->mask) {
+        uint32_t v = t->by_key[i] - 1;
+        const struct hub_app *a = t->apps[v / HUB_APP_KEYS_MAX];
 
-        if (same(by_key ? a->key : a->id, s, len))
+        if (same(hub_app_key_at(a, v % HUB_APP_KEYS_MAX), key, len)) {
+            if (pair)
+                *pair = v % HUB_APP_KEYS_MAX;
             return a;
+        }
     }
     return NULL;
 }
@@ -201,13 +230,23 @@ static const struct hub_app *lookup(const struct hub_apptab *t,
 const struct hub_app *hub_apptab_by_key(const struct hub_apptab *t,
                                         const char *key, size_t len)
 {
-    return key ? lookup(t, t->by_key, true, key, len) : NULL;
+    return hub_apptab_find_key(t, key, len, NULL);
 }
 
 const struct hub_app *hub_apptab_by_id(const struct hub_apptab *t,
                                        const char *id, size_t len)
 {
-    return id ? lookup(t, t->by_id, false, id, len) : NULL;
+    unsigned i;
+
+    if (!id)
+        return NULL;
+    for (i = slot_of(id, len, t->mask); t->by_id[i]; i = (i + 1) & t->mask) {
+        const struct hub_app *a = t->apps[t->by_id[i] - 1];
+
+        if (same(a->id, id, len))
+            return a;
+    }
+    return NULL;
 }
 
 enum hub_app_change hub_apptab_change(const struct hub_apptab *prev,

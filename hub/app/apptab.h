@@ -1,7 +1,7 @@
 /*
  * hub/app/apptab.h - the hub's app table: an immutable snapshot of the apps,
- * found by key (WebSocket /app/KEY) and by id (REST /apps/ID) through two
- * hash indexes, and by index (what sessions, the channel index and the
+ * found by key (WebSocket /app/KEY, any of an app's key/secret pairs) and
+ * by id (REST /apps/ID) through two hash indexes, and by index (what sessions, the channel index and the
  * directory key apps by).
  *
  * Indices are stable for the life of the hub: an app id keeps its index
@@ -57,7 +57,9 @@ struct hub_apptab {
     unsigned live_owned_from;       /* live[i >= this] were made by this
                                        table's build (freed if it fails) */
     unsigned mask;                  /* hash slots - 1 (a power of two) */
-    uint32_t *by_key, *by_id;       /* slot: index + 1, 0 = empty */
+    /* by_id slot: index + 1; by_key slot: index * HUB_APP_KEYS_MAX +
+     * pair + 1 (a key per pair); 0 = empty. */
+    uint32_t *by_key, *by_id;
 };
 
 /*
@@ -67,8 +69,8 @@ struct hub_apptab {
 struct hub_apptab *hub_apptab_borrow(const struct hub_app *apps, unsigned n);
 
 /*
- * The next table after prev: apps[0..n) (ids and keys unique; checked by
- * the caller), each given its index (the one of the same id in prev, else
+ * The next table after prev: apps[0..n) (ids and keys, every pair's,
+ * unique; checked by the caller), each given its index (the one of the same id in prev, else
  * a new one) and a reference (taken here: the caller keeps its own). Ids
  * of prev not in apps become tombstones. NULL when out of memory (then no
  * app was touched but their index).
@@ -83,7 +85,13 @@ void hub_apptab_free(struct hub_apptab *t, bool with_live);
  * too. */
 void hub_apptab_discard(struct hub_apptab *t);
 
-/* Borrowed from t; NULL when none. key/id need not be NUL-terminated. */
+/* Borrowed from t; NULL when none. key/id need not be NUL-terminated.
+ * by_key finds the app by any of its pairs' keys (key rotation, hub/app/
+ * app.h); find_key also tells which pair (*pair, when pair is not NULL:
+ * the index hub_app_key_at() takes). O(1): one hashed probe run. */
+const struct hub_app *hub_apptab_find_key(const struct hub_apptab *t,
+                                          const char *key, size_t len,
+                                          unsigned *pair);
 const struct hub_app *hub_apptab_by_key(const struct hub_apptab *t,
                                         const char *key, size_t len);
 const struct hub_app *hub_apptab_by_id(const struct hub_apptab *t,

@@ -288,7 +288,7 @@ struct part {
  * HMAC over the concatenation of parts, and optionally a copy of that
  * string (truncated, NUL-terminated) in expect. Returns 0 or -ENOMEM.
  */
-static int hmac_parts(const struct hub_app *app, const struct part *parts,
+static int hmac_parts(const char *secret, const struct part *parts,
                       size_t n_parts, char out[HUB_SHA256_HEX_LEN + 1],
                       char *expect, size_t expect_len)
 {
@@ -308,7 +308,7 @@ static int hmac_parts(const struct hub_app *app, const struct part *parts,
             memcpy(buf + off, parts[i].p, parts[i].n);
         off += parts[i].n;
     }
-    hub_auth_hmac_hex(app->secret, strlen(app->secret), buf, total, out);
+    hub_auth_hmac_hex(secret, strlen(secret), buf, total, out);
     if (expect != NULL && expect_len > 0) {
         size_t n = total < expect_len - 1 ? total : expect_len - 1;
 
@@ -323,25 +323,37 @@ static int hmac_parts(const struct hub_app *app, const struct part *parts,
 /*
  * Compare auth "<key>:<hex>" with HMAC over parts. The key part is checked
  * too, unlike Reverb, so a signature made for another app is refused early.
+ *
+ * Key rotation (hub/app/app.h): the key may be any of the app's pairs',
+ * not only the one the connection opened with, and the HMAC is keyed with
+ * that pair's secret. An app server signs with one pair of its choice
+ * while the clients in the field connect with the old key and the new
+ * one; requiring the connection's own pair would refuse one of the two
+ * groups for the whole rotation, and gain nothing: every pair is the
+ * same app's credential, and the signed string names the socket. Without
+ * a usable auth the string is still signed with the first pair, so that
+ * expect shows it.
  */
 static int check_auth(const struct hub_app *app, const char *auth,
                       const struct part *parts, size_t n_parts, char *expect,
                       size_t expect_len)
 {
     char want[HUB_SHA256_HEX_LEN + 1];
-    const char *colon;
-    size_t key_len;
+    const char *colon = auth ? strchr(auth, ':') : NULL;
+    int pair = colon ? hub_app_key_find(app, auth, (size_t)(colon - auth))
+                     : -1;
+    const char *secret;
     int rc;
 
     if (expect != NULL && expect_len > 0)
         expect[0] = '\0';
-    rc = hmac_parts(app, parts, n_parts, want, expect, expect_len);
+    secret = hub_app_secret_at(app, pair < 0 ? 0 : (unsigned)pair);
+    if (secret == NULL)
+        return -EINVAL;
+    rc = hmac_parts(secret, parts, n_parts, want, expect, expect_len);
     if (rc < 0)
         return rc;
-    if (auth == NULL || (colon = strchr(auth, ':')) == NULL)
-        return -EINVAL;
-    key_len = (size_t)(colon - auth);
-    if (!hub_auth_equal(auth, key_len, app->key, strlen(app->key)))
+    if (pair < 0)
         return -EINVAL;
     if (want[0] == '\0' ||
         !hub_auth_equal(colon + 1, strlen(colon + 1), want, strlen(want)))
@@ -533,10 +545,10 @@ int hub_auth_check_rest(const struct hub_app *app,
     char want[HUB_SHA256_HEX_LEN + 1];
     char str[REST_STRING_MAX];
     struct sbuf b = { str, sizeof(str), 0, false };
-    const char *key, *version, *ts_text, *sig, *client_md5;
+    const char *key, *version, *ts_text, *sig, *client_md5, *secret;
     uint64_t ts, skew;
     unsigned i, j;
-    int rc;
+    int rc, pair;
 
     hub__set_why(why, why_len, "ok");
     if (req->path == NULL) {
@@ -568,8 +580,10 @@ int hub_auth_check_rest(const struct hub_app *app,
         hub__set_why(why, why_len, "auth_version must be 1.0");
         return -EINVAL;
     }
+    /* Any of the app's pairs (key rotation); its secret signs below. */
     key = hub_query_find(&q, "auth_key");
-    if (!hub_auth_equal(key, strlen(key), app->key, strlen(app->key))) {
+    pair = hub_app_key_find(app, key, strlen(key));
+    if (pair < 0) {
         hub__set_why(why, why_len, "unknown auth_key");
         return -EACCES;
     }
@@ -609,7 +623,8 @@ int hub_auth_check_rest(const struct hub_app *app,
         hub__set_why(why, why_len, "request too long");
         return -EINVAL;
     }
-    hub_auth_hmac_hex(app->secret, strlen(app->secret), str, b.len, want);
+    secret = hub_app_secret_at(app, (unsigned)pair);
+    hub_auth_hmac_hex(secret, strlen(secret), str, b.len, want);
     sig = hub_query_find(&q, "auth_signature");
     if (want[0] == '\0' ||
         !hub_auth_equal(sig, strlen(sig), want, strlen(want))) {
@@ -623,6 +638,17 @@ int hub_auth_sign_rest(const struct hub_app *app, const char *method,
                        const char *path, const char *query_without_auth,
                        const void *body, size_t body_len, uint64_t ts,
                        char *out_query, size_t out_len)
+{
+    return hub_auth_sign_rest_pair(app->key, app->secret, method, path,
+                                   query_without_auth, body, body_len, ts,
+                                   out_query, out_len);
+}
+
+int hub_auth_sign_rest_pair(const char *key, const char *secret,
+                            const char *method, const char *path,
+                            const char *query_without_auth, const void *body,
+                            size_t body_len, uint64_t ts, char *out_query,
+                            size_t out_len)
 {
     struct hub_query q;
     char md5[HUB_MD5_HEX_LEN + 1];
@@ -643,7 +669,7 @@ int hub_auth_sign_rest(const struct hub_app *app, const char *method,
      */
     snprintf(num, sizeof(num), "%" PRIu64, ts);
     sb_str(&out, "auth_key=");
-    sb_str(&out, app->key);
+    sb_str(&out, key);
     sb_str(&out, "&auth_timestamp=");
     sb_str(&out, num);
     sb_str(&out, "&auth_version=1.0");
@@ -668,7 +694,7 @@ int hub_auth_sign_rest(const struct hub_app *app, const char *method,
     rc = string_to_sign(&sb, method, path, &q, NULL);
     if (rc < 0)
         return rc;
-    hub_auth_hmac_hex(app->secret, strlen(app->secret), str, sb.len, sig);
+    hub_auth_hmac_hex(secret, strlen(secret), str, sb.len, sig);
     if (sig[0] == '\0')
         return -EINVAL;
     sb_str(&out, "&auth_signature=");

@@ -38,6 +38,8 @@ bool hub_auth_equal(const void *a, size_t a_len, const void *b, size_t b_len);
  * Check a subscribe's auth "<app_key>:<hex>" against
  * HMAC(secret, "<socket_id>:<channel>") or, when channel_data is not NULL,
  * "<socket_id>:<channel>:<channel_data>" (the exact bytes received).
+ * app_key may be any of the app's key/secret pairs' (key rotation,
+ * hub/app/app.h), not only the connection's: secret is that pair's.
  * Returns 0, -EINVAL (missing or malformed auth, wrong key), -EACCES
  * (signature mismatch) or -ENOMEM (a string to sign over 2 KB is built on
  * the heap and that allocation failed). If expect is not NULL it receives
@@ -77,7 +79,8 @@ struct hub_rest_request {
 };
 
 /*
- * Verify a REST request per docs/PROTOCOL.md 6.1: auth_key is the app's,
+ * Verify a REST request per docs/PROTOCOL.md 6.1: auth_key is one of the
+ * app's key/secret pairs' (key rotation) and that pair's secret signs,
  * auth_version 1.0, auth_timestamp within the window, body_md5 recomputed
  * from the body, params lower-cased and sorted, values URL-decoded,
  * auth_signature compared in constant time. Returns 0, -EINVAL (malformed:
@@ -105,5 +108,12 @@ int hub_auth_sign_rest(const struct hub_app *app, const char *method,
                        const char *path, const char *query_without_auth,
                        const void *body, size_t body_len, uint64_t ts,
                        char *out_query, size_t out_len);
+/* The same with a given pair (hub_auth_sign_rest() signs with the app's
+ * first pair, key and secret). */
+int hub_auth_sign_rest_pair(const char *key, const char *secret,
+                            const char *method, const char *path,
+                            const char *query_without_auth, const void *body,
+                            size_t body_len, uint64_t ts, char *out_query,
+                            size_t out_len);
 
 #endif

@@ -38,21 +38,29 @@ static void swap_unref(struct swap *w)
 }
 
 /* Bring one open session to the new table: nothing, move it to its app's
- * new settings, or close it. */
+ * new settings, or close it. The connection stays only while the key it
+ * opened with is still one of its app's pairs (key rotation: a reload that
+ * removes a pair closes that key's connections with 4001, as a removed
+ * app's, and leaves the other keys' alone); the pair's index may move. */
 static void session_reloaded(struct hub_session *s,
                              const struct hub_apptab *next)
 {
     const struct hub_app *old = s->app, *na;
+    const char *key;
+    int pair;
 
     if (!old || s->state != HUB_SESSION_OPEN)
         return;
     na = hub_apptab_get(next, old->index);
     if (na == old)
         return;
-    if (!na || strcmp(na->key, old->key) != 0) {
+    key = hub_app_key_at(old, s->key_pair);
+    pair = na && key ? hub_app_key_find(na, key, strlen(key)) : -1;
+    if (pair < 0) {
         hub_session_send_error(s, 4001, "Application does not exist", true);
         return;
     }
+    s->key_pair = (unsigned)pair & 15;
     if (!na->enabled) {
         hub_session_send_error(s, 4003, "Application is disabled", true);
         return;

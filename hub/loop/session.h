@@ -108,6 +108,12 @@ struct hub_session {
      * guarded (a replay, or a floor). */
     bool resume : 1;
     bool rguard : 1;
+    /* Key rotation (hub/app/app.h): which of the app's key/secret pairs
+     * the connection opened with (hub_app_key_at's index; set by
+     * hub/pusher/pusher.c), so that a reload that removes that pair closes
+     * this connection and no other (hub/loop/appswap.c). Four bits hold
+     * every index below HUB_APP_KEYS_MAX, in what was padding. */
+    uint8_t key_pair : 4;
     /* Subscribe and unsubscribe requests refused in a row by the rate
      * limit (hub/pusher/pusher.c); past HUB_SUB_REFUSALS_MAX the session closes. */
     uint8_t sub_refused;

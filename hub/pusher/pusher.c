@@ -529,10 +529,13 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
                         size_t uri_len, int protocol)
 {
     const struct hub_app *app = NULL;
+    unsigned pair = 0;
 
+    /* Any of an app's key/secret pairs opens a connection (key
+     * rotation); the session remembers which, for a reload. */
     if (uri && uri_len > 5 && strncmp(uri, "/app/", 5) == 0)
-        app = hub_apptab_by_key(hub_apps(s->loop->hub), uri + 5,
-                                uri_len - 5);
+        app = hub_apptab_find_key(hub_apps(s->loop->hub), uri + 5,
+                                  uri_len - 5, &pair);
     if (!app) {
         HUB_LOG_EVENT(HUB_LOG_INFO, s->loop->id,
                       HUB_LOG_F(.event = "connect_refused",
@@ -547,6 +550,7 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
         hub_session_send_error(s, 4007, "Unsupported protocol version", true);
         return;
     }
+    s->key_pair = pair & 15;
     /* hub_pusher_open() enforces the app's max_connections (4004). */
     hub_pusher_open(s, app);
 }

@@ -3,8 +3,8 @@
  * (server/config/load_file.h): its top-level keys are the options' JSON
  * spellings, applied through the same value parser as flags; its "apps"
  * array lists the apps, each object's keys from the table's app rows, an
- * app's "secret_file" read at once (server/config/secret.h), its
- * "webhooks" checked whole (server/config/config_webhooks.c) and its
+ * app's "secret_file" read at once (server/config/secret.h), its "keys"
+ * (key rotation, server/config/config_keys.c) and "webhooks" checked whole (server/config/config_webhooks.c) and its
  * "history" too (server/config/config_history.c).
  *
  * Thread: main thread, while the configuration loads.
@@ -13,6 +13,7 @@
 #include "server/config/apply.h"
 #include "server/config/config_error.h"
 #include "server/config/config_history.h"
+#include "server/config/config_keys.h"
 #include "server/config/config_webhooks.h"
 #include "server/config/load_soketi.h"
 #include "server/config/options.h"
@@ -144,7 +145,7 @@ static int srv__app_secret_file(struct srv__load *ld, struct hub_app *app,
 }
 
 /*
- * The app keys that are not rows of the table: "secret_file",
+ * The app keys that are not rows of the table: "secret_file", "keys",
  * "webhooks" and "history" (key, its value val, in the apps object obj,
  * apps[i]). 1 when key is none of them (the caller looks it up in the
  * table), else 0 or the error of its parser.
@@ -155,6 +156,11 @@ static int srv__app_own_key(struct srv__load *ld, struct hub_app *app,
 {
     if (!strcmp(key, "secret_file"))
         return srv__app_secret_file(ld, app, obj, val, label);
+    /* Key rotation (server/config/config_keys.c): the app owns the pairs. */
+    if (!strcmp(key, "keys"))
+        return srv_config_keys(app, val, label,
+                               json_string_value(json_object_get(obj, "id")),
+                               ld->err, ld->errlen);
     /* server/config/config_webhooks.c: the app owns the list. */
     if (!strcmp(key, "webhooks"))
         return srv_config_webhooks(app, val, label, ld->err, ld->errlen);
@@ -220,6 +226,7 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
         const char *key;
         static const char *const required[] = {"id", "key", "secret"};
         size_t r;
+        int keys;
 
         hub_app_defaults(app);
         app->index = (unsigned)i;
@@ -236,7 +243,11 @@ static int srv__load_apps(struct srv__load *ld, json_t *apps)
                            ld->file, i);
             return -EINVAL;
         }
-        for (r = 0; r < 3; r++) {
+        /* "keys" stands for "key" and "secret" (never beside them). */
+        keys = srv_config_keys_given(ld->file, i, obj, ld->err, ld->errlen);
+        if (keys < 0)
+            return keys;
+        for (r = 0; r < (keys ? 1u : 3u); r++) {
             if (!json_object_get(obj, required[r]) &&
                 !(r == 2 && secret_file)) {
                 srv_config_err(ld->err, ld->errlen, "%s: apps[%zu]: \"%s\" is "

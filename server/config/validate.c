@@ -134,6 +134,61 @@ static int srv__check_app_id(const struct srv_config *cfg, unsigned i,
     return -EINVAL;
 }
 
+/*
+ * Every key of apps[i] (each of its key/secret pairs': key rotation) is
+ * non-empty, has a non-empty secret, and is used by no pair before it, of
+ * apps[i] or of an app before it: a key names one app and one pair
+ * (hub/app/apptab.h finds the app by it).
+ */
+static int srv__check_app_keys(const struct srv_config *cfg, unsigned i,
+                               char *err, size_t errlen)
+{
+    const struct hub_app *a = &cfg->apps[i];
+    unsigned n = hub_app_n_keys(a);
+
+    if (n > HUB_APP_KEYS_MAX) {
+        srv_config_err(err, errlen, "apps[%u] (id \"%s\"): %u keys; at "
+                       "most %u", i, a->id, n, (unsigned)HUB_APP_KEYS_MAX);
+        return -EINVAL;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        const char *key = hub_app_key_at(a, k);
+        const char *secret = hub_app_secret_at(a, k);
+
+        if (!*key || !secret || !*secret) {
+            srv_config_err(err, errlen, "apps[%u] (id \"%s\"): keys[%u]: "
+                           "key and secret must not be empty", i, a->id, k);
+            return -EINVAL;
+        }
+        for (unsigned j = 0; j <= i; j++) {
+            const struct hub_app *b = &cfg->apps[j];
+            int at = hub_app_key_find(b, key, strlen(key));
+
+            if (at < 0 || (j == i && (unsigned)at >= k))
+                continue;
+            if (j == i)
+                srv_config_err(err, errlen, "apps[%u] (id \"%s\"): key "
+                               "\"%s\" is already used by keys[%d] of the "
+                               "same app", i, a->id, key, at);
+            else
+                srv_config_err(err, errlen, "apps[%u] (id \"%s\"): key "
+                               "\"%s\" is already used by apps[%u] (id "
+                               "\"%s\")", i, a->id, key, j, b->id);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* Does any pair of a have the default secret? */
+static bool srv__default_secret(const struct hub_app *a)
+{
+    for (unsigned k = 0; k < hub_app_n_keys(a); k++)
+        if (!strcmp(hub_app_secret_at(a, k), SRV_DEFAULT_SECRET))
+            return true;
+    return false;
+}
+
 static int srv__validate_apps(const struct srv_config *cfg, char *err,
                               size_t errlen)
 {
@@ -165,19 +220,16 @@ static int srv__validate_apps(const struct srv_config *cfg, char *err,
                          "by apps[%u]", i, a->id, j);
                 return -EINVAL;
             }
-            if (!strcmp(a->key, b->key)) {
-                srv_config_err(err, errlen, "apps[%u] (id \"%s\"): key \"%s\" is "
-                         "already used by apps[%u] (id \"%s\")", i, a->id,
-                         a->key, j, b->id);
-                return -EINVAL;
-            }
         }
+        rc = srv__check_app_keys(cfg, i, err, errlen);
+        if (rc)
+            return rc;
     }
     if (cfg->allow_default_secret || !cfg->bind ||
         srv__is_loopback(cfg->bind))
         return 0;
     for (i = 0; i < cfg->n_apps; i++) {
-        if (strcmp(cfg->apps[i].secret, SRV_DEFAULT_SECRET))
+        if (!srv__default_secret(&cfg->apps[i]))
             continue;
         srv_config_err(err, errlen, "app \"%s\" uses the default secret \"%s\" on "
                  "the public bind %s; set a real secret with "

@@ -2,9 +2,11 @@
  * server/http/dev_auth.c - the development auth endpoint
  * (server/http/dev_auth.h): POST /auth, only when dev_auth_endpoint is set
  * (make run's config), signs private and presence subscriptions with the
- * first app's secret, as an app server would, so that the demo pages need
- * no app server. Form fields: socket_id, channel_name, optional user_id,
- * user_name. Not for production: anyone who reaches it gets signatures.
+ * first app's first key/secret pair (its key and secret; with key rotation
+ * the hub accepts any pair's signature on a connection of any of the
+ * app's keys: hub/app/auth.h), as an app server would, so that the demo
+ * pages need no app server. Form fields: socket_id, channel_name, optional
+ * user_id, user_name. Not for production: anyone who reaches it gets signatures.
  *
  * Thread: the connection's loop.
  */

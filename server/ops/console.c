@@ -85,10 +85,15 @@ static json_t *api_apps(struct srv_loop *l)
 
         if (!a)
             continue; /* removed by a reload */
-        /* Id and key only: the secret never leaves the hub. */
-        json_array_append_new(arr, json_pack("{s:s?, s:s?, s:b}", "id", a->id,
-                                             "key", a->key, "enabled",
-                                             a->enabled));
+        json_t *keys = json_array();
+
+        /* Id and keys only (key: the first pair's, "keys": every pair's,
+         * key rotation): the secrets never leave the hub. */
+        for (unsigned k = 0; keys && k < hub_app_n_keys(a); k++)
+            json_array_append_new(keys, json_string(hub_app_key_at(a, k)));
+        json_array_append_new(arr, json_pack("{s:s?, s:s?, s:o?, s:b}", "id",
+                                             a->id, "key", a->key, "keys",
+                                             keys, "enabled", a->enabled));
     }
     return json_pack("{s:o?}", "apps", arr);
 }

@@ -320,8 +320,22 @@ static uint64_t history_max_bytes(const struct srv *srv)
                                        : (uint64_t)64 << 20;
 }
 
-/* /stats "apps": per present app, by id, what the hub counts per app, and
- * what its history holds (0 for an app that keeps none). */
+/* An app's keys, one per key/secret pair, the first (the signing pair)
+ * first; never a secret. NULL when out of memory. */
+static json_t *keys_json(const struct hub_app *a)
+{
+    json_t *k = json_array();
+
+    for (unsigned i = 0; k && i < hub_app_n_keys(a); i++)
+        if (json_array_append_new(k, json_string(hub_app_key_at(a, i)))) {
+            json_decref(k);
+            return NULL;
+        }
+    return k;
+}
+
+/* /stats "apps": per present app, by id, its keys, what the hub counts
+ * per app, and what its history holds (0 for an app that keeps none). */
 static json_t *apps_json(struct srv *srv)
 {
     const struct hub_apptab *tab = hub_apps(srv->hub);
@@ -336,7 +350,8 @@ static json_t *apps_json(struct srv *srv)
         hub_history_usage(hub_history_of(srv->hub), i, &hu);
         if (json_object_set_new(
                 o, tab->apps[i]->id,
-                json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions",
+                json_pack("{s:o?,s:I,s:I,s:I,s:I,s:I}", "keys",
+                          keys_json(tab->apps[i]), "sessions",
                           (json_int_t)atomic_load(&v->sessions),
                           "rest_events_limited",
                           (json_int_t)atomic_load(&v->events_limited),

@@ -111,6 +111,8 @@ void srv__wh_request_start(struct srv_wh_ep *ep, uint64_t now)
         ok = false;
     ADD("Content-Type: application/json")
     ADD("Expect:")
+    /* The app's first key/secret pair signs (key rotation: the sender's
+     * copy of the app holds that pair only, server/webhook/webhook_view.c). */
     snprintf(line, sizeof(line), "X-Pusher-Key: %s", ep->app->key);
     ADD(line)
     snprintf(line, sizeof(line), "X-Pusher-Signature: %s", sig);

@@ -36,8 +36,9 @@ void srv__wh_view_free(struct srv_wh_view *v)
 
 /* The sender's copy of apps[0..n) in a view of n_index app indices:
  * apps[j] goes to idx[j]->index (j when idx is NULL). Only what the
- * sender reads: id, key, secret, enabled and the webhooks (none for a
- * disabled app: its webhooks stop with it). NULL when out of memory. */
+ * sender reads: id, key, secret (the first key/secret pair, which signs
+ * webhooks; key rotation leaves the others out), enabled and the webhooks
+ * (none for a disabled app: its webhooks stop with it). NULL when out of memory. */
 struct srv_wh_view *srv__wh_view_new(const struct hub_app *apps,
                                      struct hub_app *const *idx, unsigned n,
                                      unsigned n_index)

@@ -202,7 +202,8 @@ test('console: API, presence, tail, and never a secret', async (t) => {
 
   const appsBody = JSON.parse((await get('/console/api/apps')).body);
   assert.deepEqual(appsBody.apps.map((a) => a.id), [APP.id, 'second']);
-  assert.deepEqual(Object.keys(appsBody.apps[0]).sort(), ['enabled', 'id', 'key']);
+  assert.deepEqual(Object.keys(appsBody.apps[0]).sort(), ['enabled', 'id', 'key', 'keys']);
+  assert.deepEqual(appsBody.apps[0].keys, [APP.key]); // every pair's key, no secret
   assert.equal((await get('/console/api/channels?app=nope')).status, 404);
   assert.equal((await get(`/console/api/users?app=${APP.id}`)).status, 400);
 

@@ -438,9 +438,197 @@ static void test_apptab_quota_counts_other_nodes(void **state)
     assert_false(hub_app_quota_full(UINT32_MAX, UINT32_MAX - 2, 1));
 }
 
+/* An owned app of id with n key/secret pairs "<p>-<i>" / "s-<p>-<i>"
+ * (key rotation, hub/app/app.h). */
+static struct hub_app *mk_pairs(const char *id, const char *p, unsigned n)
+{
+    struct hub_app_pair pairs[HUB_APP_KEYS_MAX];
+    char keys[HUB_APP_KEYS_MAX][32], secrets[HUB_APP_KEYS_MAX][32];
+    struct hub_app a;
+
+    assert_true(n >= 1 && n <= HUB_APP_KEYS_MAX);
+    for (unsigned i = 0; i < n; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "%s-%u", p, i);
+        snprintf(secrets[i], sizeof(secrets[i]), "s-%s-%u", p, i);
+        pairs[i] = (struct hub_app_pair){ keys[i], secrets[i] };
+    }
+    memset(&a, 0, sizeof(a));
+    hub_app_defaults(&a);
+    a.id = (char *)id;
+    a.key = keys[0];
+    a.secret = secrets[0];
+    a.more_keys = n > 1 ? &pairs[1] : NULL;
+    a.n_more_keys = n - 1;
+    return hub_app_dup(&a);
+}
+
+/* Every pair's key finds its app and tells the pair, over many apps of
+ * up to HUB_APP_KEYS_MAX pairs (the index sized for the keys, not the
+ * apps); misses stay misses. */
+static void test_apptab_keys_lookup_every_pair(void **state)
+{
+    enum { N = 600 };
+    struct hub_app *v[N];
+    struct hub_apptab *t;
+    char id[16], p[16], key[40], secret[48];
+    unsigned pair = 99, total = 0;
+
+    (void)state;
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "%u", i);
+        snprintf(p, sizeof(p), "k%u", i);
+        v[i] = mk_pairs(id, p, 1 + i % HUB_APP_KEYS_MAX);
+        assert_non_null(v[i]);
+    }
+    t = hub_apptab_build(NULL, v, N);
+    assert_non_null(t);
+    /* Half full at most, counting every key. */
+    for (unsigned i = 0; i < N; i++)
+        total += hub_app_n_keys(v[i]);
+    assert_true(total > 4 * N);
+    assert_true(t->mask + 1 >= 2 * total);
+    for (unsigned i = 0; i < N; i++) {
+        for (unsigned k = 0; k < hub_app_n_keys(v[i]); k++) {
+            snprintf(key, sizeof(key), "k%u-%u", i, k);
+            pair = 99;
+            assert_ptr_equal(hub_apptab_find_key(t, key, strlen(key), &pair),
+                             v[i]);
+            assert_int_equal(pair, k);
+            assert_ptr_equal(hub_apptab_by_key(t, key, strlen(key)), v[i]);
+            snprintf(secret, sizeof(secret), "s-%s", key);
+            assert_string_equal(hub_app_secret_at(v[i], pair), secret);
+        }
+        /* One past the app's last pair is nobody's key. */
+        snprintf(key, sizeof(key), "k%u-%u", i, hub_app_n_keys(v[i]));
+        assert_null(hub_apptab_find_key(t, key, strlen(key), &pair));
+    }
+    assert_null(hub_apptab_find_key(t, "k1-", 3, &pair));
+    assert_null(hub_apptab_find_key(t, NULL, 0, &pair));
+    assert_ptr_equal(hub_apptab_by_id(t, "17", 2), v[17]);
+    for (unsigned i = 0; i < N; i++)
+        hub_app_unref(v[i]);
+    hub_apptab_free(t, true);
+}
+
+/* A session connected by /app/<key> on the fake hub (loop li). */
+static void connect_key(struct fake_hub *fh, struct fake_session *fs,
+                        unsigned li, const char *key)
+{
+    char uri[64];
+
+    memset(fs, 0, sizeof(*fs));
+    assert_int_equal(hub_session_init(&fs->s, fh->loops[li], &fs->conn,
+                                      fake_now_ms(fh)),
+                     0);
+    snprintf(uri, sizeof(uri), "/app/%s", key);
+    hub_pusher_connect(&fs->s, uri, strlen(uri), 7);
+}
+
+/* Publish w[0..n) as the next table and run both loops' inboxes. */
+static void publish_apps(struct fake_hub *fh, struct hub_app **w, unsigned n)
+{
+    struct hub_apptab *next = hub_apptab_build(hub_apps(fh->hub), w, n);
+
+    assert_non_null(next);
+    assert_int_equal(hub_apps_publish(fh->hub, next), 0);
+    fake_hub_drain(fh);
+}
+
+/* Key rotation across reloads: connections open on any pair's key; a
+ * reload that removes a pair closes that key's connections with 4001 and
+ * no other; a pair added is found at once; a kept key's connection follows
+ * its pair to a new position. */
+static void test_apptab_keys_reload_closes_removed_pair(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session s[6];
+    struct hub_app *v[4];
+    static struct hub_app_pair two = { "app-key-2", "secret-2" };
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    fh.apps[0].more_keys = &two;
+    fh.apps[0].n_more_keys = 1;
+    assert_int_equal(fake_hub_start(&fh), 0);
+    connect_key(&fh, &s[0], 0, "app-key");
+    connect_key(&fh, &s[1], 1, "app-key-2");
+    connect_key(&fh, &s[2], 0, "app-key-2");
+    connect_key(&fh, &s[3], 1, "other-key");
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(s[i].s.state, HUB_SESSION_OPEN);
+    assert_ptr_equal(s[1].s.app, &fh.apps[0]);
+    assert_int_equal(s[0].s.key_pair, 0);
+    assert_int_equal(s[1].s.key_pair, 1);
+    assert_int_equal(s[2].s.key_pair, 1);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 3);
+
+    /* Pair 2 removed: only its two connections close, with 4001. */
+    v[0] = mk("app-id", "app-key", "app-secret");
+    v[1] = hub_app_dup(&fh.apps[1]);
+    publish_apps(&fh, v, 2);
+    assert_int_equal(s[0].s.state, HUB_SESSION_OPEN);
+    assert_ptr_equal(s[0].s.app, v[0]);
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(s[i].s.state, HUB_SESSION_CLOSING);
+        assert_int_equal(s[i].s.close_code, 4001);
+        assert_true(fake_find(&s[i].s, "\"code\":4001") >= 0);
+    }
+    assert_int_equal(s[3].s.state, HUB_SESSION_OPEN);
+    assert_null(hub_apptab_by_key(hub_apps(fh.hub), "app-key-2", 9));
+
+    /* A new first pair in front of the kept one: found at once, and the
+     * kept key's connection stays, now on pair 1. */
+    {
+        struct hub_app_pair kept = { "app-key", "app-secret" };
+        struct hub_app a = *v[0];
+
+        a.key = "app-key-3";
+        a.secret = "secret-3";
+        a.more_keys = &kept;
+        a.n_more_keys = 1;
+        v[2] = hub_app_dup(&a);
+        assert_non_null(v[2]);
+    }
+    {
+        struct hub_app *w[2] = { v[2], v[1] };
+
+        publish_apps(&fh, w, 2);
+    }
+    assert_int_equal(s[0].s.state, HUB_SESSION_OPEN);
+    assert_ptr_equal(s[0].s.app, v[2]);
+    assert_int_equal(s[0].s.key_pair, 1);
+    connect_key(&fh, &s[4], 1, "app-key-3");
+    assert_int_equal(s[4].s.state, HUB_SESSION_OPEN);
+    assert_int_equal(s[4].s.key_pair, 0);
+    connect_key(&fh, &s[5], 0, "app-key-2");
+    assert_int_equal(s[5].s.close_code, 4001); /* unknown key */
+
+    /* The old key goes: its connection closes, the new key's stays. */
+    v[3] = mk("app-id", "app-key-3", "secret-3");
+    {
+        struct hub_app *w[2] = { v[3], v[1] };
+
+        publish_apps(&fh, w, 2);
+    }
+    assert_int_equal(s[0].s.close_code, 4001);
+    assert_int_equal(s[4].s.state, HUB_SESSION_OPEN);
+    assert_ptr_equal(s[4].s.app, v[3]);
+    assert_int_equal(s[4].s.key_pair, 0);
+    assert_int_equal(s[3].s.state, HUB_SESSION_OPEN);
+
+    for (int i = 0; i < 4; i++)
+        hub_app_unref(v[i]);
+    for (int i = 0; i < 6; i++)
+        hub_session_fini(&s[i].s, HUB_CLOSE_APP);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 0);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apptab_keys_lookup_every_pair),
+        cmocka_unit_test(test_apptab_keys_reload_closes_removed_pair),
         cmocka_unit_test(test_apptab_lookup_many),
         cmocka_unit_test(test_apptab_quota_counts_other_nodes),
         cmocka_unit_test(test_apptab_app_copy_path),

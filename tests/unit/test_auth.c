@@ -814,9 +814,150 @@ static void test_auth_hmac_threads_own_contexts(void **state)
     }
 }
 
+/* Key rotation (hub/app/app.h): an app of three pairs, the vectors' pair
+ * last, so that nothing passes by being the first. */
+static struct hub_app_pair rotation_pairs[] = {
+    { "k-mid", "s-mid" },
+    { KEY, SECRET },
+};
+
+static struct hub_app rotation_app(void)
+{
+    struct hub_app app = test_app();
+
+    app.key = "k-new";
+    app.secret = "s-new";
+    app.more_keys = rotation_pairs;
+    app.n_more_keys = 2;
+    return app;
+}
+
+/* The channel signature hex of "1234.1234:private-x" with secret. */
+static void channel_sig(const char *secret, char *auth, size_t len,
+                        const char *key)
+{
+    char hex[HUB_SHA256_HEX_LEN + 1];
+    const char *tosign = "1234.1234:private-x";
+
+    hub_auth_hmac_hex(secret, strlen(secret), tosign, strlen(tosign), hex);
+    snprintf(auth, len, "%s:%s", key, hex);
+}
+
+/* Channel auth names any pair's key and verifies with that pair's secret;
+ * another pair's secret under a key is refused, an unknown key too. */
+static void test_auth_keys_channel_any_pair(void **state)
+{
+    struct hub_app app = rotation_app();
+    const char *keys[] = { "k-new", "k-mid", KEY };
+    const char *secrets[] = { "s-new", "s-mid", SECRET };
+    char auth[128], expect[128];
+
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        channel_sig(secrets[i], auth, sizeof(auth), keys[i]);
+        assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                                "private-x", NULL, 0, auth,
+                                                expect, sizeof(expect)),
+                         0);
+        assert_string_equal(expect, "1234.1234:private-x");
+        /* The right key with the next pair's secret. */
+        channel_sig(secrets[(i + 1) % 3], auth, sizeof(auth), keys[i]);
+        assert_int_equal(hub_auth_check_channel(&app, "1234.1234",
+                                                "private-x", NULL, 0, auth,
+                                                NULL, 0),
+                         -EACCES);
+    }
+    channel_sig("s-new", auth, sizeof(auth), "k-gone");
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234", "private-x",
+                                            NULL, 0, auth, expect,
+                                            sizeof(expect)),
+                     -EINVAL);
+    /* Still said for the operator's log, signed with the first pair. */
+    assert_string_equal(expect, "1234.1234:private-x");
+    /* A prefix of a key is no key. */
+    channel_sig("s-mid", auth, sizeof(auth), "k-mi");
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234", "private-x",
+                                            NULL, 0, auth, NULL, 0),
+                     -EINVAL);
+}
+
+/* Sign-in: the same rule, with the vectors' pair third. */
+static void test_auth_keys_user_any_pair(void **state)
+{
+    struct hub_app app = rotation_app();
+    const char *ud = "{\"id\":\"12345\"}";
+    const char *auth = KEY ":4708d583dada6a56435fb8bc611c77c359a31eebde133"
+                           "37c16ab43aa6de336ba";
+    const char *other = "k-mid:4708d583dada6a56435fb8bc611c77c359a31eebde133"
+                        "37c16ab43aa6de336ba";
+
+    (void)state;
+    assert_int_equal(hub_auth_check_user(&app, "1234.1234", ud, strlen(ud),
+                                         auth),
+                     0);
+    assert_int_equal(hub_auth_check_user(&app, "1234.1234", ud, strlen(ud),
+                                         other),
+                     -EACCES);
+    assert_int_equal(hub_auth_check_user(&app, "1234.1234", ud, strlen(ud),
+                                         "k-x:00"),
+                     -EINVAL);
+}
+
+/* REST: auth_key picks the pair whose secret verifies; each pair signs
+ * for itself, a pair's key with another's secret is refused (401), an
+ * unknown key too; the vectors still verify as the third pair. */
+static void test_auth_keys_rest_any_pair(void **state)
+{
+    struct hub_app app = rotation_app();
+    const char *keys[] = { "k-new", "k-mid", KEY };
+    const char *secrets[] = { "s-new", "s-mid", SECRET };
+    struct hub_rest_request r;
+    char q[512], why[128];
+
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(hub_auth_sign_rest_pair(keys[i], secrets[i], "POST",
+                                                 "/apps/3/events", NULL,
+                                                 EVENTS_BODY,
+                                                 strlen(EVENTS_BODY), TS, q,
+                                                 sizeof(q)),
+                         0);
+        r = rest("POST", "/apps/3/events", q, EVENTS_BODY);
+        assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)), 0);
+        assert_int_equal(hub_auth_sign_rest_pair(keys[i], secrets[(i + 2) % 3],
+                                                 "POST", "/apps/3/events",
+                                                 NULL, EVENTS_BODY,
+                                                 strlen(EVENTS_BODY), TS, q,
+                                                 sizeof(q)),
+                         0);
+        r = rest("POST", "/apps/3/events", q, EVENTS_BODY);
+        assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)),
+                         -EACCES);
+        assert_string_equal(why, "invalid signature");
+    }
+    assert_int_equal(hub_auth_sign_rest_pair("k-gone", "s-new", "GET",
+                                             "/apps/3/channels", NULL, NULL,
+                                             0, TS, q, sizeof(q)),
+                     0);
+    r = rest("GET", "/apps/3/channels", q, NULL);
+    assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)),
+                     -EACCES);
+    assert_string_equal(why, "unknown auth_key");
+    /* hub_auth_sign_rest signs with the first pair. */
+    assert_int_equal(hub_auth_sign_rest(&app, "GET", "/apps/3/channels",
+                                        NULL, NULL, 0, TS, q, sizeof(q)),
+                     0);
+    assert_non_null(strstr(q, "auth_key=k-new&"));
+    r = rest("GET", "/apps/3/channels", q, NULL);
+    assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_auth_keys_channel_any_pair),
+        cmocka_unit_test(test_auth_keys_user_any_pair),
+        cmocka_unit_test(test_auth_keys_rest_any_pair),
         cmocka_unit_test(test_auth_hmac_webhook_vector),
         cmocka_unit_test(test_auth_md5_events_body_vector),
         cmocka_unit_test(test_auth_hmac_rest_post_string_vector),
