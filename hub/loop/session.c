@@ -51,8 +51,6 @@
 _Static_assert(sizeof(struct hub_session) <= 248,
                "struct hub_session grew");
 #endif
-/* A session's key_pair (hub/loop/session.h) is four bits. */
-_Static_assert(HUB_APP_KEYS_MAX <= 16, "key_pair cannot name every pair");
 
 const char *hub_session_socket_id(const struct hub_session *s, char *buf)
 {

@@ -159,6 +159,8 @@ struct hub_session {
     uint32_t rx_len, rx_cap;       /* <= max_message (1 GiB at most) */
     const char *close_text;        /* borrowed: a static string */
 };
+/* key_pair above is four bits: it must name every pair an app may hold. */
+_Static_assert(HUB_APP_KEYS_MAX <= 16, "key_pair cannot name every pair");
 
 /* The socket id, "<sid_hi>.<sid_lo>", formatted into buf (at least
  * HUB_SOCKET_ID_MAX bytes) when it is needed: kept formatted it was 32 B
