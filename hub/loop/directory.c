@@ -399,10 +399,19 @@ json_t *hub_directory_users(struct hub_directory *d, unsigned app,
         return NULL;
     pthread_mutex_lock(&d->mu);
     g = dir_find(d, app, name, len);
+    /* With each member's user_info (checked JSON when it joined, so
+     * bounded by the presence limits), for the console; the REST API
+     * answers ids only (hub/rest/channels.c takes it out). */
     if (g)
         for (uint32_t i = 0; i < g->n_members; i++)
             if (json_array_append_new(
-                    arr, json_pack("{s:s}", "id", g->members[i].user_id))) {
+                    arr,
+                    json_pack("{s:s, s:o?}", "id", g->members[i].user_id,
+                              "user_info",
+                              g->members[i].user_info
+                                  ? json_loads(g->members[i].user_info,
+                                               JSON_DECODE_ANY, NULL)
+                                  : NULL))) {
                 json_decref(arr);    /* short of a member: not an answer */
                 arr = NULL;
                 break;
