@@ -389,6 +389,18 @@ json_t *hub_directory_list(struct hub_directory *d, unsigned app,
     return out;
 }
 
+/* {"id","user_info"?}; NULL when out of memory (a user_info that does
+ * not parse is that too: it was checked when the member joined). */
+static json_t *member_json(const struct hub_member *m)
+{
+    json_t *info = NULL;
+
+    if (m->user_info &&
+        !(info = json_loads(m->user_info, JSON_DECODE_ANY, NULL)))
+        return NULL;
+    return json_pack("{s:s, s:o?}", "id", m->user_id, "user_info", info);
+}
+
 json_t *hub_directory_users(struct hub_directory *d, unsigned app,
                             const char *name, size_t len)
 {
@@ -404,14 +416,7 @@ json_t *hub_directory_users(struct hub_directory *d, unsigned app,
      * answers ids only (hub/rest/channels.c takes it out). */
     if (g)
         for (uint32_t i = 0; i < g->n_members; i++)
-            if (json_array_append_new(
-                    arr,
-                    json_pack("{s:s, s:o?}", "id", g->members[i].user_id,
-                              "user_info",
-                              g->members[i].user_info
-                                  ? json_loads(g->members[i].user_info,
-                                               JSON_DECODE_ANY, NULL)
-                                  : NULL))) {
+            if (json_array_append_new(arr, member_json(&g->members[i]))) {
                 json_decref(arr);    /* short of a member: not an answer */
                 arr = NULL;
                 break;
