@@ -114,8 +114,13 @@ static void inspect_hub_fini(struct hub *h, void *state)
     (void)h;
     if (!t)
         return;
-    for (unsigned i = 0; i < HUB_INSPECT_QUERIES; i++)
+    for (unsigned i = 0; i < HUB_INSPECT_QUERIES; i++) {
+        /* A query another node asked, never finished (its loops went):
+         * its asker learns nothing, its context is released. */
+        if (t->q[i] && t->q[i]->how.done)
+            t->q[i]->how.done(t->q[i]->how.ctx, NULL);
         query_free(t->q[i]);
+    }
     pthread_mutex_destroy(&t->mu);
     free(t);
 }

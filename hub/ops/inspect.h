@@ -68,7 +68,8 @@ struct hub_inspect_req {
 typedef uint64_t hub_inspect_bytes_fn(void *conn);
 
 /* Every loop answered a query started with a done function: answer is
- * {"sockets":[...],"closes":[...]} (taken). On the last loop's thread. */
+ * {"sockets":[...],"closes":[...]} (taken). On the last loop's thread;
+ * or with answer NULL when the hub goes first (hub_destroy's thread). */
 typedef void hub_inspect_done_fn(void *ctx, json_t *answer);
 
 struct hub_inspect_start {

@@ -85,7 +85,10 @@ static bool dashboard_file(struct lws *wsi, struct srv_loop *l,
         { "/charts.js", "charts.js", "text/javascript; charset=utf-8" },
         { "/style.css", "style.css", "text/css; charset=utf-8" },
     };
-    static const char extra[] = "x-content-type-options: nosniff\x0d\x0a"
+    /* As the console's page: the token is typed here. */
+    static const char extra[] = "x-frame-options: DENY\x0d\x0a"
+                                "referrer-policy: no-referrer\x0d\x0a"
+                                "x-content-type-options: nosniff\x0d\x0a"
                                 "cache-control: no-store\x0d\x0a";
     char file[1024];
 
