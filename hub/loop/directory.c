@@ -389,16 +389,12 @@ json_t *hub_directory_list(struct hub_directory *d, unsigned app,
     return out;
 }
 
-/* {"id","user_info"?}; NULL when out of memory (a user_info that does
- * not parse is that too: it was checked when the member joined). */
+/* {"id","user_info"?}, user_info as its JSON text (the console parses
+ * it; REST drops it); NULL when out of memory. */
 static json_t *member_json(const struct hub_member *m)
 {
-    json_t *info = NULL;
-
-    if (m->user_info &&
-        !(info = json_loads(m->user_info, JSON_DECODE_ANY, NULL)))
-        return NULL;
-    return json_pack("{s:s, s:o?}", "id", m->user_id, "user_info", info);
+    return json_pack("{s:s, s:s?}", "id", m->user_id, "user_info",
+                     m->user_info);
 }
 
 json_t *hub_directory_users(struct hub_directory *d, unsigned app,

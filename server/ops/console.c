@@ -194,6 +194,22 @@ static int api_publish(struct lws *wsi, struct srv_loop *l, const char *body,
     return rc;
 }
 
+/* The directory gives each member's user_info as its JSON text: the
+ * console shows it as JSON (text it cannot parse stays a string). */
+static void users_info_json(json_t *users)
+{
+    size_t i;
+    json_t *u;
+
+    json_array_foreach(users, i, u) {
+        const char *text = json_string_value(json_object_get(u, "user_info"));
+        json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+
+        if (v)
+            json_object_set_new(u, "user_info", v);
+    }
+}
+
 static int serve_page(struct lws *wsi, struct srv_loop *l, const char *file,
                       const char *mime)
 {
@@ -276,6 +292,7 @@ int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
         if (!ch || !*ch)
             return reply_error(wsi, 400, "channel= is required", close);
         users = hub_dir_users(l->srv->hub, app->index, ch, strlen(ch));
+        users_info_json(users);
         return reply_json(wsi, 200, json_pack("{s:s, s:o?}", "channel", ch,
                                               "users", users),
                           close);
