@@ -299,6 +299,11 @@ int srv_http_reply(struct lws *wsi, unsigned status, const char *ctype,
 int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
                     const char *body, size_t len, bool close,
                     const char *hname, const char *hval);
+/* srv_ops_respond() of o's compact JSON text (o taken; NULL, or text that
+ * cannot be made: -1, the connection closes). */
+struct json_t;
+int srv_ops_respond_json(struct lws *wsi, unsigned status, struct json_t *o,
+                         bool close);
 /* "Authorization: Bearer <token>" present and right (NULL token: true). */
 bool srv_ops_bearer_ok(struct lws *wsi, const char *token);
 /* Constant time in want's length. */

@@ -60,16 +60,7 @@
 static int reply_json(struct lws *wsi, unsigned status, json_t *o,
                       bool close)
 {
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    int rc;
-
-    json_decref(o);
-    if (!text)
-        return -1;
-    rc = srv_ops_respond(wsi, status, "application/json", text, strlen(text),
-                         close, NULL, NULL);
-    free(text);
-    return rc;
+    return srv_ops_respond_json(wsi, status, o, close);
 }
 
 static int reply_error(struct lws *wsi, unsigned status, const char *msg,

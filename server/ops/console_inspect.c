@@ -39,18 +39,7 @@
 
 static int answer(struct lws *wsi, unsigned status, json_t *o, bool close)
 {
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    int rc;
-
-    json_decref(o);
-    if (!text)
-        return srv_ops_respond(wsi, 500, "application/json",
-                               "{\"error\":\"out of memory\"}", 25, close,
-                               NULL, NULL);
-    rc = srv_ops_respond(wsi, status, "application/json", text, strlen(text),
-                         close, NULL, NULL);
-    free(text);
-    return rc;
+    return srv_ops_respond_json(wsi, status, o, close);
 }
 
 static int error(struct lws *wsi, unsigned status, const char *msg,
