@@ -10,6 +10,7 @@
 #include "hub/channel/online.h"
 #include "hub/channel/subcount.h"
 #include "hub/loop/directory.h"
+#include "hub/ops/inspect.h"
 #include "hub/ops/tail.h"
 
 /*
@@ -22,6 +23,8 @@ static const struct hub_feature *const features[] = {
     &hub_subcount_feature,
     &hub_tail_feature,
     &hub_history_feature,
+    /* The console's socket inspector: each loop's ring of recent closes. */
+    &hub_inspect_feature,
 };
 
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))

@@ -4,6 +4,13 @@
 // the hub's own uptime clock, so a late poll does not fake a spike. A hub
 // restart (uptime going backwards) breaks the lines instead of producing
 // negative rates.
+//
+// Behind --metrics-token, /stats answers 401: the page then asks for the
+// token (a form; kept in this tab's sessionStorage, sent as
+// "Authorization: Bearer", never in a URL) and polls with it. With
+// --metrics-port, /stats is a 404 on the main port: the page says to open
+// the dashboard on the metrics port, which serves it too
+// (docs/OPERATIONS.md, "Dashboard and console").
 import { BarChart, LineChart, PALETTE, compact } from './charts.js';
 
 const POLL_MS = 1000;
@@ -18,6 +25,8 @@ const CLOSE_COLORS = {
 };
 
 const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = 'lubdub.metricsToken';
+let token = sessionStorage.getItem(TOKEN_KEY);
 
 const samples = [];
 let prev = null;           // previous /stats document
@@ -227,6 +236,12 @@ function renderWebhooks(d) {
     setText('webhooks-delayed', compact(wh.edges_delayed));
     setText('webhooks-cancelled', compact(wh.edges_cancelled));
     setText('webhooks-dropped', compact(wh.events_dropped));
+    const total = (f) => wh.endpoints.reduce((a, e) => a + (e[f] || 0), 0);
+    setText('wh-queued', compact(total('queue_depth')));
+    setText('wh-sent', compact(total('sent')));
+    setText('wh-failed', compact(total('failed')));
+    setText('wh-dead', compact(total('dead_lettered')));
+    setText('wh-up', `${wh.endpoints.filter((e) => e.up).length} / ${wh.endpoints.length}`);
     const body = $('webhooks-body');
     while (body.children.length > wh.endpoints.length) {
         body.lastElementChild.remove();
@@ -255,8 +270,38 @@ function renderWebhooks(d) {
     });
 }
 
+// /stats has "backplane" only with --redis (docs/SCALING.md).
+function renderCluster(d, old, dt) {
+    const b = d.backplane;
+    $('cluster-panel').hidden = !b;
+    if (!b) {
+        return;
+    }
+    const ob = old && old.backplane;
+    const rate = (k) => (ob && dt > 0 ?
+        compact(Math.max(0, (b[k] - ob[k]) / dt)) : '–');
+    setText('cl-node', b.node);
+    setText('cl-state', b.state);
+    $('cl-state').style.color = b.state === 'up' ? '' : 'var(--bad)';
+    setText('cl-dir', b.directory);
+    setText('cl-phase', b.phase || '');
+    setText('cl-nodes', String(b.nodes));
+    setText('cl-published', compact(b.published));
+    setText('cl-pub-rate', rate('published'));
+    setText('cl-received', compact(b.received));
+    setText('cl-rx-rate', rate('received'));
+    setText('cl-lost', compact(b.lost));
+    setText('cl-gaps', compact(b.gaps));
+    setText('cl-gaps-filled', compact(b.gaps_filled));
+    setText('cl-hist', compact(b.history_write_failed + b.history_read_failed));
+    setText('cl-hist-w', compact(b.history_write_failed));
+    setText('cl-hist-r', compact(b.history_read_failed));
+    setText('cl-reconnects', compact(b.reconnects));
+    setText('cl-channels', compact(b.channels));
+}
+
 let nLoops = -1;
-function render(d) {
+function render(d, old) {
     if (d.per_loop.length !== nLoops) {
         nLoops = d.per_loop.length;
         charts.sessions.setSeries(perLoopSeries('s', nLoops, nLoops > 1));
@@ -271,6 +316,7 @@ function render(d) {
     renderNumbers(d, s);
     renderTable(d);
     renderWebhooks(d);
+    renderCluster(d, old, old ? d.uptime_s - old.uptime_s : 0);
     for (const c of Object.values(charts)) {
         c.update(samples);
     }
@@ -292,13 +338,52 @@ function push(sample) {
     }
 }
 
+// The token form: shown on a 401, hidden once /stats answers.
+function askToken(msg) {
+    $('token-panel').hidden = false;
+    const e = $('token-error');
+    e.hidden = !msg;
+    e.textContent = msg || '';
+}
+
+$('token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    token = $('metrics-token').value.trim() || null;
+    $('metrics-token').value = '';
+    if (token) {
+        sessionStorage.setItem(TOKEN_KEY, token);
+    }
+    $('token-error').hidden = true;
+    // One chain of polls: a poll in flight schedules the next itself.
+    if (!inFlight) {
+        clearTimeout(pollTimer);
+        poll();
+    }
+});
+
+let pollTimer = null;
+let inFlight = false;
+
 async function poll() {
     const t = Date.now();
+    inFlight = true;
     try {
-        const res = await fetch('/stats', { cache: 'no-store' });
+        const res = await fetch('/stats', {
+            cache: 'no-store',
+            headers: token ? { authorization: `Bearer ${token}` } : {},
+        });
+        if (res.status === 401) {
+            const had = token !== null;
+            sessionStorage.removeItem(TOKEN_KEY);
+            token = null;
+            askToken(had ? 'The hub refused the token.' : '');
+            throw new Error('a metrics token is required');
+        }
+        $('moved-panel').hidden = res.status !== 404;
         if (!res.ok) {
             throw new Error(`HTTP ${res.status}`);
         }
+        $('token-panel').hidden = true;
         const d = await res.json();
         const restarted = prev && (d.uptime_s < prev.uptime_s ||
                                    d.loops !== prev.loops);
@@ -306,11 +391,12 @@ async function poll() {
             push({ t, gap: true });
         }
         push(sampleOf(d, restarted ? null : prev, t));
+        const old = restarted ? null : prev;
         prev = d;
         lastOk = true;
         window.lubdubDashboard.polls++;
         setFeed(true, restarted ? 'hub restarted' : 'live');
-        render(d);
+        render(d, old);
     } catch (e) {
         if (lastOk) {
             push({ t, gap: true });
@@ -321,7 +407,8 @@ async function poll() {
             c.update(samples);
         }
     } finally {
-        setTimeout(poll, Math.max(0, POLL_MS - (Date.now() - t)));
+        inFlight = false;
+        pollTimer = setTimeout(poll, Math.max(0, POLL_MS - (Date.now() - t)));
     }
 }
 

@@ -389,6 +389,14 @@ json_t *hub_directory_list(struct hub_directory *d, unsigned app,
     return out;
 }
 
+/* {"id","user_info"?}, user_info as its JSON text (the console parses
+ * it; REST drops it); NULL when out of memory. */
+static json_t *member_json(const struct hub_member *m)
+{
+    return json_pack("{s:s, s:s?}", "id", m->user_id, "user_info",
+                     m->user_info);
+}
+
 json_t *hub_directory_users(struct hub_directory *d, unsigned app,
                             const char *name, size_t len)
 {
@@ -399,10 +407,12 @@ json_t *hub_directory_users(struct hub_directory *d, unsigned app,
         return NULL;
     pthread_mutex_lock(&d->mu);
     g = dir_find(d, app, name, len);
+    /* With each member's user_info (checked JSON when it joined, so
+     * bounded by the presence limits), for the console; the REST API
+     * answers ids only (hub/rest/channels.c takes it out). */
     if (g)
         for (uint32_t i = 0; i < g->n_members; i++)
-            if (json_array_append_new(
-                    arr, json_pack("{s:s}", "id", g->members[i].user_id))) {
+            if (json_array_append_new(arr, member_json(&g->members[i]))) {
                 json_decref(arr);    /* short of a member: not an answer */
                 arr = NULL;
                 break;

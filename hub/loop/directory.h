@@ -140,7 +140,8 @@ void hub_directory_info(struct hub_directory *d, unsigned app,
  * whose name starts with prefix (NULL = all). */
 json_t *hub_directory_list(struct hub_directory *d, unsigned app,
                            const char *prefix, bool user_count);
-/* Owned: [{"id":"1"},...], empty when the channel is unknown; NULL when
+/* Owned: [{"id":"1","user_info":"<its JSON text>"?},...] (user_info when
+ * the member has one), empty when the channel is unknown; NULL when
  * out of memory. */
 json_t *hub_directory_users(struct hub_directory *d, unsigned app,
                             const char *name, size_t len);

@@ -28,6 +28,7 @@
 #include "hub/pusher/subscribe.h"
 #include "hub/pusher/recover.h"
 #include "hub/webhook/queue.h"
+#include "hub/ops/inspect.h"
 #include "hub/ops/tail.h"
 #include "hub/pusher/watchlist.h"
 
@@ -560,6 +561,9 @@ void hub_pusher_connect(struct hub_session *s, const char *uri,
  * open. */
 static void pusher_fini(struct hub_session *s)
 {
+    /* The inspector's ring of recent closes, while the session still
+     * holds its presence memberships (its user id). */
+    hub_inspect_closed(s);
     hub_watchlist_signout(s);
     hub_pusher_leave_all(s);
     if (hub_tail_watched() && s->app_counted)

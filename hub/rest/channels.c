@@ -24,6 +24,18 @@
 #include "hub/rest/wait.h"
 #include "hub/wire/protocol.h"
 
+/* Pusher's users answer holds ids only: the local directory's list also
+ * carries each member's user_info (for the console), taken out here. */
+static json_t *ids_only(json_t *users)
+{
+    size_t i;
+    json_t *u;
+
+    json_array_foreach(users, i, u)
+        json_object_del(u, "user_info");
+    return users;
+}
+
 /* A wait's answer for GET channels and channels/{name}/users: the list
  * the directory made, as the synchronous path answers it. */
 static void list_answer(struct hub_rest_wait *w, const char *key,
@@ -32,6 +44,8 @@ static void list_answer(struct hub_rest_wait *w, const char *key,
     json_t *j = w->q[0].q.json;
 
     w->q[0].q.json = NULL;
+    if (j && !strcmp(key, "users"))
+        ids_only(j);
     if (!j)
         hub_rest_reply_error(out, 500, "out of memory");
     else
@@ -219,7 +233,7 @@ static void get_users(const struct hub_rest_req *r, const char *name,
         hub_rest_reply_error(out, 500, "out of memory");
         return;
     }
-    hub_rest_reply_json(out, 200, json_pack("{s:o}", "users", users));
+    hub_rest_reply_json(out, 200, json_pack("{s:o}", "users", ids_only(users)));
 }
 
 void hub_rest_channels_get_one(const struct hub_rest_req *r,

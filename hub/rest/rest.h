@@ -121,4 +121,17 @@ void hub_rest_wait_refuse(struct hub_rest_wait *w,
  * w is freed when the directory answers. On l's thread. */
 void hub_rest_wait_cancel(struct hub_rest_wait *w);
 
+/*
+ * The operator console's test event (server/ops/console.c, behind the admin
+ * token): one event {"name","channel","data"} to one channel of app,
+ * published exactly as POST events publishes it (the same checks: name,
+ * channel name, data size, 400/413; then the cluster and the history),
+ * without a REST signature or the app's REST rate limit. out as
+ * hub_rest_handle()'s (403 when the app is disabled). hub/rest/trusted.c.
+ */
+struct hub_app;
+void hub_rest_trusted_publish(struct hub_loop *l, const struct hub_app *app,
+                              const char *name, const char *channel,
+                              const char *data, struct hub_rest_response *out);
+
 #endif

@@ -56,7 +56,9 @@ static int handle_request(struct lws *wsi, struct srv_loop *l,
     p->answered = true; /* as srv_http_respond(): answering may free p */
     /* A POST there (a 404) closes after its answer: srv_ops_respond()
      * would finish the transaction inside lws's read path. */
-    if (srv_ops_route(wsi, l, path, p->post, p->close || p->post, &rc))
+    if (srv_ops_route(wsi, l, path, p->post, p->too_big ? NULL : p->body,
+                      p->too_big ? 0 : p->body_len, p->close || p->post,
+                      &rc))
         return rc;
     p->answered = false;
     if (strncmp(path, "/apps/", 6) == 0)

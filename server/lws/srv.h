@@ -299,9 +299,11 @@ bool srv_ops_is_metrics(struct lws *wsi);
 unsigned srv_ops_readyz(struct srv *srv, char *body, size_t cap);
 /* First thing for every HTTP request: true when the path is an operator
  * surface's (or anything on the metrics vhost); *rc is then the lws result
- * of the answer written. */
+ * of the answer written. body: a POST's body (body_len bytes, at most
+ * HUB_REST_MAX_BODY; NULL when none or it was too big). */
 bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
-                   bool post, bool close, int *rc);
+                   bool post, const char *body, size_t body_len, bool close,
+                   int *rc);
 /* One whole response (headers and body in one write) and the end of the
  * transaction: cache-control no-store, then hdrs (NULL, or "name:", value
  * pairs ending at a NULL name), then "Connection: close" when close.
@@ -314,6 +316,11 @@ int srv_http_reply(struct lws *wsi, unsigned status, const char *ctype,
 int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
                     const char *body, size_t len, bool close,
                     const char *hname, const char *hval);
+/* srv_ops_respond() of o's compact JSON text (o taken; NULL, or text that
+ * cannot be made: -1, the connection closes). */
+struct json_t;
+int srv_ops_respond_json(struct lws *wsi, unsigned status, struct json_t *o,
+                         bool close);
 /* "Authorization: Bearer <token>" present and right (NULL token: true). */
 bool srv_ops_bearer_ok(struct lws *wsi, const char *token);
 /* Constant time in want's length. */
@@ -321,6 +328,7 @@ bool srv_ops_token_equal(const char *given, size_t len, const char *want);
 
 /* server/ops/console.c: the operator console (--admin-token). */
 int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
+                     bool post, const char *body, size_t body_len,
                      bool close);
 /* The "lubdub-console" WebSocket protocol (the live tail). */
 int srv_console_callback(struct lws *wsi, enum lws_callback_reasons reason,

@@ -16,7 +16,19 @@
  *   /console/api/apps                     {"apps":[{"id","key","enabled"}]}
  *   /console/api/channels?app=ID          {"channels":[{"name",
  *                       "subscription_count","user_count"?}],"truncated"}
- *   /console/api/users?app=ID&channel=C   {"users":[{"id"}]}
+ *   /console/api/users?app=ID&channel=C   {"users":[{"id","user_info"?}]}
+ *                       (this node's members: at most the channel's
+ *                       max_presence_members, each user_info at most
+ *                       max_presence_user_info bytes, checked at the join)
+ *   /console/api/inspect?query=N          the socket inspector's answer
+ *                       (server/ops/console_inspect.c)
+ * API (POST, a JSON body of at most HUB_REST_MAX_BODY):
+ *   /console/api/publish {"app","channel","event","data"}: a test event,
+ *                       published as POST events publishes it
+ *                       (hub_rest_trusted_publish: same checks, the
+ *                       cluster, the history), answered as it answers,
+ *                       and logged
+ *   /console/api/inspect {"app","socket_id"|"user_id"}: 202 {"query":N}
  * Tail (WebSocket text messages): the browser sends
  *   {"token","app","channel","prefix","kinds":["events","connections"],
  *    "rate"} (again to change the filter); the hub answers {"type":"ready",
@@ -36,7 +48,9 @@
 
 #include "hub/loop/backplane.h"
 #include "hub/ops/tail.h"
+#include "hub/rest/rest.h"
 #include "server/lws/srv.h"
+#include "server/ops/console_inspect.h"
 
 #define CONSOLE_MAX_CHANNELS 1000
 #define CONSOLE_RX_MAX 4096
@@ -46,16 +60,7 @@
 static int reply_json(struct lws *wsi, unsigned status, json_t *o,
                       bool close)
 {
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    int rc;
-
-    json_decref(o);
-    if (!text)
-        return -1;
-    rc = srv_ops_respond(wsi, status, "application/json", text, strlen(text),
-                         close, NULL, NULL);
-    free(text);
-    return rc;
+    return srv_ops_respond_json(wsi, status, o, close);
 }
 
 static int reply_error(struct lws *wsi, unsigned status, const char *msg,
@@ -132,6 +137,75 @@ static json_t *api_channels(struct srv_loop *l, const struct hub_app *app)
     return json_pack("{s:o, s:b}", "channels", arr, "truncated", cut);
 }
 
+/*
+ * POST /console/api/publish: one test event, through POST events' own
+ * handler (hub_rest_trusted_publish), so that it reaches the other loops,
+ * the other nodes and the history as a REST trigger does, and is refused
+ * as one is (a bad name 400, data over the app's max_event_bytes 413).
+ * Each attempt is logged with what it was and what it got.
+ */
+static int api_publish(struct lws *wsi, struct srv_loop *l, const char *body,
+                       size_t body_len, bool close)
+{
+    json_t *o = body ? json_loadb(body, body_len, 0, NULL) : NULL;
+    const char *app_id = json_string_value(json_object_get(o, "app"));
+    const char *ch = json_string_value(json_object_get(o, "channel"));
+    const char *ev = json_string_value(json_object_get(o, "event"));
+    json_t *data = json_object_get(o, "data");
+    const struct hub_app *app;
+    struct hub_rest_response r;
+    char *text;
+    int rc;
+
+    if (!app_id || !ch || !ev || !data) {
+        json_decref(o);
+        return reply_error(wsi, 400,
+                           "send {\"app\",\"channel\",\"event\",\"data\"}",
+                           close);
+    }
+    app = hub_apptab_by_id(hub_apps(l->hub->hub), app_id, strlen(app_id));
+    if (!app) {
+        json_decref(o);
+        return reply_error(wsi, 404, "unknown app", close);
+    }
+    /* Data as POST events takes it: a string as it is, else its JSON. */
+    text = json_is_string(data) ? strdup(json_string_value(data))
+                                : json_dumps(data, JSON_COMPACT |
+                                                       JSON_ENCODE_ANY);
+    if (!text) {
+        json_decref(o);
+        return reply_error(wsi, 500, "out of memory", close);
+    }
+    hub_rest_trusted_publish(l->hub, app, ev, ch, text, &r);
+    srv_log_peer(r.status == 200 ? HUB_LOG_INFO : HUB_LOG_WARN, l->id,
+                 "console: test event %.64s to %.200s of app %.64s "
+                 "(%zu bytes): %d",
+                 ev, ch, app_id, strlen(text), r.status);
+    free(text);
+    json_decref(o);
+    rc = srv_ops_respond(wsi, (unsigned)r.status, "application/json",
+                         r.body ? r.body : "{}", r.body ? r.len : 2, close,
+                         NULL, NULL);
+    free(r.body);
+    return rc;
+}
+
+/* The directory gives each member's user_info as its JSON text: the
+ * console shows it as JSON (text it cannot parse stays a string). */
+static void users_info_json(json_t *users)
+{
+    size_t i;
+    json_t *u;
+
+    json_array_foreach(users, i, u) {
+        const char *text = json_string_value(json_object_get(u, "user_info"));
+        json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+
+        if (v)
+            json_object_set_new(u, "user_info", v);
+    }
+}
+
 static int serve_page(struct lws *wsi, struct srv_loop *l, const char *file,
                       const char *mime)
 {
@@ -156,6 +230,7 @@ static int serve_page(struct lws *wsi, struct srv_loop *l, const char *file,
 }
 
 int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
+                     bool post, const char *body, size_t body_len,
                      bool close)
 {
     char token[SRV_SECRET_TOKEN_MAX + 1];
@@ -187,6 +262,14 @@ int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
             "www-authenticate:", "Bearer realm=\"lubdub console\"");
     }
     path += 13;
+    if (post && !strcmp(path, "publish"))
+        return api_publish(wsi, l, body, body_len, close);
+    if (post && !strcmp(path, "inspect"))
+        return srv_console_inspect_start(wsi, l, body, body_len, close);
+    if (post)
+        return reply_error(wsi, 404, "not found", close);
+    if (!strcmp(path, "inspect"))
+        return srv_console_inspect_poll(wsi, l, close);
     if (!strcmp(path, "apps"))
         return reply_json(wsi, 200, api_apps(l), close);
     if (strcmp(path, "channels") && strcmp(path, "users"))
@@ -205,6 +288,7 @@ int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
         if (!ch || !*ch)
             return reply_error(wsi, 400, "channel= is required", close);
         users = hub_dir_users(l->srv->hub, app->index, ch, strlen(ch));
+        users_info_json(users);
         return reply_json(wsi, 200, json_pack("{s:s, s:o?}", "channel", ch,
                                               "users", users),
                           close);

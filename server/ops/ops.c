@@ -4,9 +4,12 @@
  * the metrics port's whole answer set, and /console (server/ops/console.c).
  *
  * Every HTTP request asks srv_ops_route() first. On the metrics vhost
- * (server/ops/ops_http.c) it serves /metrics, /stats, /healthz and /readyz and
- * a 404 for anything else, so no REST call, WebSocket or page is reachable
- * there. On the main port /metrics and /stats are a 404 once they moved;
+ * (server/ops/ops_http.c) it serves /metrics, /stats, /healthz and /readyz,
+ * the dashboard's four files (/dashboard, /dashboard.js, /charts.js,
+ * /style.css: the page reads /stats from its own origin, so with
+ * --metrics-port it is opened on the metrics port; docs/OPERATIONS.md,
+ * "Dashboard and console") and a 404 for anything else, so no REST call,
+ * WebSocket or other page is reachable there. On the main port /metrics and /stats are a 404 once they moved;
  * /healthz and /readyz stay on both ports (load balancers probe the
  * traffic port, orchestrators often the metrics one), both answered by
  * srv_ops_readyz().
@@ -65,6 +68,44 @@ static int serve_metrics(struct lws *wsi, struct srv_loop *l, bool stats,
     return rc;
 }
 
+/*
+ * The dashboard's files on the metrics port (srv_ops_route): the page and
+ * what it loads, from the web root, nothing else. They hold no data (the
+ * page asks for the metrics token itself), so they need none.
+ */
+static bool dashboard_file(struct lws *wsi, struct srv_loop *l,
+                           const char *path, int *rc)
+{
+    static const struct {
+        const char *path, *file, *mime;
+    } files[] = {
+        { "/dashboard", "dashboard.html", "text/html; charset=utf-8" },
+        { "/dashboard/", "dashboard.html", "text/html; charset=utf-8" },
+        { "/dashboard.js", "dashboard.js", "text/javascript; charset=utf-8" },
+        { "/charts.js", "charts.js", "text/javascript; charset=utf-8" },
+        { "/style.css", "style.css", "text/css; charset=utf-8" },
+    };
+    /* As the console's page: the token is typed here. */
+    static const char extra[] = "x-frame-options: DENY\x0d\x0a"
+                                "referrer-policy: no-referrer\x0d\x0a"
+                                "x-content-type-options: nosniff\x0d\x0a"
+                                "cache-control: no-store\x0d\x0a";
+    char file[1024];
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        if (strcmp(path, files[i].path))
+            continue;
+        snprintf(file, sizeof(file), "%s/%s", l->srv->cfg->web_root,
+                 files[i].file);
+        *rc = lws_serve_http_file(wsi, file, files[i].mime, extra,
+                                  sizeof(extra) - 1)
+                  ? -1
+                  : 0;
+        return true;
+    }
+    return false;
+}
+
 unsigned srv_ops_readyz(struct srv *srv, char *body, size_t cap)
 {
     if (atomic_load(&srv->hub->draining)) {
@@ -75,7 +116,8 @@ unsigned srv_ops_readyz(struct srv *srv, char *body, size_t cap)
 }
 
 bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
-                   bool post, bool close, int *rc)
+                   bool post, const char *body, size_t body_len, bool close,
+                   int *rc)
 {
     bool stats = strcmp(path, "/stats") == 0;
     bool metrics = strcmp(path, "/metrics") == 0;
@@ -89,13 +131,19 @@ bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
             *rc = srv_ops_respond(wsi, 200, "text/plain; charset=utf-8",
                                   "ok\n", 3, close, NULL, NULL);
         else if (strcmp(path, "/readyz") == 0) {
-            char body[SRV_READYZ_BODY_MAX];
-            unsigned st = srv_ops_readyz(l->srv, body, sizeof(body));
+            char text[SRV_READYZ_BODY_MAX];
+            unsigned st = srv_ops_readyz(l->srv, text, sizeof(text));
 
-            *rc = srv_ops_respond(wsi, st, "text/plain; charset=utf-8", body,
-                                  strlen(body), close, NULL, NULL);
-        } else
+            *rc = srv_ops_respond(wsi, st, "text/plain; charset=utf-8", text,
+                                  strlen(text), close, NULL, NULL);
+        } else if (!dashboard_file(wsi, l, path, rc))
             *rc = not_found(wsi, close);
+        return true;
+    }
+    /* The console's POSTs (publish, inspect); every other POST is the
+     * REST API's or a 404. */
+    if (post && strncmp(path, "/console/api/", 13) == 0) {
+        *rc = srv_console_http(wsi, l, path, true, body, body_len, close);
         return true;
     }
     if (post)
@@ -108,7 +156,7 @@ bool srv_ops_route(struct lws *wsi, struct srv_loop *l, const char *path,
     }
     if (strncmp(path, "/console", 8) == 0 &&
         (path[8] == '\0' || path[8] == '/')) {
-        *rc = srv_console_http(wsi, l, path, close);
+        *rc = srv_console_http(wsi, l, path, false, NULL, 0, close);
         return true;
     }
     return false;

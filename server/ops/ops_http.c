@@ -28,6 +28,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "server/lws/srv.h"
 
 int srv_http_reply(struct lws *wsi, unsigned status, const char *ctype,
@@ -77,6 +79,21 @@ int srv_ops_respond(struct lws *wsi, unsigned status, const char *ctype,
 
     return srv_http_reply(wsi, status, ctype, body, len, close,
                           hname ? hdrs : NULL);
+}
+
+int srv_ops_respond_json(struct lws *wsi, unsigned status, json_t *o,
+                         bool close)
+{
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    int rc;
+
+    json_decref(o);
+    if (!text)
+        return -1;
+    rc = srv_ops_respond(wsi, status, "application/json", text, strlen(text),
+                         close, NULL, NULL);
+    free(text);
+    return rc;
 }
 
 /*

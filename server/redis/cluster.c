@@ -25,6 +25,7 @@
 #include "hub/cluster/cluster.h"
 #include "server/redis/redis.h"
 #include "server/redis/redis_conn.h"
+#include "server/redis/redis_inspect.h"
 #include "server/redis/redis_lease.h"
 #include "server/redis/redis_ready.h"
 #include "server/lws/srv.h"
@@ -159,6 +160,12 @@ struct hub *srv_redis_cluster_hub_create(struct srv *srv)
     }
     hub_cluster_set_hub(srv->cluster, h);
     srv_redis_attach(srv->redis, srv->cluster);
+    /* The socket inspector across nodes: without it (out of memory) the
+     * console inspects this node only. */
+    if (srv_redis_inspect_attach(srv->redis, h, cfg->redis_prefix,
+                                 srv->node_id))
+        srv_log(HUB_LOG_WARN, 0, "backplane: out of memory for the socket "
+                "inspector; the console inspects this node only");
     /* Node lease and reaper (server/redis/redis_lease.h). */
     {
         const struct srv_redis_lease_cfg lc = {

@@ -36,6 +36,7 @@
 #include "server/redis/redis_int.h"
 #include "server/redis/redis_lease.h"
 #include "server/redis/redis_hist.h"
+#include "server/redis/redis_inspect.h"
 #include "server/redis/redis_pub.h"
 #include "server/redis/redis_sub.h"
 #include "server/lws/srv.h"
@@ -407,6 +408,8 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 
     (void)loop;
     (void)revents;
+    /* The socket inspector's questions and answers (redis_inspect.c). */
+    srv_redis_inspect_flush(r);
     for (op = hub_cluster_take(r->c); op; op = next) {
         next = op->next;
         switch (op->kind) {
@@ -619,6 +622,7 @@ void srv_redis_stop(struct srv_redis *r)
     hub_chantab_fini(&r->tx);
     hub_chantab_fini(&r->rx);
     srv_redis_dir_free(r->dir);
+    srv_redis_inspect_fini(r);
     srv_redis_sentinel_destroy(r->sentinel);
     ev_loop_destroy(r->loop);
     srv_redis_conn_fini(&r->conn);

@@ -87,6 +87,9 @@ struct srv_redis {
     uint64_t test_rx_n;
     struct srv_redis_dir *dir;     /* the cluster-wide directory */
     struct srv_redis_lease *lease; /* node lease and reaper; owned, or NULL */
+    /* The socket inspector across nodes (server/redis/redis_inspect.h);
+     * NULL until attached. */
+    struct srv_redis_inspect *insp;
 };
 
 #endif

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "server/redis/redis_dir_ops.h"
+#include "server/redis/redis_inspect.h"
 #include "server/redis/redis_int.h"
 
 /* The record tables. */
@@ -100,6 +101,10 @@ void srv_redis_sub_push(struct srv_redis_async *ac, void *reply, void *priv)
             HUB_STAT_ADD(r->st->bad, 1);
             return;
         }
+        /* The socket inspector's channels (redis_inspect.c). */
+        if (srv_redis_inspect_msg(r, ch->str, ch->len, rep->element[2]->str,
+                                  rep->element[2]->len))
+            return;
         if (x && x->member) {
             if (x->want)
                 hub_cluster_member_msg(r->c, ch->str, ch->len,
@@ -130,11 +135,9 @@ void srv_redis_sub_push(struct srv_redis_async *ac, void *reply, void *priv)
     }
 }
 
-/* Every node listens to the cache channel, whatever its subscribers. */
-static void rx_want_cache(struct srv_redis *r)
+/* A channel every node listens to, whatever its subscribers. */
+static void rx_want(struct srv_redis *r, const char *ch, size_t len)
 {
-    size_t len;
-    const char *ch = hub_cluster_cache_channel(r->c, &len);
     struct rxrec *x = srv_redis_tab_find(&r->rx, ch, len);
 
     if (!x)
@@ -142,6 +145,20 @@ static void rx_want_cache(struct srv_redis *r)
                               offsetof(struct rxrec, name), ch, len);
     if (x)
         x->want = true;
+}
+
+/* The cache channel, and the socket inspector's two
+ * (server/redis/redis_inspect.h). */
+static void rx_want_always(struct srv_redis *r)
+{
+    size_t len;
+    const char *ch = hub_cluster_cache_channel(r->c, &len);
+    const char *insp[2];
+    unsigned n = srv_redis_inspect_channels(r, insp);
+
+    rx_want(r, ch, len);
+    for (unsigned i = 0; i < n; i++)
+        rx_want(r, insp[i], strlen(insp[i]));
 }
 
 void srv_redis_rx_sub(struct srv_redis *r, const struct hub_cluster_op *op)
@@ -216,7 +233,7 @@ unsigned srv_redis_rx_up(struct srv_redis *r)
 {
     unsigned k = 0;
 
-    rx_want_cache(r);
+    rx_want_always(r);
     for (struct hub_chan_node *n = hub_chantab_next(&r->rx, NULL); n;
          n = hub_chantab_next(&r->rx, n)) {
         struct rxrec *x = (struct rxrec *)(void *)n;

@@ -2,7 +2,10 @@
 // The operator console (served under /console when --admin-token is set).
 // The admin token lives in this tab's sessionStorage only: API calls send it
 // as "Authorization: Bearer", the live tail's WebSocket as its first
-// message, never in a URL (URLs end up in access logs).
+// message, never in a URL (URLs end up in access logs). The page also
+// shows presence members with their user_info, publishes a test event
+// (POST publish) and runs the socket inspector (POST inspect, then GET
+// inspect?query=N until its answer is complete).
 (function () {
   const KEY = 'lubdub.adminToken';
   const $ = (id) => document.getElementById(id);
@@ -17,13 +20,21 @@
     b.dataset.state = s;
   }
 
-  async function api(path) {
+  async function api(path, body) {
     const r = await fetch(`/console/api/${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${state.token}` }, cache: 'no-store',
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (r.status === 401) {
       signOut('The hub refused the token.');
       throw new Error('unauthorized');
+    }
+    if (body !== undefined) {
+      // POSTs answer with what the hub said, refusals included.
+      let j = {};
+      try { j = await r.json(); } catch (e) { /* empty body */ }
+      return { status: r.status, body: j };
     }
     if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
     return r.json();
@@ -124,7 +135,14 @@
     for (const u of users) {
       const li = document.createElement('li');
       li.className = 'member';
-      li.textContent = u.id;
+      li.dataset.user = u.id;
+      li.append(document.createTextNode(u.id));
+      if (u.user_info !== undefined) {
+        const info = document.createElement('span');
+        info.className = 'info';
+        info.textContent = JSON.stringify(u.user_info);
+        li.appendChild(info);
+      }
       ul.appendChild(li);
     }
   }
@@ -198,6 +216,96 @@
       tailState('stopped', 'stopped');
     }
   }
+
+  // A test event, published as a REST trigger publishes it.
+  async function publishTest() {
+    const out = $('publish-result');
+    const req = { app: state.app, channel: $('publish-channel').value.trim(),
+      event: $('publish-event').value.trim(), data: $('publish-data').value };
+    out.dataset.state = 'sending';
+    out.textContent = 'publishing…';
+    try {
+      const r = await api('publish', req);
+      out.dataset.state = r.status === 200 ? 'published' : 'refused';
+      out.textContent = r.status === 200 ? `published ${req.event} to ${req.channel}`
+        : `refused (${r.status}): ${r.body.error || ''}`;
+      out.className = r.status === 200 ? 'small' : 'small error';
+    } catch (e) {
+      out.dataset.state = 'refused';
+      out.textContent = e.message;
+    }
+  }
+
+  function field(parent, label, value) {
+    const d = document.createElement('div');
+    const b = document.createElement('b');
+    b.textContent = `${label}: `;
+    d.append(b, document.createTextNode(value));
+    parent.appendChild(d);
+    return d;
+  }
+
+  function renderInspect(a) {
+    const box = $('inspect-out');
+    box.textContent = '';
+    for (const s of a.sockets) {
+      const r = document.createElement('div');
+      r.className = 'record socket';
+      r.dataset.socket = s.socket_id;
+      field(r, 'socket', `${s.socket_id} (${s.state}) on node ${s.node || 'this one'}, loop ${s.loop}, ${s.connected_s} s`);
+      field(r, 'user', s.user_id || '–');
+      field(r, 'subscriptions', `${s.subscriptions.join(', ') || 'none'}${s.subscriptions_truncated ? ' …' : ''}${s.subscriptions_pending ? ` (+${s.subscriptions_pending} joining)` : ''}`).className = 'subs';
+      field(r, 'queued', `${s.queued_bytes} bytes in ${s.queued_frames} frames`).className = 'queued';
+      field(r, 'written', s.bytes_written === null ? '–' : `${s.bytes_written} bytes`).className = 'written';
+      box.appendChild(r);
+    }
+    for (const c of a.closes) {
+      const r = document.createElement('div');
+      r.className = 'record close';
+      r.dataset.socket = c.socket_id;
+      r.dataset.code = c.code;
+      field(r, 'closed', `${c.socket_id} at ${new Date(c.at_ms).toISOString()} on node ${c.node || 'this one'}, loop ${c.loop}`);
+      field(r, 'code', `${c.code || '– (the peer closed)'} ${c.why}${c.reason ? `: ${c.reason}` : ''}`).className = 'code';
+      field(r, 'user', c.user_id || '–');
+      box.appendChild(r);
+    }
+  }
+
+  // Start a query, then poll its answer (the hub asks every loop, and in a
+  // cluster every node, without holding the request).
+  async function inspect() {
+    const v = $('inspect-verdict');
+    const req = { app: state.app };
+    req[$('inspect-kind').value] = $('inspect-id').value.trim();
+    v.dataset.state = 'running';
+    v.textContent = 'asking…';
+    $('inspect-out').textContent = '';
+    try {
+      const r = await api('inspect', req);
+      if (r.status !== 202) {
+        v.dataset.state = 'refused';
+        v.textContent = `refused (${r.status}): ${r.body.error || ''}`;
+        return;
+      }
+      for (let i = 0; i < 100; i++) {
+        const a = await api(`inspect?query=${r.body.query}`);
+        if (a.state === 'done') {
+          v.dataset.state = 'done';
+          v.textContent = a.verdict;
+          renderInspect(a);
+          return;
+        }
+        await new Promise((res) => setTimeout(res, 100 + 20 * i));
+      }
+      v.textContent = 'no answer';
+    } catch (e) {
+      v.dataset.state = 'refused';
+      v.textContent = e.message;
+    }
+  }
+
+  $('publish-form').addEventListener('submit', (ev) => { ev.preventDefault(); publishTest(); });
+  $('inspect-form').addEventListener('submit', (ev) => { ev.preventDefault(); inspect(); });
 
   $('login-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
