@@ -183,6 +183,12 @@ static void srv__put_apps(FILE *out, const struct srv_config *cfg)
         fputs(" key=", out);
         srv__put_text(out, a->key ? a->key : "unset");
         fputs(" secret=" SRV_PRINT_MASK, out);
+        /* Rotation's further pairs ("keys"): their keys, never secrets. */
+        for (unsigned k = 1; k < hub_app_n_keys(a); k++) {
+            fprintf(out, " key%u=", k + 1);
+            srv__put_text(out, hub_app_key_at(a, k));
+            fprintf(out, " secret%u=" SRV_PRINT_MASK, k + 1);
+        }
         if (!a->enabled)
             fputs(" enabled=false", out);
         if (a->n_webhooks)

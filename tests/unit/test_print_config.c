@@ -187,11 +187,14 @@ static void test_print_config_every_option_once(void **state)
 #define S_REDIS "redis-pass-3456"
 #define S_FILEAPP "file-app-secret-7890"
 #define S_SECFILE "secret-file-app-secret-2468"
+#define S_PAIR1 "rotation-pair-one-1357"
+#define S_PAIR2 "rotation-pair-two-8642"
 
 static void assert_no_secret(const char *text)
 {
     static const char *const secrets[] = {
-        S_APP, S_ADMIN, S_METRICS, S_REDIS, S_FILEAPP, S_SECFILE,
+        S_APP, S_ADMIN, S_METRICS, S_REDIS, S_FILEAPP, S_SECFILE, S_PAIR1,
+        S_PAIR2,
         "redis-user",
     };
 
@@ -205,7 +208,7 @@ static void test_print_config_masks_secrets(void **state)
 {
     char *envp[] = {"LUBDUB_ADMIN_TOKEN=" S_ADMIN, NULL};
     char tokfile[64] = "/tmp/lubdub-printtok-XXXXXX", flag[96];
-    char secfile[64] = "/tmp/lubdub-printsec-XXXXXX", json[512];
+    char secfile[64] = "/tmp/lubdub-printsec-XXXXXX", json[768];
     char *text;
     int fd;
 
@@ -236,7 +239,10 @@ static void test_print_config_masks_secrets(void **state)
     snprintf(json, sizeof(json),
              "{\"apps\": [{\"id\": \"1001\", \"key\": \"k1\", \"secret\": \""
              S_FILEAPP "\"}, {\"id\": \"1002\", \"key\": \"k2\", "
-             "\"secret_file\": \"%s\", \"enabled\": false}]}", secfile);
+             "\"secret_file\": \"%s\", \"enabled\": false}, "
+             "{\"id\": \"1003\", \"keys\": [{\"key\": \"k3a\", \"secret\": \""
+             S_PAIR1 "\"}, {\"key\": \"k3b\", \"secret\": \"" S_PAIR2 "\"}]}]}",
+             secfile);
     write_file(json);
     snprintf(flag, sizeof(flag), "--config=%s", path);
     text = printed(NULL, flag, NULL);
@@ -244,7 +250,9 @@ static void test_print_config_masks_secrets(void **state)
     assert_non_null(strstr(text, "\napps (file):\n"
                                  "  id=1001 key=k1 secret=****\n"
                                  "  id=1002 key=k2 secret=**** "
-                                 "enabled=false\n"));
+                                 "enabled=false\n"
+                                 "  id=1003 key=k3a secret=**** key2=k3b "
+                                 "secret2=****\n"));
     free(text);
     unlink(tokfile);
     unlink(secfile);
