@@ -113,13 +113,18 @@ static void log_key_changes(const struct hub_apptab *cur,
             more++;
             continue;
         }
-        srv_log(HUB_LOG_INFO, 0, "keys: app %s:%s%s%s%s%s", b->id,
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "keys",
+                                .app = b->id),
+                      "keys: app %s:%s%s%s%s%s", b->id,
                 gone[0] ? " removed" : "", gone,
                 gone[0] ? " (its connections close with 4001)" : "",
                 added[0] ? (gone[0] ? ", added" : " added") : "", added);
     }
     if (more)
-        srv_log(HUB_LOG_INFO, 0, "keys: %u more apps' keys changed", more);
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "keys"),
+                      "keys: %u more apps' keys changed", more);
 }
 
 /* The tokens and the Redis password a SIGHUP read again, said in the log. */
@@ -168,7 +173,9 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
         srv_wh_reload_prepare(srv, tmp->apps, v, n, next->n);
         srv_wh_reload(srv, tmp->apps, v, n, next->n);
         hub_apptab_discard(next);
-        srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: no change (%u "
+        srv_log_event(HUB_LOG_INFO, 0,
+                      HUB_LOG_F(.event = "reload", .reason = "apps"),
+                      "apps: reloaded from %s: no change (%u "
                                  "apps)", from, n);
         return 0;
     }
@@ -178,7 +185,10 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
         if (next->apps[i] &&
             hub_cluster_app_added(srv->cluster, i, next->apps[i]->id)) {
             hub_apptab_discard(next);
-            srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old "
+            srv_log_event(HUB_LOG_ERR, 0,
+                          HUB_LOG_F(.event = "reload_failed",
+                                    .reason = "out_of_memory"),
+                          "apps: not reloaded, keeping the old "
                                     "ones: out of memory");
             return -1;
         }
@@ -194,7 +204,10 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
      * copied above, and its size here. */
     first_new = cur->n;
     if (hub_apps_publish(srv->hub, next)) {
-        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed",
+                                .reason = "out_of_memory"),
+                      "apps: not reloaded, keeping the old ones: "
                                 "out of memory");
         return -1;
     }
@@ -205,12 +218,17 @@ static int apply_apps(struct srv *srv, struct srv_config *tmp,
         if (next->apps[i] &&
             srv_redis_app_added(srv->redis, i, next->apps[i]->id,
                                 next->live[i]))
-            srv_log(HUB_LOG_WARN, 0, "apps: %s: out of memory, its "
+            srv_log_event(HUB_LOG_WARN, 0,
+                          HUB_LOG_F(.event = "out_of_memory",
+                                    .app = next->apps[i]->id),
+                          "apps: %s: out of memory, its "
                     "max_connections counts this node only",
                     next->apps[i]->id);
     }
     srv_wh_reload(srv, tmp->apps, v, n, next->n);
-    srv_log(HUB_LOG_INFO, 0, "apps: reloaded from %s: %u added%s, %u "
+    srv_log_event(HUB_LOG_INFO, 0,
+                  HUB_LOG_F(.event = "reload", .reason = "apps"),
+                  "apps: reloaded from %s: %u added%s, %u "
                              "removed%s, %u changed%s, %u unchanged (%u apps)",
             from, d.added, added, d.removed, removed,
             d.changed, changed, d.unchanged, n);
@@ -267,7 +285,10 @@ int srv_config_reload(struct srv *srv)
         if (!(v[i] = hub_app_dup(&tmp->apps[i])))
             break;
     if (!v || i < n || !(next = hub_apptab_build(cur, v, n))) {
-        srv_log(HUB_LOG_ERR, 0, "apps: not reloaded, keeping the old ones: "
+        srv_log_event(HUB_LOG_ERR, 0,
+                      HUB_LOG_F(.event = "reload_failed",
+                                .reason = "out_of_memory"),
+                      "apps: not reloaded, keeping the old ones: "
                                 "out of memory");
         goto out;
     }

@@ -177,7 +177,9 @@ static int api_publish(struct lws *wsi, struct srv_loop *l, const char *body,
         return reply_error(wsi, 500, "out of memory", close);
     }
     hub_rest_trusted_publish(l->hub, app, ev, ch, text, &r);
-    srv_log_peer(r.status == 200 ? HUB_LOG_INFO : HUB_LOG_WARN, l->id,
+    srv_log_peer_event(r.status == 200 ? HUB_LOG_INFO : HUB_LOG_WARN, l->id,
+                 HUB_LOG_F(.event = "console_publish", .app = app_id,
+                           .channel = ch, .status = r.status),
                  "console: test event %.64s to %.200s of app %.64s "
                  "(%zu bytes): %d",
                  ev, ch, app_id, strlen(text), r.status);
@@ -254,8 +256,11 @@ int srv_console_http(struct lws *wsi, struct srv_loop *l, const char *path,
          srv_ops_bearer_ok(wsi, token);
     explicit_bzero(token, sizeof(token));
     if (!ok) {
-        srv_log_peer(HUB_LOG_INFO, l->id, "console: %s refused (token)",
-                     path);
+        srv_log_peer_event(HUB_LOG_INFO, l->id,
+                           HUB_LOG_F(.event = "console_refused",
+                                     .reason = "token", .status = 401,
+                                     .path = path),
+                           "console: %s refused (token)", path);
         return srv_ops_respond(
             wsi, 401, "application/json",
             "{\"error\":\"admin token required\"}", 32, close,
@@ -381,7 +386,10 @@ static int on_request(struct console_pss *ps, const char *text, size_t len)
     explicit_bzero(want, sizeof(want));
     if (!ok) {
         json_decref(o);
-        srv_log_peer(HUB_LOG_INFO, ps->l->id, "console: tail refused (token)");
+        srv_log_peer_event(HUB_LOG_INFO, ps->l->id,
+                           HUB_LOG_F(.event = "console_refused",
+                                     .reason = "token", .code = 4401),
+                           "console: tail refused (token)");
         lws_close_reason(ps->wsi, (enum lws_close_status)4401,
                          (unsigned char *)"admin token required", 20);
         return -1;

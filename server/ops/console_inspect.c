@@ -115,7 +115,9 @@ int srv_console_inspect_start(struct lws *wsi, struct srv_loop *l,
     id = hub_inspect_begin(srv->hub, &rq, &how);
     if (id > 0 && cluster)
         srv_redis_inspect_ask(srv->redis, (uint64_t)id, app_id, &rq);
-    srv_log_peer(HUB_LOG_INFO, l->id, "console: inspect %s %.200s of app "
+    srv_log_peer_event(HUB_LOG_INFO, l->id,
+                       HUB_LOG_F(.event = "console_inspect", .app = app_id),
+                       "console: inspect %s %.200s of app "
                  "%.64s%s: query %" PRId64, rq.by_user ? "user" : "socket",
                  rq.id, app_id, cluster ? " (cluster)" : "", id);
     json_decref(o);
