@@ -156,7 +156,9 @@ async function podmanSandbox(t) {
   const podmanArgs = ['--root', path.join(tmp, 'root'), '--runroot', path.join(tmp, 'runroot'),
     '--storage-driver', process.env.LUBDUB_CI_STORAGE_DRIVER || 'overlay'];
   const podman = (args, opts = {}) => run('podman', [...podmanArgs, ...args], { env, ...opts });
-  const sandbox = { tmp, tag, podman, cleanups: [] };
+  // podmanArgs and env let other tools (podman-compose's --podman-path
+  // wrapper) drive the same private podman.
+  const sandbox = { tmp, tag, podman, podmanArgs, env, cleanups: [] };
   // A signal (ctest's kill, a person's Ctrl-C) skips t.after: the signal
   // handlers (here, and hub.js's) call process.exit(), and the 'exit'
   // listener removes the sandbox synchronously, where nothing async runs.
