@@ -7,7 +7,7 @@
 //   for tools that take a podman path (podman-compose --podman-path).
 // - forgetCniNetwork(): the host-wide CNI state a removed network leaves
 //   (the host-local IPAM directory, dnsname's directory), which no podman
-//   --root holds.
+//   --root holds; the bridge itself goes with `podman network rm`.
 // - yamlDocs(): a YAML file's documents as objects, read with Debian's
 //   python3-yaml (node has no YAML parser and the tests vendor none).
 const { spawnSync } = require('node:child_process');
@@ -22,9 +22,15 @@ function podmanWrapper(sandbox) {
   return file;
 }
 
+// Then the directories above it, where they are left empty (the first CNI
+// network on a machine makes them; a machine that had none keeps none).
 function forgetCniNetwork(name) {
   for (const dir of ['/var/lib/cni/networks', '/run/containers/cni/dnsname']) {
     fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+  }
+  for (const dir of ['/var/lib/cni/networks', '/var/lib/cni/results', '/var/lib/cni',
+    '/run/containers/cni/dnsname', '/run/containers/cni']) {
+    try { fs.rmdirSync(dir); } catch (_) { /* not empty, or not there */ }
   }
 }
 
