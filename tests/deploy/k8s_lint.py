@@ -329,7 +329,10 @@ def check_compose(root, errs):
     ids = [s["command"][s["command"].index("--node-id") + 1] for s in nodes.values()]
     if len(nodes) != 3 or len(set(ids)) != 3:
         errs.append(f"{where}: not three nodes with distinct --node-id: {ids}")
-    hostports = [s["ports"][0].rsplit(":", 2)[-2] for s in nodes.values()]
+    # "${PUBLISH_ADDR:-127.0.0.1}:${NODE1_PORT:-6001}:6001", with the
+    # defaults compose would use.
+    hostports = [re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", s["ports"][0]).split(":")[1]
+                 for s in nodes.values()]
     if len(set(hostports)) != 3:
         errs.append(f"{where}: the nodes do not publish distinct host ports: {hostports}")
     for n, s in nodes.items():
