@@ -20,17 +20,24 @@ build_pkgs=(cmake make gcc libc6-dev pkg-config libwebsockets-dev libev-dev libj
             libsodium-dev zlib1g-dev)
 # libtsan2: gcc's ThreadSanitizer runtime (make test-tsan); faketime: the
 # wall-clock jump test (tests/integration/clock.test.js) preloads it.
+# python3-yaml: tests/deploy/k8s_lint.py reads deploy/k8s/ and compose.yaml.
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev iproute2 nftables
            iptables chromium prometheus curl openssl procps libtsan2
            faketime libfaketime sslscan testssl.sh universal-ctags python3
-           redis-server redis-sentinel strace)
+           redis-server redis-sentinel strace python3-yaml)
 # redis-server (with redis-tools' redis-cli): the cluster tests start
 # their own (tests/integration/lib/redis.js); redis-sentinel: the Sentinel
 # tests start three (lib/sentinel.js); openssl (in test_pkgs) makes the
 # Redis TLS tests' CA and certificates (lib/tls_certs.js).
 cluster_pkgs=(redis-server redis-sentinel)
 bench_pkgs=(util-linux libdeflate-dev)
-container_pkgs=(podman runc debootstrap)
+# podman-compose: tests/container/compose.test.js runs deploy/compose.yaml;
+# golang-github-containernetworking-plugin-dnsname: name resolution on
+# podman's CNI networks (the compose services and the played Kubernetes
+# pods find each other by name); catatonit: the pause binary of the pods
+# `podman kube play` makes (tests/container/k8s.test.js).
+container_pkgs=(podman runc debootstrap podman-compose
+                golang-github-containernetworking-plugin-dnsname catatonit)
 
 case "$profile" in
     build) want=("${build_pkgs[@]}") ;;

@@ -1,8 +1,10 @@
 'use strict';
-// Shared by the container tests: a private rootful podman (its own storage
-// root, run root, tmp dir and network config dir under one temp directory)
-// and a Debian bookworm minbase base image made here, since no registry and
-// no Docker engine are reachable.
+// Shared by the container tests: a rootful podman of their own (its own
+// storage root, run root, tmp dir and network config dir under one
+// directory: the store ctest's fixture makes for the run, ./store.js, or a
+// temp directory of the test's own when run without it) and a Debian
+// bookworm minbase base image made here, since no registry and no Docker
+// engine are reachable.
 //
 // The base: debootstrap a minbase bookworm rootfs from the Debian mirror apt
 // already uses, trim it like the slim image, and `podman import` it as
@@ -12,7 +14,9 @@
 //
 // The containers.conf suits this machine: runc (crun rejects the host's
 // cgroup layout), cgroupfs, file events, and ulimits within the sandbox's
-// hard caps. Everything is removed at the end of the test, even on failure.
+// hard caps. What a test runs is removed at its end, even on failure; the
+// images go with the store (./store.js cleanup), or with the test's own
+// temp directory.
 const { spawn, spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -127,19 +131,14 @@ function phases(t) {
   };
 }
 
-// A private podman for test t: { tmp, tag, podman(args, opts) }. Installs
-// podman, runc and debootstrap if missing; removes everything in t.after.
-async function podmanSandbox(t) {
-  await run(path.join(ROOT, 'deploy', 'install-deps.sh'), ['container'],
-    { check: true, timeoutMs: 900000 });
-  // Rootful podman keeps a blob-info cache in /var/lib/containers/cache
-  // whatever --root says; remove it afterwards if this test created it.
-  const hadVarLibContainers = fs.existsSync('/var/lib/containers');
-  const tmp = fs.mkdtempSync(path.join(fs.existsSync('/var/tmp') ? '/var/tmp' : os.tmpdir(),
-    'lubdub-ct-'));
-  const tag = crypto.randomBytes(4).toString('hex');
-  for (const d of ['root', 'runroot', 'tmp', 'networks']) fs.mkdirSync(path.join(tmp, d));
-  const conf = path.join(tmp, 'containers.conf');
+// The podman of a store directory: its storage root, run root, tmp dir and
+// network config dir, and a containers.conf that suits this machine. Makes
+// what is missing; returns { podmanArgs, env, podman(args, opts) }.
+function podmanOf(dir) {
+  for (const d of ['root', 'runroot', 'tmp', 'networks']) {
+    fs.mkdirSync(path.join(dir, d), { recursive: true });
+  }
+  const conf = path.join(dir, 'containers.conf');
   fs.writeFileSync(conf, [
     '[containers]',
     'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]',
@@ -147,27 +146,64 @@ async function podmanSandbox(t) {
     'runtime = "runc"',
     'cgroup_manager = "cgroupfs"',
     'events_logger = "file"',
-    `tmp_dir = "${path.join(tmp, 'tmp')}"`,
+    `tmp_dir = "${path.join(dir, 'tmp')}"`,
     '[network]',
-    `network_config_dir = "${path.join(tmp, 'networks')}"`,
+    `network_config_dir = "${path.join(dir, 'networks')}"`,
     '',
   ].join('\n'));
-  const env = { ...process.env, CONTAINERS_CONF: conf, TMPDIR: path.join(tmp, 'tmp') };
-  const podmanArgs = ['--root', path.join(tmp, 'root'), '--runroot', path.join(tmp, 'runroot'),
+  const env = { ...process.env, CONTAINERS_CONF: conf, TMPDIR: path.join(dir, 'tmp') };
+  const podmanArgs = ['--root', path.join(dir, 'root'), '--runroot', path.join(dir, 'runroot'),
     '--storage-driver', process.env.LUBDUB_CI_STORAGE_DRIVER || 'overlay'];
   const podman = (args, opts = {}) => run('podman', [...podmanArgs, ...args], { env, ...opts });
-  const sandbox = { tmp, tag, podman, cleanups: [] };
-  // A signal (ctest's kill, a person's Ctrl-C) skips t.after: the signal
-  // handlers (here, and hub.js's) call process.exit(), and the 'exit'
-  // listener removes the sandbox synchronously, where nothing async runs.
+  return { podmanArgs, env, podman };
+}
+
+// The store shared by the container tests of one ctest run
+// (LUBDUB_CT_STORE, set by tests/container/CMakeLists.txt; made by the
+// container_store_setup fixture, removed by container_store_cleanup even
+// when a test fails), or '' when a test runs without ctest.
+const SHARED_STORE = process.env.LUBDUB_CT_STORE || '';
+
+// A private podman for test t: { tmp, tag, podman(args, opts), podmanArgs,
+// env, cleanups }. Installs podman, runc and debootstrap if missing.
+//
+// In the shared store (SHARED_STORE), the images stay for the next test:
+// the base image is imported once, and each image is built once, a later
+// `podman build` of the same Dockerfile and context finding every layer in
+// the cache. The test gets a scratch directory of its own there (tmp), and
+// its containers, pods, volumes and secrets go in t.after.
+// Alone, everything is private to the test and removed in t.after.
+// Either way a signal (ctest's kill, a person's Ctrl-C) skips t.after: the
+// signal handlers (here, and hub.js's) call process.exit(), and the 'exit'
+// listener cleans up synchronously, where nothing async runs.
+async function podmanSandbox(t) {
+  await run(path.join(ROOT, 'deploy', 'install-deps.sh'), ['container'],
+    { check: true, timeoutMs: 900000 });
+  const tag = crypto.randomBytes(4).toString('hex');
+  const tmpParent = fs.existsSync('/var/tmp') ? '/var/tmp' : os.tmpdir();
+  // Rootful podman keeps a blob-info cache in /var/lib/containers/cache
+  // whatever --root says; remove it afterwards if this test (or, shared,
+  // the setup) created it.
+  const hadVarLibContainers = SHARED_STORE ? true : fs.existsSync('/var/lib/containers');
+  const storeDir = SHARED_STORE || fs.mkdtempSync(path.join(tmpParent, 'lubdub-ct-'));
+  const { podmanArgs, env, podman } = podmanOf(storeDir);
+  const tmp = SHARED_STORE ? fs.mkdtempSync(path.join(SHARED_STORE, 'work-')) : storeDir;
+  // podmanArgs and env let other tools (podman-compose's --podman-path
+  // wrapper) drive the same podman.
+  const sandbox = { tmp, tag, podman, podmanArgs, env, cleanups: [], shared: !!SHARED_STORE };
+  const spawnPodman = (args) => spawnSync('podman', [...podmanArgs, ...args],
+    { env, stdio: 'ignore', timeout: 60000 });
   let cleaned = false;
   const onExit = () => {
     if (cleaned) return;
     cleaned = true;
-    spawnSync('podman', [...podmanArgs, 'rm', '--all', '--force', '--time', '0'],
-      { env, stdio: 'ignore', timeout: 60000 });
-    spawnSync('podman', [...podmanArgs, 'system', 'reset', '--force'],
-      { env, stdio: 'ignore', timeout: 60000 });
+    spawnPodman(['rm', '--all', '--force', '--time', '0']);
+    if (SHARED_STORE) {
+      spawnPodman(['pod', 'rm', '--all', '--force']);
+      spawnPodman(['volume', 'prune', '--force']);
+    } else {
+      spawnPodman(['system', 'reset', '--force']);
+    }
     removeTreeSync(tmp);
     if (!hadVarLibContainers) fs.rmSync('/var/lib/containers', { recursive: true, force: true });
   };
@@ -177,7 +213,16 @@ async function podmanSandbox(t) {
   for (const s of signals) process.on(s, onSignal);
   t.after(async () => {
     for (const c of sandbox.cleanups.reverse()) await c();
-    await podman(['rmi', '--all', '--force']);
+    if (SHARED_STORE) {
+      // What the test left running goes; the images stay for the next one.
+      await podman(['rm', '--all', '--force', '--time', '0']);
+      await podman(['pod', 'rm', '--all', '--force']);
+      await podman(['volume', 'prune', '--force']);
+      const secrets = await podman(['secret', 'ls', '--format', '{{.Name}}']);
+      for (const s of secrets.stdout.split('\n').filter(Boolean)) await podman(['secret', 'rm', s]);
+    } else {
+      await podman(['rmi', '--all', '--force']);
+    }
     await removeTree(tmp);
     if (!hadVarLibContainers) fs.rmSync('/var/lib/containers', { recursive: true, force: true });
     cleaned = true;
@@ -188,9 +233,11 @@ async function podmanSandbox(t) {
 }
 
 // Import the bookworm minbase base image into the sandbox as BASE_IMAGE;
-// returns how it was made ('cached' or 'debootstrap').
+// returns how it was made ('cached' or 'debootstrap'), or 'shared' when the
+// store already has it.
 async function importBase(t, sandbox) {
   const { tmp, tag, podman } = sandbox;
+  if ((await podman(['image', 'exists', BASE_IMAGE])).code === 0) return 'shared';
   const mirror = debianMirror();
   const cached = path.join(CACHE_DIR, `${SUITE}-minbase.tar`);
   let tarball = null;
@@ -242,6 +289,6 @@ async function importBase(t, sandbox) {
 }
 
 module.exports = {
-  ROOT, BASE_IMAGE, skipUnlessRoot, run, freePort, removeTree, phases,
-  podmanSandbox, importBase,
+  ROOT, BASE_IMAGE, SHARED_STORE, skipUnlessRoot, run, freePort, removeTree, removeTreeSync,
+  phases, podmanOf, podmanSandbox, importBase,
 };
