@@ -99,6 +99,21 @@ test('console: user_info, a test event, the inspector on one node', async (t) =>
   assert.equal((await api(hub, 'inspect', { app: APP.id })).status, 400);
   assert.equal((await api(hub, 'inspect', { app: 'nope', socket_id: '1.2' })).status, 404);
   assert.equal((await api(hub, 'inspect?query=999999')).status, 404);
+
+  // A caller that never stops asking: the hub holds at most 16 queries
+  // (answers are kept a minute for their poll), then answers 503, and the
+  // rest of the console keeps working.
+  let accepted = 0;
+  let busy = 0;
+  for (let i = 0; i < 40 && busy === 0; i++) {
+    const r = await api(hub, 'inspect', { app: APP.id, socket_id: '1.1' });
+    if (r.status === 202) accepted++;
+    else if (r.status === 503) busy++;
+    else assert.fail(`unexpected ${r.status}: ${JSON.stringify(r.body)}`);
+  }
+  assert.equal(busy, 1, 'a flood of inspections is refused with 503');
+  assert.ok(accepted <= 16, `at most 16 queries held (${accepted} new ones accepted)`);
+  assert.equal((await api(hub, 'apps')).status, 200);
 });
 
 test('console: the inspector across a two-node cluster', async (t) => {
