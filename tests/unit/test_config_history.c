@@ -22,28 +22,7 @@
 #include "fail_alloc.h"
 #include "hub/app/app.h"
 #include "server/config/config.h"
-
-struct fixture {
-    struct srv_config cfg;
-    char err[512];
-};
-
-/* One fixture, reset for each case (the cases run one at a time). */
-static struct fixture the_fixture;
-
-static int setup(void **state)
-{
-    memset(&the_fixture, 0, sizeof(the_fixture));
-    srv_config_defaults(&the_fixture.cfg);
-    *state = &the_fixture;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    srv_config_fini(&((struct fixture *)*state)->cfg);
-    return 0;
-}
+#include "config_fixture.h"
 
 /* Load a file of one app (id "a1") whose "history" is history (NULL:
  * no such key), then validate; the config is reset first. */
