@@ -39,6 +39,7 @@ struct close_rec {
     char sid[HUB_SOCKET_ID_MAX];
     char uid[HUB_INSPECT_ID_MAX + 1];
     char reason[HUB_INSPECT_REASON_MAX + 1];
+    bool uid_cut;                  /* longer than uid: never matches one */
     const char *why;               /* static: hub_close_reason_name() */
 };
 
@@ -54,6 +55,7 @@ struct query {
     char node[HUB_INSPECT_NODE_MAX + 1];
     unsigned loops_left;
     unsigned remote_n;             /* other nodes that answered */
+    unsigned local_socks, local_closes; /* this node's, each capped */
     uint64_t complete_ms;          /* hub clock; 0 while running */
     json_t *sockets, *closes, *nodes;
 };
@@ -62,6 +64,10 @@ struct table {
     pthread_mutex_t mu;
     struct query *q[HUB_INSPECT_QUERIES];
     uint64_t next_id;
+    /* A loop went (hub_loop_destroy): no ask is posted from then on, so
+     * none reaches a freed loop (another node's question may arrive on
+     * the backplane thread while the loops are being joined). */
+    bool closed;
 };
 
 /* What one loop is asked. */
@@ -132,9 +138,23 @@ static int inspect_loop_init(struct hub_loop *l, void **state)
     return *state ? 0 : -ENOMEM;
 }
 
+void hub_inspect_shutdown(struct hub *h)
+{
+    struct table *t = hub_feature_state(h, &hub_inspect_feature);
+
+    if (t) {
+        pthread_mutex_lock(&t->mu);
+        t->closed = true;
+        pthread_mutex_unlock(&t->mu);
+    }
+}
+
 static void inspect_loop_fini(struct hub_loop *l, void *state)
 {
-    (void)l;
+    /* Before the loop drops its inbox: an ask posted until here is
+     * dropped with it (ask_drop), none after (the server said so
+     * earlier, before its loops' wakeups went). */
+    hub_inspect_shutdown(l->hub);
     free(state);
 }
 
@@ -166,6 +186,23 @@ static const char *user_of(const struct hub_session *s)
     return NULL;
 }
 
+/* src into dst (cap bytes with the NUL), cut back to a UTF-8 character's
+ * start so the copy stays valid JSON text; true when cut. */
+static bool copy_cut(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    bool cut = n >= cap;
+
+    if (cut) {
+        n = cap - 1;
+        while (n && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    return cut;
+}
+
 void hub_inspect_closed(struct hub_session *s)
 {
     struct ring *r;
@@ -191,10 +228,11 @@ void hub_inspect_closed(struct hub_session *s)
     c->app = s->app->index;
     c->code = s->state == HUB_SESSION_OPEN ? 0 : s->close_code;
     hub_session_socket_id(s, c->sid);
-    snprintf(c->uid, sizeof(c->uid), "%s", uid ? uid : "");
-    snprintf(c->reason, sizeof(c->reason), "%s",
-             s->state != HUB_SESSION_OPEN && s->close_text ? s->close_text
-                                                           : "");
+    c->uid_cut = copy_cut(c->uid, sizeof(c->uid), uid ? uid : "");
+    (void)copy_cut(c->reason, sizeof(c->reason),
+                   s->state != HUB_SESSION_OPEN && s->close_text
+                       ? s->close_text
+                       : "");
     c->why = hub_close_reason_name(why);
 }
 
@@ -315,7 +353,7 @@ static json_t *loop_sockets(const struct ask *a, struct hub_loop *l,
     uint64_t hi = 0;
     uint32_t lo = 0;
 
-    if (!a->rq.by_user && !sid_parse(a->rq.id, &hi, &lo))
+    if (!a->rq.id[0] || (!a->rq.by_user && !sid_parse(a->rq.id, &hi, &lo)))
         return arr;
     for (uint32_t i = 0; arr && i < l->shard.count; i++) {
         const struct hub_session *s = l->shard.slots[i].s;
@@ -339,13 +377,14 @@ static json_t *loop_closes(const struct ask *a, struct hub_loop *l)
     const struct ring *r = hub_loop_feature_state(l, &hub_inspect_feature);
     json_t *arr = json_array();
 
-    for (unsigned k = 1; arr && r && k <= r->n; k++) {
+    /* An empty id names nobody (not every anonymous close). */
+    for (unsigned k = 1; arr && r && a->rq.id[0] && k <= r->n; k++) {
         const struct close_rec *c =
             &r->rec[(r->next + HUB_INSPECT_CLOSES - k) % HUB_INSPECT_CLOSES];
 
         if (json_array_size(arr) == HUB_INSPECT_SOCKETS)
             break;
-        if (c->app != a->rq.app ||
+        if (c->app != a->rq.app || (a->rq.by_user && c->uid_cut) ||
             strcmp(a->rq.by_user ? c->uid : c->sid, a->rq.id))
             continue;
         json_array_append_new(arr, close_json(a, l, c));
@@ -372,31 +411,38 @@ static struct query *find(struct table *t, uint64_t id, unsigned *slot)
     return NULL;
 }
 
-/* Append src's items to dst, up to cap items in dst; src released. */
-static void append_upto(json_t *dst, json_t *src, size_t cap)
+/* Append src's objects to dst while *n (what this source has added so
+ * far: this node's loops together, or one other node) is below
+ * HUB_INSPECT_SOCKETS; src released. */
+static void append_upto(json_t *dst, json_t *src, unsigned *n)
 {
     size_t i;
     json_t *v;
 
     json_array_foreach(src, i, v) {
-        if (json_array_size(dst) >= cap)
+        if (*n >= HUB_INSPECT_SOCKETS)
             break;
-        json_array_append(dst, v);
+        if (json_is_object(v) && json_array_append(dst, v) == 0)
+            (*n)++;
     }
     json_decref(src);
 }
 
 /* Complete: every loop answered, and the other nodes did or the deadline
- * passed (the mutex held). */
+ * passed (the mutex held). Stamped once, when first seen complete: at the
+ * deadline when that is what completed it, so an answer nobody polls is
+ * reclaimed HUB_INSPECT_KEEP_MS after it was complete (free_slot). */
 static bool query_complete(struct query *q, uint64_t now_ms)
 {
+    bool waiting = q->how.expect && q->remote_n < q->how.expect;
+
     if (q->complete_ms)
         return true;
-    if (q->loops_left ||
-        (q->how.expect && q->remote_n < q->how.expect &&
-         now_ms < q->how.deadline_ms))
+    if (q->loops_left || (waiting && now_ms < q->how.deadline_ms))
         return false;
-    q->complete_ms = now_ms ? now_ms : 1;
+    q->complete_ms = waiting ? q->how.deadline_ms : now_ms;
+    if (!q->complete_ms)
+        q->complete_ms = 1;
     return true;
 }
 
@@ -413,14 +459,17 @@ static void ask_run(struct hub_inbox_node *n, struct hub_loop *l,
     pthread_mutex_lock(&t->mu);
     q = find(t, a->id, &slot);
     if (q) {
-        /* The per-node caps hold for the node as a whole. */
-        append_upto(q->sockets, socks, HUB_INSPECT_SOCKETS);
-        append_upto(q->closes, closes, HUB_INSPECT_SOCKETS);
+        /* The per-node caps hold for the node as a whole, apart from
+         * what other nodes already added. */
+        append_upto(q->sockets, socks, &q->local_socks);
+        append_upto(q->closes, closes, &q->local_closes);
         socks = closes = NULL;
         q->loops_left--;
         if (!q->loops_left && q->how.done) {
             t->q[slot] = NULL;
             mine = q;
+        } else {
+            (void)query_complete(q, hub_clock_now_ms(a->h->clock));
         }
     }
     pthread_mutex_unlock(&t->mu);
@@ -442,7 +491,9 @@ static void ask_drop(struct hub_inbox_node *n)
 
 static const struct hub_inbox_ops ask_ops = { ask_run, ask_drop };
 
-/* A free slot (reclaiming answers past their keep), or -EBUSY; mutex held. */
+/* A free slot (reclaiming answers past their keep, polled or not), or
+ * -EBUSY; mutex held. A query another node asked (done) is never
+ * reclaimed here: its last loop frees it. */
 static int free_slot(struct table *t, uint64_t now_ms)
 {
     int at = -EBUSY;
@@ -450,7 +501,7 @@ static int free_slot(struct table *t, uint64_t now_ms)
     for (unsigned i = 0; i < HUB_INSPECT_QUERIES; i++) {
         struct query *q = t->q[i];
 
-        if (q && q->complete_ms &&
+        if (q && !q->how.done && query_complete(q, now_ms) &&
             now_ms - q->complete_ms >= HUB_INSPECT_KEEP_MS) {
             query_free(q);
             t->q[i] = NULL;
@@ -506,18 +557,19 @@ int64_t hub_inspect_begin(struct hub *h, const struct hub_inspect_req *rq,
     if (!q)
         return -ENOMEM;
     pthread_mutex_lock(&t->mu);
-    slot = free_slot(t, hub_clock_now_ms(h->clock));
+    slot = t->closed ? -ENOENT : free_slot(t, hub_clock_now_ms(h->clock));
     if (slot < 0) {
         pthread_mutex_unlock(&t->mu);
         for (unsigned i = 0; i < n; i++)
             free(asks[i]);
         query_free(q);
-        return -EBUSY;
+        return slot;
     }
     id = q->id = t->next_id++;
     t->q[slot] = q;
-    pthread_mutex_unlock(&t->mu);
-    /* q may be freed by the last loop from here on: only asks[] is ours. */
+    /* Posted with the mutex held, so no loop is gone (closed) meanwhile;
+     * q may be freed by the last loop once it is released: only asks[]
+     * is ours. */
     for (unsigned i = 0; i < n; i++) {
         asks[i]->node.ops = &ask_ops;
         asks[i]->h = h;
@@ -529,6 +581,7 @@ int64_t hub_inspect_begin(struct hub *h, const struct hub_inspect_req *rq,
                  how->node ? how->node : "");
         hub_loop_post(h->loops[i], &asks[i]->node);
     }
+    pthread_mutex_unlock(&t->mu);
     return (int64_t)id;
 oom:
     for (unsigned i = 0; i < n; i++)
@@ -549,19 +602,21 @@ void hub_inspect_remote(struct hub *h, uint64_t id, const char *node,
     }
     pthread_mutex_lock(&t->mu);
     q = find(t, id, NULL);
-    if (q && !q->complete_ms && q->remote_n < HUB_INSPECT_NODES) {
+    /* An answer after the deadline is too late, polled yet or not. */
+    if (q && !query_complete(q, hub_clock_now_ms(h->clock)) &&
+        q->remote_n < HUB_INSPECT_NODES) {
         json_t *s = json_object_get(records, "sockets");
         json_t *c = json_object_get(records, "closes");
+        unsigned ns = 0, nc = 0;
 
         q->remote_n++;
         json_array_append_new(q->nodes, json_string(node));
-        /* Each node's records, each node's caps. */
+        /* Each node's records (objects only), each node's caps. */
         if (json_is_array(s))
-            append_upto(q->sockets, json_incref(s),
-                        json_array_size(q->sockets) + HUB_INSPECT_SOCKETS);
+            append_upto(q->sockets, json_incref(s), &ns);
         if (json_is_array(c))
-            append_upto(q->closes, json_incref(c),
-                        json_array_size(q->closes) + HUB_INSPECT_SOCKETS);
+            append_upto(q->closes, json_incref(c), &nc);
+        (void)query_complete(q, hub_clock_now_ms(h->clock));
     }
     pthread_mutex_unlock(&t->mu);
     json_decref(records);
@@ -571,14 +626,20 @@ int hub_inspect_result(struct hub *h, uint64_t id, json_t **out)
 {
     struct table *t = table_of(h);
     struct query *q;
+    unsigned slot = 0;
+    uint64_t now_ms;
     int rc = -ENOENT;
 
     if (!t)
         return rc;
     pthread_mutex_lock(&t->mu);
-    q = find(t, id, NULL);
-    if (q && !query_complete(q, hub_clock_now_ms(h->clock))) {
+    now_ms = hub_clock_now_ms(h->clock);
+    q = find(t, id, &slot);
+    if (q && !query_complete(q, now_ms)) {
         rc = -EAGAIN;
+    } else if (q && now_ms - q->complete_ms >= HUB_INSPECT_KEEP_MS) {
+        t->q[slot] = NULL;         /* expired: as free_slot would */
+        query_free(q);
     } else if (q) {
         *out = json_pack("{s:O, s:O, s:O, s:b}", "sockets", q->sockets,
                          "closes", q->closes, "nodes_answered", q->nodes,

@@ -13,15 +13,17 @@
  * every loop answered (done: a query another node asked for,
  * server/redis/redis_inspect.c). A query that also waits for other nodes
  * (remote) is complete when the expected number of them answered or its
- * deadline passed, whichever is first; hub_inspect_result() applies the
- * deadline, so no timer is needed.
+ * deadline passed, whichever is first; whoever looks at it next (a poll,
+ * a start needing a slot, another node's answer) applies the deadline, so
+ * no timer is needed.
  *
  * Bounds (every byte a query or a close holds): each loop keeps the last
  * HUB_INSPECT_CLOSES closes (socket id, user id cut at HUB_INSPECT_ID_MAX
- * bytes, code, reason cut at HUB_INSPECT_REASON_MAX, time): about 20 KiB a
+ * bytes, code, reason cut at HUB_INSPECT_REASON_MAX, time): about 25 KiB a
  * loop. At most HUB_INSPECT_QUERIES queries exist at once, running or
- * answered (an answered one is kept HUB_INSPECT_KEEP_MS for its poller,
- * then its slot is reused); a start beyond is refused with -EBUSY. An
+ * answered (an answered one is kept HUB_INSPECT_KEEP_MS from when it was
+ * complete, polled or not, then its slot is reused); a start beyond is
+ * refused with -EBUSY. An
  * answer lists at most HUB_INSPECT_SOCKETS live sockets and
  * HUB_INSPECT_SOCKETS closes per node, each socket at most
  * HUB_INSPECT_SUBS subscriptions (then "subscriptions_truncated"), and at
@@ -84,7 +86,7 @@ struct hub_inspect_start {
 };
 
 /* Start a query. Its id (> 0), or -EBUSY (HUB_INSPECT_QUERIES at once),
- * -ENOMEM, -ENOENT (the hub has no inspector). With a done function the
+ * -ENOMEM, -ENOENT (the hub has no inspector, or its loops are going). With a done function the
  * query frees itself once done ran; else the poller's. */
 int64_t hub_inspect_begin(struct hub *h, const struct hub_inspect_req *rq,
                           const struct hub_inspect_start *how);
@@ -98,6 +100,12 @@ void hub_inspect_remote(struct hub *h, uint64_t id, const char *node,
  * it runs, -ENOENT when unknown or expired.
  */
 int hub_inspect_result(struct hub *h, uint64_t id, json_t **out);
+
+/* Any thread: no query starts from now on (-ENOENT), so no ask is posted
+ * to a loop that is going; a start under way has posted when this
+ * returns. The server calls it once its loops stopped serving, before
+ * their wakeups go (a loop's fini does too). */
+void hub_inspect_shutdown(struct hub *h);
 
 /* s is going (its loop): kept in the loop's ring of recent closes. */
 void hub_inspect_closed(struct hub_session *s);

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "hub/cluster/cluster.h"
+#include "hub/ops/inspect.h"
 #include "server/lws/hdrpool.h"
 #include "server/lws/rxpool.h"
 #include "server/lws/direct.h"
@@ -415,9 +416,11 @@ static void *loop_thread(void *arg)
      * late lws_cancel_service() into a destroyed context would be a
      * use-after-free (docs/LWS.md, "Cross-thread wakeup"). */
     pthread_barrier_wait(&l->srv->barrier);
-    /* Nothing from other nodes reaches a loop from here on. */
+    /* Nothing from other nodes reaches a loop from here on: neither
+     * their publications nor their questions to the socket inspector. */
     if (l->srv->cluster)
         hub_cluster_close(l->srv->cluster);
+    hub_inspect_shutdown(l->srv->hub);
     atomic_store(&l->srv->stopping, true);
     atomic_store(&l->srv->hub->stopping, true);
     lws_context_destroy(l->ctx);

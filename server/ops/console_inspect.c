@@ -29,6 +29,7 @@
 
 #include "hub/loop/backplane.h"
 #include "hub/ops/inspect.h"
+#include "hub/wire/ws.h"
 #include "server/lws/sockbytes.h"
 #include "server/lws/srv.h"
 #include "server/redis/redis.h"
@@ -153,7 +154,12 @@ static json_t *verdict(const struct srv *srv, json_t *r)
     }
     if (k < sizeof(text))
         snprintf(text + k, sizeof(text) - k, ")");
-    return json_string(text);
+    /* Cut at the buffer's end: back to a whole character (node ids come
+     * from other nodes' answers, any UTF-8). */
+    k = strlen(text);
+    while (k && !hub_utf8_valid(text, k))
+        k--;
+    return json_stringn(text, k);
 }
 
 int srv_console_inspect_poll(struct lws *wsi, struct srv_loop *l, bool close)

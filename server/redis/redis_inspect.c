@@ -4,9 +4,10 @@
  *
  * Two broker channels: "<prefix>:inspect", where a node publishes its
  * question to every node, {"q","from","app","socket_id"|"user_id"}, and
- * "<prefix>:inspect:<node id>", where the others answer that node,
- * {"q","node","sockets","closes"}. Every node subscribes to both on each
- * connect. A question starts a query of this node's loops
+ * "<prefix>:inspect#<node id>", where the others answer that node,
+ * {"q","node","sockets","closes"} ('#' is in no app id, so no app's
+ * channel "<prefix>:<app id>:<channel>" can be either). Every node
+ * subscribes to both on each connect. A question starts a query of this node's loops
  * (hub_inspect_begin with a done function); the loop that answers last
  * hands the answer here, and the backplane thread publishes it. The
  * asking node's query (hub/ops/inspect.h) takes the answers that come
@@ -20,7 +21,8 @@
  * out on this node); a reply above SRV_INSPECT_REPLY_MAX goes without its
  * subscription lists; at most SRV_INSPECT_OUT_MAX messages wait for the
  * backplane thread (more are dropped, counted nowhere but the asker's
- * missing node).
+ * missing node). A message above SRV_INSPECT_REPLY_MAX is not parsed, and
+ * an answer adds at most HUB_INSPECT_SOCKETS objects of each kind.
  *
  * Lifetime: the state is referenced by the backplane (until
  * srv_redis_inspect_fini) and by each question of another node still
@@ -57,7 +59,7 @@ struct srv_redis_inspect {
     struct srv_redis *r;           /* NULL once closed */
     struct hub *h;
     char *ask_ch;                  /* "<prefix>:inspect" */
-    char *reply_ch;                /* "<prefix>:inspect:<node>" */
+    char *reply_ch;                /* "<prefix>:inspect#<node>" */
     char *node;
     struct out_msg *head, **tail;
     unsigned n_out;
@@ -146,7 +148,7 @@ int srv_redis_inspect_attach(struct srv_redis *r, struct hub *h,
         return -ENOMEM;
     }
     snprintf(in->ask_ch, n, "%s:inspect", prefix);
-    snprintf(in->reply_ch, n, "%s:inspect:%s", prefix, node_id);
+    snprintf(in->reply_ch, n, "%s:inspect#%s", prefix, node_id);
     r->insp = in;
     return 0;
 }
@@ -234,7 +236,7 @@ static void on_question(struct srv_redis *r, struct srv_redis_inspect *in,
     int idx;
 
     if (!from || !app || !json_is_string(id) || !strcmp(from, in->node) ||
-        strlen(from) > HUB_INSPECT_NODE_MAX ||
+        strlen(from) > HUB_INSPECT_NODE_MAX || !json_string_length(id) ||
         json_string_length(id) > HUB_INSPECT_ID_MAX)
         return;
     idx = hub_cluster_app_index(r->c, app, strlen(app));
@@ -243,7 +245,7 @@ static void on_question(struct srv_redis *r, struct srv_redis_inspect *in,
         return;
     q->in = in;
     q->q = (uint64_t)json_integer_value(json_object_get(o, "q"));
-    sprintf(q->ch, "%s:%s", in->ask_ch, from);
+    sprintf(q->ch, "%s#%s", in->ask_ch, from);
     if (idx < 0) {
         /* Not an app of this node: it answers that it has nothing. */
         json_t *none = json_pack("{s:[], s:[], s:I, s:s}", "sockets",
@@ -284,6 +286,9 @@ bool srv_redis_inspect_msg(struct srv_redis *r, const char *ch, size_t chlen,
     reply = chlen == strlen(in->reply_ch) && !memcmp(ch, in->reply_ch, chlen);
     if (!ask && !reply)
         return false;
+    /* No node sends more (reply_text): a bigger message is not parsed. */
+    if (len > SRV_INSPECT_REPLY_MAX)
+        return true;
     o = json_loadb(data, len, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
