@@ -37,13 +37,18 @@ static void swap_unref(struct swap *w)
     }
 }
 
-/* Bring one open session to the new table: nothing, move it to its app's
+/* Bring one open session to w's table: nothing, move it to its app's
  * new settings, or close it. The connection stays only while the key it
  * opened with is still one of its app's pairs (key rotation: a reload that
  * removes a pair closes that key's connections with 4001, as a removed
- * app's, and leaves the other keys' alone); the pair's index may move. */
-static void session_reloaded(struct hub_session *s,
-                             const struct hub_apptab *next)
+ * app's, and leaves the other keys' alone); the pair's index may move.
+ * Only a session on the retiring table's app is this swap's: with two
+ * reloads published before the loop drains its inbox, a session that
+ * connected on the newer table's app is already past this swap (judging it
+ * by this swap's table would move it back, or close it for a key or an
+ * enabling that only the newer table has); the newer swap's node, later in
+ * the same inbox, sees it. */
+static void session_reloaded(struct hub_session *s, const struct swap *w)
 {
     const struct hub_app *old = s->app, *na;
     const char *key;
@@ -51,7 +56,9 @@ static void session_reloaded(struct hub_session *s,
 
     if (!old || s->state != HUB_SESSION_OPEN)
         return;
-    na = hub_apptab_get(next, old->index);
+    if (hub_apptab_get(w->old, old->index) != old)
+        return;
+    na = hub_apptab_get(w->next, old->index);
     if (na == old)
         return;
     key = hub_app_key_at(old, s->key_pair);
@@ -60,11 +67,13 @@ static void session_reloaded(struct hub_session *s,
         hub_session_send_error(s, 4001, "Application does not exist", true);
         return;
     }
-    s->key_pair = (unsigned)pair & 15;
     if (!na->enabled) {
         hub_session_send_error(s, 4003, "Application is disabled", true);
         return;
     }
+    /* The pair's index and the app change together: a closing session
+     * keeps both as they were. */
+    s->key_pair = (unsigned)pair & 15;
     hub_app_ref(na);
     s->app = na;
     hub_app_unref(old);
@@ -86,7 +95,7 @@ static void swap_run(struct hub_inbox_node *n, struct hub_loop *l,
      * takes the last slot's session, which was seen already. */
     for (uint32_t i = sh->count; i-- > 0;)
         if (i < sh->count)
-            session_reloaded(sh->slots[i].s, w->next);
+            session_reloaded(sh->slots[i].s, w);
     swap_unref(w);
 }
 

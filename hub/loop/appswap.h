@@ -17,7 +17,10 @@
  *   the table's references on its apps; an old app lives on while a
  *   session (a closing one) still holds it.
  * - Only the main thread publishes, one reload at a time; two reloads in a
- *   row queue their nodes in order on each loop.
+ *   row queue their nodes in order on each loop. A node handles only the
+ *   sessions on its retiring table's apps: one that connected on a newer
+ *   table's app (published before the loop drained) waits for that
+ *   table's node.
  */
 #ifndef HUB_APPSWAP_H
 #define HUB_APPSWAP_H

@@ -4,7 +4,9 @@
  * apps, stable indices and tombstones across generations, the diff a
  * reload logs, what a published table does to the sessions of each loop
  * (moved to a changed app, 4001 for a removed one, 4003 for a disabled
- * one, untouched when unchanged), and, with real threads, lookups and
+ * one, untouched when unchanged; with two tables published before a
+ * drain, a session on the newest app is left to the newest swap), and,
+ * with real threads, lookups and
  * sessions on two loops while the main thread publishes table after table
  * (the tsan label runs it under ThreadSanitizer; ASan checks that every
  * retired table and app is freed exactly once).
@@ -624,11 +626,129 @@ static void test_apptab_keys_reload_closes_removed_pair(void **state)
     fake_hub_stop(&fh);
 }
 
+/* Publish w[0..n) as the next table without running any loop's inbox. */
+static void publish_only(struct fake_hub *fh, struct hub_app **w, unsigned n)
+{
+    struct hub_apptab *next = hub_apptab_build(hub_apps(fh->hub), w, n);
+
+    assert_non_null(next);
+    assert_int_equal(hub_apps_publish(fh->hub, next), 0);
+}
+
+/* Two reloads published before the loops drain: a session that connected
+ * on the newest table's app (by a key only that table has, or to an app
+ * the middle table disabled) is not judged by the middle table's swap: it
+ * stays open on the newest app with its pair; a session from before both
+ * reloads ends on the newest app too. */
+static void test_apptab_keys_two_reloads_keep_newest_session(void **state)
+{
+    struct fake_hub fh;
+    struct fake_session s[5];
+    struct hub_app *v[5];
+
+    (void)state;
+    fake_hub_init(&fh, 2);
+    assert_int_equal(fake_hub_start(&fh), 0);
+    connect_key(&fh, &s[0], 0, "app-key");
+    assert_int_equal(s[0].s.state, HUB_SESSION_OPEN);
+
+    /* T2: a new secret; T3: a second pair added. */
+    v[0] = hub_app_dup(&fh.apps[1]);
+    v[1] = mk("app-id", "app-key", "secret-2");
+    {
+        struct hub_app *w[2] = { v[1], v[0] };
+
+        publish_only(&fh, w, 2);
+    }
+    {
+        struct hub_app_pair kept = { "app-key", "secret-2" };
+        struct hub_app a = *v[1];
+
+        a.key = "k-0"; /* keys k-0, app-key */
+        a.secret = "s-k-0";
+        a.more_keys = &kept;
+        a.n_more_keys = 1;
+        v[2] = hub_app_dup(&a);
+        assert_non_null(v[2]);
+    }
+    {
+        struct hub_app *w[2] = { v[2], v[0] };
+
+        publish_only(&fh, w, 2);
+    }
+    connect_key(&fh, &s[1], 0, "k-0");
+    connect_key(&fh, &s[2], 1, "k-0");
+    connect_key(&fh, &s[3], 1, "app-key");
+    for (int i = 1; i < 4; i++) {
+        assert_int_equal(s[i].s.state, HUB_SESSION_OPEN);
+        assert_ptr_equal(s[i].s.app, v[2]);
+    }
+    fake_hub_drain(&fh);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(s[i].s.state, HUB_SESSION_OPEN);
+        assert_ptr_equal(s[i].s.app, v[2]);
+    }
+    assert_int_equal(s[0].s.key_pair, 1);
+    assert_int_equal(s[1].s.key_pair, 0);
+    assert_int_equal(s[2].s.key_pair, 0);
+    assert_int_equal(s[3].s.key_pair, 1);
+
+    /* T4 disables the app, T5 enables it again: a session that connected
+     * on T5's app stays open (no 4003 from T4's swap). */
+    {
+        struct hub_app_pair k0 = { "k-0", "s-k-0" };
+        struct hub_app a = *v[2];
+
+        a.key = "app-key"; /* the pairs swapped: app-key, k-0 */
+        a.secret = "secret-2";
+        a.more_keys = &k0;
+        a.n_more_keys = 1;
+        a.enabled = false;
+        v[3] = hub_app_dup(&a);
+        assert_non_null(v[3]);
+    }
+    {
+        struct hub_app *w[2] = { v[3], v[0] };
+
+        publish_only(&fh, w, 2);
+    }
+    v[4] = mk("app-id", "k-0", "s-k-0");
+    {
+        struct hub_app *w[2] = { v[4], v[0] };
+
+        publish_only(&fh, w, 2);
+    }
+    connect_key(&fh, &s[4], 1, "k-0");
+    assert_int_equal(s[4].s.state, HUB_SESSION_OPEN);
+    fake_hub_drain(&fh);
+    assert_int_equal(s[4].s.state, HUB_SESSION_OPEN);
+    assert_ptr_equal(s[4].s.app, v[4]);
+    assert_int_equal(s[4].s.key_pair, 0);
+    /* The sessions from before T4 met the disabled app: 4003, and a
+     * closing session keeps its app and its pair (not the disabled app's
+     * index of its key). */
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(s[i].s.close_code, 4003);
+        assert_ptr_equal(s[i].s.app, v[2]);
+    }
+    assert_int_equal(s[0].s.key_pair, 1);
+    assert_int_equal(s[1].s.key_pair, 0);
+    assert_int_equal(s[3].s.key_pair, 1);
+
+    for (int i = 0; i < 5; i++)
+        hub_app_unref(v[i]);
+    for (int i = 0; i < 5; i++)
+        hub_session_fini(&s[i].s, HUB_CLOSE_APP);
+    assert_int_equal(atomic_load(&hub_app_live_of(fh.hub, 0)->sessions), 0);
+    fake_hub_stop(&fh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apptab_keys_lookup_every_pair),
         cmocka_unit_test(test_apptab_keys_reload_closes_removed_pair),
+        cmocka_unit_test(test_apptab_keys_two_reloads_keep_newest_session),
         cmocka_unit_test(test_apptab_lookup_many),
         cmocka_unit_test(test_apptab_quota_counts_other_nodes),
         cmocka_unit_test(test_apptab_app_copy_path),
