@@ -109,10 +109,11 @@ static void log_key_changes(const struct hub_apptab *cur,
         keys_gone(b, a, added, sizeof(added));
         if (!gone[0] && !added[0])
             continue;
-        if (shown++ == 4) {
+        if (shown == 4) {
             more++;
             continue;
         }
+        shown++;
         srv_log_event(HUB_LOG_INFO, 0,
                       HUB_LOG_F(.event = "reload", .reason = "keys",
                                 .app = b->id),

@@ -179,3 +179,21 @@ test('reload: removing pair 2 closes only key 2 (4001), adding pair 3 lets key 3
     { app: PAIR1 })).status, 200);
   await k3.event('still', 'private-room');
 });
+
+test('reload: the keys lines name the first 4 apps and count the rest', async (t) => {
+  // Seven apps, each gains a pair: four "keys: app" lines, then one line
+  // counting the other three (none of them named).
+  const apps = (n) => Array.from({ length: 7 }, (_, i) => ({
+    id: `many-${i}`,
+    keys: Array.from({ length: n }, (__, k) => ({ key: `many-${i}-key-${k}`, secret: `s-${i}-${k}` })),
+  }));
+  const file = configFile(t, { apps: apps(1) });
+  const hub = await startHub(['--config', file], { t, loops: 2 });
+  const from = hub.stderr.length;
+  const line = await reload(hub, file, apps(2));
+  assert.match(line, /7 changed/);
+  const out = hub.stderr.slice(from);
+  const named = out.split('\n').filter((l) => /keys: app many-/.test(l));
+  assert.strictEqual(named.length, 4, out);
+  assert.match(out, /keys: 3 more apps' keys changed/);
+});
