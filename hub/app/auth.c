@@ -339,7 +339,8 @@ static int check_auth(const struct hub_app *app, const char *auth,
                       size_t expect_len)
 {
     char want[HUB_SHA256_HEX_LEN + 1];
-    const char *colon = auth ? strchr(auth, ':') : NULL;
+    /* The last ':': the signature is hex, a key may hold ':'. */
+    const char *colon = auth ? strrchr(auth, ':') : NULL;
     int pair = colon ? hub_app_key_find(app, auth, (size_t)(colon - auth))
                      : -1;
     const char *secret;

@@ -903,6 +903,45 @@ static void test_auth_keys_user_any_pair(void **state)
                      -EINVAL);
 }
 
+/* A key that holds ':' (nothing in the config forbids one): the auth
+ * splits at the last ':', since the signature after it is hex, so channel
+ * auth and sign-in on that pair pass and a wrong signature still fails. */
+static void test_auth_keys_colon_in_key(void **state)
+{
+    static struct hub_app_pair colon_pair[] = { { "k:colon", "s-colon" } };
+    struct hub_app app = rotation_app();
+    const char *ud = "{\"id\":\"12345\"}";
+    const char *tosign = "1234.1234::user::{\"id\":\"12345\"}";
+    char hex[HUB_SHA256_HEX_LEN + 1], auth[160];
+
+    (void)state;
+    app.key = "a:b:first";
+    app.more_keys = colon_pair;
+    app.n_more_keys = 1;
+    channel_sig("s-colon", auth, sizeof(auth), "k:colon");
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234", "private-x",
+                                            NULL, 0, auth, NULL, 0),
+                     0);
+    channel_sig(app.secret, auth, sizeof(auth), app.key);
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234", "private-x",
+                                            NULL, 0, auth, NULL, 0),
+                     0);
+    channel_sig("s-mid", auth, sizeof(auth), "k:colon");
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234", "private-x",
+                                            NULL, 0, auth, NULL, 0),
+                     -EACCES);
+    hub_auth_hmac_hex("s-colon", 7, tosign, strlen(tosign), hex);
+    snprintf(auth, sizeof(auth), "k:colon:%s", hex);
+    assert_int_equal(hub_auth_check_user(&app, "1234.1234", ud, strlen(ud),
+                                         auth),
+                     0);
+    /* The key's first part alone is no key. */
+    snprintf(auth, sizeof(auth), "k:%s", hex);
+    assert_int_equal(hub_auth_check_user(&app, "1234.1234", ud, strlen(ud),
+                                         auth),
+                     -EINVAL);
+}
+
 /* REST: auth_key picks the pair whose secret verifies; each pair signs
  * for itself, a pair's key with another's secret is refused (401), an
  * unknown key too; the vectors still verify as the third pair. */
@@ -957,6 +996,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auth_keys_channel_any_pair),
         cmocka_unit_test(test_auth_keys_user_any_pair),
+        cmocka_unit_test(test_auth_keys_colon_in_key),
         cmocka_unit_test(test_auth_keys_rest_any_pair),
         cmocka_unit_test(test_auth_hmac_webhook_vector),
         cmocka_unit_test(test_auth_md5_events_body_vector),
