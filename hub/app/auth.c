@@ -584,7 +584,9 @@ int hub_auth_check_rest(const struct hub_app *app,
     /* Any of the app's pairs (key rotation); its secret signs below. */
     key = hub_query_find(&q, "auth_key");
     pair = hub_app_key_find(app, key, strlen(key));
-    if (pair < 0) {
+    /* No secret (no pair) refuses here, as check_auth does. */
+    secret = pair < 0 ? NULL : hub_app_secret_at(app, (unsigned)pair);
+    if (!secret) {
         hub__set_why(why, why_len, "unknown auth_key");
         return -EACCES;
     }
@@ -624,7 +626,6 @@ int hub_auth_check_rest(const struct hub_app *app,
         hub__set_why(why, why_len, "request too long");
         return -EINVAL;
     }
-    secret = hub_app_secret_at(app, (unsigned)pair);
     hub_auth_hmac_hex(secret, strlen(secret), str, b.len, want);
     sig = hub_query_find(&q, "auth_signature");
     if (want[0] == '\0' ||
