@@ -249,11 +249,22 @@ bool hub_app_equal(const struct hub_app *a, const struct hub_app *b)
            history_eq(a, b);
 }
 
+/* A secret's bytes are wiped before its memory goes back to the heap, so
+ * a retired table (a reload) leaves no secret in freed memory, as the
+ * configuration's own secrets (server/config/value.c). */
+static void free_secret(char *secret)
+{
+    if (secret) {
+        explicit_bzero(secret, strlen(secret));
+        free(secret);
+    }
+}
+
 void hub_app_clear(struct hub_app *a)
 {
     free(a->id);
     free(a->key);
-    free(a->secret);
+    free_secret(a->secret);
     free(a->allowed_origins);
     a->id = a->key = a->secret = a->allowed_origins = NULL;
     for (unsigned i = 0; i < a->n_history_channels; i++)
@@ -263,7 +274,7 @@ void hub_app_clear(struct hub_app *a)
     a->n_history_channels = 0;
     for (unsigned i = 0; i < a->n_more_keys; i++) {
         free(a->more_keys[i].key);
-        free(a->more_keys[i].secret);
+        free_secret(a->more_keys[i].secret);
     }
     free(a->more_keys);
     a->more_keys = NULL;
