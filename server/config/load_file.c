@@ -176,7 +176,7 @@ static int srv__app_own_key(struct srv__load *ld, struct hub_app *app,
 
 /* The app keys srv__app_own_key() handles, for the did-you-mean. */
 static const char *const srv__app_own_keys[] = {
-    "secret_file", "webhooks", "history", NULL,
+    "secret_file", "keys", "webhooks", "history", NULL,
 };
 
 /* An unknown key (label names it), with the known key it most likely

@@ -62,6 +62,11 @@ static void test_load_file_unknown_app_key_suggests_nearest(void **state)
                  "\"s\", \"histroy\": true}]}",
                  "f.json: apps[0].histroy: unknown key; did you mean "
                  "\"history\"?");
+    /* "keys" (key rotation) is one of them. */
+    expect_error("{\"apps\": [{\"id\": \"1\", \"key\": \"k\", \"secret\": "
+                 "\"s\", \"kyes\": [{\"key\": \"k2\", \"secret\": \"s2\"}]}]}",
+                 "f.json: apps[0].kyes: unknown key; did you mean "
+                 "\"keys\"?");
     expect_error("{\"apps\": [{\"id\": \"1\", \"key\": \"k\", \"secret\": "
                  "\"s\", \"colour\": \"red\"}]}",
                  "f.json: apps[0].colour: unknown key");
