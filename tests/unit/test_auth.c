@@ -991,12 +991,40 @@ static void test_auth_keys_rest_any_pair(void **state)
     assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)), 0);
 }
 
+/* A pair without a secret (an app built in code, not by the loader,
+ * which requires one) verifies nothing: REST on its key is refused, not a
+ * strlen(NULL), and so is channel auth. */
+static void test_auth_keys_pair_without_secret_is_refused(void **state)
+{
+    static struct hub_app_pair bare[] = { { "k-bare", NULL } };
+    struct hub_app app = test_app();
+    struct hub_rest_request r;
+    char q[512], why[128], auth[128];
+
+    (void)state;
+    app.more_keys = bare;
+    app.n_more_keys = 1;
+    assert_int_equal(hub_auth_sign_rest_pair("k-bare", "x", "GET",
+                                             "/apps/3/channels", NULL, NULL,
+                                             0, TS, q, sizeof(q)),
+                     0);
+    r = rest("GET", "/apps/3/channels", q, NULL);
+    assert_int_equal(hub_auth_check_rest(&app, &r, why, sizeof(why)),
+                     -EACCES);
+    assert_string_equal(why, "unknown auth_key");
+    channel_sig("x", auth, sizeof(auth), "k-bare");
+    assert_int_equal(hub_auth_check_channel(&app, "1234.1234", "private-x",
+                                            NULL, 0, auth, NULL, 0),
+                     -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auth_keys_channel_any_pair),
         cmocka_unit_test(test_auth_keys_user_any_pair),
         cmocka_unit_test(test_auth_keys_colon_in_key),
+        cmocka_unit_test(test_auth_keys_pair_without_secret_is_refused),
         cmocka_unit_test(test_auth_keys_rest_any_pair),
         cmocka_unit_test(test_auth_hmac_webhook_vector),
         cmocka_unit_test(test_auth_md5_events_body_vector),
