@@ -33,6 +33,7 @@
 #include "hub/base/version.h"
 #include "hub/pusher/pusher.h"
 #include "server/base/fdlimit.h"
+#include "server/base/procstat.h"
 #include "server/lws/hdrpool.h"
 #include "server/base/memtrim.h"
 #include "server/config/new_app.h"
@@ -445,6 +446,10 @@ static int init_srv(struct srv *srv, struct srv_config *cfg, int argc,
         srv->n_loops = HUB_MAX_LOOPS;
     fill_hub_config(srv);
     apply_fd_limit(cfg);
+    /* Keep /proc/self/fd open from now, while descriptors are free, so
+     * /metrics counts them even at the fd limit; a count retries the
+     * open itself if this fails. */
+    (void)srv_proc_open();
     return 0;
 }
 

@@ -5,14 +5,48 @@
  * alerts "fd near its limit" and "memory near its limit"
  * (deploy/prometheus/alerts.yml) divide one by the other.
  *
- * Thread: any; each call reads /proc or /sys afresh and keeps nothing.
+ * /metrics takes all four with srv_proc_read(): one reading, kept for
+ * SRV_PROC_CACHE_MS and shared by every loop that scrapes within it, so a
+ * series is at most that old. Open fds are counted through /proc/self/fd
+ * opened once and kept (one descriptor for the process's life), so the
+ * count needs no free descriptor and works at the fd limit.
+ *
+ * Thread: any; one mutex inside guards the kept directory and the reading.
  */
 #ifndef SRV_PROCSTAT_H
 #define SRV_PROCSTAT_H
 
 #include <stdint.h>
 
-/* File descriptors open now (entries of /proc/self/fd), or -1. */
+/* How long one reading serves (ms). */
+#define SRV_PROC_CACHE_MS 1000
+
+/* The four figures of one reading; each is -1 when it has none. */
+struct srv_proc_reading {
+    int64_t open_fds;       /* srv_proc_open_fds() */
+    int64_t max_fds;        /* srv_proc_max_fds() */
+    int64_t resident_bytes; /* srv_proc_resident_bytes() */
+    int64_t memory_limit;   /* srv_proc_memory_limit() */
+};
+
+/*
+ * Opens /proc/self/fd and keeps it, if it is not kept yet; 0 or -errno.
+ * main() calls it at start, while descriptors are free; a count opens it
+ * itself when that failed.
+ */
+int srv_proc_open(void);
+
+/*
+ * The reading into *out (caller's memory): the one taken less than
+ * SRV_PROC_CACHE_MS before now_ms (monotonic ms, from the caller), else
+ * a new one taken now. cgroup_root is as for srv_proc_memory_limit(); the
+ * kept reading is not keyed by it, so every caller passes the same one.
+ */
+void srv_proc_read(uint64_t now_ms, const char *cgroup_root,
+                   struct srv_proc_reading *out);
+
+/* File descriptors open now (entries of /proc/self/fd, the kept one
+ * among them), or -1; counted afresh, no cache. */
 int64_t srv_proc_open_fds(void);
 
 /* The soft RLIMIT_NOFILE, or -1 (unlimited or unreadable). */

@@ -688,23 +688,27 @@ static uint64_t history_value(struct srv *srv, enum hub_metric_id id)
     }
 }
 
-/* A process figure (server/base/procstat.h); no series when unreadable. */
+/* A process figure (server/base/procstat.h): from the reading every loop
+ * shares for a second, so a scrape walks /proc/self/fd at most once a
+ * second however often it comes; no series when unreadable. */
 static void proc_series(struct buf *b, const struct hub_metric *m)
 {
+    struct srv_proc_reading r;
     int64_t v;
 
+    srv_proc_read(srv_now_ms(), "/sys/fs/cgroup", &r);
     switch (m->id) {
     case HUB_METRIC_OPEN_FDS:
-        v = srv_proc_open_fds();
+        v = r.open_fds;
         break;
     case HUB_METRIC_MAX_FDS:
-        v = srv_proc_max_fds();
+        v = r.max_fds;
         break;
     case HUB_METRIC_RESIDENT_MEMORY:
-        v = srv_proc_resident_bytes();
+        v = r.resident_bytes;
         break;
     default:
-        v = srv_proc_memory_limit("/sys/fs/cgroup");
+        v = r.memory_limit;
         break;
     }
     if (v >= 0)

@@ -1,10 +1,13 @@
 /*
  * tests/unit/test_procstat.c - server/base/procstat.c: open fds follow the
- * descriptors the process opens, the fd limit is RLIMIT_NOFILE's soft one,
- * resident memory is read, and the cgroup memory limit is read from a
- * cgroup tree (a temporary one standing in for /sys/fs/cgroup): a number,
- * "max" (no limit), v1's "no limit" value, and nothing at all.
+ * descriptors the process opens, and are still counted when the process is
+ * at its fd limit (the kept /proc/self/fd needs no new descriptor); the fd
+ * limit is RLIMIT_NOFILE's soft one; resident memory is read; two readings
+ * within a second are one; the cgroup memory limit is read from a cgroup
+ * tree (a temporary one standing in for /sys/fs/cgroup): a number, "max"
+ * (no limit), v1's "no limit" value, and nothing at all.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +37,75 @@ static void test_procstat_open_fds_follow_the_process(void **state)
     close(p[1]);
     assert_int_equal(after, before + 2);
     assert_int_equal(srv_proc_open_fds(), before);
+}
+
+/*
+ * At the fd limit no new descriptor can be had (the old count's opendir
+ * failed with EMFILE there and the series went missing). The soft limit is
+ * lowered to what is open, the table is filled until dup() says EMFILE,
+ * and the count must still come, and be exact.
+ */
+static void test_procstat_open_fds_counted_at_the_fd_limit(void **state)
+{
+    struct rlimit saved, rl;
+    int64_t before, at_limit;
+    int fds[64], n = 0, dups, err;
+
+    (void)state;
+    before = srv_proc_open_fds();
+    assert_true(before >= 3);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    rl = saved;
+    rl.rlim_cur = (rlim_t)before;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    /* Holes below the limit are filled first; bounded by the array. */
+    for (;;) {
+        int fd = dup(0);
+
+        if (fd < 0) {
+            err = errno;
+            break;
+        }
+        assert_true(n < 64);
+        fds[n++] = fd;
+    }
+    at_limit = srv_proc_open_fds();
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    dups = n;
+    while (n > 0)
+        close(fds[--n]);
+    assert_int_equal(err, EMFILE);
+    assert_int_equal(at_limit, before + dups);
+    assert_int_equal(srv_proc_open_fds(), before);
+}
+
+/*
+ * Readings within SRV_PROC_CACHE_MS are one: a pipe opened between two of
+ * them does not show until the clock (the caller's) passes the second.
+ * The times are far above any an earlier case used, so the first is new.
+ */
+static void test_procstat_reading_is_kept_for_a_second(void **state)
+{
+    const uint64_t t0 = 1000000000;
+    struct srv_proc_reading first, again, later;
+    int p[2];
+
+    (void)state;
+    srv_proc_read(t0, "/nonexistent", &first);
+    assert_true(first.open_fds >= 3);
+    assert_int_equal(first.max_fds, srv_proc_max_fds());
+    assert_true(first.resident_bytes > 4096);
+    assert_int_equal(pipe(p), 0);
+    srv_proc_read(t0 + SRV_PROC_CACHE_MS - 1, "/nonexistent", &again);
+    /* An earlier now (a loop that read its clock before the refresh). */
+    srv_proc_read(t0 - 5, "/nonexistent", &later);
+    assert_int_equal(later.open_fds, first.open_fds);
+    assert_int_equal(again.open_fds, first.open_fds);
+    assert_int_equal(again.resident_bytes, first.resident_bytes);
+    srv_proc_read(t0 + SRV_PROC_CACHE_MS, "/nonexistent", &later);
+    close(p[0]);
+    close(p[1]);
+    assert_int_equal(later.open_fds, first.open_fds + 2);
 }
 
 static void test_procstat_max_fds_is_the_soft_limit(void **state)
@@ -102,6 +174,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_procstat_open_fds_follow_the_process),
+        cmocka_unit_test(test_procstat_open_fds_counted_at_the_fd_limit),
+        cmocka_unit_test(test_procstat_reading_is_kept_for_a_second),
         cmocka_unit_test(test_procstat_max_fds_is_the_soft_limit),
         cmocka_unit_test(test_procstat_resident_memory_is_read),
         cmocka_unit_test(test_procstat_memory_limit_from_the_cgroup_tree),
