@@ -145,10 +145,13 @@ void srv_proc_read(uint64_t now_ms, const char *cgroup_root,
 }
 
 /* The first line of path as a byte count; "max" or a v1 "no limit" (a
- * value near 2^63, rounded down to the page) is -1, as is an error. */
+ * value near 2^63, rounded down to the page) is -1, as is an error. A 0
+ * is a limit like any other (cgroup v2 takes memory.max = 0 and then
+ * reclaims or kills everything the group charges), so it is reported:
+ * the memory alert divides by it and fires. */
 static int64_t read_limit(const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(path, "re");
     char line[64];
     unsigned long long v;
     char *end;
@@ -162,34 +165,65 @@ static int64_t read_limit(const char *path)
     fclose(f);
     if (!strncmp(line, "max", 3))
         return -1;
+    errno = 0;
     v = strtoull(line, &end, 10);
-    if (end == line || v == 0 || v >= (1ULL << 62))
+    if (end == line || errno || v >= (1ULL << 62))
         return -1;
     return (int64_t)v;
 }
 
-/* The path of this process's cgroup whose line in /proc/self/cgroup starts
- * with prefix ("0::" for v2, ":memory:" after the id for v1) into out, or
- * "" when there is none. */
-static void cgroup_path(const char *prefix, char *out, size_t cap)
+/* Whether the comma-separated list [list, list + len) holds name. */
+static bool list_has(const char *list, size_t len, const char *name)
 {
-    FILE *f = fopen("/proc/self/cgroup", "r");
+    size_t n = strlen(name);
+
+    while (len > 0) {
+        const char *comma = memchr(list, ',', len);
+        size_t item = comma ? (size_t)(comma - list) : len;
+
+        if (item == n && !memcmp(list, name, n))
+            return true;
+        if (!comma)
+            break;
+        len -= item + 1;
+        list = comma + 1;
+    }
+    return false;
+}
+
+int srv_proc_cgroup_path(const char *line, const char *controller,
+                         char *out, size_t cap)
+{
+    const char *c1 = strchr(line, ':'), *c2, *path;
+    size_t len;
+
+    if (!c1 || !(c2 = strchr(c1 + 1, ':')))
+        return -EINVAL;
+    if (controller[0] ? !list_has(c1 + 1, (size_t)(c2 - c1 - 1), controller)
+                      : (c1 != line + 1 || line[0] != '0' || c2 != c1 + 1))
+        return -ENOENT;
+    path = c2 + 1;
+    len = strcspn(path, "\n");
+    if (len >= cap)
+        return -ENAMETOOLONG;
+    memcpy(out, path, len);
+    out[len] = '\0';
+    return 0;
+}
+
+/* This process's cgroup path for controller ("" for the v2 line) from
+ * /proc/self/cgroup into out, or "" when there is none. */
+static void cgroup_path(const char *controller, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
     char line[512];
 
     out[0] = '\0';
     if (!f)
         return;
-    while (fgets(line, sizeof(line), f)) {
-        const char *p = strstr(line, prefix);
-
-        if (!p || (prefix[0] == '0' && p != line))
-            continue;
-        p += strlen(prefix);
-        line[strcspn(line, "\n")] = '\0';
-        if (strlen(p) < cap)
-            memcpy(out, p, strlen(p) + 1);
-        break;
-    }
+    while (fgets(line, sizeof(line), f))
+        if (srv_proc_cgroup_path(line, controller, out, cap) == 0)
+            break;
     fclose(f);
 }
 
@@ -198,7 +232,7 @@ int64_t srv_proc_memory_limit(const char *cgroup_root)
     char rel[400], path[512];
     int64_t v = -1;
 
-    cgroup_path("0::", rel, sizeof(rel));
+    cgroup_path("", rel, sizeof(rel));
     /* v2: this cgroup's memory.max, then its parents' (a container sees
      * its own cgroup as "/"); the nearest limit is the one that binds
      * first, so the smallest on the way up is taken. */
@@ -209,27 +243,27 @@ int64_t srv_proc_memory_limit(const char *cgroup_root)
         snprintf(path, sizeof(path), "%s%s/memory.max", cgroup_root,
                  strcmp(rel, "/") ? rel : "");
         here = read_limit(path);
-        if (here > 0 && (v < 0 || here < v))
+        if (here >= 0 && (v < 0 || here < v))
             v = here;
         slash = strrchr(rel, '/');
         if (!slash || slash == rel)
             break;
         *slash = '\0';
     }
-    if (v > 0)
+    if (v >= 0)
         return v;
     snprintf(path, sizeof(path), "%s/memory.max", cgroup_root);
     v = read_limit(path);
-    if (v > 0)
+    if (v >= 0)
         return v;
     /* v1: the memory controller's cgroup, then its root (a container
      * that mounts its own cgroup there sees only that). */
-    cgroup_path(":memory:", rel, sizeof(rel));
+    cgroup_path("memory", rel, sizeof(rel));
     if (rel[0] && strcmp(rel, "/")) {
         snprintf(path, sizeof(path), "%s/memory%s/memory.limit_in_bytes",
                  cgroup_root, rel);
         v = read_limit(path);
-        if (v > 0)
+        if (v >= 0)
             return v;
     }
     snprintf(path, sizeof(path), "%s/memory/memory.limit_in_bytes",

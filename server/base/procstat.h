@@ -16,6 +16,7 @@
 #ifndef SRV_PROCSTAT_H
 #define SRV_PROCSTAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* How long one reading serves (ms). */
@@ -58,8 +59,19 @@ int64_t srv_proc_resident_bytes(void);
 /*
  * The memory limit of the process's cgroup in bytes (v2 memory.max, else
  * v1 memory.limit_in_bytes), or -1 when there is none or it cannot be
- * read. cgroup_root is "/sys/fs/cgroup" but for tests.
+ * read. A limit of 0 is reported as 0. cgroup_root is "/sys/fs/cgroup"
+ * but for tests.
  */
 int64_t srv_proc_memory_limit(const char *cgroup_root);
+
+/*
+ * The cgroup path of one line of /proc/self/cgroup ("id:controllers:path")
+ * into out (cap bytes, caller's): for controller "" the v2 line ("0::"),
+ * else the v1 line whose comma-separated controller list holds controller
+ * ("4:cpu,memory:/x" for "memory"). 0, -ENOENT when the line is another
+ * controller's, -EINVAL when it is not such a line, -ENAMETOOLONG.
+ */
+int srv_proc_cgroup_path(const char *line, const char *controller,
+                         char *out, size_t cap);
 
 #endif

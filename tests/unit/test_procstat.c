@@ -5,7 +5,8 @@
  * limit is RLIMIT_NOFILE's soft one; resident memory is read; two readings
  * within a second are one; the cgroup memory limit is read from a cgroup
  * tree (a temporary one standing in for /sys/fs/cgroup): a number, "max"
- * (no limit), v1's "no limit" value, and nothing at all.
+ * (no limit), v1's "no limit" value, nothing at all, and a limit of 0; and
+ * the lines of /proc/self/cgroup are parsed by their controller lists.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -170,6 +171,62 @@ static void test_procstat_memory_limit_from_the_cgroup_tree(void **state)
     assert_int_equal(rmdir(root), 0);
 }
 
+/* cgroup v2 takes memory.max = 0: a real limit (everything the group
+ * charges is reclaimed or killed), reported as 0, not as "no limit". */
+static void test_procstat_memory_limit_of_zero_is_reported(void **state)
+{
+    char root[] = "/tmp/lubdub-procstat-XXXXXX", v1[64], path[128];
+
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    put(root, "memory.max", "0\n");
+    assert_int_equal(srv_proc_memory_limit(root), 0);
+    snprintf(path, sizeof(path), "%s/memory.max", root);
+    unlink(path);
+    snprintf(v1, sizeof(v1), "%s/memory", root);
+    assert_int_equal(mkdir(v1, 0700), 0);
+    put(v1, "memory.limit_in_bytes", "0\n");
+    assert_int_equal(srv_proc_memory_limit(root), 0);
+    snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", v1);
+    unlink(path);
+    rmdir(v1);
+    assert_int_equal(rmdir(root), 0);
+}
+
+/* Lines of /proc/self/cgroup: v1's controller list is comma-separated and
+ * memory may share it ("4:cpu,memory:/x"); a name that merely contains
+ * "memory" is not it; v2's line is "0::". */
+static void test_procstat_cgroup_line_by_controller_list(void **state)
+{
+    char out[64];
+
+    (void)state;
+    assert_int_equal(srv_proc_cgroup_path("4:cpu,memory:/x\n", "memory",
+                                          out, sizeof(out)), 0);
+    assert_string_equal(out, "/x");
+    assert_int_equal(srv_proc_cgroup_path("7:memory,blkio:/y", "memory",
+                                          out, sizeof(out)), 0);
+    assert_string_equal(out, "/y");
+    assert_int_equal(srv_proc_cgroup_path("9:memory:/m/n\n", "memory",
+                                          out, sizeof(out)), 0);
+    assert_string_equal(out, "/m/n");
+    assert_int_equal(srv_proc_cgroup_path("5:cpu,cpuacct:/z\n", "memory",
+                                          out, sizeof(out)), -ENOENT);
+    assert_int_equal(srv_proc_cgroup_path("6:name=memory2:/z\n", "memory",
+                                          out, sizeof(out)), -ENOENT);
+    assert_int_equal(srv_proc_cgroup_path("0::/memory\n", "memory",
+                                          out, sizeof(out)), -ENOENT);
+    assert_int_equal(srv_proc_cgroup_path("0::/a/b\n", "", out,
+                                          sizeof(out)), 0);
+    assert_string_equal(out, "/a/b");
+    assert_int_equal(srv_proc_cgroup_path("4:cpu,memory:/x\n", "", out,
+                                          sizeof(out)), -ENOENT);
+    assert_int_equal(srv_proc_cgroup_path("garbage\n", "", out,
+                                          sizeof(out)), -EINVAL);
+    assert_int_equal(srv_proc_cgroup_path("4:memory:/long", "memory", out,
+                                          4), -ENAMETOOLONG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +236,8 @@ int main(void)
         cmocka_unit_test(test_procstat_max_fds_is_the_soft_limit),
         cmocka_unit_test(test_procstat_resident_memory_is_read),
         cmocka_unit_test(test_procstat_memory_limit_from_the_cgroup_tree),
+        cmocka_unit_test(test_procstat_memory_limit_of_zero_is_reported),
+        cmocka_unit_test(test_procstat_cgroup_line_by_controller_list),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
