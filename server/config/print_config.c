@@ -8,7 +8,9 @@
  * masked without anyone remembering to: a name ending in "secret",
  * "token" or "password" (app_secret, admin_token, metrics_token; the
  * "_file" options hold paths and are shown), the user and password of the
- * --redis URL, and every app's secret. Nothing else the configuration
+ * --redis URL (the whole URL when it does not parse: it is printed also
+ * when validation failed), a --redis-sentinel list with an '@' in it, and
+ * every app's secret. Nothing else the configuration
  * holds is secret (an app's webhook headers may be, and are not printed:
  * only how many webhooks an app has).
  *
@@ -16,6 +18,7 @@
  */
 #include "server/config/print_config.h"
 #include "server/config/options.h"
+#include "server/config/redis_url.h"
 #include "server/config/settings.h"
 #include "server/config/value.h"
 
@@ -72,19 +75,48 @@ static void srv__put_text(FILE *out, const char *s)
     }
 }
 
-/* A Redis URL with its userinfo (user and password, or a lone password:
- * server/config/redis_url.h) as ****. The userinfo ends at the last '@'
- * (a password's '@' need not be escaped). */
-static void srv__put_redis_url(FILE *out, const char *url)
+/* A URL with its userinfo (user and password, or a lone password:
+ * server/config/redis_url.h) as ****, whatever its scheme: the userinfo
+ * is everything from after "://" (or from the start, when a typo lost
+ * the "//") up to the last '@' (a password's '@' need not be escaped). */
+static void srv__put_url(FILE *out, const char *url)
 {
     const char *rest = strstr(url, "://"), *at;
 
-    if (!rest || !(at = strrchr(rest + 3, '@'))) {
+    rest = rest ? rest + 3 : url;
+    at = strrchr(rest, '@');
+    if (!at) {
         srv__put_text(out, url);
         return;
     }
-    fprintf(out, "%.*s" SRV_PRINT_MASK, (int)(rest + 3 - url), url);
+    fprintf(out, "%.*s" SRV_PRINT_MASK, (int)(rest - url), url);
     srv__put_text(out, at);
+}
+
+/*
+ * The --redis URL: masked as srv__put_url() does when it parses, and as
+ * **** whole when it does not, since --print-config also prints a
+ * configuration that failed validation, and a URL the parser cannot read
+ * (redis:/:pass@host) cannot be trusted to show where its password is.
+ */
+static void srv__put_redis_url(FILE *out, const char *url)
+{
+    struct srv_redis_url u;
+
+    if (srv_redis_url_parse(url, &u, NULL, 0)) {
+        fputs(SRV_PRINT_MASK, out);
+        return;
+    }
+    explicit_bzero(&u, sizeof(u));
+    srv__put_url(out, url);
+}
+
+/* Does option d hold addresses that could carry a userinfo? The
+ * --redis-sentinel list takes none (host[:port],...), but one typed there
+ * would be printed: a list with an '@' shows as **** whole. */
+static bool srv__is_address_list(const struct srv_option_desc *d)
+{
+    return !strcmp(d->name, "redis_sentinel");
 }
 
 /* d's value in cfg, spelled as a flag takes it. */
@@ -105,6 +137,8 @@ static void srv__put_value(FILE *out, const struct srv_option_desc *d,
             fputs(SRV_PRINT_MASK, out);
         else if (!strcmp(d->name, "redis"))
             srv__put_redis_url(out, *(char **)field);
+        else if (srv__is_address_list(d) && strchr(*(char **)field, '@'))
+            fputs(SRV_PRINT_MASK, out);
         else
             srv__put_text(out, *(char **)field);
         return;

@@ -258,6 +258,37 @@ static void test_print_config_masks_secrets(void **state)
     unlink(secfile);
 }
 
+/* A --redis URL shows no userinfo whatever its spelling: one that does
+ * not parse (a lost '/', another scheme) is printed also when validation
+ * fails, and shows as **** whole; a sentinel list with an '@' too. */
+static void test_print_config_masks_any_redis_url(void **state)
+{
+    char *bad[] = {"LUBDUB_REDIS_URL=redis:/:hunter2@redis:6379/0", NULL};
+    char *other[] = {"LUBDUB_REDIS_URL=valkey://u:hunter2@redis:6379/0",
+                     NULL};
+    char *tls[] = {"LUBDUB_REDIS_URL=rediss://:hun@ter2@redis:6379/0",
+                   "LUBDUB_REDIS_SENTINEL=u:hunter2@s1:26379,s2", NULL};
+    char *text;
+
+    (void)state;
+    text = printed(bad, NULL);
+    if (strstr(text, "hunter2"))
+        fail_msg("--print-config shows the password:\n%s", text);
+    expect_line(text, "redis", "****", "env");
+    free(text);
+    text = printed(other, NULL);
+    if (strstr(text, "hunter2"))
+        fail_msg("--print-config shows the password:\n%s", text);
+    expect_line(text, "redis", "****", "env");
+    free(text);
+    text = printed(tls, NULL);
+    if (strstr(text, "hunter2") || strstr(text, "ter2"))
+        fail_msg("--print-config shows the password:\n%s", text);
+    expect_line(text, "redis", "rediss://****@redis:6379/0", "env");
+    expect_line(text, "redis_sentinel", "****", "env");
+    free(text);
+}
+
 /* Control characters a source gave stay on their line. */
 static void test_print_config_one_line_per_option(void **state)
 {
@@ -278,6 +309,7 @@ int main(void)
         T(test_print_config_every_option_once),
         T(test_print_config_masks_secrets),
         T(test_print_config_one_line_per_option),
+        T(test_print_config_masks_any_redis_url),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
