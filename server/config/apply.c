@@ -3,8 +3,9 @@
  * (server/config/apply.h): the default app's options refused once the file
  * lists "apps", the secrets given as values noted, so that the same
  * secret's file can be refused once every source is read, the source of
- * each option noted for --print-config, and the load's warnings kept for
- * main() to log.
+ * each option noted for --print-config, a JSON value checked for its
+ * option's type (the lubdub file's keys, and lubdub's keys in a soketi
+ * file alike), and the load's warnings kept for main() to log.
  *
  * Thread: main thread, while the configuration loads.
  */
@@ -65,6 +66,48 @@ int srv__apply(struct srv__load *ld, const struct srv_option_desc *d,
     rc = srv__set_text(ld->cfg, d, text, label, false, ld->err, ld->errlen);
     if (!rc)
         srv__note_given(ld, d);
+    return rc;
+}
+
+/*
+ * Set a field from a JSON value: strings and numbers go through the same
+ * text parser as flags ("25s" or 25000 both work for a duration), booleans
+ * must be JSON booleans and strings JSON strings (null unsets a nullable).
+ */
+int srv__apply_json(struct srv__load *ld, void *base,
+                           const struct srv_option_desc *d, json_t *val,
+                           const char *label)
+{
+    char *dumped;
+    int rc;
+
+    if (d->type == SRV_OPT_BOOL) {
+        if (!json_is_boolean(val)) {
+            srv_config_err(ld->err, ld->errlen, "%s: must be true or false",
+                     label);
+            return -EINVAL;
+        }
+        return srv__set_text(base, d, json_is_true(val) ? "true" : "false",
+                             label, false, ld->err, ld->errlen);
+    }
+    if (json_is_null(val) && (d->flags & SRV_OPTF_NULLABLE))
+        return srv__set_text(base, d, NULL, label, false, ld->err,
+                             ld->errlen);
+    if (json_is_string(val))
+        return srv__set_text(base, d, json_string_value(val), label, false,
+                             ld->err, ld->errlen);
+    if (d->type == SRV_OPT_STRING || d->type == SRV_OPT_CHOICE ||
+        d->type == SRV_OPT_ENUM) {
+        srv_config_err(ld->err, ld->errlen, "%s: must be a string", label);
+        return -EINVAL;
+    }
+    dumped = json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!dumped) {
+        srv_config_err(ld->err, ld->errlen, "%s: out of memory", label);
+        return -ENOMEM;
+    }
+    rc = srv__set_text(base, d, dumped, label, false, ld->err, ld->errlen);
+    free(dumped);
     return rc;
 }
 

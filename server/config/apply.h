@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 struct srv_config;
 struct srv_option_desc;
 
@@ -52,5 +54,17 @@ void srv__warn(struct srv__load *ld, const char *fmt, ...)
  * line in ld->err. */
 int srv__apply(struct srv__load *ld, const struct srv_option_desc *d,
                const char *text, const char *label);
+
+/*
+ * Set d's field in base (the configuration, or an app) from a JSON value:
+ * strings and numbers go through the same text parser as flags ("25s" or
+ * 25000 both work for a duration), booleans must be JSON booleans and
+ * strings JSON strings (null unsets a nullable). label names the key; 0
+ * or a negative errno with one line in ld->err. The caller notes the
+ * source (srv__note_given()).
+ */
+int srv__apply_json(struct srv__load *ld, void *base,
+                    const struct srv_option_desc *d, json_t *val,
+                    const char *label);
 
 #endif

@@ -30,48 +30,6 @@
 #include "hub/app/app.h"
 
 /*
- * Set a field from a JSON value: strings and numbers go through the same
- * text parser as flags ("25s" or 25000 both work for a duration), booleans
- * must be JSON booleans and strings JSON strings (null unsets a nullable).
- */
-static int srv__apply_json(struct srv__load *ld, void *base,
-                           const struct srv_option_desc *d, json_t *val,
-                           const char *label)
-{
-    char *dumped;
-    int rc;
-
-    if (d->type == SRV_OPT_BOOL) {
-        if (!json_is_boolean(val)) {
-            srv_config_err(ld->err, ld->errlen, "%s: must be true or false",
-                     label);
-            return -EINVAL;
-        }
-        return srv__set_text(base, d, json_is_true(val) ? "true" : "false",
-                             label, false, ld->err, ld->errlen);
-    }
-    if (json_is_null(val) && (d->flags & SRV_OPTF_NULLABLE))
-        return srv__set_text(base, d, NULL, label, false, ld->err,
-                             ld->errlen);
-    if (json_is_string(val))
-        return srv__set_text(base, d, json_string_value(val), label, false,
-                             ld->err, ld->errlen);
-    if (d->type == SRV_OPT_STRING || d->type == SRV_OPT_CHOICE ||
-        d->type == SRV_OPT_ENUM) {
-        srv_config_err(ld->err, ld->errlen, "%s: must be a string", label);
-        return -EINVAL;
-    }
-    dumped = json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (!dumped) {
-        srv_config_err(ld->err, ld->errlen, "%s: out of memory", label);
-        return -ENOMEM;
-    }
-    rc = srv__set_text(base, d, dumped, label, false, ld->err, ld->errlen);
-    free(dumped);
-    return rc;
-}
-
-/*
  * An app's "allowed_origins" as a JSON array of strings: joined with
  * commas into the same list the string form gives (issue 13, item 6).
  */

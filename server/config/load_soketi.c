@@ -709,7 +709,6 @@ static int sk_leaf(struct sk_ctx *c, const char *path, json_t *val)
 {
     const struct srv_option_desc *d;
     char label[600];
-    char *t;
     int rc;
 
     if (!strcmp(path, SK_APPS_PATH)) {
@@ -731,12 +730,11 @@ static int sk_leaf(struct sk_ctx *c, const char *path, json_t *val)
                 "docs/MIGRATING.md)", label);
         return 0;
     }
-    /* lubdub's own key in a soketi file: read as lubdub reads it. */
-    t = sk_json_text(val);
-    if (!t && !json_is_null(val))
-        return -ENOMEM;
-    rc = srv__apply(c->ld, d, t ? t : "", label);
-    free(t);
+    /* lubdub's own key in a soketi file: read as lubdub's file reads it
+     * (load_file.c), with its JSON types checked: an array is no string. */
+    rc = srv__apply_json(c->ld, c->ld->cfg, d, val, label);
+    if (!rc)
+        srv__note_given(c->ld, d);
     return rc;
 }
 

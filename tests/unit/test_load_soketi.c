@@ -391,6 +391,31 @@ static void test_load_soketi_file_deep_and_long_keys_warned(void **state)
     assert_int_equal(count(f->warned, "a key of 600 bytes"), 1);
 }
 
+/* lubdub's own keys in a soketi file are checked for their JSON types as
+ * in lubdub's file: an array is no string (it was read as the text
+ * ["https://a.example"], refusing every browser). */
+static void test_load_soketi_file_lubdub_keys_typed(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(load(f, NULL, write_json(f,
+        "{\"debug\": false, \"allowed_origins\": "
+        "[\"https://a.example\"]}")), -EINVAL);
+    assert_non_null(strstr(f->err, "\"allowed_origins\": must be a string"));
+    unlink(f->path);
+    assert_int_equal(load(f, NULL, write_json(f,
+        "{\"debug\": false, \"dev_auth_endpoint\": \"true\"}")), -EINVAL);
+    assert_non_null(strstr(f->err, "\"dev_auth_endpoint\": must be true "
+                                   "or false"));
+    unlink(f->path);
+    assert_int_equal(load(f, NULL, write_json(f,
+        "{\"debug\": false, \"allowed_origins\": \"https://a.example\", "
+        "\"ping_interval\": 20000, \"tls_cert\": null}")), 0);
+    assert_string_equal(f->cfg.allowed_origins, "https://a.example");
+    assert_int_equal(f->cfg.ping_interval_ms, 20000);
+    assert_null(f->cfg.tls_cert);
+}
+
 /* jansson's allocations, noting a failure: jansson 2.14 reports some as
  * syntax errors, which are its to report. */
 static bool json_alloc_failed;
@@ -495,6 +520,7 @@ int main(void)
         T(test_load_soketi_file_lubdub_file_untouched),
         T(test_load_soketi_file_deep_and_long_keys_warned),
         T(test_load_soketi_file_nomem),
+        T(test_load_soketi_file_lubdub_keys_typed),
         T(test_load_soketi_docs_name_every_row),
     };
 #undef T
