@@ -193,13 +193,19 @@ static int sk_bad(struct sk_ctx *c, const char *label, const char *want)
     return -EINVAL;
 }
 
+/* Room for a converted number: SRV_SK_SEC's at most 12 digits and its
+ * unit, SRV_SK_KIB's bytes (below 2^32). */
+#define SK_NUM_MAX 32
+
 /*
- * Row r's value text as lubdub's text in out. 1: nothing to set; 0: set
- * out; -EINVAL with one line in ld->err.
+ * Row r's value text t as lubdub's text in *res. 1: nothing to set; 0:
+ * *res set, to t itself (a text passes through whole, whatever its length:
+ * a secret cut short would fail every signature) or, for a converted
+ * number, to num (SK_NUM_MAX bytes); -EINVAL with one line in ld->err.
  */
 static int sk_convert(struct sk_ctx *c, const struct srv_sk_row *r,
-                      const char *t, const char *label, char *out,
-                      size_t len)
+                      const char *t, const char *label, const char **res,
+                      char num[SK_NUM_MAX])
 {
     double kb;
     char *end;
@@ -230,13 +236,16 @@ static int sk_convert(struct sk_ctx *c, const struct srv_sk_row *r,
     case SRV_SK_SEC:
         if (!sk_digits(t) || strlen(t) > 12)
             return sk_bad(c, label, "a whole number of seconds");
-        snprintf(out, len, "%ss", t);
+        snprintf(num, SK_NUM_MAX, "%ss", t);
+        *res = num;
         return 0;
     case SRV_SK_KIB:
         kb = strtod(t, &end);
         if (*end || end == t || !isfinite(kb) || kb < 0 || kb > 4194303)
             return sk_bad(c, label, "a number of kilobytes");
-        snprintf(out, len, "%llu", (unsigned long long)(kb * 1024 + 0.5));
+        snprintf(num, SK_NUM_MAX, "%llu",
+                 (unsigned long long)(kb * 1024 + 0.5));
+        *res = num;
         return 0;
     case SRV_SK_ONLY:
         if (strcmp(t, r->target))
@@ -246,7 +255,7 @@ static int sk_convert(struct sk_ctx *c, const struct srv_sk_row *r,
     default:
         break;
     }
-    snprintf(out, len, "%s", t);
+    *res = t;
     return 0;
 }
 
@@ -587,7 +596,8 @@ static int sk_apply_row(struct sk_ctx *c, size_t i)
 {
     const struct srv_sk_row *r = sk_row(i);
     struct srv_config *cfg = c->ld->cfg;
-    char label[512], text[256];
+    char label[512], num[SK_NUM_MAX];
+    const char *text;
     int rc;
 
     if (r->conv == SRV_SK_GROUP)
@@ -595,7 +605,7 @@ static int sk_apply_row(struct sk_ctx *c, size_t i)
     sk_label(c, i, label, sizeof(label));
     if (r->conv == SRV_SK_WEBHOOKS)
         return sk_env_app(c, r, c->text[i], label);
-    rc = sk_convert(c, r, c->text[i], label, text, sizeof(text));
+    rc = sk_convert(c, r, c->text[i], label, &text, num);
     if (rc)
         return rc > 0 ? 0 : rc;
     if (r->scope == SRV_SK_HUB)
@@ -777,7 +787,8 @@ static int sk_file_app(struct sk_ctx *c, json_t *src, size_t i, json_t **out)
     const struct srv_sk_row *r;
     const char *key;
     json_t *app = json_object(), *val;
-    char label[600], text[256], *t;
+    char label[600], num[SK_NUM_MAX], *t;
+    const char *text;
     int rc = 0;
 
     *out = app;
@@ -807,12 +818,12 @@ static int sk_file_app(struct sk_ctx *c, json_t *src, size_t i, json_t **out)
         t = sk_json_text(val);
         if (!t && !json_is_null(val))
             return -ENOMEM;
-        rc = t ? sk_convert(c, r, t, label, text, sizeof(text)) : 1;
+        rc = t ? sk_convert(c, r, t, label, &text, num) : 1;
+        if (rc == 0 && sk_put(app, r->target, sk_app_json(r->target, text)))
+            rc = -ENOMEM;
         free(t);
         if (rc < 0)
             return rc;
-        if (rc == 0 && sk_put(app, r->target, sk_app_json(r->target, text)))
-            return -ENOMEM;
     }
     return 0;
 }

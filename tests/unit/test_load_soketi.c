@@ -416,6 +416,37 @@ static void test_load_soketi_file_lubdub_keys_typed(void **state)
     assert_null(f->cfg.tls_cert);
 }
 
+/* A text longer than any fixed buffer passes whole: a secret cut short
+ * would fail every signature, a path cut short name another file. */
+static void test_load_soketi_long_texts_pass_whole(void **state)
+{
+    struct fixture *f = *state;
+    char secret[301], path[301], key[301], json[1200];
+    char sv[340], pv[340], kv[340];
+    char *env[] = {sv, pv, kv, "SOKETI_DEFAULT_APP_ID=app-1", NULL};
+
+    memset(secret, 's', 300);
+    secret[300] = '\0';
+    memset(key, 'k', 300);
+    key[300] = '\0';
+    memset(path, 'p', 300);
+    path[0] = '/';
+    path[300] = '\0';
+    snprintf(sv, sizeof(sv), "SOKETI_DEFAULT_APP_SECRET=%s", secret);
+    snprintf(kv, sizeof(kv), "SOKETI_DEFAULT_APP_KEY=%s", key);
+    snprintf(pv, sizeof(pv), "SOKETI_SSL_CERT=%s", path);
+    assert_int_equal(load(f, env, NULL), 0);
+    assert_string_equal(f->cfg.apps[0].secret, secret);
+    assert_string_equal(f->cfg.apps[0].key, key);
+    assert_string_equal(f->cfg.tls_cert, path);
+    /* And a file's app. */
+    snprintf(json, sizeof(json), "{\"appManager.array.apps\": [{\"id\": "
+             "\"a\", \"key\": \"%s\", \"secret\": \"%s\"}]}", key, secret);
+    assert_int_equal(load(f, NULL, write_json(f, json)), 0);
+    assert_string_equal(f->cfg.apps[0].secret, secret);
+    assert_string_equal(f->cfg.apps[0].key, key);
+}
+
 /* jansson's allocations, noting a failure: jansson 2.14 reports some as
  * syntax errors, which are its to report. */
 static bool json_alloc_failed;
@@ -521,6 +552,7 @@ int main(void)
         T(test_load_soketi_file_deep_and_long_keys_warned),
         T(test_load_soketi_file_nomem),
         T(test_load_soketi_file_lubdub_keys_typed),
+        T(test_load_soketi_long_texts_pass_whole),
         T(test_load_soketi_docs_name_every_row),
     };
 #undef T
