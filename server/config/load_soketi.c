@@ -37,6 +37,7 @@
 #include "server/config/options.h"
 #include "server/config/settings.h"
 #include "server/config/soketi_map.h"
+#include "server/config/soketi_redis.h"
 #include "server/config/value.h"
 
 #include <errno.h>
@@ -385,82 +386,33 @@ static json_t *sk_webhooks(struct sk_ctx *c, json_t *val, const char *label)
 
 /* ---- The Redis adapter and the metrics server ----------------------- */
 
-/* src with every byte but RFC 3986's unreserved ones percent-escaped. */
-static void sk_pct(char *dst, size_t len, const char *src)
-{
-    size_t o = 0;
-
-    for (; *src && o + 4 < len; src++) {
-        unsigned char ch = (unsigned char)*src;
-
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-            (ch >= '0' && ch <= '9') || strchr("-._~", ch))
-            dst[o++] = (char)ch;
-        else
-            o += (size_t)snprintf(dst + o, len - o, "%%%02X", ch);
-    }
-    dst[o] = '\0';
-}
-
-/* database.redis.sentinels ([{"host": ..., "port": ...}, ...]) as
- * lubdub's "host:port,..." in out. 0 or -EINVAL. */
-static int sk_sentinels(struct sk_ctx *c, const char *text, char *out,
-                        size_t len, const char *label)
-{
-    json_t *arr = json_loads(text, JSON_DECODE_ANY, NULL), *s;
-    const char *lb;
-    size_t i, o = 0;
-    int rc = 0;
-
-    out[0] = '\0';
-    if (!json_is_array(arr) || !json_array_size(arr))
-        rc = -EINVAL;
-    json_array_foreach(arr, i, s) {
-        const char *host = json_string_value(json_object_get(s, "host"));
-        json_t *port = json_object_get(s, "port");
-
-        if (!host || (port && !json_is_integer(port)) || o >= len) {
-            rc = -EINVAL;
-            break;
-        }
-        lb = strchr(host, ':') ? "[" : "";
-        o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s%s%s%s:%lld",
-                              i ? "," : "", lb, host, *lb ? "]" : "",
-                              port ? (long long)json_integer_value(port)
-                                   : 26379LL);
-    }
-    json_decref(arr);
-    if (rc || o >= len)
-        return sk_bad(c, label, "a JSON array of {\"host\", \"port\"}");
-    return 0;
-}
-
-/* redis://[user:pass@]host:port/db from soketi's database.redis. */
-static int sk_redis_url(struct sk_ctx *c, char *url, size_t len,
-                        const char *label)
+/*
+ * --redis from soketi's database.redis, in *url (owned; soketi_redis.h).
+ * A username without a password is dropped with a warning: ioredis,
+ * soketi's client, sends AUTH only with a password, and redis://user@host
+ * would be read as the password "user".
+ */
+static int sk_redis_url(struct sk_ctx *c, char **url, const char *label)
 {
     const char *host = sk_val(c, "DB_REDIS_HOST"),
                *port = sk_val(c, "DB_REDIS_PORT"),
                *db = sk_val(c, "DB_REDIS_DB"),
                *user = sk_val(c, "DB_REDIS_USERNAME"),
                *pass = sk_val(c, "DB_REDIS_PASSWORD");
-    char u[400] = "", p[800] = "", auth[1300] = "";
+    char other[512];
 
+    *url = NULL;
     if ((port && !sk_digits(port)) || (db && !sk_digits(db)))
         return sk_bad(c, label, "used with a numeric SOKETI_DB_REDIS_PORT "
                                 "and SOKETI_DB_REDIS_DB");
-    if (user && *user)
-        sk_pct(u, sizeof(u), user);
-    if (pass && *pass)
-        sk_pct(p, sizeof(p), pass);
-    if (*u || *p)
-        snprintf(auth, sizeof(auth), "%s%s%s@", u, *p ? ":" : "", p);
-    host = host && *host ? host : "127.0.0.1";
-    snprintf(url, len, "redis://%s%s%s%s:%s/%s", auth,
-             strchr(host, ':') ? "[" : "", host,
-             strchr(host, ':') ? "]" : "", port ? port : "6379",
-             db ? db : "0");
-    return 0;
+    pass = pass && *pass ? pass : NULL;
+    if (user && *user && !pass)
+        sk_warn(c, "%s is set without a password; ignored, as soketi sends "
+                "no AUTH without one (docs/MIGRATING.md)",
+                sk_label_env(c, "DB_REDIS_USERNAME", other, sizeof(other)));
+    return srv_soketi_redis_url(host && *host ? host : "127.0.0.1",
+                                port ? port : "6379", db ? db : "0",
+                                user && *user ? user : NULL, pass, url);
 }
 
 /* adapter.driver "redis" with database.redis: lubdub's --redis (and the
@@ -473,7 +425,7 @@ static int sk_redis(struct sk_ctx *c)
         "DB_REDIS_INSTANCE_NAME", NULL,
     };
     const char *drv = sk_val(c, "ADAPTER_DRIVER"), *v;
-    char label[512], url[2048], list[2048], other[512];
+    char label[512], list[SRV_SOKETI_SENTINELS_LEN], other[512], *url;
     int rc;
 
     sk_label_env(c, "ADAPTER_DRIVER", label, sizeof(label));
@@ -488,9 +440,12 @@ static int sk_redis(struct sk_ctx *c)
                                                 sizeof(other)));
         return 0;
     }
-    rc = sk_redis_url(c, url, sizeof(url), label);
+    rc = sk_redis_url(c, &url, label);
     if (!rc)
         rc = sk_set_option(c, "redis", url, label, NULL);
+    if (url)
+        explicit_bzero(url, strlen(url));
+    free(url);
     v = sk_val(c, "DB_REDIS_KEY_PREFIX");
     if (!rc && v && *v && !sk_val(c, "ADAPTER_REDIS_PREFIX"))
         rc = sk_set_option(c, "redis_prefix", v,
@@ -500,9 +455,14 @@ static int sk_redis(struct sk_ctx *c)
     if (rc || !v)
         return rc;
     sk_label_env(c, "DB_REDIS_SENTINELS", other, sizeof(other));
-    rc = sk_sentinels(c, v, list, sizeof(list), other);
-    if (!rc)
-        rc = sk_set_option(c, "redis_sentinel", list, other, NULL);
+    rc = srv_soketi_sentinels(v, list, sizeof(list));
+    if (rc == -EINVAL)
+        return sk_bad(c, other, "a JSON array of {\"host\", \"port\"}");
+    /* Never cut: a list lubdub's --redis-sentinel would refuse anyway. */
+    if (rc)
+        return sk_bad(c, other, "at most 16 sentinels, each host below 256 "
+                                "bytes");
+    rc = sk_set_option(c, "redis_sentinel", list, other, NULL);
     v = sk_val(c, "DB_REDIS_INSTANCE_NAME");
     if (!rc)
         rc = sk_set_option(c, "redis_master", v ? v : "mymaster", other,

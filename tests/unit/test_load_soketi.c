@@ -447,6 +447,36 @@ static void test_load_soketi_long_texts_pass_whole(void **state)
     assert_string_equal(f->cfg.apps[0].key, key);
 }
 
+/* A Redis username without a password: soketi (ioredis) sends no AUTH,
+ * so the user is dropped with a warning; redis://user@host would send
+ * AUTH user. */
+static void test_load_soketi_env_redis_user_alone_dropped(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"SOKETI_ADAPTER_DRIVER=redis",
+                   "SOKETI_DB_REDIS_HOST=redis.local",
+                   "SOKETI_DB_REDIS_USERNAME=someuser", NULL};
+    char *both[] = {"SOKETI_ADAPTER_DRIVER=redis",
+                    "SOKETI_DB_REDIS_USERNAME=someuser",
+                    "SOKETI_DB_REDIS_PASSWORD=pw", NULL};
+    char pass[400] = "SOKETI_DB_REDIS_PASSWORD=";
+    char *longpw[] = {"SOKETI_ADAPTER_DRIVER=redis", pass, NULL};
+
+    assert_int_equal(load(f, env, NULL), 0);
+    assert_string_equal(f->cfg.redis, "redis://redis.local:6379/0");
+    assert_int_equal(count(warned(f), "SOKETI_DB_REDIS_USERNAME is set "
+                                      "without a password; ignored"), 1);
+    srv_soketi_warnings_to(f->warn);
+    assert_int_equal(load(f, both, NULL), 0);
+    assert_string_equal(f->cfg.redis, "redis://someuser:pw@127.0.0.1:6379/0");
+    /* A password is never cut (lubdub's URL checks then judge it). */
+    memset(pass + 25, '@', 300);
+    pass[325] = '\0';
+    assert_int_equal(load(f, longpw, NULL), 0);
+    assert_int_equal(strlen(f->cfg.redis),
+                     strlen("redis://:@127.0.0.1:6379/0") + 3 * 300);
+}
+
 /* jansson's allocations, noting a failure: jansson 2.14 reports some as
  * syntax errors, which are its to report. */
 static bool json_alloc_failed;
@@ -553,6 +583,7 @@ int main(void)
         T(test_load_soketi_file_nomem),
         T(test_load_soketi_file_lubdub_keys_typed),
         T(test_load_soketi_long_texts_pass_whole),
+        T(test_load_soketi_env_redis_user_alone_dropped),
         T(test_load_soketi_docs_name_every_row),
     };
 #undef T
