@@ -80,17 +80,20 @@ static size_t sk_n(void)
     return srv_soketi_map_rows(&rows);
 }
 
-static FILE *sk_out;
 /* The first load is over: the hub logs, the environment was warned of. */
 static bool sk_started;
 
-void srv_soketi_warnings_to(FILE *out)
+void srv_soketi_forget_started(void)
 {
-    sk_out = out;
     sk_started = false;
 }
 
-/* One warning line: on stderr before the hub runs, then in its log. */
+/*
+ * One warning line. Before the hub runs, in the load's warnings
+ * (srv__warn(): main() logs them once the log exists, in its format,
+ * JSON under --log-format json, or prints them for a command that exits
+ * first); after (a SIGHUP reload), in the log at once.
+ */
 __attribute__((format(printf, 2, 3)))
 static void sk_warn(const struct sk_ctx *c, const char *fmt, ...)
 {
@@ -102,14 +105,13 @@ static void sk_warn(const struct sk_ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
-    /* One line whatever a name from the environment holds. */
-    srv_config_err(line, sizeof(line), "%s", raw);
-    if (sk_started) {
-        hub_log(HUB_LOG_WARN, 0, "%s", line);
+    if (!sk_started) {
+        srv__warn(c->ld, "%s", raw);
         return;
     }
-    fprintf(sk_out ? sk_out : stderr, "lubdub: warning: %s\n", line);
-    fflush(sk_out ? sk_out : stderr);
+    /* One line whatever a name from the environment holds. */
+    srv_config_err(line, sizeof(line), "%s", raw);
+    hub_log(HUB_LOG_WARN, 0, "config: %s", line);
 }
 
 /* The value of the variable name in envp, or NULL. */

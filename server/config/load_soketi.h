@@ -40,8 +40,8 @@ int srv_soketi_apply_env(struct srv__load *ld, char **envp);
  */
 int srv_soketi_file(struct srv__load *ld, json_t **root);
 
-/* Tests: send the warnings to out (NULL: stderr) and forget that the
- * first load has been. */
-void srv_soketi_warnings_to(FILE *out);
+/* Tests: forget that the first load has been (a new process, as far as
+ * the warnings go). */
+void srv_soketi_forget_started(void);
 
 #endif

@@ -6,7 +6,8 @@
 // secret reaches it); a soketi config.json with two apps serves both, each
 // under its own secret; a SOKETI_* variable that conflicts with its
 // LUBDUB_* one, and one lubdub does not support, are each warned about
-// once, and not again on a SIGHUP.
+// once, and not again on a SIGHUP; the warnings at start are log lines in
+// the configured format (one JSON object with --log-format json).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startHub, waitFor, configFile } = require('./lib/hub');
@@ -79,7 +80,31 @@ test('a soketi config.json with two apps serves both', async (t) => {
   // These two apps only (lubdub's default app is not among them).
   assert.deepEqual(Object.keys((await hub.stats()).apps).sort(), ['1001', 'app-two']);
   assert.equal(count(hub.stderr, '"cors.credentials" is not supported by lubdub'), 1, hub.stderr);
-  assert.equal(count(hub.stderr, 'lubdub: warning:'), 1, hub.stderr);
+  assert.equal(count(hub.stderr, 'is not supported by lubdub'), 1, hub.stderr);
+  // A log line (config: ...), not a stderr line of its own.
+  assert.equal(count(hub.stderr, 'lubdub: warning:'), 0, hub.stderr);
+});
+
+test('with --log-format json the soketi warnings at start are JSON log lines', async (t) => {
+  const file = configFile(t, {
+    debug: false,
+    'appManager.array.apps': [{ id: 'a1', key: 'k1', secret: 'secret-a1-0123456789' }],
+    cors: { credentials: true },
+  });
+  const hub = await startHub(['--config', file, '--log-format', 'json'], {
+    t, env: { SOKETI_QUEUE_DRIVER: 'redis' },
+  });
+  await waitFor(() => /listening on/.test(hub.stderr), 'the listening line');
+  const lines = hub.stderr.split('\n').filter((l) => l !== '');
+  const entries = lines.map((l) => {
+    let e;
+    assert.doesNotThrow(() => { e = JSON.parse(l); }, `not JSON: ${JSON.stringify(l)}`);
+    return e;
+  });
+  const warns = entries.filter((e) => e.level === 'warn' && /is not supported by lubdub/.test(e.msg));
+  assert.equal(warns.length, 2, hub.stderr);
+  assert.ok(warns.some((e) => /"cors\.credentials" is not supported/.test(e.msg)), hub.stderr);
+  assert.ok(warns.some((e) => /^config: SOKETI_QUEUE_DRIVER is not supported/.test(e.msg)), hub.stderr);
 });
 
 test('a conflict with LUBDUB_* and an unmapped SOKETI_* name are warned once', async (t) => {

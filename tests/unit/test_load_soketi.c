@@ -5,8 +5,11 @@
  * unmapped names warned about once, soketi's config.json (dotted and
  * nested) with its apps, and such a file loaded under failing allocations.
  *
- * The warnings go to a tmpfile() (srv_soketi_warnings_to), reset by each
- * case; the environment is an explicit envp.
+ * The first load's warnings are the load's own (cfg.warnings, which main()
+ * logs in the configured format); load() copies each load's into a
+ * tmpfile() as main() prints them, so that a case sees all it was warned
+ * of. srv_soketi_forget_started() makes each case a new process; the
+ * environment is an explicit envp.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -44,7 +47,7 @@ static int setup(void **state)
         free(f);
         return -1;
     }
-    srv_soketi_warnings_to(f->warn);
+    srv_soketi_forget_started();
     srv_config_defaults(&f->cfg);
     *state = f;
     return 0;
@@ -55,7 +58,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
 
     srv_config_fini(&f->cfg);
-    srv_soketi_warnings_to(NULL);
+    srv_soketi_forget_started();
     fclose(f->warn);
     if (f->path[0])
         unlink(f->path);
@@ -76,16 +79,26 @@ static const char *write_json(struct fixture *f, const char *json)
     return f->path;
 }
 
-/* Load afresh with envp and, when given, --config path. */
+/* Load afresh with envp and, when given, --config path; the load's
+ * warnings appended to f->warn, each line as main() prints it. */
 static int load(struct fixture *f, char **envp, const char *path)
 {
     char *argv[] = {"lubdub", "--config", (char *)path, NULL};
+    const char *w;
+    int rc;
 
     srv_config_fini(&f->cfg);
     srv_config_defaults(&f->cfg);
     f->err[0] = '\0';
-    return srv_config_load(&f->cfg, path ? 3 : 1, argv, envp, f->err,
-                           sizeof(f->err));
+    rc = srv_config_load(&f->cfg, path ? 3 : 1, argv, envp, f->err,
+                         sizeof(f->err));
+    for (w = f->cfg.warnings; w && *w;) {
+        size_t len = strcspn(w, "\n");
+
+        fprintf(f->warn, "lubdub: warning: %.*s\n", (int)len, w);
+        w += len + (w[len] == '\n');
+    }
+    return rc;
 }
 
 /* Everything warned so far, in f->warned. */
@@ -195,7 +208,7 @@ static void test_load_soketi_env_redis_and_metrics(void **state)
                      0);
     /* Without the redis adapter the Redis names are warned about (a new
      * process, as far as the warnings go). */
-    srv_soketi_warnings_to(f->warn);
+    srv_soketi_forget_started();
     assert_int_equal(load(f, env2, NULL), 0);
     assert_null(f->cfg.redis);
     assert_int_equal(f->cfg.metrics_port, 9700);
@@ -225,7 +238,7 @@ static void test_load_soketi_env_lubdub_wins_one_warning(void **state)
     assert_int_equal(f->cfg.port, 7002);
     assert_int_equal(count(warned(f), "SOKETI_PORT and LUBDUB_PORT"), 1);
     /* The same value spelled two ways is no conflict. */
-    srv_soketi_warnings_to(f->warn);
+    srv_soketi_forget_started();
     assert_int_equal(load(f, same, NULL), 0);
     assert_int_equal(f->cfg.drain_timeout_ms, 5000);
     assert_int_equal(count(warned(f), "LUBDUB_DRAIN_TIMEOUT"), 0);
@@ -248,8 +261,12 @@ static void test_load_soketi_env_unmapped_warned_once(void **state)
                                       "supported by lubdub"), 1);
     assert_int_equal(count(f->warned, "SOKETI_MODE: lubdub supports only "
                                       "\"full\""), 1);
-    assert_int_equal(count(f->warned, "lubdub: warning: "), 3);
-    assert_null(strstr(f->warned, "LUBDUB_SOMETHING"));
+    assert_int_equal(count(f->warned, "lubdub: warning: SOKETI_"), 3);
+    /* LUBDUB_SOMETHING is lubdub's to warn of (load_env.c, on each
+     * load), never soketi's. */
+    assert_int_equal(count(f->warned, "LUBDUB_SOMETHING"),
+                     count(f->warned, "LUBDUB_SOMETHING: not a lubdub "
+                                      "option"));
 }
 
 static void test_load_soketi_env_bad_value_is_error(void **state)
@@ -391,31 +408,6 @@ static void test_load_soketi_file_deep_and_long_keys_warned(void **state)
     assert_int_equal(count(f->warned, "a key of 600 bytes"), 1);
 }
 
-/* lubdub's own keys in a soketi file are checked for their JSON types as
- * in lubdub's file: an array is no string (it was read as the text
- * ["https://a.example"], refusing every browser). */
-static void test_load_soketi_file_lubdub_keys_typed(void **state)
-{
-    struct fixture *f = *state;
-
-    assert_int_equal(load(f, NULL, write_json(f,
-        "{\"debug\": false, \"allowed_origins\": "
-        "[\"https://a.example\"]}")), -EINVAL);
-    assert_non_null(strstr(f->err, "\"allowed_origins\": must be a string"));
-    unlink(f->path);
-    assert_int_equal(load(f, NULL, write_json(f,
-        "{\"debug\": false, \"dev_auth_endpoint\": \"true\"}")), -EINVAL);
-    assert_non_null(strstr(f->err, "\"dev_auth_endpoint\": must be true "
-                                   "or false"));
-    unlink(f->path);
-    assert_int_equal(load(f, NULL, write_json(f,
-        "{\"debug\": false, \"allowed_origins\": \"https://a.example\", "
-        "\"ping_interval\": 20000, \"tls_cert\": null}")), 0);
-    assert_string_equal(f->cfg.allowed_origins, "https://a.example");
-    assert_int_equal(f->cfg.ping_interval_ms, 20000);
-    assert_null(f->cfg.tls_cert);
-}
-
 /* A text longer than any fixed buffer passes whole: a secret cut short
  * would fail every signature, a path cut short name another file. */
 static void test_load_soketi_long_texts_pass_whole(void **state)
@@ -447,6 +439,31 @@ static void test_load_soketi_long_texts_pass_whole(void **state)
     assert_string_equal(f->cfg.apps[0].key, key);
 }
 
+/* lubdub's own keys in a soketi file are checked for their JSON types as
+ * in lubdub's file: an array is no string (it was read as the text
+ * ["https://a.example"], refusing every browser). */
+static void test_load_soketi_file_lubdub_keys_typed(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(load(f, NULL, write_json(f,
+        "{\"debug\": false, \"allowed_origins\": "
+        "[\"https://a.example\"]}")), -EINVAL);
+    assert_non_null(strstr(f->err, "\"allowed_origins\": must be a string"));
+    unlink(f->path);
+    assert_int_equal(load(f, NULL, write_json(f,
+        "{\"debug\": false, \"dev_auth_endpoint\": \"true\"}")), -EINVAL);
+    assert_non_null(strstr(f->err, "\"dev_auth_endpoint\": must be true "
+                                   "or false"));
+    unlink(f->path);
+    assert_int_equal(load(f, NULL, write_json(f,
+        "{\"debug\": false, \"allowed_origins\": \"https://a.example\", "
+        "\"ping_interval\": 20000, \"tls_cert\": null}")), 0);
+    assert_string_equal(f->cfg.allowed_origins, "https://a.example");
+    assert_int_equal(f->cfg.ping_interval_ms, 20000);
+    assert_null(f->cfg.tls_cert);
+}
+
 /* A Redis username without a password: soketi (ioredis) sends no AUTH,
  * so the user is dropped with a warning; redis://user@host would send
  * AUTH user. */
@@ -466,7 +483,7 @@ static void test_load_soketi_env_redis_user_alone_dropped(void **state)
     assert_string_equal(f->cfg.redis, "redis://redis.local:6379/0");
     assert_int_equal(count(warned(f), "SOKETI_DB_REDIS_USERNAME is set "
                                       "without a password; ignored"), 1);
-    srv_soketi_warnings_to(f->warn);
+    srv_soketi_forget_started();
     assert_int_equal(load(f, both, NULL), 0);
     assert_string_equal(f->cfg.redis, "redis://someuser:pw@127.0.0.1:6379/0");
     /* A password is never cut (lubdub's URL checks then judge it). */
@@ -475,6 +492,22 @@ static void test_load_soketi_env_redis_user_alone_dropped(void **state)
     assert_int_equal(load(f, longpw, NULL), 0);
     assert_int_equal(strlen(f->cfg.redis),
                      strlen("redis://:@127.0.0.1:6379/0") + 3 * 300);
+}
+
+/* The first load's warnings are the load's (cfg.warnings, logged by
+ * main() in the configured format), not lines of their own on stderr. */
+static void test_load_soketi_warnings_are_the_loads(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"SOKETI_QUEUE_DRIVER=redis", NULL};
+
+    assert_int_equal(load(f, env, write_json(f,
+        "{\"debug\": false, \"cors\": {\"credentials\": true}}")), 0);
+    assert_non_null(f->cfg.warnings);
+    assert_non_null(strstr(f->cfg.warnings, "\"cors.credentials\" is not "
+                                            "supported by lubdub"));
+    assert_non_null(strstr(f->cfg.warnings, "SOKETI_QUEUE_DRIVER is not "
+                                            "supported by lubdub"));
 }
 
 /* jansson's allocations, noting a failure: jansson 2.14 reports some as
@@ -581,9 +614,10 @@ int main(void)
         T(test_load_soketi_file_lubdub_file_untouched),
         T(test_load_soketi_file_deep_and_long_keys_warned),
         T(test_load_soketi_file_nomem),
-        T(test_load_soketi_file_lubdub_keys_typed),
         T(test_load_soketi_long_texts_pass_whole),
+        T(test_load_soketi_file_lubdub_keys_typed),
         T(test_load_soketi_env_redis_user_alone_dropped),
+        T(test_load_soketi_warnings_are_the_loads),
         T(test_load_soketi_docs_name_every_row),
     };
 #undef T
