@@ -44,6 +44,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -760,8 +761,11 @@ static int sk_file_app(struct sk_ctx *c, json_t *src, size_t i, json_t **out)
         rc = sk_put(app, def[k][0], sk_app_json(def[k][0], def[k][1]));
     if (rc || json_object_update(app, c->all_apps))
         return -ENOMEM;
-    if (!json_is_object(src))
-        return 0;                 /* lubdub's loader says what is wrong */
+    if (!json_is_object(src)) {
+        srv_config_err(c->ld->err, c->ld->errlen, "%s: %s[%zu] must be an "
+                       "object", c->ld->file, SK_APPS_PATH, i);
+        return -EINVAL;
+    }
     json_object_foreach(src, key, val) {
         snprintf(label, sizeof(label), "%s: %s[%zu].%s", c->ld->file,
                  SK_APPS_PATH, i, key);

@@ -10,7 +10,6 @@
 #ifndef SRV_LOAD_SOKETI_H
 #define SRV_LOAD_SOKETI_H
 
-#include <stdio.h>
 
 #include <jansson.h>
 

@@ -40,8 +40,11 @@ static int srv__hex(char *out, size_t n)
     if (n > sizeof(raw))
         return -EINVAL;
     rc = srv__random(raw, n);
-    if (rc)
+    if (rc) {
+        /* A failed draw may have filled part of raw: a secret's bytes. */
+        explicit_bzero(raw, sizeof(raw));
         return rc;
+    }
     for (size_t i = 0; i < n; i++) {
         out[2 * i] = digits[raw[i] >> 4];
         out[2 * i + 1] = digits[raw[i] & 15];

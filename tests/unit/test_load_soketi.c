@@ -494,6 +494,17 @@ static void test_load_soketi_env_redis_user_alone_dropped(void **state)
                      strlen("redis://:@127.0.0.1:6379/0") + 3 * 300);
 }
 
+/* An app of the file that is not an object says so. */
+static void test_load_soketi_file_app_not_object(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(load(f, NULL, write_json(f,
+        "{\"appManager.array.apps\": [\"x\"]}")), -EINVAL);
+    assert_non_null(strstr(f->err, "appManager.array.apps[0] must be an "
+                                   "object"));
+}
+
 /* The first load's warnings are the load's (cfg.warnings, logged by
  * main() in the configured format), not lines of their own on stderr. */
 static void test_load_soketi_warnings_are_the_loads(void **state)
@@ -617,6 +628,7 @@ int main(void)
         T(test_load_soketi_long_texts_pass_whole),
         T(test_load_soketi_file_lubdub_keys_typed),
         T(test_load_soketi_env_redis_user_alone_dropped),
+        T(test_load_soketi_file_app_not_object),
         T(test_load_soketi_warnings_are_the_loads),
         T(test_load_soketi_docs_name_every_row),
     };
