@@ -4,7 +4,7 @@
 #ifndef HUB_VERSION_H
 #define HUB_VERSION_H
 
-/* "0.1.0" (borrowed, static). */
+/* "0.2.0" (borrowed, static). */
 const char *hub_version(void);
 
 /* The commit: 12 hex digits of `git rev-parse --short=12 HEAD`, with
